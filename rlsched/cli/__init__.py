@@ -1,0 +1,29 @@
+"""The ``rlsched`` command line (click)."""
+
+from __future__ import annotations
+
+import logging
+
+import click
+
+from rlsched import __version__
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="rlsched")
+@click.option("-v", "--verbose", count=True, help="More log output (-v info, -vv debug).")
+def main(verbose: int) -> None:
+    """rlsched: a learning scheduler for Slurm/PBS and its trace-driven simulator."""
+    level = logging.WARNING - 10 * min(verbose, 2)
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+
+def _register() -> None:
+    # Each command group lives in its own module; importing them here keeps `main` the one entry point.
+    from rlsched.cli import sim, trace
+
+    main.add_command(sim.sim)
+    main.add_command(trace.trace)
+
+
+_register()

@@ -1,0 +1,1 @@
+"""The decision core: pure (no subprocess, no wall clock, no simulator import)."""

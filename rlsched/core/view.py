@@ -1,0 +1,219 @@
+"""What any batch system can tell at one instant, and the levers it offers.
+
+This module is the seam of rlsched (DESIGN.md §1): the Slurm and PBS backends and
+the trace-driven simulator all build a :class:`ClusterView` and accept the same
+five actions (:class:`Backend`).  The decision core reads views and returns
+:class:`Decisions`; it never talks to a batch system, a clock or the simulator.
+
+All per-job data is held as a struct of NumPy arrays (one row per job) so that an
+agent can score thousands of pending jobs in one vectorised call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from enum import IntEnum
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+from numpy.typing import NDArray
+
+IntArray = NDArray[np.int64]
+FloatArray = NDArray[np.float64]
+BoolArray = NDArray[np.bool_]
+
+#: P-grid §4.2: a job whose runtime is under 15 minutes counts as interactive.
+INTERACTIVE_THRESHOLD_S = 900.0
+
+
+class JobClass(IntEnum):
+    """The two job classes of Perez et al. (P-grid §3.2)."""
+
+    BATCH = 0
+    INTERACTIVE = 1
+
+
+def _empty_int() -> IntArray:
+    return np.zeros(0, dtype=np.int64)
+
+
+def _empty_float() -> FloatArray:
+    return np.zeros(0, dtype=np.float64)
+
+
+def _check_lengths(obj: object, names: Sequence[str]) -> None:
+    lengths = {name: len(getattr(obj, name)) for name in names}
+    if len(set(lengths.values())) > 1:
+        raise ValueError(f"{type(obj).__name__}: columns differ in length: {lengths}")
+
+
+@dataclass(frozen=True)
+class PendingJobs:
+    """Jobs waiting in the queue, in the batch system's current order.
+
+    ``oracle_run_s`` is the actual runtime; only a simulator knows it (it is NaN
+    on a live backend).  ``held`` marks jobs that wait for an explicit release.
+    """
+
+    job_id: IntArray = field(default_factory=_empty_int)
+    vo: IntArray = field(default_factory=_empty_int)
+    job_class: IntArray = field(default_factory=_empty_int)
+    cores: IntArray = field(default_factory=_empty_int)
+    req_time_s: FloatArray = field(default_factory=_empty_float)
+    submit_s: FloatArray = field(default_factory=_empty_float)
+    oracle_run_s: FloatArray = field(default_factory=_empty_float)
+    held: BoolArray = field(default_factory=lambda: np.zeros(0, dtype=np.bool_))
+
+    def __post_init__(self) -> None:
+        _check_lengths(self, ("job_id", "vo", "job_class", "cores", "req_time_s", "submit_s",
+                              "oracle_run_s", "held"))
+
+    def __len__(self) -> int:
+        return len(self.job_id)
+
+
+@dataclass(frozen=True)
+class RunningJobs:
+    """Jobs holding cores now."""
+
+    job_id: IntArray = field(default_factory=_empty_int)
+    vo: IntArray = field(default_factory=_empty_int)
+    job_class: IntArray = field(default_factory=_empty_int)
+    cores: IntArray = field(default_factory=_empty_int)
+    req_time_s: FloatArray = field(default_factory=_empty_float)
+    submit_s: FloatArray = field(default_factory=_empty_float)
+    start_s: FloatArray = field(default_factory=_empty_float)
+
+    def __post_init__(self) -> None:
+        _check_lengths(self, ("job_id", "vo", "job_class", "cores", "req_time_s", "submit_s", "start_s"))
+
+    def __len__(self) -> int:
+        return len(self.job_id)
+
+
+@dataclass(frozen=True)
+class FinishedJobs:
+    """Jobs that ended since the previous view: what rewards are computed from."""
+
+    job_id: IntArray = field(default_factory=_empty_int)
+    vo: IntArray = field(default_factory=_empty_int)
+    job_class: IntArray = field(default_factory=_empty_int)
+    cores: IntArray = field(default_factory=_empty_int)
+    submit_s: FloatArray = field(default_factory=_empty_float)
+    start_s: FloatArray = field(default_factory=_empty_float)
+    end_s: FloatArray = field(default_factory=_empty_float)
+
+    def __post_init__(self) -> None:
+        _check_lengths(self, ("job_id", "vo", "job_class", "cores", "submit_s", "start_s", "end_s"))
+
+    def __len__(self) -> int:
+        return len(self.job_id)
+
+    @property
+    def wait_s(self) -> FloatArray:
+        return self.start_s - self.submit_s
+
+    @property
+    def run_s(self) -> FloatArray:
+        return self.end_s - self.start_s
+
+
+@dataclass(frozen=True)
+class CloudState:
+    """Leasable cloud nodes (DESIGN.md §2.3, §5): the cap and what is in use."""
+
+    cap: int
+    nodes_total: int
+    nodes_powered: int
+    nodes_busy: int
+    cores_per_node: int = 1
+
+
+@dataclass(frozen=True)
+class ClusterView:
+    """Everything a policy may know at ``time_s`` (seconds; epoch or trace-relative).
+
+    ``vos`` names the VO (account) indices used in the job tables; ``vo_shares``
+    gives their target shares when the site has configured them.
+    """
+
+    time_s: float
+    total_cores: int
+    idle_cores: int
+    pending: PendingJobs
+    running: RunningJobs
+    finished: FinishedJobs
+    vos: tuple[str, ...] = ()
+    vo_shares: tuple[float, ...] | None = None
+    cloud: CloudState | None = None
+
+    def __post_init__(self) -> None:
+        if self.idle_cores < 0 or self.idle_cores > self.total_cores:
+            raise ValueError(f"idle_cores {self.idle_cores} outside 0..{self.total_cores}")
+        if self.vo_shares is not None and len(self.vo_shares) != len(self.vos):
+            raise ValueError("vo_shares and vos differ in length")
+
+
+@dataclass(frozen=True)
+class Decisions:
+    """What an agent wants done; a backend applies it (decide is kept apart from act).
+
+    - ``boost``: pending job ids that should start first, in this order (None: no change).
+    - ``release``: held job ids to let go now, in this order.
+    - ``hold``: pending job ids to hold.
+    - ``lease_cap``: the cap V on leased cloud nodes for the next period (None: no change).
+    """
+
+    boost: tuple[int, ...] | None = None
+    release: tuple[int, ...] = ()
+    hold: tuple[int, ...] = ()
+    lease_cap: int | None = None
+
+    @property
+    def empty(self) -> bool:
+        return self.boost is None and not self.release and not self.hold and self.lease_cap is None
+
+
+@runtime_checkable
+class Backend(Protocol):
+    """The five calls every batch system (and the simulator) offers to rlsched."""
+
+    def view(self) -> ClusterView:
+        """The current state, including the jobs finished since the previous call."""
+        ...
+
+    def boost(self, ranked_job_ids: Sequence[int]) -> None:
+        """Make these pending jobs go first, in this order; replaces the previous boost."""
+        ...
+
+    def release(self, job_id: int) -> None:
+        """Let a held job be scheduled."""
+        ...
+
+    def hold(self, job_id: int) -> None:
+        """Keep a pending job from starting until it is released."""
+        ...
+
+    def set_lease_cap(self, n: int) -> None:
+        """Allow at most ``n`` leased cloud nodes from now on."""
+        ...
+
+
+def apply(decisions: Decisions, backend: Backend) -> None:
+    """Carry out ``decisions`` on ``backend``: holds first, then boost, releases, lease cap."""
+    for job_id in decisions.hold:
+        backend.hold(job_id)
+    if decisions.boost is not None:
+        backend.boost(decisions.boost)
+    for job_id in decisions.release:
+        backend.release(job_id)
+    if decisions.lease_cap is not None:
+        backend.set_lease_cap(decisions.lease_cap)
+
+
+class Agent(Protocol):
+    """A policy: a view in, decisions out.  Learning agents also read ``view.finished``."""
+
+    def decide(self, view: ClusterView) -> Decisions:
+        ...

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Install rlsched and everything its tests use into ./.venv (Debian 12, Python >= 3.11).
+# Idempotent: a second run only checks. Debian packages for the live tests (Slurm,
+# Prometheus) are installed by scripts/slurm-up.sh and scripts/prometheus-up.sh when a
+# test needs them.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+"$PY" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "rlsched needs Python >= 3.11")'
+if [ ! -x .venv/bin/python ]; then
+  if ! "$PY" -m venv --help >/dev/null 2>&1 || ! "$PY" -c 'import ensurepip' 2>/dev/null; then
+    # Debian's python3 ships venv/ensurepip separately.
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+      apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null
+    else
+      echo "install.sh: '$PY -m venv' is unavailable; install python3-venv (apt-get install python3-venv)" >&2
+      exit 1
+    fi
+  fi
+  "$PY" -m venv .venv
+fi
+.venv/bin/python -m pip install -q --upgrade pip
+.venv/bin/python -m pip install -q -e '.[dev,dask]'
+echo "rlsched installed in $(pwd)/.venv  (run: .venv/bin/rlsched --help)"

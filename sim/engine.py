@@ -1,0 +1,430 @@
+"""The discrete-event simulator: a rigid pool of cores, a native batch scheduler, and the Backend seam.
+
+The simulator plays the part a batch system plays live (DESIGN.md §1): it has its
+own scheduler — a priority queue started in order, optionally with EASY
+backfilling — and it offers the same five levers as the Slurm backend
+(:class:`rlsched.core.view.Backend`).  Learning agents steer it only through those
+levers: ``boost`` re-ranks the queue, ``hold``/``release`` gate jobs; the native
+scheduler then starts what it can, exactly as ``sched/backfill`` would in Slurm.
+
+EASY backfilling follows Mu'alem & Feitelson (IEEE TPDS 12(6), 2001): the head of
+the queue gets a reservation at the *shadow time* — the earliest time enough
+cores free up, computed from the *requested* times of the running jobs — and a
+later job may start now if it fits in the idle cores and either ends (by its
+requested time) before the shadow time or uses only the *extra* cores the head
+will not need.  Shadow time and extra cores are recomputed at every scheduling
+pass, so the head's reservation can move earlier but is never delayed (a test
+checks this invariant on real traces).
+
+Costs: submits are read from the sorted workload (no heap traffic); finishes sit
+in a binary heap; running jobs are kept sorted by expected end (bisect) so the
+shadow time is found without sorting; the backfill scan visits only queued jobs
+whose size fits the idle cores, found through a size index, so a deep queue of
+wide jobs costs nothing while the machine is full.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import time
+from bisect import bisect_left, bisect_right, insort
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+from rlsched.core.view import (
+    Agent,
+    ClusterView,
+    FinishedJobs,
+    FloatArray,
+    IntArray,
+    PendingJobs,
+    RunningJobs,
+    apply,
+)
+from rlsched.sim.workload import Workload
+
+Overrun = Literal["kill", "run"]
+
+#: Default treatment of jobs that ran longer than they requested: real batch systems
+#: kill a job at its time limit (Slurm, PBS, LoadLeveler all do), so that is the default.
+DEFAULT_OVERRUN: Overrun = "kill"
+
+
+#: With periodic ticks, how many ticks a gate-mode agent may leave an empty machine idle
+#: while it holds jobs before the run is declared stuck.
+MAX_IDLE_TICKS = 10_000
+
+
+class SimulationError(RuntimeError):
+    """The simulation cannot go on (for instance jobs held forever with nothing running)."""
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """The outcome of a replay: one start and end time per workload row."""
+
+    workload: Workload
+    cores: int
+    start: FloatArray
+    end: FloatArray
+    killed_at_limit: int
+    sim_seconds: float
+    scheduler: str = ""
+
+    @property
+    def wait(self) -> FloatArray:
+        return self.start - self.workload.submit
+
+    @property
+    def run(self) -> FloatArray:
+        return self.end - self.start
+
+
+def effective_runtimes(workload: Workload, overrun: Overrun) -> tuple[FloatArray, int]:
+    """Runtimes the simulation uses, and how many jobs the time limit cuts.
+
+    ``kill``: a job that ran past its requested time is ended at the request, as
+    real batch systems do.  ``run``: it runs its recorded time (as in studies that
+    replay the runtime blindly); EASY reservations then become optimistic.
+    """
+    if overrun not in ("kill", "run"):
+        raise ValueError(f"overrun must be 'kill' or 'run', not {overrun!r}")
+    over = workload.run > workload.req_time
+    if overrun == "kill":
+        return np.minimum(workload.run, workload.req_time), int(over.sum())
+    return workload.run.astype(np.float64, copy=True), 0
+
+
+class Simulator:
+    """Replay a workload on ``cores`` cores; implements :class:`rlsched.core.view.Backend`.
+
+    Args:
+        workload: the jobs (sorted by submit time).
+        cores: pool size (default: the workload's machine size).
+        priority: a static key per job, lower starts first (None: submit order, FCFS).
+        backfill: EASY backfilling behind the queue head.
+        overrun: ``kill`` jobs at their requested time (default) or let them ``run``.
+        agent: a policy called after every batch of simultaneous events; it acts only
+            through the Backend levers (boost, hold, release).
+        hold_on_submit: gate mode — every job arrives held and waits for the agent's release.
+        tick_s: also call the agent every ``tick_s`` seconds (periodic decisions).
+        name: label stored in the resulting :class:`Schedule`.
+    """
+
+    def __init__(
+        self,
+        workload: Workload,
+        cores: int | None = None,
+        *,
+        priority: FloatArray | IntArray | None = None,
+        backfill: bool = True,
+        overrun: Overrun = DEFAULT_OVERRUN,
+        agent: Agent | None = None,
+        hold_on_submit: bool = False,
+        tick_s: float | None = None,
+        name: str = "",
+    ) -> None:
+        self.workload = workload
+        self.cores = int(cores if cores is not None else workload.max_procs)
+        if self.cores < 1:
+            raise ValueError("cores must be >= 1")
+        if len(workload) and int(workload.procs.max()) > self.cores:
+            raise ValueError(
+                f"workload {workload.name!r} has a job of {int(workload.procs.max())} cores; the pool has "
+                f"{self.cores} (use Workload.with_max_procs to drop wider jobs)")
+        if hold_on_submit and agent is None:
+            raise ValueError("hold_on_submit needs an agent to release the jobs")
+        if tick_s is not None and tick_s <= 0:
+            raise ValueError("tick_s must be positive")
+        self.backfill = backfill
+        self.overrun: Overrun = overrun
+        self.agent = agent
+        self.hold_on_submit = hold_on_submit
+        self.tick_s = tick_s
+        self.name = name
+        n = len(workload)
+        run_eff, self._killed = effective_runtimes(workload, overrun)
+        # Python lists: scalar access in the event loop is several times faster than NumPy indexing.
+        self._submit: list[float] = workload.submit.tolist()
+        self._run_arr = run_eff
+        self._run: list[float] = run_eff.tolist()
+        self._req: list[float] = workload.req_time.tolist()
+        self._procs: list[int] = workload.procs.tolist()
+        if priority is None:
+            self._rank: list[int] = list(range(n))
+        else:
+            key = np.asarray(priority, dtype=np.float64)
+            if key.shape != (n,):
+                raise ValueError(f"priority has shape {key.shape}, expected ({n},)")
+            order = np.lexsort((np.arange(n), key))
+            rank = np.empty(n, dtype=np.int64)
+            rank[order] = np.arange(n)
+            self._rank = rank.tolist()
+        self._start = [math.nan] * n
+        self._end = [math.nan] * n
+        self.now = 0.0
+        self.free = self.cores
+        # Queue of eligible pending jobs, sorted by key (parallel lists; keys are unique).
+        self._qkeys: list[float] = []
+        self._qjobs: list[int] = []
+        # Size index: sorted cores of the queued jobs, so "does any queued job fit?" is one lookup.
+        self._qsizes: list[int] = []
+        self._held: dict[int, None] = {}  # insertion-ordered set of held rows
+        self._key_of: dict[int, float] = {}  # keys that differ from the static rank (boost, gate order)
+        self._boosted: list[int] = []
+        self._release_seq = 0
+        # Running jobs sorted by expected end (start + requested), for the shadow time.
+        self._rexp: list[float] = []
+        self._rjob: list[int] = []
+        self._finish_heap: list[tuple[float, int]] = []
+        self._finished_since_view: list[int] = []
+        self._row_of_id: dict[int, int] | None = None
+        self._next_submit = 0
+        self._done = 0
+        #: When a list, every reservation EASY gives is appended as (row of the head job, shadow time);
+        #: tests use it to check that no head job starts after its reservation.
+        self.reservation_log: list[tuple[int, float]] | None = None
+
+    # ------------------------------------------------------------------ queue primitives
+    def _key(self, j: int) -> float:
+        return self._key_of.get(j, self._rank[j])
+
+    def _enqueue(self, j: int) -> None:
+        k = self._key(j)
+        pos = bisect_right(self._qkeys, k)
+        self._qkeys.insert(pos, k)
+        self._qjobs.insert(pos, j)
+        insort(self._qsizes, self._procs[j])
+
+    def _dequeue_at(self, pos: int) -> int:
+        j = self._qjobs.pop(pos)
+        del self._qkeys[pos]
+        sizes = self._qsizes
+        del sizes[bisect_left(sizes, self._procs[j])]
+        return j
+
+    def _start_job(self, j: int, now: float) -> None:
+        p = self._procs[j]
+        self.free -= p
+        self._start[j] = now
+        end = now + self._run[j]
+        self._end[j] = end
+        heapq.heappush(self._finish_heap, (end, j))
+        exp = now + self._req[j]
+        pos = bisect_right(self._rexp, exp)
+        self._rexp.insert(pos, exp)
+        self._rjob.insert(pos, j)
+
+    def _finish_job(self, j: int) -> None:
+        self.free += self._procs[j]
+        exp = self._start[j] + self._req[j]
+        rexp, rjob = self._rexp, self._rjob
+        pos = bisect_left(rexp, exp)
+        while rjob[pos] != j:
+            pos += 1
+        del rexp[pos]
+        del rjob[pos]
+        self._finished_since_view.append(j)
+        self._done += 1
+
+    # ------------------------------------------------------------------ the native scheduler
+    def _schedule(self, now: float) -> None:
+        """One scheduling pass: start the queue in order, then EASY-backfill behind the head."""
+        qjobs = self._qjobs
+        if not qjobs:
+            return
+        procs = self._procs
+        started = 0
+        while started < len(qjobs) and procs[qjobs[started]] <= self.free:
+            self._start_job(qjobs[started], now)
+            started += 1
+        if started:
+            sizes = self._qsizes
+            for j in qjobs[:started]:
+                del sizes[bisect_left(sizes, procs[j])]
+            del qjobs[:started]
+            del self._qkeys[:started]
+        free = self.free
+        if not self.backfill or len(qjobs) < 2:
+            return
+        nothing_fits = free == 0 or self._qsizes[0] > free
+        if nothing_fits and self.reservation_log is None:
+            return
+        # Shadow time: walk the running jobs by expected end until the head fits.
+        need = procs[qjobs[0]]
+        avail = free
+        rexp, rjob = self._rexp, self._rjob
+        i = 0
+        while avail < need:
+            avail += procs[rjob[i]]
+            i += 1
+        shadow = max(rexp[i - 1], now)
+        if self.reservation_log is not None:
+            self.reservation_log.append((qjobs[0], shadow))
+            if nothing_fits:
+                return
+        extra = avail - need
+        limit = shadow - now
+        req = self._req
+        chosen: list[int] = []
+        for pos in range(1, len(qjobs)):
+            j = qjobs[pos]
+            p = procs[j]
+            if p > free:
+                continue
+            if req[j] <= limit:
+                pass  # ends (by its request) before the head's reservation
+            elif p <= extra:
+                extra -= p  # runs past the shadow time on cores the head will not need
+            else:
+                continue
+            chosen.append(pos)
+            free -= p
+            if free == 0 or self._qsizes[0] > free:
+                break
+        for pos in reversed(chosen):
+            j = self._dequeue_at(pos)
+            self._start_job(j, now)
+
+    # ------------------------------------------------------------------ the event loop
+    def run(self, progress: Callable[[int], None] | None = None, progress_every: int = 5000) -> Schedule:
+        """Replay the whole workload; ``progress(jobs_finished)`` is called now and then."""
+        t0 = time.perf_counter()
+        n = len(self._submit)
+        submit = self._submit
+        heap = self._finish_heap
+        agent = self.agent
+        hold = self.hold_on_submit
+        tick = self.tick_s
+        next_tick = submit[0] if (tick is not None and n) else math.inf
+        inf = math.inf
+        next_report = progress_every
+        idle_ticks = 0
+        while True:
+            i = self._next_submit
+            t_sub = submit[i] if i < n else inf
+            t_fin = heap[0][0] if heap else inf
+            now = min(t_sub, t_fin, next_tick)
+            if now == inf:
+                break
+            if now < self.now:
+                raise SimulationError(f"time went backwards: {now} < {self.now}")
+            self.now = now
+            while heap and heap[0][0] <= now:
+                self._finish_job(heapq.heappop(heap)[1])
+            while i < n and submit[i] <= now:
+                if hold:
+                    self._held[i] = None
+                else:
+                    self._enqueue(i)
+                i += 1
+            self._next_submit = i
+            if agent is not None:
+                if now >= next_tick:
+                    next_tick += tick  # type: ignore[operator]
+                apply(agent.decide(self.view()), self)
+            self._schedule(now)
+            if progress is not None and self._done >= next_report:
+                progress(self._done)
+                next_report += progress_every
+            if not heap and i >= n:
+                if self._qjobs or self._held:
+                    if agent is not None and tick is not None and self._held and idle_ticks < MAX_IDLE_TICKS:
+                        idle_ticks += 1  # the agent may still release held jobs at a later tick
+                        continue
+                    raise SimulationError(
+                        f"{len(self._qjobs) + len(self._held)} jobs still pending at t={now} with nothing "
+                        f"running and nothing left to submit (held jobs never released?)")
+                break
+        if progress is not None:
+            progress(self._done)
+        return Schedule(
+            workload=self.workload, cores=self.cores,
+            start=np.array(self._start, dtype=np.float64), end=np.array(self._end, dtype=np.float64),
+            killed_at_limit=self._killed, sim_seconds=time.perf_counter() - t0, scheduler=self.name)
+
+    # ------------------------------------------------------------------ Backend interface
+    def _row(self, job_id: int) -> int:
+        if self._row_of_id is None:
+            self._row_of_id = {int(v): r for r, v in enumerate(self.workload.job_id.tolist())}
+        try:
+            return self._row_of_id[int(job_id)]
+        except KeyError:
+            raise KeyError(f"no job {job_id} in workload {self.workload.name!r}") from None
+
+    def view(self) -> ClusterView:
+        """The state now, with the jobs finished since the previous view."""
+        w = self.workload
+        pending_rows = np.fromiter([*self._qjobs, *self._held], dtype=np.int64,
+                                   count=len(self._qjobs) + len(self._held))
+        held = np.zeros(len(pending_rows), dtype=np.bool_)
+        held[len(self._qjobs):] = True
+        running_rows = np.array(self._rjob, dtype=np.int64)
+        finished_rows = np.array(self._finished_since_view, dtype=np.int64)
+        self._finished_since_view = []
+        start = self._start
+        run_eff = self._run_arr
+        pending = PendingJobs(
+            job_id=w.job_id[pending_rows], vo=w.vo[pending_rows], job_class=w.job_class[pending_rows],
+            cores=w.procs[pending_rows], req_time_s=w.req_time[pending_rows],
+            submit_s=w.submit[pending_rows], oracle_run_s=run_eff[pending_rows], held=held)
+        running_start = np.array([start[j] for j in self._rjob], dtype=np.float64)
+        running = RunningJobs(
+            job_id=w.job_id[running_rows], vo=w.vo[running_rows], job_class=w.job_class[running_rows],
+            cores=w.procs[running_rows], req_time_s=w.req_time[running_rows],
+            submit_s=w.submit[running_rows], start_s=running_start)
+        finished_start = np.array([start[j] for j in finished_rows.tolist()], dtype=np.float64)
+        finished = FinishedJobs(
+            job_id=w.job_id[finished_rows], vo=w.vo[finished_rows], job_class=w.job_class[finished_rows],
+            cores=w.procs[finished_rows], submit_s=w.submit[finished_rows],
+            start_s=finished_start, end_s=finished_start + run_eff[finished_rows])
+        return ClusterView(time_s=self.now, total_cores=self.cores, idle_cores=self.free, pending=pending,
+                           running=running, finished=finished, vos=w.vo_names, vo_shares=w.vo_shares)
+
+    def _requeue_all(self) -> None:
+        jobs = self._qjobs
+        self._qjobs, self._qkeys, self._qsizes = [], [], []
+        for j in sorted(jobs, key=self._key):
+            self._qkeys.append(self._key(j))
+            self._qjobs.append(j)
+        self._qsizes = sorted(self._procs[j] for j in self._qjobs)
+
+    def boost(self, ranked_job_ids: Sequence[int]) -> None:
+        """These jobs go first, in this order; the previous boost is undone."""
+        for j in self._boosted:
+            self._key_of.pop(j, None)
+        rows = [self._row(job_id) for job_id in ranked_job_ids]
+        base = -float(len(rows)) - 1.0
+        for pos, j in enumerate(rows):
+            self._key_of[j] = base + pos
+        self._boosted = rows
+        self._requeue_all()
+
+    def hold(self, job_id: int) -> None:
+        """Take a queued job out of the queue until it is released (no effect on running jobs)."""
+        j = self._row(job_id)
+        if j in self._held or not math.isnan(self._start[j]) or j >= self._next_submit:
+            return
+        pos = self._qjobs.index(j)
+        self._dequeue_at(pos)
+        self._held[j] = None
+
+    def release(self, job_id: int) -> None:
+        """Let a held job be scheduled.  In gate mode released jobs queue in release order."""
+        j = self._row(job_id)
+        if j not in self._held:
+            return
+        del self._held[j]
+        if self.hold_on_submit and j not in self._key_of:
+            # Gate mode: rlsched chose this job now, so it queues behind earlier releases only.
+            self._release_seq += 1
+            self._key_of[j] = float(self._release_seq) - 1e12
+        self._enqueue(j)
+
+    def set_lease_cap(self, n: int) -> None:
+        raise NotImplementedError("this simulator models a rigid pool without cloud nodes; "
+                                  "use the hybrid leasing model for set_lease_cap")

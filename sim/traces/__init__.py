@@ -1,0 +1,1 @@
+"""Workload traces: the Standard Workload Format reader and the archive fetcher."""

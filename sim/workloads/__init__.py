@@ -1,0 +1,1 @@
+"""Synthetic workloads (the LAL-like default among them)."""
