@@ -48,6 +48,14 @@ def test_easy_reservation_recomputed_when_job_ends_early() -> None:
     assert s == {1: 0.0, 2: 52.0, 3: 2.0}
 
 
+def test_extra_counts_every_job_ending_at_shadow_time() -> None:
+    # 10 cores; J1 and J2 (3 cores each) both end at t=10.  Head J3 needs 6: 4 idle + J1's 3 suffice, but J2
+    # frees its 3 at the same instant, so extra = 4 + 3 + 3 - 6 = 4 and J4 (4 cores, long) is backfilled
+    # at t=2.  A walk that stops as soon as the head fits would find extra = 1 and refuse J4.
+    w = make_workload(submit=[0, 0, 1, 2], run=[10, 10, 5, 100], procs=[3, 3, 6, 4], max_procs=10)
+    assert starts(Simulator(w).run()) == {1: 0.0, 2: 0.0, 3: 10.0, 4: 2.0}
+
+
 def test_ties_keep_trace_order() -> None:
     w = make_workload(submit=[0, 0, 0], run=[5, 5, 5], procs=[4, 4, 2], max_procs=4)
     assert starts(Simulator(w, backfill=False).run()) == {1: 0.0, 2: 5.0, 3: 10.0}
