@@ -228,7 +228,7 @@ class Simulator:
             raise SimulationError(f"queue index out of order at row {j}")
         self._dequeue_at(pos)
 
-    def _backfill_candidates(self, free: int, extra: int, limit: float) -> list[int]:
+    def _backfill_candidates(self, free: int, extra: int, now: float, shadow: float) -> list[int]:
         """Queued rows that may be backfilled, in queue order, found by NumPy over the submit window.
 
         Every queued job lies between the oldest queued row and the next submit, so one
@@ -242,7 +242,9 @@ class Simulator:
             lo += 1
         self._oldest_queued = lo
         window = qprocs[lo:self._next_submit]
-        fits = (window <= free) & ((self._req_arr[lo:self._next_submit] <= limit) | (window <= extra))
+        # `now + req <= shadow` exactly as the scalar test writes it, so float rounding agrees.
+        ends_in_time = (self._req_arr[lo:self._next_submit] + now) <= shadow
+        fits = (window <= free) & (ends_in_time | (window <= extra))
         rows = np.flatnonzero(fits)
         rows += lo
         if not self._static_fcfs:
@@ -316,10 +318,9 @@ class Simulator:
             if nothing_fits:
                 return
         extra = avail - need
-        limit = shadow - now
         req = self._req
         if len(qjobs) > VECTOR_SCAN_MIN_QUEUE and not self._key_of:
-            candidates = self._backfill_candidates(free, extra, limit)
+            candidates = self._backfill_candidates(free, extra, now, shadow)
         else:
             candidates = qjobs[1:]
         chosen: list[int] = []
@@ -327,7 +328,7 @@ class Simulator:
             p = procs[j]
             if p > free:
                 continue
-            if req[j] <= limit:
+            if now + req[j] <= shadow:
                 pass  # ends (by its request) before the head's reservation
             elif p <= extra:
                 extra -= p  # runs past the shadow time on cores the head will not need

@@ -202,3 +202,35 @@ def test_view_reports_state() -> None:
     assert second.finished.job_id.tolist() == [1, 2]
     assert second.finished.wait_s.tolist() == [0.0, 0.0] and second.finished.run_s.tolist() == [10.0, 10.0]
     assert second.pending.job_id.tolist() == [3]
+
+
+@pytest.mark.parametrize("seed", range(8))
+@pytest.mark.parametrize("overrun", ["kill", "run"])
+def test_engine_matches_textbook_easy(seed: int, overrun: str) -> None:
+    from rlsched.sim.reference_easy import textbook_easy
+
+    rng = np.random.default_rng(100 + seed)
+    w = random_workload(seed, n=300)
+    # Make some jobs overrun their request, and some requests tie, to exercise both rules.
+    over = rng.random(len(w)) < 0.2
+    w = make_workload(submit=w.submit, run=np.where(over, w.req_time * 1.5, w.run),
+                      req_time=np.round(w.req_time / 100) * 100 + 100, procs=w.procs, max_procs=w.max_procs)
+    runtimes, _ = effective_runtimes(w, overrun)  # type: ignore[arg-type]
+    engine = Simulator(w, overrun=overrun).run()  # type: ignore[arg-type]
+    assert engine.start.tolist() == textbook_easy(w, w.max_procs, runtimes).tolist()
+
+
+def test_vectorised_scan_matches_plain_scan(monkeypatch: pytest.MonkeyPatch) -> None:
+    import rlsched.sim.engine as engine
+
+    # A queue far longer than the threshold: heavy load on few cores.
+    rng = np.random.default_rng(7)
+    n = 1500
+    w = make_workload(submit=np.sort(rng.uniform(0, 2e4, n)), run=rng.exponential(300, n).round() + 1,
+                      procs=rng.integers(1, 9, n), max_procs=16)
+    for scheduler in ("easy", "sjf"):
+        fast = simulate(w, scheduler, backfill=True)
+        monkeypatch.setattr(engine, "VECTOR_SCAN_MIN_QUEUE", 10**9)
+        plain = simulate(w, scheduler, backfill=True)
+        monkeypatch.undo()
+        assert fast.start.tolist() == plain.start.tolist()

@@ -152,11 +152,11 @@ def run_command(workload_spec: str, scheduler: str, backfill: bool | None, cores
 
 @sim.command("experiment")
 @click.argument("name")
-@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), required=True,
-              help="Directory for results.json, report.md and the figures.")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Directory for results.json, report.md and the figures (required but for 'list').")
 @click.option("--quick", is_flag=True, help="A small version for smoke tests.")
 @click.option("--seed", type=int, default=0, show_default=True)
-def experiment_command(name: str, out_dir: Path, quick: bool, seed: int) -> None:
+def experiment_command(name: str, out_dir: Path | None, quick: bool, seed: int) -> None:
     """Regenerate a paper's tables and figures (see `rlsched sim experiment list`)."""
     from rlsched.sim.experiments import output_dir, registry
 
@@ -167,5 +167,7 @@ def experiment_command(name: str, out_dir: Path, quick: bool, seed: int) -> None
         return
     if name not in experiments:
         raise click.ClickException(f"unknown experiment {name!r}; known: {', '.join(sorted(experiments)) or 'none'}")
+    if out_dir is None:
+        raise click.UsageError("--out DIR is required")
     result = experiments[name].run(output_dir(out_dir), quick=quick, seed=seed)
     click.echo(json.dumps(result, indent=2, default=str))
