@@ -17,7 +17,10 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 
@@ -27,16 +30,22 @@ from rlsched.sim.reference_easy import textbook_easy
 from rlsched.sim.traces.swf import read_swf, resolve_trace
 from rlsched.sim.workload import Workload
 
+T = TypeVar("T")
 TRACES = ("CTC-SP2-1996-3.1-cln", "SDSC-DS-2004-2.1-cln")
 
 
-def best_of(repeat: int, fn: object) -> tuple[float, object]:
-    best, result = float("inf"), None
+def best_of(repeat: int, fn: Callable[[], T]) -> tuple[float, T]:
+    """Best wall time of ``repeat`` calls, and the last result."""
+    best = float("inf")
     for _ in range(repeat):
         t0 = time.perf_counter()
-        result = fn()  # type: ignore[operator]
+        result = fn()
         best = min(best, time.perf_counter() - t0)
     return best, result
+
+
+def replay(w: Workload) -> object:
+    return Simulator(w).run()
 
 
 def whole_process(trace: Path) -> tuple[float, float]:
@@ -74,14 +83,13 @@ def main() -> None:
     print(f"{'case':<34}{'jobs':>8}{'load s':>8}{'sim s':>8}{'jobs/s':>10}{'textbook s':>12}{'ratio':>8}")
     for name in TRACES:
         path = resolve_trace(name)
-        t_load, w = best_of(1, lambda p=path: read_swf(p))  # type: ignore[misc]
-        assert isinstance(w, Workload)
-        t_sim, _ = best_of(args.repeat, lambda w=w: Simulator(w).run())  # type: ignore[misc]
+        t_load, w = best_of(1, partial(read_swf, path))
+        t_sim, _ = best_of(args.repeat, partial(replay, w))
         if args.skip_textbook:
             t_ref = float("nan")
         else:
             runtimes, _ = effective_runtimes(w, "kill")
-            t_ref, _ = best_of(1, lambda w=w, r=runtimes: textbook_easy(w, w.max_procs, r))  # type: ignore[misc]
+            t_ref, _ = best_of(1, partial(textbook_easy, w, w.max_procs, runtimes))
         print(f"{name + ' easy':<34}{len(w):>8}{t_load:>8.2f}{t_sim:>8.2f}{len(w) / t_sim:>10,.0f}"
               f"{t_ref:>12.2f}{t_ref / t_sim:>8.1f}")
     print()
@@ -96,11 +104,11 @@ def main() -> None:
     for factor in (1.0, 1.5, 2.0):
         w = deep_queue(base, factor)
         mean_q, max_q = queue_depth(w)
-        t_vec, _ = best_of(args.repeat, lambda w=w: Simulator(w).run())  # type: ignore[misc]
+        t_vec, _ = best_of(args.repeat, partial(replay, w))
         saved = engine.VECTOR_SCAN_MIN_QUEUE
         engine.VECTOR_SCAN_MIN_QUEUE = 10**9
         try:
-            t_plain, _ = best_of(1, lambda w=w: Simulator(w).run())  # type: ignore[misc]
+            t_plain, _ = best_of(1, partial(replay, w))
         finally:
             engine.VECTOR_SCAN_MIN_QUEUE = saved
         print(f"{w.name:<34}{mean_q:>8.0f}{max_q:>8}{t_vec:>10.2f}{t_plain:>10.2f}{t_plain / t_vec:>8.1f}")

@@ -249,7 +249,7 @@ class Simulator:
         rows += lo
         if not self._static_fcfs:
             rows = rows[np.argsort(self._rank_arr[rows], kind="stable")]
-        return rows.tolist()  # type: ignore[no-any-return]
+        return rows.tolist()
 
     def _start_job(self, j: int, now: float) -> None:
         p = self._procs[j]
