@@ -234,3 +234,40 @@ def test_vectorised_scan_matches_plain_scan(monkeypatch: pytest.MonkeyPatch) -> 
         plain = simulate(w, scheduler, backfill=True)
         monkeypatch.undo()
         assert fast.start.tolist() == plain.start.tolist()
+
+
+def test_simulator_views_pass_the_backend_checker() -> None:
+    from rlsched.core.checker import check_backend, check_view
+
+    w = random_workload(11, n=200, cores=16)
+    views: list[list[str]] = []
+
+    class Checking:
+        def decide(self, view: ClusterView) -> Decisions:
+            views.append(check_view(view))
+            return Decisions()
+
+    agent = Checking()
+    sim = Simulator(w, agent=agent)
+    check_backend(sim)
+    sim.run()
+    assert len(views) > 200 and all(p == [] for p in views)
+
+
+def test_checker_finds_problems() -> None:
+    from rlsched.core.checker import check_view
+    from rlsched.core.view import FinishedJobs, PendingJobs, RunningJobs
+
+    one = np.array([1]), np.array([0.0])
+    view = ClusterView(
+        time_s=5.0, total_cores=4, idle_cores=3,
+        pending=PendingJobs(job_id=one[0], vo=np.array([0]), job_class=np.array([0]), cores=np.array([1]),
+                            req_time_s=np.array([10.0]), submit_s=np.array([9.0]), oracle_run_s=np.array([1.0]),
+                            held=np.array([False])),
+        running=RunningJobs(job_id=one[0], vo=np.array([0]), job_class=np.array([0]), cores=np.array([2]),
+                            req_time_s=np.array([10.0]), submit_s=one[1], start_s=np.array([7.0])),
+        finished=FinishedJobs(), vos=("a",))
+    problems = " | ".join(check_view(view))
+    for expected in ("both pending and running", "hold 2 cores and 3 are idle", "start in the future",
+                     "submitted in the future"):
+        assert expected in problems
