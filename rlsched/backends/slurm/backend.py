@@ -1,0 +1,405 @@
+"""The Slurm backend: :class:`rlsched.core.view.Backend` through Slurm's command-line tools.
+
+Reading: one ``squeue --json`` (pending, running and recently finished jobs) and one ``sinfo --json``
+(nodes) per view, plus the completion feed (:mod:`.completions`).
+
+Acting (DESIGN.md §5):
+
+- **boost** sets admin ``Nice`` offsets.  Nice is reversible (setting it back undoes it exactly) and
+  composes with the multifactor priority (priority = factors − nice): the ranked jobs go first, in order,
+  while Slurm keeps computing everything else.  An absolute ``scontrol update Priority=`` would also work
+  but freezes the job's priority (multifactor stops updating it), so it is not used.  The offsets are a
+  ladder of steps, each step larger than any multifactor priority (the sum of the PriorityWeight*
+  settings, or the largest priority seen, rounded up to a power of ten): the top job gets the most.
+- **hold**/**release**: ``scontrol hold|release``.
+- **lease cap**: cloud nodes (``State=CLOUD``) above the cap are drained (``Reason=rlsched_lease_cap``)
+  so that Slurm's power saving will not resume them, and resumed when the cap rises again.
+
+Everything rlsched changes is recorded — the original Nice of each boosted job, the jobs it held, the
+cloud nodes it drained — in memory and, when ``state_file`` is set, on disk (written atomically), so that
+:meth:`SlurmBackend.undo` can restore it on stop, also after a restart.
+
+A job that disappears between a view and an action (finished, cancelled) is logged and counted as
+``vanished_job``, never raised.  Other failures are retried with backoff and then raised as
+:class:`~rlsched.backends.slurm.errors.SlurmError`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import math
+import os
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rlsched.backends.slurm.completions import CompletionFeed, detect_source
+from rlsched.backends.slurm.config import SlurmBackendConfig
+from rlsched.backends.slurm.errors import SlurmError, VanishedJobError
+from rlsched.backends.slurm.parsers import (
+    SlurmJob,
+    SlurmNode,
+    parse_scontrol_config,
+    parse_sinfo_json,
+    parse_squeue_json,
+)
+from rlsched.backends.slurm.runner import CommandExecutor, CommandResult, CommandRunner, SubprocessRunner
+from rlsched.core.view import CloudState, ClusterView, FinishedJobs, PendingJobs, RunningJobs
+
+log = logging.getLogger(__name__)
+
+#: scontrol's messages for a job that is gone or no longer in a state the action applies to.
+_VANISHED_MESSAGES = ("Invalid job id", "already finished", "Job is no longer pending", "completing")
+#: Slurm stores nice + NICE_OFFSET (2^31) in 32 bits: |nice| must stay below 2^31 − 3.
+_MAX_NICE = 2**31 - 4
+_PRIORITY_WEIGHTS = ("PriorityWeightAge", "PriorityWeightAssoc", "PriorityWeightFairShare",
+                     "PriorityWeightJobSize", "PriorityWeightPartition", "PriorityWeightQOS")
+LEASE_DRAIN_REASON = "rlsched_lease_cap"
+
+
+def _weight_sum(config: dict[str, str]) -> int:
+    """The largest multifactor priority the PriorityWeight* settings allow (each factor is in [0, 1])."""
+    total = 0
+    for key in _PRIORITY_WEIGHTS:
+        value = config.get(key, "0")
+        total += int(value) if value.isdigit() else 0
+    for item in config.get("PriorityWeightTRES", "").split(","):      # "CPU=1000,Mem=2000"
+        _, _, value = item.partition("=")
+        total += int(float(value)) if value.replace(".", "", 1).isdigit() else 0
+    return total
+
+
+class SlurmBackend:
+    """Slurm through its CLI (see the module docstring).  ``runner`` and ``clock`` are injectable."""
+
+    def __init__(self, config: SlurmBackendConfig | None = None, runner: CommandRunner | None = None,
+                 clock: Callable[[], float] = time.time, sleep: Callable[[float], None] = time.sleep) -> None:
+        self.config = config or SlurmBackendConfig()
+        env = {"SLURM_TIME_FORMAT": "%s"}          # epoch seconds from sacct (the JSON has them anyway)
+        if self.config.slurm_conf:
+            env["SLURM_CONF"] = self.config.slurm_conf
+        self.executor = CommandExecutor(runner or SubprocessRunner(env), self.config.timeout_s,
+                                        self.config.retry, sleep)
+        self.clock = clock
+        self.vo_mapping = self.config.vo_mapping()
+        self.actions: Counter[str] = Counter()
+        self._slurm_config: dict[str, str] | None = None
+        self._jobs: dict[int, SlurmJob] = {}
+        self._nodes: list[SlurmNode] = []
+        # The undo record: job id → Nice before rlsched changed it; jobs rlsched held; nodes it drained.
+        self.original_nice: dict[int, int] = {}
+        self.applied_nice: dict[int, int] = {}
+        self.held_by_rlsched: set[int] = set()
+        self.drained_by_rlsched: set[str] = set()
+        self.lease_cap: int | None = None
+        self._feed: CompletionFeed | None = None
+        self._saved_feed: dict[str, Any] | None = None
+        self._load_record()
+
+    # -------------------------------------------------------------------------------------- commands
+    def _cmd(self, name: str) -> str:
+        return str(Path(self.config.bin_dir) / name) if self.config.bin_dir else name
+
+    @property
+    def errors(self) -> Counter[str]:
+        """Failures by kind (``timeout``, ``nonzero_exit``, ``parse_error``, ``vanished_job``, …)."""
+        return self.executor.errors
+
+    def slurm_config(self) -> dict[str, str]:
+        """``scontrol show config``, read once (retried at the next call if it failed)."""
+        if self._slurm_config is None:
+            self._slurm_config = self.executor.run(
+                [self._cmd("scontrol"), "show", "config"], lambda r: parse_scontrol_config(r.stdout))
+        return self._slurm_config
+
+    def _job_action(self, job_id: int, argv: list[str], kind: str) -> bool:
+        """Run an scontrol action on one job; False (logged, counted) when the job has vanished."""
+        def vanished(result: CommandResult) -> SlurmError | None:
+            message = (result.stderr + result.stdout).strip()
+            if any(m.lower() in message.lower() for m in _VANISHED_MESSAGES):
+                return VanishedJobError(argv, job_id, message.splitlines()[0] if message else "")
+            return None
+
+        try:
+            self.executor.run(argv, lambda r: None, permanent=vanished)
+        except VanishedJobError as exc:
+            log.info("%s", exc)
+            self._jobs.pop(job_id, None)
+            return False
+        self.actions[kind] += 1
+        return True
+
+    # -------------------------------------------------------------------------------------- view
+    def _in_scope(self, partitions: str | Iterable[str]) -> bool:
+        if not self.config.partitions:
+            return True
+        names = partitions.split(",") if isinstance(partitions, str) else partitions
+        return not self.config.partitions.isdisjoint(names)
+
+    def poll(self) -> tuple[list[SlurmJob], list[SlurmNode]]:
+        """One ``squeue --json`` and one ``sinfo --json`` (parsed, retried)."""
+        jobs = self.executor.run([self._cmd("squeue"), "--json"], lambda r: parse_squeue_json(r.stdout))
+        nodes = self.executor.run([self._cmd("sinfo"), "--json"], lambda r: parse_sinfo_json(r.stdout))
+        self._jobs = {job.job_id: job for job in jobs}
+        self._nodes = nodes
+        return jobs, nodes
+
+    def _completion_feed(self) -> CompletionFeed:
+        if self._feed is None:
+            source = self.config.completion_source
+            jobcomp_path = self.config.jobcomp_path
+            if source == "auto" or (source == "jobcomp" and not jobcomp_path):
+                config = self.slurm_config()
+                jobcomp_path = jobcomp_path or config.get("JobCompLoc")
+                if source == "auto":
+                    source = detect_source(config, jobcomp_path)
+            log.info("completion feed: %s", source if source != "jobcomp" else f"jobcomp ({jobcomp_path})")
+            self._feed = CompletionFeed(source, self.executor, self._cmd("sacct"), jobcomp_path, self.clock,
+                                        self._saved_feed)
+        return self._feed
+
+    def view(self) -> ClusterView:
+        jobs, nodes = self.poll()
+        now = self.clock()
+        feed = self._completion_feed()
+        completed = feed.poll(jobs)
+        self._save_record()             # the feed's position moved
+        classify = self.config.class_rule.classify
+        unlimited = self.config.unlimited_time_s
+
+        def req(limit_s: float) -> float:
+            return unlimited if math.isinf(limit_s) else limit_s
+
+        pending = [j for j in jobs if j.pending and self._in_scope(j.partition)]
+        running = [j for j in jobs if j.active and self._in_scope(j.partition)]
+        finished = [c for c in completed if self._in_scope(c.partition)]
+        vo = self.vo_mapping.index
+
+        pending_view = PendingJobs(
+            job_id=np.array([j.job_id for j in pending], dtype=np.int64),
+            vo=np.array([vo(j.account) for j in pending], dtype=np.int64),
+            job_class=np.array([classify(x.qos, x.partition, x.time_limit_s) for x in pending], np.int64),
+            cores=np.array([j.cpus for j in pending], dtype=np.int64),
+            req_time_s=np.array([req(j.time_limit_s) for j in pending], dtype=np.float64),
+            submit_s=np.array([j.submit_s for j in pending], dtype=np.float64),
+            oracle_run_s=np.full(len(pending), np.nan),
+            held=np.array([j.held for j in pending], dtype=np.bool_))
+        running_view = RunningJobs(
+            job_id=np.array([j.job_id for j in running], dtype=np.int64),
+            vo=np.array([vo(j.account) for j in running], dtype=np.int64),
+            job_class=np.array([classify(x.qos, x.partition, x.time_limit_s) for x in running], np.int64),
+            cores=np.array([j.cpus for j in running], dtype=np.int64),
+            req_time_s=np.array([req(j.time_limit_s) for j in running], dtype=np.float64),
+            submit_s=np.array([j.submit_s for j in running], dtype=np.float64),
+            start_s=np.array([j.start_s for j in running], dtype=np.float64))
+        finished_view = FinishedJobs(
+            job_id=np.array([c.job_id for c in finished], dtype=np.int64),
+            vo=np.array([vo(c.account) for c in finished], dtype=np.int64),
+            job_class=np.array([classify(x.qos, x.partition, x.time_limit_s) for x in finished], np.int64),
+            cores=np.array([c.cpus for c in finished], dtype=np.int64),
+            submit_s=np.array([c.submit_s for c in finished], dtype=np.float64),
+            start_s=np.array([c.start_s for c in finished], dtype=np.float64),
+            end_s=np.array([c.end_s for c in finished], dtype=np.float64))
+
+        scoped = [n for n in nodes if self._in_scope(n.partitions)]
+        live = [n for n in scoped if n.live]
+        total = sum(n.cpus for n in live)
+        idle = sum(n.idle_cpus for n in live if n.accepting)
+        cloud_nodes = [n for n in scoped if n.cloud]
+        cloud = None
+        if cloud_nodes:
+            cap = self.lease_cap if self.lease_cap is not None else len(cloud_nodes)
+            cloud = CloudState(cap=cap, nodes_total=len(cloud_nodes),
+                               nodes_powered=sum(n.powered for n in cloud_nodes),
+                               nodes_busy=sum(n.alloc_cpus > 0 for n in cloud_nodes),
+                               cores_per_node=max(n.cpus for n in cloud_nodes))
+        return ClusterView(time_s=now, total_cores=total, idle_cores=min(idle, total), pending=pending_view,
+                           running=running_view, finished=finished_view, vos=self.vo_mapping.names,
+                           vo_shares=self.vo_mapping.shares, cloud=cloud)
+
+    # -------------------------------------------------------------------------------------- boost
+    def nice_step(self) -> int:
+        """The gap between two ranks: above any multifactor priority, as a power of ten (stable)."""
+        config = self.slurm_config()
+        bound = max([_weight_sum(config)] + [j.base_priority for j in self._jobs.values() if j.pending])
+        return int(10 ** math.ceil(math.log10(bound + 1))) if bound > 0 else 1
+
+    def _set_nice(self, job_id: int, nice: int, kind: str) -> bool:
+        argv = [self._cmd("scontrol"), "update", f"JobId={job_id}", f"Nice={nice}"]
+        return self._job_action(job_id, argv, kind)
+
+    def boost(self, ranked_job_ids: Sequence[int]) -> None:
+        """Give the first ``max_boosted`` pending jobs of the ranking decreasing negative Nice offsets;
+        jobs boosted before and not now get their original Nice back."""
+        if not self._jobs:
+            self.poll()
+        ranked: list[int] = []
+        for job_id in ranked_job_ids:
+            job = self._jobs.get(int(job_id))
+            if job is not None and job.pending and int(job_id) not in ranked:
+                ranked.append(int(job_id))
+            if len(ranked) == self.config.max_boosted:
+                break
+        step = self.nice_step()
+        if step * len(ranked) > _MAX_NICE:
+            keep = max(1, _MAX_NICE // step)
+            log.warning("boost: %d ranks of %d do not fit in Slurm's Nice range; boosting the top %d",
+                        len(ranked), step, keep)
+            ranked = ranked[:keep]
+        wanted = {job_id: -step * (len(ranked) - rank) for rank, job_id in enumerate(ranked)}
+        try:
+            for job_id in [j for j in self.original_nice if j not in wanted]:
+                self._restore_nice(job_id)
+            for job_id, nice in wanted.items():
+                job = self._jobs.get(job_id)
+                if self.applied_nice.get(job_id) == nice and (job is None or job.nice == nice):
+                    continue
+                if job_id not in self.original_nice:
+                    self.original_nice[job_id] = job.nice if job is not None else 0
+                if self._set_nice(job_id, nice, "nice_set"):
+                    self.applied_nice[job_id] = nice
+                    self._update_cached(job_id, nice=nice)
+                else:
+                    self.original_nice.pop(job_id, None)
+                    self.applied_nice.pop(job_id, None)
+        finally:
+            self._save_record()
+
+    def _restore_nice(self, job_id: int) -> None:
+        original = self.original_nice[job_id]
+        # A vanished job needs no restoring; a failure raises and keeps the record for the next try.
+        if self._set_nice(job_id, original, "nice_restored"):
+            self._update_cached(job_id, nice=original)
+        self.original_nice.pop(job_id, None)
+        self.applied_nice.pop(job_id, None)
+
+    # -------------------------------------------------------------------------------------- hold/release
+    def hold(self, job_id: int) -> None:
+        job = self._jobs.get(int(job_id))
+        if job is not None and (job.held or not job.pending):
+            return                      # already held, or running: holding a running job is meaningless
+        if self._job_action(int(job_id), [self._cmd("scontrol"), "hold", str(int(job_id))], "hold"):
+            self.held_by_rlsched.add(int(job_id))
+            self._update_cached(int(job_id), reason="JobHeldAdmin", priority=0)
+            self._save_record()
+
+    def release(self, job_id: int) -> None:
+        if self._job_action(int(job_id), [self._cmd("scontrol"), "release", str(int(job_id))], "release"):
+            self._update_cached(int(job_id), reason="None")
+        if int(job_id) in self.held_by_rlsched:       # released, or vanished: either way not held any more
+            self.held_by_rlsched.discard(int(job_id))
+            self._save_record()
+
+    def _update_cached(self, job_id: int, **changes: Any) -> None:
+        """Keep the last poll's copy of a job in step with what rlsched just did to it."""
+        job = self._jobs.get(job_id)
+        if job is not None:
+            self._jobs[job_id] = dataclasses.replace(job, **changes)
+
+    # -------------------------------------------------------------------------------------- lease cap
+    def set_lease_cap(self, n: int) -> None:
+        """At most ``n`` cloud nodes may be leased: the nodes beyond the first ``n`` (busy and powered nodes
+        first, then by name) are drained so power saving will not resume them; the rest are resumed if
+        rlsched drained them."""
+        if n < 0:
+            raise ValueError(f"lease cap must be >= 0, got {n}")
+        if not self._nodes:
+            self.poll()
+        cloud = [node for node in self._nodes if node.cloud and self._in_scope(node.partitions)]
+        cloud.sort(key=lambda node: (node.alloc_cpus == 0, not node.powered, node.name))
+        allowed = {node.name for node in cloud[:n]}
+        to_drain = [node.name for node in cloud[n:] if node.name not in self.drained_by_rlsched
+                    and "DRAIN" not in node.flags]
+        to_resume = sorted(name for name in self.drained_by_rlsched if name in allowed)
+        self.lease_cap = n
+        try:
+            if to_drain:
+                self.executor.run([self._cmd("scontrol"), "update", f"NodeName={','.join(to_drain)}",
+                                   "State=DRAIN", f"Reason={LEASE_DRAIN_REASON}"], lambda r: None)
+                self.drained_by_rlsched.update(to_drain)
+                self.actions["node_drain"] += len(to_drain)
+            if to_resume:
+                self._resume_nodes(to_resume)
+        finally:
+            self._save_record()
+
+    def _resume_nodes(self, names: Sequence[str]) -> None:
+        self.executor.run([self._cmd("scontrol"), "update", f"NodeName={','.join(names)}", "State=RESUME"],
+                          lambda r: None)
+        self.drained_by_rlsched.difference_update(names)
+        self.actions["node_resume"] += len(names)
+
+    # -------------------------------------------------------------------------------------- undo
+    def undo(self) -> int:
+        """Restore everything rlsched changed: Nice values, its holds, its drained nodes.  Returns the
+        number of changes undone; what fails stays recorded (and raises) so a later call can finish."""
+        undone = 0
+        try:
+            for job_id in list(self.original_nice):
+                self._restore_nice(job_id)
+                undone += 1
+            for job_id in sorted(self.held_by_rlsched):
+                self.release(job_id)
+                undone += 1
+            if self.drained_by_rlsched:
+                names = sorted(self.drained_by_rlsched)
+                self._resume_nodes(names)
+                undone += len(names)
+            self.lease_cap = None
+        finally:
+            self._save_record()
+        return undone
+
+    # -------------------------------------------------------------------------------------- record
+    def _record(self) -> dict[str, Any]:
+        return {"version": 1,
+                "original_nice": {str(k): v for k, v in self.original_nice.items()},
+                "applied_nice": {str(k): v for k, v in self.applied_nice.items()},
+                "held_by_rlsched": sorted(self.held_by_rlsched),
+                "drained_by_rlsched": sorted(self.drained_by_rlsched),
+                "lease_cap": self.lease_cap,
+                "completion_feed": self._feed.state() if self._feed is not None else self._saved_feed}
+
+    def _save_record(self) -> None:
+        if not self.config.state_file:
+            return
+        path = Path(self.config.state_file)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        # Atomic: write a temporary file, fsync it, rename over the old one (DESIGN.md §7).
+        fd, tmp = tempfile.mkstemp(prefix=path.name + ".", dir=path.parent)
+        try:
+            with os.fdopen(fd, "w") as fh:
+                json.dump(self._record(), fh)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
+    def _load_record(self) -> None:
+        if not self.config.state_file or not Path(self.config.state_file).exists():
+            return
+        path = self.config.state_file
+        try:
+            record = json.loads(Path(path).read_text())
+            self.original_nice = {int(k): int(v) for k, v in record.get("original_nice", {}).items()}
+            self.applied_nice = {int(k): int(v) for k, v in record.get("applied_nice", {}).items()}
+            self.held_by_rlsched = {int(x) for x in record.get("held_by_rlsched", [])}
+            self.drained_by_rlsched = {str(x) for x in record.get("drained_by_rlsched", [])}
+            cap = record.get("lease_cap")
+            self.lease_cap = None if cap is None else int(cap)
+            feed = record.get("completion_feed")
+            self._saved_feed = feed if isinstance(feed, dict) else None
+        except (OSError, ValueError, TypeError, AttributeError) as exc:
+            raise ValueError(f"{path}: unreadable rlsched Slurm record: {exc}") from None
+        if self.original_nice or self.held_by_rlsched or self.drained_by_rlsched:
+            log.warning("%s: %d boosted jobs, %d held jobs, %d drained nodes left by a previous run", path,
+                        len(self.original_nice), len(self.held_by_rlsched), len(self.drained_by_rlsched))

@@ -1,0 +1,172 @@
+"""The completion feed: jobs finished since the previous view, each delivered once (DESIGN.md §5).
+
+Three sources, chosen by configuration or auto-detected from ``scontrol show config``:
+
+- ``sacct`` where accounting storage (slurmdbd) is configured — production sites;
+- the ``jobcomp/filetxt`` file (``JobCompLoc``) otherwise: read from where the previous read stopped
+  (``sacct -c`` misreads its SubmitTime, so the file is parsed directly);
+- ``squeue``: finished jobs stay in ``squeue --json`` for ``MinJobAge`` seconds, so a poll interval
+  shorter than that sees every job end.
+
+The feed's position is part of the backend's persistent record, so a restarted daemon neither repeats
+nor (within the source's memory) loses completions.  A fresh feed starts at "now": history before rlsched
+started is not replayed as rewards.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import time
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from rlsched.backends.slurm.errors import SlurmError, SlurmParseError
+from rlsched.backends.slurm.parsers import (
+    JOBCOMP_FILE,
+    SACCT_FORMAT,
+    CompletedJob,
+    SlurmJob,
+    parse_jobcomp_line,
+    parse_sacct,
+)
+from rlsched.backends.slurm.runner import CommandExecutor
+
+log = logging.getLogger(__name__)
+
+#: sacct windows overlap by this much, so a job recorded late by slurmdbd is not missed (deduplicated).
+SACCT_OVERLAP_S = 300.0
+
+
+def detect_source(config: Mapping[str, str], jobcomp_path: str | None = None) -> str:
+    """``sacct`` if accounting storage is on, else ``jobcomp`` if the filetxt log is readable, else
+    ``squeue``."""
+    storage = config.get("AccountingStorageType", "accounting_storage/none")
+    if storage and storage != "accounting_storage/none":
+        return "sacct"
+    path = jobcomp_path or config.get("JobCompLoc", "")
+    if config.get("JobCompType") == "jobcomp/filetxt" and path and os.access(path, os.R_OK):
+        return "jobcomp"
+    return "squeue"
+
+
+def completed_from_squeue(job: SlurmJob) -> CompletedJob | None:
+    """A finished job of ``squeue --json`` as a completion, or None when it never ran."""
+    if not job.finished or job.cpus <= 0 or math.isnan(job.start_s) or math.isnan(job.end_s):
+        return None
+    return CompletedJob(job_id=job.job_id, state=job.state, account=job.account, partition=job.partition,
+                        qos=job.qos, cpus=job.cpus, time_limit_s=job.time_limit_s, submit_s=job.submit_s,
+                        start_s=job.start_s, end_s=job.end_s)
+
+
+class CompletionFeed:
+    """Delivers each finished job once, from one of the three sources."""
+
+    def __init__(self, source: str, executor: CommandExecutor, sacct: str = "sacct",
+                 jobcomp_path: str | None = None, clock: Callable[[], float] = time.time,
+                 state: Mapping[str, Any] | None = None) -> None:
+        if source not in ("sacct", "jobcomp", "squeue"):
+            raise ValueError(f"completion source must be sacct, jobcomp or squeue, got {source!r}")
+        if source == "jobcomp" and not jobcomp_path:
+            raise ValueError("the jobcomp completion source needs the file's path (JobCompLoc)")
+        self.source = source
+        self.executor = executor
+        self.sacct = sacct
+        self.jobcomp_path = jobcomp_path
+        self.clock = clock
+        # (job id, end time): a requeued job that runs twice is two completions.
+        self.seen: set[tuple[int, float]] = set()
+        self.since_s = clock()
+        self.offset: int | None = None
+        self.inode: int | None = None
+        if state:
+            self._load(state)
+
+    # -- persistence -------------------------------------------------------------------------------------
+    def state(self) -> dict[str, Any]:
+        return {"source": self.source, "since_s": self.since_s, "offset": self.offset, "inode": self.inode,
+                "seen": sorted([job_id, end] for job_id, end in self.seen)}
+
+    def _load(self, state: Mapping[str, Any]) -> None:
+        if state.get("source") != self.source:
+            return                 # the source changed: positions of another source mean nothing here
+        try:
+            self.since_s = float(state["since_s"])
+            self.offset = None if state.get("offset") is None else int(state["offset"])
+            self.inode = None if state.get("inode") is None else int(state["inode"])
+            self.seen = {(int(job_id), float(end)) for job_id, end in state.get("seen", [])}
+        except (KeyError, TypeError, ValueError) as exc:
+            log.warning("completion feed: ignoring a bad saved position (%s)", exc)
+
+    # -- polling -----------------------------------------------------------------------------------------
+    def poll(self, squeue_jobs: Iterable[SlurmJob]) -> list[CompletedJob]:
+        """Jobs finished since the previous poll.  ``squeue_jobs`` is the view's own ``squeue --json``."""
+        if self.source == "squeue":
+            return self._from_squeue(squeue_jobs)
+        if self.source == "jobcomp":
+            return self._from_jobcomp()
+        return self._from_sacct()
+
+    def _from_squeue(self, squeue_jobs: Iterable[SlurmJob]) -> list[CompletedJob]:
+        done = [c for c in map(completed_from_squeue, squeue_jobs) if c is not None]
+        fresh = [c for c in done if c.end_s >= self.since_s and (c.job_id, c.end_s) not in self.seen]
+        # A job gone from squeue (older than MinJobAge) cannot come back: forget it, memory stays bounded.
+        self.seen = {(c.job_id, c.end_s) for c in done if c.end_s >= self.since_s}
+        return fresh
+
+    def _from_sacct(self) -> list[CompletedJob]:
+        now = self.clock()
+        start = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(self.since_s - SACCT_OVERLAP_S))
+        argv = [self.sacct, "-X", "-n", "-P", "-a", f"--format={SACCT_FORMAT}", "-S", start, "-E", "now",
+                "-s", "CD,F,TO,CA,NF,OOM,PR,BF,DL"]
+        jobs = self.executor.run(argv, lambda r: parse_sacct(r.stdout))
+        fresh = []
+        for job in jobs:          # the windows overlap: drop what an earlier poll delivered
+            key = (job.job_id, job.end_s)
+            if key not in self.seen:
+                self.seen.add(key)
+                fresh.append(job)
+        # Keep the window (and the dedup memory) from growing: it always starts one overlap before `since`.
+        self.since_s = now
+        horizon = now - 2 * SACCT_OVERLAP_S
+        self.seen = {key for key in self.seen if key[1] >= horizon}
+        return fresh
+
+    def _from_jobcomp(self) -> list[CompletedJob]:
+        assert self.jobcomp_path is not None
+        path = self.jobcomp_path
+        try:
+            with open(path, "rb") as fh:
+                st = os.fstat(fh.fileno())
+                if self.offset is None or self.inode != st.st_ino or st.st_size < self.offset:
+                    # First read: start at the end (no replay of history); rotated or truncated: from 0.
+                    fresh_start = self.offset is None
+                    self.offset = st.st_size if fresh_start else 0
+                    self.inode = st.st_ino
+                    if fresh_start:
+                        return []
+                fh.seek(self.offset)
+                data = fh.read()
+        except FileNotFoundError:
+            return []       # nothing finished yet: slurmctld creates the file at the first completion
+        except OSError as exc:
+            self.executor.count("jobcomp_read")
+            raise SlurmError(f"{JOBCOMP_FILE}: cannot read {path}: {exc}") from exc
+        end = data.rfind(b"\n") + 1     # a line still being written is read next time
+        out: list[CompletedJob] = []
+        line_offset = self.offset
+        self.offset += end
+        for raw in data[:end].split(b"\n")[:-1]:
+            where = f"{path}, line at byte {line_offset}"
+            line_offset += len(raw) + 1
+            try:
+                job = parse_jobcomp_line(raw.decode("utf-8", "replace").rstrip(), where)
+            except SlurmParseError as exc:
+                # One bad line must not block every later completion: count it, log it, go on.
+                self.executor.count("parse_error")
+                log.warning("%s", exc)
+                continue
+            if job is not None:
+                out.append(job)
+        return out

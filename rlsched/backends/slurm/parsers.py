@@ -1,0 +1,422 @@
+"""Pure parsers of Slurm 22.05 command output into typed records (DESIGN.md §5).
+
+Each parser takes the text a command printed and returns records, or raises
+:class:`~rlsched.backends.slurm.errors.SlurmParseError` naming the command, the place in the document and
+what was wrong — never anything else, whatever the input (property-tested with hypothesis).
+
+Sources and their quirks, as observed on Debian 12's Slurm 22.05.8 (openapi v0.0.38):
+
+- ``squeue --json`` ignores every filter and lists all jobs it knows, including those finished less than
+  ``MinJobAge`` ago.  ``nice`` is null when 0 and a negative nice comes back as an unsigned 32-bit number
+  (-500 → 4294966796).  A held job has priority 0 and reason ``JobHeldUser`` or ``JobHeldAdmin``.
+  ``time_limit`` is in minutes, null when unlimited.  ``cpus`` is null (and ``start_time`` equals
+  ``end_time``) for a job cancelled while pending.  A pending job's ``start_time`` is the scheduler's
+  expected start, not a start.
+- ``sinfo --json`` lists nodes only (no partitions), each with ``state`` (idle, mixed, allocated, down…),
+  ``state_flags`` (CLOUD, POWERED_DOWN, DRAIN…), ``cpus``, ``alloc_cpus`` and ``idle_cpus``.
+- ``scontrol show config`` prints ``Key = Value`` lines.
+- The ``jobcomp/filetxt`` file has one ``Key=Value …`` line per finished job, with local times
+  (``2026-11-22T03:09:16``) and free-text fields (``Name``, ``WorkDir``) that may contain spaces.
+- ``sacct -X -n -P`` with ``SLURM_TIME_FORMAT=%s`` prints ``|``-separated fields and epoch times.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from rlsched.backends.slurm.errors import SlurmParseError
+
+SQUEUE_JSON = "squeue --json"
+SINFO_JSON = "sinfo --json"
+SCONTROL_CONFIG = "scontrol show config"
+JOBCOMP_FILE = "jobcomp/filetxt"
+SACCT = "sacct"
+
+#: Reasons of a held job (DESIGN.md §5): a user hold, an admin (root) hold.
+HELD_REASONS = frozenset({"JobHeldUser", "JobHeldAdmin"})
+#: Job states after which a job holds no more resources (squeue ``job_state``, sacct ``State``).
+FINISHED_STATES = frozenset({"COMPLETED", "FAILED", "TIMEOUT", "CANCELLED", "NODE_FAIL", "PREEMPTED",
+                             "BOOT_FAIL", "DEADLINE", "OUT_OF_MEMORY", "REVOKED"})
+#: Job states in which a job holds cores.
+ACTIVE_STATES = frozenset({"RUNNING", "COMPLETING", "CONFIGURING", "SUSPENDED", "STAGE_OUT", "SIGNALING"})
+#: Node flags under which a node accepts no new job.
+UNAVAILABLE_NODE_FLAGS = frozenset({"DRAIN", "FAIL", "POWERED_DOWN", "POWERING_DOWN", "POWERING_UP",
+                                    "POWER_DOWN", "NOT_RESPONDING", "MAINTENANCE", "REBOOT_REQUESTED",
+                                    "REBOOT_ISSUED", "INVALID_REG"})
+#: Node flags under which a node has no live CPUs at all.
+DOWN_NODE_FLAGS = frozenset({"POWERED_DOWN", "POWERING_UP", "NOT_RESPONDING"})
+DOWN_NODE_STATES = frozenset({"down", "future", "unknown", "error"})
+
+_NICE_OFFSET = 2**32
+_INT_LIMIT = 2**63
+
+
+@dataclass(frozen=True, slots=True)
+class SlurmJob:
+    """One job of ``squeue --json``.  Times are epoch seconds; ``time_limit_s`` is inf when unlimited;
+    ``start_s``/``end_s`` are NaN when not meaningful (not started; still running)."""
+
+    job_id: int
+    state: str
+    reason: str
+    user: str
+    account: str
+    partition: str
+    qos: str
+    cpus: int
+    time_limit_s: float
+    priority: int
+    nice: int
+    submit_s: float
+    start_s: float
+    end_s: float
+
+    @property
+    def pending(self) -> bool:
+        return self.state == "PENDING"
+
+    @property
+    def held(self) -> bool:
+        return self.pending and self.reason in HELD_REASONS
+
+    @property
+    def active(self) -> bool:
+        return self.state in ACTIVE_STATES
+
+    @property
+    def finished(self) -> bool:
+        return self.state in FINISHED_STATES
+
+    @property
+    def base_priority(self) -> int:
+        """Slurm's multifactor priority without the Nice term (priority = factors − nice)."""
+        return self.priority + self.nice
+
+
+@dataclass(frozen=True, slots=True)
+class SlurmNode:
+    """One node of ``sinfo --json``."""
+
+    name: str
+    state: str
+    flags: frozenset[str]
+    cpus: int
+    alloc_cpus: int
+    idle_cpus: int
+    partitions: tuple[str, ...]
+    features: tuple[str, ...]
+
+    @property
+    def cloud(self) -> bool:
+        return "CLOUD" in self.flags
+
+    @property
+    def live(self) -> bool:
+        """The node's CPUs exist now (not powered down, not down, answering)."""
+        return self.state not in DOWN_NODE_STATES and not (self.flags & DOWN_NODE_FLAGS)
+
+    @property
+    def accepting(self) -> bool:
+        """New jobs can start here."""
+        return self.live and not (self.flags & UNAVAILABLE_NODE_FLAGS)
+
+    @property
+    def powered(self) -> bool:
+        """A cloud node that is up or coming up (a lease in use)."""
+        return not (self.flags & {"POWERED_DOWN", "POWERING_DOWN"})
+
+
+@dataclass(frozen=True, slots=True)
+class CompletedJob:
+    """A finished job that ran (jobs cancelled before they started are not completions)."""
+
+    job_id: int
+    state: str
+    account: str
+    partition: str
+    qos: str
+    cpus: int
+    time_limit_s: float
+    submit_s: float
+    start_s: float
+    end_s: float
+
+
+# --------------------------------------------------------------------------------------------- JSON
+
+
+def _load_json(text: str, command: str) -> dict[str, Any]:
+    try:
+        doc = json.loads(text)
+    except (ValueError, RecursionError) as exc:   # JSONDecodeError is a ValueError
+        raise SlurmParseError(command, "", f"not JSON ({str(exc)[:120]})") from None
+    if not isinstance(doc, dict):
+        raise SlurmParseError(command, "", f"top level is {type(doc).__name__}, expected an object")
+    errors = doc.get("errors")
+    if errors:
+        raise SlurmParseError(command, "errors", f"Slurm reported errors: {str(errors)[:200]}")
+    return doc
+
+
+class _Fields:
+    """Typed access to one JSON object, with error messages naming the command and the path."""
+
+    def __init__(self, obj: object, command: str, where: str) -> None:
+        if not isinstance(obj, dict):
+            raise SlurmParseError(command, where, f"expected an object, got {type(obj).__name__}")
+        self.obj: Mapping[str, Any] = obj
+        self.command = command
+        self.where = where
+
+    def error(self, key: str, message: str) -> SlurmParseError:
+        return SlurmParseError(self.command, f"{self.where}.{key}", message)
+
+    def _raw(self, key: str) -> Any:
+        if key not in self.obj:
+            raise self.error(key, "missing")
+        return self.obj[key]
+
+    def opt_int(self, key: str, default: int | None = None) -> int | None:
+        value = self.obj.get(key, default)
+        if value is None:
+            return None
+        # bool is an int subclass in Python; a JSON true is not a number here.
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self.error(key, f"expected an integer or null, got {value!r:.60}")
+        if not -_INT_LIMIT < value < _INT_LIMIT:
+            raise self.error(key, f"integer out of range: {value}")
+        return value
+
+    def req_int(self, key: str) -> int:
+        value = self.opt_int(key) if key in self.obj else None
+        if value is None:
+            raise self.error(key, "missing or null, expected an integer")
+        return value
+
+    def text(self, key: str, default: str | None = None) -> str:
+        value = self.obj.get(key, default) if default is not None else self._raw(key)
+        if value is None and default is not None:
+            return default
+        if not isinstance(value, str):
+            raise self.error(key, f"expected a string, got {value!r:.60}")
+        return value
+
+    def text_list(self, key: str) -> tuple[str, ...]:
+        value = self.obj.get(key, [])
+        if value is None:
+            return ()
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise self.error(key, f"expected a list of strings, got {value!r:.60}")
+        return tuple(value)
+
+
+def _epoch(value: int | None) -> float:
+    """Slurm's 0 (or null) means "no such time"."""
+    return float(value) if value else math.nan
+
+
+def _unsigned_nice(fields: _Fields) -> int:
+    nice = fields.opt_int("nice")
+    if nice is None:      # null when 0 (DESIGN.md §5)
+        return 0
+    if _NICE_OFFSET // 2 <= nice < _NICE_OFFSET:
+        return nice - _NICE_OFFSET      # a negative nice printed as unsigned 32-bit
+    if not -(_NICE_OFFSET // 2) <= nice < _NICE_OFFSET // 2:
+        raise fields.error("nice", f"outside the 32-bit range: {nice}")
+    return nice
+
+
+def _list_of(doc: Mapping[str, Any], key: str, command: str) -> list[Any]:
+    items = doc.get(key)
+    if not isinstance(items, list):
+        raise SlurmParseError(command, key, f"expected a list, got {type(items).__name__}")
+    return items
+
+
+def parse_squeue_json(text: str) -> list[SlurmJob]:
+    """Jobs of ``squeue --json`` (every state squeue still knows)."""
+    doc = _load_json(text, SQUEUE_JSON)
+    jobs = []
+    for i, raw in enumerate(_list_of(doc, "jobs", SQUEUE_JSON)):
+        f = _Fields(raw, SQUEUE_JSON, f"jobs[{i}]")
+        job_id = f.req_int("job_id")
+        if job_id <= 0:
+            raise f.error("job_id", f"not a positive job id: {job_id}")
+        state = f.text("job_state")
+        if not state:
+            raise f.error("job_state", "empty")
+        limit_min = f.opt_int("time_limit")
+        cpus = f.opt_int("cpus")
+        if cpus is None:
+            # Null for a job that never got CPUs (cancelled while pending: its start_time is then its end
+            # time, so cpus=0 is what marks it as never run).  A pending one falls back on its request.
+            match = re.search(r"(?:^|,)cpu=(\d+)", f.text("tres_req_str", ""))
+            cpus = int(match[1]) if match and state == "PENDING" else 0
+        if cpus < 0:
+            raise f.error("cpus", f"negative: {cpus}")
+        started = state not in ("PENDING",)
+        start = f.opt_int("start_time", 0) if started else 0
+        end = f.opt_int("end_time", 0) if state in FINISHED_STATES else 0
+        jobs.append(SlurmJob(
+            job_id=job_id, state=state, reason=f.text("state_reason", ""), user=f.text("user_name", ""),
+            account=f.text("account", ""), partition=f.text("partition", ""), qos=f.text("qos", ""),
+            cpus=cpus,
+            time_limit_s=math.inf if limit_min is None else 60.0 * limit_min,
+            priority=f.opt_int("priority", 0) or 0, nice=_unsigned_nice(f),
+            submit_s=_epoch(f.req_int("submit_time")), start_s=_epoch(start), end_s=_epoch(end)))
+    return jobs
+
+
+def parse_sinfo_json(text: str) -> list[SlurmNode]:
+    """Nodes of ``sinfo --json``, each once."""
+    doc = _load_json(text, SINFO_JSON)
+    nodes: dict[str, SlurmNode] = {}
+    for i, raw in enumerate(_list_of(doc, "nodes", SINFO_JSON)):
+        f = _Fields(raw, SINFO_JSON, f"nodes[{i}]")
+        name = f.text("name")
+        cpus = f.req_int("cpus")
+        alloc = f.opt_int("alloc_cpus", 0) or 0
+        idle = f.opt_int("idle_cpus", cpus - alloc)
+        idle = cpus - alloc if idle is None else idle
+        if not 0 <= alloc <= cpus or not 0 <= idle <= cpus:
+            raise f.error("cpus", f"inconsistent CPU counts: cpus={cpus} alloc_cpus={alloc} idle_cpus={idle}")
+        features = tuple(x for x in f.text("features", "").split(",") if x)
+        nodes[name] = SlurmNode(name=name, state=f.text("state").lower(),
+                                flags=frozenset(f.text_list("state_flags")), cpus=cpus, alloc_cpus=alloc,
+                                idle_cpus=idle, partitions=f.text_list("partitions"), features=features)
+    return list(nodes.values())
+
+
+# --------------------------------------------------------------------------------------------- text
+
+
+def parse_scontrol_config(text: str) -> dict[str, str]:
+    """``Key = Value`` lines of ``scontrol show config`` (other lines, such as the header, are skipped)."""
+    config: dict[str, str] = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition(" = ")
+        key = key.strip()
+        if sep and key and " " not in key:
+            config[key] = value.strip()
+    if not config:
+        raise SlurmParseError(SCONTROL_CONFIG, "", "no 'Key = Value' line")
+    return config
+
+
+_DURATION = re.compile(r"^(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?$")
+
+
+def parse_duration_s(text: str, command: str = SACCT, where: str = "") -> float:
+    """A Slurm time limit in seconds: ``UNLIMITED``/``INFINITE``/``Partition_Limit`` → inf, ``M``, ``M:S``,
+    ``H:M:S``, ``D-H``, ``D-H:M``, ``D-H:M:S`` (the forms of Slurm's ``time_str2mins``)."""
+    value = text.strip()
+    if value.upper() in ("UNLIMITED", "INFINITE", "PARTITION_LIMIT"):
+        return math.inf
+    m = _DURATION.match(value)
+    if m is None:
+        raise SlurmParseError(command, where, f"not a Slurm duration: {value!r:.40}")
+    days_s, a, b, c = m.groups()
+    days = int(days_s) if days_s else 0
+    parts = [int(x) for x in (a, b, c) if x is not None]
+    if days_s is not None:      # D-H, D-H:M, D-H:M:S
+        hours, minutes, seconds = [*parts, 0, 0][:3]
+    elif len(parts) == 3:
+        hours, minutes, seconds = parts
+    elif len(parts) == 2:
+        hours, (minutes, seconds) = 0, parts
+    else:
+        hours, minutes, seconds = 0, parts[0], 0
+    return float(((days * 24 + hours) * 60 + minutes) * 60 + seconds)
+
+
+_LOCAL_TIME = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d"
+_JOBCOMP_HEAD = re.compile(r"^JobId=(?P<job_id>\d+) UserId=")
+# The fixed-format run of fields between the free-text Name and WorkDir: found as a whole, so a job name
+# with spaces or '=' in it does not shift the fields (a name that mimics this whole run could still).
+_JOBCOMP_MIDDLE = re.compile(
+    rf" JobState=(?P<state>[A-Z_]+)(?: by \d+)? Partition=(?P<partition>\S*) TimeLimit=(?P<limit>\S+)"
+    rf" StartTime=(?P<start>{_LOCAL_TIME}|unknown|None) EndTime=(?P<end>{_LOCAL_TIME}|unknown|None)"
+    rf" NodeList=\S* NodeCnt=(?P<nodes>\d+) ProcCnt=(?P<procs>\d+) WorkDir=")
+_JOBCOMP_TAIL = re.compile(
+    rf" Account=(?P<account>\S*) QOS=(?P<qos>\S*) WcKey=\S* Cluster=\S*"
+    rf" SubmitTime=(?P<submit>{_LOCAL_TIME}|unknown|None) EligibleTime=")
+
+
+def _local_time(text: str, where: str) -> float:
+    if text in ("unknown", "None"):
+        return math.nan
+    try:
+        return time.mktime(time.strptime(text, "%Y-%m-%dT%H:%M:%S"))   # slurmctld writes local time
+    except (ValueError, OverflowError) as exc:
+        raise SlurmParseError(JOBCOMP_FILE, where, f"bad time {text!r}: {exc}") from None
+
+
+def parse_jobcomp_line(line: str, where: str = "") -> CompletedJob | None:
+    """One line of the ``jobcomp/filetxt`` file; None for a job that never ran (cancelled while pending)."""
+    head = _JOBCOMP_HEAD.match(line)
+    middle = _JOBCOMP_MIDDLE.search(line)
+    if head is None or middle is None:
+        raise SlurmParseError(JOBCOMP_FILE, where, f"not a jobcomp record: {line[:80]!r}")
+    tail = _JOBCOMP_TAIL.search(line, middle.end())
+    if tail is None:
+        raise SlurmParseError(JOBCOMP_FILE, where, f"no Account/QOS/SubmitTime fields: {line[:80]!r}")
+    if int(middle["nodes"]) == 0 or int(middle["procs"]) == 0:
+        return None
+    start = _local_time(middle["start"], where)
+    end = _local_time(middle["end"], where)
+    if math.isnan(start) or math.isnan(end):
+        return None
+    return CompletedJob(
+        job_id=int(head["job_id"]), state=middle["state"], account=tail["account"],
+        partition=middle["partition"], qos=tail["qos"], cpus=int(middle["procs"]),
+        time_limit_s=parse_duration_s(middle["limit"], JOBCOMP_FILE, where),
+        submit_s=_local_time(tail["submit"], where), start_s=start, end_s=end)
+
+
+#: The ``--format`` that :func:`parse_sacct` reads (no free-text field, so ``|`` cannot occur in a value).
+SACCT_FORMAT = "JobIDRaw,Account,Partition,QOS,AllocCPUS,Timelimit,Submit,Start,End,State"
+
+
+def _sacct_epoch(text: str, where: str) -> float:
+    if text in ("Unknown", "None", ""):
+        return math.nan
+    try:
+        return float(int(text))
+    except ValueError:
+        raise SlurmParseError(SACCT, where,
+                              f"not epoch seconds: {text!r:.40} (is SLURM_TIME_FORMAT=%s set?)") from None
+
+
+def parse_sacct(text: str) -> list[CompletedJob]:
+    """``sacct -X -n -P --format=SACCT_FORMAT`` with ``SLURM_TIME_FORMAT=%s``: finished jobs that ran."""
+    jobs = []
+    n_fields = SACCT_FORMAT.count(",") + 1
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        where = f"line {lineno}"
+        fields = line.split("|")
+        if len(fields) != n_fields:
+            raise SlurmParseError(SACCT, where, f"{len(fields)} fields, expected {n_fields}: {line[:80]!r}")
+        raw_id, account, partition, qos, cpus_s, limit, submit, start, end, state = fields
+        state = state.split(" ")[0]          # "CANCELLED by 0"
+        if not raw_id.isdigit():
+            raise SlurmParseError(SACCT, where, f"bad JobIDRaw {raw_id!r:.40}")
+        if not cpus_s.isdigit():
+            raise SlurmParseError(SACCT, where, f"bad AllocCPUS {cpus_s!r:.40}")
+        if state not in FINISHED_STATES:
+            continue
+        start_s, end_s = _sacct_epoch(start, where), _sacct_epoch(end, where)
+        if int(cpus_s) == 0 or math.isnan(start_s) or math.isnan(end_s):
+            continue                     # never ran
+        jobs.append(CompletedJob(
+            job_id=int(raw_id), state=state, account=account, partition=partition, qos=qos, cpus=int(cpus_s),
+            time_limit_s=parse_duration_s(limit, SACCT, where), submit_s=_sacct_epoch(submit, where),
+            start_s=start_s, end_s=end_s))
+    return jobs

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Stop the test cluster of scripts/slurm-up.sh: cancel its jobs, then stop only the daemons it (and its
+# resume.sh) started, by the PIDs in their pidfiles.  Idempotent: nothing running is not an error.
+#   BASE=/tmp/rlsched-slurm scripts/slurm-down.sh          (KEEP_MUNGE=1 leaves munged running)
+set -uo pipefail
+BASE=${BASE:-/tmp/rlsched-slurm}
+CONF=$BASE/etc/slurm.conf
+alive() { [ -e "/proc/$1" ] && ! grep -q '^State:.*Z' "/proc/$1/status" 2>/dev/null; }   # zombies are dead
+stop() {  # pidfile
+  [ -f "$1" ] || return 0
+  local pid; pid=$(cat "$1")
+  case "$pid" in ''|*[!0-9]*) echo "slurm-down.sh: ignoring $1 (no PID in it)" >&2; rm -f "$1"; return 0;; esac
+  if alive "$pid"; then
+    kill "$pid"
+    for _ in $(seq 1 50); do alive "$pid" || break; sleep 0.1; done
+    if alive "$pid"; then echo "slurm-down.sh: SIGKILL $pid ($1)" >&2; kill -KILL "$pid"; fi
+  fi
+  rm -f "$1"
+}
+if [ -f "$BASE/run/slurmctld.pid" ] && alive "$(cat "$BASE/run/slurmctld.pid")"; then
+  # Cancel jobs first: slurmstepd and job processes outlive slurmd.
+  export SLURM_CONF=$CONF
+  jobs=$(timeout 10 squeue -h -o %i 2>/dev/null)
+  # shellcheck disable=SC2086
+  [ -n "$jobs" ] && timeout 10 scancel --quiet $jobs 2>/dev/null
+  for _ in $(seq 1 100); do
+    [ -z "$(timeout 10 squeue -h -t R,CG,CF -o %i 2>/dev/null)" ] && break
+    sleep 0.2
+  done
+fi
+for f in "$BASE"/run/slurmd-*.pid; do stop "$f"; done
+stop "$BASE/run/slurmctld.pid"          # its child slurmscriptd exits with it
+[ "${KEEP_MUNGE:-0}" = 1 ] || stop /run/munge/munged.pid
+exit 0

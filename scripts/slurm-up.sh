@@ -1,0 +1,177 @@
+#!/usr/bin/env bash
+# Bring up a single-host Slurm 22.05 test cluster (Debian 12) on 127.0.0.1, as root, without systemd.
+#
+#   sudo scripts/slurm-up.sh                 # BASE=/tmp/rlsched-slurm by default
+#   export SLURM_CONF=/tmp/rlsched-slurm/etc/slurm.conf
+#   scripts/slurm-down.sh                    # cancels jobs, stops the daemons by PID
+#
+# One controller and one 16-CPU node (node1), plus four State=CLOUD nodes (cloud1-4) that Slurm's power
+# saving starts through $BASE/bin/resume.sh (a real slurmd on its own port) and stops through suspend.sh.
+# The config is made for tests (DESIGN.md §5): priority/multifactor (so admin Nice offsets compose with
+# Slurm's own priority), jobcomp/filetxt (no slurmdbd: the completion feed reads that file), MinJobAge
+# (finished jobs stay visible to squeue), short scheduler intervals so a test sees a start within ~1 s.
+#
+# Idempotent: when the controller in $BASE is already up and node1 answers, it only reports that.
+# Environment: BASE, RLSCHED_SLURM_PORT (slurmctld port, default 6817; slurmd uses +1, cloud nodes +4..+7),
+# RLSCHED_SLURM_CPUS (CPUs of node1, default 16).
+set -euo pipefail
+BASE=${BASE:-/tmp/rlsched-slurm}
+PORT=${RLSCHED_SLURM_PORT:-6817}
+CPUS=${RLSCHED_SLURM_CPUS:-16}
+CONF=$BASE/etc/slurm.conf
+die() { echo "slurm-up.sh: $*" >&2; exit 1; }
+now() { date +%s.%N; }
+alive() { [ -e "/proc/$1" ] && ! grep -q '^State:.*Z' "/proc/$1/status" 2>/dev/null; }   # zombies are dead
+T0=$(now)
+
+[ "$(id -u)" = 0 ] || die "must run as root (it installs Debian packages and runs slurmctld/slurmd/munged)"
+case "$PORT$CPUS" in *[!0-9]*) die "RLSCHED_SLURM_PORT and RLSCHED_SLURM_CPUS must be integers";; esac
+case "$BASE" in /*) ;; *) die "BASE must be an absolute path (got '$BASE')";; esac
+
+# Already up?  (pidfile alive and node1 answers)
+if [ -f "$BASE/run/slurmctld.pid" ] && alive "$(cat "$BASE/run/slurmctld.pid")" \
+   && SLURM_CONF=$CONF sinfo -h -n node1 -o %T 2>/dev/null | grep -Eq '^(idle|mixed|allocated)'; then
+  echo "slurm-up.sh: already up (SLURM_CONF=$CONF)"
+  exit 0
+fi
+
+# 1. Packages.  --no-install-recommends: slurm-wlm's Recommends pull ~40 plugin and -dev packages.
+missing=()
+for cmd in slurmctld:slurmctld slurmd:slurmd squeue:slurm-client munged:munge; do
+  command -v "${cmd%%:*}" >/dev/null || missing+=("${cmd#*:}")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  command -v apt-get >/dev/null || die "Slurm is not installed and apt-get is unavailable (need: ${missing[*]})"
+  echo "slurm-up.sh: installing ${missing[*]}" >&2
+  apt-get update -qq || die "apt-get update failed"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+      slurmctld slurmd slurm-client munge >/dev/null || die "apt-get install slurmctld slurmd slurm-client munge failed"
+fi
+T1=$(now)
+
+# 2. munge: the package's postinst normally creates the key; create it if it is missing.
+if [ ! -s /etc/munge/munge.key ]; then
+  mungekey --create --keyfile=/etc/munge/munge.key
+  chown munge:munge /etc/munge/munge.key
+  chmod 400 /etc/munge/munge.key
+fi
+install -d -o munge -g munge -m 755 /run/munge
+if ! munge -n 2>/dev/null | unmunge >/dev/null 2>&1; then
+  runuser -u munge -- /usr/sbin/munged          # daemonizes; pid in /run/munge/munged.pid
+  for _ in $(seq 1 50); do munge -n 2>/dev/null | unmunge >/dev/null 2>&1 && break; sleep 0.1; done
+fi
+munge -n | unmunge >/dev/null 2>&1 || die "munged does not answer (see /var/log/munge/munged.log)"
+
+# 3. Config and directories.  Leftover daemons of an earlier, half-failed run would hold the ports.
+for f in "$BASE"/run/slurmd-*.pid "$BASE/run/slurmctld.pid"; do
+  [ -f "$f" ] && alive "$(cat "$f")" && kill "$(cat "$f")" 2>/dev/null && sleep 0.5
+  rm -f "$f"
+done
+mkdir -p "$BASE"/{etc,state,spool/node1,log,run,bin}
+# Bind to the hostname's address rather than 0.0.0.0, but only when the hostname resolves to loopback.
+COMM=""
+getent hosts "$(hostname)" | grep -q '^127\.' && COMM="CommunicationParameters=NoInAddrAny,NoCtldInAddrAny"
+cat > "$CONF" <<CONF
+# Written by rlsched scripts/slurm-up.sh: a test cluster on 127.0.0.1, not for production.
+ClusterName=rlsched
+SlurmctldHost=localhost(127.0.0.1)
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+CredType=cred/munge
+SlurmctldPort=$PORT
+SlurmdPort=$((PORT + 1))
+StateSaveLocation=$BASE/state
+SlurmdSpoolDir=$BASE/spool/%n
+SlurmctldPidFile=$BASE/run/slurmctld.pid
+SlurmdPidFile=$BASE/run/slurmd-%n.pid
+SlurmctldLogFile=$BASE/log/slurmctld.log
+SlurmdLogFile=$BASE/log/slurmd-%n.log
+SlurmctldDebug=info
+SlurmdDebug=info
+# Lets node1 declare more CPUs than the host has (else it goes INVAL "Low CPUs").
+SlurmdParameters=config_overrides
+ReturnToService=2
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+JobAcctGatherType=jobacct_gather/none
+# No slurmdbd: sacct is unavailable; finished jobs come from the jobcomp file and squeue (MinJobAge).
+AccountingStorageType=accounting_storage/none
+JobCompType=jobcomp/filetxt
+JobCompLoc=$BASE/log/jobcomp.txt
+MinJobAge=600
+SchedulerType=sched/backfill
+# Tests wait for starts: run the main scheduler every 2 s and backfill every 1 s (defaults 60 s and 30 s).
+SchedulerParameters=sched_interval=2,bf_interval=1
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+# multifactor, not basic: with basic, base priorities sit near 2^32 and Nice offsets cannot compose.
+# The Age and Fairshare factors need slurmdbd and are ignored here.
+PriorityType=priority/multifactor
+PriorityWeightJobSize=1000
+PriorityWeightPartition=1000
+MpiDefault=none
+$COMM
+MailProg=/bin/true
+KillWait=5
+SlurmdTimeout=60
+# --- cloud bursting through power saving (used by the lease cap, issue 6) ---
+SuspendProgram=$BASE/bin/suspend.sh
+ResumeProgram=$BASE/bin/resume.sh
+SuspendTime=20
+SuspendTimeout=10
+ResumeTimeout=60
+SuspendExcNodes=node1
+# Needed for powered-down cloud nodes to show in sinfo.
+PrivateData=cloud
+TreeWidth=65533
+NodeName=node1 NodeAddr=127.0.0.1 NodeHostname=localhost CPUs=$CPUS RealMemory=8000 Weight=1 State=UNKNOWN
+NodeName=cloud[1-4] NodeAddr=127.0.0.1 NodeHostname=localhost Port=[$((PORT + 4))-$((PORT + 7))] CPUs=8 RealMemory=4000 Feature=cloud Weight=100 State=CLOUD
+PartitionName=debug Nodes=node1 Default=YES MaxTime=INFINITE State=UP
+# Same node, short limit: lets tests exercise a class rule by partition.
+PartitionName=short Nodes=node1 MaxTime=00:15:00 State=UP
+PartitionName=cloud Nodes=cloud[1-4] MaxTime=INFINITE State=UP
+PartitionName=burst Nodes=node1,cloud[1-4] MaxTime=INFINITE State=UP
+CONF
+
+cat > "$BASE/bin/resume.sh" <<SCRIPT
+#!/bin/bash
+# ResumeProgram: slurmctld runs it as  resume.sh <hostlist>  (e.g. cloud[1-2]).
+export SLURM_CONF=$CONF
+echo "\$(date +%FT%T) RESUME \$*" >> $BASE/log/power.log
+for n in \$(scontrol show hostnames "\$1"); do
+  mkdir -p $BASE/spool/\$n
+  # slurmscriptd blocks SIGTERM and children inherit the mask: reset it, else slurmd ignores kill.
+  # -b: slurmd reports "rebooted now" (else ctld waits for the boot until ResumeTimeout).
+  # </dev/null: with stdin closed under slurmscriptd, the daemonized slurmd loses its log fd.
+  python3 -c 'import os,signal,sys; signal.pthread_sigmask(signal.SIG_SETMASK, []); os.execv(sys.argv[1], sys.argv[1:])' \\
+      /usr/sbin/slurmd -b -N "\$n" </dev/null >>$BASE/log/power.log 2>&1
+done
+SCRIPT
+cat > "$BASE/bin/suspend.sh" <<SCRIPT
+#!/bin/bash
+# SuspendProgram: slurmctld runs it as  suspend.sh <hostlist>.
+export SLURM_CONF=$CONF
+echo "\$(date +%FT%T) SUSPEND \$*" >> $BASE/log/power.log
+for n in \$(scontrol show hostnames "\$1"); do
+  f=$BASE/run/slurmd-\$n.pid
+  [ -f "\$f" ] && kill "\$(cat "\$f")" && rm -f "\$f"
+done
+exit 0
+SCRIPT
+chmod +x "$BASE"/bin/*.sh
+T2=$(now)
+
+# 4. Daemons: they fork into the background; pids in $BASE/run/.
+export SLURM_CONF=$CONF
+slurmctld -c -f "$CONF" || die "slurmctld failed to start (see $BASE/log/slurmctld.log)"   # -c: empty state
+slurmd -N node1 -f "$CONF" || die "slurmd failed to start (see $BASE/log/slurmd-node1.log)"
+for _ in $(seq 1 200); do
+  sinfo -h -n node1 -o %T 2>/dev/null | grep -qx idle && break
+  sleep 0.1
+done
+sinfo -h -n node1 -o %T 2>/dev/null | grep -qx idle \
+  || die "node1 is not idle after 20 s (state: $(sinfo -h -n node1 -o %T 2>&1 | head -1)); see $BASE/log/"
+T3=$(now)
+python3 -c "print(f'slurm-up.sh: install {$T1-$T0:.1f}s  config {$T2-$T1:.2f}s  daemons-up {$T3-$T2:.2f}s  total {$T3-$T0:.1f}s')"
+echo "export SLURM_CONF=$CONF"
