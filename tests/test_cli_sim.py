@@ -82,3 +82,10 @@ def test_experiment_list() -> None:
     run_cli("sim", "experiment", "list")
     result = CliRunner().invoke(main, ["sim", "experiment", "no-such-experiment", "--out", "x"])
     assert result.exit_code != 0 and "unknown experiment" in result.output
+
+
+def test_trace_info_lal_is_marked_synthetic() -> None:
+    out = run_cli("trace", "info", "lal", "--json")
+    info = json.loads(out)
+    assert info["summary"]["synthetic"] is True and info["summary"]["jobs"] == 9500
+    assert "NOT the real LAL trace" in info["header"]["Generator"]

@@ -21,7 +21,6 @@ from rlsched.core.view import JobClass  # noqa: E402
 from tests.slurm_cluster import SlurmTestCluster, wait_for  # noqa: E402
 
 # The fixtures (the lead also lists this plugin in conftest.py; pytest registers a plugin once).
-pytest_plugins = ["tests.slurm_cluster"]
 pytestmark = [pytest.mark.slurm, pytest.mark.timeout(180)]
 
 

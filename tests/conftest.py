@@ -1,0 +1,72 @@
+"""Shared fixtures: where the real SWF traces are.
+
+The project never hard-codes a trace location.  Tests find the Parallel Workloads
+Archive logs through ``$RLSCHED_TRACE_DIR``; without it, trace tests are skipped —
+unless ``RLSCHED_REQUIRE_TRACES=1`` (CI), where a missing trace is a failure.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+# The real local Slurm cluster fixtures (tests/slurm_cluster.py) for every test module.
+pytest_plugins = ["tests.slurm_cluster"]
+
+#: Short names of the four traces of DESIGN.md §3 -> archive file names.
+TRACE_FILES = {
+    "kth": "KTH-SP2-1996-2.1-cln.swf.gz",
+    "ctc": "CTC-SP2-1996-3.1-cln.swf.gz",
+    "sdsc": "SDSC-DS-2004-2.1-cln.swf.gz",
+    "lpc": "LPC-EGEE-2004-1.2-cln.swf.gz",
+}
+
+
+def _missing(reason: str) -> None:
+    if os.environ.get("RLSCHED_REQUIRE_TRACES") == "1":
+        pytest.fail(f"{reason} (RLSCHED_REQUIRE_TRACES=1)")
+    pytest.skip(reason)
+
+
+def _trace_in(folder: Path, short_name: str) -> Path:
+    if short_name not in TRACE_FILES:
+        raise KeyError(f"unknown trace {short_name!r}; known: {', '.join(TRACE_FILES)}")
+    path = folder / TRACE_FILES[short_name]
+    if not path.is_file():
+        _missing(f"trace {path} not found")
+    return path
+
+
+def _trace_dir_from_env() -> Path:
+    env = os.environ.get("RLSCHED_TRACE_DIR")
+    if not env:
+        _missing("RLSCHED_TRACE_DIR is not set")
+    path = Path(env or "").expanduser()
+    if not path.is_dir():
+        _missing(f"RLSCHED_TRACE_DIR={env} is not a folder")
+    return path
+
+
+def shared_trace(short_name: str) -> Path:
+    """Path of a shared trace by short name (kth, ctc, sdsc, lpc); skips/fails when absent.
+
+    For code outside fixtures (benchmarks, parametrised helpers); tests prefer ``trace_path``.
+    """
+    return _trace_in(_trace_dir_from_env(), short_name)
+
+
+@pytest.fixture(scope="session")
+def trace_dir() -> Path:
+    """The folder of the real traces (``$RLSCHED_TRACE_DIR``)."""
+    return _trace_dir_from_env()
+
+
+@pytest.fixture(scope="session")
+def trace_path(trace_dir: Path) -> Callable[[str], Path]:
+    """``trace_path("ctc")`` -> the CTC-SP2 file in ``trace_dir`` (read once per session, so a test
+    may change ``$RLSCHED_TRACE_DIR`` afterwards)."""
+    return functools.partial(_trace_in, trace_dir)
