@@ -29,7 +29,7 @@ import heapq
 import math
 import time
 from bisect import bisect_left, bisect_right, insort
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -228,7 +228,7 @@ class Simulator:
             raise SimulationError(f"queue index out of order at row {j}")
         self._dequeue_at(pos)
 
-    def _backfill_candidates(self, free: int, extra: int, now: float, shadow: float) -> list[int]:
+    def _backfill_candidates(self, free: int, extra: int, now: float, shadow: float) -> IntArray:
         """Queued rows that may be backfilled, in queue order, found by NumPy over the submit window.
 
         Every queued job lies between the oldest queued row and the next submit, so one
@@ -249,7 +249,7 @@ class Simulator:
         rows += lo
         if not self._static_fcfs:
             rows = rows[np.argsort(self._rank_arr[rows], kind="stable")]
-        return rows.tolist()
+        return rows
 
     def _start_job(self, j: int, now: float) -> None:
         p = self._procs[j]
@@ -319,24 +319,32 @@ class Simulator:
                 return
         extra = avail - need
         req = self._req
+        chunks: Iterable[list[int]]
         if len(qjobs) > VECTOR_SCAN_MIN_QUEUE and not self._key_of:
-            candidates = self._backfill_candidates(free, extra, now, shadow)
+            rows = self._backfill_candidates(free, extra, now, shadow)
+            # The pass usually ends after a few starts: convert the candidates to Python ints lazily.
+            chunks = (rows[k:k + 64].tolist() for k in range(0, len(rows), 64))
         else:
-            candidates = qjobs[1:]
+            chunks = (qjobs[1:],)
         chosen: list[int] = []
-        for j in candidates:
-            p = procs[j]
-            if p > free:
-                continue
-            if now + req[j] <= shadow:
-                pass  # ends (by its request) before the head's reservation
-            elif p <= extra:
-                extra -= p  # runs past the shadow time on cores the head will not need
-            else:
-                continue
-            chosen.append(j)
-            free -= p
-            if free == 0 or self._qsizes[0] > free:
+        machine_full = False
+        for chunk in chunks:
+            for j in chunk:
+                p = procs[j]
+                if p > free:
+                    continue
+                if now + req[j] <= shadow:
+                    pass  # ends (by its request) before the head's reservation
+                elif p <= extra:
+                    extra -= p  # runs past the shadow time on cores the head will not need
+                else:
+                    continue
+                chosen.append(j)
+                free -= p
+                if free == 0 or self._qsizes[0] > free:
+                    machine_full = True
+                    break
+            if machine_full:
                 break
         for j in chosen:
             self._dequeue_job(j)
@@ -428,7 +436,7 @@ class Simulator:
         running = RunningJobs(
             job_id=w.job_id[running_rows], vo=w.vo[running_rows], job_class=w.job_class[running_rows],
             cores=w.procs[running_rows], req_time_s=w.req_time[running_rows],
-            submit_s=w.submit[running_rows], start_s=running_start)
+            submit_s=w.submit[running_rows], start_s=running_start, oracle_run_s=run_eff[running_rows])
         finished_start = np.array([start[j] for j in finished_rows.tolist()], dtype=np.float64)
         finished = FinishedJobs(
             job_id=w.job_id[finished_rows], vo=w.vo[finished_rows], job_class=w.job_class[finished_rows],

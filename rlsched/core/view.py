@@ -84,9 +84,13 @@ class RunningJobs:
     req_time_s: FloatArray = field(default_factory=_empty_float)
     submit_s: FloatArray = field(default_factory=_empty_float)
     start_s: FloatArray = field(default_factory=_empty_float)
+    #: Actual runtime, known only to a simulator; NaN on a live backend (an empty array means unknown).
+    oracle_run_s: FloatArray = field(default_factory=_empty_float)
 
     def __post_init__(self) -> None:
         _check_lengths(self, ("job_id", "vo", "job_class", "cores", "req_time_s", "submit_s", "start_s"))
+        if len(self.oracle_run_s) not in (0, len(self.job_id)):
+            raise ValueError("RunningJobs: oracle_run_s must be empty or one per job")
 
     def __len__(self) -> int:
         return len(self.job_id)
