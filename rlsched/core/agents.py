@@ -1,0 +1,436 @@
+"""Agents: a :class:`ClusterView` in, :class:`Decisions` out, for any backend.
+
+Two ways of acting, chosen per agent (``mode``):
+
+- ``gate`` (P-grid §3.2's greedy allocation): the backend holds every job on submit and
+  the agent releases held jobs, one decision per job, while cores are idle — never idle
+  while a job that fits waits.  The release budget is the idle cores minus the cores of
+  pending jobs that are not held (released earlier but not started yet), so releases
+  never exceed idle cores even when the backend is slow to start released jobs.
+  Output: ``Decisions(release=(ids in decision order))``.
+- ``boost``: the agent ranks every pending job and the backend makes them start in that
+  order.  Output: ``Decisions(boost=(ranked ids))``.  Learning agents rank with their
+  current Q-function but learn only in gate mode, where each start is their decision.
+
+Agents here:
+
+- :class:`FCFSAgent`: first come, first served; with ``class_first`` a fixed-priority
+  variant (one class always ahead, FCFS inside).
+- :class:`EDFAgent`: earliest deadline first, the pretraining policy of P-grid §3.3.
+- :class:`SchedulingAgent`: the RL scheduler of P-grid (SARSA) or P-fqi (fitted Q), with
+  EDF pretraining, delayed rewards ``R_s = λ_s W + (1 − λ_s) F``.
+- :class:`ElasticSchedulingAgent`: the elastic provisioning MDP of P-grid §3.2/§4.1; the
+  action also sets the pool size for the next period, returned as
+  ``Decisions.lease_cap`` = the number of cores of the pool (every core of the elastic
+  pool is leased), reward ``R_e = λ_e W + (1 − λ_e) U``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+
+from rlsched.core.features import FeatureConfig, FeatureEncoder, StateAggregates
+from rlsched.core.learners.base import BatchLearner
+from rlsched.core.rewards import (
+    FairnessTracker,
+    UtilizationTracker,
+    elastic_reward,
+    responsiveness,
+    scheduling_reward,
+)
+from rlsched.core.runtime import EstimatedRuntime, RuntimeModel
+from rlsched.core.view import ClusterView, Decisions, FloatArray, IntArray, JobClass, PendingJobs
+
+Mode = Literal["gate", "boost"]
+
+#: EDF deadline target: P-grid §5.2 counts a job as served well when W > 0.9 ("off the
+#: optimum by 10 % or less").
+DEFAULT_EDF_W_TARGET = 0.9
+
+
+def fcfs_order(jobs: PendingJobs) -> IntArray:
+    """Indices of ``jobs`` by submit time, then job id (a total, deterministic order)."""
+    return np.lexsort((jobs.job_id, jobs.submit_s)).astype(np.int64)
+
+
+def release_budget(view: ClusterView, total_cores: int | None = None) -> int:
+    """Cores a gate-mode agent may still fill: idle cores minus released-but-not-started jobs.
+
+    ``total_cores`` overrides the pool size (elastic agents resize it this very decision).
+    """
+    pend = view.pending
+    in_flight = int(pend.cores[~pend.held].sum())
+    busy = view.total_cores - view.idle_cores
+    pool = view.total_cores if total_cores is None else total_cores
+    return max(pool - busy - in_flight, 0)
+
+
+def greedy_fill(order: IntArray, cores: IntArray, budget: int) -> IntArray:
+    """Walk ``order`` and keep each job whose cores still fit in ``budget`` (never idle while one fits)."""
+    if budget <= 0 or order.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    need = cores[order]
+    if np.all(need == need[0]):  # same-size jobs (e.g. serial grid jobs): a prefix
+        return order[:budget // max(int(need[0]), 1)]
+    taken: list[int] = []
+    smallest = int(need.min())
+    for idx, c in zip(order.tolist(), need.tolist(), strict=True):
+        if budget < smallest:
+            break
+        if c <= budget:
+            taken.append(idx)
+            budget -= c
+    return np.asarray(taken, dtype=np.int64)
+
+
+def edf_deadline(jobs: PendingJobs, run_s: FloatArray, w_target: float = DEFAULT_EDF_W_TARGET) -> FloatArray:
+    """Deadline of each job: the latest start that still gives ``W ≥ w_target``.
+
+    From P-grid Eq. 1, ``W = run / (run + wait) ≥ w*`` ⇔ ``wait ≤ run (1/w* − 1)``, so the
+    deadline is ``submit + run (1/w* − 1)``: short (interactive) jobs get early deadlines,
+    which is what the responsiveness utility rewards.  P-grid §3.3 pretrains with "an
+    early deadline first policy" without defining the deadline; this is our definition.
+    """
+    if not 0.0 < w_target < 1.0:
+        raise ValueError(f"EDF: w_target must lie in (0, 1), got {w_target}")
+    return jobs.submit_s + run_s * (1.0 / w_target - 1.0)
+
+
+class _RankingAgent:
+    """Agents with a fixed ranking rule; gate or boost mode."""
+
+    def __init__(self, mode: Mode = "gate") -> None:
+        if mode not in ("gate", "boost"):
+            raise ValueError(f"agent mode must be 'gate' or 'boost', got {mode!r}")
+        self.mode: Mode = mode
+
+    def rank(self, view: ClusterView) -> IntArray:
+        """Indices of ``view.pending``, best first."""
+        raise NotImplementedError
+
+    def decide(self, view: ClusterView) -> Decisions:
+        pend = view.pending
+        if len(pend) == 0:
+            return Decisions()
+        order = self.rank(view)
+        if self.mode == "boost":
+            return Decisions(boost=tuple(pend.job_id[order].tolist()))
+        held = order[pend.held[order]]
+        picks = greedy_fill(held, pend.cores, release_budget(view))
+        return Decisions(release=tuple(pend.job_id[picks].tolist()))
+
+
+class FCFSAgent(_RankingAgent):
+    """First come, first served; ``class_first`` puts one class ahead (fixed priority)."""
+
+    def __init__(self, mode: Mode = "gate", class_first: JobClass | None = None) -> None:
+        super().__init__(mode)
+        self.class_first = class_first
+
+    def rank(self, view: ClusterView) -> IntArray:
+        pend = view.pending
+        if self.class_first is None:
+            return fcfs_order(pend)
+        behind = (pend.job_class != int(self.class_first)).astype(np.int64)
+        return np.lexsort((pend.job_id, pend.submit_s, behind)).astype(np.int64)
+
+
+class EDFAgent(_RankingAgent):
+    """Earliest deadline first (:func:`edf_deadline`), the pretraining policy of P-grid §3.3."""
+
+    def __init__(self, runtime: RuntimeModel | None = None, mode: Mode = "gate",
+                 w_target: float = DEFAULT_EDF_W_TARGET) -> None:
+        super().__init__(mode)
+        self.runtime: RuntimeModel = runtime if runtime is not None else EstimatedRuntime()
+        self.w_target = w_target
+
+    def rank(self, view: ClusterView) -> IntArray:
+        pend = view.pending
+        deadline = edf_deadline(pend, self.runtime.pending(pend), self.w_target)
+        return np.lexsort((pend.job_id, pend.submit_s, deadline)).astype(np.int64)
+
+    def decide(self, view: ClusterView) -> Decisions:
+        self.runtime.observe(view)
+        return super().decide(view)
+
+
+@dataclass
+class _OpenDecision:
+    """A decision whose job has not finished yet (its reward is still to come)."""
+
+    decision_id: int
+    service_before: FloatArray | None
+
+
+class SchedulingAgent:
+    """The RL scheduler: picks which pending job goes next with a learned Q-function.
+
+    Each release in gate mode is one decision (state, job) recorded by the learner; its
+    reward ``R_s = λ W + (1 − λ) F`` (P-grid §3.2) arrives when the job finishes.  The
+    first ``pretrain_decisions`` decisions follow EDF (P-grid §3.3: "the RL system is
+    pre-trained off-line with an early deadline first policy.  After a few learning
+    sweeps using the collected rewards, the network can start to take its own
+    decisions"); then ``pretrain_sweeps`` re-fits run and ε-greedy control begins.
+    Set ``pretrain_decisions=0`` to skip pretraining (for example after loading a model).
+    """
+
+    def __init__(self, learner: BatchLearner, encoder: FeatureEncoder, runtime: RuntimeModel,
+                 shares: Sequence[float] | None = None, *, lam: float = 0.5, mode: Mode = "gate",
+                 pretrain_decisions: int = 500, pretrain_sweeps: int = 5,
+                 edf_w_target: float = DEFAULT_EDF_W_TARGET, learn: bool = True) -> None:
+        if mode not in ("gate", "boost"):
+            raise ValueError(f"agent mode must be 'gate' or 'boost', got {mode!r}")
+        if not 0.0 <= lam <= 1.0:
+            raise ValueError(f"agent: λ must lie in [0, 1], got {lam}")
+        expected = encoder.action_dim + self._extra_action_columns()
+        if learner.q.state_dim != encoder.state_dim or learner.q.action_dim != expected:
+            raise ValueError(f"agent: Q-function takes state {learner.q.state_dim} / action "
+                             f"{learner.q.action_dim}, features give {encoder.state_dim} / {expected}")
+        self.learner = learner
+        self.encoder = encoder
+        self.runtime = runtime
+        n_vos = encoder.config.n_vos
+        self.fairness = FairnessTracker(shares if shares is not None else [1.0] * n_vos)
+        self.use_fairness = shares is not None
+        self.lam = lam
+        self.mode: Mode = mode
+        self.pretrain_decisions = pretrain_decisions
+        self.pretrain_sweeps = pretrain_sweeps
+        self.edf_w_target = edf_w_target
+        self.learn = learn
+        self.decisions = 0
+        self.pretraining = learn and pretrain_decisions > 0
+        self._open: dict[int, _OpenDecision] = {}
+
+    # -- hooks for the elastic variant ----------------------------------------------------
+    def _extra_action_columns(self) -> int:
+        return 0
+
+    def _with_pool(self, actions: FloatArray, pool_cores: int) -> FloatArray:
+        return actions
+
+    def _job_reward(self, view: ClusterView, w: float, vo: int, work: float, opened: _OpenDecision) -> float:
+        """``R_s = λ W + (1 − λ) F``; without target shares there is no deficit and F = 1."""
+        f = 1.0
+        if self.use_fairness and opened.service_before is not None:
+            f = float(self.fairness.election_fairness(opened.service_before, vo, work)[0])
+        return float(scheduling_reward(w, f, self.lam))
+
+    def _choose_pool(self, view: ClusterView, agg: StateAggregates, actions: FloatArray,
+                     candidates: IntArray) -> int | None:
+        return None
+
+    def _pool_size(self, view: ClusterView) -> int:
+        return view.total_cores
+
+    # -- observing ------------------------------------------------------------------------
+    def observe(self, view: ClusterView) -> None:
+        """Learn from ``view``: runtimes, fairness accounting, rewards of finished jobs, re-fits."""
+        self.runtime.observe(view)
+        fin = view.finished
+        if self.learn and len(fin) and self._open:
+            w_all = responsiveness(fin.run_s, fin.wait_s)
+            work = np.maximum(fin.run_s, 0.0) * fin.cores
+            for i, jid in enumerate(fin.job_id.tolist()):
+                opened = self._open.pop(jid, None)
+                if opened is None:
+                    continue
+                r = self._job_reward(view, float(w_all[i]), int(fin.vo[i]), float(work[i]), opened)
+                self.learner.reward(opened.decision_id, r)
+        self._after_finished(view)
+        if not self.learn:
+            return
+        if self.pretraining and self.decisions >= self.pretrain_decisions:
+            self.learner.refit(sweeps=self.pretrain_sweeps)
+            self.pretraining = False
+        elif not self.pretraining:
+            self.learner.maybe_refit()
+
+    def _after_finished(self, view: ClusterView) -> None:
+        self.fairness.observe(view)
+
+    # -- deciding -------------------------------------------------------------------------
+    def decide(self, view: ClusterView) -> Decisions:
+        self.observe(view)
+        pend = view.pending
+        run_s = self.runtime.pending(pend)
+        agg = self.encoder.aggregates(view, self.runtime, run_s)
+        order = fcfs_order(pend)
+        candidates = order[pend.held[order]] if self.mode == "gate" else order
+        base_actions = self.encoder.actions(pend, run_s, view.time_s, view.total_cores)
+        new_pool = self._choose_pool(view, agg, base_actions, candidates)
+        pool = self._pool_size(view)
+        if self.mode == "boost":
+            if len(pend) == 0:
+                return Decisions(lease_cap=new_pool)
+            state = self.encoder.state_vector(agg)
+            scores = self.learner.q.scores(state, self._with_pool(base_actions[order], pool))
+            ranked = order[np.argsort(-scores, kind="stable")]
+            return Decisions(boost=tuple(pend.job_id[ranked].tolist()), lease_cap=new_pool)
+        released = self._gate(view, agg, base_actions, run_s, candidates, pool)
+        return Decisions(release=released, lease_cap=new_pool)
+
+    def _gate(self, view: ClusterView, agg: StateAggregates, base_actions: FloatArray, run_s: FloatArray,
+              candidates: IntArray, pool: int) -> tuple[int, ...]:
+        pend = view.pending
+        budget = release_budget(view, pool)
+        if budget <= 0 or candidates.size == 0:
+            return ()
+        agg.total_cores = pool
+        agg.idle_cores = budget
+        actions = self._with_pool(base_actions[candidates], pool)
+        cand_cores = pend.cores[candidates]
+        available = np.ones(candidates.size, dtype=bool)
+        deadline = edf_deadline(pend, run_s, self.edf_w_target)[candidates] if self.pretraining else None
+        service = self.fairness.service_now(view) if self.use_fairness else None
+        released: list[int] = []
+        while budget > 0:
+            sub = np.nonzero(available & (cand_cores <= budget))[0]
+            if sub.size == 0:
+                break
+            state = self.encoder.state_vector(agg)
+            if deadline is not None:
+                pick = int(np.argmin(deadline[sub]))  # candidates are FCFS-ordered: ties go FCFS
+                decision_id = self.learner.record(state, actions[sub], pick) if self.learn else -1
+            elif self.learn:
+                pick, decision_id = self.learner.act(state, actions[sub])
+            else:
+                pick, decision_id = self.learner.select(state, actions[sub], explore=False), -1
+            chosen = int(sub[pick])
+            job = int(candidates[chosen])
+            jid = int(pend.job_id[job])
+            if self.learn:
+                self._open[jid] = _OpenDecision(decision_id, service)
+            else:
+                self.learner.q.advance(self.learner.q.encode(state, actions[chosen:chosen + 1])[0])
+            available[chosen] = False
+            cores = int(cand_cores[chosen])
+            budget -= cores
+            agg.start(cores, float(run_s[job]), int(pend.vo[job]))
+            released.append(jid)
+            self.decisions += 1
+        return tuple(released)
+
+    # -- persistence ----------------------------------------------------------------------
+    def _agent_meta(self) -> dict[str, Any]:
+        return {"features": self.encoder.config.to_dict(), "runtime_model": self.runtime.name,
+                "lam": self.lam, "mode": self.mode, "decisions": self.decisions,
+                "pretraining": self.pretraining, "shares": self.fairness.shares.tolist(),
+                "use_fairness": self.use_fairness}
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Model, feature normalisation, replay memory and counters in one file, atomically.
+
+        Decisions whose job is still running are not saved: their rewards are lost on reload.
+        """
+        arrays = {"finished_service": self.fairness.finished_service}
+        if isinstance(self.runtime, EstimatedRuntime):
+            arrays.update({f"runtime_{k}": v for k, v in self.runtime.state_arrays().items()})
+        self.learner.save(path, extra_meta=self._agent_meta(), extra_arrays=arrays)
+
+    def load_state(self, path: str | os.PathLike[str]) -> None:
+        """Restore a :meth:`save`; the feature config in the file must match this agent's."""
+        meta, arrays = self.learner.load_state(path)
+        saved = FeatureConfig.from_dict(meta["features"])
+        if saved != self.encoder.config:
+            raise ValueError(f"{path}: saved feature config {saved} differs from this agent's "
+                             f"{self.encoder.config}")
+        self.decisions = int(meta["decisions"])
+        self.pretraining = bool(meta["pretraining"])
+        self.fairness.finished_service = arrays["finished_service"].astype(np.float64)
+        if isinstance(self.runtime, EstimatedRuntime) and "runtime_ring" in arrays:
+            self.runtime.load_state_arrays({k: arrays[f"runtime_{k}"] for k in ("ring", "count", "median")})
+        self._open.clear()
+
+
+class ElasticSchedulingAgent(SchedulingAgent):
+    """Scheduling plus the pool size of the next period (P-grid §3.2 elastic MDP, §4.1).
+
+    The action is a pair (job, pool size).  The pool size is one more action column
+    (``cores / max_cores``).  It may change only when ``hold_s`` (15 minutes) has passed
+    since the last change; it never drops below ``min_cores`` (30) nor below the cores of
+    the running jobs (no preemption) — P-grid §4.1.  When a change is allowed, the agent
+    takes the best job under the current pool size, then the pool size maximising
+    Q(s, (job, size)) over ``pool_options`` (ε-greedy); with an empty queue it scores the
+    sizes with the "no job" action row.  The chosen size is returned as
+    ``Decisions.lease_cap`` (only when it changes) and used for this view's releases.
+    Reward: ``R_e = λ_e W + (1 − λ_e) U`` with U from :class:`UtilizationTracker` (P-grid
+    Eq. 3); fairness is not part of this MDP (P-grid §3.2).
+    """
+
+    def __init__(self, learner: BatchLearner, encoder: FeatureEncoder, runtime: RuntimeModel, *,
+                 pool_options: Sequence[int], initial_cores: int, start_s: float = 0.0, min_cores: int = 30,
+                 hold_s: float = 900.0, lam: float = 0.5, mode: Mode = "gate", pretrain_decisions: int = 500,
+                 pretrain_sweeps: int = 5, edf_w_target: float = DEFAULT_EDF_W_TARGET,
+                 learn: bool = True) -> None:
+        options = np.unique(np.asarray(pool_options, dtype=np.int64))
+        if options.size == 0 or options[0] < 1:
+            raise ValueError(f"elastic agent: pool options must be positive, got {list(pool_options)}")
+        self.pool_options = options[options >= min_cores]
+        if self.pool_options.size == 0:
+            raise ValueError(f"elastic agent: no pool option ≥ min_cores {min_cores}")
+        self.max_cores = int(self.pool_options[-1])
+        self.min_cores = min_cores
+        self.hold_s = hold_s
+        super().__init__(learner, encoder, runtime, None, lam=lam, mode=mode,
+                         pretrain_decisions=pretrain_decisions, pretrain_sweeps=pretrain_sweeps,
+                         edf_w_target=edf_w_target, learn=learn)
+        self.pool_cores = initial_cores
+        self.last_change_s = start_s
+        self.utilization = UtilizationTracker(start_s, initial_cores)
+
+    def _extra_action_columns(self) -> int:
+        return 1
+
+    def _with_pool(self, actions: FloatArray, pool_cores: int) -> FloatArray:
+        column = np.full((actions.shape[0], 1), pool_cores / self.max_cores)
+        return np.hstack([actions, column])
+
+    def _after_finished(self, view: ClusterView) -> None:
+        fin = view.finished
+        if len(fin):
+            self.utilization.add_completed(np.maximum(fin.run_s, 0.0) * fin.cores)
+
+    def _job_reward(self, view: ClusterView, w: float, vo: int, work: float, opened: _OpenDecision) -> float:
+        return float(elastic_reward(w, self.utilization.utilization(view.time_s), self.lam))
+
+    def _choose_pool(self, view: ClusterView, agg: StateAggregates, actions: FloatArray,
+                     candidates: IntArray) -> int | None:
+        if view.time_s - self.last_change_s < self.hold_s:
+            return None
+        busy = view.total_cores - view.idle_cores
+        allowed = self.pool_options[self.pool_options >= max(self.min_cores, busy)]
+        if allowed.size == 0:  # more running than any option: keep what runs
+            allowed = np.array([max(self.min_cores, busy)], dtype=np.int64)
+        state = self.encoder.state_vector(agg)
+        if candidates.size:
+            current = self._with_pool(actions[candidates], self.pool_cores)
+            job_row = actions[candidates[int(np.argmax(self.learner.q.scores(state, current)))]]
+        else:
+            job_row = self.encoder.null_action()
+        rows = self._with_pool(np.broadcast_to(job_row, (allowed.size, job_row.size)), 0)
+        rows[:, -1] = allowed / self.max_cores
+        explore = self.learn and not self.pretraining
+        if self.pretraining:
+            # EDF pretraining keeps the pool as it is, except to honour the floor.
+            size = int(max(self.pool_cores, allowed[0]))
+        else:
+            size = int(allowed[self.learner.select(state, rows, explore=explore)])
+        if size == self.pool_cores:
+            return None
+        self.utilization.set_pool(view.time_s, size)
+        self.pool_cores = size
+        self.last_change_s = view.time_s
+        return size
+
+    def _pool_size(self, view: ClusterView) -> int:
+        return self.pool_cores
+
+    def _agent_meta(self) -> dict[str, Any]:
+        return {**super()._agent_meta(), "pool_cores": self.pool_cores, "last_change_s": self.last_change_s,
+                "pool_options": self.pool_options.tolist()}

@@ -1,0 +1,219 @@
+"""Runtime models: what a policy believes a job's execution time to be.
+
+P-grid §3.2 ("Workload Descriptors") and P-fqi §3.3 compare two models:
+
+- ``oracle``: the actual runtime, known at submission.  Only a simulator knows it
+  (:attr:`PendingJobs.oracle_run_s`); it is the upper bound of the RL schedulers.
+- ``estimated``: "a very crude estimate of the execution time by the median of the
+  execution times for the batch and interactive jobs, respectively, along an extended
+  time window".  Here the window is the last ``window`` finished jobs of each class,
+  fed from ``view.finished``.
+
+A live backend can also use ``requested``: the user's time limit (``req_time_s``).
+
+Every model answers for pending jobs and for running jobs (the state descriptors of
+P-grid §3.2 need the remaining work of running jobs).  Running jobs carry no oracle
+runtime in :class:`RunningJobs`, so the oracle model remembers the runtimes it saw
+while the jobs were pending and falls back to the estimated model for jobs it never
+saw pending (a job submitted and started between two views).
+"""
+
+from __future__ import annotations
+
+from typing import Literal, Protocol
+
+import numpy as np
+
+from rlsched.core.view import (
+    INTERACTIVE_THRESHOLD_S,
+    ClusterView,
+    FloatArray,
+    IntArray,
+    JobClass,
+    PendingJobs,
+    RunningJobs,
+)
+
+RuntimeModelName = Literal["oracle", "estimated", "requested"]
+RUNTIME_MODELS: tuple[RuntimeModelName, ...] = ("oracle", "estimated", "requested")
+
+#: Before any job of a class has finished and without a usable requested time, the
+#: estimate is this prior: half the 900-s interactive bound of P-grid §4.2 for
+#: interactive jobs, and the bound itself (the shortest possible batch job) for batch.
+CLASS_PRIOR_S: dict[int, float] = {
+    int(JobClass.BATCH): INTERACTIVE_THRESHOLD_S,
+    int(JobClass.INTERACTIVE): INTERACTIVE_THRESHOLD_S / 2.0,
+}
+
+#: Default sliding window: the last 1000 finished jobs of each class.  P-grid only
+#: says "an extended time window"; 1000 jobs is about a week of the LAL trace
+#: (9,500 jobs in 7 weeks, P-grid Table 1).
+DEFAULT_WINDOW_JOBS = 1000
+
+
+class RuntimeModel(Protocol):
+    """Runtime beliefs for pending and running jobs (seconds, finite, > 0)."""
+
+    name: RuntimeModelName
+
+    def observe(self, view: ClusterView) -> None:
+        """Learn from a view (finished jobs, pending oracle runtimes); call once per view."""
+        ...
+
+    def pending(self, jobs: PendingJobs) -> FloatArray:
+        """Believed execution time of each pending job."""
+        ...
+
+    def running(self, jobs: RunningJobs) -> FloatArray:
+        """Believed total execution time of each running job (not the remainder)."""
+        ...
+
+
+def _class_prior(job_class: IntArray) -> FloatArray:
+    return np.where(job_class == int(JobClass.INTERACTIVE),
+                    CLASS_PRIOR_S[int(JobClass.INTERACTIVE)], CLASS_PRIOR_S[int(JobClass.BATCH)])
+
+
+def _usable_requested(req_time_s: FloatArray, job_class: IntArray) -> FloatArray:
+    """Requested times, with missing (NaN, ≤ 0, inf) ones replaced by the class prior."""
+    ok = np.isfinite(req_time_s) & (req_time_s > 0)
+    return np.where(ok, req_time_s, _class_prior(job_class))
+
+
+class RequestedRuntime:
+    """The user's requested time (wall-clock limit) as the runtime."""
+
+    name: RuntimeModelName = "requested"
+
+    def observe(self, view: ClusterView) -> None:
+        """Nothing to learn: the requested time is a property of the job."""
+
+    def pending(self, jobs: PendingJobs) -> FloatArray:
+        return _usable_requested(jobs.req_time_s, jobs.job_class)
+
+    def running(self, jobs: RunningJobs) -> FloatArray:
+        return _usable_requested(jobs.req_time_s, jobs.job_class)
+
+
+class EstimatedRuntime:
+    """Median runtime of the job's class over the last ``window`` finished jobs of that class.
+
+    P-grid §3.2 and P-fqi §3.3 (the ``estimated``/EST model).  Until a class has a
+    finished job, the requested time stands in (or the class prior when there is none).
+    """
+
+    name: RuntimeModelName = "estimated"
+
+    def __init__(self, window: int = DEFAULT_WINDOW_JOBS) -> None:
+        if window < 1:
+            raise ValueError(f"estimated runtime model: window must be ≥ 1, got {window}")
+        self.window = window
+        n_classes = len(JobClass)
+        self._ring = np.zeros((n_classes, window), dtype=np.float64)
+        self._count = np.zeros(n_classes, dtype=np.int64)  # total ever seen per class
+        self._median = np.full(n_classes, np.nan)
+
+    def observe(self, view: ClusterView) -> None:
+        self.observe_finished(view.finished.job_class, view.finished.run_s)
+
+    def observe_finished(self, job_class: IntArray, run_s: FloatArray) -> None:
+        """Add finished jobs (in completion order) to the per-class windows."""
+        for cls in range(len(JobClass)):
+            runs = run_s[(job_class == cls) & np.isfinite(run_s)]
+            if runs.size == 0:
+                continue
+            runs = runs[-self.window:]  # older ones would be overwritten anyway
+            slots = (self._count[cls] + np.arange(runs.size)) % self.window
+            self._ring[cls, slots] = runs
+            self._count[cls] += runs.size
+            filled = min(int(self._count[cls]), self.window)
+            self._median[cls] = float(np.median(self._ring[cls, :filled]))
+
+    def class_medians(self) -> FloatArray:
+        """Current median per class (NaN where no job of that class has finished)."""
+        return self._median.copy()
+
+    def _estimate(self, job_class: IntArray, req_time_s: FloatArray) -> FloatArray:
+        cls = np.clip(job_class, 0, len(JobClass) - 1)
+        median = self._median[cls]
+        return np.where(np.isnan(median), _usable_requested(req_time_s, job_class), median)
+
+    def pending(self, jobs: PendingJobs) -> FloatArray:
+        return self._estimate(jobs.job_class, jobs.req_time_s)
+
+    def running(self, jobs: RunningJobs) -> FloatArray:
+        return self._estimate(jobs.job_class, jobs.req_time_s)
+
+    def state_arrays(self) -> dict[str, np.ndarray]:
+        """The window contents, for checkpoints."""
+        return {"ring": self._ring.copy(), "count": self._count.copy(), "median": self._median.copy()}
+
+    def load_state_arrays(self, arrays: dict[str, np.ndarray]) -> None:
+        if arrays["ring"].shape != self._ring.shape:
+            raise ValueError(f"estimated runtime state: window {arrays['ring'].shape[1]} "
+                             f"does not match this model's {self.window}")
+        self._ring = arrays["ring"].astype(np.float64)
+        self._count = arrays["count"].astype(np.int64)
+        self._median = arrays["median"].astype(np.float64)
+
+
+class OracleRuntime:
+    """The actual runtime (simulation only), P-grid §3.2 ``oracle`` model.
+
+    Pending jobs: :attr:`PendingJobs.oracle_run_s`.  Running jobs: the value seen
+    while the job was pending; jobs never seen pending (or with NaN oracle runtime,
+    as on a live backend) fall back to the :class:`EstimatedRuntime` it also maintains.
+    """
+
+    name: RuntimeModelName = "oracle"
+
+    def __init__(self, window: int = DEFAULT_WINDOW_JOBS) -> None:
+        self.fallback = EstimatedRuntime(window)
+        self._last_pending_ids: IntArray = np.zeros(0, dtype=np.int64)
+        self._last_pending_run: FloatArray = np.zeros(0, dtype=np.float64)
+        self._running_run: dict[int, float] = {}
+
+    def observe(self, view: ClusterView) -> None:
+        self.fallback.observe(view)
+        running_ids = view.running.job_id
+        # Jobs that started since the previous view: look their runtime up among the
+        # jobs that were pending then (one sorted search, no per-pending-job Python work).
+        unknown = np.array([jid not in self._running_run for jid in running_ids.tolist()], dtype=bool)
+        if unknown.any() and self._last_pending_ids.size:
+            order = np.argsort(self._last_pending_ids, kind="stable")
+            sorted_ids = self._last_pending_ids[order]
+            wanted = running_ids[unknown]
+            pos = np.clip(np.searchsorted(sorted_ids, wanted), 0, sorted_ids.size - 1)
+            hit = sorted_ids[pos] == wanted
+            runs = self._last_pending_run[order[pos]]
+            for jid, run, ok in zip(wanted.tolist(), runs.tolist(), hit.tolist(), strict=True):
+                if ok and np.isfinite(run):
+                    self._running_run[jid] = run
+        alive = set(running_ids.tolist())
+        for jid in [j for j in self._running_run if j not in alive]:
+            del self._running_run[jid]
+        self._last_pending_ids = view.pending.job_id
+        self._last_pending_run = view.pending.oracle_run_s
+
+    def pending(self, jobs: PendingJobs) -> FloatArray:
+        oracle = jobs.oracle_run_s
+        ok = np.isfinite(oracle) & (oracle > 0)
+        if ok.all():
+            return oracle.astype(np.float64, copy=True)
+        return np.where(ok, oracle, self.fallback.pending(jobs))
+
+    def running(self, jobs: RunningJobs) -> FloatArray:
+        known = np.array([self._running_run.get(jid, np.nan) for jid in jobs.job_id.tolist()],
+                         dtype=np.float64)
+        return np.where(np.isnan(known), self.fallback.running(jobs), known)
+
+
+def make_runtime_model(name: str, window: int = DEFAULT_WINDOW_JOBS) -> RuntimeModel:
+    """Build a runtime model by name: ``oracle``, ``estimated`` or ``requested``."""
+    if name == "oracle":
+        return OracleRuntime(window)
+    if name == "estimated":
+        return EstimatedRuntime(window)
+    if name == "requested":
+        return RequestedRuntime()
+    raise ValueError(f"unknown runtime model {name!r}; expected one of {', '.join(RUNTIME_MODELS)}")
