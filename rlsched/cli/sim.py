@@ -171,3 +171,12 @@ def experiment_command(name: str, out_dir: Path | None, quick: bool, seed: int) 
         raise click.UsageError("--out DIR is required")
     result = experiments[name].run(output_dir(out_dir), quick=quick, seed=seed)
     click.echo(json.dumps(result, indent=2, default=str))
+
+
+def _add_sweep() -> None:
+    from rlsched.cli.sweep import sweep
+
+    sim.add_command(sweep)
+
+
+_add_sweep()

@@ -1,0 +1,123 @@
+"""``rlsched daemon`` (the scheduling loop) and ``rlsched status`` (what it sees and would do)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import math
+import sys
+from typing import Any
+
+import click
+
+from rlsched.daemon.config import ConfigError, load_config
+from rlsched.daemon.loop import Daemon, TrackingSlurmBackend
+from rlsched.daemon.state import CheckpointError
+
+log = logging.getLogger(__name__)
+
+
+def _fail(exc: Exception) -> None:
+    click.echo(f"rlsched: {exc}", err=True)
+    sys.exit(2)
+
+
+@click.command()
+@click.option("--config", "config_path", required=True, type=click.Path(dir_okay=False),
+              help="The daemon's TOML configuration (see etc/rlsched.toml).")
+@click.option("--once", is_flag=True, help="Run one cycle and exit, leaving its changes in place.")
+@click.option("--undo", is_flag=True,
+              help="Do not schedule: release the gated jobs (gate mode), undo every boost, hold and drain "
+                   "rlsched recorded, and exit.")
+def daemon(config_path: str, once: bool, undo: bool) -> None:
+    """Run the rlsched daemon: view, decide, act (not in shadow mode), learn, checkpoint, export."""
+    if not logging.getLogger().handlers or logging.getLogger().level > logging.INFO:
+        logging.getLogger().setLevel(logging.INFO)
+    try:
+        config = load_config(config_path)
+        runner = Daemon(config)
+    except (ConfigError, CheckpointError, ValueError) as exc:
+        _fail(exc)
+        return
+    if undo:
+        runner.shutdown(final=True)
+        return
+    runner.install_signal_handlers()
+    sys.exit(runner.run(once=once))
+
+
+def status_report(runner: Daemon, limit: int) -> dict[str, Any]:
+    """What the daemon sees now and would do: state vector, pending jobs in its order, decisions."""
+    view = runner.backend.view()
+    state = runner.agent.state(view)
+    order, scores = runner.agent.ranking(view)
+    jobs = {j.job_id: j for j in getattr(runner.backend, "last_jobs", [])}
+    pend = view.pending
+    rows = []
+    for rank, i in enumerate(order[:limit].tolist(), start=1):
+        job_id = int(pend.job_id[i])
+        slurm_job = jobs.get(job_id)
+        rows.append({"rank": rank, "job_id": job_id,
+                     "partition": slurm_job.partition if slurm_job else "",
+                     "account": slurm_job.account if slurm_job else "",
+                     "vo": view.vos[int(pend.vo[i])] if 0 <= pend.vo[i] < len(view.vos) else str(int(pend.vo[i])),
+                     "class": "interactive" if pend.job_class[i] == 1 else "batch",
+                     "cores": int(pend.cores[i]), "req_time_s": float(pend.req_time_s[i]),
+                     "held": bool(pend.held[i]), "score": _finite(float(scores[i]))})
+    decisions = runner.agent.decide(view)
+    return {"mode": runner.config.mode, "agent": runner.config.agent.kind, "time_s": view.time_s,
+            "total_cores": view.total_cores, "idle_cores": view.idle_cores,
+            "running": len(view.running), "pending": len(pend),
+            "state": {name: float(v) for name, v in zip(runner.agent.state_names, state.tolist(), strict=True)},
+            "order": rows,
+            "would": {"release": list(decisions.release), "hold": list(decisions.hold),
+                      "boost": None if decisions.boost is None
+                      else list(decisions.boost[:runner.backend.config.max_boosted])}}
+
+
+def _finite(x: float) -> float | None:
+    return x if math.isfinite(x) else None
+
+
+@click.command()
+@click.option("--config", "config_path", required=True, type=click.Path(dir_okay=False),
+              help="The daemon's TOML configuration.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.option("--limit", default=50, show_default=True, help="How many pending jobs to list.")
+def status(config_path: str, as_json: bool, limit: int) -> None:
+    """Show what the daemon sees and would do: the state vector and the pending jobs in its order.
+
+    Read-only: it changes nothing in Slurm and writes no state (the completion feed's position and the
+    model are left to the daemon).
+    """
+    try:
+        config = load_config(config_path)
+        backend = TrackingSlurmBackend(dataclasses.replace(config.backend, state_file=None))
+        runner = Daemon(config, backend=backend)
+        report = status_report(runner, limit)
+    except (ConfigError, CheckpointError, ValueError, OSError) as exc:
+        _fail(exc)
+        return
+    except Exception as exc:        # the batch system unreachable, bad output: one line, not a traceback
+        _fail(RuntimeError(f"cannot read the cluster: {exc}"))
+        return
+    if as_json:
+        click.echo(json.dumps(report, indent=2))
+        return
+    click.echo(f"mode {report['mode']}, agent {report['agent']}: {report['pending']} pending, "
+               f"{report['running']} running, {report['idle_cores']}/{report['total_cores']} cores idle")
+    click.echo("state vector (P-grid §3.2):")
+    for name, value in report["state"].items():
+        click.echo(f"  {name:<20} {value:10.4f}")
+    click.echo(f"pending jobs in rlsched's order (first {limit}):")
+    click.echo(f"  {'rank':>4} {'job':>8} {'partition':<10} {'account':<10} {'class':<11} {'cores':>5} "
+               f"{'limit_s':>9} {'held':<4} {'score':>10}")
+    for row in report["order"]:
+        score = "" if row["score"] is None else f"{row['score']:10.4f}"
+        click.echo(f"  {row['rank']:>4} {row['job_id']:>8} {row['partition']:<10} {row['account']:<10} "
+                   f"{row['class']:<11} {row['cores']:>5} {row['req_time_s']:>9.0f} "
+                   f"{'yes' if row['held'] else 'no':<4} {score:>10}")
+    would = report["would"]
+    if would["release"] or would["hold"] or would["boost"]:
+        click.echo(f"would: release {would['release']} hold {would['hold']} boost {would['boost']}")

@@ -1,0 +1,349 @@
+"""The rlsched daemon: view → decide → act → learn → checkpoint → export, every ``poll_interval_s``.
+
+- **Modes** (``[backend] mode``): ``shadow`` (the default) decides, logs and exports but changes nothing
+  in Slurm; ``boost`` steers Slurm's order with Nice offsets (see ``docs/slurm.md``); ``gate`` releases
+  held jobs of the gated partitions in the agent's order as cores free (see ``docs/daemon.md``).
+- **Learning**: the core's learning agents learn from ``view.finished`` at the start of ``decide``
+  (rewards of finished jobs, batch re-fits; P-grid §3.3); the daemon's ``learn`` phase accounts the
+  rewards received and the finished jobs' responsiveness for the metrics.
+- **Failures** (DESIGN.md §7): each phase runs under its own ``try``; an error is logged, counted
+  (``rlsched_cycle_failures_total{phase}``, and by kind in ``rlsched_backend_errors_total``) and the
+  loop goes on.  Commands are already retried with backoff by the backend; on top of that, consecutive
+  failed cycles back off exponentially (poll interval × 2^k, at most ``max_backoff_s``).
+- **Stop** (SIGTERM, SIGINT): the cycle in progress finishes, then every held job of the gated
+  partitions is released and the backend undoes what it changed (Nice values, its holds, drained nodes),
+  a last checkpoint is written, and the heartbeat is marked stopped.
+- **Crash** (kill -9): checkpoints are atomic, so the previous one loads; in gate mode the watchdog
+  releases the held jobs once the heartbeat goes stale.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import math
+import os
+import signal
+import socket
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from types import FrameType
+
+import numpy as np
+
+from rlsched.backends.slurm import SlurmBackend
+from rlsched.backends.slurm.parsers import SlurmJob, SlurmNode
+from rlsched.core.rewards import responsiveness
+from rlsched.core.view import ClusterView, Decisions, apply
+from rlsched.daemon.agents import AgentHandle, build_agent
+from rlsched.daemon.config import DaemonConfig
+from rlsched.daemon.state import load_counters, save_counters, write_json_atomic
+from rlsched.metrics import CLASS_NAMES, Exporter
+
+log = logging.getLogger(__name__)
+
+
+class TrackingSlurmBackend(SlurmBackend):
+    """The Slurm backend, keeping the jobs of its last poll (partition and account labels of the metrics,
+    the gated jobs to release on stop)."""
+
+    last_jobs: list[SlurmJob]
+
+    def poll(self) -> tuple[list[SlurmJob], list[SlurmNode]]:
+        jobs, nodes = super().poll()
+        self.last_jobs = jobs
+        return jobs, nodes
+
+
+@dataclass
+class CycleReport:
+    """What one cycle did (returned by :meth:`Daemon.cycle`, logged, used by tests)."""
+
+    view: ClusterView | None = None
+    decisions: Decisions | None = None
+    acted: bool = False
+    failed: list[str] = field(default_factory=list)
+    seconds: dict[str, float] = field(default_factory=dict)
+    new_rewards: int = 0
+
+
+class Daemon:
+    """One daemon: build it from a :class:`DaemonConfig`, then :meth:`run` (or :meth:`cycle` by hand).
+
+    ``backend``, ``clock`` are injectable for tests and benchmarks.
+    """
+
+    def __init__(self, config: DaemonConfig, backend: SlurmBackend | None = None,
+                 clock: Callable[[], float] = time.time) -> None:
+        self.config = config
+        self.clock = clock
+        state_dir = config.state_dir
+        backend_config = config.backend
+        if backend_config.state_file is None:
+            backend_config = dataclasses.replace(backend_config,
+                                                 state_file=os.path.join(state_dir, "slurm-record.json"))
+        self.backend = backend or TrackingSlurmBackend(backend_config)
+        n_vos = len(backend_config.vos)
+        self.agent = AgentHandle(build_agent(config.agent, config.mode, n_vos, backend_config.vo_shares), n_vos)
+        self.counters, self.model_saved_s = load_counters(config.counters_file)
+        if self.agent.load(config.model_file):
+            log.info("loaded the agent's model and experience from %s", config.model_file)
+        self.stop_event = threading.Event()
+        self.exporter = Exporter(self.agent.state_names, lambda: self.counters, config.mode, clock=clock)
+        self.exporter.last_checkpoint_s = self.model_saved_s
+        self.consecutive_failures = 0
+        self._seen_errors: Counter[str] = Counter(self.backend.errors)
+        self._seen_actions: Counter[str] = Counter(self.backend.actions)
+        self._last_checkpoint_mono: float | None = None
+        self._dirty = False
+
+    # ------------------------------------------------------------------------------------- one cycle
+    @contextmanager
+    def _phase(self, name: str, report: CycleReport) -> Iterator[None]:
+        t0 = time.perf_counter()
+        try:
+            yield
+        except Exception as exc:           # never fatal (DESIGN.md §7): log, count, carry on
+            report.failed.append(name)
+            with self.exporter.lock:
+                self.counters.cycle_failures[name] += 1
+            if name == "view":
+                log.warning("cycle: %s failed: %s", name, exc)
+            else:
+                log.exception("cycle: %s failed: %s", name, exc)
+        finally:
+            report.seconds[name] = time.perf_counter() - t0
+
+    def cycle(self) -> CycleReport:
+        """One pass of view → decide → act → learn → checkpoint → export."""
+        report = CycleReport()
+        t0 = time.perf_counter()
+        with self._phase("view", report):
+            report.view = self.backend.view()
+        view = report.view
+        if view is not None:
+            with self._phase("decide", report):
+                report.decisions = self.agent.decide(view)
+                self._count_decisions(report.decisions)
+            if report.decisions is not None and self.config.mode != "shadow":
+                with self._phase("act", report):
+                    apply(self._scoped(report.decisions), self.backend)
+                    report.acted = True
+            with self._phase("learn", report):
+                report.new_rewards = self._account_learning(view)
+        # Counted before the checkpoint so that it holds this cycle too.
+        self._sync_backend_counters()
+        with self.exporter.lock:
+            self.counters.cycles += 1
+        with self._phase("checkpoint", report):
+            self._checkpoint(force=False)
+        with self._phase("export", report):
+            self._export(view, report)
+        self.exporter.cycle.observe(time.perf_counter() - t0)
+        self.exporter.set_phases(report.seconds)
+        if report.decisions is not None and not report.decisions.empty:
+            d = report.decisions
+            log.info("cycle: %s release=%s hold=%s boost=%s", "acted" if report.acted else "shadow",
+                     list(d.release), list(d.hold), None if d.boost is None else list(d.boost[:10]))
+        return report
+
+    def _scoped(self, decisions: Decisions) -> Decisions:
+        """What the mode allows: boost mode never releases or holds, gate mode never boosts."""
+        if self.config.mode == "boost":
+            return Decisions(boost=decisions.boost, lease_cap=decisions.lease_cap)
+        return Decisions(release=decisions.release, hold=decisions.hold, lease_cap=decisions.lease_cap)
+
+    def _count_decisions(self, d: Decisions) -> None:
+        with self.exporter.lock:
+            c = self.counters.decisions
+            if d.boost is not None:
+                c["boost"] += 1                     # one ranking of the whole queue
+            c["release"] += len(d.release)
+            c["hold"] += len(d.hold)
+            if d.lease_cap is not None:
+                c["lease_cap"] += 1
+            self._dirty = True
+
+    def _account_learning(self, view: ClusterView) -> int:
+        count, total = self.agent.new_rewards()
+        fin = view.finished
+        w = responsiveness(fin.run_s, fin.wait_s) if len(fin) else np.zeros(0)
+        with self.exporter.lock:
+            self.counters.rewards += count
+            self.counters.reward_sum += total
+            for cls, value in zip(fin.job_class.tolist(), np.asarray(w, dtype=np.float64).tolist(), strict=True):
+                name = CLASS_NAMES[cls] if 0 <= cls < len(CLASS_NAMES) else str(cls)
+                self.counters.finished[name] += 1
+                if math.isfinite(value):
+                    sums = self.counters.responsiveness_sum
+                    sums[name] = sums.get(name, 0.0) + value
+            if count or len(fin):
+                self._dirty = True
+        return count
+
+    # ------------------------------------------------------------------------------------- checkpoints
+    def _checkpoint(self, force: bool) -> None:
+        now = time.monotonic()
+        due = (self._last_checkpoint_mono is None
+               or now - self._last_checkpoint_mono >= self.config.checkpoint_every_s)
+        if not force and not (due and self._dirty):
+            return
+        if self.agent.save(self.config.model_file):
+            self.model_saved_s = self.clock()
+        with self.exporter.lock:
+            save_counters(self.config.counters_file, self.counters, self.model_saved_s)
+        self.exporter.last_checkpoint_s = self.clock()
+        self._last_checkpoint_mono = now
+        self._dirty = False
+
+    # ------------------------------------------------------------------------------------- export
+    def _sync_backend_counters(self) -> None:
+        with self.exporter.lock:
+            for source, seen, target in ((self.backend.errors, self._seen_errors, self.counters.backend_errors),
+                                         (self.backend.actions, self._seen_actions, self.counters.actions)):
+                for kind, n in source.items():
+                    if n > seen[kind]:
+                        target[kind] += n - seen[kind]
+                        seen[kind] = n
+                        self._dirty = True
+
+    def _export(self, view: ClusterView | None, report: CycleReport) -> None:
+        self.exporter.backend_up.set(0.0 if view is None else 1.0)
+        if view is None:
+            return
+        self.exporter.set_state(self.agent.state(view).tolist())
+        self.exporter.set_queue(self.queue_counts())
+        d = report.decisions
+        chosen: list[int] = []
+        if d is not None:
+            chosen = list(d.release[-1:]) if d.release else list(d.boost[:1]) if d.boost else []
+        if chosen and self.agent.learning:
+            rows = np.nonzero(np.isin(view.pending.job_id, chosen))[0]
+            q = self.agent.q_values(view, rows)
+            if q.size:
+                self.exporter.q_value.set(float(q[-1]))
+
+    def queue_counts(self) -> dict[tuple[str, str, str, str], int]:
+        """Jobs of the last poll by (partition, account, class, state) for ``rlsched_queue_jobs``."""
+        jobs: list[SlurmJob] = getattr(self.backend, "last_jobs", [])
+        scope = self.backend.config.partitions
+        classify = self.backend.config.class_rule.classify
+        counts: Counter[tuple[str, str, str, str]] = Counter()
+        for job in jobs:
+            if job.pending:
+                state = "held" if job.held else "pending"
+            elif job.active:
+                state = "running"
+            else:
+                continue
+            if scope and scope.isdisjoint(job.partition.split(",")):
+                continue
+            cls = CLASS_NAMES[int(classify(job.qos, job.partition, job.time_limit_s))]
+            counts[(job.partition, job.account, cls, state)] += 1
+        return dict(counts)
+
+    # ------------------------------------------------------------------------------------- heartbeat
+    def write_heartbeat(self, stopped: bool = False) -> None:
+        """Tell the gate watchdog the loop is alive (or stopped on purpose, after releasing its jobs)."""
+        bc = self.backend.config
+        write_json_atomic(self.config.heartbeat_file, {
+            "pid": os.getpid(), "host": socket.gethostname(), "time": self.clock(), "mode": self.config.mode,
+            "partitions": sorted(bc.partitions), "slurm_conf": bc.slurm_conf, "bin_dir": bc.bin_dir,
+            "stale_after_s": self.config.gate.stale_after_s, "stopped": stopped})
+
+    def _heartbeat_safely(self, stopped: bool = False) -> None:
+        try:
+            self.write_heartbeat(stopped)
+        except OSError as exc:
+            log.error("cannot write heartbeat %s: %s", self.config.heartbeat_file, exc)
+
+    # ------------------------------------------------------------------------------------- the loop
+    def request_stop(self, signum: int | None = None, frame: FrameType | None = None) -> None:
+        if signum is not None:
+            log.warning("received %s: stopping after this cycle", signal.Signals(signum).name)
+        self.stop_event.set()
+
+    def install_signal_handlers(self) -> None:
+        signal.signal(signal.SIGTERM, self.request_stop)
+        signal.signal(signal.SIGINT, self.request_stop)
+
+    def next_delay_s(self, failed: bool) -> float:
+        """The pause before the next cycle: the poll interval, doubled per consecutive failed view."""
+        self.consecutive_failures = self.consecutive_failures + 1 if failed else 0
+        if not failed:
+            return self.config.poll_interval_s
+        return min(self.config.poll_interval_s * 2.0 ** (self.consecutive_failures - 1), self.config.max_backoff_s)
+
+    def _wait(self, seconds: float) -> None:
+        """Sleep until the next cycle or a stop, refreshing the heartbeat often enough for the watchdog."""
+        every = max(self.config.gate.stale_after_s / 4.0, 0.05)
+        deadline = time.monotonic() + seconds
+        while not self.stop_event.is_set():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            self.stop_event.wait(min(left, every))
+            self._heartbeat_safely()
+
+    def run(self, once: bool = False, serve_metrics: bool = True) -> int:
+        """Run until stopped; returns an exit status.
+
+        ``once``: one cycle, then exit leaving what it did in place (boosts and holds stay, recorded in the
+        backend's state file; the next run continues from them; ``rlsched daemon --undo`` undoes them).
+        """
+        if serve_metrics and self.config.metrics_port is not None:
+            port = self.exporter.serve(self.config.metrics_host, self.config.metrics_port)
+            log.info("metrics on http://%s:%d/metrics", self.config.metrics_host, port)
+        log.info("rlsched daemon: mode %s, agent %s, poll every %g s, state in %s", self.config.mode,
+                 self.config.agent.kind, self.config.poll_interval_s, self.config.state_dir)
+        try:
+            while not self.stop_event.is_set():
+                self._heartbeat_safely()
+                report = self.cycle()
+                self._heartbeat_safely()
+                if once:
+                    break
+                self._wait(self.next_delay_s("view" in report.failed))
+        finally:
+            self.shutdown(final=not once)
+            self.exporter.close()
+        return 0
+
+    def shutdown(self, final: bool = True) -> None:
+        """Checkpoint; with ``final``, first leave Slurm as rlsched found it: release the gated jobs (gate
+        mode), undo Nice values, holds and drained nodes, and mark the heartbeat stopped.  Each step is
+        tried even if another fails; what could not be undone stays recorded for the next start."""
+        if final and self.config.mode == "gate":
+            try:
+                released = self.release_gated_jobs()
+                log.info("stop: released %d held jobs of the gated partitions", released)
+            except Exception as exc:
+                log.error("stop: could not release the gated jobs (the watchdog will): %s", exc)
+        if final:
+            try:
+                undone = self.backend.undo()
+                log.info("stop: undid %d changes in Slurm", undone)
+            except Exception as exc:
+                log.error("stop: undo incomplete (recorded in %s for the next start): %s",
+                          self.backend.config.state_file, exc)
+        self._sync_backend_counters()
+        try:
+            self._checkpoint(force=True)
+        except Exception as exc:
+            log.error("stop: final checkpoint failed: %s", exc)
+        if final:
+            self._heartbeat_safely(stopped=True)
+
+    def release_gated_jobs(self) -> int:
+        """Release every held pending job of the gated partitions (whoever held it: in a gated partition a
+        hold means "waiting for rlsched")."""
+        jobs, _ = self.backend.poll()
+        scope = self.backend.config.partitions
+        gated = [j.job_id for j in jobs if j.held and not scope.isdisjoint(j.partition.split(","))]
+        for job_id in gated:
+            self.backend.release(job_id)
+        return len(gated)

@@ -1,0 +1,77 @@
+"""Files the daemon keeps in its state directory, all written atomically (write, fsync, rename, fsync
+the directory; DESIGN.md §7), so that a kill -9 at any moment leaves the previous or the new version:
+
+- ``agent.npz``: the learning agent's model and replay memory (written by the core's checkpoint code);
+- ``daemon.json``: the counters (:class:`rlsched.metrics.Counters`) and when the model was saved;
+- ``heartbeat.json``: pid, time, mode and gated partitions, rewritten every cycle and while waiting; the
+  gate-mode watchdog (``plugins/slurm/rlsched-gate-watchdog``) reads it;
+- ``slurm-record.json``: the Slurm backend's record of what it changed (its own atomic writer).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from rlsched.metrics import Counters
+
+COUNTERS_VERSION = 1
+
+
+class CheckpointError(ValueError):
+    """A checkpoint file that cannot be read: one line naming the file and the problem."""
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    """Write ``data`` as JSON to ``path``: a temporary file in the same folder, fsync, rename, fsync dir."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as fh:
+            json.dump(data, fh, sort_keys=True)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    dir_fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
+def save_counters(path: Path, counters: Counters, model_saved_s: float | None) -> None:
+    write_json_atomic(path, {"version": COUNTERS_VERSION, "counters": counters.to_dict(),
+                             "model_saved_s": model_saved_s})
+
+
+def load_counters(path: Path) -> tuple[Counters, float | None]:
+    """The counters of a previous run (fresh ones when the file does not exist)."""
+    if not path.exists():
+        return Counters(), None
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise CheckpointError(f"{path}: unreadable daemon checkpoint: {exc}") from None
+    if not isinstance(data, dict) or data.get("version") != COUNTERS_VERSION:
+        raise CheckpointError(f"{path}: key 'version': expected {COUNTERS_VERSION}")
+    try:
+        counters = Counters.from_dict(data.get("counters", {}), f"{path}: counters")
+        saved = data.get("model_saved_s")
+        return counters, None if saved is None else float(saved)
+    except (ValueError, TypeError, AttributeError) as exc:
+        raise CheckpointError(str(exc)) from None
+
+
+def read_heartbeat(path: Path) -> dict[str, Any] | None:
+    """The heartbeat, or None when missing or unreadable."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None

@@ -1,0 +1,210 @@
+"""The Prometheus exporter of the rlsched daemon (prometheus-client), on 127.0.0.1 by default.
+
+Names follow the Slurm exporters' conventions where they overlap (DESIGN.md §5): an ``rlsched_`` prefix,
+``_total`` for counters, ``_seconds`` for durations, labels ``partition``, ``account`` and ``class``.
+
+The metrics (types and labels; ``docs/daemon.md`` has the full table):
+
+- ``rlsched_state{feature}`` (gauge): the state vector of P-grid §3.2, normalised as the agent sees it;
+- ``rlsched_queue_jobs{partition,account,class,state}`` (gauge): jobs ``pending``, ``held``, ``running``;
+- ``rlsched_decisions_total{kind}``: the agent's decisions (``boost`` = one ranking, ``release``/``hold`` =
+  one per job, ``lease_cap``), counted in shadow mode too;
+- ``rlsched_actions_total{kind}``: changes made in Slurm (``nice_set``, ``nice_restored``, ``hold``,
+  ``release``, ``node_drain``, ``node_resume``);
+- ``rlsched_reward`` (summary, ``_count``/``_sum``): rewards R_s received by the learner (P-grid §3.2);
+- ``rlsched_job_responsiveness{class}`` (summary): W = run / (run + wait) of finished jobs (P-grid Eq. 1);
+- ``rlsched_finished_jobs_total{class}``; ``rlsched_chosen_job_q_value`` (gauge): Q(s, a) of the last
+  chosen job (learning agents);
+- ``rlsched_cycle_seconds`` (histogram), ``rlsched_cycle_phase_seconds{phase}`` (gauge: ``view``,
+  ``decide``, ``act``, ``learn``, ``checkpoint``, ``export`` of the last cycle), ``rlsched_cycles_total``,
+  ``rlsched_cycle_failures_total{phase}``;
+- ``rlsched_backend_errors_total{kind}`` (``timeout``, ``nonzero_exit``, ``parse_error``,
+  ``vanished_job``, …; retried ones included), ``rlsched_backend_up`` (gauge);
+- ``rlsched_checkpoint_age_seconds`` (gauge), ``rlsched_mode{mode}`` (gauge, 1 for the daemon's mode).
+
+Counters live in :class:`Counters`, which the daemon checkpoints with its model, so they continue across
+restarts instead of dropping to zero.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Gauge, Histogram, start_http_server
+from prometheus_client.core import CounterMetricFamily, Metric, SummaryMetricFamily
+from prometheus_client.registry import Collector
+
+PREFIX = "rlsched_"
+PHASES = ("view", "decide", "act", "learn", "checkpoint", "export")
+CLASS_NAMES = ("batch", "interactive")     # JobClass.BATCH = 0, JobClass.INTERACTIVE = 1
+#: Label values served at 0 before they first happen, so that rate() and the dashboard see every series.
+DECISION_KINDS = ("boost", "release", "hold", "lease_cap")
+ACTION_KINDS = ("nice_set", "nice_restored", "hold", "release", "node_drain", "node_resume")
+ERROR_KINDS = ("timeout", "nonzero_exit", "parse_error", "missing_command", "os_error", "vanished_job")
+
+#: Every metric name the exporter serves (a test checks the Grafana dashboard against it).
+METRIC_NAMES = frozenset({
+    "rlsched_state", "rlsched_queue_jobs", "rlsched_decisions_total", "rlsched_actions_total",
+    "rlsched_reward_count", "rlsched_reward_sum", "rlsched_job_responsiveness_count",
+    "rlsched_job_responsiveness_sum", "rlsched_finished_jobs_total", "rlsched_chosen_job_q_value",
+    "rlsched_cycle_seconds_bucket", "rlsched_cycle_seconds_count", "rlsched_cycle_seconds_sum",
+    "rlsched_cycle_phase_seconds", "rlsched_cycles_total", "rlsched_cycle_failures_total",
+    "rlsched_backend_errors_total", "rlsched_backend_up", "rlsched_checkpoint_age_seconds", "rlsched_mode",
+})
+
+
+@dataclass
+class Counters:
+    """Everything that only grows; checkpointed by the daemon (:meth:`to_dict` / :meth:`from_dict`)."""
+
+    cycles: int = 0
+    decisions: Counter[str] = field(default_factory=Counter)
+    actions: Counter[str] = field(default_factory=Counter)
+    backend_errors: Counter[str] = field(default_factory=Counter)
+    cycle_failures: Counter[str] = field(default_factory=Counter)
+    rewards: int = 0
+    reward_sum: float = 0.0
+    finished: Counter[str] = field(default_factory=Counter)
+    responsiveness_sum: dict[str, float] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"cycles": self.cycles, "decisions": dict(self.decisions), "actions": dict(self.actions),
+                "backend_errors": dict(self.backend_errors), "cycle_failures": dict(self.cycle_failures),
+                "rewards": self.rewards, "reward_sum": self.reward_sum, "finished": dict(self.finished),
+                "responsiveness_sum": dict(self.responsiveness_sum)}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], source: str = "counters") -> Counters:
+        """Inverse of :meth:`to_dict`; a bad entry is a one-line error naming the key."""
+        out = cls()
+        for key, value in data.items():
+            if key not in out.__dataclass_fields__:
+                raise ValueError(f"{source}: unknown key {key!r}")
+            try:
+                if key == "responsiveness_sum":
+                    out.responsiveness_sum = {str(k): float(v) for k, v in dict(value).items()}
+                elif isinstance(getattr(out, key), Counter):
+                    setattr(out, key, Counter({str(k): int(v) for k, v in dict(value).items()}))
+                elif key == "reward_sum":
+                    out.reward_sum = float(value)
+                else:
+                    setattr(out, key, int(value))
+            except (TypeError, ValueError) as exc:
+                raise ValueError(f"{source}: key {key!r}: {exc}") from None
+        return out
+
+
+class _CounterCollector(Collector):
+    """Serves the monotonic values of a :class:`Counters` (read under the exporter's lock)."""
+
+    def __init__(self, counters: Callable[[], Counters], lock: threading.Lock) -> None:
+        self._counters = counters
+        self._lock = lock
+
+    def collect(self) -> Iterable[Metric]:
+        with self._lock:
+            c = self._counters()
+            yield _by_label("decisions", "Job decisions of the agent by kind (shadow mode included).", "kind",
+                            c.decisions, DECISION_KINDS)
+            yield _by_label("actions", "Changes rlsched made in Slurm by kind.", "kind", c.actions, ACTION_KINDS)
+            yield _by_label("backend_errors", "Backend failures by kind, retried ones included.", "kind",
+                            c.backend_errors, ERROR_KINDS)
+            yield _by_label("cycle_failures", "Cycles cut short by an error, by phase.", "phase",
+                            c.cycle_failures, PHASES)
+            yield _by_label("finished_jobs", "Finished jobs seen by the completion feed, by class.", "class",
+                            c.finished, CLASS_NAMES)
+            cycles = CounterMetricFamily(PREFIX + "cycles", "Daemon cycles run.")
+            cycles.add_metric([], c.cycles)
+            yield cycles
+            reward = SummaryMetricFamily(PREFIX + "reward",
+                                         "Rewards R_s received by the learner (P-grid §3.2).")
+            reward.add_metric([], c.rewards, c.reward_sum)
+            yield reward
+            w = SummaryMetricFamily(PREFIX + "job_responsiveness",
+                                    "W = run / (run + wait) of finished jobs (P-grid Eq. 1).", labels=["class"])
+            for cls in sorted(set(CLASS_NAMES) | set(c.finished)):
+                w.add_metric([cls], c.finished[cls], c.responsiveness_sum.get(cls, 0.0))
+            yield w
+
+
+def _by_label(name: str, help_text: str, label: str, values: Mapping[str, float],
+              known: Iterable[str]) -> CounterMetricFamily:
+    family = CounterMetricFamily(PREFIX + name, help_text, labels=[label])
+    for key in sorted(set(known) | set(values)):
+        family.add_metric([key], values.get(key, 0))
+    return family
+
+
+QueueKey = tuple[str, str, str, str]     # partition, account, class, state
+
+
+class Exporter:
+    """The daemon's metrics in their own registry; :meth:`serve` starts the HTTP endpoint.
+
+    The daemon updates the gauges once per cycle; counters are read from ``counters()`` at scrape time.
+    """
+
+    def __init__(self, state_names: Sequence[str], counters: Callable[[], Counters], mode: str,
+                 registry: CollectorRegistry | None = None, clock: Callable[[], float] = time.time) -> None:
+        self.registry = registry or CollectorRegistry(auto_describe=True)
+        self.lock = threading.Lock()
+        self.clock = clock
+        self.state_names = tuple(state_names)
+        self.last_checkpoint_s: float | None = None
+        r = self.registry
+        self.state = Gauge(PREFIX + "state", "State vector of the scheduling MDP (P-grid §3.2), normalised.",
+                           ["feature"], registry=r)
+        self.queue = Gauge(PREFIX + "queue_jobs", "Jobs by partition, account, class and state.",
+                           ["partition", "account", "class", "state"], registry=r)
+        self.q_value = Gauge(PREFIX + "chosen_job_q_value", "Q(s, a) of the last chosen job.", registry=r)
+        self.cycle = Histogram(PREFIX + "cycle_seconds", "Duration of a daemon cycle.", registry=r,
+                               buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120))
+        self.phase = Gauge(PREFIX + "cycle_phase_seconds", "Duration of each phase of the last cycle.",
+                           ["phase"], registry=r)
+        self.backend_up = Gauge(PREFIX + "backend_up", "1 when the last view of the batch system succeeded.",
+                                registry=r)
+        age = Gauge(PREFIX + "checkpoint_age_seconds", "Seconds since the last checkpoint was written.",
+                    registry=r)
+        age.set_function(self._checkpoint_age)
+        modes = Gauge(PREFIX + "mode", "1 for the daemon's mode.", ["mode"], registry=r)
+        for name in ("shadow", "boost", "gate"):
+            modes.labels(mode=name).set(1.0 if name == mode else 0.0)
+        r.register(_CounterCollector(counters, self.lock))
+        self._queue_keys: set[QueueKey] = set()
+        self.server: Any = None
+
+    def _checkpoint_age(self) -> float:
+        return float("nan") if self.last_checkpoint_s is None else max(self.clock() - self.last_checkpoint_s, 0.0)
+
+    def set_state(self, values: Sequence[float]) -> None:
+        for name, value in zip(self.state_names, values, strict=True):
+            self.state.labels(feature=name).set(float(value))
+
+    def set_queue(self, counts: Mapping[QueueKey, int]) -> None:
+        """Replace the queue sizes; label sets that emptied are dropped, not left at their last value."""
+        for key in self._queue_keys - set(counts):
+            self.queue.remove(*key)
+        for key, n in counts.items():
+            self.queue.labels(*key).set(n)
+        self._queue_keys = set(counts)
+
+    def set_phases(self, seconds: Mapping[str, float]) -> None:
+        for name in PHASES:
+            self.phase.labels(phase=name).set(seconds.get(name, 0.0))
+
+    def serve(self, host: str, port: int) -> int:
+        """Start the HTTP endpoint (a daemon thread); returns the port (useful with port 0)."""
+        server, _ = start_http_server(port, addr=host, registry=self.registry)
+        self.server = server
+        return int(server.server_port)
+
+    def close(self) -> None:
+        if self.server is not None:
+            self.server.shutdown()
+            self.server.server_close()
+            self.server = None

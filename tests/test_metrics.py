@@ -1,0 +1,78 @@
+"""The exporter: what it serves over HTTP, the counters' round trip, and the Grafana dashboard's queries
+(every metric a query names must be one the exporter really exports)."""
+
+from __future__ import annotations
+
+import json
+import re
+import urllib.request
+from pathlib import Path
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from benchmarks.bench_daemon import SyntheticSlurm, make_daemon, synthetic_squeue_json
+from rlsched.metrics import METRIC_NAMES, Counters
+
+ROOT = Path(__file__).resolve().parent.parent
+DASHBOARD = ROOT / "etc" / "grafana" / "rlsched-dashboard.json"
+
+
+def served_samples(tmp_path: Path) -> dict[str, list[tuple[dict[str, str], float]]]:
+    """Run two gate-mode cycles of a learning daemon and scrape its endpoint on 127.0.0.1."""
+    runner = SyntheticSlurm(synthetic_squeue_json(30, n_running=2, held_fraction=1.0))
+    daemon = make_daemon(runner, str(tmp_path), mode="gate", agent="sarsa", partitions=frozenset({"debug", "short"}))
+    daemon.cycle()
+    daemon.cycle()
+    port = daemon.exporter.serve("127.0.0.1", 0)
+    try:
+        text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+    finally:
+        daemon.exporter.close()
+    samples: dict[str, list[tuple[dict[str, str], float]]] = {}
+    for family in text_string_to_metric_families(text):
+        for s in family.samples:
+            samples.setdefault(s.name, []).append((s.labels, s.value))
+    return samples
+
+
+def test_the_exporter_serves_every_documented_metric(tmp_path: Path) -> None:
+    samples = served_samples(tmp_path)
+    ours = {name for name in samples if name.startswith("rlsched_")}
+    assert ours >= METRIC_NAMES, f"documented but not served: {sorted(METRIC_NAMES - ours)}"
+    assert samples["rlsched_cycles_total"][0][1] == 2
+    features = {labels["feature"] for labels, _ in samples["rlsched_state"]}
+    assert {"running_work", "time_to_free", "backlog", "idle_fraction"} <= features
+    queue = samples["rlsched_queue_jobs"]
+    assert {"partition", "account", "class", "state"} == set(queue[0][0])
+    assert sum(v for labels, v in queue if labels["state"] in ("pending", "held")) == 30
+    assert sum(v for labels, v in samples["rlsched_decisions_total"] if labels["kind"] == "release") > 0
+    modes = {labels["mode"]: v for labels, v in samples["rlsched_mode"]}
+    assert modes == {"shadow": 0.0, "boost": 0.0, "gate": 1.0}
+    assert samples["rlsched_checkpoint_age_seconds"][0][1] >= 0.0
+
+
+def dashboard_metric_names() -> set[str]:
+    dashboard = json.loads(DASHBOARD.read_text())
+    exprs = [t["expr"] for p in dashboard["panels"] for t in p.get("targets", [])]
+    exprs += [v["query"] for v in dashboard["templating"]["list"] if v.get("type") == "query"]
+    assert exprs
+    return {name for e in exprs for name in re.findall(r"\b(rlsched_[a-z_]+)", e)}
+
+
+def test_every_dashboard_query_names_an_exported_metric(tmp_path: Path) -> None:
+    names = dashboard_metric_names()
+    served = set(served_samples(tmp_path))
+    assert names and names <= served, f"dashboard names metrics not exported: {sorted(names - served)}"
+    assert len(names) >= 12          # it covers the exporter, not one metric
+
+
+def test_counters_round_trip_and_bad_entries_name_the_key() -> None:
+    c = Counters(cycles=3, rewards=2, reward_sum=1.5)
+    c.decisions["release"] += 4
+    c.responsiveness_sum["batch"] = 0.25
+    assert Counters.from_dict(json.loads(json.dumps(c.to_dict()))) == c
+    with pytest.raises(ValueError, match="'cycles'"):
+        Counters.from_dict({"cycles": "many"}, "daemon.json")
+    with pytest.raises(ValueError, match="unknown key 'colour'"):
+        Counters.from_dict({"colour": 1})
