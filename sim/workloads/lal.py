@@ -11,9 +11,12 @@ calibrated to everything those papers publish about it:
 * a bursty service request, overall utilization 0.56                  -- P-grid §4.2, Fig. 3
 * 7 VOs with target shares (0.53, 0.02, 0.17, 0.08, 0.01, 0.16, 0.03),
   the last one the aggregate of the small VOs                        -- P-grid §4.2
-* under the native EGEE scheduler 63% of interactive jobs waited less
-  than 2 minutes, and the mean waits were 2,756 s (interactive) and
-  13,041 s (batch)                                                   -- P-grid §5.2, P-fqi Table 3
+* under the native EGEE scheduler interactive W = 0.628 +- 0.418, batch
+  W = 0.830, 63% of interactive jobs waited less than 2 minutes, and the
+  mean waits were 2,756 s (interactive) and 13,041 s (batch)         -- P-grid Tables 2-3, §5.2;
+                                                                        P-fqi Tables 2-3
+* the papers' non-preemptive RL schedulers reached interactive W 0.864-0.869
+  and 86% under 2 minutes on the same trace and cores                -- P-grid Table 2, §5.2
 
 The generator (:func:`generate_lal`) is a three-layer model, each layer calibrated to
 one group of those numbers (docs/workloads.md gives the reasoning and the produced
@@ -25,16 +28,21 @@ statistics beside the published ones):
    (:func:`solve_interactive_runtime`).  Batch: a lognormal body on [900 s, limit)
    plus the jobs killed at the one-week queue wall-time limit; again three free
    parameters solved for the three published moments (:func:`solve_batch_runtime`).
-2. **Bulk submissions.**  Grid users submit collections of similar jobs.  Jobs come in
-   bursts of one class, VO and user; inside a burst the jobs arrive seconds apart and
-   their runtimes are correlated through a Gaussian copula, which leaves every
-   per-class runtime distribution exactly as calibrated.
+2. **Bulk submissions.**  Jobs come in bursts of one class, VO and user: interactive
+   *sessions* (jobs minutes apart) and batch *collections* (jobs seconds apart).  Inside
+   a burst runtimes are correlated through a Gaussian copula, and large collections
+   hold short jobs; both leave every per-class runtime distribution exactly as
+   calibrated.
 3. **Burst arrivals.**  Burst start times follow a Markov-modulated Poisson process
    (calm / busy regimes) times a daily and weekly cycle.  The span is set so that the
-   offered work over the submission span is exactly 0.56 of 81 cores, and the regime
-   parameters are tuned so that an FCFS pool of 81 cores shows the published native
-   queueing (63% of interactive jobs wait under 2 minutes): that is what makes the
-   bursts as bursty as the real ones.
+   offered work over the submission span is exactly 0.56 of 81 cores.  The burst and
+   regime values are calibrated against two published queueing anchors, replayed with
+   the simulator on 81 cores (:class:`ArrivalModel` gives the protocol): the level the
+   papers' RL reached on the real trace must be reachable by a simple interactive-first
+   policy (it is: W ~0.91, ~90% under 2 min), and FCFS should come as near as it can to
+   the native EGEE schedule (it matches the native interactive mean wait, but keeps
+   ~83% of interactive jobs under 2 min where the native scheduler kept 63%: the two
+   anchors conflict for any work-conserving FCFS, see :class:`ArrivalModel`).
 
 Job counts are exact (4,480 / 5,020 at ``scale=1``), and batch CPU time is dealt out to
 the VOs so that each VO's share of the total CPU time is its target share.
@@ -84,11 +92,28 @@ PUBLISHED_UTILIZATION = 0.56
 PUBLISHED_VO_SHARES = (0.53, 0.02, 0.17, 0.08, 0.01, 0.16, 0.03)
 #: The papers do not name the LAL VOs, so they are numbered (vo7 = the small VOs together).
 LAL_VO_NAMES = ("vo1", "vo2", "vo3", "vo4", "vo5", "vo6", "vo7")
+# The two queueing anchors of the arrival calibration (see ArrivalModel and docs/workloads.md).
+# (a) The native anchor: the EGEE (PBS/Maui, per-VO queues, fair-share) schedule recorded
+#     in the trace -- P-grid Table 2 "nat" row, P-grid Table 3, P-fqi Tables 2-3, §5.2.
+#: P-grid Table 2 (nat): mean and sd of W = run/(run+wait) of interactive and batch jobs
+#: (P-fqi Table 2 prints the same rounded: 0.62 +- 0.41 and 0.82 +- 0.26).
+PUBLISHED_NATIVE_INTERACTIVE_W = 0.628
+PUBLISHED_NATIVE_INTERACTIVE_W_SD = 0.418
+PUBLISHED_NATIVE_BATCH_W = 0.830
 #: P-grid §5.2 / P-fqi §5.2: share of interactive jobs that waited < 2 min under EGEE.
 PUBLISHED_NATIVE_INTERACTIVE_UNDER_120S = 0.63
-#: P-fqi Table 3, EGEE row: mean queueing delay (s) of interactive and batch jobs.
+#: P-grid Table 3 and P-fqi Table 3 (EGEE row): mean queueing delay (s) per class.
 PUBLISHED_NATIVE_INTERACTIVE_WAIT_S = 2756.0
 PUBLISHED_NATIVE_BATCH_WAIT_S = 13041.0
+# (b) The achievable anchor: what the papers' non-preemptive RL schedulers reached on the
+#     same trace and the same 81 cores, i.e. what the real arrival sequence admitted.
+#: P-grid Table 2: interactive W of the four rigid RL runs is 0.864-0.869 (rounded up to
+#: 0.87 here); P-fqi Table 2 reports 0.94-0.95 for its fitted-Q runs.
+PUBLISHED_RL_INTERACTIVE_W = 0.87
+#: P-grid §5.2: 86% of interactive jobs under 2 min (rigid RL); P-fqi §5.2: "more than 90%".
+PUBLISHED_RL_INTERACTIVE_UNDER_120S = 0.86
+#: P-fqi Table 3, RL-ESN-EST: mean interactive queueing delay (s); P-grid Table 3: 862-1152 s.
+PUBLISHED_RL_INTERACTIVE_WAIT_S = 495.0
 #: 25 Jul 2006 00:00 Europe/Paris (a Tuesday), the first day of the trace (P-grid §4.2).
 LAL_UNIX_START = 1153778400
 _START_WEEKDAY = 1  # Monday = 0
@@ -258,6 +283,9 @@ def _phi_grid() -> list[float]:
     return [0.5 * math.erfc(-z / math.sqrt(2.0)) for z in _Z_GRID]
 
 
+_PHI_GRID = np.asarray(_phi_grid())
+
+
 @lru_cache(maxsize=4)
 def _interactive_quantile_table(model: InteractiveRuntimeModel) -> FloatArray:
     """G(z) on :data:`_Z_GRID`.  The gamma CDF is integrated numerically (trapezoid on a
@@ -315,34 +343,62 @@ def batch_runtime_from_scores(z: FloatArray, model: BatchRuntimeModel = BATCH_RU
 class ArrivalModel:
     """Layers 2 and 3: how jobs group into bursts and when bursts arrive.
 
-    Burst sizes are ``ceil(lognormal)`` with the given median and log-sd per class; jobs
-    of a burst arrive with exponential gaps of mean ``gap_mean_s`` (gLite submitted
-    collections job by job).  Runtime scores inside a burst are correlated with
-    coefficient ``runtime_correlation`` (jobs of one collection are alike).
+    Burst sizes are ``ceil(lognormal)`` with the given median per class and log-sd
+    ``burst_size_sigma``.  Interactive bursts are *sessions*: one user's short jobs
+    submitted minutes apart (exponential gaps of mean ``interactive_gap_mean_s``);
+    batch bursts are *collections* submitted seconds apart (``batch_gap_mean_s``).
+    Runtime scores inside a burst share a burst level with correlation
+    ``runtime_correlation`` (jobs of one collection are alike), and the level is
+    anti-correlated with the burst size by ``size_runtime_correlation`` (large
+    collections are parameter sweeps of short jobs; multi-day jobs come few at a time);
+    :func:`_burst_levels` keeps every per-class runtime marginal exactly as calibrated.
 
     Burst starts: a Poisson process whose rate is the product of a two-state Markov
     regime (calm / busy, exponential sojourns, rate ratio ``busy_rate_ratio``), a daily
     cosine (peak at ``daily_peak_hour``, relative amplitude ``daily_amplitude``) and a
-    ``weekend_factor``.  None of these values is published.  The regime values were tuned
-    over a small grid (rate ratio 1-6, busy 0.5-1 d, calm 2-6 d, burst median 8-30 jobs),
-    each point judged by :func:`fcfs_waits` on 81 cores over 128 seeds, to reproduce the
-    native queueing of P-grid §5.2: 63% of interactive jobs waiting < 2 min (this point
-    gives 0.632 +- 0.008).  FCFS, which ignores the class, then shows a mean wait of
-    ~20,000 s, above the 8,191 s of the native scheduler (P-fqi Table 3), which favoured
-    short jobs.  The daily/weekly cycle values are plausible office-hours modulation.
+    ``weekend_factor``.  None of these values is published.
+
+    Calibration protocol (docs/workloads.md gives the numbers).  The values were chosen
+    by a random search (400 points) and a local search (200 points) over all twelve
+    values, each point judged on calibration seeds 100-111 (never the seeds 0-9 of the
+    reported tables) by replaying it with :class:`rlsched.sim.engine.Simulator` on 81
+    cores under FCFS and under interactive-first (:func:`interactive_first_priority`),
+    against two published anchors:
+
+    * achievable (a hard constraint): interactive-first must reach at least what the
+      papers' non-preemptive RL reached on the real trace -- interactive W >= 0.87 and
+      >= 86% of interactive jobs under 2 min (P-grid Table 2, §5.2) -- since the real
+      arrival sequence admitted it.  Required with margin: W >= 0.89, >= 88%.
+    * native (the objective): FCFS, our stand-in for the native EGEE scheduler, as close
+      as possible to the native W (0.628 / 0.830), 63% under 2 min and mean waits
+      2,756 s / 13,041 s (P-grid Tables 2-3, P-fqi Table 3).
+
+    The two conflict.  With one-core jobs every work-conserving policy makes an
+    interactive job wait only when it arrives at a full machine; FCFS then queues it
+    behind the whole backlog (it waits > 2 min in ~99% of such arrivals), interactive-first
+    only until the next core frees (~431 s apart on average when the 81 cores hold
+    batch jobs of mean 34,927 s).  So 63% under 2 min for FCFS needs ~37% of
+    interactive arrivals at a full machine, and that leaves interactive-first far below
+    86%.  No point searched reaches both: the chosen one meets the achievable anchor
+    with margin and the native interactive mean wait, while FCFS keeps ~83% (not 63%)
+    of interactive jobs under 2 min.  The native scheduler was not FCFS and apparently
+    not work conserving (queues by VO; its batch mean wait of 13,041 s at utilization
+    0.56 is almost 4x the RL one, 3,492 s, on the same cores: P-fqi Table 3).
     """
 
-    interactive_burst_median: float = 8.0
-    batch_burst_median: float = 8.0
-    burst_size_sigma: float = 1.0
-    gap_mean_s: float = 20.0
-    runtime_correlation: float = 0.6
-    calm_mean_s: float = 4.0 * DAY_S
-    busy_mean_s: float = 0.5 * DAY_S
-    busy_rate_ratio: float = 5.0
-    daily_amplitude: float = 0.5
+    interactive_burst_median: float = 10.0
+    batch_burst_median: float = 5.0
+    burst_size_sigma: float = 1.45
+    interactive_gap_mean_s: float = 240.0
+    batch_gap_mean_s: float = 6.0
+    runtime_correlation: float = 0.7
+    size_runtime_correlation: float = 0.92
+    calm_mean_s: float = 4.5 * DAY_S
+    busy_mean_s: float = 0.2 * DAY_S
+    busy_rate_ratio: float = 2.8
+    daily_amplitude: float = 0.45
     daily_peak_hour: float = 14.0
-    weekend_factor: float = 0.5
+    weekend_factor: float = 0.9
     rate_grid_s: float = 600.0
 
 
@@ -373,6 +429,37 @@ def _draw_burst_sizes(rng: np.random.Generator, n_jobs: int, median: float, sigm
     out = all_sizes[:cut + 1].copy()
     out[-1] -= int(out.sum()) - n_jobs
     return out
+
+
+def _job_levels(rng: np.random.Generator, bursts: _Bursts, burst_of_job: IntArray,
+                size_correlation: float) -> FloatArray:
+    """Runtime level (a standard-normal score) per job, shared closely inside each burst.
+
+    Per class, bursts are ranked by ``-c * standardised log(size) + sqrt(1 - c^2) * noise``
+    and laid end to end on [0, 1), each taking a slice as wide as its share of the
+    class's jobs; a job's level is the normal quantile of a uniform point in its
+    burst's slice.  So big bursts hold short jobs when ``c > 0``, the jobs of a burst
+    have nearly the same level, and -- a random job falls in a slice with probability
+    proportional to the slice width -- every job's level is exactly N(0, 1): the
+    per-class runtime marginals stay exactly as calibrated.
+    """
+    low = np.empty(len(bursts.size))
+    noise = rng.standard_normal(len(bursts.size))
+    for cls in (JobClass.INTERACTIVE, JobClass.BATCH):
+        members = np.flatnonzero(bursts.job_class == cls)
+        if len(members) == 0:
+            continue
+        log_size = np.log(bursts.size[members].astype(np.float64))
+        spread = float(log_size.std())
+        standard = (log_size - log_size.mean()) / spread if spread > 0 else np.zeros(len(members))
+        key = -size_correlation * standard + math.sqrt(1.0 - size_correlation ** 2) * noise[members]
+        order = members[np.argsort(key, kind="stable")]
+        sizes = bursts.size[order].astype(np.float64)
+        low[order] = (np.cumsum(sizes) - sizes) / sizes.sum()
+    class_jobs = np.bincount(bursts.job_class, weights=bursts.size)[bursts.job_class]
+    width = bursts.size / class_jobs
+    u = low[burst_of_job] + width[burst_of_job] * rng.random(len(burst_of_job))
+    return np.asarray(np.interp(u, _PHI_GRID, _Z_GRID))
 
 
 def _burst_rate(rng: np.random.Generator, span_s: float,
@@ -482,9 +569,10 @@ def generate_lal(seed: int = 0, *, scale: float = 1.0, arrivals: ArrivalModel = 
         raise ValueError(f"generate_lal: scale must be a positive number, got {scale!r}")
     if requests != "queue_limit":
         raise ValueError(f"generate_lal: unknown request model {requests!r}; known: queue_limit")
-    if not 0.0 <= arrivals.runtime_correlation < 1.0:
-        raise ValueError(f"generate_lal: runtime_correlation must be in [0, 1), got "
-                         f"{arrivals.runtime_correlation!r}")
+    for name in ("runtime_correlation", "size_runtime_correlation"):
+        value = getattr(arrivals, name)
+        if not 0.0 <= value < 1.0:
+            raise ValueError(f"generate_lal: ArrivalModel.{name} must be in [0, 1), got {value!r}")
     rng = np.random.Generator(np.random.PCG64(seed))
     shares = np.asarray(PUBLISHED_VO_SHARES, dtype=np.float64)
     shares = shares / shares.sum()
@@ -502,7 +590,8 @@ def generate_lal(seed: int = 0, *, scale: float = 1.0, arrivals: ArrivalModel = 
     burst_of_job = np.repeat(np.arange(n_bursts), bursts.size)
     job_class = bursts.job_class[burst_of_job]
     rho = arrivals.runtime_correlation
-    scores = (rho * rng.standard_normal(n_bursts)[burst_of_job]
+    level = _job_levels(rng, bursts, burst_of_job, arrivals.size_runtime_correlation)
+    scores = (rho * level
               + math.sqrt(1.0 - rho * rho) * rng.standard_normal(len(burst_of_job)))
     interactive = job_class == JobClass.INTERACTIVE
     run = np.empty(len(scores))
@@ -525,7 +614,9 @@ def generate_lal(seed: int = 0, *, scale: float = 1.0, arrivals: ArrivalModel = 
     span = float(run.sum()) / (LAL_CORES * PUBLISHED_UTILIZATION)
     edges, rate = _burst_rate(rng, span, arrivals)
     burst_start = _draw_burst_starts(rng, n_bursts, edges, rate)
-    gaps = rng.exponential(arrivals.gap_mean_s, size=len(burst_of_job))
+    gap_mean = np.where(job_class == JobClass.INTERACTIVE, arrivals.interactive_gap_mean_s,
+                        arrivals.batch_gap_mean_s)
+    gaps = rng.exponential(1.0, size=len(burst_of_job)) * gap_mean
     # Offset of each job inside its burst: cumulative gaps, restarting at every burst
     # (the first job of a burst arrives at the burst start).
     burst_first_job = np.concatenate(([0], np.cumsum(bursts.size)[:-1]))
@@ -585,8 +676,11 @@ def _header(seed: int, scale: float, span_s: float, arrivals: ArrivalModel) -> d
                                f"gamma(k={ia.bulk_shape:.3f}, scale={ia.bulk_scale_s:.3f} s), < 900 s"),
         "BatchRuntime": (f"lognormal(mu={ba.body_mu:.4f}, sigma={ba.body_sigma:.4f}) on [900 s, "
                          f"{ba.limit_s:.0f} s) + {ba.killed_fraction:.4f} killed at the limit"),
-        "Arrivals": (f"bursts (median {arrivals.interactive_burst_median:g} interactive / "
-                     f"{arrivals.batch_burst_median:g} batch jobs), MMPP calm/busy "
+        "Arrivals": (f"bursts (median {arrivals.interactive_burst_median:g} interactive jobs "
+                     f"{arrivals.interactive_gap_mean_s:g} s apart / {arrivals.batch_burst_median:g} batch "
+                     f"jobs {arrivals.batch_gap_mean_s:g} s apart, size sigma {arrivals.burst_size_sigma:g}, "
+                     f"runtime correlation {arrivals.runtime_correlation:g}, size-runtime correlation "
+                     f"-{arrivals.size_runtime_correlation:g}), MMPP calm/busy "
                      f"{arrivals.calm_mean_s / DAY_S:g} d/{arrivals.busy_mean_s / DAY_S:g} d, "
                      f"rate ratio {arrivals.busy_rate_ratio:g}, daily and weekly cycle"),
         "RequestedTime": f"queue limit: 900 s interactive, {ba.limit_s:.0f} s batch",
@@ -602,9 +696,9 @@ def _header(seed: int, scale: float, span_s: float, arrivals: ArrivalModel) -> d
 def fcfs_waits(workload: Workload, cores: int = LAL_CORES) -> FloatArray:
     """Waits (s) of serial jobs under FCFS on ``cores`` cores: start = max(submit, first free core).
 
-    A calibration yardstick for the burst layer only (it replays nothing else: use the
-    simulator in ``rlsched.sim.engine`` for real experiments).  Exact for one-core jobs,
-    for which FCFS and EASY coincide (the head job always fits the first free core).
+    A quick cross-check of the engine (the calibration itself replays with
+    :class:`rlsched.sim.engine.Simulator`).  Exact for one-core jobs, for which FCFS and
+    EASY coincide (the head job always fits the first free core).
     """
     if np.any(workload.procs != 1):
         raise ValueError(f"fcfs_waits: workload {workload.name!r} has multi-core jobs")
@@ -618,13 +712,38 @@ def fcfs_waits(workload: Workload, cores: int = LAL_CORES) -> FloatArray:
     return waits
 
 
-def calibration_table(seeds: Sequence[int] = tuple(range(32)), scale: float = 1.0
+#: Seeds the arrival calibration was tuned on (distinct from the seeds 0-9 of reported tables).
+CALIBRATION_SEEDS = tuple(range(100, 132))
+
+
+def interactive_first_priority(workload: Workload) -> FloatArray:
+    """Static priority key (lower starts first) of the *interactive-first* policy.
+
+    Interactive jobs before batch jobs, FCFS within a class, never preempting:
+    ``Simulator(workload, priority=interactive_first_priority(workload), backfill=True)``.
+    It is the simple class-aware policy of the achievable anchor (:class:`ArrivalModel`).
+    """
+    return np.asarray((workload.job_class != JobClass.INTERACTIVE) * 1e12 + workload.submit, dtype=np.float64)
+
+
+#: The policies the calibration table replays: name -> (priority key or None for FCFS, backfill).
+_TABLE_POLICIES: tuple[tuple[str, bool, bool], ...] = (
+    ("FCFS", False, False), ("EASY", False, True), ("interactive-first", True, True))
+
+
+def calibration_table(seeds: Sequence[int] = CALIBRATION_SEEDS, scale: float = 1.0
                       ) -> list[tuple[str, float | None, float, float]]:
     """Published statistic beside the generator's: rows (name, published or None, mean, sd over seeds).
 
-    The FCFS rows replay each workload on 81 FCFS cores (:func:`fcfs_waits`); the
-    published figures there are the native EGEE scheduler's, which favoured short jobs.
+    The queueing rows replay each workload with :class:`rlsched.sim.engine.Simulator` on
+    81 cores under FCFS, EASY and interactive-first.  Their published column is the
+    native EGEE schedule for FCFS and EASY (the native scheduler was neither: it had
+    per-VO queues and fair-share, and favoured short jobs) and the papers' rigid RL
+    for interactive-first (P-grid Table 2 and §5.2, P-fqi Table 3).
     """
+    from rlsched.sim.engine import Simulator
+    from rlsched.sim.metrics import responsiveness
+
     shares = np.asarray(PUBLISHED_VO_SHARES)
     rows: dict[str, list[float]] = {}
     published: dict[str, float | None] = {}
@@ -638,7 +757,6 @@ def calibration_table(seeds: Sequence[int] = tuple(range(32)), scale: float = 1.
         ia = w.interactive
         run_i, run_b = w.run[ia], w.run[~ia]
         span = float(w.submit[-1] - w.submit[0])
-        waits = fcfs_waits(w)
         hourly = np.bincount((w.submit // 3600).astype(np.int64))
         cpu = np.bincount(w.vo, weights=w.run, minlength=len(shares)) / w.run.sum()
         add("interactive jobs", PUBLISHED_INTERACTIVE_JOBS * scale, float(ia.sum()))
@@ -656,10 +774,23 @@ def calibration_table(seeds: Sequence[int] = tuple(range(32)), scale: float = 1.
         add("submission span (days)", None, span / DAY_S)
         add("max abs(VO CPU share - target share)", 0.0, float(np.max(np.abs(cpu - shares))))
         add("index of dispersion, arrivals/hour", None, float(hourly.var() / hourly.mean()))
-        add("FCFS: interactive wait < 120 s", PUBLISHED_NATIVE_INTERACTIVE_UNDER_120S,
-            float(np.mean(waits[ia] < 120.0)))
-        add("FCFS: interactive mean wait (s)", PUBLISHED_NATIVE_INTERACTIVE_WAIT_S, float(waits[ia].mean()))
-        add("FCFS: batch mean wait (s)", PUBLISHED_NATIVE_BATCH_WAIT_S, float(waits[~ia].mean()))
+        for policy, class_first, backfill in _TABLE_POLICIES:
+            priority = interactive_first_priority(w) if class_first else None
+            schedule = Simulator(w, priority=priority, backfill=backfill).run()
+            wait = schedule.wait
+            resp = responsiveness(wait, schedule.run)
+            native = not class_first
+            add(f"{policy}: interactive W", PUBLISHED_NATIVE_INTERACTIVE_W if native
+                else PUBLISHED_RL_INTERACTIVE_W, float(resp[ia].mean()))
+            add(f"{policy}: interactive sd(W)", PUBLISHED_NATIVE_INTERACTIVE_W_SD if native else None,
+                float(resp[ia].std()))
+            add(f"{policy}: interactive wait < 120 s", PUBLISHED_NATIVE_INTERACTIVE_UNDER_120S if native
+                else PUBLISHED_RL_INTERACTIVE_UNDER_120S, float(np.mean(wait[ia] < 120.0)))
+            add(f"{policy}: interactive mean wait (s)", PUBLISHED_NATIVE_INTERACTIVE_WAIT_S if native
+                else PUBLISHED_RL_INTERACTIVE_WAIT_S, float(wait[ia].mean()))
+            add(f"{policy}: batch W", PUBLISHED_NATIVE_BATCH_W if native else None, float(resp[~ia].mean()))
+            add(f"{policy}: batch mean wait (s)", PUBLISHED_NATIVE_BATCH_WAIT_S if native else None,
+                float(wait[~ia].mean()))
     return [(name, published[name], float(np.mean(v)), float(np.std(v))) for name, v in rows.items()]
 
 
@@ -673,9 +804,11 @@ def format_calibration_table(rows: Sequence[tuple[str, float | None, float, floa
     for name, target, mean, sd in rows:
         shown = "-" if target is None else number(target)
         lines.append(f"| {name} | {shown} | {number(mean)} ± {number(sd)} |")
+    lines += ["", "Published column of the queueing rows: the native EGEE schedule for FCFS and EASY "
+              "(P-grid Tables 2-3, P-fqi Table 3); the papers' rigid RL for interactive-first "
+              "(P-grid Table 2, §5.2; P-fqi Table 3), a level interactive-first must reach."]
     return "\n".join(lines)
 
 
 if __name__ == "__main__":
-    _seeds = tuple(range(32))
-    print(format_calibration_table(calibration_table(_seeds), len(_seeds)))
+    print(format_calibration_table(calibration_table(CALIBRATION_SEEDS), len(CALIBRATION_SEEDS)))
