@@ -1,0 +1,167 @@
+"""Cloud-leasing decisions, pure: the FH balance, the FH Q-learner over V, and our state-aware cap.
+
+Used by the simulator (:mod:`rlsched.sim.leasing`) and by the live leasing controller:
+no simulator import, no clock, no subprocess.
+
+References: Fölling & Hofmann, "Learning Cloud Leasing Policies…" (FH): §2.4 the balance
+metric, §5 Eq. (2) the single-state Q-learning rule and its reward rescaling.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from rlsched.core.view import FloatArray, IntArray
+
+#: FH §5: "We decided to set α and γ to 0.1 according to several Q-Learning settings of Sutton and Barto".
+FH_ALPHA = 0.1
+FH_GAMMA = 0.1
+
+
+def twt_improvement_pct(twt: FloatArray | float, twt_ref: float) -> FloatArray:
+    """FH §2.4: twt_imp% = 100 − 100·twt/twt_ref (0 where the reference has no wait at all)."""
+    twt_a = np.asarray(twt, dtype=np.float64)
+    if twt_ref <= 0:
+        return np.zeros_like(twt_a)
+    return np.asarray(100.0 - 100.0 * twt_a / twt_ref)
+
+
+def cost_pct(cost: FloatArray | float, c_ref: float) -> FloatArray:
+    """FH §2.4: c% = 100·c/c_ref, with c_ref the cloud CPU-seconds under V → ∞ (0 when c_ref is 0)."""
+    cost_a = np.asarray(cost, dtype=np.float64)
+    if c_ref <= 0:
+        return np.zeros_like(cost_a)
+    return np.asarray(100.0 * cost_a / c_ref)
+
+
+def balance(twt: FloatArray | float, cost: FloatArray | float, twt_ref: float, c_ref: float) -> FloatArray:
+    """FH §2.4: balance = twt_imp% − c% = (100 − 100·twt/twt_ref) − 100·c/c_ref."""
+    return twt_improvement_pct(twt, twt_ref) - cost_pct(cost, c_ref)
+
+
+def rescale_rewards(balances: FloatArray) -> FloatArray:
+    """FH §5: balances interpolated onto [0, 1]: the best clone gets 1, the worst 0.
+
+    When every clone has the same balance the rewards are all 0.  Any constant would
+    do: all Q-values are updated with the same max term, so a reward common to every
+    action shifts all Q-values alike and never changes the greedy choice.
+    """
+    b = np.asarray(balances, dtype=np.float64)
+    lo, hi = float(b.min()), float(b.max())
+    if hi - lo <= 0.0:
+        return np.zeros_like(b)
+    return (b - lo) / (hi - lo)
+
+
+@dataclass
+class FHQLearner:
+    """FH §5: one state, actions V ∈ 0..max_cap, α = γ = 0.1, every Q-value updated each step.
+
+    Rule (2): Q(V) ← Q(V) + α·[r_V + γ·max_V' Q(V') − Q(V)], applied to all V with the
+    rewards of the clones (the max is taken over the Q-values before the update).
+    The next V is the argmax, ties to the smallest V.  Q starts at 0, so the first V is 0.
+    """
+
+    max_cap: int
+    alpha: float = FH_ALPHA
+    gamma: float = FH_GAMMA
+    q: FloatArray = field(default_factory=lambda: np.zeros(0))
+
+    def __post_init__(self) -> None:
+        if self.max_cap < 0:
+            raise ValueError("max_cap must be >= 0")
+        if not 0.0 <= self.alpha <= 1.0 or not 0.0 <= self.gamma <= 1.0:
+            raise ValueError("alpha and gamma must lie in [0, 1]")
+        if len(self.q) == 0:
+            self.q = np.zeros(self.max_cap + 1)
+        elif self.q.shape != (self.max_cap + 1,):
+            raise ValueError(f"q has shape {self.q.shape}, expected ({self.max_cap + 1},)")
+
+    def choose(self) -> int:
+        """Greedy V; np.argmax returns the first maximum, i.e. the smallest V among ties (FH §5)."""
+        return int(np.argmax(self.q))
+
+    def update(self, rewards: FloatArray) -> None:
+        """Rule (2) for every action at once, with rewards already in [0, 1]."""
+        r = np.asarray(rewards, dtype=np.float64)
+        if r.shape != self.q.shape:
+            raise ValueError(f"rewards have shape {r.shape}, expected {self.q.shape}")
+        target = r + self.gamma * float(self.q.max())
+        self.q += self.alpha * (target - self.q)
+
+    def step(self, balances: FloatArray) -> int:
+        """One learning step from the day's balances of every V; returns the next V."""
+        self.update(rescale_rewards(balances))
+        return self.choose()
+
+
+@dataclass(frozen=True)
+class StateAwareParams:
+    """Our state-aware cap (docs/leasing.md, "Our policy").
+
+    ``threshold``: θ, the transfer bar in units of the exchange rate κ (see :func:`state_aware_cap`).
+    ``arrival_window_s``: window over which the recent arrival rate is measured.
+    """
+
+    threshold: float = 1.0
+    arrival_window_s: float = 86_400.0
+
+
+def expected_local_waits(cores: int, run_remaining_work: float, queue_work: FloatArray) -> FloatArray:
+    """Backlog estimate of each queued job's remaining wait if it stays local.
+
+    A job waits until the work of the running jobs and of the jobs ahead of it in the
+    queue has drained through the ``cores`` local nodes: (running work + work ahead)/M.
+    ``queue_work[i]`` is the expected core-seconds of queued job i, in queue order.
+    """
+    ahead = np.cumsum(queue_work) - queue_work
+    return np.asarray((run_remaining_work + ahead) / float(cores))
+
+
+def state_aware_cap(
+    *,
+    cores: int,
+    cloud_used: int,
+    queue_cores: IntArray,
+    queue_expected_run_s: FloatArray,
+    run_remaining_work: float,
+    arrival_rate_per_s: float,
+    exchange_rate: float,
+    params: StateAwareParams,
+) -> int:
+    """The cap V for this instant, from the state: backlog, queue shape and recent arrivals.
+
+    Balance = 100 − 100·(twt/twt_ref + c/c_ref) (FH §2.4), so maximising it means
+    minimising twt + κ·c with κ = twt_ref/c_ref: one cloud core-second is worth κ
+    seconds of wait (``exchange_rate``).  Sending queued job j (p_j cores, expected
+    runtime r_j) to the cloud costs κ·p_j·r_j and saves its own expected remaining wait
+    ŵ_j plus about p_j·r_j/M for each job behind it (each starts that much earlier
+    once j's work leaves the local machine); jobs that will arrive while j would have
+    waited (rate λ) profit too.  Job j is worth sending when
+
+        ŵ_j + (n_behind_j + λ·ŵ_j)·p_j·r_j/M ≥ θ·κ·p_j·r_j.
+
+    The cap is the cloud nodes in use plus the cores of the jobs worth sending — lowered,
+    when needed, so that the FH transfer strategy (which scans the queue in order and
+    sends every job that fits under V) never sends a job that is not worth it: an
+    unworthy job j' is refused iff V − used < (cores of worthy jobs before j') + p_j'.
+    """
+    n = len(queue_cores)
+    if n == 0:
+        return cloud_used
+    if exchange_rate <= 0:
+        return cloud_used  # no wait to save yet: lease nothing new
+    cores_f = queue_cores.astype(np.float64)
+    work = cores_f * queue_expected_run_s
+    wait = expected_local_waits(cores, run_remaining_work, work)
+    behind = (n - 1 - np.arange(n)) + arrival_rate_per_s * wait
+    benefit = wait + behind * work / float(cores)
+    worth = benefit >= params.threshold * exchange_rate * work
+    sent = np.where(worth, queue_cores, 0)
+    extra = int(sent.sum())
+    if extra and not worth.all():
+        before = np.cumsum(sent) - sent
+        extra = min(extra, int((before + queue_cores)[~worth].min()) - 1)
+    return int(cloud_used + max(extra, 0))

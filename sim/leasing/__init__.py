@@ -1,0 +1,1 @@
+"""Cloud leasing in the simulator: the hybrid model and the leasing policies of Fölling & Hofmann (FH)."""

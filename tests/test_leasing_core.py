@@ -1,0 +1,55 @@
+"""Pure leasing decisions (rlsched/core/leasing.py): balance, FH Q-learning step, our cap rule."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from rlsched.core.leasing import (
+    FHQLearner,
+    StateAwareParams,
+    balance,
+    rescale_rewards,
+    state_aware_cap,
+)
+
+
+def test_balance_formula() -> None:
+    # FH §2.4: (100 − 100·twt/twt_ref) − 100·c/c_ref
+    assert float(balance(50.0, 30.0, 200.0, 120.0)) == pytest.approx(75.0 - 25.0)
+    assert float(balance(0.0, 0.0, 0.0, 0.0)) == 0.0
+
+
+def test_rescale_rewards() -> None:
+    np.testing.assert_allclose(rescale_rewards(np.array([0.0, 10.0, 5.0])), [0.0, 1.0, 0.5])
+    np.testing.assert_array_equal(rescale_rewards(np.array([3.0, 3.0])), [0.0, 0.0])
+
+
+def test_q_update_hand_computed() -> None:
+    learner = FHQLearner(2)
+    assert learner.choose() == 0  # all zero: ties go to the smallest V
+    assert learner.step(np.array([0.0, 10.0, 5.0])) == 1
+    np.testing.assert_allclose(learner.q, [0.0, 0.1, 0.05])
+    # rewards [0, 0, 1]; max Q = 0.1: Q += 0.1·(r + 0.1·0.1 − Q)
+    assert learner.step(np.array([4.0, 4.0, 8.0])) == 2
+    np.testing.assert_allclose(learner.q, [0.001, 0.091, 0.146])
+
+
+def test_q_ties_go_to_smallest() -> None:
+    learner = FHQLearner(3, q=np.array([0.0, 0.5, 0.5, 0.2]))
+    assert learner.choose() == 1
+
+
+def test_state_aware_cap_sends_only_worthwhile_jobs() -> None:
+    cores = np.array([1, 8, 2], dtype=np.int64)
+    run = np.array([100.0, 100_000.0, 100.0])
+    cap = state_aware_cap(cores=10, cloud_used=3, queue_cores=cores, queue_expected_run_s=run,
+                          run_remaining_work=10_000.0, arrival_rate_per_s=0.0, exchange_rate=1.0,
+                          params=StateAwareParams(threshold=1.0))
+    # Waits: 1000, 1010, 81010 s; the 8-core long job is not worth 800,000 core-s; job 3 is, but
+    # the cap must stay below what would let the scan send job 2: 3 + min(1 + 2, 1 + 8 − 1) = 6.
+    assert cap == 6
+    none = state_aware_cap(cores=10, cloud_used=3, queue_cores=cores, queue_expected_run_s=run,
+                           run_remaining_work=0.0, arrival_rate_per_s=0.0, exchange_rate=0.0,
+                           params=StateAwareParams())
+    assert none == 3
