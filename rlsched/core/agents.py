@@ -101,7 +101,7 @@ def edf_deadline(jobs: PendingJobs, run_s: FloatArray, w_target: float = DEFAULT
     return jobs.submit_s + run_s * (1.0 / w_target - 1.0)
 
 
-class _RankingAgent:
+class FixedRankAgent:
     """Agents with a fixed ranking rule; gate or boost mode."""
 
     def __init__(self, mode: Mode = "gate") -> None:
@@ -125,7 +125,7 @@ class _RankingAgent:
         return Decisions(release=tuple(pend.job_id[picks].tolist()))
 
 
-class FCFSAgent(_RankingAgent):
+class FCFSAgent(FixedRankAgent):
     """First come, first served; ``class_first`` puts one class ahead (fixed priority)."""
 
     def __init__(self, mode: Mode = "gate", class_first: JobClass | None = None) -> None:
@@ -140,7 +140,7 @@ class FCFSAgent(_RankingAgent):
         return np.lexsort((pend.job_id, pend.submit_s, behind)).astype(np.int64)
 
 
-class EDFAgent(_RankingAgent):
+class EDFAgent(FixedRankAgent):
     """Earliest deadline first (:func:`edf_deadline`), the pretraining policy of P-grid §3.3."""
 
     def __init__(self, runtime: RuntimeModel | None = None, mode: Mode = "gate",

@@ -17,7 +17,7 @@ from typing import Literal, Protocol, runtime_checkable
 
 import numpy as np
 
-from rlsched.core.agents import EDFAgent, FCFSAgent, SchedulingAgent, greedy_fill, release_budget
+from rlsched.core.agents import EDFAgent, FCFSAgent, FixedRankAgent, SchedulingAgent
 from rlsched.core.approximators import EchoStateQ, FeedForwardQ
 from rlsched.core.features import FeatureConfig, FeatureEncoder
 from rlsched.core.learners import FittedQLearner, SarsaLearner
@@ -35,7 +35,7 @@ class RankingAgent(Protocol):
         ...
 
 
-class FixedPriorityAgent:
+class FixedPriorityAgent(FixedRankAgent):
     """Interactive jobs first, then shortest requested time first, then first come first served.
 
     A fixed-priority policy that needs no training: the daemon's default, and a sensible floor for the
@@ -44,24 +44,10 @@ class FixedPriorityAgent:
     cores (the greedy allocation of P-grid §3.2, as the core's agents do); in boost mode it ranks them all.
     """
 
-    def __init__(self, mode: Literal["gate", "boost"] = "gate") -> None:
-        self.mode = mode
-
     def rank(self, view: ClusterView) -> IntArray:
         pend = view.pending
         batch_last = (pend.job_class != int(JobClass.INTERACTIVE)).astype(np.int64)
         return np.lexsort((pend.job_id, pend.submit_s, pend.req_time_s, batch_last)).astype(np.int64)
-
-    def decide(self, view: ClusterView) -> Decisions:
-        pend = view.pending
-        if len(pend) == 0:
-            return Decisions()
-        order = self.rank(view)
-        if self.mode == "boost":
-            return Decisions(boost=tuple(pend.job_id[order].tolist()))
-        held = order[pend.held[order]]
-        picks = greedy_fill(held, pend.cores, release_budget(view))
-        return Decisions(release=tuple(pend.job_id[picks].tolist()))
 
 
 def agent_mode(mode: Mode) -> Literal["gate", "boost"]:
