@@ -53,3 +53,26 @@ def test_state_aware_cap_sends_only_worthwhile_jobs() -> None:
                            run_remaining_work=0.0, arrival_rate_per_s=0.0, exchange_rate=0.0,
                            params=StateAwareParams())
     assert none == 3
+
+
+def test_cap_from_a_cluster_view() -> None:
+    from rlsched.core.leasing import state_aware_cap_from_view
+    from rlsched.core.view import CloudState, ClusterView, FinishedJobs, PendingJobs, RunningJobs
+
+    def ints(*v: int) -> np.ndarray:
+        return np.array(v, dtype=np.int64)
+
+    pending = PendingJobs(job_id=ints(1, 2, 3, 4), vo=ints(0, 0, 0, 0), job_class=ints(0, 0, 0, 0),
+                          cores=ints(1, 8, 2, 4), req_time_s=np.array([100.0, 100_000.0, 100.0, 50.0]),
+                          submit_s=np.zeros(4), oracle_run_s=np.full(4, np.nan),
+                          held=np.array([False, False, False, True]))
+    running = RunningJobs(job_id=ints(9), vo=ints(0), job_class=ints(0), cores=ints(10),
+                          req_time_s=np.array([2000.0]), submit_s=np.zeros(1), start_s=np.array([0.0]))
+    view = ClusterView(time_s=1000.0, total_cores=10, idle_cores=0, pending=pending, running=running,
+                       finished=FinishedJobs(), cloud=CloudState(cap=5, nodes_total=10, nodes_powered=3,
+                                                                 nodes_busy=3))
+    # The same situation as test_state_aware_cap_sends_only_worthwhile_jobs (running work 10 × 1000 s);
+    # the held job is left out.
+    cap = state_aware_cap_from_view(view, exchange_rate=1.0, runtime_ratio=1.0, arrival_rate_per_s=0.0,
+                                    params=StateAwareParams(threshold=1.0))
+    assert cap == 6

@@ -36,7 +36,7 @@ def _floats(text: str) -> list[float]:
 
 @click.command("sweep")
 @click.option("--setup", "setups", multiple=True, default=("kth",), show_default=True,
-              help="Workload setup (kth, ctc, sdsc, kth-file, ctc-file, sdsc-file, kth-quick); repeatable.")
+              help="Workload setup (kth, ctc, sdsc, ctc-file, sdsc-file, kth-quick); repeatable.")
 @click.option("--policy", "policies", multiple=True, default=("constant",), show_default=True,
               type=click.Choice(["constant", "random", "qlearning", "ours"]), help="Repeatable.")
 @click.option("--caps", default="0:100:10", show_default=True,
@@ -49,6 +49,8 @@ def _floats(text: str) -> list[float]:
               help="Cost weights λ of the balance (twt_imp% − λ·c%; FH: 1), comma-separated.")
 @click.option("--threshold", "thresholds", default="1", show_default=True,
               help="Our policy's θ values, comma-separated.")
+@click.option("--period-s", type=float, default=86_400.0, show_default=True,
+              help="The policies' step in seconds (FH: one day).")
 @click.option("--executor", type=click.Choice(["serial", "process", "dask"]), default="process",
               show_default=True)
 @click.option("--workers", type=int, default=None, help="Process-pool size (default: the usable cores).")
@@ -56,7 +58,7 @@ def _floats(text: str) -> list[float]:
 @click.option("--out", "out_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Write the rows: .json or .csv.")
 def sweep(setups: tuple[str, ...], policies: tuple[str, ...], caps: str, caps_per_task: int, seeds: str,
-          runs: int, lams: str, thresholds: str, executor: str, workers: int | None,
+          runs: int, lams: str, thresholds: str, period_s: float, executor: str, workers: int | None,
           scheduler_address: str | None,
           out_path: Path | None) -> None:
     """Run a grid of leasing simulations (V, seeds, λ, θ, policies); results do not depend on --executor."""
@@ -68,7 +70,8 @@ def sweep(setups: tuple[str, ...], policies: tuple[str, ...], caps: str, caps_pe
         for name in setups:
             check_setup(name)
         tasks = grid(setups, policies, caps=_ints(caps), seeds=_ints(seeds), cost_weights=_floats(lams),
-                     thresholds=_floats(thresholds), runs=runs, caps_per_task=caps_per_task)
+                     thresholds=_floats(thresholds), runs=runs, caps_per_task=caps_per_task,
+                     period_s=period_s)
         with progress_bar(len(tasks), f"sweep ({executor})") as progress:
             results = execute(tasks, executor=executor, workers=workers, scheduler_address=scheduler_address,
                               progress=progress)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from rlsched.core.view import FloatArray, IntArray
+from rlsched.core.view import ClusterView, FloatArray, IntArray
 
 #: FH §5: "We decided to set α and γ to 0.1 according to several Q-Learning settings of Sutton and Barto".
 FH_ALPHA = 0.1
@@ -165,3 +165,29 @@ def state_aware_cap(
         before = np.cumsum(sent) - sent
         extra = min(extra, int((before + queue_cores)[~worth].min()) - 1)
     return int(cloud_used + max(extra, 0))
+
+
+def state_aware_cap_from_view(view: ClusterView, *, exchange_rate: float, runtime_ratio: float,
+                              arrival_rate_per_s: float, params: StateAwareParams) -> int:
+    """:func:`state_aware_cap` fed from a :class:`ClusterView` (the live controller's entry point).
+
+    Pending jobs are taken in the batch system's order; held jobs are left out (they cannot be
+    sent anywhere).  FH's nodes have one core; here the cap is computed in cores and returned
+    in cloud nodes of ``view.cloud.cores_per_node`` cores (rounded up);
+    ``runtime_ratio`` scales requested times to expected runtimes (actual/requested of
+    finished jobs); the running jobs' remaining work is counted to their requested end.
+    """
+    if runtime_ratio <= 0:
+        raise ValueError("runtime_ratio must be positive")
+    pending = view.pending
+    eligible = ~pending.held
+    running = view.running
+    remaining = np.maximum(running.start_s + running.req_time_s - view.time_s, 0.0)
+    run_work = float((running.cores * remaining).sum()) * runtime_ratio
+    per_node = view.cloud.cores_per_node if view.cloud is not None else 1
+    in_use = view.cloud.nodes_busy * per_node if view.cloud is not None else 0
+    cap_cores = state_aware_cap(
+        cores=view.total_cores, cloud_used=in_use, queue_cores=pending.cores[eligible].astype(np.int64),
+        queue_expected_run_s=pending.req_time_s[eligible] * runtime_ratio, run_remaining_work=run_work,
+        arrival_rate_per_s=arrival_rate_per_s, exchange_rate=exchange_rate, params=params)
+    return -(-cap_cores // per_node)

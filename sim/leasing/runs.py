@@ -122,7 +122,8 @@ def random_runs(model: HybridModel, edges: FloatArray, runs: int, seed: int) -> 
 
 @dataclass
 class Trajectory:
-    """One policy's run: per-day twt, cost and cap (for the state-aware policy: the day's largest cap)."""
+    """One policy's run: per-day twt, cost and V (for the state-aware policy, which sets its cap at every
+    pass: the day's peak cloud nodes in use)."""
 
     twt: FloatArray
     cost: FloatArray
@@ -186,7 +187,8 @@ class _StateAwareController:
         self.params = params
         self.ratio = ratio
         self.exchange_rate = 0.0
-        self.max_cap = 0
+        #: Peak cloud nodes in use seen at the passes of the current period (for "V over time").
+        self.peak_used = 0
         procs = np.asarray(model.procs, dtype=np.int64)
         self.procs = procs
         self.req = np.asarray(model.req, dtype=np.float64)
@@ -204,7 +206,8 @@ class _StateAwareController:
         cap = state_aware_cap(cores=model.cores, cloud_used=s.cloud_used, queue_cores=self.procs[rows],
                               queue_expected_run_s=self.req[rows] * self.ratio, run_remaining_work=remaining,
                               arrival_rate_per_s=rate, exchange_rate=self.exchange_rate, params=self.params)
-        self.max_cap = max(self.max_cap, cap)
+        if s.cloud_used > self.peak_used:
+            self.peak_used = s.cloud_used
         return cap
 
 
@@ -232,10 +235,10 @@ def state_aware(model: HybridModel, edges: FloatArray, params: StateAwareParams,
     for d in range(days):
         until = _period_end(edges, d)
         controller.exchange_rate = cost_weight * twt_ref / c_ref if c_ref > 0 else 0.0
-        controller.max_cap = state.cloud_used
+        controller.peak_used = state.cloud_used
         result = model.advance(state, 0, until, policy=controller)
         twt[d], cost[d] = result.twt, result.cost
-        caps[d] = controller.max_cap
+        caps[d] = max(controller.peak_used, state.cloud_used)
         twt_ref += model.advance(ref0, 0, until).twt
         c_ref += model.advance(ref_inf, UNBOUNDED, until).cost
         # Actual/requested runtime of the jobs submitted over a week before: they have finished

@@ -1,20 +1,22 @@
 """The FH workloads (FH Table 1) as they are set up here, and the numbers FH published.
 
 FH used older versions of three Parallel Workloads Archive logs.  The files here are
-the current ``-cln`` versions (see /work/shared/traces/README.md); the differences:
+the current ``-cln`` versions (see /work/shared/traces/README.md).  FH's job counts
+tell which part of each log they simulated:
 
-* KTH-SP2: FH 28,479 jobs on M = 100; the file has 28,476 records, 28,475 after the
-  reader drops one without a processor count.  Same machine; ≈ 11.2 months.
-* CTC-SP2: FH 77,199 jobs on M = 430; the file has 77,222 jobs and a header
-  MaxNodes of 338 ("batch partition; 512 total").  FH's 430 is the machine size of an
-  older version of the log.  The reproduction uses FH's M = 430 (``ctc``); the file's
-  338 is run too (``ctc-file``): fewer nodes, more wait, more to gain from the cloud.
+* KTH-SP2: FH 28,479 jobs on M = 100; the whole file has 28,476 records, 28,475 after
+  the reader drops one without a processor count.  FH used the whole log (≈ 11 months).
+* CTC-SP2: FH 77,199 jobs on M = 430; the whole file has 77,222 jobs (its first 11
+  months only 76,264), so FH used the whole log.  Its header gives MaxNodes 338
+  ("batch partition; 512 total"); FH's 430 comes from an older version.  ``ctc`` uses
+  FH's M = 430, ``ctc-file`` the file's 338.
 * SDSC-DS (DataStar): FH 74,903 jobs over 11 months on M = 1664; the file covers 13
-  months (96,069 records, 85,045 with a runtime).  FH cut it to 11 months; ``sdsc``
-  is the first 11 months of the file, ``sdsc-file`` all 13.
+  months (85,045 jobs with a runtime).  The first 11 months *from the log's start time*
+  (header StartTime; the first job comes 24.7 days later) hold 74,237 jobs, FH's count
+  within 1 %; 11 months from the first job would hold 79,552.  ``sdsc`` is that cut,
+  ``sdsc-file`` the whole 13 months.
 
-"11 months" is 11 × 30.44 days = 334.8 days from the first submit; for KTH and CTC the
-cut drops the last ≈ 5 days only (the ``-file`` variants keep them).
+"11 months" is 11 × 30.44 days = 334.8 days.
 """
 
 from __future__ import annotations
@@ -43,20 +45,18 @@ class TraceSetup:
 
 
 SETUPS: dict[str, TraceSetup] = {
-    "kth": TraceSetup("kth", "KTH", "KTH-SP2-1996-2.1-cln", 100, ELEVEN_MONTHS_DAYS,
-                      "FH setup: M=100, first 11 months"),
-    "ctc": TraceSetup("ctc", "CTC", "CTC-SP2-1996-3.1-cln", 430, ELEVEN_MONTHS_DAYS,
-                      "FH setup: M=430 (FH Table 1), first 11 months"),
+    "kth": TraceSetup("kth", "KTH", "KTH-SP2-1996-2.1-cln", 100, None,
+                      "FH setup: the whole log (≈ 11 months), M=100"),
+    "ctc": TraceSetup("ctc", "CTC", "CTC-SP2-1996-3.1-cln", 430, None,
+                      "FH setup: the whole log (≈ 11 months), M=430 (FH Table 1)"),
     "sdsc": TraceSetup("sdsc", "SDSC05", "SDSC-DS-2004-2.1-cln", 1664, ELEVEN_MONTHS_DAYS,
-                       "FH setup: M=1664, first 11 of 13 months"),
-    "kth-file": TraceSetup("kth-file", "KTH (file)", "KTH-SP2-1996-2.1-cln", 100, None,
-                           "whole file, M=100"),
+                       "FH setup: the first 11 of 13 months (from the log's start time), M=1664"),
     "ctc-file": TraceSetup("ctc-file", "CTC (file)", "CTC-SP2-1996-3.1-cln", 338, None,
                            "whole file, the file's M=338"),
     "sdsc-file": TraceSetup("sdsc-file", "SDSC (file)", "SDSC-DS-2004-2.1-cln", 1664, None,
                             "whole file (13 months), M=1664"),
-    "kth-quick": TraceSetup("kth-quick", "KTH (3 weeks)", "KTH-SP2-1996-2.1-cln", 100, 21.0,
-                            "first 3 weeks of KTH, for tests"),
+    "kth-quick": TraceSetup("kth-quick", "KTH (3 weeks)", "KTH-SP2-1996-2.1-cln", 100, 28.0,
+                            "first 4 weeks of the KTH log (3 weeks of jobs), for tests"),
 }
 
 #: The FH reproduction proper (FH Tables 2–4).
@@ -91,8 +91,8 @@ def load_workload(name: str) -> Workload:
     s = setup(name)
     workload = read_swf(resolve_trace(s.trace), max_procs=s.cores)
     if s.days is not None:
-        start = float(workload.submit[0]) if len(workload) else 0.0
-        workload = workload.cut(start, start + s.days * 86_400.0, name=f"{workload.name}[{s.days:g}d]")
+        # Times count from the log's start time (header StartTime), as calendar months do.
+        workload = workload.cut(0.0, s.days * 86_400.0, name=f"{workload.name}[{s.days:g}d]")
     return workload
 
 
