@@ -135,14 +135,15 @@ class Trajectory:
 
 
 def fh_qlearning(model: HybridModel, edges: FloatArray, *, alpha: float = 0.1, gamma: float = 0.1,
-                 cost_weight: float = 1.0, brute_force: bool = False, day_wait: str = "accrued",
+                 cost_weight: float = 1.0, brute_force: bool = False, day_wait: str = "started",
                  on_day: Callable[[int, int], None] | None = None) -> Trajectory:
     """FH §5: each day simulate every V ∈ 0..M (and V = 0, V → ∞ as the day's references)
     from the chosen clone, reward the rescaled day balances, update all Q-values, go greedy.
 
     ``cost_weight`` λ weighs the cost term of the balance (FH: 1).  ``day_wait`` is how a
-    clone's wait of the day is counted for its reward: ``accrued`` (∫ waiting jobs dt within
-    the day, the default) or ``started`` (the waits of the jobs that started that day).
+    clone's day is counted for its reward: ``started`` (the default: the waits of the jobs
+    started that day and the full cost of the jobs sent that day) or ``accrued`` (∫ waiting
+    jobs dt and ∫ cloud nodes in use dt within the day); see docs/leasing.md.
     """
     if day_wait not in ("accrued", "started"):
         raise ValueError(f"day_wait must be 'accrued' or 'started', not {day_wait!r}")
