@@ -103,6 +103,54 @@ def effective_runtimes(workload: Workload, overrun: Overrun) -> tuple[FloatArray
     return workload.run.astype(np.float64, copy=True), 0
 
 
+def easy_reservation(need: int, free: int, rexp: list[float], rjob: list[int], procs: list[int],
+                     now: float) -> tuple[float, int]:
+    """EASY's reservation for a head job of ``need`` cores: (shadow time, extra cores).
+
+    ``rexp``/``rjob`` are the running jobs sorted by expected end (start + requested time).
+    Walk them until the head fits; every job expected to end by that instant frees its cores
+    then, so all of them count in the extra cores (ties included).  Shared by the engine and
+    the hybrid leasing model so both make the same decisions.
+    """
+    avail = free
+    i = 0
+    while avail < need:
+        avail += procs[rjob[i]]
+        i += 1
+    shadow = max(rexp[i - 1], now)
+    while i < len(rexp) and rexp[i] <= shadow:
+        avail += procs[rjob[i]]
+        i += 1
+    return shadow, avail - need
+
+
+def easy_backfill(chunks: Iterable[list[int]], procs: list[int], req: list[float], queued_sizes: list[int],
+                  free: int, extra: int, now: float, shadow: float) -> list[int]:
+    """The queued jobs EASY starts now behind the head, in queue order.
+
+    A candidate that fits the idle cores starts if it ends (by its request) by the shadow time,
+    or if it uses only extra cores, which it then consumes.  ``queued_sizes`` (sorted cores of
+    the queue) stops the scan as soon as nothing left can fit.
+    """
+    chosen: list[int] = []
+    for chunk in chunks:
+        for j in chunk:
+            p = procs[j]
+            if p > free:
+                continue
+            if now + req[j] <= shadow:
+                pass  # ends (by its request) before the head's reservation
+            elif p <= extra:
+                extra -= p  # runs past the shadow time on cores the head will not need
+            else:
+                continue
+            chosen.append(j)
+            free -= p
+            if free == 0 or queued_sizes[0] > free:
+                return chosen
+    return chosen
+
+
 class Simulator:
     """Replay a workload on ``cores`` cores; implements :class:`rlsched.core.view.Backend`.
 
@@ -300,25 +348,11 @@ class Simulator:
         nothing_fits = free == 0 or self._qsizes[0] > free
         if nothing_fits and self.reservation_log is None:
             return
-        # Shadow time: walk the running jobs by expected end until the head fits.
-        need = procs[qjobs[0]]
-        avail = free
-        rexp, rjob = self._rexp, self._rjob
-        i = 0
-        while avail < need:
-            avail += procs[rjob[i]]
-            i += 1
-        shadow = max(rexp[i - 1], now)
-        # Every job expected to end by the shadow time frees its cores then: count them all in `extra`.
-        while i < len(rexp) and rexp[i] <= shadow:
-            avail += procs[rjob[i]]
-            i += 1
+        shadow, extra = easy_reservation(procs[qjobs[0]], free, self._rexp, self._rjob, procs, now)
         if self.reservation_log is not None:
             self.reservation_log.append((qjobs[0], shadow))
             if nothing_fits:
                 return
-        extra = avail - need
-        req = self._req
         chunks: Iterable[list[int]]
         if len(qjobs) > VECTOR_SCAN_MIN_QUEUE and not self._key_of:
             rows = self._backfill_candidates(free, extra, now, shadow)
@@ -326,26 +360,7 @@ class Simulator:
             chunks = (rows[k:k + 64].tolist() for k in range(0, len(rows), 64))
         else:
             chunks = (qjobs[1:],)
-        chosen: list[int] = []
-        machine_full = False
-        for chunk in chunks:
-            for j in chunk:
-                p = procs[j]
-                if p > free:
-                    continue
-                if now + req[j] <= shadow:
-                    pass  # ends (by its request) before the head's reservation
-                elif p <= extra:
-                    extra -= p  # runs past the shadow time on cores the head will not need
-                else:
-                    continue
-                chosen.append(j)
-                free -= p
-                if free == 0 or self._qsizes[0] > free:
-                    machine_full = True
-                    break
-            if machine_full:
-                break
+        chosen = easy_backfill(chunks, procs, self._req, self._qsizes, free, extra, now, shadow)
         for j in chosen:
             self._dequeue_job(j)
             self._start_job(j, now)

@@ -46,7 +46,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from rlsched.core.view import FloatArray
-from rlsched.sim.engine import DEFAULT_OVERRUN, Overrun, SimulationError, effective_runtimes
+from rlsched.sim.engine import (
+    DEFAULT_OVERRUN,
+    Overrun,
+    SimulationError,
+    easy_backfill,
+    easy_reservation,
+    effective_runtimes,
+)
 from rlsched.sim.workload import Workload
 
 INF = math.inf
@@ -188,34 +195,8 @@ class HybridModel:
         free = s.free
         if len(queue) < 2 or free == 0 or sizes[0] > free:
             return
-        need = procs[queue[0]]
-        avail = free
-        rexp, rjob = s.rexp, s.rjob
-        i = 0
-        while avail < need:
-            avail += procs[rjob[i]]
-            i += 1
-        shadow = max(rexp[i - 1], now)
-        while i < len(rexp) and rexp[i] <= shadow:
-            avail += procs[rjob[i]]
-            i += 1
-        extra = avail - need
-        req = self.req
-        chosen: list[int] = []
-        for j in queue[1:]:
-            p = procs[j]
-            if p > free:
-                continue
-            if now + req[j] <= shadow:
-                pass  # ends (by its request) before the head's reservation
-            elif p <= extra:
-                extra -= p  # runs past the shadow time on cores the head will not need
-            else:
-                continue
-            chosen.append(j)
-            free -= p
-            if free == 0 or sizes[0] > free:
-                break
+        shadow, extra = easy_reservation(procs[queue[0]], free, s.rexp, s.rjob, procs, now)
+        chosen = easy_backfill((queue[1:],), procs, self.req, sizes, free, extra, now, shadow)
         for j in chosen:
             del queue[bisect_left(queue, j)]
             del sizes[bisect_left(sizes, procs[j])]
