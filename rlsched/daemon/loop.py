@@ -37,11 +37,12 @@ import numpy as np
 
 from rlsched.backends.slurm import SlurmBackend
 from rlsched.backends.slurm.parsers import SlurmJob, SlurmNode
+from rlsched.core.atomic import write_json_atomic
 from rlsched.core.rewards import responsiveness
 from rlsched.core.view import ClusterView, Decisions, apply
 from rlsched.daemon.agents import AgentHandle, build_agent
 from rlsched.daemon.config import DaemonConfig
-from rlsched.daemon.state import load_counters, save_counters, write_json_atomic
+from rlsched.daemon.state import load_counters, save_counters
 from rlsched.metrics import CLASS_NAMES, Exporter
 
 log = logging.getLogger(__name__)

@@ -5,17 +5,16 @@ the directory; DESIGN.md §7), so that a kill -9 at any moment leaves the previo
 - ``daemon.json``: the counters (:class:`rlsched.metrics.Counters`) and when the model was saved;
 - ``heartbeat.json``: pid, time, mode and gated partitions, rewritten every cycle and while waiting; the
   gate-mode watchdog (``plugins/slurm/rlsched-gate-watchdog``) reads it;
-- ``slurm-record.json``: the Slurm backend's record of what it changed (its own atomic writer).
+- ``slurm-record.json``: the Slurm backend's record of what it changed (same atomic writer).
 """
 
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
+from rlsched.core.atomic import write_json_atomic
 from rlsched.metrics import Counters
 
 COUNTERS_VERSION = 1
@@ -23,26 +22,6 @@ COUNTERS_VERSION = 1
 
 class CheckpointError(ValueError):
     """A checkpoint file that cannot be read: one line naming the file and the problem."""
-
-
-def write_json_atomic(path: Path, data: Any) -> None:
-    """Write ``data`` as JSON to ``path``: a temporary file in the same folder, fsync, rename, fsync dir."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as fh:
-            json.dump(data, fh, sort_keys=True)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    dir_fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
 
 
 def save_counters(path: Path, counters: Counters, model_saved_s: float | None) -> None:

@@ -30,8 +30,6 @@ import dataclasses
 import json
 import logging
 import math
-import os
-import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
@@ -51,6 +49,7 @@ from rlsched.backends.slurm.parsers import (
     parse_squeue_json,
 )
 from rlsched.backends.slurm.runner import CommandExecutor, CommandResult, CommandRunner, SubprocessRunner
+from rlsched.core.atomic import write_json_atomic
 from rlsched.core.view import CloudState, ClusterView, FinishedJobs, PendingJobs, RunningJobs
 
 log = logging.getLogger(__name__)
@@ -371,18 +370,7 @@ class SlurmBackend:
         if not self.config.state_file:
             return
         path = Path(self.config.state_file)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        # Atomic: write a temporary file, fsync it, rename over the old one (DESIGN.md §7).
-        fd, tmp = tempfile.mkstemp(prefix=path.name + ".", dir=path.parent)
-        try:
-            with os.fdopen(fd, "w") as fh:
-                json.dump(self._record(), fh)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        write_json_atomic(path, self._record())  # atomic: a crash never tears the undo record
 
     def _load_record(self) -> None:
         if not self.config.state_file or not Path(self.config.state_file).exists():

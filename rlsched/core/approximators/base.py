@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import Any, ClassVar
@@ -30,6 +29,7 @@ from typing import Any, ClassVar
 import numpy as np
 import scipy.linalg
 
+from rlsched.core.atomic import atomic_write
 from rlsched.core.view import FloatArray
 
 #: Bumped whenever the layout of a saved file changes incompatibly.
@@ -140,29 +140,13 @@ def qfunction_from_checkpoint(path: str | os.PathLike[str], meta: dict[str, Any]
 
 def save_checkpoint(path: str | os.PathLike[str], meta: dict[str, Any],
                     arrays: dict[str, np.ndarray]) -> None:
-    """Write ``meta`` (JSON) and ``arrays`` to one ``.npz`` file: temp file, fsync, rename."""
+    """Write ``meta`` (JSON) and ``arrays`` to one ``.npz`` file, atomically."""
     target = Path(path)
     header = dict(meta, format_version=FORMAT_VERSION)
     if "__meta__" in arrays:
         raise ValueError("array name '__meta__' is reserved")
     payload = dict(arrays, __meta__=np.array(json.dumps(header, sort_keys=True)))
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            np.savez(handle, **payload)  # type: ignore[arg-type]
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp_name, target)
-    except BaseException:
-        if os.path.exists(tmp_name):
-            os.unlink(tmp_name)
-        raise
-    dir_fd = os.open(target.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
+    atomic_write(target, lambda handle: np.savez(handle, **payload))  # type: ignore[arg-type]
 
 
 def read_checkpoint(path: str | os.PathLike[str]) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
