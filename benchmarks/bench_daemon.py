@@ -31,6 +31,7 @@ from rlsched.backends.slurm import CommandResult, SlurmBackendConfig
 from rlsched.backends.slurm.parsers import parse_sinfo_json, parse_squeue_json
 from rlsched.daemon.config import AgentConfig, DaemonConfig
 from rlsched.daemon.loop import Daemon, TrackingSlurmBackend
+from rlsched.leasing import LeasingConfig
 
 DATA = Path(__file__).resolve().parent.parent / "tests" / "data" / "slurm"
 NOW_S = 1795317300
@@ -106,14 +107,14 @@ class SyntheticSlurm:
 
 
 def make_daemon(runner: SyntheticSlurm, state_dir: str, mode: str = "boost", agent: str = "fixed",
-                **backend: Any) -> Daemon:
+                leasing: LeasingConfig | None = None, **backend: Any) -> Daemon:
     """A daemon over ``runner`` (completions from squeue, so no jobcomp file is needed)."""
     vos = backend.pop("vos", ACCOUNTS)
     bcfg = SlurmBackendConfig(completion_source="squeue", vos=tuple(vos), default_vo=vos[-1],
                               state_file=str(Path(state_dir) / "slurm-record.json"), **backend)
     config = DaemonConfig(source="bench", mode=mode, poll_interval_s=1.0, backend=bcfg,  # type: ignore[arg-type]
                           agent=AgentConfig(kind=agent, pretrain_decisions=0), metrics_port=None,
-                          state_dir=state_dir, checkpoint_every_s=0.0)
+                          state_dir=state_dir, checkpoint_every_s=0.0, leasing=leasing or LeasingConfig())
     # The synthetic jobs live around NOW_S: the backend's clock (completion feed start) must too.
     backend_clock = lambda: float(NOW_S)  # noqa: E731
     return Daemon(config, backend=TrackingSlurmBackend(bcfg, runner=runner, sleep=lambda s: None,

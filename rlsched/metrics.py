@@ -20,7 +20,13 @@ The metrics (types and labels; ``docs/daemon.md`` has the full table):
   ``rlsched_cycle_failures_total{phase}``;
 - ``rlsched_backend_errors_total{kind}`` (``timeout``, ``nonzero_exit``, ``parse_error``,
   ``vanished_job``, …; retried ones included), ``rlsched_backend_up`` (gauge);
-- ``rlsched_checkpoint_age_seconds`` (gauge), ``rlsched_mode{mode}`` (gauge, 1 for the daemon's mode).
+- ``rlsched_checkpoint_age_seconds`` (gauge), ``rlsched_mode{mode}`` (gauge, 1 for the daemon's mode);
+- leasing (served when ``[leasing] enabled``): ``rlsched_lease_cap{source}`` (gauge: ``enforced`` V and
+  the ``policy``, ``hard`` and ``budget`` bounds it is the minimum of), ``rlsched_lease_nodes{state}``
+  (``leased``, ``busy``, ``powering_up``, ``excluded``), ``rlsched_lease_node_seconds_total``,
+  ``rlsched_lease_cost_total``, ``rlsched_lease_budget_left_node_hours``, ``rlsched_lease_budget_exhausted``,
+  ``rlsched_lease_enforcing``, ``rlsched_lease_reconcile_actions_total{kind}`` and
+  ``rlsched_lease_provider_errors_total{kind}``.
 
 Counters live in :class:`Counters`, which the daemon checkpoints with its model, so they continue across
 restarts instead of dropping to zero.
@@ -36,15 +42,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Gauge, Histogram, start_http_server
-from prometheus_client.core import CounterMetricFamily, Metric, SummaryMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric, SummaryMetricFamily
 from prometheus_client.registry import Collector
 
+from rlsched.leasing.reconcile import RECONCILE_KINDS
+
 PREFIX = "rlsched_"
-PHASES = ("view", "decide", "act", "learn", "checkpoint", "export")
+PHASES = ("view", "decide", "act", "learn", "lease", "checkpoint", "export")
 CLASS_NAMES = ("batch", "interactive")     # JobClass.BATCH = 0, JobClass.INTERACTIVE = 1
 #: Label values served at 0 before they first happen, so that rate() and the dashboard see every series.
 DECISION_KINDS = ("boost", "release", "hold", "lease_cap")
-ACTION_KINDS = ("nice_set", "nice_restored", "hold", "release", "node_drain", "node_resume")
+ACTION_KINDS = ("nice_set", "nice_restored", "hold", "release", "node_drain", "node_resume", "node_power_down")
+LEASE_NODE_STATES = ("leased", "busy", "powering_up", "excluded")
+LEASE_CAP_SOURCES = ("enforced", "policy", "hard", "budget")
 ERROR_KINDS = ("timeout", "nonzero_exit", "parse_error", "missing_command", "os_error", "vanished_job")
 
 #: Every metric name the exporter serves (a test checks the Grafana dashboard against it).
@@ -55,6 +65,9 @@ METRIC_NAMES = frozenset({
     "rlsched_cycle_seconds_bucket", "rlsched_cycle_seconds_count", "rlsched_cycle_seconds_sum",
     "rlsched_cycle_phase_seconds", "rlsched_cycles_total", "rlsched_cycle_failures_total",
     "rlsched_backend_errors_total", "rlsched_backend_up", "rlsched_checkpoint_age_seconds", "rlsched_mode",
+    "rlsched_lease_cap", "rlsched_lease_nodes", "rlsched_lease_node_seconds_total", "rlsched_lease_cost_total",
+    "rlsched_lease_budget_left_node_hours", "rlsched_lease_budget_exhausted", "rlsched_lease_enforcing",
+    "rlsched_lease_reconcile_actions_total", "rlsched_lease_provider_errors_total",
 })
 
 
@@ -132,6 +145,50 @@ class _CounterCollector(Collector):
             yield w
 
 
+class _LeaseCollector(Collector):
+    """Serves the leasing controller's snapshot (``LeasingService.snapshot``); nothing while it is off."""
+
+    def __init__(self, snapshot: Callable[[], Mapping[str, Any] | None], lock: threading.Lock) -> None:
+        self._snapshot = snapshot
+        self._lock = lock
+
+    def collect(self) -> Iterable[Metric]:
+        with self._lock:
+            snap = self._snapshot()
+            if snap is None:
+                return
+            cap = GaugeMetricFamily(PREFIX + "lease_cap", "Cap V on leased cloud nodes: the enforced value and "
+                                    "the policy, hard and budget bounds it is the minimum of.", labels=["source"])
+            for source, key in zip(LEASE_CAP_SOURCES, ("cap", "policy_cap", "hard_cap", "budget_cap"), strict=True):
+                if snap.get(key) is not None:
+                    cap.add_metric([source], float(min(snap[key], 2**31 - 1)))
+            yield cap
+            nodes = GaugeMetricFamily(PREFIX + "lease_nodes", "Managed cloud nodes by state.", labels=["state"])
+            for state in LEASE_NODE_STATES:
+                nodes.add_metric([state], float(snap.get(state, 0)))
+            yield nodes
+            node_s = CounterMetricFamily(PREFIX + "lease_node_seconds", "Leased cloud node-seconds charged.")
+            node_s.add_metric([], float(snap["node_seconds_total"]))
+            yield node_s
+            cost = CounterMetricFamily(PREFIX + "lease_cost", "Cost of the leased node-seconds (price_per_node_hour).")
+            cost.add_metric([], float(snap["cost_total"]))
+            yield cost
+            for name, help_text, value in (
+                    ("lease_budget_left_node_hours", "Node-hours left in today's (UTC) leasing budget.",
+                     float(snap["budget_left_node_hours"])),
+                    ("lease_budget_exhausted", "1 when today's budget allows no new lease.",
+                     float(bool(snap["budget_exhausted"]))),
+                    ("lease_enforcing", "1 when the cap is enforced (0 in shadow mode).",
+                     float(bool(snap["enforcing"])))):
+                gauge = GaugeMetricFamily(PREFIX + name, help_text)
+                gauge.add_metric([], value)
+                yield gauge
+            yield _by_label("lease_reconcile_actions", "Reconcile loop actions by kind.", "kind",
+                            snap.get("reconcile", {}), RECONCILE_KINDS)
+            yield _by_label("lease_provider_errors", "Provider command failures by kind.", "kind",
+                            snap.get("provider_errors", {}), ERROR_KINDS)
+
+
 def _by_label(name: str, help_text: str, label: str, values: Mapping[str, float],
               known: Iterable[str]) -> CounterMetricFamily:
     family = CounterMetricFamily(PREFIX + name, help_text, labels=[label])
@@ -150,7 +207,8 @@ class Exporter:
     """
 
     def __init__(self, state_names: Sequence[str], counters: Callable[[], Counters], mode: str,
-                 registry: CollectorRegistry | None = None, clock: Callable[[], float] = time.time) -> None:
+                 registry: CollectorRegistry | None = None, clock: Callable[[], float] = time.time,
+                 lease_snapshot: Callable[[], Mapping[str, Any] | None] | None = None) -> None:
         self.registry = registry or CollectorRegistry(auto_describe=True)
         self.lock = threading.Lock()
         self.clock = clock
@@ -175,6 +233,8 @@ class Exporter:
         for name in ("shadow", "boost", "gate"):
             modes.labels(mode=name).set(1.0 if name == mode else 0.0)
         r.register(_CounterCollector(counters, self.lock))
+        if lease_snapshot is not None:
+            r.register(_LeaseCollector(lease_snapshot, self.lock))
         self._queue_keys: set[QueueKey] = set()
         self.server: Any = None
 

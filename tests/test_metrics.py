@@ -12,6 +12,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from benchmarks.bench_daemon import SyntheticSlurm, make_daemon, synthetic_squeue_json
+from rlsched.leasing import LeasingConfig
 from rlsched.metrics import METRIC_NAMES, Counters
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -19,9 +20,12 @@ DASHBOARD = ROOT / "etc" / "grafana" / "rlsched-dashboard.json"
 
 
 def served_samples(tmp_path: Path) -> dict[str, list[tuple[dict[str, str], float]]]:
-    """Run two gate-mode cycles of a learning daemon and scrape its endpoint on 127.0.0.1."""
+    """Run two gate-mode cycles of a learning daemon with leasing on and scrape its endpoint on 127.0.0.1."""
     runner = SyntheticSlurm(synthetic_squeue_json(30, n_running=2, held_fraction=1.0))
-    daemon = make_daemon(runner, str(tmp_path), mode="gate", agent="sarsa", partitions=frozenset({"debug", "short"}))
+    leasing = LeasingConfig(enabled=True, nodes=("cloud1", "cloud2", "cloud3", "cloud4"), max_nodes=2,
+                            policy="fixed", budget_node_hours_per_day=10.0, price_per_node_hour=0.5)
+    daemon = make_daemon(runner, str(tmp_path), mode="gate", agent="sarsa", leasing=leasing,
+                         partitions=frozenset({"debug", "short"}))
     daemon.cycle()
     daemon.cycle()
     port = daemon.exporter.serve("127.0.0.1", 0)

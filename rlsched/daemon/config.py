@@ -1,10 +1,10 @@
-"""The daemon's TOML configuration: ``[backend]``, ``[agent]``, ``[metrics]``, ``[state]``, ``[gate]``.
+"""The daemon's TOML configuration: ``[backend]``, ``[agent]``, ``[metrics]``, ``[state]``, ``[gate]``, ``[leasing]``.
 
 Every key is checked; a bad one is a one-line :class:`ConfigError` naming the file and the key
 (DESIGN.md §7: "configs ... get one-line errors naming the file/line/key").  The ``[backend]`` table
 beyond ``kind``, ``mode`` and ``poll_interval_s`` belongs to the Slurm backend and is checked by
 :meth:`rlsched.backends.slurm.SlurmBackendConfig.from_table`.  See ``docs/daemon.md`` and
-``etc/rlsched.toml``.
+``etc/rlsched.toml``.  ``[leasing]`` is checked by :meth:`rlsched.leasing.LeasingConfig.from_table`.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from rlsched.backends.slurm import SlurmBackendConfig
+from rlsched.leasing.config import LeasingConfig
 
 Mode = Literal["shadow", "boost", "gate"]
 MODES: tuple[Mode, ...] = ("shadow", "boost", "gate")
@@ -85,6 +86,7 @@ class DaemonConfig:
     state_dir: str = "/var/lib/rlsched"
     checkpoint_every_s: float = 60.0
     gate: GateConfig = field(default_factory=GateConfig)
+    leasing: LeasingConfig = field(default_factory=LeasingConfig)
     max_backoff_s: float = 300.0
 
     @property
@@ -145,7 +147,7 @@ def parse_listen(source: str, value: str) -> tuple[str, int | None]:
 
 def config_from_dict(data: Mapping[str, Any], source: str = "config") -> DaemonConfig:
     """Build a :class:`DaemonConfig` from parsed TOML (``source`` names the file in errors)."""
-    sections = {"backend", "agent", "metrics", "state", "gate"}
+    sections = {"backend", "agent", "metrics", "state", "gate", "leasing"}
     for key, value in data.items():
         if key not in sections:
             raise _err(source, key, f"unknown section (known: {', '.join(sorted(sections))})")
@@ -201,10 +203,18 @@ def config_from_dict(data: Mapping[str, Any], source: str = "config") -> DaemonC
         if gate.stale_after_s <= 2 * float(poll):
             raise _err(source, "gate.stale_after_s", f"must exceed twice poll_interval_s ({float(poll):g} s), "
                                                      f"or the watchdog releases jobs under a live daemon")
+    try:
+        leasing = LeasingConfig.from_table(data.get("leasing", {}), source)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    if leasing.enabled and leasing.reconcile_every_s < float(poll):
+        raise _err(source, "leasing.reconcile_every_s", f"must be >= poll_interval_s ({float(poll):g} s): the "
+                                                        "reconcile loop runs inside a daemon cycle")
     return DaemonConfig(source=source, mode=mode, poll_interval_s=float(poll), backend=backend, agent=agent,
                         metrics_host=host, metrics_port=port,
                         state_dir=state_kw.get("dir", DaemonConfig.state_dir),
-                        checkpoint_every_s=float(state_kw.get("checkpoint_every_s", 60.0)), gate=gate)
+                        checkpoint_every_s=float(state_kw.get("checkpoint_every_s", 60.0)), gate=gate,
+                        leasing=leasing)
 
 
 def load_config(path: str | Path) -> DaemonConfig:

@@ -31,6 +31,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import FrameType
 
 import numpy as np
@@ -43,6 +44,7 @@ from rlsched.core.view import ClusterView, Decisions, apply
 from rlsched.daemon.agents import AgentHandle, build_agent
 from rlsched.daemon.config import DaemonConfig
 from rlsched.daemon.state import load_counters, save_counters
+from rlsched.leasing import LeaseStatus, LeasingService
 from rlsched.metrics import CLASS_NAMES, Exporter
 
 log = logging.getLogger(__name__)
@@ -70,6 +72,7 @@ class CycleReport:
     failed: list[str] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)
     new_rewards: int = 0
+    lease: LeaseStatus | None = None
 
 
 class Daemon:
@@ -94,7 +97,13 @@ class Daemon:
         if self.agent.load(config.model_file):
             log.info("loaded the agent's model and experience from %s", config.model_file)
         self.stop_event = threading.Event()
-        self.exporter = Exporter(self.agent.state_names, lambda: self.counters, config.mode, clock=clock)
+        self.leasing: LeasingService | None = None
+        if config.leasing.enabled:
+            self.leasing = LeasingService(config.leasing, self.backend, Path(state_dir),
+                                          enforce=config.mode != "shadow")
+        leasing = self.leasing
+        self.exporter = Exporter(self.agent.state_names, lambda: self.counters, config.mode, clock=clock,
+                                 lease_snapshot=None if leasing is None else leasing.snapshot)
         self.exporter.last_checkpoint_s = self.model_saved_s
         self.consecutive_failures = 0
         self._seen_errors: Counter[str] = Counter(self.backend.errors)
@@ -136,6 +145,9 @@ class Daemon:
                     report.acted = True
             with self._phase("learn", report):
                 report.new_rewards = self._account_learning(view)
+            if self.leasing is not None:
+                with self._phase("lease", report), self.exporter.lock:
+                    report.lease = self.leasing.cycle(view)
         # Counted before the checkpoint so that it holds this cycle too.
         self._sync_backend_counters()
         with self.exporter.lock:

@@ -97,6 +97,7 @@ class SlurmBackend:
         self.applied_nice: dict[int, int] = {}
         self.held_by_rlsched: set[int] = set()
         self.drained_by_rlsched: set[str] = set()
+        self.drain_reasons: dict[str, str] = {}
         self.lease_cap: int | None = None
         self._feed: CompletionFeed | None = None
         self._saved_feed: dict[str, Any] | None = None
@@ -303,36 +304,86 @@ class SlurmBackend:
             self._jobs[job_id] = dataclasses.replace(job, **changes)
 
     # -------------------------------------------------------------------------------------- lease cap
+    @property
+    def last_nodes(self) -> list[SlurmNode]:
+        """The nodes of the last poll."""
+        return list(self._nodes)
+
     def set_lease_cap(self, n: int) -> None:
-        """At most ``n`` cloud nodes may be leased: the nodes beyond the first ``n`` (busy and powered nodes
-        first, then by name) are drained so power saving will not resume them; the rest are resumed if
-        rlsched drained them."""
+        """At most ``n`` cloud nodes may be leased (see :meth:`enforce_lease_cap`, over every cloud node)."""
+        self.enforce_lease_cap(n)
+
+    def enforce_lease_cap(self, n: int, managed: Sequence[str] | None = None,
+                          excluded: dict[str, str] | None = None) -> list[str]:
+        """Keep at most ``n`` of the ``managed`` cloud nodes usable; returns the allowed ones.
+
+        Allowed are the first ``n`` of the managed nodes that are neither ``excluded`` (name → drain
+        reason, e.g. a node backing off after failed launches) nor drained by someone else, busy nodes
+        first, then powered ones, then by name (so a lower cap never takes a busy node while an idle one
+        can go).  Every other managed node is drained (``Reason=rlsched_lease_cap`` or its exclusion
+        reason): running jobs finish, no new job starts there and power saving will not resume it.
+        Nodes rlsched drained that are allowed again are resumed.  ``managed`` None: every cloud node
+        in scope (partitions).
+        """
         if n < 0:
             raise ValueError(f"lease cap must be >= 0, got {n}")
         if not self._nodes:
             self.poll()
-        cloud = [node for node in self._nodes if node.cloud and self._in_scope(node.partitions)]
-        cloud.sort(key=lambda node: (node.alloc_cpus == 0, not node.powered, node.name))
-        allowed = {node.name for node in cloud[:n]}
-        to_drain = [node.name for node in cloud[n:] if node.name not in self.drained_by_rlsched
-                    and "DRAIN" not in node.flags]
+        excluded = excluded or {}
+        names = set(managed) if managed is not None else None
+        # Named nodes are managed wherever their partitions are; else every cloud node rlsched schedules.
+        cloud = [node for node in self._nodes if node.cloud
+                 and (node.name in names if names is not None else self._in_scope(node.partitions))]
+        candidates = [node for node in cloud if node.name not in excluded
+                      and ("DRAIN" not in node.flags or node.name in self.drained_by_rlsched)]
+        candidates.sort(key=lambda node: (node.alloc_cpus == 0, not node.powered, node.name))
+        allowed = [node.name for node in candidates[:n]]
+        by_reason: dict[str, list[str]] = {}
+        for node in cloud:
+            if node.name in allowed:
+                continue
+            reason = excluded.get(node.name, LEASE_DRAIN_REASON)
+            if node.name in self.drained_by_rlsched and self.drain_reasons.get(node.name) == reason:
+                continue
+            if "DRAIN" in node.flags and node.name not in self.drained_by_rlsched:
+                continue                       # an admin's drain: not ours to change
+            by_reason.setdefault(reason, []).append(node.name)
         to_resume = sorted(name for name in self.drained_by_rlsched if name in allowed)
         self.lease_cap = n
         try:
-            if to_drain:
-                self.executor.run([self._cmd("scontrol"), "update", f"NodeName={','.join(to_drain)}",
-                                   "State=DRAIN", f"Reason={LEASE_DRAIN_REASON}"], lambda r: None)
-                self.drained_by_rlsched.update(to_drain)
-                self.actions["node_drain"] += len(to_drain)
+            for reason, drain in sorted(by_reason.items()):
+                self.drain_nodes(drain, reason)
             if to_resume:
                 self._resume_nodes(to_resume)
         finally:
             self._save_record()
+        return allowed
+
+    def drain_nodes(self, names: Sequence[str], reason: str) -> None:
+        """Drain these nodes with ``reason`` and record them as drained by rlsched (undone on stop)."""
+        if not names:
+            return
+        self.executor.run([self._cmd("scontrol"), "update", f"NodeName={','.join(names)}", "State=DRAIN",
+                           f"Reason={reason}"], lambda r: None)
+        self.drained_by_rlsched.update(names)
+        self.drain_reasons.update({name: reason for name in names})
+        self.actions["node_drain"] += len(names)
+        self._save_record()
+
+    def power_down_nodes(self, names: Sequence[str], reason: str) -> None:
+        """``State=POWER_DOWN_FORCE``: Slurm requeues the nodes' jobs and runs the SuspendProgram now."""
+        if not names:
+            return
+        self.executor.run([self._cmd("scontrol"), "update", f"NodeName={','.join(names)}",
+                           "State=POWER_DOWN_FORCE", f"Reason={reason}"], lambda r: None)
+        self.actions["node_power_down"] += len(names)
 
     def _resume_nodes(self, names: Sequence[str]) -> None:
         self.executor.run([self._cmd("scontrol"), "update", f"NodeName={','.join(names)}", "State=RESUME"],
                           lambda r: None)
         self.drained_by_rlsched.difference_update(names)
+        for name in names:
+            self.drain_reasons.pop(name, None)
         self.actions["node_resume"] += len(names)
 
     # -------------------------------------------------------------------------------------- undo
@@ -363,6 +414,7 @@ class SlurmBackend:
                 "applied_nice": {str(k): v for k, v in self.applied_nice.items()},
                 "held_by_rlsched": sorted(self.held_by_rlsched),
                 "drained_by_rlsched": sorted(self.drained_by_rlsched),
+                "drain_reasons": dict(sorted(self.drain_reasons.items())),
                 "lease_cap": self.lease_cap,
                 "completion_feed": self._feed.state() if self._feed is not None else self._saved_feed}
 
@@ -382,6 +434,7 @@ class SlurmBackend:
             self.applied_nice = {int(k): int(v) for k, v in record.get("applied_nice", {}).items()}
             self.held_by_rlsched = {int(x) for x in record.get("held_by_rlsched", [])}
             self.drained_by_rlsched = {str(x) for x in record.get("drained_by_rlsched", [])}
+            self.drain_reasons = {str(k): str(v) for k, v in dict(record.get("drain_reasons", {})).items()}
             cap = record.get("lease_cap")
             self.lease_cap = None if cap is None else int(cap)
             feed = record.get("completion_feed")

@@ -1,0 +1,204 @@
+"""The live leasing controller: one :meth:`LeasingService.cycle` per daemon cycle (issue 6).
+
+Each cycle: charge the ledger for the cloud nodes leased now → (every ``reconcile_every_s``) reconcile
+Slurm's view with the provider's → decide V (policy per period, clamps per cycle) → enforce it (drain
+above, resume under) and write the permit file the ResumeProgram hook checks → checkpoint.  The cap is
+enforced twice, by Slurm (drained nodes are never resumed) and by the hook (nodes not in the permit are
+refused), so a crashed or hung daemon cannot let more than V nodes be leased: a stale permit or heartbeat
+makes the hook refuse every lease.
+
+Shadow mode computes and exports V and the reconcile plan, and changes no node: no drain, no power-down,
+no instance ended, and a permit that does not enforce.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rlsched.backends.slurm import SlurmBackend
+from rlsched.backends.slurm.errors import SlurmError
+from rlsched.backends.slurm.parsers import SlurmNode
+from rlsched.core.atomic import write_json_atomic
+from rlsched.core.view import ClusterView
+from rlsched.leasing.budget import LeaseLedger
+from rlsched.leasing.config import LeasingConfig
+from rlsched.leasing.policy import CapDecision, CapPolicy
+from rlsched.leasing.provider import ProviderClient
+from rlsched.leasing.reconcile import CloudNodeStatus, ReconcilePlan, Reconciler
+
+log = logging.getLogger(__name__)
+
+STATE_VERSION = 1
+
+
+def node_status(node: SlurmNode) -> CloudNodeStatus:
+    flags = node.flags
+    powering_up = "POWERING_UP" in flags
+    powered_down = "POWERED_DOWN" in flags
+    down = node.state in ("down", "error") or "FAIL" in flags
+    up = not (powering_up or powered_down or down or "POWERING_DOWN" in flags or "NOT_RESPONDING" in flags)
+    return CloudNodeStatus(name=node.name, powering_up=powering_up, powered_down=powered_down,
+                           powering_down="POWERING_DOWN" in flags, up=up, down=down)
+
+
+def is_leased(node: SlurmNode) -> bool:
+    """Billed by the provider: anything but powered down (powering up and down included)."""
+    return "POWERED_DOWN" not in node.flags
+
+
+@dataclass
+class LeaseStatus:
+    """The controller's state after a cycle, for the exporter and ``rlsched status``."""
+
+    decision: CapDecision | None = None
+    enforcing: bool = False
+    leased: int = 0
+    busy: int = 0
+    powering_up: int = 0
+    excluded: int = 0
+    allowed: list[str] = field(default_factory=list)
+    budget_exhausted: bool = False
+
+
+class LeasingService:
+    """Owns the ledger, the policy and the reconciler; acts through the Slurm backend and the provider."""
+
+    def __init__(self, config: LeasingConfig, backend: SlurmBackend, state_dir: Path, enforce: bool,
+                 provider: ProviderClient | None = None) -> None:
+        self.config = config
+        self.backend = backend
+        self.enforce = enforce
+        self.state_file = Path(state_dir) / "leasing.json"
+        self.permit_file = Path(state_dir) / "lease-permit.json"
+        self.ledger = LeaseLedger(config.budget_node_seconds_per_day, config.price_per_node_hour)
+        self.policy = CapPolicy(config)
+        self.reconciler = Reconciler(config)
+        self.provider = provider if provider is not None or not config.provider_command else ProviderClient(
+            config.provider_command, config.provider_timeout_s)
+        self.reconcile_events: Counter[str] = Counter()
+        self.last_reconcile_s: float | None = None
+        self.status = LeaseStatus()
+        self._load()
+
+    # -------------------------------------------------------------------------------------- state
+    def _load(self) -> None:
+        if not self.state_file.exists():
+            return
+        source = str(self.state_file)
+        try:
+            data = json.loads(self.state_file.read_text())
+            self.ledger.restore(data.get("ledger", {}), source)
+            self.reconciler.restore(data.get("reconcile", {}), source)
+            self.reconcile_events = Counter({str(k): int(v) for k, v in data.get("reconcile_events", {}).items()})
+            cap = data.get("policy_cap")
+            self.policy.policy_cap = None if cap is None else int(cap)
+            at = data.get("decided_at_s")
+            self.policy.decided_at_s = None if at is None else float(at)
+        except (OSError, ValueError, TypeError, AttributeError) as exc:
+            raise ValueError(f"{source}: unreadable leasing state: {exc}") from None
+
+    def save(self) -> None:
+        """Atomic: the ledger (money) and the failure counts survive a crash."""
+        write_json_atomic(self.state_file, {
+            "version": STATE_VERSION, "ledger": self.ledger.to_dict(), "reconcile": self.reconciler.to_dict(),
+            "reconcile_events": dict(self.reconcile_events), "policy_cap": self.policy.policy_cap,
+            "decided_at_s": self.policy.decided_at_s})
+
+    def write_permit(self, now_s: float, allowed: list[str], cap: int, reason: str) -> None:
+        write_json_atomic(self.permit_file, {"version": 1, "time": now_s, "enforce": self.enforce,
+                                             "allowed": sorted(allowed), "cap": cap, "reason": reason})
+
+    # -------------------------------------------------------------------------------------- cycle
+    def managed_nodes(self) -> list[SlurmNode]:
+        names = set(self.config.nodes)
+        return [n for n in self.backend.last_nodes if n.name in names and n.cloud]
+
+    def cycle(self, view: ClusterView) -> LeaseStatus:
+        now = view.time_s
+        nodes = self.managed_nodes()
+        leased = [n for n in nodes if is_leased(n)]
+        self.ledger.charge(now, len(leased))
+        self._notice_admin_resumes(nodes)
+        if self.last_reconcile_s is None or now - self.last_reconcile_s >= self.config.reconcile_every_s:
+            self.last_reconcile_s = now
+            self._reconcile(nodes, now)
+        excluded = self.reconciler.excluded(now)
+        usable = sum(1 for n in nodes if n.name not in excluded)
+        decision = self.policy.decide(view, self.ledger, usable)
+        was_exhausted = self.status.budget_exhausted
+        exhausted = decision.budget_cap == 0
+        allowed: list[str] = []
+        if self.enforce:
+            allowed = self.backend.enforce_lease_cap(decision.cap, list(self.config.nodes), excluded)
+        self.write_permit(now, allowed, decision.cap, decision.reason)
+        if exhausted and not was_exhausted:
+            log.warning("leasing: today's budget is spent (%.2f of %.2f node-hours): no new lease and no new "
+                        "job on a leased node until 00:00 UTC; running jobs continue",
+                        self.ledger.used_today_s / 3600, self.config.budget_node_seconds_per_day / 3600)
+        elif was_exhausted and not exhausted:
+            log.info("leasing: budget available again (%.2f node-hours left today)",
+                     self.ledger.remaining_today_s / 3600)
+        previous = self.status.decision
+        if previous is None or previous.cap != decision.cap:
+            log.info("leasing: cap V = %d (%s; policy %d, hard %d, budget %d)%s", decision.cap, decision.reason,
+                     decision.policy_cap, decision.hard_cap, decision.budget_cap, "" if self.enforce else " [shadow]")
+        self.status = LeaseStatus(
+            decision=decision, enforcing=self.enforce, leased=len(leased),
+            busy=sum(1 for n in nodes if n.alloc_cpus > 0),
+            powering_up=sum(1 for n in nodes if "POWERING_UP" in n.flags), excluded=len(excluded),
+            allowed=allowed, budget_exhausted=exhausted)
+        self.save()
+        return self.status
+
+    def _notice_admin_resumes(self, nodes: list[SlurmNode]) -> None:
+        """A node rlsched drained that is no longer drained was resumed by an admin: forget its failures."""
+        drained = self.backend.drained_by_rlsched
+        undrained = [n.name for n in nodes if n.name in drained and "DRAIN" not in n.flags]
+        if undrained:
+            log.info("leasing: %s resumed by someone else; its launch failures are forgotten", ",".join(undrained))
+            drained.difference_update(undrained)
+            for name in undrained:
+                self.backend.drain_reasons.pop(name, None)
+            self.reconciler.admin_resumed(undrained)
+
+    def _reconcile(self, nodes: list[SlurmNode], now: float) -> None:
+        instances: list[str] | None = None
+        if self.provider is not None:
+            try:
+                instances = self.provider.list_instances()
+            except SlurmError as exc:
+                log.warning("leasing: cannot list the provider's instances: %s (orphans not checked)", exc)
+        plan = self.reconciler.plan([node_status(n) for n in nodes], instances, now)
+        if plan.empty:
+            return
+        for message in plan.messages:
+            log.warning("leasing reconcile%s: %s", "" if self.enforce else " [shadow, not acted on]", message)
+        if not self.enforce:
+            return
+        self._act(plan)
+
+    def _act(self, plan: ReconcilePlan) -> None:
+        try:
+            self.backend.power_down_nodes(plan.power_down, "rlsched_stuck_power_up")
+        finally:
+            self.reconcile_events.update(plan.events)
+        if plan.terminate and self.provider is not None:
+            self.provider.suspend(plan.terminate)
+
+    def snapshot(self) -> dict[str, Any]:
+        """What the exporter serves (see :mod:`rlsched.metrics`)."""
+        d = self.status.decision
+        return {"cap": None if d is None else d.cap, "policy_cap": None if d is None else d.policy_cap,
+                "hard_cap": None if d is None else d.hard_cap, "budget_cap": None if d is None else d.budget_cap,
+                "leased": self.status.leased, "busy": self.status.busy, "powering_up": self.status.powering_up,
+                "excluded": self.status.excluded, "node_seconds_total": self.ledger.total_node_s,
+                "cost_total": self.ledger.total_cost, "used_today_s": self.ledger.used_today_s,
+                "budget_left_node_hours": self.ledger.remaining_today_s / 3600.0,
+                "budget_exhausted": self.status.budget_exhausted, "enforcing": self.enforce,
+                "reconcile": dict(self.reconcile_events),
+                "provider_errors": dict(self.provider.errors) if self.provider is not None else {}}
