@@ -298,3 +298,24 @@ def test_stuck_nodes_are_powered_down_and_kept_out_of_the_cap(tmp_path: Path) ->
     assert report.lease is not None and report.lease.decision is not None and report.lease.decision.cap == 3
     assert daemon.leasing is not None
     assert daemon.leasing.snapshot()["reconcile"] == {"stuck_power_up": 1, "launch_backoff": 1}
+
+
+def test_status_reports_the_leasing_books(tmp_path: Path) -> None:
+    from rlsched.cli.daemon import status_report
+
+    runner = SyntheticSlurm(synthetic_squeue_json(20), sinfo_with({"cloud1": []}, alloc={"cloud1": 8}))
+    config = LeasingConfig(enabled=True, nodes=CLOUD, max_nodes=2, policy="fixed", budget_node_hours_per_day=5,
+                           price_per_node_hour=2.0)
+    daemon = make_daemon(runner, str(tmp_path), mode="boost", leasing=config)
+    clock = [float(NOW_S)]
+    daemon.backend.clock = lambda: clock[0]
+    daemon.cycle()
+    clock[0] += 3600.0
+    daemon.cycle()
+    lease = status_report(daemon, 5)["leasing"]
+    assert lease["enforcing"] and lease["max_nodes"] == 2 and lease["budget_node_hours_per_day"] == 5.0
+    midnight = (NOW_S // DAY_S + 1) * DAY_S
+    today_s = 3600.0 if midnight >= NOW_S + 3600 else NOW_S + 3600 - midnight
+    assert lease["used_today_node_hours"] == pytest.approx(today_s / 3600)
+    assert lease["node_hours_total"] == pytest.approx(1.0) and lease["cost_total"] == pytest.approx(2.0)
+    assert lease["last_permit"]["cap"] == 2 and lease["last_permit"]["allowed"] == ["cloud1", "cloud2"]

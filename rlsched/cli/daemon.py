@@ -66,7 +66,7 @@ def status_report(runner: Daemon, limit: int) -> dict[str, Any]:
                      "cores": int(pend.cores[i]), "req_time_s": float(pend.req_time_s[i]),
                      "held": bool(pend.held[i]), "score": _finite(float(scores[i]))})
     decisions = runner.agent.decide(view)
-    return {"mode": runner.config.mode, "agent": runner.config.agent.kind, "time_s": view.time_s,
+    report = {"mode": runner.config.mode, "agent": runner.config.agent.kind, "time_s": view.time_s,
             "total_cores": view.total_cores, "idle_cores": view.idle_cores,
             "running": len(view.running), "pending": len(pend),
             "state": {name: float(v) for name, v in zip(runner.agent.state_names, state.tolist(), strict=True)},
@@ -74,6 +74,27 @@ def status_report(runner: Daemon, limit: int) -> dict[str, Any]:
             "would": {"release": list(decisions.release), "hold": list(decisions.hold),
                       "boost": None if decisions.boost is None
                       else list(decisions.boost[:runner.backend.config.max_boosted])}}
+    if runner.leasing is not None:
+        report["leasing"] = leasing_report(runner, view.time_s)
+    return report
+
+
+def leasing_report(runner: Daemon, now_s: float) -> dict[str, Any]:
+    """The leasing controller's books as of its last cycle (read from its state files, nothing changed)."""
+    lz = runner.leasing
+    assert lz is not None
+    permit: dict[str, Any] | None = None
+    try:
+        permit = json.loads(lz.permit_file.read_text())
+    except (OSError, ValueError):
+        permit = None
+    cfg = lz.config
+    return {"enforcing": lz.enforce, "nodes": list(cfg.nodes), "max_nodes": cfg.max_nodes, "policy": cfg.policy,
+            "budget_node_hours_per_day": _finite(cfg.budget_node_seconds_per_day / 3600.0),
+            "used_today_node_hours": lz.ledger.used_today_s / 3600.0,
+            "node_hours_total": lz.ledger.total_node_s / 3600.0, "cost_total": lz.ledger.total_cost,
+            "excluded": lz.reconciler.excluded(now_s), "launch_failures": dict(lz.reconciler.failures),
+            "reconcile_actions": dict(lz.reconcile_events), "last_permit": permit}
 
 
 def _finite(x: float) -> float | None:
@@ -121,3 +142,15 @@ def status(config_path: str, as_json: bool, limit: int) -> None:
     would = report["would"]
     if would["release"] or would["hold"] or would["boost"]:
         click.echo(f"would: release {would['release']} hold {would['hold']} boost {would['boost']}")
+    lease = report.get("leasing")
+    if lease is not None:
+        permit = lease["last_permit"] or {}
+        budget = lease["budget_node_hours_per_day"]
+        click.echo(f"leasing ({'enforcing' if lease['enforcing'] else 'shadow'}, policy {lease['policy']}): "
+                   f"cap V {permit.get('cap', '?')} of {lease['max_nodes']} ({permit.get('reason', 'no cycle yet')}), "
+                   f"allowed {permit.get('allowed', [])}")
+        click.echo(f"  today {lease['used_today_node_hours']:.2f} of "
+                   f"{'unlimited' if budget is None else f'{budget:.2f}'} node-hours; in all "
+                   f"{lease['node_hours_total']:.2f} node-hours, cost {lease['cost_total']:.2f}")
+        if lease["excluded"]:
+            click.echo(f"  out of the cap after failed launches: {lease['excluded']}")
