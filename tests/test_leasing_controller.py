@@ -272,7 +272,7 @@ def test_budget_exhausted_means_no_new_lease_a_log_line_and_a_metric(tmp_path: P
         daemon.cycle()
     d = daemon.leasing.status.decision
     assert d is not None and d.cap == 0 and d.reason == "budget"
-    assert "budget is spent" in caplog.text and "running jobs continue" in caplog.text
+    assert "budget exhausted" in caplog.text and "running jobs continue" in caplog.text
     assert daemon.leasing.snapshot()["budget_exhausted"] is True
     # every managed node drained — the busy ones keep their jobs (drain, not down) — and none resumed
     assert drains(runner)[-1] == ("scontrol", "update", "NodeName=cloud1,cloud2,cloud3,cloud4", "State=DRAIN",
@@ -294,9 +294,20 @@ def test_stuck_nodes_are_powered_down_and_kept_out_of_the_cap(tmp_path: Path) ->
     report = daemon.cycle()
     assert ("scontrol", "update", "NodeName=cloud1", "State=POWER_DOWN_FORCE",
             "Reason=rlsched_stuck_power_up") in runner.actions()
-    assert ("scontrol", "update", "NodeName=cloud1", "State=DRAIN", "Reason=rlsched_launch_backoff") in runner.actions()
+    backoff_drain = ("scontrol", "update", "NodeName=cloud1", "State=DRAIN", "Reason=rlsched_launch_backoff")
+    # Slurm drops a drain set while the node powers down: it is drained once the power-down is over.
+    assert backoff_drain not in runner.actions()
     assert report.lease is not None and report.lease.decision is not None and report.lease.decision.cap == 3
-    assert daemon.leasing is not None
+    assert "cloud1" not in report.lease.allowed
+    runner.sinfo = sinfo_with({"cloud1": ["POWERING_DOWN"]})
+    clock[0] += 1.0
+    daemon.cycle()
+    assert backoff_drain not in runner.actions()
+    runner.sinfo = sinfo_with({"cloud1": ["POWERED_DOWN"]})        # a forced power-down cleared any DRAIN
+    clock[0] += 1.0
+    daemon.cycle()
+    assert runner.actions()[-1] == backoff_drain
+    assert daemon.leasing is not None and daemon.leasing.reconciler.failures == {"cloud1": 1}   # not "resumed"
     assert daemon.leasing.snapshot()["reconcile"] == {"stuck_power_up": 1, "launch_backoff": 1}
 
 
@@ -319,3 +330,29 @@ def test_status_reports_the_leasing_books(tmp_path: Path) -> None:
     assert lease["used_today_node_hours"] == pytest.approx(today_s / 3600)
     assert lease["node_hours_total"] == pytest.approx(1.0) and lease["cost_total"] == pytest.approx(2.0)
     assert lease["last_permit"]["cap"] == 2 and lease["last_permit"]["allowed"] == ["cloud1", "cloud2"]
+
+
+def test_an_admin_resume_clears_a_given_up_node_but_a_drain_lost_to_a_power_down_does_not(tmp_path: Path) -> None:
+    runner = SyntheticSlurm(synthetic_squeue_json(20), sinfo_with({}))
+    config = LeasingConfig(enabled=True, nodes=CLOUD, max_nodes=4, policy="fixed", budget_node_hours_per_day=24,
+                           max_launch_failures=1)
+    daemon = make_daemon(runner, str(tmp_path), mode="boost", leasing=config)
+    assert daemon.leasing is not None
+    daemon.leasing.reconciler.given_up.add("cloud2")
+    daemon.leasing.reconciler.failures["cloud2"] = 1
+    daemon.cycle()
+    assert runner.actions()[-1] == ("scontrol", "update", "NodeName=cloud2", "State=DRAIN",
+                                    "Reason=rlsched_launch_failed")
+    # Slurm dropped the drain but kept rlsched's reason: drained again, failures kept.
+    doc = json.loads(sinfo_with({"cloud2": ["POWERED_DOWN"]}))
+    for node in doc["nodes"]:
+        if node["name"] == "cloud2":
+            node["reason"] = "rlsched_launch_failed"
+    runner.sinfo = json.dumps(doc)
+    daemon.cycle()
+    assert runner.actions()[-1][-1] == "Reason=rlsched_launch_failed" and "cloud2" in daemon.leasing.reconciler.given_up
+    # An admin's State=RESUME clears the reason too: the node is forgiven and back in the cap.
+    runner.sinfo = sinfo_with({"cloud2": ["POWERED_DOWN"]})
+    report = daemon.cycle()
+    assert daemon.leasing.reconciler.given_up == set() and daemon.leasing.reconciler.failures == {}
+    assert report.lease is not None and "cloud2" in report.lease.allowed

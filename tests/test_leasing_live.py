@@ -215,12 +215,13 @@ def test_an_exhausted_budget_stops_new_leases_without_killing_running_work(
             assert len(powered(cluster)) == 1
             assert cluster.state(jobs[0]) == "RUNNING"                        # the running work goes on
             snap = d.leasing.snapshot()
-            assert snap["budget_exhausted"] is True and snap["cap"] == 0 and snap["budget_left_node_hours"] <= 0
+            assert snap["budget_exhausted"] is True and snap["cap"] == 0
+            assert snap["budget_left_node_hours"] < 10 / 3600                  # less than one more 10 s lease
             wait_for(lambda: cluster.state(jobs[0]) in ("COMPLETED", "GONE"), 60, "the running job to complete")
             assert cluster.state(later[0]) == "PENDING"
         finally:
             d.stop()
-    assert "budget is spent" in caplog.text and "running jobs continue" in caplog.text
+    assert "budget exhausted" in caplog.text and "running jobs continue" in caplog.text
 
 
 def test_a_stuck_power_up_and_an_orphan_are_fixed_by_the_reconcile_loop(
@@ -242,8 +243,11 @@ def test_a_stuck_power_up_and_an_orphan_are_fixed_by_the_reconcile_loop(
                      "the stuck power-up to be found", every_s=0.5)
             wait_for(lambda: "cloud3" not in provider_list(cluster), 30, "the stuck instance to be ended")
             assert time.monotonic() - t0 < 20
-            node = cloud_nodes(cluster)["cloud3"]
-            assert "DRAIN" in flags(node) and node.get("reason") == "rlsched_launch_backoff"
+            # Kept out of the cap: drained once the forced power-down is over (Slurm drops a drain before).
+            wait_for(lambda: "DRAIN" in flags(cloud_nodes(cluster)["cloud3"])
+                     and cloud_nodes(cluster)["cloud3"].get("reason") == "rlsched_launch_backoff", 40,
+                     "cloud3 drained for its launch backoff", every_s=0.5)
+            assert "cloud3" not in d.leasing.status.allowed and d.leasing.reconciler.failures == {"cloud3": 1}
             assert cluster.state(job) == "PENDING"                           # requeued, not lost
             cluster.run("scancel", str(job))
             # An orphan: an instance the provider runs while Slurm has the node powered down.

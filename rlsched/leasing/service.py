@@ -137,9 +137,10 @@ class LeasingService:
             allowed = self.backend.enforce_lease_cap(decision.cap, list(self.config.nodes), excluded)
         self.write_permit(now, allowed, decision.cap, decision.reason)
         if exhausted and not was_exhausted:
-            log.warning("leasing: today's budget is spent (%.2f of %.2f node-hours): no new lease and no new "
-                        "job on a leased node until 00:00 UTC; running jobs continue",
-                        self.ledger.used_today_s / 3600, self.config.budget_node_seconds_per_day / 3600)
+            log.warning("leasing: budget exhausted: %.3f of %.3f node-hours used today, too little left for one "
+                        "more %g s lease: no new lease and no new job on a leased node until 00:00 UTC; running "
+                        "jobs continue", self.ledger.used_today_s / 3600,
+                        self.config.budget_node_seconds_per_day / 3600, self.config.min_lease_s)
         elif was_exhausted and not exhausted:
             log.info("leasing: budget available again (%.2f node-hours left today)",
                      self.ledger.remaining_today_s / 3600)
@@ -156,9 +157,12 @@ class LeasingService:
         return self.status
 
     def _notice_admin_resumes(self, nodes: list[SlurmNode]) -> None:
-        """A node rlsched drained that is no longer drained was resumed by an admin: forget its failures."""
+        """A node rlsched drained that is no longer drained, with rlsched's reason gone, was resumed by
+        someone else (``State=RESUME`` clears the reason): forget its failures.  A drain that Slurm dropped
+        around a power-down keeps rlsched's reason and is set again by the enforcement instead."""
         drained = self.backend.drained_by_rlsched
-        undrained = [n.name for n in nodes if n.name in drained and "DRAIN" not in n.flags]
+        undrained = [n.name for n in nodes if n.name in drained and "DRAIN" not in n.flags
+                     and not n.reason.startswith("rlsched_")]
         if undrained:
             log.info("leasing: %s resumed by someone else; its launch failures are forgotten", ",".join(undrained))
             drained.difference_update(undrained)

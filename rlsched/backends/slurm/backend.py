@@ -343,10 +343,15 @@ class SlurmBackend:
             if node.name in allowed:
                 continue
             reason = excluded.get(node.name, LEASE_DRAIN_REASON)
-            if node.name in self.drained_by_rlsched and self.drain_reasons.get(node.name) == reason:
-                continue
-            if "DRAIN" in node.flags and node.name not in self.drained_by_rlsched:
+            drained = "DRAIN" in node.flags
+            if drained and node.name not in self.drained_by_rlsched:
                 continue                       # an admin's drain: not ours to change
+            if drained and self.drain_reasons.get(node.name) == reason:
+                continue
+            if node.flags & {"POWER_DOWN", "POWERING_DOWN"} and not drained:
+                # Slurm 22.05 drops a drain set while a node powers down; the hook's permit refuses the node
+                # meanwhile, and the next cycle drains it once it is down.
+                continue
             by_reason.setdefault(reason, []).append(node.name)
         to_resume = sorted(name for name in self.drained_by_rlsched if name in allowed)
         self.lease_cap = n
@@ -377,6 +382,14 @@ class SlurmBackend:
         self.executor.run([self._cmd("scontrol"), "update", f"NodeName={','.join(names)}",
                            "State=POWER_DOWN_FORCE", f"Reason={reason}"], lambda r: None)
         self.actions["node_power_down"] += len(names)
+        # A forced power-down clears the node's DRAIN (seen on Slurm 22.05): rlsched's drain is gone with it,
+        # and until the next poll the node has a power-down pending.
+        self.drained_by_rlsched.difference_update(names)
+        for name in names:
+            self.drain_reasons.pop(name, None)
+        self._nodes = [dataclasses.replace(n, flags=(n.flags - {"DRAIN", "POWERING_UP"}) | {"POWER_DOWN"})
+                       if n.name in names else n for n in self._nodes]
+        self._save_record()
 
     def _resume_nodes(self, names: Sequence[str]) -> None:
         self.executor.run([self._cmd("scontrol"), "update", f"NodeName={','.join(names)}", "State=RESUME"],

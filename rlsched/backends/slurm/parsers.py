@@ -111,6 +111,7 @@ class SlurmNode:
     idle_cpus: int
     partitions: tuple[str, ...]
     features: tuple[str, ...]
+    reason: str = ""
 
     @property
     def cloud(self) -> bool:
@@ -289,7 +290,8 @@ def parse_sinfo_json(text: str) -> list[SlurmNode]:
         features = tuple(x for x in f.text("features", "").split(",") if x)
         nodes[name] = SlurmNode(name=name, state=f.text("state").lower(),
                                 flags=frozenset(f.text_list("state_flags")), cpus=cpus, alloc_cpus=alloc,
-                                idle_cpus=idle, partitions=f.text_list("partitions"), features=features)
+                                idle_cpus=idle, partitions=f.text_list("partitions"), features=features,
+                                reason=f.text("reason", ""))
     return list(nodes.values())
 
 
