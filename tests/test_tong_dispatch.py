@@ -5,7 +5,7 @@ import pytest
 
 from rlsched.core.dispatch import QLearningDispatcher
 from rlsched.sim.hetero.model import Flow, Units, simulate
-from rlsched.sim.hetero.policies import QLearning
+from rlsched.sim.hetero.policies import FeedbackAt, QLearning
 
 
 def test_update_follows_eq6_with_alpha_from_eq7():
@@ -96,3 +96,42 @@ def test_learner_converges_to_the_fast_unit():
         assert policy.agent.q[0, 0] > policy.agent.q[0, 1]
         # After learning, about 80 % + 10 % of tasks go to unit 0.
         assert np.mean(result.unit[1000:] == 0) == pytest.approx(0.9, abs=0.04)
+
+
+def test_known_reward_is_learned_before_the_next_choice():
+    """Alg. 1 learns from allocation k (step 3) before choosing for task k+1 (goto 2)."""
+    for seed in range(40):
+        agent = QLearningDispatcher(1, 2, epsilon=0.0, gamma=0.0, rng=seed, reward="negative")
+        first = agent.dispatch(0, 0)
+        agent.complete(0, 5.0)  # reward -5 known before task 1 arrives
+        # Task 1's arrival supplies the next state; the update (Q = -5 on `first`) must come
+        # first, so the greedy choice is the other, still-zero unit.  Choosing before the
+        # update would pick `first` on half of the seeds (all-zero tie).
+        assert agent.dispatch(1, 0) == 1 - first
+        assert agent.q[0, first] == pytest.approx(-5.0)
+
+
+def test_dispatch_time_feedback_learns_from_the_realised_response():
+    """feedback_at="dispatch": every placed task is learned from before the next one arrives."""
+    rng = np.random.default_rng(2)
+    n = 200
+    flow = Flow(np.cumsum(rng.exponential(0.5, n)), np.zeros(n, dtype=np.int64), rng.exponential(1.0, n))
+    units = Units(np.array([[3.0, 1.0]]))
+    timings: tuple[tuple[FeedbackAt, str], ...] = (("dispatch", "qlearning"), ("completion", "qlearning-delayed"))
+    for feedback_at, name in timings:
+        policy = QLearning(1, 2, np.random.default_rng(0), feedback_at=feedback_at)
+        assert policy.name == name
+        result = simulate(flow, units, policy)
+        learned = policy.agent.updates
+        if feedback_at == "dispatch":
+            # All but the last task (whose successor never comes) are learned from, and in
+            # arrival order, with reward 1/response of the realised schedule.
+            assert learned == n - 1
+            replay = QLearningDispatcher(1, 2, rng=0)
+            for k in range(n - 1):
+                replay.learn(0, int(result.unit[k]), 1.0 / float(result.response_h[k]), 0)
+            np.testing.assert_allclose(policy.agent.q, replay.q)
+        else:
+            assert learned == n - 1  # all complete by the end of the run, too
+    with pytest.raises(ValueError, match="feedback_at"):
+        QLearning(1, 2, np.random.default_rng(0), feedback_at="never")  # type: ignore[arg-type]

@@ -10,6 +10,7 @@ from rlsched.sim.hetero.workloads import (
     ARRIVAL_LAWS,
     TONG_SERVICE_RATES,
     LpcSetting,
+    burst_time_fraction,
     interarrival_times,
     lpc_flow,
     lpc_replay_flow,
@@ -61,6 +62,20 @@ def test_lpc_flow_rate_burst_and_load():
     assert in_burst == pytest.approx(66 * 2 / (66 * 2 + 9 * 4), abs=0.01)
     assert np.mean(flow.task_type == 0) == pytest.approx(0.52, abs=0.01)
     assert setting.offered_load > 1.0 and LpcSetting().offered_load < 0.2
+
+
+def test_lpc_task_share_reading():
+    """§6.3.2 read literally: one third of the *tasks* arrive at 66/h, the rest at 9/h."""
+    fraction = burst_time_fraction(1 / 3, 66.0, 9.0)
+    assert fraction == pytest.approx(3 / 47)
+    setting = LpcSetting(cpus=15, days=120.0, burst_fraction=fraction)
+    assert setting.mean_rate_per_h == pytest.approx(12.6383, abs=1e-3)
+    assert setting.offered_load == pytest.approx(0.647, abs=0.01)  # stable, unlike the time reading
+    flow = lpc_flow(setting, np.random.default_rng(4))
+    in_burst = np.mean(np.mod(flow.arrival_h, 6.0) < 6.0 * fraction)
+    assert in_burst == pytest.approx(1 / 3, abs=0.015)
+    with pytest.raises(ValueError, match="share"):
+        burst_time_fraction(1.0, 66.0, 9.0)
 
 
 def _workload(groups, runs, submits):

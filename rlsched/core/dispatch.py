@@ -14,10 +14,15 @@ type probabilities ρ_i, §4.2).
   counts the earlier updates of the pair (so the first update has α = 1);
 - discount γ = 0.9 (§6, Fig. 12).
 
-The reward of a task is only known when the task completes, which is later than the
-next decision.  :meth:`QLearningDispatcher.dispatch` and :meth:`QLearningDispatcher.complete`
-do that bookkeeping: an update happens once both the response time of a task and the type
-of its successor are known.  The same object therefore serves the simulator
+An update needs the response time of a task and the type of its successor.
+:meth:`QLearningDispatcher.dispatch` and :meth:`QLearningDispatcher.complete` do that
+bookkeeping: an update happens as soon as both are known, and an update that becomes
+possible when the successor arrives is applied *before* the successor's unit is chosen
+(Alg. 1 is a loop: step (3) learns from one allocation, then "goto (2)" chooses the next).
+*When* the caller reports the response time is its choice: a live system can only do it
+when the task completes (Tong §5.2(A)); a simulator of FCFS units knows it the moment the
+task is placed, which is how Algorithm 1's synchronous loop reads (see
+``rlsched.sim.hetero.policies.QLearning`` and docs/tong.md).  The same object therefore serves the simulator
 (:mod:`rlsched.sim.hetero`) and a live router that sends jobs to partitions of different
 speed: neither needs anything but task types, unit indices and response times.
 
@@ -148,12 +153,16 @@ class QLearningDispatcher:
         """
         if task_id in self._pending:
             raise ValueError(f"QLearningDispatcher: task {task_id} dispatched twice")
-        unit = self.choose(task_type)
+        self._check_type(task_type)
+        # Alg. 1 runs step (3) (learning from the previous allocation) before it goes back to
+        # step (2) for the next task: so the predecessor's update, if its reward is already
+        # known, is applied *before* this task's unit is chosen, and the choice sees it.
         previous = self._last_dispatched
         if previous is not None and previous in self._pending:
             record = self._pending[previous]
             record.next_type = task_type
             self._maybe_learn(previous, record)
+        unit = self.choose(task_type)
         self._pending[task_id] = _Pending(task_type, unit)
         self._last_dispatched = task_id
         return unit

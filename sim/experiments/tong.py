@@ -13,8 +13,8 @@ runs report the paper window and the mean over the whole 163 days.
 
 Seeds: every flow and policy stream derives from ``seed`` (default 0) and the setting
 name.  Nothing was tuned on these seeds: the published parameters are used as they are;
-the one variant (``qlearning-neg``) was chosen on flows from seeds 10000–10019, which the
-report never uses.
+the variants (``qlearning-neg``, the feedback timing) were chosen on flows from seeds
+10000–10019, which the report never uses.
 """
 
 from __future__ import annotations
@@ -45,6 +45,7 @@ from rlsched.sim.hetero.workloads import (
     TONG_TYPE_PROBS,
     ArrivalLaw,
     LpcSetting,
+    burst_time_fraction,
     lpc_flow,
     lpc_replay_flow,
     shifted_rates,
@@ -52,6 +53,9 @@ from rlsched.sim.hetero.workloads import (
 )
 
 TRACE_FILE = "LPC-EGEE-2004-1.2-cln.swf.gz"
+#: The four learners (see ``rlsched.sim.hetero.compare.LEARNERS``): reward 1/response or
+#: −response, learning when a task is placed (the reading of Alg. 1) or when it completes.
+LEARNER_VARIANTS = ("qlearning", "qlearning-neg", "qlearning-delayed", "qlearning-neg-delayed")
 TASKS_PER_FLOW = 1000
 WARMUP_TASKS = 500
 PAPER_WINDOW = 100
@@ -188,12 +192,16 @@ class LpcJob:
     policies: tuple[str, ...]
     replay: Flow | None = None
     replay_rates: FloatArray | None = None
+    #: Fraction of each 6-hour cycle at the burst rate: 1/3 (the time reading, 28/h) unless
+    #: the task reading of §6.3.2 is asked for (see ``burst_time_fraction``).
+    burst_fraction: float = LpcSetting.burst_fraction
 
 
 def _run_lpc(job: LpcJob) -> list[dict[str, Any]]:
     if job.replay is None:
-        lpc = LpcSetting(cpus=job.cpus, days=job.days)
-        flow = lpc_flow(lpc, np.random.default_rng(_seed(job.seed, "lpc", str(job.days), job.flow_index)))
+        lpc = LpcSetting(cpus=job.cpus, days=job.days, burst_fraction=job.burst_fraction)
+        reading = "" if job.burst_fraction == LpcSetting.burst_fraction else f"f={job.burst_fraction:.6f}"
+        flow = lpc_flow(lpc, np.random.default_rng(_seed(job.seed, "lpc", str(job.days), job.flow_index, reading)))
         rates = lpc.service_rates
     else:
         assert job.replay_rates is not None
@@ -254,7 +262,7 @@ def _small_jobs(plan: Plan, seed: int) -> list[SmallJob]:
                 80.0,
                 f,
                 seed,
-                ("qlearning", "qlearning-neg"),
+                LEARNER_VARIANTS,
                 record=True,
             )
         )
@@ -273,7 +281,7 @@ def _small_jobs(plan: Plan, seed: int) -> list[SmallJob]:
                         rate,
                         f,
                         seed,
-                        ("qlearning", "qlearning-neg", "nlp", "ect"),
+                        (*LEARNER_VARIANTS, "nlp", "ect"),
                         nlp_probs=nlp(rate),
                         extra={"law": law, "rate_per_h": rate},
                     )
@@ -351,13 +359,21 @@ def _small_jobs(plan: Plan, seed: int) -> list[SmallJob]:
     return jobs
 
 
-LPC_POLICIES = ("qlearning", "qlearning-neg", "ect", "min-min", "max-min", "suffrage", "random")
+LPC_POLICIES = ("qlearning", "qlearning-neg", "ect", "min-min", "max-min", "suffrage", "random",
+                "qlearning-delayed", "qlearning-neg-delayed")
+#: §6.3.2 read literally: "one third tasks arrive ... at the rate of 66/h" (12.6/h on average).
+TASK_SHARE_BURST_FRACTION = burst_time_fraction(1.0 / 3.0, LpcSetting.burst_rate_per_h, LpcSetting.base_rate_per_h)
 
 
 def _lpc_jobs(plan: Plan, seed: int, trace_dir: Path | None) -> tuple[list[LpcJob], dict[str, Any]]:
     jobs = [
         LpcJob(f"lpc-{cpus}", cpus, plan.lpc_days, f, seed, LPC_POLICIES)
         for cpus in (140, 15)
+        for f in range(plan.lpc_flows)
+    ]
+    jobs += [
+        LpcJob("lpc-15-taskshare", 15, plan.lpc_days, f, seed, LPC_POLICIES,
+               burst_fraction=TASK_SHARE_BURST_FRACTION)
         for f in range(plan.lpc_flows)
     ]
     info: dict[str, Any] = {}
@@ -591,7 +607,7 @@ def _orderings(rows: list[dict[str, Any]], plan: Plan) -> list[tuple[str, bool]]
                 best_poisson == "nlp",
             )
         )
-        for learner in ("qlearning", "qlearning-neg"):
+        for learner in LEARNER_VARIANTS:
             q, n = _value(rows, "comparison", p, learner), _value(rows, "comparison", p, "nlp")
             checks.append(
                 (f"Poisson λ={rate:g}: {learner} within 20 % of nlp ({_fmt(q)} vs {_fmt(n)} h)", q <= 1.2 * n)
@@ -600,25 +616,32 @@ def _orderings(rows: list[dict[str, Any]], plan: Plan) -> list[tuple[str, bool]]
             checks.append(
                 (f"uniform λ={rate:g}: {learner} ahead of nlp ({_fmt(qu)} vs {_fmt(nu)} h)", qu < nu)
             )
-            others = {
-                pol: _value(rows, "comparison", p, pol) for pol in ("ect", "min-min", "max-min", "suffrage")
-            }
+            ect = _value(rows, "comparison", p, "ect")
+            checks.append((f"Poisson λ={rate:g}: {learner} ahead of ECT ({_fmt(q)} vs {_fmt(ect)} h)", q < ect))
+            batch = min(_value(rows, "comparison", p, pol) for pol in ("min-min", "max-min", "suffrage"))
             checks.append(
                 (
-                    f"Poisson λ={rate:g}: {learner} ahead of ECT and the batch heuristics "
-                    f"({_fmt(q)} vs best {_fmt(min(others.values()))} h)",
-                    q < min(others.values()),
+                    f"Poisson λ={rate:g}: {learner} ahead of the batch heuristics ({_fmt(q)} vs best {_fmt(batch)} h)",
+                    q < batch,
                 )
             )
-    for learner in ("qlearning", "qlearning-neg"):
-        q = _value(rows, "lpc", "lpc-15", learner)
-        heur = min(_value(rows, "lpc", "lpc-15", pol) for pol in ("ect", "min-min", "max-min", "suffrage"))
+    heuristics = ("ect", "min-min", "max-min", "suffrage")
+    for learner in LEARNER_VARIANTS:
+        q140 = _value(rows, "lpc", "lpc-140", learner, "long_mean_response_h")
+        ect140 = _value(rows, "lpc", "lpc-140", "ect", "long_mean_response_h")
         checks.append(
-            (f"LPC 15 CPUs: {learner} near or below 2.2 h, paper window ({_fmt(q, 2)} h)", q <= 2.5)
+            (f"LPC 140 CPUs: {learner} ahead of ECT, whole run ({_fmt(q140, 3)} vs {_fmt(ect140, 3)} h)", q140 < ect140)
         )
-        checks.append(
-            (f"LPC 15 CPUs: {learner} ahead of the heuristics ({_fmt(q, 2)} vs {_fmt(heur, 2)} h)", q < heur)
-        )
+        for setting, key, label in (
+            ("lpc-15", "mean_response_h", "paper window"),
+            ("lpc-15-taskshare", "long_mean_response_h", "whole run, task reading of the bursts"),
+        ):
+            q = _value(rows, "lpc", setting, learner, key)
+            heur = min(_value(rows, "lpc", setting, pol, key) for pol in heuristics)
+            checks.append((f"{setting}: {learner} near or below 2.2 h, {label} ({_fmt(q, 2)} h)", q <= 2.5))
+            checks.append(
+                (f"{setting}: {learner} ahead of the heuristics, {label} ({_fmt(q, 2)} vs {_fmt(heur, 2)} h)", q < heur)
+            )
     return checks
 
 
@@ -670,8 +693,11 @@ def _report(
         '("100 tasks after learning converges"); '
         f"*long window*: tasks {WARMUP_TASKS}–{TASKS_PER_FLOW - 1}.",
         "",
-        "`qlearning` is Algorithm 1 exactly as published (reward 1/response, α = 1/(1+visits), ε = 0.2, "
-        "γ = 0.9). `qlearning-neg` is the same learner with reward −response (see docs/tong.md for why); "
+        "`qlearning` is Algorithm 1 as published (reward 1/response, α = 1/(1+visits), ε = 0.2, "
+        "γ = 0.9), learning from each task's response as soon as the task is placed (the simulator knows it "
+        "then; our reading of Alg. 1's loop); `qlearning-delayed` learns only when the task completes (what a "
+        "live system can do). `qlearning-neg[-delayed]` is the same learner with reward −response "
+        "(see docs/tong.md for why); "
         "it was chosen on "
         "tuning seeds 10000–10019, never on the seeds reported here.",
         "",
@@ -690,8 +716,8 @@ def _report(
     lines += [
         "## Figs. 4–5: robustness to the arrival law, λ = 80 (paper window)",
         "",
-        "| law | published learner | qlearning | qlearning-neg | nlp | ect |",
-        "|---|---|---|---|---|---|",
+        "| law | published learner | " + " | ".join(LEARNER_VARIANTS) + " | nlp | ect |",
+        "|---|---|" + "---|" * (len(LEARNER_VARIANTS) + 2),
     ]
     for law in ARRIVAL_LAWS:
         experiment, setting = (
@@ -702,7 +728,7 @@ def _report(
             else ("arrival", f"{law}-80")
         )
         vals = [
-            _value(rows, experiment, setting, pol) for pol in ("qlearning", "qlearning-neg", "nlp", "ect")
+            _value(rows, experiment, setting, pol) for pol in (*LEARNER_VARIANTS, "nlp", "ect")
         ]
         lines.append(
             f"| {law} | {PUBLISHED['learner_lambda80_by_law_h'][law]} | "  # type: ignore[index]
@@ -729,8 +755,7 @@ def _report(
                 ]
             vals.append(_value(rows, "comparison", f"poisson-{rate:g}", "qlearning"))
             lines.append(f"| {rate:g} | {label} | " + " | ".join(_fmt(v) for v in vals) + " |")
-    conv = _find(rows, "convergence", "poisson-80", "qlearning")
-    conv_neg = _find(rows, "convergence", "poisson-80", "qlearning-neg")
+
     lines += [
         "",
         "## Fig. 3: convergence",
@@ -738,7 +763,8 @@ def _report(
         f"Published: about {PUBLISHED['convergence_updates']} updates. Ours (criterion of Table 4: every Q "
         "entry of type t1 moves < 5 % over the next 100 updates): ",
     ]
-    for name, r in (("qlearning", conv), ("qlearning-neg", conv_neg)):
+    for name in LEARNER_VARIANTS:
+        r = _find(rows, "convergence", "poisson-80", name)
         if r is not None:
             lines.append(
                 f"- {name}: median {_fmt(r.get('median_convergence_iteration'), 0)} updates, "
@@ -784,7 +810,11 @@ def _report(
         f"{lpc.mean_rate_per_h:g}/h; offered load {LpcSetting(cpus=140).offered_load:.2f} on 140 CPUs and "
         f"{LpcSetting(cpus=15).offered_load:.2f} on 15 CPUs. **On 15 CPUs the offered load exceeds 1**, so "
         "under any policy the queues grow for the whole run and the mean over 163 days is dominated by the "
-        "backlog; the paper's 2.2 h can only be a short window early in the run. Both are shown. Published: "
+        "backlog; the paper's 2.2 h can only be a short window early in the run. Both are shown. "
+        "`lpc-15-taskshare` reads §6.3.2's \"one third tasks arrive ... at 66/h\" literally (a third of the "
+        f"*tasks*, {TASK_SHARE_BURST_FRACTION * 6:.2f} h of bursts per 6-hour cycle): mean rate "
+        f"{LpcSetting(burst_fraction=TASK_SHARE_BURST_FRACTION).mean_rate_per_h:.1f}/h, offered load "
+        f"{LpcSetting(cpus=15, burst_fraction=TASK_SHARE_BURST_FRACTION).offered_load:.2f}, stable. Published: "
         f"ideal {PUBLISHED['lpc_ideal_h']:.3f} h; 15 CPUs learner ≈ 2.2 h, ≈ 1 h better than the others.",
         "",
         "Paper window:",

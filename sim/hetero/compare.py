@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from rlsched.core.dispatch import DEFAULT_EPSILON, DEFAULT_GAMMA
+from rlsched.core.dispatch import DEFAULT_EPSILON, DEFAULT_GAMMA, RewardKind
 from rlsched.core.view import FloatArray
 from rlsched.sim.hetero.model import (
     BatchPolicy,
@@ -24,28 +24,41 @@ from rlsched.sim.hetero.policies import (
     ECT,
     BatchHeuristic,
     BatchRule,
+    FeedbackAt,
     ProbabilisticDispatch,
     QLearning,
     RandomDispatch,
 )
 
-#: The policies, in the order of Tong Figs. 8–11.
-#: ``qlearning-neg`` is our variant of Algorithm 1 (reward −response time instead of
-#: 1/response time, everything else as published); it is appended last so that it leaves
-#: the random streams of the other policies unchanged.
+#: The policies, in the order of Tong Figs. 8–11, then the learner variants.  Each policy's
+#: random stream is spawned by its position here, so new names go at the end (they leave
+#: the streams of the others unchanged).
+#:
+#: - ``qlearning``: Algorithm 1 as published (reward 1/response), learning from a task's
+#:   response as soon as it is placed (the reading of Alg. 1's loop, see ``QLearning``);
+#: - ``qlearning-delayed``: the same, learning when the task completes (what a live system can do);
+#: - ``qlearning-neg`` / ``qlearning-neg-delayed``: our variant, reward −response time.
 POLICIES: tuple[str, ...] = ("qlearning", "nlp", "ect", "min-min", "max-min", "suffrage", "random",
-                             "qlearning-neg")
+                             "qlearning-neg", "qlearning-delayed", "qlearning-neg-delayed")
+#: Learner policy name → (reward, when the response is reported).
+LEARNERS: dict[str, tuple[RewardKind, FeedbackAt]] = {
+    "qlearning": ("inverse", "dispatch"),
+    "qlearning-delayed": ("inverse", "completion"),
+    "qlearning-neg": ("negative", "dispatch"),
+    "qlearning-neg-delayed": ("negative", "completion"),
+}
 
 
 def make_policy(name: str, units: Units, rng: np.random.Generator, *, nlp_probs: FloatArray | None = None,
                 epsilon: float | None = None, gamma: float | None = None,
                 batch_size: int = DEFAULT_BATCH_SIZE, record: bool = False) -> OnlinePolicy | BatchPolicy:
     """Build one named policy for ``units``; ``nlp`` needs the allocation of Eq. 11."""
-    if name in ("qlearning", "qlearning-neg"):
+    if name in LEARNERS:
+        reward, feedback_at = LEARNERS[name]
         return QLearning(units.n_types, units.n_units, rng, record=record,
                          epsilon=DEFAULT_EPSILON if epsilon is None else epsilon,
                          gamma=DEFAULT_GAMMA if gamma is None else gamma,
-                         reward="inverse" if name == "qlearning" else "negative")
+                         reward=reward, feedback_at=feedback_at)
     if name == "nlp":
         if nlp_probs is None:
             raise ValueError("policy 'nlp' needs the allocation probabilities of Eq. 11")

@@ -218,7 +218,14 @@ def simulate(flow: Flow, units: Units, policy: OnlinePolicy | BatchPolicy,
     queues: list[deque[int]] = [deque() for _ in range(n_units)]
     completions: list[tuple[float, int]] = []
     online = not hasattr(policy, "batch_size")
+    # When a learning policy hears about a task's response time: when the task completes
+    # (what a live system can do, Tong §5.2(A)) or right after it is placed, which only a
+    # simulator can offer (FCFS fixes the completion at dispatch), see ``feedback_at``.
+    feedback_at = getattr(policy, "feedback_at", "completion")
+    if feedback_at not in ("completion", "dispatch"):
+        raise ValueError(f"policy {policy.name}: feedback_at={feedback_at!r}, expected 'completion' or 'dispatch'")
     notify = policy.completed if online else None  # type: ignore[union-attr]
+    notify_on_completion = notify if feedback_at == "completion" else None
     scheduler_free = 0.0
     wall = 0.0
     decisions = 0
@@ -238,8 +245,8 @@ def simulate(flow: Flow, units: Units, policy: OnlinePolicy | BatchPolicy,
                 state.head_est_h[u] = expected[head]
             else:
                 state.backlog_est_h[u] = 0.0  # clear rounding drift
-            if notify is not None:
-                notify(task, float(end[task] - arrival[task]))
+            if notify_on_completion is not None:
+                notify_on_completion(task, float(end[task] - arrival[task]))
 
     def place(task: int, u: int, at_h: float) -> None:
         s = max(at_h, free_at[u])
@@ -273,6 +280,8 @@ def simulate(flow: Flow, units: Units, policy: OnlinePolicy | BatchPolicy,
             at = now + decision_cost
             scheduler_free = at
             place(task, u, at)
+            if notify is not None and feedback_at == "dispatch":
+                notify(task, float(end[task] - arrival[task]))
     else:
         batch_size = int(policy.batch_size)  # type: ignore[union-attr]
         for first in range(0, n_tasks, batch_size):

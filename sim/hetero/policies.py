@@ -38,13 +38,31 @@ BATCH_RULES: tuple[BatchRule, ...] = ("min-min", "max-min", "suffrage")
 DEFAULT_BATCH_SIZE = 10
 
 
+def least_loaded_argmin(cost: FloatArray, queued: IntArray) -> IntArray:
+    """Per row of ``cost[task, unit]``, the unit of least cost; exact ties go to the unit
+    holding the fewest unfinished tasks (``queued``), then to the lower index.
+
+    The tie rule matters on homogeneous units (the LPC CPUs): a unit whose running task has
+    outlived its expected service is estimated free *now*, exactly like an idle unit, and
+    a lowest-index rule would then queue the task behind the overdue one although the
+    scheduler can see (Tong §2, "on-time information") that another unit is idle.
+    """
+    cost = np.atleast_2d(cost)
+    tied = cost == cost.min(axis=1, keepdims=True)
+    load = np.where(tied, np.asarray(queued, dtype=np.float64)[None, :], np.inf)
+    return load.argmin(axis=1).astype(np.int64)
+
+
 def map_batch(rule: BatchRule, ready_h: FloatArray, exec_h: FloatArray,
-              arrival_h: FloatArray) -> tuple[IntArray, IntArray]:
+              arrival_h: FloatArray, queued: IntArray | None = None) -> tuple[IntArray, IntArray]:
     """Map a batch by ``rule``: returns (batch positions in mapping order, unit of each).
 
     ``ready_h[j]`` is when unit ``j`` is expected to be free, ``exec_h[i, j]`` the expected
     execution of task ``i`` on unit ``j``, ``arrival_h[i]`` the task's arrival (the
-    processing time PT_ij = ready_j + exec_ij − arrival_i).  Ties go to the lower index.
+    processing time PT_ij = ready_j + exec_ij − arrival_i).  ``queued[j]`` is the number
+    of unfinished tasks unit ``j`` holds (zero if not given): a task whose best PT ties on
+    several units goes to the one holding fewest tasks (counting those this batch has
+    mapped there), then to the lower index (:func:`least_loaded_argmin`).
     """
     ready = np.array(ready_h, dtype=np.float64)
     exec_h = np.asarray(exec_h, dtype=np.float64)
@@ -52,12 +70,15 @@ def map_batch(rule: BatchRule, ready_h: FloatArray, exec_h: FloatArray,
     if ready.shape != (n,) or np.shape(arrival_h) != (b,):
         raise ValueError(f"map_batch: ready {ready.shape}, exec {exec_h.shape}, "
                          f"arrival {np.shape(arrival_h)}")
+    held = np.zeros(n, dtype=np.int64) if queued is None else np.array(queued, dtype=np.int64)
+    if held.shape != (n,):
+        raise ValueError(f"map_batch: queued {held.shape}, expected ({n},)")
     remaining = np.arange(b)
     order = np.empty(b, dtype=np.int64)
     units = np.empty(b, dtype=np.int64)
     for step in range(b):
         pt = ready[None, :] + exec_h[remaining] - np.asarray(arrival_h)[remaining, None]
-        best_unit = pt.argmin(axis=1)
+        best_unit = least_loaded_argmin(pt, held)
         best_pt = pt[np.arange(len(remaining)), best_unit]
         if rule == "min-min":
             pick = int(best_pt.argmin())
@@ -74,6 +95,7 @@ def map_batch(rule: BatchRule, ready_h: FloatArray, exec_h: FloatArray,
         task, unit = int(remaining[pick]), int(best_unit[pick])
         order[step], units[step] = task, unit
         ready[unit] += exec_h[task, unit]
+        held[unit] += 1
         remaining = np.delete(remaining, pick)
     return order, units
 
@@ -92,17 +114,21 @@ class BatchHeuristic:
 
     def assign_batch(self, types: IntArray, arrivals_h: FloatArray, now_h: float,
                      state: UnitsState) -> tuple[IntArray, IntArray]:
-        return map_batch(self.rule, state.ready_est_h(now_h), state.expected_service_h[types], arrivals_h)
+        return map_batch(self.rule, state.ready_est_h(now_h), state.expected_service_h[types], arrivals_h,
+                         state.unfinished)
 
 
 class ECT:
-    """Earliest completion time: each task to the unit where it is expected to finish first."""
+    """Earliest completion time: each task to the unit where it is expected to finish first.
+
+    Exact ties go to the unit holding fewest unfinished tasks (:func:`least_loaded_argmin`).
+    """
 
     name = "ect"
 
     def assign(self, task: int, task_type: int, now_h: float, state: UnitsState) -> int:
         completion = state.ready_est_h(now_h) + state.expected_service_h[task_type]
-        return int(completion.argmin())
+        return int(least_loaded_argmin(completion, state.unfinished)[0])
 
     def completed(self, task: int, response_h: float) -> None:
         return None
@@ -153,8 +179,30 @@ class ProbabilisticDispatch:
         return 1
 
 
+FeedbackAt = Literal["dispatch", "completion"]
+
+
+def learner_name(reward: RewardKind, feedback_at: FeedbackAt) -> str:
+    """Policy name of a learner variant: ``qlearning[-neg][-delayed]``."""
+    return ("qlearning" + ("-neg" if reward == "negative" else "")
+            + ("-delayed" if feedback_at == "completion" else ""))
+
+
 class QLearning:
     """The decision core's :class:`QLearningDispatcher` as a simulator policy.
+
+    ``feedback_at`` says when the learner hears a task's response time:
+
+    - ``"dispatch"`` (default): as soon as the task is placed.  With FCFS non-preemptive
+      units the simulator knows the completion then, and this is how Algorithm 1 reads: a
+      loop in which step (3) learns from R(t_i, b_ij) before "goto (2)" places the next
+      task; §5.2(C) names "delaying updating and learning" as a deployment option with
+      "slower convergence", so the evaluated algorithm does not delay; and §5.1/§6.4 say
+      the immediate reward carries "the load on each processing unit", so that with γ = 0
+      the learner "becomes the ECT algorithm".  Only a simulator can offer it: the response
+      includes the realised service times of the tasks queued ahead.
+    - ``"completion"``: when the task completes, the only timing a live system has
+      (§5.2(A)); the policy is then called ``…-delayed``.
 
     With ``record=True`` the Q row of ``record_type`` is kept after every update
     (Fig. 3: the convergence of Q(t_1, ·)).  ``reward="negative"`` selects our variant
@@ -163,8 +211,12 @@ class QLearning:
 
     def __init__(self, n_types: int, n_units: int, rng: np.random.Generator, *,
                  epsilon: float = DEFAULT_EPSILON, gamma: float = DEFAULT_GAMMA,
-                 reward: RewardKind = "inverse", record: bool = False, record_type: int = 0) -> None:
-        self.name = "qlearning" if reward == "inverse" else "qlearning-neg"
+                 reward: RewardKind = "inverse", feedback_at: FeedbackAt = "dispatch",
+                 record: bool = False, record_type: int = 0) -> None:
+        if feedback_at not in ("dispatch", "completion"):
+            raise ValueError(f"feedback_at={feedback_at!r}, expected 'dispatch' or 'completion'")
+        self.name = learner_name(reward, feedback_at)
+        self.feedback_at: FeedbackAt = feedback_at
         self.agent = QLearningDispatcher(n_types, n_units, epsilon=epsilon, gamma=gamma, rng=rng,
                                          reward=reward)
         self.record = record
