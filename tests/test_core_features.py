@@ -30,9 +30,14 @@ def test_state_vector_by_hand() -> None:
     state = enc.state(hand_view(), RequestedRuntime())
     # Remaining work: 600 s x 1 core + 1500 s x 2 cores = 3600 core-s over 4 cores = 900 s.
     # A core is idle: time to free = 0.  Backlog 120 + 7200 + 60 = 7380 core-s / 4 = 1845 s.
-    expected = [float(enc.log_time(900.0)), 0.0, float(enc.log_time(1845.0)), 0.25, 1 / 3, 2 / 3]
+    # Queued by class: 1 batch, 2 interactive jobs over a 4-core pool: n / (n + 4).
+    expected = [float(enc.log_time(900.0)), 0.0, float(enc.log_time(1845.0)), 0.25, 1 / 3, 2 / 3, 1 / 5, 2 / 6]
     np.testing.assert_allclose(state, np.array(expected))
     assert enc.state_names[:4] == ("running_work", "time_to_free", "backlog", "idle_fraction")
+    assert enc.state_names[-2:] == ("queued_batch", "queued_interactive")
+    # Paper-only state (no class columns): the five descriptors of P-grid §3.2.
+    paper = FeatureEncoder(FeatureConfig(n_vos=2, include_class_queue=False))
+    np.testing.assert_allclose(paper.state(hand_view(), RequestedRuntime()), np.array(expected[:6]))
     # log-time scale: 0 for nothing, 1 for the reference (a week).
     assert float(enc.log_time(0.0)) == 0.0
     assert float(enc.log_time(7 * 86400.0)) == pytest.approx(1.0)
@@ -46,10 +51,10 @@ def test_time_to_free_when_full_and_sequential_start() -> None:
     state = enc.state_vector(agg)
     assert state[1] == pytest.approx(float(enc.log_time(600.0)))
     agg.idle_cores = 1
-    agg.start(cores=1, run_s=120.0, vo=0)  # start pending job 10
+    agg.start(cores=1, run_s=120.0, vo=0, job_class=INT)  # start pending job 10
     assert agg.idle_cores == 0 and agg.n_pending == 2
     assert agg.time_to_free_s() == pytest.approx(120.0)
-    np.testing.assert_allclose(enc.state_vector(agg)[4:], [0.0, 1.0])
+    np.testing.assert_allclose(enc.state_vector(agg)[4:], [0.0, 1.0, 1 / 4, 1 / 4])
 
 
 def test_action_rows_by_hand() -> None:
@@ -74,5 +79,7 @@ def test_unknown_vo_and_config_round_trip() -> None:
     rows = enc.actions(view.pending, np.ones(3), 0.0, 4)
     np.testing.assert_allclose(rows[:, 2], [1.0, 0.0, 0.0])  # VO 1 is outside the configured VOs
     assert FeatureConfig.from_dict(cfg.to_dict()) == cfg
+    # A config saved before the class-queue columns existed describes a model without them.
+    assert not FeatureConfig.from_dict({"n_vos": 1}).include_class_queue
     with pytest.raises(ValueError, match="unknown key"):
         FeatureConfig.from_dict({"n_vos": 1, "colour": "red"})

@@ -47,6 +47,9 @@ from rlsched.core.runtime import EstimatedRuntime, RuntimeModel
 from rlsched.core.view import ClusterView, Decisions, FloatArray, IntArray, JobClass, PendingJobs
 
 Mode = Literal["gate", "boost"]
+#: How the responsiveness part of a decision's reward is credited (see :class:`SchedulingAgent`).
+Credit = Literal["incurred", "election"]
+CREDITS: tuple[Credit, ...] = ("incurred", "election")
 
 #: EDF deadline target: P-grid §5.2 counts a job as served well when W > 0.9 ("off the
 #: optimum by 10 % or less").
@@ -161,10 +164,18 @@ class EDFAgent(FixedRankAgent):
 
 @dataclass
 class _OpenDecision:
-    """A decision whose job has not finished yet (its reward is still to come)."""
+    """A decision whose reward is not complete yet.
+
+    The reward ``λ·w_part + (1 − λ)·other_part`` is handed to the learner once both parts
+    are known: ``other_part`` (F, or U in the elastic MDP) when the job finishes, ``w_part``
+    when the job finishes (``election`` credit) or when the next decision closes this
+    decision's interval (``incurred`` credit).
+    """
 
     decision_id: int
     service_before: FloatArray | None
+    w_part: float | None = None
+    other_part: float | None = None
 
 
 class SchedulingAgent:
@@ -177,14 +188,43 @@ class SchedulingAgent:
     sweeps using the collected rewards, the network can start to take its own
     decisions"); then ``pretrain_sweeps`` re-fits run and ε-greedy control begins.
     Set ``pretrain_decisions=0`` to skip pretraining (for example after loading a model).
+
+    Credit of the responsiveness part (``credit``):
+
+    - ``election`` (P-grid §3.2 read literally): the W part of a decision's reward is W of
+      the job it elected, ``run / (run + wait)``.  That W is mostly *sunk* when the job is
+      elected (its wait has already happened), while the cost of the decision — the W the
+      jobs left in the queue lose while they wait longer — reaches the learner only as other
+      decisions' rewards, through states that do not describe the queued jobs.  On the
+      LAL-like workload this biases the learned Q toward batch jobs (their W hardly moves
+      with the wait): electing an interactive job that has waited 100 s is "worth" 0.65,
+      a batch job 0.99.  Measured (``benchmarks/diag_perez_learning.py``, tuning seeds):
+      greedy picks between an interactive and a batch job went to the interactive one only
+      4–20 % of the time, and interactive W stayed at the FCFS level.
+    - ``incurred`` (default): the same total, re-timed.  The W part of decision t is
+      ``1 − L_t / m``, where ``L_t`` is the W that the queued jobs lose between this
+      decision's view and the next view that elects jobs (job j "loses"
+      ``W_j(a) − W_j(b)`` over ``[a, b]``, with ``W_j(t) = r_j / (r_j + t − submit_j)`` and
+      ``r_j`` the runtime model's belief), shared by the ``m`` decisions of that view.
+      Every job loses ``1 − W_j`` in total while it waits, so over a run
+      ``Σ_t (1 − L_t/m) = Σ_j W_j`` (exactly with the oracle model): the objective of
+      P-grid is unchanged, only *when* each loss is counted.  This is potential-based
+      reward shaping (Ng, Harada & Russell, ICML 1999) with potential
+      ``Φ(s) = Σ_{queued j} W_j(now)``, which leaves the optimal policy of the undiscounted
+      objective unchanged; it puts the cost of leaving an interactive job in the queue on
+      the decision that left it there.  The fairness (or utilization) part is the paper's,
+      computed when the job finishes.
     """
 
     def __init__(self, learner: BatchLearner, encoder: FeatureEncoder, runtime: RuntimeModel,
                  shares: Sequence[float] | None = None, *, lam: float = 0.5, mode: Mode = "gate",
                  pretrain_decisions: int = 500, pretrain_sweeps: int = 5,
-                 edf_w_target: float = DEFAULT_EDF_W_TARGET, learn: bool = True) -> None:
+                 edf_w_target: float = DEFAULT_EDF_W_TARGET, learn: bool = True,
+                 credit: Credit = "incurred") -> None:
         if mode not in ("gate", "boost"):
             raise ValueError(f"agent mode must be 'gate' or 'boost', got {mode!r}")
+        if credit not in CREDITS:
+            raise ValueError(f"agent: credit must be one of {CREDITS}, got {credit!r}")
         if not 0.0 <= lam <= 1.0:
             raise ValueError(f"agent: λ must lie in [0, 1], got {lam}")
         expected = encoder.action_dim + self._extra_action_columns()
@@ -205,7 +245,13 @@ class SchedulingAgent:
         self.learn = learn
         self.decisions = 0
         self.pretraining = learn and pretrain_decisions > 0
-        self._open: dict[int, _OpenDecision] = {}
+        self.credit: Credit = credit
+        self._open: dict[int, _OpenDecision] = {}  # by job id, until the job finishes
+        # ``incurred`` credit: the decisions of the last view that elected jobs, the W the
+        # queue has lost since that view, and the time up to which the loss is counted.
+        self._interval_group: list[_OpenDecision] = []
+        self._interval_loss = 0.0
+        self._loss_clock_s: float | None = None
 
     # -- hooks for the elastic variant ----------------------------------------------------
     def _extra_action_columns(self) -> int:
@@ -214,12 +260,15 @@ class SchedulingAgent:
     def _with_pool(self, actions: FloatArray, pool_cores: int) -> FloatArray:
         return actions
 
-    def _job_reward(self, view: ClusterView, w: float, vo: int, work: float, opened: _OpenDecision) -> float:
-        """``R_s = λ W + (1 − λ) F``; without target shares there is no deficit and F = 1."""
-        f = 1.0
+    def _other_part(self, view: ClusterView, vo: int, work: float, opened: _OpenDecision) -> float:
+        """F of the elected job (P-grid Eq. 2); without target shares there is no deficit and F = 1."""
         if self.use_fairness and opened.service_before is not None:
-            f = float(self.fairness.election_fairness(opened.service_before, vo, work)[0])
-        return float(scheduling_reward(w, f, self.lam))
+            return float(self.fairness.election_fairness(opened.service_before, vo, work)[0])
+        return 1.0
+
+    def _combine(self, w_part: float, other_part: float) -> float:
+        """``R_s = λ W + (1 − λ) F`` (P-grid §3.2)."""
+        return float(scheduling_reward(w_part, other_part, self.lam))
 
     def _choose_pool(self, view: ClusterView, agg: StateAggregates, actions: FloatArray,
                      candidates: IntArray) -> int | None:
@@ -232,6 +281,8 @@ class SchedulingAgent:
     def observe(self, view: ClusterView) -> None:
         """Learn from ``view``: runtimes, fairness accounting, rewards of finished jobs, re-fits."""
         self.runtime.observe(view)
+        if self.learn and self.credit == "incurred":
+            self._accrue_waiting_loss(view)
         fin = view.finished
         if self.learn and len(fin) and self._open:
             w_all = responsiveness(fin.run_s, fin.wait_s)
@@ -240,8 +291,10 @@ class SchedulingAgent:
                 opened = self._open.pop(jid, None)
                 if opened is None:
                     continue
-                r = self._job_reward(view, float(w_all[i]), int(fin.vo[i]), float(work[i]), opened)
-                self.learner.reward(opened.decision_id, r)
+                opened.other_part = self._other_part(view, int(fin.vo[i]), float(work[i]), opened)
+                if self.credit == "election":
+                    opened.w_part = float(w_all[i])
+                self._deliver(opened)
         self._after_finished(view)
         if not self.learn:
             return
@@ -253,6 +306,35 @@ class SchedulingAgent:
 
     def _after_finished(self, view: ClusterView) -> None:
         self.fairness.observe(view)
+
+    def _deliver(self, opened: _OpenDecision) -> None:
+        """Hand the reward to the learner once both of its parts are known."""
+        if opened.w_part is not None and opened.other_part is not None:
+            self.learner.reward(opened.decision_id, self._combine(opened.w_part, opened.other_part))
+
+    def _accrue_waiting_loss(self, view: ClusterView) -> None:
+        """Add the W the pending jobs lost since the previous view (``incurred`` credit)."""
+        now = view.time_s
+        since = self._loss_clock_s
+        self._loss_clock_s = now
+        pend = view.pending
+        if since is None or not self._interval_group or len(pend) == 0 or now <= since:
+            return
+        run = self.runtime.pending(pend)
+        before = np.maximum(since - pend.submit_s, 0.0)
+        after = np.maximum(now - pend.submit_s, 0.0)
+        self._interval_loss += float(np.sum(run / (run + before) - run / (run + after)))
+
+    def _close_interval(self) -> None:
+        """A new view elects jobs: the previous electing view's decisions get their W part."""
+        group = self._interval_group
+        if group:
+            w_part = 1.0 - self._interval_loss / len(group)
+            for opened in group:
+                opened.w_part = w_part
+                self._deliver(opened)
+        self._interval_group = []
+        self._interval_loss = 0.0
 
     # -- deciding -------------------------------------------------------------------------
     def decide(self, view: ClusterView) -> Decisions:
@@ -288,6 +370,8 @@ class SchedulingAgent:
         available = np.ones(candidates.size, dtype=bool)
         deadline = edf_deadline(pend, run_s, self.edf_w_target)[candidates] if self.pretraining else None
         service = self.fairness.service_now(view) if self.use_fairness else None
+        if self.learn and self.credit == "incurred":
+            self._close_interval()
         released: list[int] = []
         while budget > 0:
             sub = np.nonzero(available & (cand_cores <= budget))[0]
@@ -305,13 +389,16 @@ class SchedulingAgent:
             job = int(candidates[chosen])
             jid = int(pend.job_id[job])
             if self.learn:
-                self._open[jid] = _OpenDecision(decision_id, service)
+                opened = _OpenDecision(decision_id, service)
+                self._open[jid] = opened
+                if self.credit == "incurred":
+                    self._interval_group.append(opened)
             else:
                 self.learner.q.advance(self.learner.q.encode(state, actions[chosen:chosen + 1])[0])
             available[chosen] = False
             cores = int(cand_cores[chosen])
             budget -= cores
-            agg.start(cores, float(run_s[job]), int(pend.vo[job]))
+            agg.start(cores, float(run_s[job]), int(pend.vo[job]), int(pend.job_class[job]))
             released.append(jid)
             self.decisions += 1
         return tuple(released)
@@ -321,7 +408,7 @@ class SchedulingAgent:
         return {"features": self.encoder.config.to_dict(), "runtime_model": self.runtime.name,
                 "lam": self.lam, "mode": self.mode, "decisions": self.decisions,
                 "pretraining": self.pretraining, "shares": self.fairness.shares.tolist(),
-                "use_fairness": self.use_fairness}
+                "use_fairness": self.use_fairness, "credit": self.credit}
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Model, feature normalisation, replay memory and counters in one file, atomically.
@@ -346,6 +433,9 @@ class SchedulingAgent:
         if isinstance(self.runtime, EstimatedRuntime) and "runtime_ring" in arrays:
             self.runtime.load_state_arrays({k: arrays[f"runtime_{k}"] for k in ("ring", "count", "median")})
         self._open.clear()
+        self._interval_group = []
+        self._interval_loss = 0.0
+        self._loss_clock_s = None
 
 
 class ElasticSchedulingAgent(SchedulingAgent):
@@ -367,7 +457,7 @@ class ElasticSchedulingAgent(SchedulingAgent):
                  pool_options: Sequence[int], initial_cores: int, start_s: float = 0.0, min_cores: int = 30,
                  hold_s: float = 900.0, lam: float = 0.5, mode: Mode = "gate", pretrain_decisions: int = 500,
                  pretrain_sweeps: int = 5, edf_w_target: float = DEFAULT_EDF_W_TARGET,
-                 learn: bool = True) -> None:
+                 learn: bool = True, credit: Credit = "incurred") -> None:
         options = np.unique(np.asarray(pool_options, dtype=np.int64))
         if options.size == 0 or options[0] < 1:
             raise ValueError(f"elastic agent: pool options must be positive, got {list(pool_options)}")
@@ -379,7 +469,7 @@ class ElasticSchedulingAgent(SchedulingAgent):
         self.hold_s = hold_s
         super().__init__(learner, encoder, runtime, None, lam=lam, mode=mode,
                          pretrain_decisions=pretrain_decisions, pretrain_sweeps=pretrain_sweeps,
-                         edf_w_target=edf_w_target, learn=learn)
+                         edf_w_target=edf_w_target, learn=learn, credit=credit)
         self.pool_cores = initial_cores
         self.last_change_s = start_s
         self.utilization = UtilizationTracker(start_s, initial_cores)
@@ -396,8 +486,13 @@ class ElasticSchedulingAgent(SchedulingAgent):
         if len(fin):
             self.utilization.add_completed(np.maximum(fin.run_s, 0.0) * fin.cores)
 
-    def _job_reward(self, view: ClusterView, w: float, vo: int, work: float, opened: _OpenDecision) -> float:
-        return float(elastic_reward(w, self.utilization.utilization(view.time_s), self.lam))
+    def _other_part(self, view: ClusterView, vo: int, work: float, opened: _OpenDecision) -> float:
+        """U when the job finishes (P-grid Eq. 3)."""
+        return self.utilization.utilization(view.time_s)
+
+    def _combine(self, w_part: float, other_part: float) -> float:
+        """``R_e = λ W + (1 − λ) U`` (P-grid §3.2)."""
+        return float(elastic_reward(w_part, other_part, self.lam))
 
     def _choose_pool(self, view: ClusterView, agg: StateAggregates, actions: FloatArray,
                      candidates: IntArray) -> int | None:

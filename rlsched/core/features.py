@@ -6,7 +6,18 @@ State (real-valued), from a :class:`ClusterView` and a runtime model:
 2. the time before a resource becomes available (0 when a core is idle);
 3. the backlog: the work of the queued jobs (core-seconds, per core of the pool);
 4. the number of idle cores (as a fraction of the pool);
-5. the proportion of queued jobs of each VO (one column per configured VO).
+5. the proportion of queued jobs of each VO (one column per configured VO);
+6. (``include_class_queue``, on by default; beyond the papers) the queued jobs of each
+   class, ``n / (n + pool cores)``: 0 for none, 1/2 for as many as the pool has cores.
+
+Why 6: the papers' state describes the queue by VO and by work, never by class, yet the
+responsiveness the queue loses while it waits is almost all interactive (an interactive
+job's W halves within a few minutes of waiting, a batch job's hardly moves).  Without it,
+the value of a state cannot tell "interactive jobs are waiting" from "batch jobs are
+waiting", and a regression of the rewards on (state, action) confounds the effect of the
+chosen job's class with the queue it was chosen from (interactive jobs are elected exactly
+when interactive jobs queue and lose W).  Measured on tuning seeds with
+``benchmarks/diag_perez_learning.py``: see :class:`rlsched.core.agents.SchedulingAgent`.
 
 Action: one pending job, described by its class (batch/interactive, one-hot), its VO
 (one-hot over the configured VOs) and its execution time under the runtime model.
@@ -24,7 +35,7 @@ would silently invalidate.  The config is saved with the model.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
@@ -42,6 +53,7 @@ class FeatureConfig:
     time_ref_s: float = 7 * 86400.0
     include_wait: bool = False
     include_cores: bool = False
+    include_class_queue: bool = True
 
     def __post_init__(self) -> None:
         if self.n_vos < 1:
@@ -59,7 +71,8 @@ class FeatureConfig:
         unknown = set(data) - known
         if unknown:
             raise ValueError(f"feature config: unknown key(s) {sorted(unknown)}")
-        return cls(**data)
+        # Models saved before the class-queue columns existed were trained without them.
+        return cls(**{"include_class_queue": False, **data})
 
 
 @dataclass
@@ -77,8 +90,9 @@ class StateAggregates:
     backlog_core_s: float
     vo_counts: FloatArray
     n_pending: int
+    class_counts: FloatArray = field(default_factory=lambda: np.zeros(len(JobClass)))
 
-    def start(self, cores: int, run_s: float, vo: int) -> None:
+    def start(self, cores: int, run_s: float, vo: int, job_class: int = -1) -> None:
         """Account for starting one pending job (used between successive picks of one view)."""
         self.idle_cores -= cores
         self.running_remaining_s = np.append(self.running_remaining_s, run_s)
@@ -86,6 +100,8 @@ class StateAggregates:
         self.backlog_core_s = max(self.backlog_core_s - run_s * cores, 0.0)
         if 0 <= vo < self.vo_counts.size:
             self.vo_counts[vo] -= 1.0
+        if 0 <= job_class < self.class_counts.size:
+            self.class_counts[job_class] -= 1.0
         self.n_pending -= 1
 
     def time_to_free_s(self) -> float:
@@ -105,7 +121,8 @@ class FeatureEncoder:
     @property
     def state_names(self) -> tuple[str, ...]:
         vos = tuple(f"queue_share_vo{k}" for k in range(self.config.n_vos))
-        return ("running_work", "time_to_free", "backlog", "idle_fraction", *vos)
+        by_class = ("queued_batch", "queued_interactive") if self.config.include_class_queue else ()
+        return ("running_work", "time_to_free", "backlog", "idle_fraction", *vos, *by_class)
 
     @property
     def action_names(self) -> tuple[str, ...]:
@@ -143,6 +160,8 @@ class FeatureEncoder:
         n_vos = self.config.n_vos
         valid = (pend.vo >= 0) & (pend.vo < n_vos)
         vo_counts = np.bincount(pend.vo[valid], minlength=n_vos).astype(np.float64)
+        known = (pend.job_class >= 0) & (pend.job_class < len(JobClass))
+        class_counts = np.bincount(pend.job_class[known], minlength=len(JobClass)).astype(np.float64)
         return StateAggregates(
             total_cores=view.total_cores,
             idle_cores=view.idle_cores,
@@ -151,6 +170,7 @@ class FeatureEncoder:
             backlog_core_s=float(np.dot(pend_run, pend.cores)),
             vo_counts=vo_counts,
             n_pending=len(pend),
+            class_counts=class_counts,
         )
 
     def state_vector(self, agg: StateAggregates) -> FloatArray:
@@ -163,7 +183,10 @@ class FeatureEncoder:
             agg.idle_cores / per_core,
         ])
         shares = agg.vo_counts / agg.n_pending if agg.n_pending > 0 else np.zeros_like(agg.vo_counts)
-        return np.concatenate([head, shares])
+        if not self.config.include_class_queue:
+            return np.concatenate([head, shares])
+        queued = agg.class_counts[[int(JobClass.BATCH), int(JobClass.INTERACTIVE)]]
+        return np.concatenate([head, shares, queued / (queued + per_core)])
 
     def state(self, view: ClusterView, runtime: RuntimeModel) -> FloatArray:
         """The normalised state vector of ``view``."""
