@@ -6,7 +6,11 @@
 #   scripts/slurm-down.sh                    # cancels jobs, stops the daemons by PID
 #
 # One controller and one 16-CPU node (node1), plus four State=CLOUD nodes (cloud1-4) that Slurm's power
-# saving starts through $BASE/bin/resume.sh (a real slurmd on its own port) and stops through suspend.sh.
+# saving starts through $BASE/bin/resume.sh and stops through suspend.sh.  Their "cloud" is
+# scripts/local-cloud-provider (state in $BASE/provider): each instance is a real slurmd on its own port.
+# When $BASE/etc/rlsched.toml exists, resume.sh/suspend.sh go through rlsched's leasing hooks
+# (plugins/slurm/rlsched-resume, rlsched-suspend: they check the daemon's heartbeat and lease permit, then run
+# the config's [leasing] provider_command); without it they call the local provider directly.
 # The config is made for tests (DESIGN.md §5): priority/multifactor (so admin Nice offsets compose with
 # Slurm's own priority), jobcomp/filetxt (no slurmdbd: the completion feed reads that file), MinJobAge
 # (finished jobs stay visible to squeue), short scheduler intervals so a test sees a start within ~1 s.
@@ -19,6 +23,7 @@ BASE=${BASE:-/tmp/rlsched-slurm}
 PORT=${RLSCHED_SLURM_PORT:-6817}
 CPUS=${RLSCHED_SLURM_CPUS:-16}
 CONF=$BASE/etc/slurm.conf
+REPO=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)   # the hooks and the provider live here
 die() { echo "slurm-up.sh: $*" >&2; exit 1; }
 now() { date +%s.%N; }
 alive() { [ -e "/proc/$1" ] && ! grep -q '^State:.*Z' "/proc/$1/status" 2>/dev/null; }   # zombies are dead
@@ -67,7 +72,17 @@ for f in "$BASE"/run/slurmd-*.pid "$BASE/run/slurmctld.pid"; do
   [ -f "$f" ] && alive "$(cat "$f")" && kill "$(cat "$f")" 2>/dev/null && sleep 0.5
   rm -f "$f"
 done
-mkdir -p "$BASE"/{etc,state,spool/node1,log,run,bin}
+# ... and so would the cloud instances of the local provider (records: "PID STATE START_TICKS"; the start time
+# in clock ticks, field 22 of /proc/PID/stat, tells the instance from a process that got its PID later).
+for f in "$BASE"/provider/instances/*; do
+  [ -f "$f" ] || continue
+  read -r pid _ start < "$f" || true
+  stat=$(cat "/proc/$pid/stat" 2>/dev/null) || stat=""
+  # shellcheck disable=SC2086
+  [ -n "$stat" ] && set -- ${stat##*) } && [ "${20:-}" = "$start" ] && kill "$pid" 2>/dev/null && sleep 0.5
+  rm -f "$f"
+done
+mkdir -p "$BASE"/{etc,state,spool/node1,log,run,bin,provider}
 # Bind to the hostname's address rather than 0.0.0.0, but only when the hostname resolves to loopback.
 COMM=""
 getent hosts "$(hostname)" | grep -q '^127\.' && COMM="CommunicationParameters=NoInAddrAny,NoCtldInAddrAny"
@@ -137,27 +152,25 @@ CONF
 cat > "$BASE/bin/resume.sh" <<SCRIPT
 #!/bin/bash
 # ResumeProgram: slurmctld runs it as  resume.sh <hostlist>  (e.g. cloud[1-2]).
-export SLURM_CONF=$CONF
+# With $BASE/etc/rlsched.toml: rlsched's leasing hook, which may refuse (stale daemon heartbeat, lease permit)
+# and then runs the config's [leasing] provider_command.  Without it: the local provider directly, which starts
+# one slurmd per node (resetting the blocked-signal mask slurmscriptd leaves, with -b and </dev/null).
+export SLURM_CONF=$CONF PROVIDER_DIR=$BASE/provider
 echo "\$(date +%FT%T) RESUME \$*" >> $BASE/log/power.log
-for n in \$(scontrol show hostnames "\$1"); do
-  mkdir -p $BASE/spool/\$n
-  # slurmscriptd blocks SIGTERM and children inherit the mask: reset it, else slurmd ignores kill.
-  # -b: slurmd reports "rebooted now" (else ctld waits for the boot until ResumeTimeout).
-  # </dev/null: with stdin closed under slurmscriptd, the daemonized slurmd loses its log fd.
-  python3 -c 'import os,signal,sys; signal.pthread_sigmask(signal.SIG_SETMASK, []); os.execv(sys.argv[1], sys.argv[1:])' \\
-      /usr/sbin/slurmd -b -N "\$n" </dev/null >>$BASE/log/power.log 2>&1
-done
+if [ -f $BASE/etc/rlsched.toml ]; then
+  RLSCHED_CONFIG=$BASE/etc/rlsched.toml exec "$REPO/plugins/slurm/rlsched-resume" "\$@" >>$BASE/log/power.log 2>&1
+fi
+exec "$REPO/scripts/local-cloud-provider" resume \$(scontrol show hostnames "\$1") >>$BASE/log/power.log 2>&1
 SCRIPT
 cat > "$BASE/bin/suspend.sh" <<SCRIPT
 #!/bin/bash
-# SuspendProgram: slurmctld runs it as  suspend.sh <hostlist>.
-export SLURM_CONF=$CONF
+# SuspendProgram: slurmctld runs it as  suspend.sh <hostlist>.  Same two paths as resume.sh; never refuses.
+export SLURM_CONF=$CONF PROVIDER_DIR=$BASE/provider
 echo "\$(date +%FT%T) SUSPEND \$*" >> $BASE/log/power.log
-for n in \$(scontrol show hostnames "\$1"); do
-  f=$BASE/run/slurmd-\$n.pid
-  [ -f "\$f" ] && kill "\$(cat "\$f")" && rm -f "\$f"
-done
-exit 0
+if [ -f $BASE/etc/rlsched.toml ]; then
+  RLSCHED_CONFIG=$BASE/etc/rlsched.toml exec "$REPO/plugins/slurm/rlsched-suspend" "\$@" >>$BASE/log/power.log 2>&1
+fi
+exec "$REPO/scripts/local-cloud-provider" suspend \$(scontrol show hostnames "\$1") >>$BASE/log/power.log 2>&1
 SCRIPT
 chmod +x "$BASE"/bin/*.sh
 T2=$(now)

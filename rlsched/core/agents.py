@@ -283,6 +283,10 @@ class SchedulingAgent:
         self.runtime.observe(view)
         if self.learn and self.credit == "incurred":
             self._accrue_waiting_loss(view)
+            if len(view.pending) == 0:
+                # Nothing queued loses W any more: settle now rather than at the next electing view,
+                # which on a quiet live system may be hours away (the reward would wait with it).
+                self._close_interval()
         fin = view.finished
         if self.learn and len(fin) and self._open:
             w_all = responsiveness(fin.run_s, fin.wait_s)
@@ -318,7 +322,9 @@ class SchedulingAgent:
         since = self._loss_clock_s
         self._loss_clock_s = now
         pend = view.pending
-        if since is None or not self._interval_group or len(pend) == 0 or now <= since:
+        # Accrued even while no decision is open: that loss is charged to the next electing view's
+        # decisions, so that the rewards still add up to Σ W_j.
+        if since is None or len(pend) == 0 or now <= since:
             return
         run = self.runtime.pending(pend)
         before = np.maximum(since - pend.submit_s, 0.0)
@@ -328,11 +334,12 @@ class SchedulingAgent:
     def _close_interval(self) -> None:
         """A new view elects jobs: the previous electing view's decisions get their W part."""
         group = self._interval_group
-        if group:
-            w_part = 1.0 - self._interval_loss / len(group)
-            for opened in group:
-                opened.w_part = w_part
-                self._deliver(opened)
+        if not group:
+            return                          # the loss so far carries over to the next group
+        w_part = 1.0 - self._interval_loss / len(group)
+        for opened in group:
+            opened.w_part = w_part
+            self._deliver(opened)
         self._interval_group = []
         self._interval_loss = 0.0
 
