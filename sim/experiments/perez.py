@@ -1,7 +1,12 @@
 """The Perez et al. experiments: P-grid Tables 2–5 (rigid and elastic) on the LAL-like workload and LPC-EGEE.
 
-``perez-rigid`` runs, on the LAL-like workload (rigid pool of 81 cores, P-grid §4.1) and,
-outside quick mode, on the real LPC-EGEE trace (140 cores; its SWF group id is the VO, its
+This module holds the machinery the three Perez experiments share (run specifications,
+one simulation, aggregation into ``results.json`` rows, the driver) and the two P-grid
+experiments; :mod:`rlsched.sim.experiments.perez_fqi` adds P-fqi's and
+:mod:`rlsched.sim.experiments.perez_report` writes the figures and ``report.md``.
+
+``perez-rigid`` runs, on the LAL-like workload (rigid pool of 81 cores, P-grid §4.1) and on
+a two-week window of the real LPC-EGEE trace (140 cores; its SWF group id is the VO, its
 recorded waits are the ``native`` baseline, P-grid §4.1/P-fqi §4):
 
 - ``sarsa-esn``: the RL scheduler of P-grid §3 — SARSA with an Echo State Network
@@ -15,23 +20,38 @@ recorded waits are the ``native`` baseline, P-grid §4.1/P-fqi §4):
 ``perez-elastic`` runs the elastic provisioning MDP of P-grid §3.2/§4.1 on the LAL-like
 workload: the agent also chooses the pool size every period (held ≥ 15 minutes, ≥ 30
 cores, ≥ running jobs, enforced by :class:`rlsched.sim.elastic.ElasticSimulator`), reward
-``R_e = λ W + (1 − λ) U``.
+``R_e = λ W + (1 − λ) U``; beside it the rigid ``sarsa-esn`` of the same setting, which
+P-grid Table 5's queueing-delay speedup compares against.
 
-Seeds: the reported tables use seeds ``seed .. seed + n_seeds − 1`` (the seed of the LAL-like
-realisation and of the agent).  Nothing here is tuned: every hyperparameter is the
-paper's default (DESIGN.md §2.1) as set in :mod:`rlsched.core`; should tuning be added, it
-must use :data:`TUNING_SEED_BASE` and up, never the reported seeds.
+The LPC-EGEE window (:data:`LPC_WINDOW_DAYS`): days 252–266 after the trace's start
+(13–27 April 2005), 11,987 jobs, offered load 0.63 of the 140 cores.  Why this one: it is
+the busiest fortnight of the trace that is not an outage (weeks 20–21, where the
+recorded waits average four days, are one), its native schedule is the closest match to
+the LAL native numbers the papers compare with (interactive W 0.61 vs 0.628, interactive
+mean wait 2,541 s vs 2,756 s), and at about 12,000 jobs a learned run costs about what
+a full LAL-like run costs.  The window's jobs start on an empty machine (jobs queued
+before it are not in it); the 500 trimmed jobs cover that ramp-up.
 
-Every run drops the first and last 500 jobs from the statistics (P-grid §4.1); the quick
-mode (a tenth of the LAL-like workload, ``generate_lal(seed, scale=0.1)``) drops 50.
+Seeds: the reported tables use seeds ``seed .. seed + n_seeds − 1`` (the seed of the
+LAL-like realisation and of the agent; LPC-EGEE is one fixed trace, so there the seed
+only changes the agent).  Nothing here is tuned: every hyperparameter is the paper's
+default (DESIGN.md §2.1) as set in :mod:`rlsched.core`; should tuning be added, it must
+use :data:`TUNING_SEED_BASE` and up, never the reported seeds (they are refused).
+
+Every run drops the first and last 500 jobs from the statistics and pretrains the agent
+on 500 EDF decisions (P-grid §3.3/§4.1).  Quick mode scales all three by
+:data:`QUICK_SCALE`: a tenth of the LAL-like workload (``generate_lal(seed, scale=0.1)``),
+one day of the LPC-EGEE window, 50 trimmed jobs, 50 EDF decisions.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import multiprocessing
 import os
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -40,11 +60,12 @@ from typing import Any
 import numpy as np
 
 from rlsched.core.agents import ElasticSchedulingAgent, SchedulingAgent
-from rlsched.core.approximators import EchoStateQ
+from rlsched.core.approximators import EchoStateQ, FeedForwardQ
+from rlsched.core.approximators.base import QFunction
 from rlsched.core.features import FeatureConfig, FeatureEncoder
-from rlsched.core.learners import SarsaLearner
+from rlsched.core.learners import BatchLearner, FittedQLearner, SarsaLearner
 from rlsched.core.runtime import make_runtime_model
-from rlsched.core.view import FloatArray, JobClass
+from rlsched.core.view import FloatArray, IntArray, JobClass
 from rlsched.sim.elastic import (
     DEFAULT_HOLD_S,
     DEFAULT_MIN_CORES,
@@ -54,6 +75,7 @@ from rlsched.sim.elastic import (
 )
 from rlsched.sim.engine import Schedule, Simulator
 from rlsched.sim.experiments import Experiment, output_dir
+from rlsched.sim.experiments import perez_report as report
 from rlsched.sim.metrics import INTERACTIVE_TARGET_WAIT_S, responsiveness, trim_mask
 from rlsched.sim.schedulers import simulate, with_recorded_waits
 from rlsched.sim.workload import Workload
@@ -62,7 +84,10 @@ from rlsched.sim.workload import Workload
 LAL_CORES = 81
 #: P-grid §4.1: the first and last 500 jobs are left out of the statistics.
 TRIM_JOBS = 500
-#: Quick mode: a tenth of the LAL-like workload (same load, a tenth of the span).
+#: P-grid §3.3: EDF pretraining before the agent acts ("after a few learning sweeps"); the
+#: paper gives no count, the core's default is 500 decisions.
+PRETRAIN_DECISIONS = 500
+#: Quick mode: a tenth of the workload, of the trim and of the pretraining.
 QUICK_SCALE = 0.1
 #: Seeds at or above this are for tuning only; reported tables use seed .. seed + n_seeds − 1.
 TUNING_SEED_BASE = 1000
@@ -73,45 +98,97 @@ LAMBDAS = (0.5, 1.0)
 RUNTIME_MODELS = ("estimated", "oracle")
 CLASSES = (("interactive", int(JobClass.INTERACTIVE)), ("batch", int(JobClass.BATCH)))
 LPC_TRACE = "lpc"
+#: The LPC-EGEE window, days after the trace's start (see the module docstring for why).
+LPC_WINDOW_DAYS = (252.0, 266.0)
+#: Quick mode: the first day of that window.
+LPC_QUICK_WINDOW_DAYS = (252.0, 253.0)
+#: Classic baselines, in table order (``native`` only where the workload recorded a schedule).
+CLASSIC_POLICIES = ("fcfs", "easy", "easy-sjf")
+#: Learned policies: the learner and the Q-function approximator.
+LEARNED_POLICIES = ("sarsa-esn", "fqi-esn", "fqi-ffnn")
+WORKLOADS = ("lal", "lpc-egee")
 
-#: DESIGN.md §4, from P-grid Tables 2–5 and P-fqi Tables 2–3 (mean over the paper's runs).
-PUBLISHED: dict[str, dict[str, Any]] = {
-    "P-grid Table 2 (rigid, W mean ± sd)": {
-        "sarsa-esn interactive": "0.864–0.869 ± 0.31", "sarsa-esn batch": "0.892–0.899",
-        "native interactive": "0.628 ± 0.418", "native batch": "0.830"},
-    "P-grid Table 3 (rigid, interactive mean wait, s)": {"sarsa-esn": "862–1152", "native": "2756"},
-    "P-grid Table 4 (elastic, interactive W)": {"sarsa-esn": "0.958–0.971; ≥ 94 % with W > 0.9"},
-    "P-grid Table 5 (elastic, speedup of queueing delay)": {"sarsa-esn": "45–73 %"},
-    "P-fqi Table 2 (W, all jobs)": {"fqi-esn estimated": "0.94", "fqi-ffnn estimated": "0.93", "native": "0.73"},
-    "P-fqi Table 3 (mean wait interactive / batch, s)": {
-        "fqi-esn estimated": "495 / 3492 (> 90 % interactive under 2 min)", "native": "2756 / 13041"},
-}
+#: Kept for callers of the previous version; the side-by-side tables are in perez_report.PUBLISHED_ROWS.
+PUBLISHED = report.PUBLISHED_SUMMARY
 
 
 @dataclass(frozen=True)
 class RunSpec:
-    """One simulation: a workload realisation under one policy and setting."""
+    """One simulation: a workload realisation under one policy and setting.
+
+    ``trim`` and ``pretrain_decisions`` default to the paper's 500 scaled like the
+    workload (see :func:`trim_jobs`, :func:`pretrain_decisions`); ``window_days`` is the
+    LPC-EGEE window (default :data:`LPC_WINDOW_DAYS`, or the quick one when ``scale < 1``).
+    """
 
     workload: str  # "lal" or "lpc-egee"
-    policy: str  # fcfs, easy, easy-sjf, native, sarsa-esn
+    policy: str  # fcfs, easy, easy-sjf, native, sarsa-esn, fqi-esn, fqi-ffnn
     runtime_model: str | None
     lam: float | None
     seed: int
     scale: float
     elastic: bool = False
+    trim: int | None = None
+    pretrain_decisions: int | None = None
+    window_days: tuple[float, float] | None = None
 
 
 @dataclass
 class RunResult:
+    """What one simulation leaves for the tables and figures.
+
+    ``job_class``, ``wait_s`` and ``w`` hold only the jobs in the statistics (trimmed);
+    ``submit_s``, ``start_s``, ``end_s``, ``procs`` and ``vo`` hold every job, for the
+    time series (fairness needs the service delivered since the start).
+    """
+
     spec: RunSpec
-    job_class: np.ndarray
+    job_class: IntArray
     wait_s: FloatArray
     w: FloatArray
     wall_s: float
     utilization: float
     span_s: tuple[float, float]
     pool_time_s: FloatArray | None = None
-    pool_cores: np.ndarray | None = None
+    pool_cores: IntArray | None = None
+    submit_s: FloatArray | None = None
+    start_s: FloatArray | None = None
+    end_s: FloatArray | None = None
+    procs: IntArray | None = None
+    vo: IntArray | None = None
+    shares: tuple[float, ...] = ()
+    cores: int = 0
+
+
+def _scaled(spec: RunSpec) -> bool:
+    return spec.scale < 1.0
+
+
+def trim_jobs(spec: RunSpec) -> int:
+    """Jobs dropped at each end of the statistics: 500 (P-grid §4.1), 50 in quick mode."""
+    if spec.trim is not None:
+        return spec.trim
+    if spec.workload == "lal":
+        return round(TRIM_JOBS * min(spec.scale, 1.0))
+    return round(TRIM_JOBS * QUICK_SCALE) if _scaled(spec) else TRIM_JOBS
+
+
+def pretrain_decisions(spec: RunSpec) -> int:
+    """EDF decisions before the agent acts: 500, scaled like the workload in quick mode.
+
+    Scaling keeps the share of the run spent under EDF the same in quick mode; without it
+    a tenth-size run would be mostly EDF and say little about the learner.
+    """
+    if spec.pretrain_decisions is not None:
+        return spec.pretrain_decisions
+    factor = min(spec.scale, 1.0) if spec.workload == "lal" else (QUICK_SCALE if _scaled(spec) else 1.0)
+    return max(round(PRETRAIN_DECISIONS * factor), 1)
+
+
+def lpc_window(spec: RunSpec) -> tuple[float, float]:
+    if spec.window_days is not None:
+        return spec.window_days
+    return LPC_QUICK_WINDOW_DAYS if _scaled(spec) else LPC_WINDOW_DAYS
 
 
 # ------------------------------------------------------------------------ workloads
@@ -122,7 +199,7 @@ def load_lpc_egee() -> Workload:
     """LPC-EGEE with recorded waits only (the jobs without one cannot be in ``native``), with VO shares.
 
     The trace carries no VO target shares; the target of each VO (SWF group) is taken as
-    its share of the trace's CPU time, the share the site actually gave it.
+    its share of the whole trace's CPU time, the share the site actually gave it.
     """
     if "lpc" not in _LPC_CACHE:
         from rlsched.sim.traces.swf import read_swf, resolve_trace
@@ -134,6 +211,17 @@ def load_lpc_egee() -> Workload:
     return _LPC_CACHE["lpc"]
 
 
+def lpc_available() -> bool:
+    """True when the LPC-EGEE trace can be found (``$RLSCHED_TRACE_DIR`` or the fetch cache)."""
+    from rlsched.sim.traces.swf import resolve_trace
+
+    try:
+        resolve_trace(LPC_TRACE)
+    except FileNotFoundError:
+        return False
+    return True
+
+
 def load_workload(spec: RunSpec) -> tuple[Workload, int]:
     """The workload of ``spec`` and its rigid pool size."""
     if spec.workload == "lal":
@@ -141,7 +229,12 @@ def load_workload(spec: RunSpec) -> tuple[Workload, int]:
 
         return generate_lal(spec.seed, scale=spec.scale), LAL_CORES
     if spec.workload == "lpc-egee":
-        w = load_lpc_egee()
+        first, last = lpc_window(spec)
+        full = load_lpc_egee()
+        w = full.cut(first * 86400.0, last * 86400.0, name=f"{full.name} days {first:g}-{last:g}")
+        if 2 * trim_jobs(spec) >= len(w):
+            raise ValueError(f"perez: LPC-EGEE window days {first:g}-{last:g} has {len(w)} jobs, "
+                             f"too few for trimming {trim_jobs(spec)} at each end")
         return w, int(w.max_procs)
     raise ValueError(f"perez: unknown workload {spec.workload!r}")
 
@@ -153,105 +246,159 @@ def vo_shares(w: Workload) -> tuple[float, ...]:
 
 
 # ------------------------------------------------------------------------ one run
+def _learner(policy: str, state_dim: int, action_dim: int, seed: int) -> BatchLearner:
+    """The learner and Q-function a learned policy name stands for, with the core's defaults.
+
+    ``sarsa-esn``: P-grid §3.3 (SARSA, ESN).  ``fqi-esn``: P-fqi Alg. 1 (fitted Q iteration
+    with the ESN).  ``fqi-ffnn``: the same iteration with the feed-forward net, P-fqi's
+    "RL-NN" rows.
+    """
+    q: QFunction
+    if policy.endswith("-ffnn"):
+        q = FeedForwardQ(state_dim, action_dim, seed=seed)
+    else:
+        q = EchoStateQ(state_dim, action_dim, seed=seed)
+    if policy.startswith("sarsa-"):
+        return SarsaLearner(q, seed=seed)
+    return FittedQLearner(q, seed=seed)
+
+
 def _learned_agent(w: Workload, spec: RunSpec, rigid_cores: int) -> SchedulingAgent:
-    """SARSA with an ESN Q-function and the paper's defaults (DESIGN.md §2.1), seeded by the run's seed."""
+    """The learned agent of ``spec``, with the paper's defaults (DESIGN.md §2.1), seeded by the run's seed."""
     enc = FeatureEncoder(FeatureConfig(n_vos=len(w.vo_names)))
     runtime = make_runtime_model(spec.runtime_model or "estimated")
     lam = 0.5 if spec.lam is None else spec.lam
+    pretrain = pretrain_decisions(spec)
     if spec.elastic:
-        q = EchoStateQ(enc.state_dim, enc.action_dim + 1, seed=spec.seed)
+        learner = _learner(spec.policy, enc.state_dim, enc.action_dim + 1, spec.seed)
         return ElasticSchedulingAgent(
-            SarsaLearner(q, seed=spec.seed), enc, runtime,
+            learner, enc, runtime,
             pool_options=range(DEFAULT_MIN_CORES, ELASTIC_MAX_CORES + 1, ELASTIC_STEP_CORES),
             initial_cores=rigid_cores, start_s=float(w.submit[0]), min_cores=DEFAULT_MIN_CORES,
-            hold_s=DEFAULT_HOLD_S, lam=lam)
-    q = EchoStateQ(enc.state_dim, enc.action_dim, seed=spec.seed)
-    return SchedulingAgent(SarsaLearner(q, seed=spec.seed), enc, runtime, shares=vo_shares(w), lam=lam)
+            hold_s=DEFAULT_HOLD_S, lam=lam, pretrain_decisions=pretrain)
+    learner = _learner(spec.policy, enc.state_dim, enc.action_dim, spec.seed)
+    return SchedulingAgent(learner, enc, runtime, shares=vo_shares(w), lam=lam, pretrain_decisions=pretrain)
+
+
+def _classic_schedule(w: Workload, policy: str, cores: int) -> Schedule:
+    name, backfill = {"fcfs": ("fcfs", False), "easy": ("easy", True), "easy-sjf": ("sjf", True),
+                      "native": ("native", None)}[policy]
+    return simulate(w, name, cores=None if name == "native" else cores, backfill=backfill)
 
 
 def run_one(spec: RunSpec) -> RunResult:
-    """Simulate ``spec``; keep per-job class, wait and W of the jobs in the statistics."""
+    """Simulate ``spec``; keep per-job class, wait and W of the jobs in the statistics, and the schedule."""
     started = time.perf_counter()
     w, cores = load_workload(spec)
     pool_t: FloatArray | None = None
-    pool_c: np.ndarray | None = None
+    pool_c: IntArray | None = None
+    util: float | None = None
     schedule: Schedule
-    if spec.policy == "sarsa-esn":
+    if spec.policy in LEARNED_POLICIES:
         agent = _learned_agent(w, spec, cores)
         if spec.elastic:
             esim = ElasticSimulator(w, cores, max_cores=ELASTIC_MAX_CORES, agent=agent, hold_on_submit=True,
-                                    tick_s=DEFAULT_HOLD_S, name="sarsa-esn-elastic")
+                                    tick_s=DEFAULT_HOLD_S, name=f"{spec.policy}-elastic")
             schedule = esim.run()
             hist = esim.pool_history
             pool_t, pool_c = hist.time_s, hist.cores
             util = pool_utilization(schedule, hist)
         else:
-            schedule = Simulator(w, cores, agent=agent, hold_on_submit=True, name="sarsa-esn").run()
-    elif spec.policy in ("fcfs", "easy", "easy-sjf", "native"):
-        name, backfill = {"fcfs": ("fcfs", False), "easy": ("easy", True), "easy-sjf": ("sjf", True),
-                          "native": ("native", None)}[spec.policy]
-        schedule = simulate(w, name, cores=None if name == "native" else cores, backfill=backfill)
+            schedule = Simulator(w, cores, agent=agent, hold_on_submit=True, name=spec.policy).run()
+    elif spec.policy in (*CLASSIC_POLICIES, "native"):
+        if spec.elastic:
+            raise ValueError(f"perez: {spec.policy!r} has no elastic variant")
+        schedule = _classic_schedule(w, spec.policy, cores)
     else:
         raise ValueError(f"perez: unknown policy {spec.policy!r}")
     wait, run = schedule.wait, schedule.run
-    if pool_t is None:
+    if util is None:
         length = float(schedule.end.max() - w.submit.min())
         util = float(np.sum(run * w.procs)) / (cores * length) if length > 0 else 0.0
-    trim = round(TRIM_JOBS * min(spec.scale, 1.0)) if spec.workload == "lal" else TRIM_JOBS
-    keep = trim_mask(len(w), trim)
+    keep = trim_mask(len(w), trim_jobs(spec))
     span = (float(w.submit.min()), float(schedule.end.max()))
     return RunResult(spec, w.job_class[keep], wait[keep], responsiveness(wait[keep], run[keep]),
-                     time.perf_counter() - started, util, span, pool_t, pool_c)
+                     time.perf_counter() - started, util, span, pool_t, pool_c,
+                     submit_s=w.submit.copy(), start_s=schedule.start.copy(), end_s=schedule.end.copy(),
+                     procs=w.procs.copy(), vo=w.vo.copy(), shares=vo_shares(w), cores=cores)
 
 
 # ------------------------------------------------------------------------ plans and aggregation
-def plan(*, quick: bool, seeds: Iterable[int], elastic: bool, lpc: bool) -> list[RunSpec]:
-    scale = QUICK_SCALE if quick else 1.0
+def plan(*, quick: bool, seeds: Iterable[int], elastic: bool = False, lpc: bool = False,
+         learned: Sequence[str] = ("sarsa-esn",), rigid_learned: bool = True,
+         scale: float | None = None, lpc_window_days: tuple[float, float] | None = None) -> list[RunSpec]:
+    """Every simulation of an experiment.
+
+    Classic policies run once per LAL-like seed and once on LPC-EGEE (a fixed trace, a
+    deterministic policy); learned ones on every seed, runtime model and λ.  ``elastic``
+    adds the elastic variant of each learned policy on the LAL-like workload;
+    ``rigid_learned`` keeps the rigid one.  ``scale`` overrides the LAL-like scale (1, or
+    :data:`QUICK_SCALE` in quick mode); smaller values give CI-sized runs.
+    ``lpc_window_days`` overrides the LPC-EGEE window (:data:`LPC_WINDOW_DAYS`, or
+    :data:`LPC_QUICK_WINDOW_DAYS` in quick mode).
+    """
+    lal_scale = scale if scale is not None else (QUICK_SCALE if quick else 1.0)
+    lpc_scale = QUICK_SCALE if quick else 1.0
+    seed_list = list(seeds)
     specs: list[RunSpec] = []
-    workloads = ["lal"] + (["lpc-egee"] if lpc else [])
-    for workload in workloads:
-        # LPC-EGEE is one fixed trace: one seed for the classic policies, every seed for the agent.
-        wl_seeds = list(seeds)
-        for seed in wl_seeds if workload == "lal" else wl_seeds[:1]:
-            for policy in ("fcfs", "easy", "easy-sjf") + (("native",) if workload == "lpc-egee" else ()):
-                specs.append(RunSpec(workload, policy, None, None, seed, scale))
-        for seed in wl_seeds:
-            for rm in RUNTIME_MODELS:
-                for lam in LAMBDAS:
-                    specs.append(RunSpec(workload, "sarsa-esn", rm, lam, seed, scale, elastic=False))
-                    if elastic and workload == "lal":
-                        specs.append(RunSpec(workload, "sarsa-esn", rm, lam, seed, scale, elastic=True))
+    for workload in ("lal", "lpc-egee") if lpc else ("lal",):
+        wl_scale = lal_scale if workload == "lal" else lpc_scale
+        window = lpc_window_days if workload == "lpc-egee" else None
+        classic = CLASSIC_POLICIES + (("native",) if workload == "lpc-egee" else ())
+        for seed in seed_list if workload == "lal" else seed_list[:1]:
+            for policy in classic:
+                specs.append(RunSpec(workload, policy, None, None, seed, wl_scale, window_days=window))
+        for seed in seed_list:
+            for policy in learned:
+                for rm in RUNTIME_MODELS:
+                    for lam in LAMBDAS:
+                        if rigid_learned:
+                            specs.append(RunSpec(workload, policy, rm, lam, seed, wl_scale, window_days=window))
+                        if elastic and workload == "lal":
+                            specs.append(RunSpec(workload, policy, rm, lam, seed, wl_scale, elastic=True))
     return specs
 
 
-def _label(spec: RunSpec) -> tuple[str, str, str | None, float | None]:
+def label(spec: RunSpec) -> tuple[str, str, str | None, float | None]:
+    """(workload, policy, runtime model, λ): the key of a table row (elastic policies get ``-elastic``)."""
     policy = spec.policy + ("-elastic" if spec.elastic else "")
     return spec.workload, policy, spec.runtime_model, spec.lam
 
 
+def _stats(w: FloatArray, wait: FloatArray) -> dict[str, Any]:
+    if w.size == 0:
+        return {k: None for k in ("mean_W", "sd_W", "mean_wait_s", "sd_wait_s", "median_wait_s",
+                                  "frac_wait_under_120s", "frac_W_over_0_9")}
+    return {"mean_W": float(w.mean()), "sd_W": float(w.std()), "mean_wait_s": float(wait.mean()),
+            "sd_wait_s": float(wait.std()), "median_wait_s": float(np.median(wait)),
+            "frac_wait_under_120s": float((wait < INTERACTIVE_TARGET_WAIT_S).mean()),
+            "frac_W_over_0_9": float((w > 0.9).mean())}
+
+
 def aggregate(results: list[RunResult]) -> list[dict[str, Any]]:
-    """One row per workload × policy × setting × job class (and ``all``), jobs pooled over the seeds."""
+    """One row per workload × policy × setting × job class (and ``all``), jobs pooled over the seeds.
+
+    Rows come in a fixed order (workload, then classic before learned policies, then
+    runtime model and λ), whatever order the runs finished in.
+    """
     groups: dict[tuple[str, str, str | None, float | None], list[RunResult]] = {}
-    for r in results:
-        groups.setdefault(_label(r.spec), []).append(r)
+    for r in sorted(results, key=lambda r: _row_order(r.spec)):
+        groups.setdefault(label(r.spec), []).append(r)
     rows: list[dict[str, Any]] = []
     for (workload, policy, rm, lam), runs in groups.items():
         runs.sort(key=lambda r: r.spec.seed)
+        fairness = [report.mean_fairness(r) for r in runs]
         for cls_name, cls_value in (*CLASSES, ("all", None)):
             masks = [np.ones(r.w.size, bool) if cls_value is None else r.job_class == cls_value for r in runs]
             w = np.concatenate([r.w[m] for r, m in zip(runs, masks, strict=True)])
             wait = np.concatenate([r.wait_s[m] for r, m in zip(runs, masks, strict=True)])
             row: dict[str, Any] = {
                 "workload": workload, "policy": policy, "runtime_model": rm, "lambda": lam, "class": cls_name,
-                "jobs": int(w.size), "seeds": [r.spec.seed for r in runs],
-                "mean_W": float(w.mean()) if w.size else None, "sd_W": float(w.std()) if w.size else None,
-                "mean_wait_s": float(wait.mean()) if w.size else None,
-                "median_wait_s": float(np.median(wait)) if w.size else None,
-                "frac_wait_under_120s": float((wait < INTERACTIVE_TARGET_WAIT_S).mean()) if w.size else None,
-                "frac_W_over_0_9": float((w > 0.9).mean()) if w.size else None,
+                "jobs": int(w.size), "seeds": [r.spec.seed for r in runs], **_stats(w, wait),
                 "mean_W_by_seed": [float(r.w[m].mean()) if m.any() else None
                                    for r, m in zip(runs, masks, strict=True)],
                 "utilization": float(np.mean([r.utilization for r in runs])),
+                "mean_fairness": float(np.mean(fairness)),
                 "wall_s": float(sum(r.wall_s for r in runs)),
             }
             if runs[0].pool_time_s is not None:
@@ -260,127 +407,39 @@ def aggregate(results: list[RunResult]) -> list[dict[str, Any]]:
     return rows
 
 
+def _row_order(spec: RunSpec) -> tuple[Any, ...]:
+    pol_rank = ((*CLASSIC_POLICIES, "native", *LEARNED_POLICIES).index(spec.policy)
+                if spec.policy in (*CLASSIC_POLICIES, "native", *LEARNED_POLICIES) else 99)
+    return (WORKLOADS.index(spec.workload) if spec.workload in WORKLOADS else 9, spec.elastic, pol_rank,
+            spec.runtime_model or "", spec.lam if spec.lam is not None else -1.0, spec.seed)
+
+
 def _mean_pool(r: RunResult) -> float:
     """Time-averaged pool size from the first submit to the last end."""
     assert r.pool_time_s is not None and r.pool_cores is not None
     return PoolHistory(r.pool_time_s, r.pool_cores).mean_cores(*r.span_s)
 
 
-# ------------------------------------------------------------------------ figures and report
-def _figures(out: Path, results: list[RunResult]) -> list[str]:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    written: list[str] = []
-    for workload in sorted({r.spec.workload for r in results}):
-        runs = [r for r in results if r.spec.workload == workload]
-        labels: dict[str, list[RunResult]] = {}
-        for r in runs:
-            _, policy, rm, lam = _label(r.spec)
-            name = policy if rm is None else f"{policy} {rm} λ={lam:g}"
-            labels.setdefault(name, []).append(r)
-        fig_w, ax_w = plt.subplots(figsize=(7, 4.5))
-        fig_d, ax_d = plt.subplots(figsize=(7, 4.5))
-        for name, group in labels.items():
-            inter = [r.job_class == int(JobClass.INTERACTIVE) for r in group]
-            w = np.sort(np.concatenate([r.w[m] for r, m in zip(group, inter, strict=True)]))
-            d = np.sort(np.concatenate([r.wait_s[m] for r, m in zip(group, inter, strict=True)]))
-            if w.size == 0:
-                continue
-            frac = np.arange(w.size, 0, -1) / w.size
-            ax_w.step(w, frac, where="post", label=name)  # fraction of jobs with W ≥ x
-            ax_d.step(d + 1.0, np.arange(1, d.size + 1) / d.size, where="post", label=name)
-        ax_w.set(xlabel="responsiveness W", ylabel="fraction of interactive jobs with W ≥ x",
-                 title=f"{workload}: inverse CDF of W, interactive jobs")
-        ax_d.set(xscale="log", xlabel="queueing delay + 1 (s)", ylabel="fraction of interactive jobs",
-                 title=f"{workload}: CDF of interactive queueing delay")
-        ax_d.axvline(INTERACTIVE_TARGET_WAIT_S + 1.0, color="grey", ls=":", lw=1)
-        for fig, ax, stem in ((fig_w, ax_w, "inverse_cdf_W_interactive"), (fig_d, ax_d, "cdf_wait_interactive")):
-            ax.legend(fontsize=7)
-            ax.grid(alpha=0.3)
-            fig.tight_layout()
-            name = f"{stem}_{workload}.png"
-            fig.savefig(out / name, dpi=110)
-            plt.close(fig)
-            written.append(name)
-    elastic = [r for r in results if r.pool_time_s is not None]
-    if elastic:
-        fig, ax = plt.subplots(figsize=(8, 4))
-        for r in elastic:
-            assert r.pool_time_s is not None and r.pool_cores is not None
-            if r.spec.seed != elastic[0].spec.seed:
-                continue
-            t = (r.pool_time_s - r.pool_time_s[0]) / 86400.0
-            ax.step(t, r.pool_cores, where="post", lw=0.8,
-                    label=f"{r.spec.runtime_model} λ={r.spec.lam:g} (U={r.utilization:.2f})")
-        ax.axhline(LAL_CORES, color="grey", ls=":", lw=1, label="rigid pool (81)")
-        ax.set(xlabel="day", ylabel="pool size (cores)", title="LAL-like: elastic pool size over time")
-        ax.legend(fontsize=7)
-        fig.tight_layout()
-        fig.savefig(out / "pool_size_lal.png", dpi=110)
-        plt.close(fig)
-        written.append("pool_size_lal.png")
-    return written
-
-
-def _fmt(x: Any, digits: int = 3) -> str:
-    if x is None:
-        return "–"
-    if isinstance(x, float):
-        return f"{x:.{digits}f}" if abs(x) < 100 else f"{x:.0f}"
-    return str(x)
-
-
-def report_markdown(result: dict[str, Any]) -> str:
-    rows = result["rows"]
-    lines = [f"# {result['experiment']}: Perez et al. regenerated", "",
-             f"Mode: {'quick (LAL-like at scale 0.1)' if result['quick'] else 'full'}; reported seeds "
-             f"{result['seeds']}; wall time {result['wall_time_s']:.0f} s.  The LAL-like workload is "
-             "synthetic (docs/workloads.md); the published numbers come from the real LAL trace.", "",
-             "## Published (DESIGN.md §4)", ""]
-    for table, values in PUBLISHED.items():
-        lines.append(f"- **{table}**: " + "; ".join(f"{k}: {v}" for k, v in values.items()))
-    lines += ["", "## Ours", "",
-              "| workload | policy | runtime | λ | class | jobs | mean W | sd W | mean wait (s) | wait < 120 s | "
-              "W > 0.9 |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+def find_row(rows: list[dict[str, Any]], workload: str, policy: str, cls: str, rm: str | None = None,
+             lam: float | None = None) -> dict[str, Any] | None:
     for r in rows:
-        lines.append(f"| {r['workload']} | {r['policy']} | {_fmt(r['runtime_model'])} | {_fmt(r['lambda'], 1)} | "
-                     f"{r['class']} | {r['jobs']} | {_fmt(r['mean_W'])} | {_fmt(r['sd_W'])} | "
-                     f"{_fmt(r['mean_wait_s'], 0)} | {_fmt(r['frac_wait_under_120s'])} | "
-                     f"{_fmt(r['frac_W_over_0_9'])} |")
-    lines += ["", "## Targets (issue 3)", ""]
-    for check in result["targets"]:
-        lines.append(f"- {'met' if check['holds'] else 'NOT met'}: {check['check']}")
-    lines += ["", "## Differences from the papers", "",
-              "- The LAL trace is not public; the LAL-like workload matches its published marginals, not its "
-              "exact arrival sequence, so absolute waits differ.  The LAL-like generator's arrival model "
-              "is being recalibrated (issue 2); these numbers are for the generator as it stood at run time.",
-              "- The papers' RL numbers compare with the grid's native middleware (gLite/Maui); on the LAL-like "
-              "workload there is no recorded schedule, so FCFS/EASY/EASY-SJF stand in for it.",
-              "- EASY-SJF reads requested times: on the LAL-like workload every job requests its queue's limit, so "
-              "it is 'interactive first, FCFS inside a class' — a strong, simple baseline the papers did not run.",
-              "- LPC-EGEE VO targets are the VOs' CPU shares in the trace (the trace has no target shares).", "",
-              "Figures: " + ", ".join(result["figures"])]
-    return "\n".join(lines) + "\n"
+        if (r["workload"], r["policy"], r["class"], r["runtime_model"], r["lambda"]) == (workload, policy, cls,
+                                                                                           rm, lam):
+            return r
+    return None
 
 
-def _targets(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    def get(workload: str, policy: str, cls: str, rm: str | None = None,
-            lam: float | None = None) -> dict[str, Any] | None:
-        for r in rows:
-            if (r["workload"], r["policy"], r["class"], r["runtime_model"], r["lambda"]) == (
-                    workload, policy, cls, rm, lam):
-                return r
-        return None
-
+def targets(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The issue-3 goals, checked on every learned setting that ran."""
     checks: list[dict[str, Any]] = []
-    fcfs_batch = get("lal", "fcfs", "batch")
-    for workload, policy in (("lal", "sarsa-esn"), ("lpc-egee", "sarsa-esn"), ("lal", "sarsa-esn-elastic")):
+    fcfs_batch = find_row(rows, "lal", "fcfs", "batch")
+    learned = sorted({(r["workload"], r["policy"]) for r in rows if r["runtime_model"] is not None},
+                     key=lambda k: (WORKLOADS.index(k[0]) if k[0] in WORKLOADS else 9, k[1]))
+    for workload, policy in learned:
         for rm in RUNTIME_MODELS:
             for lam in LAMBDAS:
-                inter, batch = get(workload, policy, "interactive", rm, lam), get(workload, policy, "batch", rm, lam)
+                inter = find_row(rows, workload, policy, "interactive", rm, lam)
+                batch = find_row(rows, workload, policy, "batch", rm, lam)
                 if inter is None or batch is None or inter["mean_W"] is None:
                     continue
                 tag = f"{workload} {policy} {rm} λ={lam:g}"
@@ -396,7 +455,7 @@ def _targets(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                                                 f"{fcfs_batch['mean_W']:.3f}",
                                        "holds": batch["mean_W"] >= fcfs_batch["mean_W"]})
                 else:
-                    native = get(workload, "native", "interactive")
+                    native = find_row(rows, workload, "native", "interactive")
                     if native is not None:
                         checks.append({"check": f"{tag}: interactive W {inter['mean_W']:.3f} > native "
                                                 f"{native['mean_W']:.3f} and mean wait {inter['mean_wait_s']:.0f} "
@@ -406,14 +465,47 @@ def _targets(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return checks
 
 
-# ------------------------------------------------------------------------ entry points
-def _execute(specs: list[RunSpec], workers: int) -> list[RunResult]:
+# ------------------------------------------------------------------------ driver
+def _cost_rank(spec: RunSpec) -> tuple[int, int]:
+    """Most expensive first (FFNN fitted-Q, then the other learners; LPC-EGEE before LAL-like)."""
+    cost = {"fqi-ffnn": 0, "fqi-esn": 1, "sarsa-esn": 2}.get(spec.policy, 3)
+    return cost, spec.workload != "lpc-egee"
+
+
+#: BLAS thread variables set to 1 in the worker processes (see :func:`execute`).
+_BLAS_THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+@contextlib.contextmanager
+def _single_threaded_blas_env() -> Iterator[None]:
+    """Environment of spawned workers: one BLAS thread each.
+
+    Measured on the 2-core machine: with OpenBLAS's default threads, one 100 × 100
+    ``eigvals`` (the ESN's spectral radius) takes 0.36 s instead of 5 ms, and a whole
+    learned run is about twice as slow; with one process per core, BLAS threads only fight
+    each other.  OpenBLAS reads the variable when NumPy is imported, hence spawned (not
+    forked) workers.
+    """
+    saved = {k: os.environ.get(k) for k in _BLAS_THREAD_VARS}
+    os.environ.update({k: "1" for k in _BLAS_THREAD_VARS})
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def execute(specs: list[RunSpec], workers: int) -> list[RunResult]:
+    """Run ``specs`` (in ``workers`` spawned processes, one BLAS thread each); results in the order of ``specs``."""
     if workers <= 1 or len(specs) <= 1:
         return [run_one(s) for s in specs]
-    # Longest first (learned agents, LPC-EGEE) so the two cores finish together.
-    order = sorted(range(len(specs)), key=lambda i: (specs[i].policy != "sarsa-esn",
-                                                     specs[i].workload != "lpc-egee"))
-    with ProcessPoolExecutor(max_workers=workers) as pool:
+    # Longest first so the two cores finish together.
+    order = sorted(range(len(specs)), key=lambda i: _cost_rank(specs[i]))
+    with _single_threaded_blas_env(), ProcessPoolExecutor(
+            max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
         done = list(pool.map(run_one, [specs[i] for i in order]))
     results: list[RunResult] = [done[0]] * len(specs)
     for pos, i in enumerate(order):
@@ -421,46 +513,81 @@ def _execute(specs: list[RunSpec], workers: int) -> list[RunResult]:
     return results
 
 
-def _run(name: str, out_dir: Path, *, quick: bool, seed: int, n_seeds: int | None, elastic: bool,
-         lpc: bool | None, workers: int | None) -> dict[str, Any]:
+def reported_seeds(seed: int, n_seeds: int | None, quick: bool) -> list[int]:
+    """The reporting seeds; refuses any in the tuning range (≥ :data:`TUNING_SEED_BASE`)."""
+    k = n_seeds if n_seeds is not None else (1 if quick else 3)
+    if k < 1:
+        raise ValueError(f"perez: n_seeds must be ≥ 1, got {k}")
+    seeds = list(range(seed, seed + k))
+    if any(s < 0 or s >= TUNING_SEED_BASE for s in seeds):
+        raise ValueError(f"perez: reported seeds must lie in [0, {TUNING_SEED_BASE}); seeds ≥ "
+                         f"{TUNING_SEED_BASE} are reserved for tuning (got {seeds})")
+    return seeds
+
+
+def resolve_lpc(lpc: bool | None, quick: bool) -> tuple[bool, str | None]:
+    """Whether to run LPC-EGEE, and why not when skipped.
+
+    ``None``: always in full mode (a missing trace is then an error naming where it was
+    looked for); in quick mode only when the trace is found.
+    """
+    if lpc is False:
+        return False, "LPC-EGEE not requested"
+    if lpc is None and quick and not lpc_available():
+        return False, "LPC-EGEE trace not found (set RLSCHED_TRACE_DIR); quick mode skipped it"
+    if not lpc_available():
+        from rlsched.sim.traces.swf import resolve_trace
+
+        resolve_trace(LPC_TRACE)  # raises FileNotFoundError listing every place it looked
+    return True, None
+
+
+def run_experiment(name: str, out_dir: Path, specs: list[RunSpec], *, quick: bool, seeds: list[int],
+                   workers: int | None, notes: Sequence[str] = ()) -> dict[str, Any]:
+    """Run ``specs``, then write ``results.json``, ``report.md`` and the figures into ``out_dir``."""
     started = time.perf_counter()
     out = output_dir(out_dir)
-    k = n_seeds if n_seeds is not None else (1 if quick else 3)
-    seeds = list(range(seed, seed + k))
-    if any(s >= TUNING_SEED_BASE for s in seeds):
-        raise ValueError(f"perez: seeds ≥ {TUNING_SEED_BASE} are reserved for tuning")
-    use_lpc = (not quick) if lpc is None else lpc
-    specs = plan(quick=quick, seeds=seeds, elastic=elastic, lpc=use_lpc)
-    if elastic:  # perez-elastic: the rigid classic baselines and the elastic agent on the LAL-like workload
-        specs = [s for s in specs if s.workload == "lal" and (s.elastic or s.policy != "sarsa-esn")]
-    n_workers = workers if workers is not None else (1 if quick else min(2, os.cpu_count() or 1))
-    results = _execute(specs, n_workers)
+    n_workers = workers if workers is not None else min(2, os.cpu_count() or 1)
+    results = execute(specs, n_workers)
     rows = aggregate(results)
-    figures = _figures(out, results)
+    figures = report.figures(out, results)
     result: dict[str, Any] = {
         "experiment": name, "quick": quick, "seeds": seeds, "tuning_seed_base": TUNING_SEED_BASE,
-        "lal_cores": LAL_CORES, "trim_jobs": TRIM_JOBS, "published": PUBLISHED,
+        "lal_cores": LAL_CORES, "trim_jobs": sorted({trim_jobs(s) for s in specs}),
+        "pretrain_decisions": sorted({pretrain_decisions(s) for s in specs if s.policy in LEARNED_POLICIES}),
+        "lpc_window_days": next((list(lpc_window(s)) for s in specs if s.workload == "lpc-egee"), None),
+        "workloads": sorted({s.workload for s in specs}, key=WORKLOADS.index),
+        "notes": list(notes), "published": report.published_rows_json(),
         "runs": [{**asdict(r.spec), "wall_s": r.wall_s} for r in results],
-        "rows": rows, "targets": _targets(rows), "figures": figures,
+        "rows": rows, "targets": targets(rows), "figures": figures,
     }
     result["wall_time_s"] = time.perf_counter() - started
     (out / "results.json").write_text(json.dumps(result, indent=1))
-    (out / "report.md").write_text(report_markdown(result))
+    (out / "report.md").write_text(report.report_markdown(result))
     return result
 
 
 def run_rigid(out_dir: Path, *, quick: bool = False, seed: int = 0, n_seeds: int | None = None,
-              lpc: bool | None = None, workers: int | None = None) -> dict[str, Any]:
-    """P-grid Tables 2–3: rigid pool; writes results.json, report.md and figures into ``out_dir``."""
-    return _run("perez-rigid", out_dir, quick=quick, seed=seed, n_seeds=n_seeds, elastic=False, lpc=lpc,
-                workers=workers)
+              lpc: bool | None = None, workers: int | None = None, scale: float | None = None,
+              lpc_window_days: tuple[float, float] | None = None) -> dict[str, Any]:
+    """P-grid Tables 2–3: rigid pool; writes results.json, report.md and figures into ``out_dir``.
+
+    Options as :func:`rlsched.sim.experiments.perez_fqi.run_fqi`.
+    """
+    seeds = reported_seeds(seed, n_seeds, quick)
+    use_lpc, why = resolve_lpc(lpc, quick)
+    specs = plan(quick=quick, seeds=seeds, lpc=use_lpc, learned=("sarsa-esn",), scale=scale,
+                 lpc_window_days=lpc_window_days)
+    return run_experiment("perez-rigid", out_dir, specs, quick=quick, seeds=seeds, workers=workers,
+                          notes=[why] if why else [])
 
 
 def run_elastic(out_dir: Path, *, quick: bool = False, seed: int = 0, n_seeds: int | None = None,
-                workers: int | None = None) -> dict[str, Any]:
-    """P-grid Tables 4–5: elastic pool on the LAL-like workload; same outputs plus the pool-size figure."""
-    return _run("perez-elastic", out_dir, quick=quick, seed=seed, n_seeds=n_seeds, elastic=True, lpc=False,
-                workers=workers)
+                workers: int | None = None, scale: float | None = None) -> dict[str, Any]:
+    """P-grid Tables 4–5: elastic pool on the LAL-like workload, beside the rigid agent of each setting."""
+    seeds = reported_seeds(seed, n_seeds, quick)
+    specs = plan(quick=quick, seeds=seeds, elastic=True, lpc=False, learned=("sarsa-esn",), scale=scale)
+    return run_experiment("perez-elastic", out_dir, specs, quick=quick, seeds=seeds, workers=workers)
 
 
 EXPERIMENTS = {
