@@ -14,6 +14,7 @@ from benchmarks.bench_daemon import NOW_S, SyntheticSlurm, make_daemon, syntheti
 from rlsched.backends.slurm.hostlist import expand_hostlist
 from rlsched.core.view import CloudState, ClusterView, FinishedJobs, PendingJobs, RunningJobs
 from rlsched.daemon.config import ConfigError, config_from_dict
+from rlsched.daemon.loop import Daemon
 from rlsched.leasing.budget import DAY_S, LeaseLedger
 from rlsched.leasing.config import LeasingConfig, LeasingConfigError
 from rlsched.leasing.policy import CapPolicy
@@ -222,6 +223,15 @@ def drains(runner: SyntheticSlurm) -> list[tuple[str, ...]]:
     return [c for c in runner.actions() if c[1] == "update" and any(a.startswith("NodeName=") for a in c)]
 
 
+def clocked_daemon(runner: SyntheticSlurm, tmp_path: Path, config: LeasingConfig,
+                   mode: str = "boost") -> tuple[Daemon, list[float]]:
+    """A daemon over ``runner`` whose backend clock the test moves (``clock[0] += …``)."""
+    daemon = make_daemon(runner, str(tmp_path), mode=mode, leasing=config)
+    clock = [float(NOW_S)]
+    daemon.backend.clock = lambda: clock[0]
+    return daemon, clock
+
+
 def test_the_service_drains_above_the_cap_busy_nodes_first_and_writes_the_permit(tmp_path: Path) -> None:
     runner = SyntheticSlurm(synthetic_squeue_json(20), sinfo_with({"cloud3": []}, alloc={"cloud3": 8}))
     config = LeasingConfig(enabled=True, nodes=CLOUD, max_nodes=2, policy="fixed", budget_node_hours_per_day=24)
@@ -243,9 +253,7 @@ def test_shadow_mode_computes_and_exports_the_cap_and_changes_no_node(tmp_path: 
     runner = SyntheticSlurm(synthetic_squeue_json(20), sinfo_with({"cloud1": ["POWERING_UP"]}))
     config = LeasingConfig(enabled=True, nodes=CLOUD, max_nodes=1, policy="fixed", budget_node_hours_per_day=24,
                            power_up_timeout_s=1.0, reconcile_every_s=1.0)
-    daemon = make_daemon(runner, str(tmp_path), mode="shadow", leasing=config)
-    clock = [float(NOW_S)]
-    daemon.backend.clock = lambda: clock[0]
+    daemon, clock = clocked_daemon(runner, tmp_path, config, mode="shadow")
     for _ in range(3):
         daemon.cycle()
         clock[0] += 5.0
@@ -261,9 +269,7 @@ def test_budget_exhausted_means_no_new_lease_a_log_line_and_a_metric(tmp_path: P
                                                                    alloc={"cloud1": 8, "cloud2": 8}))
     config = LeasingConfig(enabled=True, nodes=CLOUD, max_nodes=4, policy="fixed", budget_node_hours_per_day=1.0,
                            min_lease_s=60.0)
-    daemon = make_daemon(runner, str(tmp_path), mode="boost", leasing=config)
-    clock = [float(NOW_S)]
-    daemon.backend.clock = lambda: clock[0]
+    daemon, clock = clocked_daemon(runner, tmp_path, config, mode="boost")
     daemon.cycle()
     assert daemon.leasing is not None and daemon.leasing.status.decision is not None
     assert daemon.leasing.status.decision.cap == 4
@@ -286,9 +292,7 @@ def test_stuck_nodes_are_powered_down_and_kept_out_of_the_cap(tmp_path: Path) ->
     runner = SyntheticSlurm(synthetic_squeue_json(20), sinfo_with({"cloud1": ["POWERING_UP"]}))
     config = LeasingConfig(enabled=True, nodes=CLOUD, max_nodes=4, policy="fixed", budget_node_hours_per_day=24,
                            power_up_timeout_s=30.0, reconcile_every_s=1.0, launch_backoff_s=600.0)
-    daemon = make_daemon(runner, str(tmp_path), mode="boost", leasing=config)
-    clock = [float(NOW_S)]
-    daemon.backend.clock = lambda: clock[0]
+    daemon, clock = clocked_daemon(runner, tmp_path, config, mode="boost")
     daemon.cycle()
     clock[0] += 31.0
     report = daemon.cycle()
@@ -317,9 +321,7 @@ def test_status_reports_the_leasing_books(tmp_path: Path) -> None:
     runner = SyntheticSlurm(synthetic_squeue_json(20), sinfo_with({"cloud1": []}, alloc={"cloud1": 8}))
     config = LeasingConfig(enabled=True, nodes=CLOUD, max_nodes=2, policy="fixed", budget_node_hours_per_day=5,
                            price_per_node_hour=2.0)
-    daemon = make_daemon(runner, str(tmp_path), mode="boost", leasing=config)
-    clock = [float(NOW_S)]
-    daemon.backend.clock = lambda: clock[0]
+    daemon, clock = clocked_daemon(runner, tmp_path, config, mode="boost")
     daemon.cycle()
     clock[0] += 3600.0
     daemon.cycle()

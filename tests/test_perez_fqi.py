@@ -32,11 +32,7 @@ from rlsched.sim.experiments.perez_report import (
     utilization_series,
 )
 from tests.conftest import shared_trace
-
-REQUIRED_KEYS = {"workload", "policy", "runtime_model", "lambda", "class", "jobs", "mean_W", "sd_W",
-                 "mean_wait_s", "frac_wait_under_120s"}
-#: CI size: 380 LAL-like jobs (trim and pretraining scale with it: 20 each).
-CI_SCALE = 0.04
+from tests.test_perez_experiment import CI_SCALE, REQUIRED_KEYS
 
 
 def _check_rows(rows: list[dict[str, Any]], workload: str, classic: tuple[str, ...]) -> None:
