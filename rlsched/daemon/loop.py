@@ -146,7 +146,7 @@ class Daemon:
             with self._phase("learn", report):
                 report.new_rewards = self._account_learning(view)
             if self.leasing is not None:
-                with self._phase("lease", report), self.exporter.lock:
+                with self._phase("lease", report):     # not under the exporter's lock: it runs commands
                     report.lease = self.leasing.cycle(view)
         # Counted before the checkpoint so that it holds this cycle too.
         self._sync_backend_counters()
@@ -165,10 +165,12 @@ class Daemon:
         return report
 
     def _scoped(self, decisions: Decisions) -> Decisions:
-        """What the mode allows: boost mode never releases or holds, gate mode never boosts."""
+        """What the mode allows: boost mode never releases or holds, gate mode never boosts.  Cloud nodes are
+        the leasing controller's alone (``[leasing]``, with its hard cap and budget): a lease cap from the job
+        agent is never applied."""
         if self.config.mode == "boost":
-            return Decisions(boost=decisions.boost, lease_cap=decisions.lease_cap)
-        return Decisions(release=decisions.release, hold=decisions.hold, lease_cap=decisions.lease_cap)
+            return Decisions(boost=decisions.boost)
+        return Decisions(release=decisions.release, hold=decisions.hold)
 
     def _count_decisions(self, d: Decisions) -> None:
         with self.exporter.lock:
