@@ -52,13 +52,14 @@ class QFunction(ABC):
         return self.state_dim + self.action_dim
 
     @property
-    @abstractmethod
     def design_dim(self) -> int:
-        """Width of a design row."""
+        """Width of a design row: the state and the action side by side, unless a model adds more."""
+        return self.input_dim
 
-    @abstractmethod
     def encode(self, state: FloatArray, actions: FloatArray) -> FloatArray:
         """Design rows (n, design_dim) of the candidates; does not change the model."""
+        self._check_inputs(state, actions)
+        return np.hstack([np.broadcast_to(state, (actions.shape[0], self.state_dim)), actions])
 
     @abstractmethod
     def predict(self, rows: FloatArray) -> FloatArray:

@@ -59,14 +59,6 @@ class FeedForwardQ(QFunction):
     def _params(self) -> list[FloatArray]:
         return [*self.weights, *self.biases]
 
-    @property
-    def design_dim(self) -> int:
-        return self.input_dim
-
-    def encode(self, state: FloatArray, actions: FloatArray) -> FloatArray:
-        self._check_inputs(state, actions)
-        return np.hstack([np.broadcast_to(state, (actions.shape[0], self.state_dim)), actions])
-
     def _forward(self, rows: FloatArray) -> list[FloatArray]:
         """Activations of every layer, input first, linear output last."""
         acts = [rows]

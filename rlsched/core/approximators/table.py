@@ -44,14 +44,6 @@ class TableQ(QFunction):
         self.values = np.full(n_cells, initial, dtype=np.float64)
         self.visits = np.zeros(n_cells, dtype=np.int64)
 
-    @property
-    def design_dim(self) -> int:
-        return self.input_dim
-
-    def encode(self, state: FloatArray, actions: FloatArray) -> FloatArray:
-        self._check_inputs(state, actions)
-        return np.hstack([np.broadcast_to(state, (actions.shape[0], self.state_dim)), actions])
-
     def cells(self, rows: FloatArray) -> IntArray:
         """Cell index of each design row."""
         cell = np.zeros(rows.shape[0], dtype=np.int64)
