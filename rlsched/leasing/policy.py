@@ -98,7 +98,8 @@ class CapDecision:
 
     @property
     def budget_binding(self) -> bool:
-        return self.cap == self.budget_cap and self.budget_cap < min(self.policy_cap, self.hard_cap)
+        """The budget, not the policy or the hard cap, set V."""
+        return self.reason == "budget"
 
 
 @dataclass

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping, Sequence
 
-from rlsched.backends.slurm.runner import CommandExecutor, CommandResult, RetryPolicy, SubprocessRunner
+from rlsched.backends.slurm.runner import CommandExecutor, RetryPolicy, SubprocessRunner
 
 
 def parse_instance_list(text: str) -> list[str]:
@@ -47,8 +47,4 @@ class ProviderClient:
 
     def suspend(self, names: Sequence[str]) -> None:
         if names:
-            self.executor.run([*self.argv, "suspend", *names], _ignore)
-
-
-def _ignore(result: CommandResult) -> None:
-    return None
+            self.executor.run([*self.argv, "suspend", *names], lambda r: None)

@@ -42,6 +42,7 @@ from rlsched.backends.slurm.completions import CompletionFeed, detect_source
 from rlsched.backends.slurm.config import SlurmBackendConfig
 from rlsched.backends.slurm.errors import SlurmError, VanishedJobError
 from rlsched.backends.slurm.parsers import (
+    CompletedJob,
     SlurmJob,
     SlurmNode,
     parse_scontrol_config,
@@ -182,29 +183,25 @@ class SlurmBackend:
         finished = [c for c in completed if self._in_scope(c.partition)]
         vo = self.vo_mapping.index
 
+        def common(items: Sequence[SlurmJob] | Sequence[CompletedJob]) -> dict[str, np.ndarray]:
+            """The columns every job table of the view has (job id, VO, class, cores, submit time)."""
+            return {"job_id": np.array([j.job_id for j in items], dtype=np.int64),
+                    "vo": np.array([vo(j.account) for j in items], dtype=np.int64),
+                    "job_class": np.array([classify(j.qos, j.partition, j.time_limit_s) for j in items], np.int64),
+                    "cores": np.array([j.cpus for j in items], dtype=np.int64),
+                    "submit_s": np.array([j.submit_s for j in items], dtype=np.float64)}
+
         pending_view = PendingJobs(
-            job_id=np.array([j.job_id for j in pending], dtype=np.int64),
-            vo=np.array([vo(j.account) for j in pending], dtype=np.int64),
-            job_class=np.array([classify(x.qos, x.partition, x.time_limit_s) for x in pending], np.int64),
-            cores=np.array([j.cpus for j in pending], dtype=np.int64),
+            **common(pending),
             req_time_s=np.array([req(j.time_limit_s) for j in pending], dtype=np.float64),
-            submit_s=np.array([j.submit_s for j in pending], dtype=np.float64),
             oracle_run_s=np.full(len(pending), np.nan),
             held=np.array([j.held for j in pending], dtype=np.bool_))
         running_view = RunningJobs(
-            job_id=np.array([j.job_id for j in running], dtype=np.int64),
-            vo=np.array([vo(j.account) for j in running], dtype=np.int64),
-            job_class=np.array([classify(x.qos, x.partition, x.time_limit_s) for x in running], np.int64),
-            cores=np.array([j.cpus for j in running], dtype=np.int64),
+            **common(running),
             req_time_s=np.array([req(j.time_limit_s) for j in running], dtype=np.float64),
-            submit_s=np.array([j.submit_s for j in running], dtype=np.float64),
             start_s=np.array([j.start_s for j in running], dtype=np.float64))
         finished_view = FinishedJobs(
-            job_id=np.array([c.job_id for c in finished], dtype=np.int64),
-            vo=np.array([vo(c.account) for c in finished], dtype=np.int64),
-            job_class=np.array([classify(x.qos, x.partition, x.time_limit_s) for x in finished], np.int64),
-            cores=np.array([c.cpus for c in finished], dtype=np.int64),
-            submit_s=np.array([c.submit_s for c in finished], dtype=np.float64),
+            **common(finished),
             start_s=np.array([c.start_s for c in finished], dtype=np.float64),
             end_s=np.array([c.end_s for c in finished], dtype=np.float64))
 
