@@ -85,7 +85,7 @@ def instrument(learner: BatchLearner, log: ChoiceLog) -> None:
 
 
 def build_agent(policy: str, w: Workload, seed: int, credit: Credit = "incurred",
-                esn: dict[str, float] | None = None) -> SchedulingAgent:
+                esn: dict[str, float] | None = None, keep_idle_cores: int = 0) -> SchedulingAgent:
     learner_name, _, rm, lam = policy.split("-")
     enc = FeatureEncoder(FeatureConfig(n_vos=len(w.vo_names)))
     q = EchoStateQ(enc.state_dim, enc.action_dim, seed=seed, **(esn or {}))  # type: ignore[arg-type]
@@ -93,18 +93,19 @@ def build_agent(policy: str, w: Workload, seed: int, credit: Credit = "incurred"
                              else FittedQLearner(q, seed=seed))
     runtime = make_runtime_model({"est": "estimated", "ora": "oracle"}[rm])
     shares = w.vo_shares if w.vo_shares is not None else [1.0] * len(w.vo_names)
-    return SchedulingAgent(learner, enc, runtime, shares=shares, lam=float(lam), credit=credit)
+    return SchedulingAgent(learner, enc, runtime, shares=shares, lam=float(lam), credit=credit,
+                           keep_idle_cores=keep_idle_cores)
 
 
 def run_policy(policy: str, w: Workload, credit: Credit = "incurred",
-               esn: dict[str, float] | None = None) -> tuple[Schedule, dict[str, float]]:
+               esn: dict[str, float] | None = None, keep_idle_cores: int = 0) -> tuple[Schedule, dict[str, float]]:
     if policy == "fcfs":
         return simulate(w, "fcfs", cores=LAL_CORES, backfill=False), {}
     if policy == "interactive-first":
         sim = Simulator(w, LAL_CORES, priority=interactive_first_priority(w), backfill=True)
         return sim.run(), {}
     seed = int(w.header.get("seed", "0")) if w.header else 0
-    agent = build_agent(policy, w, seed, credit, esn)
+    agent = build_agent(policy, w, seed, credit, esn, keep_idle_cores)
     log = ChoiceLog()
     instrument(agent.learner, log)
     schedule = Simulator(w, LAL_CORES, agent=agent, hold_on_submit=True, name=policy).run()
@@ -117,6 +118,7 @@ def run_policy(policy: str, w: Workload, credit: Credit = "incurred",
         "q_spread": float(np.median(log.spreads)) if log.spreads else float("nan"),
         "mixed": float(log.mixed),
         "inter_pick": log.mixed_interactive / log.mixed if log.mixed else float("nan"),
+        "kept_idle": float(agent.kept_idle),
     }
     return schedule, stats
 
@@ -155,6 +157,8 @@ def main(argv: list[str] | None = None) -> int:
                         choices=["fcfs", "interactive-first", *LEARNED])
     parser.add_argument("--credit", choices=CREDITS, default="incurred",
                         help="credit of the W part of the reward (election: P-grid read literally)")
+    parser.add_argument("--keep-idle", type=int, default=0, metavar="K",
+                        help="offer the learner the 'keep the last K cores idle' action (0: never)")
     parser.add_argument("--esn", nargs="*", default=[], metavar="KEY=VALUE",
                         help="EchoStateQ keyword overrides, e.g. ridge_alpha=1 (tuning seeds only)")
     args = parser.parse_args(argv)
@@ -162,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
     if any(s < TUNING_SEED_BASE for s in args.seeds):
         parser.error(f"diagnose on tuning seeds ≥ {TUNING_SEED_BASE} only (lower seeds are for reported tables)")
     trim = round(TRIM_JOBS * min(args.scale, 1.0))
-    keys = ("decisions", "choices", "rewards", "refits", "q_spread", "mixed", "inter_pick")
+    keys = ("decisions", "choices", "rewards", "refits", "q_spread", "mixed", "inter_pick", "kept_idle")
     print(f"{'policy':22s} {'seed':>5s} {'W_int':>6s} {'W_bat':>6s} {'F':>6s} "
           + " ".join(f"{k:>10s}" for k in keys) + f" {'wall_s':>7s}")
     for policy in args.policies:
@@ -170,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
         for seed in args.seeds:
             w = generate_lal(seed, scale=args.scale)
             started = time.perf_counter()
-            schedule, stats = run_policy(policy, w, args.credit, esn)
+            schedule, stats = run_policy(policy, w, args.credit, esn, args.keep_idle)
             w_int, w_bat = class_means(schedule, w, trim)
             fair = mean_fairness(schedule, w, trim)
             rows.append((w_int, w_bat, fair))

@@ -41,6 +41,18 @@ def test_example_config_loads_with_shadow_mode_and_localhost_metrics() -> None:
 def test_defaults() -> None:
     config = config_from_dict({})
     assert (config.mode, config.agent.kind, config.metrics_host) == ("shadow", "fixed", "127.0.0.1")
+    assert config.agent.keep_idle_cores == 0
+
+
+def test_keep_idle_cores_reaches_the_learning_agent() -> None:
+    from rlsched.core.agents import SchedulingAgent
+    from rlsched.daemon.agents import build_agent
+
+    config = config_from_dict({"backend": {"mode": "gate", "partitions": ["g"], "vos": ["a", "b"],
+                                           "default_vo": "a"},
+                               "agent": {"kind": "sarsa", "keep_idle_cores": 2}})
+    agent = build_agent(config.agent, config.mode, 2, None)
+    assert isinstance(agent, SchedulingAgent) and agent.keep_idle_cores == 2 and agent.mode == "gate"
 
 
 @pytest.mark.parametrize(("data", "key"), [
@@ -51,6 +63,7 @@ def test_defaults() -> None:
     ({"backend": {"max_boosted": "x"}}, "max_boosted"),
     ({"agent": {"kind": "magic"}}, "agent.kind"),
     ({"agent": {"lam": 2}}, "agent.lam"),
+    ({"agent": {"keep_idle_cores": -1}}, "agent.keep_idle_cores"),
     ({"agent": {"kind": "sarsa"}}, "backend.vos"),
     ({"agent": {"colour": 1}}, "agent.colour"),
     ({"metrics": {"listen": "localhost"}}, "metrics.listen"),

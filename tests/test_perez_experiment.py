@@ -12,6 +12,7 @@ import pytest
 from rlsched.sim.experiments import registry
 from rlsched.sim.experiments.perez import (
     LAMBDAS,
+    RIGID_LEARNED,
     RUNTIME_MODELS,
     TUNING_SEED_BASE,
     RunSpec,
@@ -36,7 +37,7 @@ def _by_key(rows: list[dict[str, Any]], workload: str) -> dict[tuple[Any, ...], 
     return {(r["policy"], r["runtime_model"], r["lambda"], r["class"]): r for r in rows if r["workload"] == workload}
 
 
-@pytest.mark.slow  # about 6 s: 4 learned and 3 classic CI-sized runs, and the figures
+@pytest.mark.slow  # about 10 s: 8 learned and 4 classic CI-sized runs, and the figures
 def test_rigid_writes_rows_report_and_figures(tmp_path: Path) -> None:
     result = run_rigid(tmp_path, quick=True, seed=0, lpc=False, workers=1, scale=CI_SCALE)
     data = json.loads((tmp_path / "results.json").read_text())
@@ -46,8 +47,9 @@ def test_rigid_writes_rows_report_and_figures(tmp_path: Path) -> None:
         assert set(row) >= REQUIRED_KEYS
         assert row["workload"] == "lal"
     policies = {(r["policy"], r["runtime_model"], r["lambda"]) for r in rows}
-    assert policies == {("fcfs", None, None), ("easy", None, None), ("easy-sjf", None, None)} | {
-        ("sarsa-esn", rm, lam) for rm in RUNTIME_MODELS for lam in LAMBDAS}
+    assert policies == {("fcfs", None, None), ("easy", None, None), ("easy-sjf", None, None),
+                        ("interactive-first-keepidle", None, None)} | {
+        (policy, rm, lam) for policy in RIGID_LEARNED for rm in RUNTIME_MODELS for lam in LAMBDAS}
     by_key = _by_key(rows, "lal")
     for policy, rm, lam in policies:
         parts = by_key[(policy, rm, lam, "interactive")]["jobs"] + by_key[(policy, rm, lam, "batch")]["jobs"]

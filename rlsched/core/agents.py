@@ -129,11 +129,38 @@ class FixedRankAgent:
 
 
 class FCFSAgent(FixedRankAgent):
-    """First come, first served; ``class_first`` puts one class ahead (fixed priority)."""
+    """First come, first served; ``class_first`` puts one class ahead (fixed priority).
 
-    def __init__(self, mode: Mode = "gate", class_first: JobClass | None = None) -> None:
+    ``keep_idle_cores`` (gate mode, with ``class_first``): jobs of the other class never
+    take the last ``keep_idle_cores`` idle cores (except that one starts when nothing would
+    run otherwise), so that jobs of the first class arriving later start at once — the
+    rule :class:`SchedulingAgent`'s "no job" action can learn, as a fixed baseline.
+    """
+
+    def __init__(self, mode: Mode = "gate", class_first: JobClass | None = None,
+                 keep_idle_cores: int = 0) -> None:
         super().__init__(mode)
+        if keep_idle_cores < 0 or (keep_idle_cores and (class_first is None or mode != "gate")):
+            raise ValueError("FCFS agent: keep_idle_cores needs gate mode and class_first, and must be ≥ 0")
         self.class_first = class_first
+        self.keep_idle_cores = keep_idle_cores
+
+    def decide(self, view: ClusterView) -> Decisions:
+        if not self.keep_idle_cores or len(view.pending) == 0:
+            return super().decide(view)
+        pend = view.pending
+        order = self.rank(view)
+        held = order[pend.held[order]]
+        first = pend.job_class[held] == int(self.class_first)  # type: ignore[arg-type]
+        budget = release_budget(view)
+        picks_first = greedy_fill(held[first], pend.cores, budget)
+        budget -= int(pend.cores[picks_first].sum())
+        rest = held[~first]
+        rest_budget = budget - self.keep_idle_cores
+        if view.total_cores - budget == 0 and rest.size:  # nothing would run: one job starts anyway
+            rest_budget = max(rest_budget, int(pend.cores[rest].min()))
+        picks_rest = greedy_fill(rest, pend.cores, rest_budget)
+        return Decisions(release=tuple(pend.job_id[np.concatenate([picks_first, picks_rest])].tolist()))
 
     def rank(self, view: ClusterView) -> IntArray:
         pend = view.pending
@@ -214,19 +241,36 @@ class SchedulingAgent:
       objective unchanged; it puts the cost of leaving an interactive job in the queue on
       the decision that left it there.  The fairness (or utilization) part is the paper's,
       computed when the job finishes.
+
+    Keeping cores idle (``keep_idle_cores``, 0 = P-grid's greedy allocation): when at most
+    that many cores are left to fill and something runs, the candidates of a learned
+    decision also hold the "no job" action (:meth:`FeatureEncoder.null_action`, both class
+    columns zero) unless an interactive job is among them (a core kept back is for interactive
+    jobs still to come; one that waits already is served best by starting it); choosing
+    it leaves the remaining cores idle until the next view.  A
+    non-preemptive scheduler can only serve an interactive job at once if a core is free
+    when it arrives, and at the LAL-like load a busy machine frees one every ~430 s
+    (docs/workloads.md): interactive-first tops out near W 0.91, while keeping one core back
+    for arrivals reaches 0.97 (``benchmarks/diag_perez_learning.py``, tuning seeds).  The
+    choice is learned, not a rule: its W part is the ``incurred`` credit of its interval (an
+    interactive job that arrives to a full machine charges its wait to the decision that
+    filled the last core), its other part is F (or U) as it stands.  It is never offered
+    during EDF pretraining, nor when nothing runs (a later event must bring a new view).
     """
 
     def __init__(self, learner: BatchLearner, encoder: FeatureEncoder, runtime: RuntimeModel,
                  shares: Sequence[float] | None = None, *, lam: float = 0.5, mode: Mode = "gate",
                  pretrain_decisions: int = 500, pretrain_sweeps: int = 5,
                  edf_w_target: float = DEFAULT_EDF_W_TARGET, learn: bool = True,
-                 credit: Credit = "incurred") -> None:
+                 credit: Credit = "incurred", keep_idle_cores: int = 0) -> None:
         if mode not in ("gate", "boost"):
             raise ValueError(f"agent mode must be 'gate' or 'boost', got {mode!r}")
         if credit not in CREDITS:
             raise ValueError(f"agent: credit must be one of {CREDITS}, got {credit!r}")
         if not 0.0 <= lam <= 1.0:
             raise ValueError(f"agent: λ must lie in [0, 1], got {lam}")
+        if keep_idle_cores < 0:
+            raise ValueError(f"agent: keep_idle_cores must be ≥ 0, got {keep_idle_cores}")
         expected = encoder.action_dim + self._extra_action_columns()
         if learner.q.state_dim != encoder.state_dim or learner.q.action_dim != expected:
             raise ValueError(f"agent: Q-function takes state {learner.q.state_dim} / action "
@@ -246,6 +290,8 @@ class SchedulingAgent:
         self.decisions = 0
         self.pretraining = learn and pretrain_decisions > 0
         self.credit: Credit = credit
+        self.keep_idle_cores = keep_idle_cores
+        self.kept_idle = 0
         self._open: dict[int, _OpenDecision] = {}  # by job id, until the job finishes
         # ``incurred`` credit: the decisions of the last view that elected jobs, the W the
         # queue has lost since that view, and the time up to which the loss is counted.
@@ -374,24 +420,33 @@ class SchedulingAgent:
         agg.idle_cores = budget
         actions = self._with_pool(base_actions[candidates], pool)
         cand_cores = pend.cores[candidates]
+        cand_class = pend.job_class[candidates]
         available = np.ones(candidates.size, dtype=bool)
         deadline = edf_deadline(pend, run_s, self.edf_w_target)[candidates] if self.pretraining else None
         service = self.fairness.service_now(view) if self.use_fairness else None
         if self.learn and self.credit == "incurred":
             self._close_interval()
+        idle_row = self._with_pool(self.encoder.null_action()[None, :], pool)
         released: list[int] = []
         while budget > 0:
             sub = np.nonzero(available & (cand_cores <= budget))[0]
             if sub.size == 0:
                 break
             state = self.encoder.state_vector(agg)
+            rows = actions[sub]
+            if (deadline is None and budget <= self.keep_idle_cores and budget < pool
+                    and not np.any(cand_class[sub] == int(JobClass.INTERACTIVE))):
+                rows = np.vstack([rows, idle_row])
             if deadline is not None:
                 pick = int(np.argmin(deadline[sub]))  # candidates are FCFS-ordered: ties go FCFS
-                decision_id = self.learner.record(state, actions[sub], pick) if self.learn else -1
+                decision_id = self.learner.record(state, rows, pick) if self.learn else -1
             elif self.learn:
-                pick, decision_id = self.learner.act(state, actions[sub])
+                pick, decision_id = self.learner.act(state, rows)
             else:
-                pick, decision_id = self.learner.select(state, actions[sub], explore=False), -1
+                pick, decision_id = self.learner.select(state, rows, explore=False), -1
+            if pick == sub.size:
+                self._keep_idle(view, state, idle_row, decision_id, service)
+                break
             chosen = int(sub[pick])
             job = int(candidates[chosen])
             jid = int(pend.job_id[job])
@@ -410,12 +465,29 @@ class SchedulingAgent:
             self.decisions += 1
         return tuple(released)
 
+    def _keep_idle(self, view: ClusterView, state: FloatArray, idle_row: FloatArray, decision_id: int,
+                   service: FloatArray | None) -> None:
+        """The "no job" action was chosen: the remaining cores stay idle until the next view."""
+        self.kept_idle += 1
+        self.decisions += 1
+        if not self.learn:
+            self.learner.q.advance(self.learner.q.encode(state, idle_row)[0])
+            return
+        opened = _OpenDecision(decision_id, service)
+        opened.other_part = self._other_part(view, -1, 0.0, opened)  # F (or U) as it stands: no job
+        if self.credit == "incurred":
+            self._interval_group.append(opened)
+        else:  # ``election``: W of the job it elects; it elects none, and nobody's W moved
+            opened.w_part = 1.0
+            self._deliver(opened)
+
     # -- persistence ----------------------------------------------------------------------
     def _agent_meta(self) -> dict[str, Any]:
         return {"features": self.encoder.config.to_dict(), "runtime_model": self.runtime.name,
                 "lam": self.lam, "mode": self.mode, "decisions": self.decisions,
                 "pretraining": self.pretraining, "shares": self.fairness.shares.tolist(),
-                "use_fairness": self.use_fairness, "credit": self.credit}
+                "use_fairness": self.use_fairness, "credit": self.credit,
+                "keep_idle_cores": self.keep_idle_cores, "kept_idle": self.kept_idle}
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Model, feature normalisation, replay memory and counters in one file, atomically.
@@ -436,6 +508,7 @@ class SchedulingAgent:
                              f"{self.encoder.config}")
         self.decisions = int(meta["decisions"])
         self.pretraining = bool(meta["pretraining"])
+        self.kept_idle = int(meta.get("kept_idle", 0))
         self.fairness.finished_service = arrays["finished_service"].astype(np.float64)
         if isinstance(self.runtime, EstimatedRuntime) and "runtime_ring" in arrays:
             self.runtime.load_state_arrays({k: arrays[f"runtime_{k}"] for k in ("ring", "count", "median")})
@@ -464,7 +537,7 @@ class ElasticSchedulingAgent(SchedulingAgent):
                  pool_options: Sequence[int], initial_cores: int, start_s: float = 0.0, min_cores: int = 30,
                  hold_s: float = 900.0, lam: float = 0.5, mode: Mode = "gate", pretrain_decisions: int = 500,
                  pretrain_sweeps: int = 5, edf_w_target: float = DEFAULT_EDF_W_TARGET,
-                 learn: bool = True, credit: Credit = "incurred") -> None:
+                 learn: bool = True, credit: Credit = "incurred", keep_idle_cores: int = 0) -> None:
         options = np.unique(np.asarray(pool_options, dtype=np.int64))
         if options.size == 0 or options[0] < 1:
             raise ValueError(f"elastic agent: pool options must be positive, got {list(pool_options)}")
@@ -476,7 +549,8 @@ class ElasticSchedulingAgent(SchedulingAgent):
         self.hold_s = hold_s
         super().__init__(learner, encoder, runtime, None, lam=lam, mode=mode,
                          pretrain_decisions=pretrain_decisions, pretrain_sweeps=pretrain_sweeps,
-                         edf_w_target=edf_w_target, learn=learn, credit=credit)
+                         edf_w_target=edf_w_target, learn=learn, credit=credit,
+                         keep_idle_cores=keep_idle_cores)
         self.pool_cores = initial_cores
         self.last_change_s = start_s
         self.utilization = UtilizationTracker(start_s, initial_cores)

@@ -73,7 +73,7 @@ def build_agent(config: AgentConfig, mode: Mode, n_vos: int, vo_shares: tuple[fl
     learner: BatchLearner = (SarsaLearner(q, seed=config.seed) if config.kind == "sarsa"
                              else FittedQLearner(q, seed=config.seed))
     return SchedulingAgent(learner, encoder, runtime, shares=vo_shares, lam=config.lam, mode=how,
-                           pretrain_decisions=config.pretrain_decisions)
+                           pretrain_decisions=config.pretrain_decisions, keep_idle_cores=config.keep_idle_cores)
 
 
 class AgentHandle:

@@ -43,6 +43,9 @@ class AgentConfig:
     - ``lam``: λ_s of the reward R_s = λ_s·W + (1−λ_s)·F (P-grid §3.2); 0.5 by default.
     - ``pretrain_decisions``: decisions taken by EDF before the learned policy takes over (P-grid §3.3).
     - ``seed``: the random seed (exploration, ESN reservoir).
+    - ``keep_idle_cores``: ``sarsa``/``fqi`` in gate mode may learn to leave up to this many idle cores
+      unfilled while only batch jobs wait, for interactive jobs still to come (0, the default: never;
+      docs/perez.md, "Keeping cores idle").
     """
 
     kind: str = "fixed"
@@ -51,6 +54,7 @@ class AgentConfig:
     lam: float = 0.5
     pretrain_decisions: int = 500
     seed: int = 0
+    keep_idle_cores: int = 0
 
     @property
     def learning(self) -> bool:
@@ -171,7 +175,7 @@ def config_from_dict(data: Mapping[str, Any], source: str = "config") -> DaemonC
 
     agent_kw = _take(data.get("agent", {}), source, "agent",
                      {"kind": str, "model": str, "runtime_model": str, "lam": (int, float),
-                      "pretrain_decisions": int, "seed": int})
+                      "pretrain_decisions": int, "seed": int, "keep_idle_cores": int})
     for key, allowed in (("kind", AGENT_KINDS), ("model", MODELS), ("runtime_model", RUNTIME_MODELS)):
         if key in agent_kw and agent_kw[key] not in allowed:
             raise _err(source, f"agent.{key}", f"expected one of {', '.join(allowed)}, got {agent_kw[key]!r}")
@@ -179,6 +183,8 @@ def config_from_dict(data: Mapping[str, Any], source: str = "config") -> DaemonC
         raise _err(source, "agent.lam", f"λ must lie in [0, 1], got {agent_kw['lam']:g}")
     if agent_kw.get("pretrain_decisions", 0) < 0:
         raise _err(source, "agent.pretrain_decisions", "must be >= 0")
+    if agent_kw.get("keep_idle_cores", 0) < 0:
+        raise _err(source, "agent.keep_idle_cores", "must be >= 0")
     agent = AgentConfig(**agent_kw)
     if agent.learning and not backend.vos:
         raise _err(source, "backend.vos", f"agent kind {agent.kind!r} needs a fixed VO list (the width of its "

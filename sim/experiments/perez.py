@@ -15,7 +15,13 @@ recorded waits are the ``native`` baseline, P-grid §4.1/P-fqi §4):
   (``oracle``, ``estimated``) and λ ∈ {0.5, 1} (P-grid Table 2 reports λ = 0.5 and 1);
 - ``fcfs`` (no backfilling), ``easy`` (FCFS order, EASY backfilling), ``easy-sjf`` (shortest
   requested time first, EASY backfilling) — strong classic baselines the papers lack;
-- ``native`` (LPC-EGEE only): the schedule the trace recorded.
+- ``native`` (LPC-EGEE only): the schedule the trace recorded;
+- ``sarsa-esn-keepidle``: ``sarsa-esn`` whose gate decisions may also leave the last
+  :data:`KEEP_IDLE_CORES` idle cores free for interactive jobs still to come (the "no job"
+  action of :class:`rlsched.core.agents.SchedulingAgent`); a learned choice the papers'
+  greedy allocation does not offer;
+- ``interactive-first-keepidle``: the fixed rule it can learn — interactive jobs first,
+  FCFS inside a class, batch jobs never take the last :data:`KEEP_IDLE_CORES` idle cores.
 
 ``perez-elastic`` runs the elastic provisioning MDP of P-grid §3.2/§4.1 on the LAL-like
 workload: the agent also chooses the pool size every period (held ≥ 15 minutes, ≥ 30
@@ -34,9 +40,10 @@ before it are not in it); the 500 trimmed jobs cover that ramp-up.
 
 Seeds: the reported tables use seeds ``seed .. seed + n_seeds − 1`` (the seed of the
 LAL-like realisation and of the agent; LPC-EGEE is one fixed trace, so there the seed
-only changes the agent).  Nothing here is tuned: every hyperparameter is the paper's
-default (DESIGN.md §2.1) as set in :mod:`rlsched.core`; should tuning be added, it must
-use :data:`TUNING_SEED_BASE` and up, never the reported seeds (they are refused).
+only changes the agent).  Every hyperparameter is the paper's default (DESIGN.md §2.1) or
+the core's documented one (:mod:`rlsched.core`); the few that were tuned (the ESN ridge
+α, :data:`KEEP_IDLE_CORES`) were tuned on seeds :data:`TUNING_SEED_BASE` and up, never on
+the reported seeds (they are refused).
 
 Every run drops the first and last 500 jobs from the statistics and pretrains the agent
 on 500 EDF decisions (P-grid §3.3/§4.1).  Quick mode scales all three by
@@ -59,7 +66,7 @@ from typing import Any
 
 import numpy as np
 
-from rlsched.core.agents import ElasticSchedulingAgent, SchedulingAgent
+from rlsched.core.agents import ElasticSchedulingAgent, FCFSAgent, SchedulingAgent
 from rlsched.core.approximators import EchoStateQ, FeedForwardQ
 from rlsched.core.approximators.base import QFunction
 from rlsched.core.features import FeatureConfig, FeatureEncoder
@@ -105,8 +112,18 @@ LPC_QUICK_WINDOW_DAYS = (252.0, 253.0)
 #: Classic baselines, in table order (``native`` only where the workload recorded a schedule).
 CLASSIC_POLICIES = ("fcfs", "easy", "easy-sjf")
 #: Learned policies: the learner and the Q-function approximator.
-LEARNED_POLICIES = ("sarsa-esn", "fqi-esn", "fqi-ffnn")
+LEARNED_POLICIES = ("sarsa-esn", "sarsa-esn-keepidle", "fqi-esn", "fqi-ffnn")
+#: The rule the ``-keepidle`` learner can learn, as a fixed baseline (rigid and elastic experiments).
+RESERVATION_POLICIES = ("interactive-first-keepidle",)
+#: Idle cores a ``-keepidle`` policy may keep back for interactive arrivals.  Chosen with
+#: ``benchmarks/diag_perez_learning.py --keep-idle K`` on tuning seeds 1000–1001 (sarsa-esn,
+#: estimated, λ = 0.5): K = 1 gave interactive W 0.932, batch W 0.771; K = 2 gave 0.955 and
+#: 0.766 (FCFS: 0.833 and 0.770).  The fixed rule with K = 2 reached 0.993 / 0.792 on seeds
+#: 1000–1003 (FCFS 0.856 / 0.802).
+KEEP_IDLE_CORES = 2
 WORKLOADS = ("lal", "lpc-egee")
+#: The learned policies of ``perez-rigid`` and ``perez-elastic`` (P-fqi's are in perez_fqi).
+RIGID_LEARNED = ("sarsa-esn", "sarsa-esn-keepidle")
 
 #: Kept for callers of the previous version; the side-by-side tables are in perez_report.PUBLISHED_ROWS.
 PUBLISHED = report.PUBLISHED_SUMMARY
@@ -122,7 +139,7 @@ class RunSpec:
     """
 
     workload: str  # "lal" or "lpc-egee"
-    policy: str  # fcfs, easy, easy-sjf, native, sarsa-esn, fqi-esn, fqi-ffnn
+    policy: str  # fcfs, easy, easy-sjf, interactive-first-keepidle, native, sarsa-esn[-keepidle], fqi-*
     runtime_model: str | None
     lam: float | None
     seed: int
@@ -254,6 +271,7 @@ def _learner(policy: str, state_dim: int, action_dim: int, seed: int) -> BatchLe
     "RL-NN" rows.
     """
     q: QFunction
+    policy = policy.removesuffix("-keepidle")
     if policy.endswith("-ffnn"):
         q = FeedForwardQ(state_dim, action_dim, seed=seed)
     else:
@@ -269,18 +287,23 @@ def _learned_agent(w: Workload, spec: RunSpec, rigid_cores: int) -> SchedulingAg
     runtime = make_runtime_model(spec.runtime_model or "estimated")
     lam = 0.5 if spec.lam is None else spec.lam
     pretrain = pretrain_decisions(spec)
+    keep_idle = KEEP_IDLE_CORES if spec.policy.endswith("-keepidle") else 0
     if spec.elastic:
         learner = _learner(spec.policy, enc.state_dim, enc.action_dim + 1, spec.seed)
         return ElasticSchedulingAgent(
             learner, enc, runtime,
             pool_options=range(DEFAULT_MIN_CORES, ELASTIC_MAX_CORES + 1, ELASTIC_STEP_CORES),
             initial_cores=rigid_cores, start_s=float(w.submit[0]), min_cores=DEFAULT_MIN_CORES,
-            hold_s=DEFAULT_HOLD_S, lam=lam, pretrain_decisions=pretrain)
+            hold_s=DEFAULT_HOLD_S, lam=lam, pretrain_decisions=pretrain, keep_idle_cores=keep_idle)
     learner = _learner(spec.policy, enc.state_dim, enc.action_dim, spec.seed)
-    return SchedulingAgent(learner, enc, runtime, shares=vo_shares(w), lam=lam, pretrain_decisions=pretrain)
+    return SchedulingAgent(learner, enc, runtime, shares=vo_shares(w), lam=lam, pretrain_decisions=pretrain,
+                           keep_idle_cores=keep_idle)
 
 
 def _classic_schedule(w: Workload, policy: str, cores: int) -> Schedule:
+    if policy == "interactive-first-keepidle":
+        rule = FCFSAgent(class_first=JobClass.INTERACTIVE, keep_idle_cores=KEEP_IDLE_CORES)
+        return Simulator(w, cores, agent=rule, hold_on_submit=True, name=policy).run()
     name, backfill = {"fcfs": ("fcfs", False), "easy": ("easy", True), "easy-sjf": ("sjf", True),
                       "native": ("native", None)}[policy]
     return simulate(w, name, cores=None if name == "native" else cores, backfill=backfill)
@@ -305,7 +328,7 @@ def run_one(spec: RunSpec) -> RunResult:
             util = pool_utilization(schedule, hist)
         else:
             schedule = Simulator(w, cores, agent=agent, hold_on_submit=True, name=spec.policy).run()
-    elif spec.policy in (*CLASSIC_POLICIES, "native"):
+    elif spec.policy in (*CLASSIC_POLICIES, *RESERVATION_POLICIES, "native"):
         if spec.elastic:
             raise ValueError(f"perez: {spec.policy!r} has no elastic variant")
         schedule = _classic_schedule(w, spec.policy, cores)
@@ -326,6 +349,7 @@ def run_one(spec: RunSpec) -> RunResult:
 # ------------------------------------------------------------------------ plans and aggregation
 def plan(*, quick: bool, seeds: Iterable[int], elastic: bool = False, lpc: bool = False,
          learned: Sequence[str] = ("sarsa-esn",), rigid_learned: bool = True,
+         classic: Sequence[str] = CLASSIC_POLICIES,
          scale: float | None = None, lpc_window_days: tuple[float, float] | None = None) -> list[RunSpec]:
     """Every simulation of an experiment.
 
@@ -335,7 +359,8 @@ def plan(*, quick: bool, seeds: Iterable[int], elastic: bool = False, lpc: bool 
     ``rigid_learned`` keeps the rigid one.  ``scale`` overrides the LAL-like scale (1, or
     :data:`QUICK_SCALE` in quick mode); smaller values give CI-sized runs.
     ``lpc_window_days`` overrides the LPC-EGEE window (:data:`LPC_WINDOW_DAYS`, or
-    :data:`LPC_QUICK_WINDOW_DAYS` in quick mode).
+    :data:`LPC_QUICK_WINDOW_DAYS` in quick mode).  ``classic``: the fixed policies (``native``
+    is added on LPC-EGEE).
     """
     lal_scale = scale if scale is not None else (QUICK_SCALE if quick else 1.0)
     lpc_scale = QUICK_SCALE if quick else 1.0
@@ -344,9 +369,9 @@ def plan(*, quick: bool, seeds: Iterable[int], elastic: bool = False, lpc: bool 
     for workload in ("lal", "lpc-egee") if lpc else ("lal",):
         wl_scale = lal_scale if workload == "lal" else lpc_scale
         window = lpc_window_days if workload == "lpc-egee" else None
-        classic = CLASSIC_POLICIES + (("native",) if workload == "lpc-egee" else ())
+        fixed = (*classic, *(("native",) if workload == "lpc-egee" else ()))
         for seed in seed_list if workload == "lal" else seed_list[:1]:
-            for policy in classic:
+            for policy in fixed:
                 specs.append(RunSpec(workload, policy, None, None, seed, wl_scale, window_days=window))
         for seed in seed_list:
             for policy in learned:
@@ -408,8 +433,8 @@ def aggregate(results: list[RunResult]) -> list[dict[str, Any]]:
 
 
 def _row_order(spec: RunSpec) -> tuple[Any, ...]:
-    pol_rank = ((*CLASSIC_POLICIES, "native", *LEARNED_POLICIES).index(spec.policy)
-                if spec.policy in (*CLASSIC_POLICIES, "native", *LEARNED_POLICIES) else 99)
+    order = (*CLASSIC_POLICIES, *RESERVATION_POLICIES, "native", *LEARNED_POLICIES)
+    pol_rank = order.index(spec.policy) if spec.policy in order else 99
     return (WORKLOADS.index(spec.workload) if spec.workload in WORKLOADS else 9, spec.elastic, pol_rank,
             spec.runtime_model or "", spec.lam if spec.lam is not None else -1.0, spec.seed)
 
@@ -576,8 +601,8 @@ def run_rigid(out_dir: Path, *, quick: bool = False, seed: int = 0, n_seeds: int
     """
     seeds = reported_seeds(seed, n_seeds, quick)
     use_lpc, why = resolve_lpc(lpc, quick)
-    specs = plan(quick=quick, seeds=seeds, lpc=use_lpc, learned=("sarsa-esn",), scale=scale,
-                 lpc_window_days=lpc_window_days)
+    specs = plan(quick=quick, seeds=seeds, lpc=use_lpc, learned=RIGID_LEARNED, scale=scale,
+                 classic=(*CLASSIC_POLICIES, *RESERVATION_POLICIES), lpc_window_days=lpc_window_days)
     return run_experiment("perez-rigid", out_dir, specs, quick=quick, seeds=seeds, workers=workers,
                           notes=[why] if why else [])
 
@@ -586,14 +611,16 @@ def run_elastic(out_dir: Path, *, quick: bool = False, seed: int = 0, n_seeds: i
                 workers: int | None = None, scale: float | None = None) -> dict[str, Any]:
     """P-grid Tables 4–5: elastic pool on the LAL-like workload, beside the rigid agent of each setting."""
     seeds = reported_seeds(seed, n_seeds, quick)
-    specs = plan(quick=quick, seeds=seeds, elastic=True, lpc=False, learned=("sarsa-esn",), scale=scale)
+    specs = plan(quick=quick, seeds=seeds, elastic=True, lpc=False, learned=RIGID_LEARNED, scale=scale,
+                 classic=(*CLASSIC_POLICIES, *RESERVATION_POLICIES))
     return run_experiment("perez-elastic", out_dir, specs, quick=quick, seeds=seeds, workers=workers)
 
 
 EXPERIMENTS = {
     "perez-rigid": Experiment(
-        "perez-rigid", "Perez et al. P-grid Tables 2-3: SARSA-ESN (oracle/estimated, λ=0.5/1) vs FCFS, EASY, "
-        "EASY-SJF (and the recorded native schedule on LPC-EGEE), rigid pool", run_rigid),
+        "perez-rigid", "Perez et al. P-grid Tables 2-3: SARSA-ESN (oracle/estimated, λ=0.5/1; also with the "
+        "keep-idle action) vs FCFS, EASY, EASY-SJF, interactive-first keeping 2 cores (and the recorded "
+        "native schedule on LPC-EGEE), rigid pool", run_rigid),
     "perez-elastic": Experiment(
         "perez-elastic", "Perez et al. P-grid Tables 4-5: SARSA-ESN choosing the pool size every period "
         "(≥ 15 min, ≥ 30 cores, ≥ running jobs) on the LAL-like workload", run_elastic),
