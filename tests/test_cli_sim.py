@@ -84,6 +84,29 @@ def test_experiment_list() -> None:
     assert result.exit_code != 0 and "unknown experiment" in result.output
 
 
+def test_experiment_n_seeds_reaches_the_experiment_or_is_refused(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    from rlsched.sim.experiments import Experiment
+
+    seen: dict[str, object] = {}
+
+    def with_seeds(out: Path, *, quick: bool, seed: int, n_seeds: int | None = None) -> dict[str, object]:
+        seen.update(quick=quick, seed=seed, n_seeds=n_seeds)
+        return {}
+
+    def without_seeds(out: Path, *, quick: bool, seed: int) -> dict[str, object]:
+        return {}
+
+    fake = {"with": Experiment("with", "", with_seeds), "without": Experiment("without", "", without_seeds)}
+    monkeypatch.setattr("rlsched.sim.experiments.registry", lambda: fake)
+    run_cli("sim", "experiment", "with", "--out", str(tmp_path), "--seed", "3", "--n-seeds", "1")
+    assert seen == {"quick": False, "seed": 3, "n_seeds": 1}
+    result = CliRunner().invoke(main, ["sim", "experiment", "without", "--out", str(tmp_path), "--n-seeds", "2"])
+    assert result.exit_code != 0 and "takes no --n-seeds" in result.output
+    result = CliRunner().invoke(main, ["sim", "experiment", "with", "--out", str(tmp_path), "--n-seeds", "0"])
+    assert result.exit_code != 0
+
+
 def test_trace_info_lal_is_marked_synthetic() -> None:
     out = run_cli("trace", "info", "lal", "--json")
     info = json.loads(out)

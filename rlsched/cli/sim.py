@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import inspect
 import json
 import sys
 from collections.abc import Callable, Iterator
@@ -156,7 +157,9 @@ def run_command(workload_spec: str, scheduler: str, backfill: bool | None, cores
               help="Directory for results.json, report.md and the figures (required but for 'list').")
 @click.option("--quick", is_flag=True, help="A small version for smoke tests.")
 @click.option("--seed", type=int, default=0, show_default=True)
-def experiment_command(name: str, out_dir: Path | None, quick: bool, seed: int) -> None:
+@click.option("--n-seeds", type=click.IntRange(min=1), default=None,
+              help="Reporting seeds SEED .. SEED+N-1 (the experiment's default when omitted).")
+def experiment_command(name: str, out_dir: Path | None, quick: bool, seed: int, n_seeds: int | None) -> None:
     """Regenerate a paper's tables and figures (see `rlsched sim experiment list`)."""
     from rlsched.sim.experiments import output_dir, registry
 
@@ -169,7 +172,12 @@ def experiment_command(name: str, out_dir: Path | None, quick: bool, seed: int) 
         raise click.ClickException(f"unknown experiment {name!r}; known: {', '.join(sorted(experiments)) or 'none'}")
     if out_dir is None:
         raise click.UsageError("--out DIR is required")
-    result = experiments[name].run(output_dir(out_dir), quick=quick, seed=seed)
+    options: dict[str, Any] = {"quick": quick, "seed": seed}
+    if n_seeds is not None:
+        if "n_seeds" not in inspect.signature(experiments[name].run).parameters:
+            raise click.UsageError(f"experiment {name!r} takes no --n-seeds")
+        options["n_seeds"] = n_seeds
+    result = experiments[name].run(output_dir(out_dir), **options)
     click.echo(json.dumps(result, indent=2, default=str))
 
 
