@@ -96,11 +96,24 @@ def test_ffnn_learns_a_smooth_target() -> None:
     rng = np.random.default_rng(0)
     x = rng.uniform(-1, 1, (2000, 3))
     y = np.sin(2 * x[:, 0]) + 0.5 * x[:, 1] * x[:, 2]
-    net = FeedForwardQ(1, 2, hidden=(32,), epochs=60, learning_rate=5e-3, seed=1)
+    net = FeedForwardQ(1, 2, hidden=(32,), epochs=60, learning_rate=5e-3, max_steps=None, seed=1)
     before = float(np.mean((net.predict(x) - y) ** 2))
     net.fit(x, y)
     after = float(np.mean((net.predict(x) - y) ** 2))
     assert after < 0.02 < before
+
+
+@pytest.mark.parametrize(("max_steps", "steps"), [(None, 60 * 8), (50, 50), (10_000, 60 * 8)])
+def test_ffnn_refit_takes_at_most_max_steps(max_steps: int | None, steps: int) -> None:
+    """2,000 rows in batches of 256 are 8 steps an epoch; the cap bounds a re-fit whatever the memory."""
+    x = np.random.default_rng(3).uniform(-1, 1, (2000, 3))
+    net = FeedForwardQ(1, 2, epochs=60, max_steps=max_steps, seed=1)
+    net.fit(x, x.sum(axis=1))
+    assert net._t == steps
+    again = FeedForwardQ.from_arrays(*net.to_arrays())
+    assert again.max_steps == max_steps
+    with pytest.raises(ValueError, match="max_steps"):
+        FeedForwardQ(1, 2, max_steps=0)
 
 
 def test_table_cells_take_the_mean_target() -> None:
