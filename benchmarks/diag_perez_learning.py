@@ -16,7 +16,9 @@ prints the interactive and batch mean responsiveness W (P-grid Eq. 1, first and 
 
 Run: ``.venv/bin/python benchmarks/diag_perez_learning.py --seeds 1000 1001 1002``
 (``--scale 0.3`` for a faster, smaller workload; ``--policies`` to choose; ``--credit election``
-for the reward credit of P-grid read literally, the one that did not learn).
+for the reward credit of P-grid read literally, the one that did not learn; ``--keep-idle K``
+to let the learner keep the last K idle cores for interactive arrivals, and the K of the
+``interactive-first-keepidle`` rule; ``kept_idle`` counts the learner's "no job" choices).
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ import numpy as np
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from rlsched.core.agents import CREDITS, Credit, SchedulingAgent
+from rlsched.core.agents import CREDITS, Credit, FCFSAgent, SchedulingAgent
 from rlsched.core.approximators import EchoStateQ
 from rlsched.core.features import FeatureConfig, FeatureEncoder
 from rlsched.core.learners import FittedQLearner, SarsaLearner
@@ -104,6 +106,9 @@ def run_policy(policy: str, w: Workload, credit: Credit = "incurred",
     if policy == "interactive-first":
         sim = Simulator(w, LAL_CORES, priority=interactive_first_priority(w), backfill=True)
         return sim.run(), {}
+    if policy == "interactive-first-keepidle":
+        rule = FCFSAgent(class_first=JobClass.INTERACTIVE, keep_idle_cores=keep_idle_cores)
+        return Simulator(w, LAL_CORES, agent=rule, hold_on_submit=True).run(), {}
     seed = int(w.header.get("seed", "0")) if w.header else 0
     agent = build_agent(policy, w, seed, credit, esn, keep_idle_cores)
     log = ChoiceLog()
@@ -154,11 +159,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", type=int, nargs="+", default=[1000, 1001, 1002])
     parser.add_argument("--scale", type=float, default=1.0)
     parser.add_argument("--policies", nargs="+", default=list(DEFAULT_POLICIES),
-                        choices=["fcfs", "interactive-first", *LEARNED])
+                        choices=["fcfs", "interactive-first", "interactive-first-keepidle", *LEARNED])
     parser.add_argument("--credit", choices=CREDITS, default="incurred",
                         help="credit of the W part of the reward (election: P-grid read literally)")
     parser.add_argument("--keep-idle", type=int, default=0, metavar="K",
-                        help="offer the learner the 'keep the last K cores idle' action (0: never)")
+                        help="offer the learner the 'keep the last K cores idle' action (0: never); "
+                             "also the K of interactive-first-keepidle")
     parser.add_argument("--esn", nargs="*", default=[], metavar="KEY=VALUE",
                         help="EchoStateQ keyword overrides, e.g. ridge_alpha=1 (tuning seeds only)")
     args = parser.parse_args(argv)
