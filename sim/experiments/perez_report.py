@@ -34,6 +34,7 @@ import numpy as np
 
 from rlsched.core.rewards import fairness_utility, normalised_shares
 from rlsched.core.view import FloatArray, IntArray, JobClass
+from rlsched.sim.elastic import PoolHistory
 from rlsched.sim.metrics import INTERACTIVE_TARGET_WAIT_S
 
 if TYPE_CHECKING:
@@ -328,20 +329,34 @@ def _fairness_figure(plt: Any, out: Path, workload: str, runs: list[RunResult]) 
 
 
 def _elastic_figure(plt: Any, out: Path, results: list[RunResult], elastic: list[RunResult]) -> str:
-    """Pool size (left) and utilization U(t) (right) over time, first reported seed (P-grid Fig. 9)."""
+    """Pool size (left) and utilization U(t) (right) over time, first reported seed (P-grid Fig. 9).
+
+    One setting per elastic policy (estimated runtimes, λ = 0.5, or the first that ran): the
+    pool may change every 15 minutes, so eight raw step curves over weeks are unreadable.  The
+    left panel draws each pool faintly and its daily time-averaged size on top.
+    """
     fig, (ax_p, ax_u) = plt.subplots(1, 2, figsize=(12, 4.2))
     seed = min(r.spec.seed for r in elastic)
-    rigid_cores = 0
+    shown: dict[str, RunResult] = {}
     for r in elastic:
-        if r.spec.seed != seed:
-            continue
+        if r.spec.seed == seed and (r.spec.policy not in shown
+                                    or (r.spec.runtime_model, r.spec.lam) == ("estimated", 0.5)):
+            shown[r.spec.policy] = r
+    rigid_cores = 0
+    for index, r in enumerate(shown.values()):
         assert r.pool_time_s is not None and r.pool_cores is not None
         t0 = r.span_s[0]
         ends = np.append(r.pool_time_s, r.span_s[1])
-        ax_p.step((ends - t0) / 86400.0, np.append(r.pool_cores, r.pool_cores[-1]), where="post", lw=0.8,
-                  label=f"{_name(r)} (U={r.utilization:.2f})")
+        color = f"C{index}"
+        ax_p.step((ends - t0) / 86400.0, np.append(r.pool_cores, r.pool_cores[-1]), where="post", lw=0.4,
+                  alpha=0.25, color=color)
+        history = PoolHistory(r.pool_time_s, r.pool_cores)
+        days = np.arange(t0, r.span_s[1], 86400.0)
+        daily = [history.mean_cores(a, min(a + 86400.0, r.span_s[1])) for a in days]
+        ax_p.step(np.append(days - t0, r.span_s[1] - t0) / 86400.0, np.append(daily, daily[-1]), where="post",
+                  lw=1.6, color=color, label=f"{_name(r)} daily mean (U={r.utilization:.2f})")
         t = time_grid(r)
-        ax_u.plot((t - t0) / 86400.0, utilization_series(r, t), lw=0.8, label=_name(r))
+        ax_u.plot((t - t0) / 86400.0, utilization_series(r, t), lw=0.8, color=color, label=_name(r))
         rigid_cores = r.cores
     for r in results:  # the rigid runs of the same realisation, for comparison
         if r.pool_time_s is None and r.spec.seed == seed and r.spec.workload == "lal" and r.spec.policy in (
@@ -350,7 +365,7 @@ def _elastic_figure(plt: Any, out: Path, results: list[RunResult], elastic: list
                 continue
             t = time_grid(r)
             ax_u.plot((t - r.span_s[0]) / 86400.0, utilization_series(r, t), lw=1.0, ls="--",
-                      label=f"rigid {_name(r)}")
+                      color="0.55" if r.spec.policy == "fcfs" else "0.0", label=f"rigid {_name(r)}")
     if rigid_cores:
         ax_p.axhline(rigid_cores, color="grey", ls=":", lw=1, label=f"rigid pool ({rigid_cores})")
     ax_p.set(xlabel="day", ylabel="pool size (cores)", title="LAL-like: elastic pool size over time")
