@@ -247,9 +247,9 @@ class SchedulingAgent:
     decision also hold the "no job" action (:meth:`FeatureEncoder.null_action`, both class
     columns zero) unless an interactive job is among them (a core kept back is for interactive
     jobs still to come; one that waits already is served best by starting it); choosing
-    it leaves the remaining cores idle until the next view.  A
-    non-preemptive scheduler can only serve an interactive job at once if a core is free
-    when it arrives, and at the LAL-like load a busy machine frees one every ~430 s
+    it leaves the remaining cores idle until the next view.  A non-preemptive scheduler
+    can only serve an interactive job at once if a core is free when it arrives, and at
+    the LAL-like load a busy machine frees one every ~430 s
     (docs/workloads.md): interactive-first tops out near W 0.91, while keeping one core back
     for arrivals reaches 0.97 (``benchmarks/diag_perez_learning.py``, tuning seeds).  The
     choice is learned, not a rule: its W part is the ``incurred`` credit of its interval (an
