@@ -115,11 +115,11 @@ CLASSIC_POLICIES = ("fcfs", "easy", "easy-sjf")
 LEARNED_POLICIES = ("sarsa-esn", "sarsa-esn-keepidle", "fqi-esn", "fqi-ffnn")
 #: The rule the ``-keepidle`` learner can learn, as a fixed baseline (rigid and elastic experiments).
 RESERVATION_POLICIES = ("interactive-first-keepidle",)
-#: Idle cores a ``-keepidle`` policy may keep back for interactive arrivals.  Chosen with
-#: ``benchmarks/diag_perez_learning.py --keep-idle K`` on tuning seeds 1000–1001 (sarsa-esn,
-#: estimated, λ = 0.5): K = 1 gave interactive W 0.932, batch W 0.771; K = 2 gave 0.955 and
-#: 0.766 (FCFS: 0.833 and 0.770).  The fixed rule with K = 2 reached 0.993 / 0.792 on seeds
-#: 1000–1003 (FCFS 0.856 / 0.802).
+#: Idle cores a ``-keepidle`` policy may keep back for interactive arrivals: the smallest K
+#: whose learner reached interactive W ≥ 0.95 on tuning seeds 1000–1003
+#: (``benchmarks/diag_perez_learning.py --keep-idle K``, sarsa-esn, estimated, λ = 0.5):
+#: K = 1, 2, 3 gave interactive W 0.943, 0.972, 0.976 and batch W 0.801, 0.798, 0.794
+#: (FCFS 0.856 / 0.802).  The fixed rule with K = 2 reached 0.993 / 0.792 there.
 KEEP_IDLE_CORES = 2
 WORKLOADS = ("lal", "lpc-egee")
 #: The learned policies of ``perez-rigid`` and ``perez-elastic`` (P-fqi's are in perez_fqi).
