@@ -121,6 +121,14 @@ def test_keeping_a_core_idle_is_a_decision_with_a_reward() -> None:
     assert reward == pytest.approx(1.0 - lost)
 
 
+def test_no_job_action_needs_the_incurred_credit() -> None:
+    enc = FeatureEncoder(FeatureConfig(n_vos=2))
+    learner = SarsaLearner(EchoStateQ(enc.state_dim, enc.action_dim, seed=0), seed=0)
+    with pytest.raises(ValueError, match="incurred"):
+        SchedulingAgent(learner, enc, OracleRuntime(), credit="election", keep_idle_cores=1)
+    assert SchedulingAgent(learner, enc, OracleRuntime(), credit="election").keep_idle_cores == 0
+
+
 def test_kept_idle_count_survives_a_checkpoint(tmp_path: Path) -> None:
     agent = learned_agent(keep=1)
     offered_rows(agent, choose_last=True)

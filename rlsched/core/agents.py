@@ -255,7 +255,9 @@ class SchedulingAgent:
     choice is learned, not a rule: its W part is the ``incurred`` credit of its interval (an
     interactive job that arrives to a full machine charges its wait to the decision that
     filled the last core), its other part is F (or U) as it stands.  It is never offered
-    during EDF pretraining, nor when nothing runs (a later event must bring a new view).
+    during EDF pretraining, nor when nothing runs (a later event must bring a new view), and
+    it needs the ``incurred`` credit (``election`` has no W to credit a decision that elects
+    no job).
     """
 
     def __init__(self, learner: BatchLearner, encoder: FeatureEncoder, runtime: RuntimeModel,
@@ -271,6 +273,9 @@ class SchedulingAgent:
             raise ValueError(f"agent: λ must lie in [0, 1], got {lam}")
         if keep_idle_cores < 0:
             raise ValueError(f"agent: keep_idle_cores must be ≥ 0, got {keep_idle_cores}")
+        if keep_idle_cores and credit != "incurred":
+            # ``election`` credits a decision with W of the job it elects; "no job" elects none.
+            raise ValueError("agent: keep_idle_cores needs the 'incurred' credit")
         expected = encoder.action_dim + self._extra_action_columns()
         if learner.q.state_dim != encoder.state_dim or learner.q.action_dim != expected:
             raise ValueError(f"agent: Q-function takes state {learner.q.state_dim} / action "
@@ -420,13 +425,15 @@ class SchedulingAgent:
         agg.idle_cores = budget
         actions = self._with_pool(base_actions[candidates], pool)
         cand_cores = pend.cores[candidates]
-        cand_class = pend.job_class[candidates]
         available = np.ones(candidates.size, dtype=bool)
         deadline = edf_deadline(pend, run_s, self.edf_w_target)[candidates] if self.pretraining else None
         service = self.fairness.service_now(view) if self.use_fairness else None
         if self.learn and self.credit == "incurred":
             self._close_interval()
-        idle_row = self._with_pool(self.encoder.null_action()[None, :], pool)
+        # "No job" is a candidate only in learned decisions with keep_idle_cores (see the class docstring).
+        may_keep_idle = bool(self.keep_idle_cores) and deadline is None
+        if may_keep_idle:
+            interactive = pend.job_class[candidates] == int(JobClass.INTERACTIVE)
         released: list[int] = []
         while budget > 0:
             sub = np.nonzero(available & (cand_cores <= budget))[0]
@@ -434,9 +441,10 @@ class SchedulingAgent:
                 break
             state = self.encoder.state_vector(agg)
             rows = actions[sub]
-            if (deadline is None and budget <= self.keep_idle_cores and budget < pool
-                    and not np.any(cand_class[sub] == int(JobClass.INTERACTIVE))):
-                rows = np.vstack([rows, idle_row])
+            offers_idle = (may_keep_idle and budget <= self.keep_idle_cores and budget < pool
+                           and not interactive[sub].any())
+            if offers_idle:
+                rows = np.vstack([rows, self._with_pool(self.encoder.null_action()[None, :], pool)])
             if deadline is not None:
                 pick = int(np.argmin(deadline[sub]))  # candidates are FCFS-ordered: ties go FCFS
                 decision_id = self.learner.record(state, rows, pick) if self.learn else -1
@@ -444,8 +452,8 @@ class SchedulingAgent:
                 pick, decision_id = self.learner.act(state, rows)
             else:
                 pick, decision_id = self.learner.select(state, rows, explore=False), -1
-            if pick == sub.size:
-                self._keep_idle(view, state, idle_row, decision_id, service)
+            if offers_idle and pick == sub.size:
+                self._keep_idle(view, state, rows[-1:], decision_id, service)
                 break
             chosen = int(sub[pick])
             job = int(candidates[chosen])
@@ -475,11 +483,7 @@ class SchedulingAgent:
             return
         opened = _OpenDecision(decision_id, service)
         opened.other_part = self._other_part(view, -1, 0.0, opened)  # F (or U) as it stands: no job
-        if self.credit == "incurred":
-            self._interval_group.append(opened)
-        else:  # ``election``: W of the job it elects; it elects none, and nobody's W moved
-            opened.w_part = 1.0
-            self._deliver(opened)
+        self._interval_group.append(opened)  # its W part: the incurred loss until the next electing view
 
     # -- persistence ----------------------------------------------------------------------
     def _agent_meta(self) -> dict[str, Any]:
