@@ -71,7 +71,14 @@ def _figures(out: Path, name: str, by: dict[str, dict[str, Any]]) -> list[str]:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    files = []
+    files: list[str] = []
+
+    def save(fig: Any, filename: str) -> None:
+        fig.tight_layout()
+        fig.savefig(out / filename, dpi=110)
+        plt.close(fig)
+        files.append(filename)
+
     const = by["constant"]
     fig, ax = plt.subplots(figsize=(6, 3.5))
     ax.plot(const["V"], const["balance"], lw=1)
@@ -80,11 +87,7 @@ def _figures(out: Path, name: str, by: dict[str, dict[str, Any]]) -> list[str]:
     ax.set_xlabel("constant V (cloud nodes)")
     ax.set_ylabel("balance")
     ax.set_title(f"{SETUPS[name].label}: balance vs constant V (FH Fig. 5)")
-    fig.tight_layout()
-    path = out / f"fig5_{name}_balance_vs_V.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    files.append(path.name)
+    save(fig, f"fig5_{name}_balance_vs_V.png")
 
     ref_twt, ref_cost = np.asarray(const["ref_day_twt"]), np.asarray(const["ref_day_cost"])
     days = np.arange(1, len(ref_twt) + 1)
@@ -104,11 +107,7 @@ def _figures(out: Path, name: str, by: dict[str, dict[str, Any]]) -> list[str]:
     ax.set_ylim(-20, None)
     ax.legend(fontsize=7)
     ax.set_title(f"{SETUPS[name].label}: balance over time (FH Fig. 6)")
-    fig.tight_layout()
-    path = out / f"fig6_{name}_balance_over_time.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    files.append(path.name)
+    save(fig, f"fig6_{name}_balance_over_time.png")
 
     if "qlearning" in by or "ours" in by:
         fig, ax = plt.subplots(figsize=(6, 3.5))
@@ -120,11 +119,7 @@ def _figures(out: Path, name: str, by: dict[str, dict[str, Any]]) -> list[str]:
         ax.set_ylabel("V")
         ax.legend(fontsize=7)
         ax.set_title(f"{SETUPS[name].label}: V over time")
-        fig.tight_layout()
-        path = out / f"v_over_time_{name}.png"
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
-        files.append(path.name)
+        save(fig, f"v_over_time_{name}.png")
     return files
 
 
