@@ -1,4 +1,4 @@
-"""Decision-core benchmark (DESIGN.md §6, issue 3): is deciding cheaper than asking?
+"""Decision-core benchmark (docs/design.md, Performance): is deciding cheaper than asking?
 
 Times, on this machine:
 

@@ -39,10 +39,11 @@ from rlsched.core.approximators import EchoStateQ
 from rlsched.core.features import FeatureConfig, FeatureEncoder
 from rlsched.core.learners import FittedQLearner, SarsaLearner
 from rlsched.core.learners.base import BatchLearner
+from rlsched.core.measures import fairness_utility, responsiveness
 from rlsched.core.runtime import make_runtime_model
 from rlsched.core.view import FloatArray, JobClass
 from rlsched.sim.engine import Schedule, Simulator
-from rlsched.sim.metrics import responsiveness, trim_mask
+from rlsched.sim.metrics import trim_mask
 from rlsched.sim.schedulers import simulate
 from rlsched.sim.workload import Workload
 from rlsched.sim.workloads.lal import generate_lal, interactive_first_priority
@@ -143,13 +144,13 @@ def mean_fairness(schedule: Schedule, w: Workload, trim: int) -> float:
     per_vo[np.arange(order.size), w.vo[order]] = work
     cum = np.cumsum(per_vo, axis=0)
     frac = cum / np.maximum(cum.sum(axis=1, keepdims=True), 1e-12)
-    f = 1.0 - np.maximum(np.max(shares - frac, axis=1), 0.0) / shares.max()
+    f = fairness_utility(frac, shares)
     return float(f[trim:order.size - trim].mean())
 
 
 def class_means(schedule: Schedule, w: Workload, trim: int) -> tuple[float, float]:
     keep = trim_mask(len(w), trim)
-    wv = responsiveness(schedule.wait[keep], schedule.run[keep])
+    wv = responsiveness(run_s=schedule.run[keep], wait_s=schedule.wait[keep])
     cls = w.job_class[keep]
     return float(wv[cls == int(JobClass.INTERACTIVE)].mean()), float(wv[cls == int(JobClass.BATCH)].mean())
 

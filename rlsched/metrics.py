@@ -1,6 +1,6 @@
 """The Prometheus exporter of the rlsched daemon (prometheus-client), on 127.0.0.1 by default.
 
-Names follow the Slurm exporters' conventions where they overlap (DESIGN.md §5): an ``rlsched_`` prefix,
+Names follow the Slurm exporters' conventions where they overlap (docs/slurm.md): an ``rlsched_`` prefix,
 ``_total`` for counters, ``_seconds`` for durations, labels ``partition``, ``account`` and ``class``.
 
 The metrics (types and labels; ``docs/daemon.md`` has the full table):

@@ -11,7 +11,7 @@
 # When $BASE/etc/rlsched.toml exists, resume.sh/suspend.sh go through rlsched's leasing hooks
 # (plugins/slurm/rlsched-resume, rlsched-suspend: they check the daemon's heartbeat and lease permit, then run
 # the config's [leasing] provider_command); without it they call the local provider directly.
-# The config is made for tests (DESIGN.md §5): priority/multifactor (so admin Nice offsets compose with
+# The config is made for tests (docs/slurm.md): priority/multifactor (so admin Nice offsets compose with
 # Slurm's own priority), jobcomp/filetxt (no slurmdbd: the completion feed reads that file), MinJobAge
 # (finished jobs stay visible to squeue), short scheduler intervals so a test sees a start within ~1 s.
 #

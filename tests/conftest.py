@@ -17,7 +17,7 @@ import pytest
 # The real local Slurm cluster fixtures (tests/slurm_cluster.py) for every test module.
 pytest_plugins = ["tests.slurm_cluster"]
 
-#: Short names of the four traces of DESIGN.md §3 -> archive file names.
+#: Short names of the four traces of docs/traces.md -> archive file names.
 TRACE_FILES = {
     "kth": "KTH-SP2-1996-2.1-cln.swf.gz",
     "ctc": "CTC-SP2-1996-3.1-cln.swf.gz",

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from benchmarks.bench_daemon import SyntheticSlurm, make_daemon, synthetic_squeue_json
 from rlsched.leasing import LeasingConfig
 from rlsched.metrics import METRIC_NAMES, Counters
+from tests.fakes.slurm import SyntheticSlurm, make_daemon, synthetic_squeue_json
 
 ROOT = Path(__file__).resolve().parent.parent
 DASHBOARD = ROOT / "etc" / "grafana" / "rlsched-dashboard.json"
@@ -24,7 +24,7 @@ def served_samples(tmp_path: Path) -> dict[str, list[tuple[dict[str, str], float
     runner = SyntheticSlurm(synthetic_squeue_json(30, n_running=2, held_fraction=1.0))
     leasing = LeasingConfig(enabled=True, nodes=("cloud1", "cloud2", "cloud3", "cloud4"), max_nodes=2,
                             policy="fixed", budget_node_hours_per_day=10.0, price_per_node_hour=0.5)
-    daemon = make_daemon(runner, str(tmp_path), mode="gate", agent="sarsa", leasing=leasing,
+    daemon = make_daemon(runner, str(tmp_path), mode="gate", agent="sarsa-esn", leasing=leasing,
                          partitions=frozenset({"debug", "short"}))
     daemon.cycle()
     daemon.cycle()

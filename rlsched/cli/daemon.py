@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import logging
 import math
@@ -11,8 +10,10 @@ from typing import Any
 
 import click
 
+from rlsched.backends import build_backend
+from rlsched.core.policies import entry, format_policy
 from rlsched.daemon.config import ConfigError, load_config
-from rlsched.daemon.loop import Daemon, TrackingSlurmBackend
+from rlsched.daemon.loop import Daemon
 from rlsched.daemon.state import CheckpointError
 
 log = logging.getLogger(__name__)
@@ -47,33 +48,42 @@ def daemon(config_path: str, once: bool, undo: bool) -> None:
     sys.exit(runner.run(once=once))
 
 
+def _agent_label(runner: Daemon) -> str:
+    """The policy that runs (name and non-default parameters), and the model file it came from."""
+    spec = runner.agent.spec
+    if spec is None:
+        return runner.config.agent.label
+    label = format_policy(spec.name, {k: v for k, v in spec.params.items() if entry(spec.name).param(k).default != v})
+    if spec.source:
+        label += f" (model {spec.source['path']}, sha256 {spec.source['sha256'][:12]})"
+    return label
+
+
 def status_report(runner: Daemon, limit: int) -> dict[str, Any]:
     """What the daemon sees now and would do: state vector, pending jobs in its order, decisions."""
     view = runner.backend.view()
     state = runner.agent.state(view)
     order, scores = runner.agent.ranking(view)
-    jobs = {j.job_id: j for j in getattr(runner.backend, "last_jobs", [])}
+    labels = runner.backend.job_labels()
     pend = view.pending
     rows = []
     for rank, i in enumerate(order[:limit].tolist(), start=1):
         job_id = int(pend.job_id[i])
-        slurm_job = jobs.get(job_id)
-        rows.append({"rank": rank, "job_id": job_id,
-                     "partition": slurm_job.partition if slurm_job else "",
-                     "account": slurm_job.account if slurm_job else "",
+        partition, account = labels.get(job_id, ("", ""))
+        rows.append({"rank": rank, "job_id": job_id, "partition": partition, "account": account,
                      "vo": view.vos[int(pend.vo[i])] if 0 <= pend.vo[i] < len(view.vos) else str(int(pend.vo[i])),
                      "class": "interactive" if pend.job_class[i] == 1 else "batch",
                      "cores": int(pend.cores[i]), "req_time_s": float(pend.req_time_s[i]),
                      "held": bool(pend.held[i]), "score": _finite(float(scores[i]))})
     decisions = runner.agent.decide(view)
-    report = {"mode": runner.config.mode, "agent": runner.config.agent.kind, "time_s": view.time_s,
+    report = {"mode": runner.config.mode, "agent": _agent_label(runner), "time_s": view.time_s,
             "total_cores": view.total_cores, "idle_cores": view.idle_cores,
             "running": len(view.running), "pending": len(pend),
             "state": {name: float(v) for name, v in zip(runner.agent.state_names, state.tolist(), strict=True)},
             "order": rows,
             "would": {"release": list(decisions.release), "hold": list(decisions.hold),
                       "boost": None if decisions.boost is None
-                      else list(decisions.boost[:runner.backend.config.max_boosted])}}
+                      else list(decisions.boost[:runner.backend.boost_limit])}}
     if runner.leasing is not None:
         report["leasing"] = leasing_report(runner, view.time_s)
     return report
@@ -114,7 +124,7 @@ def status(config_path: str, as_json: bool, limit: int) -> None:
     """
     try:
         config = load_config(config_path)
-        backend = TrackingSlurmBackend(dataclasses.replace(config.backend, state_file=None))
+        backend = build_backend(config.backend, None)      # read-only: no undo record read or written
         runner = Daemon(config, backend=backend)
         report = status_report(runner, limit)
     except (ConfigError, CheckpointError, ValueError, OSError) as exc:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import csv
-import inspect
 import json
 import sys
 from collections.abc import Callable, Iterator
@@ -21,12 +20,13 @@ from rlsched.sim.workload import Workload
 DEFAULT_WORKLOAD = "lal"
 
 
-def load_workload(spec: str, *, seed: int = 0, max_procs: int | None = None) -> Workload:
-    """``lal`` (the embedded LAL-like generator), a trace path, or a trace name."""
+def load_workload(spec: str, *, seed: int = 0, max_procs: int | None = None,
+                  scale: float | None = None) -> Workload:
+    """``lal`` (the embedded LAL-like generator, ``scale`` of its jobs), a trace path, or a trace name."""
     if spec == DEFAULT_WORKLOAD:
         from rlsched.sim.workloads.lal import generate_lal
 
-        workload = generate_lal(seed)
+        workload = generate_lal(seed) if scale is None else generate_lal(seed, scale=scale)
     else:
         from rlsched.sim.traces.swf import read_swf, resolve_trace
 
@@ -111,44 +111,107 @@ def sim() -> None:
     """Trace-driven simulation: replay a workload, run the papers' experiments."""
 
 
+def _policy_choice(policy: str | None, scheduler: str | None, backfill: bool | None) -> tuple[str, str | None]:
+    """The ``--policy`` text to run and the schedule's label (the former ``--scheduler`` keeps its labels)."""
+    from rlsched.sim.schedulers import legacy_scheduler
+
+    if policy is not None and scheduler is not None:
+        raise click.UsageError("give --policy or its deprecated alias --scheduler, not both")
+    if policy is None:
+        spec, label = legacy_scheduler(scheduler or "easy", backfill)
+        return spec.label(), label
+    if backfill is not None:
+        raise click.UsageError("--backfill goes with --scheduler; with --policy name the rule "
+                               "(fcfs / easy, sjf / easy-sjf, edf:backfill=true)")
+    return policy, None
+
+
+def _is_model_path(policy: str) -> bool:
+    return policy.endswith(".npz") or Path(policy).is_file()
+
+
 @sim.command("run")
 @click.option("--workload", "workload_spec", default=DEFAULT_WORKLOAD, show_default=True,
               help="'lal' (embedded synthetic LAL-like workload), an SWF path, or a trace name.")
-@click.option("--scheduler", default="easy", show_default=True,
-              type=click.Choice(["fcfs", "easy", "sjf", "edf", "native"]))
+@click.option("--policy", default=None, metavar="NAME[:k=v,...] | PATH.npz",
+              help="A registry policy (see `rlsched sim policies`; default easy) with parameters, or a saved "
+                   "model to evaluate (greedy, not learning).")
+@click.option("--scheduler", default=None, type=click.Choice(["fcfs", "easy", "sjf", "edf", "native"]),
+              help="Deprecated alias of --policy (edf: the registry's EDF under the requested runtime model).")
 @click.option("--backfill/--no-backfill", default=None,
-              help="EASY backfilling behind the queue head (default: on for easy, off for the others).")
+              help="With --scheduler: EASY backfilling behind the queue head (default: on for easy, off for the "
+                   "others).")
 @click.option("--cores", type=int, default=None, help="Pool size (default: the workload's machine size).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the synthetic workload.")
+@click.option("--scale", type=float, default=None,
+              help="Scale of the synthetic LAL-like workload (fraction of its jobs; default 1).")
 @click.option("--trim", type=int, default=0, show_default=True,
               help="Leave the first and last N jobs out of the statistics (P-grid uses 500).")
 @click.option("--overrun", type=click.Choice(["kill", "run"]), default=DEFAULT_OVERRUN, show_default=True,
               help="Jobs that ran past their request: killed at the limit, or run to their recorded end.")
+@click.option("--save-model", "model_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Learned policies: write the trained model (spec, weights, experience) to this .npz.")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Write the summary as JSON.")
 @click.option("--schedule", "schedule_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Write one CSV row per job (job_id, submit, start, end, procs, …).")
-def run_command(workload_spec: str, scheduler: str, backfill: bool | None, cores: int | None, seed: int,
-                trim: int, overrun: str, json_path: Path | None, schedule_path: Path | None) -> None:
-    """Replay a workload under a classic scheduler and print the metrics."""
+def run_command(workload_spec: str, policy: str | None, scheduler: str | None, backfill: bool | None,
+                cores: int | None, seed: int, scale: float | None, trim: int, overrun: str,
+                model_path: Path | None, json_path: Path | None, schedule_path: Path | None) -> None:
+    """Replay a workload under a policy (a rule, a learned agent, or a saved model) and print the metrics."""
+    from rlsched.core.policies import PolicyError, load_policy, save_policy
+    from rlsched.core.view import Agent
     from rlsched.sim.metrics import summarize
-    from rlsched.sim.schedulers import simulate, with_recorded_waits
+    from rlsched.sim.policies import simulate_policy, workload_vos
+    from rlsched.sim.schedulers import with_recorded_waits
 
+    text, label = _policy_choice(policy, scheduler, backfill)
     try:
-        workload = load_workload(workload_spec, seed=seed, max_procs=cores)
-        if scheduler == "native":
+        workload = load_workload(workload_spec, seed=seed, max_procs=cores, scale=scale)
+        agent: Agent | None = None
+        spec: Any = text
+        if _is_model_path(text):
+            loaded, spec = load_policy(text, expect_vos=workload_vos(workload))
+            loaded.learn = False  # evaluate the model as it is
+            agent = loaded
+        elif text.split(":", 1)[0] in ("native", "recorded"):
             workload = with_recorded_waits(workload)
-        with progress_bar(len(workload), f"{workload.name} {scheduler}") as progress:
-            schedule = simulate(workload, scheduler, cores=cores, backfill=backfill,
-                                overrun=overrun, progress=progress)  # type: ignore[arg-type]
-        summary = summarize(schedule, trim=trim)
+        with progress_bar(len(workload), f"{workload.name} {label or text}") as progress:
+            ran = simulate_policy(workload, spec, cores, overrun=overrun, agent=agent,  # type: ignore[arg-type]
+                                  progress=progress, name=label)
+        if model_path is not None:
+            if ran.agent is None or agent is not None:
+                raise PolicyError(f"--save-model: policy {ran.spec.name!r} trained no model here (only learned "
+                                  "policies run by name do)")
+            save_policy(ran.agent, ran.spec, model_path)  # type: ignore[arg-type]
+        summary = summarize(ran.schedule, trim=trim)
     except (ValueError, FileNotFoundError, OSError) as exc:
         raise click.ClickException(str(exc)) from exc
     click.echo(format_summary(summary))
+    if model_path is not None:
+        click.echo(f"model saved to {model_path}")
     if json_path is not None:
         json_path.write_text(json.dumps(summary, indent=2) + "\n")
     if schedule_path is not None:
-        write_schedule_csv(schedule, schedule_path)
+        write_schedule_csv(ran.schedule, schedule_path)
+
+
+@sim.command("policies")
+def policies_command() -> None:
+    """List the registry's policies (rules, learned agents, replay) with their parameters."""
+    from rlsched.core.policies import ALIASES, LEASE_POLICIES, POLICIES
+
+    for e in POLICIES.values():
+        aliases = [a for a, target in ALIASES.items() if target == e.name]
+        click.echo(f"{e.name:<28} {e.family:<8} {e.description}"
+                   + (f" (alias: {', '.join(aliases)})" if aliases else "")
+                   + ("" if e.live else " [simulator only]"))
+        for p in e.params:
+            click.echo(f"{'':<30}{p.name}={p.default!s:<10} {p.help}")
+    click.echo("")
+    click.echo("leasing policies (FH):")
+    for name, description in LEASE_POLICIES.items():
+        click.echo(f"{name:<28} lease    {description}")
 
 
 @sim.command("experiment")
@@ -161,7 +224,8 @@ def run_command(workload_spec: str, scheduler: str, backfill: bool | None, cores
               help="Reporting seeds SEED .. SEED+N-1 (the experiment's default when omitted).")
 def experiment_command(name: str, out_dir: Path | None, quick: bool, seed: int, n_seeds: int | None) -> None:
     """Regenerate a paper's tables and figures (see `rlsched sim experiment list`)."""
-    from rlsched.sim.experiments import output_dir, registry
+    from rlsched.sim.experiments import registry
+    from rlsched.sim.experiments.harness import ExperimentOptions
 
     experiments = registry()
     if name == "list":
@@ -172,12 +236,12 @@ def experiment_command(name: str, out_dir: Path | None, quick: bool, seed: int, 
         raise click.ClickException(f"unknown experiment {name!r}; known: {', '.join(sorted(experiments)) or 'none'}")
     if out_dir is None:
         raise click.UsageError("--out DIR is required")
-    options: dict[str, Any] = {"quick": quick, "seed": seed}
-    if n_seeds is not None:
-        if "n_seeds" not in inspect.signature(experiments[name].run).parameters:
-            raise click.UsageError(f"experiment {name!r} takes no --n-seeds")
-        options["n_seeds"] = n_seeds
-    result = experiments[name].run(output_dir(out_dir), **options)
+    options = ExperimentOptions(out_dir, quick=quick, seed=seed, n_seeds=n_seeds)
+    try:
+        experiments[name].kwargs(options)
+    except ValueError as err:
+        raise click.UsageError(str(err)) from err
+    result = experiments[name].run_with(options)
     click.echo(json.dumps(result, indent=2, default=str))
 
 

@@ -282,6 +282,8 @@ class SchedulingAgent:
                              f"{learner.q.action_dim}, features give {encoder.state_dim} / {expected}")
         self.learner = learner
         self.encoder = encoder
+        #: The policy spec (:meth:`rlsched.core.policies.PolicySpec.to_dict`) saved with the model, if any.
+        self.policy: dict[str, Any] | None = None
         self.runtime = runtime
         n_vos = encoder.config.n_vos
         self.fairness = FairnessTracker(shares if shares is not None else [1.0] * n_vos)
@@ -487,16 +489,22 @@ class SchedulingAgent:
 
     # -- persistence ----------------------------------------------------------------------
     def _agent_meta(self) -> dict[str, Any]:
-        return {"features": self.encoder.config.to_dict(), "runtime_model": self.runtime.name,
+        meta = {"features": self.encoder.config.to_dict(), "runtime_model": self.runtime.name,
                 "lam": self.lam, "mode": self.mode, "decisions": self.decisions,
                 "pretraining": self.pretraining, "shares": self.fairness.shares.tolist(),
                 "use_fairness": self.use_fairness, "credit": self.credit,
                 "keep_idle_cores": self.keep_idle_cores, "kept_idle": self.kept_idle}
+        if self.policy is not None:
+            meta["policy"] = dict(self.policy)
+        return meta
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Model, feature normalisation, replay memory and counters in one file, atomically.
 
         Decisions whose job is still running are not saved: their rewards are lost on reload.
+        With :attr:`policy` set (by :func:`rlsched.core.policies.save_policy`) the file also
+        carries the policy spec, and :func:`rlsched.core.policies.load_policy` rebuilds the
+        agent from the file alone.
         """
         arrays = {"finished_service": self.fairness.finished_service}
         if isinstance(self.runtime, EstimatedRuntime):
@@ -504,7 +512,11 @@ class SchedulingAgent:
         self.learner.save(path, extra_meta=self._agent_meta(), extra_arrays=arrays)
 
     def load_state(self, path: str | os.PathLike[str]) -> None:
-        """Restore a :meth:`save`; the feature config in the file must match this agent's."""
+        """Restore a :meth:`save` into this agent; the feature config in the file must match this agent's.
+
+        To rebuild an agent from a file with no agent built first, use
+        :func:`rlsched.core.policies.load_policy` (it builds the agent from the file's spec, then calls this).
+        """
         meta, arrays = self.learner.load_state(path)
         saved = FeatureConfig.from_dict(meta["features"])
         if saved != self.encoder.config:

@@ -1,4 +1,4 @@
-"""Atomic file writes: nothing rlsched learns or records is lost to a crash (DESIGN.md §7).
+"""Atomic file writes: nothing rlsched learns or records is lost to a crash (docs/design.md, Reliability).
 
 Write a temporary file in the target's folder, fsync it, rename it over the target, fsync the
 folder.  A kill -9 at any instant leaves either the previous version or the new one, never a

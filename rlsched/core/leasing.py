@@ -167,6 +167,59 @@ def state_aware_cap(
     return int(cloud_used + max(extra, 0))
 
 
+def runtime_ratio(run_s: FloatArray, req_s: FloatArray) -> float | None:
+    """Σ actual runtime / Σ requested time of finished jobs: requested times → expected runtimes.
+
+    ``None`` when nothing was requested (no finished job yet): the caller keeps its previous ratio.
+    The live controller feeds the last jobs it saw finish, the simulator the jobs submitted
+    long enough ago to have finished under any cap.
+    """
+    req = float(np.sum(req_s))
+    if req <= 0:
+        return None
+    return float(np.sum(run_s) / req)
+
+
+def arrival_rate_per_s(submit_s: FloatArray, now_s: float, window_s: float,
+                       watched_since_s: float | None = None) -> float:
+    """Jobs per second submitted in ``[now − window, now]``, from the sorted submit times seen so far.
+
+    ``watched_since_s``: when the observer started (a live controller does not see the jobs
+    submitted before it started): the window is then cut to ``[max(now − window, since), now]``.
+    """
+    if watched_since_s is None:
+        since, span = now_s - window_s, window_s
+    else:
+        since = max(now_s - window_s, watched_since_s)
+        span = now_s - since
+    if span <= 0:
+        return 0.0
+    count = int(np.searchsorted(submit_s, now_s, side="right")) - int(np.searchsorted(submit_s, since, side="left"))
+    return count / span
+
+
+def remaining_work(cores: IntArray, expected_end_s: FloatArray, now_s: float) -> float:
+    """Core-seconds the running jobs still hold the local machine for, to their expected (requested) ends."""
+    return float((cores * np.maximum(expected_end_s - now_s, 0.0)).sum())
+
+
+def state_aware_cap_from_state(*, cores: int, cloud_used: int, queue_cores: IntArray, queue_req_s: FloatArray,
+                               running_cores: IntArray, running_expected_end_s: FloatArray, now_s: float,
+                               runtime_ratio: float, arrival_rate_per_s: float, exchange_rate: float,
+                               params: StateAwareParams) -> int:
+    """:func:`state_aware_cap` from the raw state, with the estimates both controllers use.
+
+    The live controller (:func:`state_aware_cap_from_view`) and the simulator
+    (:mod:`rlsched.sim.leasing.runs`) both come here: the queued jobs' expected runtimes are
+    their requested times × ``runtime_ratio`` (:func:`runtime_ratio`), the running jobs'
+    remaining work is counted to their requested ends (:func:`remaining_work`) × the same ratio.
+    """
+    run_work = remaining_work(running_cores, running_expected_end_s, now_s) * runtime_ratio
+    return state_aware_cap(cores=cores, cloud_used=cloud_used, queue_cores=queue_cores,
+                           queue_expected_run_s=queue_req_s * runtime_ratio, run_remaining_work=run_work,
+                           arrival_rate_per_s=arrival_rate_per_s, exchange_rate=exchange_rate, params=params)
+
+
 def state_aware_cap_from_view(view: ClusterView, *, exchange_rate: float, runtime_ratio: float,
                               arrival_rate_per_s: float, params: StateAwareParams) -> int:
     """:func:`state_aware_cap` fed from a :class:`ClusterView` (the live controller's entry point).
@@ -182,12 +235,12 @@ def state_aware_cap_from_view(view: ClusterView, *, exchange_rate: float, runtim
     pending = view.pending
     eligible = ~pending.held
     running = view.running
-    remaining = np.maximum(running.start_s + running.req_time_s - view.time_s, 0.0)
-    run_work = float((running.cores * remaining).sum()) * runtime_ratio
     per_node = view.cloud.cores_per_node if view.cloud is not None else 1
     in_use = view.cloud.nodes_busy * per_node if view.cloud is not None else 0
-    cap_cores = state_aware_cap(
+    cap_cores = state_aware_cap_from_state(
         cores=view.total_cores, cloud_used=in_use, queue_cores=pending.cores[eligible].astype(np.int64),
-        queue_expected_run_s=pending.req_time_s[eligible] * runtime_ratio, run_remaining_work=run_work,
-        arrival_rate_per_s=arrival_rate_per_s, exchange_rate=exchange_rate, params=params)
+        queue_req_s=pending.req_time_s[eligible], running_cores=running.cores,
+        running_expected_end_s=running.start_s + running.req_time_s, now_s=view.time_s,
+        runtime_ratio=runtime_ratio, arrival_rate_per_s=arrival_rate_per_s, exchange_rate=exchange_rate,
+        params=params)
     return -(-cap_cores // per_node)

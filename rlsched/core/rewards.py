@@ -29,34 +29,18 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from rlsched.core.measures import (
+    deficit_distance,
+    fairness_of_service,
+    fairness_utility,
+    normalised_shares,
+    responsiveness,
+)
 from rlsched.core.view import ClusterView, FloatArray, IntArray
 
-
-def responsiveness(run_s: FloatArray | float, wait_s: FloatArray | float) -> FloatArray:
-    """P-grid Eq. 1: ``W = run / (run + wait)``; 1 for a zero-length job that did not wait."""
-    run = np.asarray(run_s, dtype=np.float64)
-    wait = np.maximum(np.asarray(wait_s, dtype=np.float64), 0.0)
-    total = run + wait
-    safe = np.where(total > 0, total, 1.0)
-    return np.where(total > 0, run / safe, 1.0)
-
-
-def normalised_shares(shares: Sequence[float]) -> FloatArray:
-    """Target shares as fractions summing to 1 (sites often give percentages)."""
-    w = np.asarray(shares, dtype=np.float64)
-    if w.ndim != 1 or w.size == 0 or np.any(w < 0) or w.sum() <= 0:
-        raise ValueError(f"VO target shares must be non-negative with a positive sum, got {list(shares)}")
-    return w / w.sum()
-
-
-def deficit_distance(service_fraction: FloatArray, shares: FloatArray) -> FloatArray:
-    """``D = max_k (w_k − S_k)_+`` (P-grid §3.2), over the last axis of ``service_fraction``."""
-    return np.maximum(np.max(shares - service_fraction, axis=-1), 0.0)
-
-
-def fairness_utility(service_fraction: FloatArray, shares: FloatArray) -> FloatArray:
-    """P-grid Eq. 2: ``F = 1 − D / M`` with ``M = max_k w_k``; in [0, 1]."""
-    return 1.0 - deficit_distance(service_fraction, shares) / float(np.max(shares))
+#: The utilities are defined once, in :mod:`rlsched.core.measures`; re-exported for the reward's readers.
+__all__ = ["FairnessTracker", "UtilizationTracker", "deficit_distance", "elastic_reward",
+           "fairness_utility", "normalised_shares", "responsiveness", "scheduling_reward"]
 
 
 def scheduling_reward(w: FloatArray | float, f: FloatArray | float, lam: float) -> FloatArray:
@@ -119,16 +103,11 @@ class FairnessTracker:
         valid = (vo_arr >= 0) & (vo_arr < self.n_vos)
         rows = np.nonzero(valid)[0]
         service[rows, vo_arr[valid]] += work_arr[valid]
-        total = service.sum(axis=1, keepdims=True)
-        fraction = np.divide(service, total, out=np.zeros_like(service), where=total > 0)
-        return fairness_utility(fraction, self.shares)
+        return fairness_of_service(service, self.shares)
 
     def fairness_now(self, view: ClusterView) -> float:
         """The fairness utility of the service delivered so far (P-grid Fig. 6 plots its difference)."""
-        service = self.service_now(view)
-        total = service.sum()
-        fraction = service / total if total > 0 else np.zeros_like(service)
-        return float(fairness_utility(fraction, self.shares))
+        return float(fairness_of_service(self.service_now(view), self.shares))
 
 
 class UtilizationTracker:

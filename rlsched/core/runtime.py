@@ -80,6 +80,10 @@ def _usable_requested(req_time_s: FloatArray, job_class: IntArray) -> FloatArray
     return np.where(ok, req_time_s, _class_prior(job_class))
 
 
+#: Public name of the requested-time rule (the static EDF key of :mod:`rlsched.core.policies` uses it).
+usable_requested = _usable_requested
+
+
 class RequestedRuntime:
     """The user's requested time (wall-clock limit) as the runtime."""
 

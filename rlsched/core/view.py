@@ -1,6 +1,6 @@
 """What any batch system can tell at one instant, and the levers it offers.
 
-This module is the seam of rlsched (DESIGN.md §1): the Slurm and PBS backends and
+This module is the seam of rlsched (docs/design.md, The seams): the Slurm and PBS backends and
 the trace-driven simulator all build a :class:`ClusterView` and accept the same
 five actions (:class:`Backend`).  The decision core reads views and returns
 :class:`Decisions`; it never talks to a batch system, a clock or the simulator.
@@ -125,7 +125,7 @@ class FinishedJobs:
 
 @dataclass(frozen=True)
 class CloudState:
-    """Leasable cloud nodes (DESIGN.md §2.3, §5): the cap and what is in use."""
+    """Leasable cloud nodes (docs/leasing-live.md): the cap and what is in use."""
 
     cap: int
     nodes_total: int

@@ -5,25 +5,36 @@ The daemon drives any :class:`rlsched.core.view.Agent` (``decide(view) -> Decisi
 (for metrics and ``rlsched status``), the pending jobs in the agent's order with their scores, the
 Q-value of chosen jobs, rewards received, and checkpoints (model and experience).
 
-Scores: for the learning agents (``sarsa``, ``fqi``) a job's score is its Q-value Q(s, a) under the
-current model; for the ranking agents (``fixed``, ``fcfs``, ``edf``) it is the rank turned around
-(the first of n jobs scores n, the last 1): they have no value function.
+The policy comes from the registry (:mod:`rlsched.core.policies`): ``[agent] kind`` names it, or
+``[agent] model`` names a saved model (:func:`start_agent`).  Scores: for the learned policies
+(``sarsa-esn``, ``fqi-esn``, …) a job's score is its Q-value Q(s, a) under the current model; for
+the rules (``interactive-first-sjf``, ``fcfs``, ``edf``, …) it is the rank turned around (the first
+of n jobs scores n, the last 1): they have no value function.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal, Protocol, runtime_checkable
 
 import numpy as np
 
-from rlsched.core.agents import EDFAgent, FCFSAgent, FixedRankAgent, SchedulingAgent
-from rlsched.core.approximators import EchoStateQ, FeedForwardQ
+from rlsched.core.agents import SchedulingAgent
 from rlsched.core.features import FeatureConfig, FeatureEncoder
-from rlsched.core.learners import FittedQLearner, SarsaLearner
-from rlsched.core.learners.base import BatchLearner
-from rlsched.core.runtime import EstimatedRuntime, RequestedRuntime, RuntimeModel
-from rlsched.core.view import Agent, ClusterView, Decisions, FloatArray, IntArray, JobClass, PendingJobs
+from rlsched.core.policies import (
+    BuildContext,
+    PolicyError,
+    PolicySpec,
+    entry,
+    file_sha256,
+    load_policy,
+    read_policy_spec,
+    save_policy,
+)
+from rlsched.core.policies import build_agent as build_policy
+from rlsched.core.runtime import RequestedRuntime, RuntimeModel
+from rlsched.core.view import Agent, ClusterView, Decisions, FloatArray, IntArray, PendingJobs
 from rlsched.daemon.config import AgentConfig, Mode
 
 
@@ -35,19 +46,8 @@ class RankingAgent(Protocol):
         ...
 
 
-class FixedPriorityAgent(FixedRankAgent):
-    """Interactive jobs first, then shortest requested time first, then first come first served.
-
-    A fixed-priority policy that needs no training: the daemon's default, and a sensible floor for the
-    learned policies (P-grid's interactive jobs gain most from going first; shortest-job-first minimises
-    mean wait for the rest).  In gate mode it releases held jobs in this order while they fit in the idle
-    cores (the greedy allocation of P-grid §3.2, as the core's agents do); in boost mode it ranks them all.
-    """
-
-    def rank(self, view: ClusterView) -> IntArray:
-        pend = view.pending
-        batch_last = (pend.job_class != int(JobClass.INTERACTIVE)).astype(np.int64)
-        return np.lexsort((pend.job_id, pend.submit_s, pend.req_time_s, batch_last)).astype(np.int64)
+class AgentStartError(ValueError):
+    """The configured policy or model cannot start (one line for the user)."""
 
 
 def agent_mode(mode: Mode) -> Literal["gate", "boost"]:
@@ -55,32 +55,84 @@ def agent_mode(mode: Mode) -> Literal["gate", "boost"]:
     return "gate" if mode == "gate" else "boost"
 
 
-def build_agent(config: AgentConfig, mode: Mode, n_vos: int, vo_shares: tuple[float, ...] | None) -> Agent:
-    """The agent ``[agent]`` asks for, acting in the way ``mode`` needs."""
+def live_features(vos: Sequence[str]) -> FeatureConfig:
+    """The feature layout of a live configuration (the default layout over its VOs)."""
+    return FeatureConfig(n_vos=max(len(vos), 1))
+
+
+def build_agent(config: AgentConfig, mode: Mode, vos: Sequence[str], vo_shares: Sequence[float] | None) -> Agent:
+    """The agent of ``[agent] kind`` (a fresh one; :func:`start_agent` also loads models and checkpoints)."""
+    spec = config.spec.bound(tuple(vos), live_features(vos).to_dict())
+    try:
+        return build_policy(spec, BuildContext(mode=agent_mode(mode), shares=vo_shares, live=True))
+    except PolicyError as exc:
+        raise AgentStartError(f"{config.label}: {exc}") from None
+
+
+def _checkpoint_spec(path: Path) -> PolicySpec | None:
+    """The spec of the daemon's own checkpoint, None when there is none."""
+    if not path.exists():
+        return None
+    spec, _ = read_policy_spec(path)
+    return spec
+
+
+def start_agent(config: AgentConfig, mode: Mode, vos: Sequence[str], vo_shares: Sequence[float] | None,
+                checkpoint: Path) -> tuple[AgentHandle, str]:
+    """The agent the daemon starts with, and a line saying where it came from.
+
+    - ``[agent] model``: the saved model, unless ``checkpoint`` (the daemon's own continued
+      learning) descends from it — its spec records the model's path and sha256 — in which
+      case the daemon resumes from the checkpoint.
+    - a learned ``kind``: resumes from ``checkpoint`` when it holds that policy (same name and
+      parameters); a fresh agent when there is no checkpoint.
+    - a rule: built from the registry (nothing to load).
+
+    Every problem (a model built for other VOs or features, an old checkpoint, a checkpoint of
+    another policy) is a one-line :class:`AgentStartError`.
+    """
     how = agent_mode(mode)
-    runtime: RuntimeModel = EstimatedRuntime() if config.runtime_model == "estimated" else RequestedRuntime()
-    if config.kind == "fixed":
-        return FixedPriorityAgent(how)
-    if config.kind == "fcfs":
-        return FCFSAgent(how)
-    if config.kind == "edf":
-        return EDFAgent(runtime, how)
-    encoder = FeatureEncoder(FeatureConfig(n_vos=max(n_vos, 1)))
-    if config.model == "esn":
-        q: EchoStateQ | FeedForwardQ = EchoStateQ(encoder.state_dim, encoder.action_dim, seed=config.seed)
-    else:
-        q = FeedForwardQ(encoder.state_dim, encoder.action_dim, seed=config.seed)
-    learner: BatchLearner = (SarsaLearner(q, seed=config.seed) if config.kind == "sarsa"
-                             else FittedQLearner(q, seed=config.seed))
-    return SchedulingAgent(learner, encoder, runtime, shares=vo_shares, lam=config.lam, mode=how,
-                           pretrain_decisions=config.pretrain_decisions, keep_idle_cores=config.keep_idle_cores)
+    features = live_features(vos)
+    try:
+        if config.model is not None:
+            model = Path(config.model)
+            sha = file_sha256(model) if model.is_file() else ""
+            source = {"path": str(model), "sha256": sha}
+            resumed = _checkpoint_spec(checkpoint)
+            start_from = checkpoint if resumed is not None and resumed.source == source else model
+            agent, spec = load_policy(start_from, expect_vos=tuple(vos), expect_features=features, mode=how,
+                                      live=True)
+            spec = spec.with_source(str(model), sha)
+            agent.policy = spec.to_dict()
+            where = (f"resumed from {checkpoint} (continued learning of model {model})" if start_from == checkpoint
+                     else f"loaded model {model} (sha256 {sha[:12]})")
+            return AgentHandle(agent, len(vos), spec), f"policy {spec.name}: {where}"
+        spec = config.spec.bound(tuple(vos), features.to_dict())
+        if entry(spec.name).family == "learned" and checkpoint.exists():
+            saved = _checkpoint_spec(checkpoint)
+            assert saved is not None
+            if saved.name != spec.name or dict(saved.params) != dict(spec.params) or saved.source is not None:
+                raise AgentStartError(
+                    f"{checkpoint} holds the model of {saved.label()}"
+                    + (f" (from {saved.source['path']})" if saved.source else "")
+                    + f"; the config asks for {spec.label()}: move the file away to start afresh, or set "
+                      f"[agent] model")
+            agent, spec = load_policy(checkpoint, expect_vos=tuple(vos), expect_features=features, mode=how,
+                                      live=True)
+            return AgentHandle(agent, len(vos), spec), f"policy {spec.name}: resumed from {checkpoint}"
+        built = build_policy(spec, BuildContext(mode=how, shares=vo_shares, live=True))
+        return AgentHandle(built, len(vos), spec), f"policy {config.label}"
+    except PolicyError as exc:
+        raise AgentStartError(str(exc)) from None
 
 
 class AgentHandle:
     """What the daemon reads from an agent besides its decisions (see the module docstring)."""
 
-    def __init__(self, agent: Agent, n_vos: int) -> None:
+    def __init__(self, agent: Agent, n_vos: int, spec: PolicySpec | None = None) -> None:
         self.agent = agent
+        #: The policy that runs (bound to the config's VOs; with ``source`` when it came from a model file).
+        self.spec = spec
         if isinstance(agent, SchedulingAgent):
             self.encoder = agent.encoder
             self.runtime: RuntimeModel = agent.runtime
@@ -151,21 +203,13 @@ class AgentHandle:
 
     # -- checkpoints ----------------------------------------------------------------------
     def save(self, path: Path) -> bool:
-        """Write the model and experience (atomically: the learner's checkpoint is temp + fsync + rename);
+        """Write the model, experience and policy spec (atomically, :func:`rlsched.core.policies.save_policy`);
         False for agents with nothing to save."""
         if isinstance(self.agent, SchedulingAgent):
-            self.agent.save(path)
+            spec = self.spec if self.spec is not None else PolicySpec.from_dict(self.agent.policy or {"name": "?"})
+            save_policy(self.agent, spec, path)
             return True
         return False
-
-    def load(self, path: Path) -> bool:
-        """Restore a :meth:`save`; False when there is nothing to load."""
-        if not isinstance(self.agent, SchedulingAgent) or not path.exists():
-            return False
-        self.agent.load_state(path)
-        # A restored model decides at once; pretraining (if it had not finished) continues by the counters.
-        self._rewarded_count, self._rewarded_sum = self._reward_totals()
-        return True
 
 
 def _subset(pend: PendingJobs, rows: IntArray) -> PendingJobs:

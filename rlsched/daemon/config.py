@@ -1,9 +1,10 @@
 """The daemon's TOML configuration: ``[backend]``, ``[agent]``, ``[metrics]``, ``[state]``, ``[gate]``, ``[leasing]``.
 
-Every key is checked; a bad one is a one-line :class:`ConfigError` naming the file and the key
-(DESIGN.md §7: "configs ... get one-line errors naming the file/line/key").  The ``[backend]`` table
-beyond ``kind``, ``mode`` and ``poll_interval_s`` belongs to the Slurm backend and is checked by
-:meth:`rlsched.backends.slurm.SlurmBackendConfig.from_table`.  See ``docs/daemon.md`` and
+Every key is checked; a bad one is a one-line :class:`ConfigError` naming the file and the key.  The
+``[backend]`` table beyond ``mode`` and ``poll_interval_s`` belongs to the backend ``kind`` names
+(``slurm`` by default) and is checked by its config class, found through the registry
+(:func:`rlsched.backends.backend_config_from_table`; Slurm's is
+:meth:`rlsched.backends.slurm.config.SlurmBackendConfig.from_table`).  See ``docs/daemon.md`` and
 ``etc/rlsched.toml``.  ``[leasing]`` is checked by :meth:`rlsched.leasing.LeasingConfig.from_table`.
 """
 
@@ -15,14 +16,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from rlsched.backends.slurm import SlurmBackendConfig
+from rlsched.backends import UnknownBackendError, backend_config_from_table
+from rlsched.core.live import LiveBackendConfig
+from rlsched.core.policies import POLICIES, PolicyError, PolicySpec, entry, format_policy, resolve
 from rlsched.leasing.config import LeasingConfig
 
 Mode = Literal["shadow", "boost", "gate"]
 MODES: tuple[Mode, ...] = ("shadow", "boost", "gate")
-AGENT_KINDS = ("fixed", "fcfs", "edf", "sarsa", "fqi")
-MODELS = ("esn", "ffnn")
-RUNTIME_MODELS = ("estimated", "requested")
+#: The daemon's default policy: interactive first, then shortest requested time, then FCFS.
+DEFAULT_AGENT_KIND = "interactive-first-sjf"
+#: ``[agent] kind`` values of earlier versions, and what to write instead.
+RETIRED_AGENT_KINDS = {
+    "fixed": 'kind = "interactive-first-sjf"',
+    "sarsa": 'kind = "sarsa-esn" (or "sarsa-ffnn", "sarsa-table")',
+    "fqi": 'kind = "fqi-esn" (or "fqi-ffnn", "fqi-table")',
+}
 DEFAULT_METRICS_PORT = 9400
 
 
@@ -32,38 +40,45 @@ class ConfigError(ValueError):
 
 @dataclass(frozen=True)
 class AgentConfig:
-    """``[agent]``: which policy decides.
+    """``[agent]``: which policy decides (a name of the policy registry, :mod:`rlsched.core.policies`).
 
-    - ``kind``: ``fixed`` (interactive first, then shortest requested time, then first come — a
-      fixed-priority policy needing no training), ``fcfs``, ``edf`` (P-grid §3.3's pretraining policy),
-      ``sarsa`` (P-grid §3.1–3.3: SARSA, ε = 0.05, γ = 0.8, η = 0.2) or ``fqi`` (P-fqi Alg. 1).
-    - ``model``: the Q-function of the learning kinds, ``esn`` (P-grid §3.3, 100 units) or ``ffnn``.
-    - ``runtime_model``: ``estimated`` (median of the class's recent runtimes, P-grid §3.2) or
-      ``requested`` (the time limit).
-    - ``lam``: λ_s of the reward R_s = λ_s·W + (1−λ_s)·F (P-grid §3.2); 0.5 by default.
-    - ``pretrain_decisions``: decisions taken by EDF before the learned policy takes over (P-grid §3.3).
-    - ``seed``: the random seed (exploration, ESN reservoir).
-    - ``keep_idle_cores``: ``sarsa``/``fqi`` in gate mode may learn to leave up to this many idle cores
-      unfilled while only batch jobs wait, for interactive jobs still to come (0, the default: never;
-      docs/perez.md, "Keeping cores idle").
+    - ``kind``: any registry policy that can run live (``rlsched sim policies`` lists them):
+      rules (``interactive-first-sjf``, the default: interactive first, then shortest requested
+      time, then first come; ``fcfs``, ``easy``, ``sjf``, ``easy-sjf``, ``interactive-first``,
+      ``interactive-first-keepidle``, ``edf``) or learned policies (``sarsa-esn``, ``fqi-esn``,
+      ``sarsa-ffnn``, …: P-grid §3.1–3.3 SARSA and P-fqi Alg. 1 fitted Q).
+    - every other key is a parameter of that policy, checked by the registry (for the learned
+      ones ``runtime_model`` — ``estimated`` or ``requested`` live —, ``lam``,
+      ``pretrain_decisions``, ``seed``, ``keep_idle_cores``).
+    - ``model``: the path of a saved model (``rlsched sim run --policy NAME --save-model PATH``);
+      the model carries its policy and parameters, and must have been built for the
+      ``[backend] vos`` of this config.  Relative paths are relative to the config file.
     """
 
-    kind: str = "fixed"
-    model: str = "esn"
-    runtime_model: str = "estimated"
-    lam: float = 0.5
-    pretrain_decisions: int = 500
-    seed: int = 0
-    keep_idle_cores: int = 0
+    kind: str = DEFAULT_AGENT_KIND
+    params: Mapping[str, Any] = field(default_factory=dict)
+    model: str | None = None
+
+    @property
+    def spec(self) -> PolicySpec:
+        """The configured policy, parameters checked and defaulted (a model file's spec is read at start)."""
+        return resolve(PolicySpec(self.kind, dict(self.params)))
 
     @property
     def learning(self) -> bool:
-        return self.kind in ("sarsa", "fqi")
+        return self.model is not None or entry(self.kind).family == "learned"
+
+    @property
+    def label(self) -> str:
+        """What runs: the policy with its non-default parameters, or the model file."""
+        if self.model is not None:
+            return f"model {self.model}"
+        return format_policy(self.kind, dict(self.params))
 
 
 @dataclass(frozen=True)
 class GateConfig:
-    """``[gate]``: the failsafe of gate mode (DESIGN.md §7).
+    """``[gate]``: the failsafe of gate mode (docs/design.md, Reliability).
 
     - ``heartbeat_file``: written atomically every cycle (pid, time, gated partitions); the watchdog
       ``plugins/slurm/rlsched-gate-watchdog`` releases every held job of the gated partitions when it is
@@ -83,7 +98,7 @@ class DaemonConfig:
     source: str
     mode: Mode = "shadow"
     poll_interval_s: float = 10.0
-    backend: SlurmBackendConfig = field(default_factory=SlurmBackendConfig)
+    backend: LiveBackendConfig = field(default_factory=lambda: backend_config_from_table({}))
     agent: AgentConfig = field(default_factory=AgentConfig)
     metrics_host: str = "127.0.0.1"
     metrics_port: int | None = DEFAULT_METRICS_PORT
@@ -158,9 +173,6 @@ def config_from_dict(data: Mapping[str, Any], source: str = "config") -> DaemonC
         if not isinstance(value, Mapping):
             raise _err(source, key, "expected a table")
     backend_table = dict(data.get("backend", {}))
-    kind = backend_table.get("kind", "slurm")
-    if kind != "slurm":
-        raise _err(source, "backend.kind", f"only \"slurm\" is supported, got {kind!r}")
     mode = backend_table.get("mode", "shadow")
     if mode not in MODES:
         raise _err(source, "backend.mode", f"expected one of {', '.join(MODES)}, got {mode!r}")
@@ -169,26 +181,21 @@ def config_from_dict(data: Mapping[str, Any], source: str = "config") -> DaemonC
         raise _err(source, "backend.poll_interval_s", f"expected a number, got {poll!r}")
     _positive(source, "backend.poll_interval_s", float(poll))
     try:
-        backend = SlurmBackendConfig.from_table(backend_table, f"{source}: [backend]")
+        backend = backend_config_from_table(backend_table, f"{source}: [backend]")
+    except UnknownBackendError as exc:
+        raise _err(source, "backend.kind", str(exc)) from None
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
 
-    agent_kw = _take(data.get("agent", {}), source, "agent",
-                     {"kind": str, "model": str, "runtime_model": str, "lam": (int, float),
-                      "pretrain_decisions": int, "seed": int, "keep_idle_cores": int})
-    for key, allowed in (("kind", AGENT_KINDS), ("model", MODELS), ("runtime_model", RUNTIME_MODELS)):
-        if key in agent_kw and agent_kw[key] not in allowed:
-            raise _err(source, f"agent.{key}", f"expected one of {', '.join(allowed)}, got {agent_kw[key]!r}")
-    if not 0.0 <= agent_kw.get("lam", 0.5) <= 1.0:
-        raise _err(source, "agent.lam", f"λ must lie in [0, 1], got {agent_kw['lam']:g}")
-    if agent_kw.get("pretrain_decisions", 0) < 0:
-        raise _err(source, "agent.pretrain_decisions", "must be >= 0")
-    if agent_kw.get("keep_idle_cores", 0) < 0:
-        raise _err(source, "agent.keep_idle_cores", "must be >= 0")
-    agent = AgentConfig(**agent_kw)
+    agent = agent_config(data.get("agent", {}), source)
     if agent.learning and not backend.vos:
-        raise _err(source, "backend.vos", f"agent kind {agent.kind!r} needs a fixed VO list (the width of its "
+        raise _err(source, "backend.vos", f"agent {agent.label!r} needs a fixed VO list (the width of its "
                                           "features); set [backend] vos and default_vo")
+    if mode != "gate" and agent.model is None and agent.params.get("keep_idle_cores"):
+        raise _err(source, "agent.keep_idle_cores", "keeping cores idle needs gate mode")
+    if mode != "gate" and agent.kind == "interactive-first-keepidle":
+        raise _err(source, "agent.kind", "'interactive-first-keepidle' keeps cores idle by holding jobs: it "
+                                         "needs gate mode")
 
     metrics_kw = _take(data.get("metrics", {}), source, "metrics", {"listen": str})
     host, port = parse_listen(source, metrics_kw.get("listen", f"127.0.0.1:{DEFAULT_METRICS_PORT}"))
@@ -203,9 +210,9 @@ def config_from_dict(data: Mapping[str, Any], source: str = "config") -> DaemonC
     gate = GateConfig(**gate_kw)
     _positive(source, "gate.stale_after_s", gate.stale_after_s)
     if mode == "gate":
-        if not backend.partitions:
-            raise _err(source, "backend.partitions", "gate mode needs the gated partitions: in them a held job "
-                                                     "waits for rlsched (see docs/daemon.md)")
+        problem = backend.gate_problem()
+        if problem is not None:
+            raise _err(source, f"backend.{problem[0]}", problem[1])
         if gate.stale_after_s <= 2 * float(poll):
             raise _err(source, "gate.stale_after_s", f"must exceed twice poll_interval_s ({float(poll):g} s), "
                                                      f"or the watchdog releases jobs under a live daemon")
@@ -221,6 +228,52 @@ def config_from_dict(data: Mapping[str, Any], source: str = "config") -> DaemonC
                         state_dir=state_kw.get("dir", DaemonConfig.state_dir),
                         checkpoint_every_s=float(state_kw.get("checkpoint_every_s", 60.0)), gate=gate,
                         leasing=leasing)
+
+
+def agent_config(table: Mapping[str, Any], source: str) -> AgentConfig:
+    """Check ``[agent]`` against the policy registry; one-line :class:`ConfigError` naming the key."""
+    kind = table.get("kind", DEFAULT_AGENT_KIND)
+    if not isinstance(kind, str):
+        raise _err(source, "agent.kind", f"expected a string, got {type(kind).__name__}")
+    if kind in RETIRED_AGENT_KINDS:
+        raise _err(source, "agent.kind", f"{kind!r} is no longer a policy name; write {RETIRED_AGENT_KINDS[kind]}")
+    model = table.get("model")
+    if model is not None and not isinstance(model, str):
+        raise _err(source, "agent.model", f"expected a string, got {type(model).__name__}")
+    if model in ("esn", "ffnn"):
+        raise _err(source, "agent.model", f"the Q-function is now part of the policy name: write kind = "
+                                          f"\"sarsa-{model}\" (or \"fqi-{model}\"); model is the path of a saved "
+                                          "model")
+    try:
+        found = entry(kind)
+    except PolicyError:
+        raise _err(source, "agent.kind", f"unknown policy {kind!r} (known: "
+                                         f"{', '.join(n for n, e in POLICIES.items() if e.live)})") from None
+    if not found.live:
+        raise _err(source, "agent.kind", f"{kind!r} replays a trace's recorded schedule; it cannot run live")
+    params = {k: v for k, v in table.items() if k not in ("kind", "model")}
+    if model is not None:
+        if params:
+            key = sorted(params)[0]
+            raise _err(source, f"agent.{key}", "a saved model carries its own parameters; remove the key or "
+                                               "the model")
+        path = Path(model)
+        if not path.is_absolute() and Path(source).is_file():
+            path = Path(source).resolve().parent / path
+        return AgentConfig(kind=kind, model=str(path))
+    checked: dict[str, Any] = {}
+    for key, value in params.items():
+        try:
+            checked[key] = found.param(key).coerce(kind, value)
+        except PolicyError as exc:
+            message = str(exc).removeprefix(f"policy {kind!r}: ").removeprefix(f"parameter {key!r}: ")
+            raise _err(source, f"agent.{key}", message) from None
+    if checked.get("runtime_model") == "oracle":
+        raise _err(source, "agent.runtime_model", "'oracle' needs the actual runtimes, which only a simulator "
+                                                  "knows; use 'estimated' or 'requested'")
+    if checked.get("elastic"):
+        raise _err(source, "agent.elastic", "the elastic pool runs only in the simulator")
+    return AgentConfig(kind=found.name, params=checked)
 
 
 def load_config(path: str | Path) -> DaemonConfig:

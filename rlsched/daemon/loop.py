@@ -6,7 +6,7 @@
 - **Learning**: the core's learning agents learn from ``view.finished`` at the start of ``decide``
   (rewards of finished jobs, batch re-fits; P-grid §3.3); the daemon's ``learn`` phase accounts the
   rewards received and the finished jobs' responsiveness for the metrics.
-- **Failures** (DESIGN.md §7): each phase runs under its own ``try``; an error is logged, counted
+- **Failures** (docs/design.md, Reliability): each phase runs under its own ``try``; an error is logged, counted
   (``rlsched_cycle_failures_total{phase}``, and by kind in ``rlsched_backend_errors_total``) and the
   loop goes on.  Commands are already retried with backoff by the backend; on top of that, consecutive
   failed cycles back off exponentially (poll interval × 2^k, at most ``max_backoff_s``).
@@ -19,7 +19,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import math
 import os
@@ -36,30 +35,18 @@ from types import FrameType
 
 import numpy as np
 
-from rlsched.backends.slurm import SlurmBackend
-from rlsched.backends.slurm.parsers import SlurmJob, SlurmNode
+from rlsched.backends import build_backend
 from rlsched.core.atomic import write_json_atomic
-from rlsched.core.rewards import responsiveness
+from rlsched.core.live import LiveBackend, NodeControl, QueueKey
+from rlsched.core.measures import responsiveness
 from rlsched.core.view import ClusterView, Decisions, apply
-from rlsched.daemon.agents import AgentHandle, build_agent
+from rlsched.daemon.agents import start_agent
 from rlsched.daemon.config import DaemonConfig
 from rlsched.daemon.state import load_counters, save_counters
 from rlsched.leasing import LeaseStatus, LeasingService
 from rlsched.metrics import CLASS_NAMES, Exporter
 
 log = logging.getLogger(__name__)
-
-
-class TrackingSlurmBackend(SlurmBackend):
-    """The Slurm backend, keeping the jobs of its last poll (partition and account labels of the metrics,
-    the gated jobs to release on stop)."""
-
-    last_jobs: list[SlurmJob]
-
-    def poll(self) -> tuple[list[SlurmJob], list[SlurmNode]]:
-        jobs, nodes = super().poll()
-        self.last_jobs = jobs
-        return jobs, nodes
 
 
 @dataclass
@@ -78,27 +65,28 @@ class CycleReport:
 class Daemon:
     """One daemon: build it from a :class:`DaemonConfig`, then :meth:`run` (or :meth:`cycle` by hand).
 
-    ``backend``, ``clock`` are injectable for tests and benchmarks.
+    ``backend``, ``clock`` are injectable for tests and benchmarks; by default the backend is the one
+    ``[backend] kind`` names (:func:`rlsched.backends.build_backend`).  The daemon knows it only through
+    :class:`rlsched.core.live.LiveBackend` (and :class:`~rlsched.core.live.NodeControl` for leasing).
     """
 
-    def __init__(self, config: DaemonConfig, backend: SlurmBackend | None = None,
+    def __init__(self, config: DaemonConfig, backend: LiveBackend | None = None,
                  clock: Callable[[], float] = time.time) -> None:
         self.config = config
         self.clock = clock
         state_dir = config.state_dir
         backend_config = config.backend
-        if backend_config.state_file is None:
-            backend_config = dataclasses.replace(backend_config,
-                                                 state_file=os.path.join(state_dir, "slurm-record.json"))
-        self.backend = backend or TrackingSlurmBackend(backend_config)
-        n_vos = len(backend_config.vos)
-        self.agent = AgentHandle(build_agent(config.agent, config.mode, n_vos, backend_config.vo_shares), n_vos)
+        self.backend: LiveBackend = backend if backend is not None else build_backend(backend_config, state_dir)
+        self.agent, agent_origin = start_agent(config.agent, config.mode, backend_config.vos,
+                                               backend_config.vo_shares, config.model_file)
+        log.info("agent: %s", agent_origin)
         self.counters, self.model_saved_s = load_counters(config.counters_file)
-        if self.agent.load(config.model_file):
-            log.info("loaded the agent's model and experience from %s", config.model_file)
         self.stop_event = threading.Event()
         self.leasing: LeasingService | None = None
         if config.leasing.enabled:
+            if not isinstance(self.backend, NodeControl):
+                raise ValueError(f"{config.source}: [leasing] is enabled but the {backend_config.kind} backend "
+                                 "cannot control nodes")
             self.leasing = LeasingService(config.leasing, self.backend, Path(state_dir),
                                           enforce=config.mode != "shadow")
         leasing = self.leasing
@@ -117,7 +105,7 @@ class Daemon:
         t0 = time.perf_counter()
         try:
             yield
-        except Exception as exc:           # never fatal (DESIGN.md §7): log, count, carry on
+        except Exception as exc:           # never fatal (docs/design.md, Reliability): log, count, carry on
             report.failed.append(name)
             with self.exporter.lock:
                 self.counters.cycle_failures[name] += 1
@@ -242,32 +230,16 @@ class Daemon:
             if q.size:
                 self.exporter.q_value.set(float(q[-1]))
 
-    def queue_counts(self) -> dict[tuple[str, str, str, str], int]:
-        """Jobs of the last poll by (partition, account, class, state) for ``rlsched_queue_jobs``."""
-        jobs: list[SlurmJob] = getattr(self.backend, "last_jobs", [])
-        scope = self.backend.config.partitions
-        classify = self.backend.config.class_rule.classify
-        counts: Counter[tuple[str, str, str, str]] = Counter()
-        for job in jobs:
-            if job.pending:
-                state = "held" if job.held else "pending"
-            elif job.active:
-                state = "running"
-            else:
-                continue
-            if scope and scope.isdisjoint(job.partition.split(",")):
-                continue
-            cls = CLASS_NAMES[int(classify(job.qos, job.partition, job.time_limit_s))]
-            counts[(job.partition, job.account, cls, state)] += 1
-        return dict(counts)
+    def queue_counts(self) -> dict[QueueKey, int]:
+        """Jobs of the last view by (partition, account, class, state) for ``rlsched_queue_jobs``."""
+        return self.backend.queue_counts()
 
     # ------------------------------------------------------------------------------------- heartbeat
     def write_heartbeat(self, stopped: bool = False) -> None:
         """Tell the gate watchdog the loop is alive (or stopped on purpose, after releasing its jobs)."""
-        bc = self.backend.config
         write_json_atomic(self.config.heartbeat_file, {
             "pid": os.getpid(), "host": socket.gethostname(), "time": self.clock(), "mode": self.config.mode,
-            "partitions": sorted(bc.partitions), "slurm_conf": bc.slurm_conf, "bin_dir": bc.bin_dir,
+            **self.backend.heartbeat_fields(),
             "stale_after_s": self.config.gate.stale_after_s, "stopped": stopped})
 
     def _heartbeat_safely(self, stopped: bool = False) -> None:
@@ -314,7 +286,7 @@ class Daemon:
             port = self.exporter.serve(self.config.metrics_host, self.config.metrics_port)
             log.info("metrics on http://%s:%d/metrics", self.config.metrics_host, port)
         log.info("rlsched daemon: mode %s, agent %s, poll every %g s, state in %s", self.config.mode,
-                 self.config.agent.kind, self.config.poll_interval_s, self.config.state_dir)
+                 self.config.agent.label, self.config.poll_interval_s, self.config.state_dir)
         try:
             while not self.stop_event.is_set():
                 self._heartbeat_safely()
@@ -329,7 +301,7 @@ class Daemon:
         return 0
 
     def shutdown(self, final: bool = True) -> None:
-        """Checkpoint; with ``final``, first leave Slurm as rlsched found it: release the gated jobs (gate
+        """Checkpoint; with ``final``, first leave the batch system as rlsched found it: release the gated jobs (gate
         mode), undo Nice values, holds and drained nodes, and mark the heartbeat stopped.  Each step is
         tried even if another fails; what could not be undone stays recorded for the next start."""
         if final and self.config.mode == "gate":
@@ -341,10 +313,11 @@ class Daemon:
         if final:
             try:
                 undone = self.backend.undo()
-                log.info("stop: undid %d changes in Slurm", undone)
+                log.info("stop: undid %d changes in %s", undone, self.backend.describe())
             except Exception as exc:
-                log.error("stop: undo incomplete (recorded in %s for the next start): %s",
-                          self.backend.config.state_file, exc)
+                left = {kind: n for kind, n in self.backend.changes().items() if n}
+                log.error("stop: undo incomplete, %s left for the next start (%s): %s", left,
+                          self.backend.describe(), exc)
         self._sync_backend_counters()
         try:
             self._checkpoint(force=True)
@@ -354,11 +327,6 @@ class Daemon:
             self._heartbeat_safely(stopped=True)
 
     def release_gated_jobs(self) -> int:
-        """Release every held pending job of the gated partitions (whoever held it: in a gated partition a
-        hold means "waiting for rlsched")."""
-        jobs, _ = self.backend.poll()
-        scope = self.backend.config.partitions
-        gated = [j.job_id for j in jobs if j.held and not scope.isdisjoint(j.partition.split(","))]
-        for job_id in gated:
-            self.backend.release(job_id)
-        return len(gated)
+        """Release every held pending job of the gate scope (whoever held it: there a hold means "waiting
+        for rlsched")."""
+        return self.backend.release_gated()

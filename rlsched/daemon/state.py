@@ -1,5 +1,5 @@
 """Files the daemon keeps in its state directory, all written atomically (write, fsync, rename, fsync
-the directory; DESIGN.md §7), so that a kill -9 at any moment leaves the previous or the new version:
+the directory; docs/design.md, Reliability), so that a kill -9 at any moment leaves the previous or the new version:
 
 - ``agent.npz``: the learning agent's model and replay memory (written by the core's checkpoint code);
 - ``daemon.json``: the counters (:class:`rlsched.metrics.Counters`) and when the model was saved;

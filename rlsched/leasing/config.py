@@ -43,9 +43,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from rlsched.backends.slurm.hostlist import expand_hostlist
+from rlsched.backends.common.hostlist import expand_hostlist
+from rlsched.core.policies import LIVE_LEASE_POLICIES
 
-POLICIES = ("state-aware", "fixed")
+POLICIES = LIVE_LEASE_POLICIES  # the registry's names (rlsched.core.policies)
 
 _SPEC: dict[str, type | tuple[type, ...]] = {
     "enabled": bool, "nodes": str, "max_nodes": int, "period_s": (int, float), "policy": str,

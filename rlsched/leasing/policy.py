@@ -1,7 +1,8 @@
 """The cap V: the leasing policy's choice, clamped by the hard cap and the budget (pure; time is an argument).
 
 ``state-aware`` feeds :func:`rlsched.core.leasing.state_aware_cap_from_view` — the same code the
-simulator's ``fh-ours`` experiment runs — with what a live controller can know: the arrival rate of the
+simulator's ``fh-ours`` experiment runs, with the same estimators (:func:`rlsched.core.leasing.arrival_rate_per_s`,
+:func:`rlsched.core.leasing.runtime_ratio`) — with what a live controller can know: the arrival rate of the
 jobs it has seen over ``arrival_window_s`` and the actual/requested runtime ratio of the jobs it saw
 finish.  ``fixed`` is V = ``max_nodes`` (Slurm's power saving alone, within the budget).
 
@@ -16,7 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from rlsched.core.leasing import StateAwareParams, state_aware_cap_from_view
+from rlsched.core.leasing import StateAwareParams, arrival_rate_per_s, runtime_ratio, state_aware_cap_from_view
 from rlsched.core.view import ClusterView
 from rlsched.leasing.budget import LeaseLedger
 from rlsched.leasing.config import LeasingConfig
@@ -52,11 +53,8 @@ class ArrivalRate:
     def rate_per_s(self, now_s: float) -> float:
         if self.started_s is None:
             return 0.0
-        since = max(now_s - self.window_s, self.started_s)
-        span = now_s - since
-        if span <= 0:
-            return 0.0
-        return sum(1 for s in self._submits.values() if since <= s <= now_s) / span
+        submits = np.sort(np.fromiter(self._submits.values(), dtype=np.float64, count=len(self._submits)))
+        return arrival_rate_per_s(submits, now_s, self.window_s, watched_since_s=self.started_s)
 
 
 @dataclass
@@ -81,9 +79,9 @@ class RuntimeRatio:
     def value(self) -> float:
         if not self.pairs:
             return 1.0
-        run = sum(p[0] for p in self.pairs)
-        req = sum(p[1] for p in self.pairs)
-        return run / req if req > 0 and run > 0 else 1.0
+        run_s, req_s = np.array(self.pairs, dtype=np.float64).T
+        ratio = runtime_ratio(run_s, req_s)
+        return ratio if ratio is not None and ratio > 0 else 1.0
 
 
 @dataclass(frozen=True)

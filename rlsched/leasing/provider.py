@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping, Sequence
 
-from rlsched.backends.slurm.runner import CommandExecutor, RetryPolicy, SubprocessRunner
+from rlsched.backends.common.runner import CommandExecutor, RetryPolicy, SubprocessRunner
 
 
 def parse_instance_list(text: str) -> list[str]:

@@ -2,7 +2,7 @@
 
 "Decide" is separated from "reconcile" as in AWS ParallelCluster's ``slurm_plugin`` (clustermgtd): the
 Slurm hooks only start and stop instances; this module looks at both sides every
-``reconcile_every_s`` and says what to fix (DESIGN.md §5, issue 6):
+``reconcile_every_s`` and says what to fix (docs/leasing-live.md):
 
 - **stuck power-up**: a node powering up for longer than ``power_up_timeout_s`` is powered down (Slurm
   requeues its jobs and calls the SuspendProgram, which ends the instance) and counts as a failed launch;

@@ -1,7 +1,7 @@
 """The live leasing controller: one :meth:`LeasingService.cycle` per daemon cycle (issue 6).
 
 Each cycle: charge the ledger for the cloud nodes leased now → (every ``reconcile_every_s``) reconcile
-Slurm's view with the provider's → decide V (policy per period, clamps per cycle) → enforce it (drain
+the batch system's view with the provider's → decide V (policy per period, clamps per cycle) → enforce it (drain
 above, resume under) and write the permit file the ResumeProgram hook checks → checkpoint.  The cap is
 enforced twice, by Slurm (drained nodes are never resumed) and by the hook (nodes not in the permit are
 refused), so a crashed or hung daemon cannot let more than V nodes be leased: a stale permit or heartbeat
@@ -20,10 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rlsched.backends.slurm import SlurmBackend
-from rlsched.backends.slurm.errors import SlurmError
-from rlsched.backends.slurm.parsers import SlurmNode
+from rlsched.backends.common.runner import BackendError
 from rlsched.core.atomic import write_json_atomic
+from rlsched.core.live import NodeControl, NodeState
 from rlsched.core.view import ClusterView
 from rlsched.leasing.budget import LeaseLedger
 from rlsched.leasing.config import LeasingConfig
@@ -36,19 +35,10 @@ log = logging.getLogger(__name__)
 STATE_VERSION = 1
 
 
-def node_status(node: SlurmNode) -> CloudNodeStatus:
-    flags = node.flags
-    powering_up = "POWERING_UP" in flags
-    powered_down = "POWERED_DOWN" in flags
-    down = node.state in ("down", "error") or "FAIL" in flags
-    up = not (powering_up or powered_down or down or "POWERING_DOWN" in flags or "NOT_RESPONDING" in flags)
-    return CloudNodeStatus(name=node.name, powering_up=powering_up, powered_down=powered_down,
-                           powering_down="POWERING_DOWN" in flags, up=up, down=down)
-
-
-def is_leased(node: SlurmNode) -> bool:
-    """Billed by the provider: anything but powered down (powering up and down included)."""
-    return "POWERED_DOWN" not in node.flags
+def node_status(node: NodeState) -> CloudNodeStatus:
+    """What the reconciler reads of a node."""
+    return CloudNodeStatus(name=node.name, powering_up=node.powering_up, powered_down=node.powered_down,
+                           powering_down=node.powering_down, up=node.up, down=node.down)
 
 
 @dataclass
@@ -66,12 +56,13 @@ class LeaseStatus:
 
 
 class LeasingService:
-    """Owns the ledger, the policy and the reconciler; acts through the Slurm backend and the provider."""
+    """Owns the ledger, the policy and the reconciler; acts through ``nodes`` (the batch system's
+    :class:`~rlsched.core.live.NodeControl`, e.g. the Slurm backend) and the provider."""
 
-    def __init__(self, config: LeasingConfig, backend: SlurmBackend, state_dir: Path, enforce: bool,
+    def __init__(self, config: LeasingConfig, nodes: NodeControl, state_dir: Path, enforce: bool,
                  provider: ProviderClient | None = None) -> None:
         self.config = config
-        self.backend = backend
+        self.nodes = nodes
         self.enforce = enforce
         self.state_file = Path(state_dir) / "leasing.json"
         self.permit_file = Path(state_dir) / "lease-permit.json"
@@ -114,14 +105,14 @@ class LeasingService:
                                              "allowed": sorted(allowed), "cap": cap, "reason": reason})
 
     # -------------------------------------------------------------------------------------- cycle
-    def managed_nodes(self) -> list[SlurmNode]:
+    def managed_nodes(self) -> list[NodeState]:
         names = set(self.config.nodes)
-        return [n for n in self.backend.last_nodes if n.name in names and n.cloud]
+        return [n for n in self.nodes.nodes() if n.name in names and n.cloud]
 
     def cycle(self, view: ClusterView) -> LeaseStatus:
         now = view.time_s
         nodes = self.managed_nodes()
-        leased = [n for n in nodes if is_leased(n)]
+        leased = [n for n in nodes if n.leased]
         self.ledger.charge(now, len(leased))
         self._notice_admin_resumes(nodes)
         if self.last_reconcile_s is None or now - self.last_reconcile_s >= self.config.reconcile_every_s:
@@ -134,7 +125,7 @@ class LeasingService:
         exhausted = decision.budget_cap == 0
         allowed: list[str] = []
         if self.enforce:
-            allowed = self.backend.enforce_lease_cap(decision.cap, list(self.config.nodes), excluded)
+            allowed = self.nodes.enforce_lease_cap(decision.cap, list(self.config.nodes), excluded)
         self.write_permit(now, allowed, decision.cap, decision.reason)
         if exhausted and not was_exhausted:
             log.warning("leasing: budget exhausted: %.3f of %.3f node-hours used today, too little left for one "
@@ -150,32 +141,30 @@ class LeasingService:
                      decision.policy_cap, decision.hard_cap, decision.budget_cap, "" if self.enforce else " [shadow]")
         self.status = LeaseStatus(
             decision=decision, enforcing=self.enforce, leased=len(leased),
-            busy=sum(1 for n in nodes if n.alloc_cpus > 0),
-            powering_up=sum(1 for n in nodes if "POWERING_UP" in n.flags), excluded=len(excluded),
+            busy=sum(1 for n in nodes if n.busy),
+            powering_up=sum(1 for n in nodes if n.powering_up), excluded=len(excluded),
             allowed=allowed, budget_exhausted=exhausted)
         self.save()
         return self.status
 
-    def _notice_admin_resumes(self, nodes: list[SlurmNode]) -> None:
+    def _notice_admin_resumes(self, nodes: list[NodeState]) -> None:
         """A node rlsched drained that is no longer drained, with rlsched's reason gone, was resumed by
         someone else (``State=RESUME`` clears the reason): forget its failures.  A drain that Slurm dropped
         around a power-down keeps rlsched's reason and is set again by the enforcement instead."""
-        drained = self.backend.drained_by_rlsched
-        undrained = [n.name for n in nodes if n.name in drained and "DRAIN" not in n.flags
+        drained = self.nodes.drained_nodes()
+        undrained = [n.name for n in nodes if n.name in drained and not n.drained
                      and not n.reason.startswith("rlsched_")]
         if undrained:
             log.info("leasing: %s resumed by someone else; its launch failures are forgotten", ",".join(undrained))
-            drained.difference_update(undrained)
-            for name in undrained:
-                self.backend.drain_reasons.pop(name, None)
+            self.nodes.forget_drained(undrained)
             self.reconciler.admin_resumed(undrained)
 
-    def _reconcile(self, nodes: list[SlurmNode], now: float) -> None:
+    def _reconcile(self, nodes: list[NodeState], now: float) -> None:
         instances: list[str] | None = None
         if self.provider is not None:
             try:
                 instances = self.provider.list_instances()
-            except SlurmError as exc:
+            except BackendError as exc:
                 log.warning("leasing: cannot list the provider's instances: %s (orphans not checked)", exc)
         plan = self.reconciler.plan([node_status(n) for n in nodes], instances, now)
         if plan.empty:
@@ -188,7 +177,7 @@ class LeasingService:
 
     def _act(self, plan: ReconcilePlan) -> None:
         try:
-            self.backend.power_down_nodes(plan.power_down, "rlsched_stuck_power_up")
+            self.nodes.power_down_nodes(plan.power_down, "rlsched_stuck_power_up")
         finally:
             self.reconcile_events.update(plan.events)
         if plan.terminate and self.provider is not None:

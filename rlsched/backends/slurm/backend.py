@@ -1,9 +1,10 @@
-"""The Slurm backend: :class:`rlsched.core.view.Backend` through Slurm's command-line tools.
+"""The Slurm backend: :class:`rlsched.core.live.LiveBackend` and :class:`rlsched.core.live.NodeControl`
+through Slurm's command-line tools.
 
 Reading: one ``squeue --json`` (pending, running and recently finished jobs) and one ``sinfo --json``
 (nodes) per view, plus the completion feed (:mod:`.completions`).
 
-Acting (DESIGN.md §5):
+Acting (docs/slurm.md):
 
 - **boost** sets admin ``Nice`` offsets.  Nice is reversible (setting it back undoes it exactly) and
   composes with the multifactor priority (priority = factors − nice): the ranked jobs go first, in order,
@@ -32,15 +33,16 @@ import logging
 import math
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from rlsched.backends.common.runner import CommandExecutor, CommandResult, CommandRunner, SubprocessRunner
 from rlsched.backends.slurm.completions import CompletionFeed, detect_source
 from rlsched.backends.slurm.config import SlurmBackendConfig
-from rlsched.backends.slurm.errors import SlurmError, VanishedJobError
+from rlsched.backends.slurm.errors import SlurmCommandError, SlurmError, VanishedJobError
 from rlsched.backends.slurm.parsers import (
     CompletedJob,
     SlurmJob,
@@ -49,9 +51,9 @@ from rlsched.backends.slurm.parsers import (
     parse_sinfo_json,
     parse_squeue_json,
 )
-from rlsched.backends.slurm.runner import CommandExecutor, CommandResult, CommandRunner, SubprocessRunner
 from rlsched.core.atomic import write_json_atomic
-from rlsched.core.view import CloudState, ClusterView, FinishedJobs, PendingJobs, RunningJobs
+from rlsched.core.live import CHANGE_KINDS, NodeState, QueueKey
+from rlsched.core.view import CloudState, ClusterView, FinishedJobs, JobClass, PendingJobs, RunningJobs
 
 log = logging.getLogger(__name__)
 
@@ -76,6 +78,19 @@ def _weight_sum(config: dict[str, str]) -> int:
     return total
 
 
+def slurm_node_state(node: SlurmNode) -> NodeState:
+    """A Slurm node's state flags as the leasing controller reads them (FH: what is leased and billed)."""
+    flags = node.flags
+    powering_up = "POWERING_UP" in flags
+    powered_down = "POWERED_DOWN" in flags
+    powering_down = "POWERING_DOWN" in flags
+    down = node.state in ("down", "error") or "FAIL" in flags
+    up = not (powering_up or powered_down or down or powering_down or "NOT_RESPONDING" in flags)
+    return NodeState(name=node.name, cloud=node.cloud, leased=not powered_down, up=up, powering_up=powering_up,
+                     powering_down=powering_down, powered_down=powered_down, down=down, busy=node.alloc_cpus > 0,
+                     drained="DRAIN" in flags, reason=node.reason)
+
+
 class SlurmBackend:
     """Slurm through its CLI (see the module docstring).  ``runner`` and ``clock`` are injectable."""
 
@@ -86,12 +101,13 @@ class SlurmBackend:
         if self.config.slurm_conf:
             env["SLURM_CONF"] = self.config.slurm_conf
         self.executor = CommandExecutor(runner or SubprocessRunner(env), self.config.timeout_s,
-                                        self.config.retry, sleep)
+                                        self.config.retry, sleep, error_class=SlurmCommandError)
         self.clock = clock
         self.vo_mapping = self.config.vo_mapping()
         self.actions: Counter[str] = Counter()
         self._slurm_config: dict[str, str] | None = None
         self._jobs: dict[int, SlurmJob] = {}
+        self._polled: list[SlurmJob] = []       # the jobs as the last poll saw them (metrics labels)
         self._nodes: list[SlurmNode] = []
         # The undo record: job id → Nice before rlsched changed it; jobs rlsched held; nodes it drained.
         self.original_nice: dict[int, int] = {}
@@ -149,6 +165,7 @@ class SlurmBackend:
         jobs = self.executor.run([self._cmd("squeue"), "--json"], lambda r: parse_squeue_json(r.stdout))
         nodes = self.executor.run([self._cmd("sinfo"), "--json"], lambda r: parse_sinfo_json(r.stdout))
         self._jobs = {job.job_id: job for job in jobs}
+        self._polled = jobs
         self._nodes = nodes
         return jobs, nodes
 
@@ -221,6 +238,53 @@ class SlurmBackend:
                            running=running_view, finished=finished_view, vos=self.vo_mapping.names,
                            vo_shares=self.vo_mapping.shares, cloud=cloud)
 
+    # -------------------------------------------------------------------------------------- daemon's questions
+    @property
+    def boost_limit(self) -> int:
+        return self.config.max_boosted
+
+    def queue_counts(self) -> dict[QueueKey, int]:
+        """Jobs of the last poll in scope by (partition, account, class, state) for ``rlsched_queue_jobs``."""
+        classify = self.config.class_rule.classify
+        counts: Counter[QueueKey] = Counter()
+        for job in self._polled:
+            if job.pending:
+                state = "held" if job.held else "pending"
+            elif job.active:
+                state = "running"
+            else:
+                continue
+            if not self._in_scope(job.partition):
+                continue
+            cls = JobClass(int(classify(job.qos, job.partition, job.time_limit_s))).name.lower()
+            counts[(job.partition, job.account, cls, state)] += 1
+        return dict(counts)
+
+    def job_labels(self) -> dict[int, tuple[str, str]]:
+        return {job.job_id: (job.partition, job.account) for job in self._polled}
+
+    def release_gated(self) -> int:
+        """Release every held pending job of the gated partitions (``partitions``; none when it is empty)."""
+        jobs, _ = self.poll()
+        scope = self.config.partitions
+        gated = [j.job_id for j in jobs if j.held and not scope.isdisjoint(j.partition.split(","))]
+        for job_id in gated:
+            self.release(job_id)
+        return len(gated)
+
+    def heartbeat_fields(self) -> dict[str, object]:
+        """Where the gate watchdog (``plugins/slurm/rlsched-gate-watchdog``) finds the gated jobs."""
+        return {"partitions": sorted(self.config.partitions), "slurm_conf": self.config.slurm_conf,
+                "bin_dir": self.config.bin_dir}
+
+    def describe(self) -> str:
+        record = self.config.state_file or "memory only"
+        return f"Slurm (SLURM_CONF={self.config.slurm_conf or 'default'}, undo record {record})"
+
+    def changes(self) -> dict[str, int]:
+        counts = (len(self.original_nice), len(self.held_by_rlsched), len(self.drained_by_rlsched))
+        return dict(zip(CHANGE_KINDS, counts, strict=True))
+
     # -------------------------------------------------------------------------------------- boost
     def nice_step(self) -> int:
         """The gap between two ranks: above any multifactor priority, as a power of ten (stable)."""
@@ -280,6 +344,10 @@ class SlurmBackend:
     # -------------------------------------------------------------------------------------- hold/release
     def hold(self, job_id: int) -> None:
         job = self._jobs.get(int(job_id))
+        if job is not None and not job.pending and not job.active:
+            log.info("scontrol hold %d: vanished_job: the job has ended", int(job_id))
+            self.executor.count("vanished_job")
+            return
         if job is not None and (job.held or not job.pending):
             return                      # already held, or running: holding a running job is meaningless
         if self._job_action(int(job_id), [self._cmd("scontrol"), "hold", str(int(job_id))], "hold"):
@@ -306,12 +374,25 @@ class SlurmBackend:
         """The nodes of the last poll."""
         return list(self._nodes)
 
+    def nodes(self) -> list[NodeState]:
+        """The nodes of the last poll, in the backend-neutral form of :class:`rlsched.core.live.NodeState`."""
+        return [slurm_node_state(node) for node in self._nodes]
+
+    def drained_nodes(self) -> frozenset[str]:
+        return frozenset(self.drained_by_rlsched)
+
+    def forget_drained(self, names: Sequence[str]) -> None:
+        self.drained_by_rlsched.difference_update(names)
+        for name in names:
+            self.drain_reasons.pop(name, None)
+        self._save_record()
+
     def set_lease_cap(self, n: int) -> None:
         """At most ``n`` cloud nodes may be leased (see :meth:`enforce_lease_cap`, over every cloud node)."""
         self.enforce_lease_cap(n)
 
     def enforce_lease_cap(self, n: int, managed: Sequence[str] | None = None,
-                          excluded: dict[str, str] | None = None) -> list[str]:
+                          excluded: Mapping[str, str] | None = None) -> list[str]:
         """Keep at most ``n`` of the ``managed`` cloud nodes usable; returns the allowed ones.
 
         Allowed are the first ``n`` of the managed nodes that are neither ``excluded`` (name → drain
@@ -356,7 +437,7 @@ class SlurmBackend:
             for reason, drain in sorted(by_reason.items()):
                 self.drain_nodes(drain, reason)
             if to_resume:
-                self._resume_nodes(to_resume)
+                self.resume_nodes(to_resume)
         finally:
             self._save_record()
         return allowed
@@ -388,13 +469,17 @@ class SlurmBackend:
                        if n.name in names else n for n in self._nodes]
         self._save_record()
 
-    def _resume_nodes(self, names: Sequence[str]) -> None:
+    def resume_nodes(self, names: Sequence[str]) -> None:
+        """``State=RESUME``: undo a drain (rlsched's record of it goes)."""
+        if not names:
+            return
         self.executor.run([self._cmd("scontrol"), "update", f"NodeName={','.join(names)}", "State=RESUME"],
                           lambda r: None)
         self.drained_by_rlsched.difference_update(names)
         for name in names:
             self.drain_reasons.pop(name, None)
         self.actions["node_resume"] += len(names)
+        self._save_record()
 
     # -------------------------------------------------------------------------------------- undo
     def undo(self) -> int:
@@ -410,7 +495,7 @@ class SlurmBackend:
                 undone += 1
             if self.drained_by_rlsched:
                 names = sorted(self.drained_by_rlsched)
-                self._resume_nodes(names)
+                self.resume_nodes(names)
                 undone += len(names)
             self.lease_cap = None
         finally:
@@ -454,3 +539,14 @@ class SlurmBackend:
         if self.original_nice or self.held_by_rlsched or self.drained_by_rlsched:
             log.warning("%s: %d boosted jobs, %d held jobs, %d drained nodes left by a previous run", path,
                         len(self.original_nice), len(self.held_by_rlsched), len(self.drained_by_rlsched))
+
+
+def build_slurm_backend(config: SlurmBackendConfig, state_dir: str | Path | None) -> SlurmBackend:
+    """The registry's factory (:mod:`rlsched.backends`): the undo record goes to
+    ``<state_dir>/slurm-record.json`` unless ``state_file`` names another place; ``state_dir`` None keeps
+    no record (a read-only backend)."""
+    if state_dir is None:
+        config = dataclasses.replace(config, state_file=None)
+    elif config.state_file is None:
+        config = dataclasses.replace(config, state_file=str(Path(state_dir) / "slurm-record.json"))
+    return SlurmBackend(config)

@@ -1,4 +1,4 @@
-"""The completion feed: jobs finished since the previous view, each delivered once (DESIGN.md §5).
+"""The completion feed: jobs finished since the previous view, each delivered once (docs/slurm.md).
 
 Three sources, chosen by configuration or auto-detected from ``scontrol show config``:
 
@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from rlsched.backends.common.runner import CommandExecutor
 from rlsched.backends.slurm.errors import SlurmError, SlurmParseError
 from rlsched.backends.slurm.parsers import (
     JOBCOMP_FILE,
@@ -31,7 +32,6 @@ from rlsched.backends.slurm.parsers import (
     parse_jobcomp_line,
     parse_sacct,
 )
-from rlsched.backends.slurm.runner import CommandExecutor
 
 log = logging.getLogger(__name__)
 

@@ -1,4 +1,5 @@
-"""Configuration of the Slurm backend: the class rule, the VO mapping, commands, timeouts, levers.
+"""Configuration of the Slurm backend: commands, timeouts, levers, scope, and its class rule and VO mapping
+(:mod:`rlsched.backends.common.classify`).
 
 The daemon reads these from its TOML file (``[backend]`` table, see ``docs/slurm.md``) through
 :meth:`SlurmBackendConfig.from_table`, which rejects bad keys with a one-line error naming the key.
@@ -6,89 +7,14 @@ The daemon reads these from its TOML file (``[backend]`` table, see ``docs/slurm
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from rlsched.backends.slurm.runner import RetryPolicy
-from rlsched.core.view import INTERACTIVE_THRESHOLD_S, JobClass
+from rlsched.backends.common.classify import ClassRule, VOMapping
+from rlsched.backends.common.runner import RetryPolicy
 
 COMPLETION_SOURCES = ("auto", "sacct", "jobcomp", "squeue")
-
-
-@dataclass(frozen=True)
-class ClassRule:
-    """Which live jobs are *interactive* (P-grid §3.2 distinguishes interactive and batch jobs).
-
-    A job is interactive when its QOS is in ``interactive_qos``, or its partition is in
-    ``interactive_partitions``, or its time limit is at most ``interactive_max_time_s``.  The default
-    threshold is P-grid §4.2's 900 s, applied to the requested limit since the runtime is not known yet;
-    ``None`` turns the time-limit test off.
-    """
-
-    interactive_qos: frozenset[str] = frozenset()
-    interactive_partitions: frozenset[str] = frozenset()
-    interactive_max_time_s: float | None = INTERACTIVE_THRESHOLD_S
-
-    def classify(self, qos: str, partition: str, time_limit_s: float) -> JobClass:
-        if qos and qos in self.interactive_qos:
-            return JobClass.INTERACTIVE
-        # A pending job may name several partitions ("debug,short"): any interactive one makes it so.
-        if not self.interactive_partitions.isdisjoint(partition.split(",")):
-            return JobClass.INTERACTIVE
-        if self.interactive_max_time_s is not None and time_limit_s <= self.interactive_max_time_s:
-            return JobClass.INTERACTIVE
-        return JobClass.BATCH
-
-
-class VOMapping:
-    """Accounts → VO indices (the VO of P-grid's state and reward is the Slurm account here).
-
-    With ``vos`` given, the VO list is fixed (the agent's one-hot width does not change): an account maps
-    to ``accounts[account]`` if listed, else to a VO of its own name if that is in ``vos``, else to
-    ``default_vo``.  With ``vos`` empty, every new account becomes a new VO, in order of appearance.
-    """
-
-    def __init__(self, vos: tuple[str, ...] = (), shares: tuple[float, ...] | None = None,
-                 accounts: Mapping[str, str] | None = None, default_vo: str | None = None) -> None:
-        self.accounts = dict(accounts or {})
-        self.fixed = bool(vos)
-        if len(set(vos)) != len(vos):
-            raise ValueError(f"vos has duplicates: {vos}")
-        if shares is not None:
-            if len(shares) != len(vos):
-                raise ValueError(f"vo_shares has {len(shares)} entries for {len(vos)} vos")
-            if any(s < 0 or not math.isfinite(s) for s in shares):
-                raise ValueError(f"vo_shares must be finite and >= 0: {shares}")
-        if self.fixed:
-            if default_vo is None:
-                raise ValueError("default_vo is required when vos is given (the VO of unlisted accounts)")
-            if default_vo not in vos:
-                raise ValueError(f"default_vo {default_vo!r} is not one of vos {vos}")
-            unknown = sorted(set(self.accounts.values()) - set(vos))
-            if unknown:
-                raise ValueError(f"vo_accounts maps to VOs not in vos: {unknown}")
-        self.shares = shares
-        self.default_vo = default_vo
-        self._names: list[str] = list(vos)
-        self._index = {name: i for i, name in enumerate(vos)}
-
-    @property
-    def names(self) -> tuple[str, ...]:
-        return tuple(self._names)
-
-    def index(self, account: str) -> int:
-        name = self.accounts.get(account, account)
-        found = self._index.get(name)
-        if found is not None:
-            return found
-        if self.fixed:
-            assert self.default_vo is not None
-            return self._index[self.default_vo]
-        self._index[name] = len(self._names)
-        self._names.append(name)
-        return self._index[name]
 
 
 @dataclass(frozen=True)
@@ -123,6 +49,8 @@ class SlurmBackendConfig:
     unlimited_time_s: float = 7 * 86400.0
     state_file: str | None = None
     cloud_feature: str = "cloud"
+    #: The registry name (``[backend] kind``; see :mod:`rlsched.backends`).
+    kind: str = field(default="slurm", init=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.completion_source not in COMPLETION_SOURCES:
@@ -133,6 +61,13 @@ class SlurmBackendConfig:
         if self.timeout_s <= 0 or self.unlimited_time_s <= 0:
             raise ValueError("timeout_s and unlimited_time_s must be > 0")
         self.vo_mapping()       # validates vos / vo_shares / vo_accounts / default_vo
+
+    def gate_problem(self) -> tuple[str, str] | None:
+        """Gate mode needs the gated partitions: in them a held job waits for rlsched."""
+        if not self.partitions:
+            return "partitions", ("gate mode needs the gated partitions: in them a held job waits for rlsched "
+                                  "(see docs/daemon.md)")
+        return None
 
     def vo_mapping(self) -> VOMapping:
         return VOMapping(self.vos, self.vo_shares, self.vo_accounts, self.default_vo)

@@ -1,15 +1,16 @@
-"""Errors of the Slurm backend.  All derive from :class:`SlurmError`, which the daemon catches, logs and
-counts (DESIGN.md §7: one bad cycle never kills the loop)."""
+"""Errors of the Slurm backend.  All derive from :class:`SlurmError`, itself a
+:class:`~rlsched.backends.common.runner.BackendError`, which the daemon catches, logs and counts (one bad
+cycle never kills the loop: docs/daemon.md, "Failures")."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from rlsched.backends.common.runner import BackendCommandError, BackendError
 
-class SlurmError(Exception):
+
+class SlurmError(BackendError):
     """Anything the Slurm backend could not do; ``kind`` is the label of the error counter."""
-
-    kind: str = "error"
 
 
 class SlurmParseError(SlurmError, ValueError):
@@ -29,14 +30,8 @@ class SlurmParseError(SlurmError, ValueError):
         super().__init__(f"{command}: bad output{location}: {message}")
 
 
-class SlurmCommandError(SlurmError):
-    """A command that failed (after retries when the failure was transient)."""
-
-    def __init__(self, kind: str, argv: Sequence[str], detail: str) -> None:
-        self.kind = kind
-        self.argv = tuple(argv)
-        self.detail = detail
-        super().__init__(f"{' '.join(self.argv)}: {kind}: {detail}")
+class SlurmCommandError(SlurmError, BackendCommandError):
+    """A Slurm command that failed (after retries when the failure was transient)."""
 
 
 class VanishedJobError(SlurmCommandError):

@@ -1,4 +1,4 @@
-"""Pure parsers of Slurm 22.05 command output into typed records (DESIGN.md §5).
+"""Pure parsers of Slurm 22.05 command output into typed records (docs/slurm.md).
 
 Each parser takes the text a command printed and returns records, or raises
 :class:`~rlsched.backends.slurm.errors.SlurmParseError` naming the command, the place in the document and
@@ -38,7 +38,7 @@ SCONTROL_CONFIG = "scontrol show config"
 JOBCOMP_FILE = "jobcomp/filetxt"
 SACCT = "sacct"
 
-#: Reasons of a held job (DESIGN.md §5): a user hold, an admin (root) hold.
+#: Reasons of a held job (docs/slurm.md): a user hold, an admin (root) hold.
 HELD_REASONS = frozenset({"JobHeldUser", "JobHeldAdmin"})
 #: Job states after which a job holds no more resources (squeue ``job_state``, sacct ``State``).
 FINISHED_STATES = frozenset({"COMPLETED", "FAILED", "TIMEOUT", "CANCELLED", "NODE_FAIL", "PREEMPTED",
@@ -224,7 +224,7 @@ def _epoch(value: int | None) -> float:
 
 def _unsigned_nice(fields: _Fields) -> int:
     nice = fields.opt_int("nice")
-    if nice is None:      # null when 0 (DESIGN.md §5)
+    if nice is None:      # null when 0 (docs/slurm.md)
         return 0
     if _NICE_OFFSET // 2 <= nice < _NICE_OFFSET:
         return nice - _NICE_OFFSET      # a negative nice printed as unsigned 32-bit

@@ -1,0 +1,89 @@
+"""How a live job gets its class and its VO: the class rule and the account → VO mapping.
+
+Not Slurm-specific: a Slurm job has a QOS, a partition, an account and a time limit; a PBS job has a
+queue, a project (or group) and a walltime.  Every live backend uses these two to fill the ``job_class``
+and ``vo`` columns of its :class:`~rlsched.core.view.ClusterView`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from rlsched.core.view import INTERACTIVE_THRESHOLD_S, JobClass
+
+
+@dataclass(frozen=True)
+class ClassRule:
+    """Which live jobs are *interactive* (P-grid §3.2 distinguishes interactive and batch jobs).
+
+    A job is interactive when its QOS is in ``interactive_qos``, or its partition (a PBS backend: its
+    queue) is in ``interactive_partitions``, or its time limit is at most ``interactive_max_time_s``.  The default
+    threshold is P-grid §4.2's 900 s, applied to the requested limit since the runtime is not known yet;
+    ``None`` turns the time-limit test off.
+    """
+
+    interactive_qos: frozenset[str] = frozenset()
+    interactive_partitions: frozenset[str] = frozenset()
+    interactive_max_time_s: float | None = INTERACTIVE_THRESHOLD_S
+
+    def classify(self, qos: str, partition: str, time_limit_s: float) -> JobClass:
+        if qos and qos in self.interactive_qos:
+            return JobClass.INTERACTIVE
+        # A pending job may name several partitions ("debug,short"): any interactive one makes it so.
+        if not self.interactive_partitions.isdisjoint(partition.split(",")):
+            return JobClass.INTERACTIVE
+        if self.interactive_max_time_s is not None and time_limit_s <= self.interactive_max_time_s:
+            return JobClass.INTERACTIVE
+        return JobClass.BATCH
+
+
+class VOMapping:
+    """Accounts → VO indices (the VO of P-grid's state and reward is the job's account: Slurm's
+    account, a PBS project).
+
+    With ``vos`` given, the VO list is fixed (the agent's one-hot width does not change): an account maps
+    to ``accounts[account]`` if listed, else to a VO of its own name if that is in ``vos``, else to
+    ``default_vo``.  With ``vos`` empty, every new account becomes a new VO, in order of appearance.
+    """
+
+    def __init__(self, vos: tuple[str, ...] = (), shares: tuple[float, ...] | None = None,
+                 accounts: Mapping[str, str] | None = None, default_vo: str | None = None) -> None:
+        self.accounts = dict(accounts or {})
+        self.fixed = bool(vos)
+        if len(set(vos)) != len(vos):
+            raise ValueError(f"vos has duplicates: {vos}")
+        if shares is not None:
+            if len(shares) != len(vos):
+                raise ValueError(f"vo_shares has {len(shares)} entries for {len(vos)} vos")
+            if any(s < 0 or not math.isfinite(s) for s in shares):
+                raise ValueError(f"vo_shares must be finite and >= 0: {shares}")
+        if self.fixed:
+            if default_vo is None:
+                raise ValueError("default_vo is required when vos is given (the VO of unlisted accounts)")
+            if default_vo not in vos:
+                raise ValueError(f"default_vo {default_vo!r} is not one of vos {vos}")
+            unknown = sorted(set(self.accounts.values()) - set(vos))
+            if unknown:
+                raise ValueError(f"vo_accounts maps to VOs not in vos: {unknown}")
+        self.shares = shares
+        self.default_vo = default_vo
+        self._names: list[str] = list(vos)
+        self._index = {name: i for i, name in enumerate(vos)}
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(self._names)
+
+    def index(self, account: str) -> int:
+        name = self.accounts.get(account, account)
+        found = self._index.get(name)
+        if found is not None:
+            return found
+        if self.fixed:
+            assert self.default_vo is not None
+            return self._index[self.default_vo]
+        self._index[name] = len(self._names)
+        self._names.append(name)
+        return self._index[name]

@@ -1,0 +1,189 @@
+"""Running a batch system's commands: argument lists (never a shell string), timeouts, retries with
+exponential backoff, and failure counters by kind (docs/daemon.md, "Failures").
+
+Shared by every live backend (Slurm's ``squeue``/``scontrol``, a PBS backend's ``qstat``/``qalter``) and by
+the leasing provider client.  Failures are :class:`BackendError` exceptions with a ``kind`` (the label of the
+error counter); a backend may have the executor raise its own subclass of :class:`BackendCommandError`
+(``error_class``) so that its messages and ``except`` clauses keep their names.
+
+The runner is injectable so that tests can play faults that a real cluster will not produce on demand
+(a ``squeue`` that hangs, truncated JSON, a controller that refuses three times and then answers).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import time
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Protocol, TypeVar
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+
+class BackendError(Exception):
+    """Anything a live backend could not do; ``kind`` is the label of the error counter
+    (``rlsched_backend_errors_total{kind}``)."""
+
+    kind: str = "error"
+
+
+class BackendCommandError(BackendError):
+    """A command that failed (after retries when the failure was transient)."""
+
+    def __init__(self, kind: str, argv: Sequence[str], detail: str) -> None:
+        self.kind = kind
+        self.argv = tuple(argv)
+        self.detail = detail
+        super().__init__(f"{' '.join(self.argv)}: {kind}: {detail}")
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    """What a finished command left behind."""
+
+    argv: tuple[str, ...]
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+class CommandTimeout(Exception):
+    """The command did not finish within its timeout (the runner killed it)."""
+
+
+class CommandRunner(Protocol):
+    """Runs one command; raises :class:`CommandTimeout` or :class:`FileNotFoundError`, else returns."""
+
+    def __call__(self, argv: Sequence[str], timeout_s: float) -> CommandResult:
+        ...
+
+
+class SubprocessRunner:
+    """The real runner: :func:`subprocess.run` with an argument list and a timeout.
+
+    ``env`` entries are added to the inherited environment (``SLURM_CONF`` to reach a test cluster,
+    ``SLURM_TIME_FORMAT=%s`` for epoch timestamps from ``sacct``).
+    """
+
+    def __init__(self, env: Mapping[str, str] | None = None) -> None:
+        self.env = {**os.environ, **(env or {})}
+
+    def __call__(self, argv: Sequence[str], timeout_s: float) -> CommandResult:
+        try:
+            done = subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout_s,
+                                  env=self.env, check=False, stdin=subprocess.DEVNULL)
+        except subprocess.TimeoutExpired as exc:
+            raise CommandTimeout(f"no answer in {timeout_s:g} s") from exc
+        return CommandResult(tuple(argv), done.returncode, done.stdout, done.stderr)
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Exponential backoff: attempt k (0-based) is followed by a pause of ``min(base·2^k, max)``."""
+
+    attempts: int = 3
+    base_delay_s: float = 0.5
+    max_delay_s: float = 8.0
+
+    def __post_init__(self) -> None:
+        if self.attempts < 1:
+            raise ValueError(f"RetryPolicy.attempts must be >= 1, got {self.attempts}")
+        if self.base_delay_s < 0 or self.max_delay_s < 0:
+            raise ValueError("RetryPolicy delays must be >= 0")
+
+    def delay_s(self, attempt: int) -> float:
+        return float(min(self.base_delay_s * 2.0**attempt, self.max_delay_s))
+
+
+class CommandExecutor:
+    """Runs commands through a :class:`CommandRunner`, retrying transient failures.
+
+    ``errors`` counts every failure by kind — ``timeout``, ``nonzero_exit``, ``missing_command``,
+    ``parse_error``, ``vanished_job`` — including the ones a retry then cured; the daemon's metrics
+    exporter reads it as ``rlsched_backend_errors_total{kind=...}``.
+    """
+
+    def __init__(self, runner: CommandRunner, timeout_s: float = 30.0, retry: RetryPolicy | None = None,
+                 sleep: Callable[[float], None] = time.sleep,
+                 error_class: type[BackendCommandError] = BackendCommandError) -> None:
+        if timeout_s <= 0:
+            raise ValueError(f"timeout_s must be > 0, got {timeout_s}")
+        self.runner = runner
+        self.timeout_s = timeout_s
+        self.retry = retry or RetryPolicy()
+        self.sleep = sleep
+        self.error_class = error_class
+        self.errors: Counter[str] = Counter()
+        self.calls: Counter[str] = Counter()
+
+    def count(self, kind: str) -> None:
+        self.errors[kind] += 1
+
+    def run_once(self, argv: Sequence[str]) -> CommandResult:
+        """One attempt; a timeout or a missing binary becomes an ``error_class`` error (counted)."""
+        self.calls[argv[0]] += 1
+        try:
+            return self.runner(argv, self.timeout_s)
+        except CommandTimeout as exc:
+            self.count("timeout")
+            raise self.error_class("timeout", argv, str(exc)) from exc
+        except FileNotFoundError as exc:
+            self.count("missing_command")
+            raise self.error_class("missing_command", argv, f"{argv[0]} not found on PATH") from exc
+        except OSError as exc:
+            self.count("os_error")
+            raise self.error_class("os_error", argv, str(exc)) from exc
+
+    def run(self, argv: Sequence[str], parse: Callable[[CommandResult], T],
+            permanent: Callable[[CommandResult], BackendError | None] | None = None) -> T:
+        """Run ``argv`` and ``parse`` its result, retrying with backoff.
+
+        A nonzero exit is a failure unless ``permanent`` turns it into an error that retrying cannot
+        cure (a vanished job); such an error is counted and raised at once.  ``parse`` may raise
+        :class:`BackendError` (a truncated document is retried: the next answer is usually whole).
+        A missing command is not retried.
+        """
+        last: BackendError | None = None
+        for attempt in range(self.retry.attempts):
+            try:
+                result = self.run_once(argv)
+                if result.returncode != 0:
+                    final = permanent(result) if permanent is not None else None
+                    if final is not None:
+                        self.count(final.kind)
+                        raise final
+                    self.count("nonzero_exit")
+                    raise self.error_class("nonzero_exit", argv,
+                                            f"exit {result.returncode}: {_first_line(result.stderr)}")
+                try:
+                    return parse(result)
+                except BackendError as exc:
+                    self.count(exc.kind)
+                    raise
+            except BackendError as exc:
+                if exc.kind not in _TRANSIENT:  # a vanished job or a missing binary stays so
+                    raise
+                last = exc
+                if attempt + 1 < self.retry.attempts:
+                    delay = self.retry.delay_s(attempt)
+                    log.warning("%s (attempt %d/%d, retrying in %.2g s)", exc, attempt + 1,
+                                self.retry.attempts, delay)
+                    self.sleep(delay)
+        assert last is not None
+        log.error("%s (gave up after %d attempts)", last, self.retry.attempts)
+        raise last
+
+
+#: Error kinds that a later attempt may cure.
+_TRANSIENT = frozenset({"timeout", "nonzero_exit", "parse_error", "os_error"})
+
+
+def _first_line(text: str) -> str:
+    stripped = text.strip()
+    return stripped.splitlines()[0] if stripped else "(no message)"

@@ -1,0 +1,121 @@
+"""Models that load anywhere: one ``.npz`` holds a learned policy's spec, weights and experience.
+
+Following stable-baselines3's ``Model.load``, :func:`load_policy` rebuilds the right agent
+from the file alone — learner, Q-function, feature layout, runtime model, λ, keep-idle, the
+replay memory and the counters — with no agent built first.  A model is only usable where
+its input columns mean the same thing: the caller passes the VO list and feature layout of
+its configuration, and a model built for others is refused with a one-line error naming
+both.  Files are written atomically (:mod:`rlsched.core.atomic`, through the learner's
+checkpoint).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from rlsched.core.agents import Mode, SchedulingAgent
+from rlsched.core.approximators.base import read_checkpoint
+from rlsched.core.features import FeatureConfig
+from rlsched.core.policies.registry import BuildContext, build_agent, entry, feature_config, resolve
+from rlsched.core.policies.spec import PolicyError, PolicySpec
+
+
+def save_policy(agent: SchedulingAgent, spec: PolicySpec, path: str | os.PathLike[str]) -> None:
+    """Write ``agent`` (a learned policy) with ``spec`` to one ``.npz``, atomically.
+
+    ``spec`` is bound to the agent's feature layout before it is written (its VO names are
+    the caller's; without them the VOs are named by index).
+    """
+    if not isinstance(agent, SchedulingAgent):
+        raise PolicyError(f"policy {spec.name!r} has no model to save (only learned policies do)")
+    features = agent.encoder.config.to_dict()
+    vos = spec.vos or tuple(f"vo{k}" for k in range(agent.encoder.config.n_vos))
+    if len(vos) != agent.encoder.config.n_vos:
+        raise PolicyError(f"policy {spec.name!r}: {len(vos)} VO names for a model with "
+                          f"{agent.encoder.config.n_vos} VO columns")
+    agent.policy = spec.bound(vos, features).to_dict()
+    agent.save(path)
+
+
+def file_sha256(path: str | os.PathLike[str]) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def _features_text(config: FeatureConfig) -> str:
+    return "(" + ", ".join(f"{k}={v}" for k, v in config.to_dict().items()) + ")"
+
+
+def read_policy_spec(path: str | os.PathLike[str]) -> tuple[PolicySpec, dict[str, Any]]:
+    """The spec a model file carries and its agent metadata; one-line :class:`PolicyError` otherwise."""
+    if not Path(path).is_file():
+        raise PolicyError(f"model {path}: no such file")
+    try:
+        meta, _ = read_checkpoint(path)
+    except (ValueError, OSError) as exc:
+        raise PolicyError(_one_line(f"model {path}: {exc}")) from None
+    agent_meta = meta.get("agent")
+    if not isinstance(agent_meta, dict) or "policy" not in agent_meta:
+        raise PolicyError(f"model {path} is an old checkpoint without a policy spec (saved before models carried "
+                          "one): it cannot be rebuilt on its own; train and save it again "
+                          "(rlsched sim run --policy NAME --save-model PATH)")
+    try:
+        spec = resolve(PolicySpec.from_dict(agent_meta["policy"]))
+    except PolicyError as exc:
+        raise PolicyError(_one_line(f"model {path}: {exc}")) from None
+    if entry(spec.name).family != "learned":
+        raise PolicyError(f"model {path}: policy {spec.name!r} is not a learned policy")
+    return spec, agent_meta
+
+
+def check_compatible(path: str | os.PathLike[str], spec: PolicySpec, expect_vos: Sequence[str] | None,
+                     expect_features: FeatureConfig | None) -> None:
+    """Refuse a model built for another VO list or feature layout (one line naming both)."""
+    if expect_vos is not None and tuple(spec.vos) != tuple(expect_vos):
+        raise PolicyError(f"model {path} was built for VOs ({', '.join(spec.vos)}); the config has "
+                          f"({', '.join(expect_vos)})")
+    if expect_features is not None:
+        saved = feature_config(spec)
+        if saved != expect_features:
+            raise PolicyError(f"model {path} was built for features {_features_text(saved)}; the config has "
+                              f"{_features_text(expect_features)}")
+
+
+def load_policy(path: str | os.PathLike[str], *, expect_vos: Sequence[str] | None = None,
+                expect_features: FeatureConfig | None = None, mode: Mode = "gate", live: bool = False,
+                total_cores: int | None = None, start_s: float = 0.0) -> tuple[SchedulingAgent, PolicySpec]:
+    """Rebuild the agent saved in ``path`` (by :func:`save_policy`) and return it with its spec.
+
+    ``expect_vos``/``expect_features``: the VO names and feature layout of the caller's
+    configuration (None: not checked).  ``mode``: how the agent acts (a model trained in gate
+    mode may rank in boost mode).  ``live``: refuse what a live system cannot run (the oracle
+    runtime model, the elastic pool).  Every problem is a one-line :class:`PolicyError`.
+    """
+    spec, agent_meta = read_policy_spec(path)
+    check_compatible(path, spec, expect_vos, expect_features)
+    shares = agent_meta.get("shares") if agent_meta.get("use_fairness") else None
+    pool = total_cores if total_cores is not None else agent_meta.get("pool_cores")
+    try:
+        agent = build_agent(spec, BuildContext(mode=mode, shares=shares, total_cores=pool, start_s=start_s,
+                                               live=live))
+    except PolicyError as exc:
+        raise PolicyError(_one_line(f"model {path}: {exc}")) from None
+    if not isinstance(agent, SchedulingAgent):
+        raise PolicyError(f"model {path}: policy {spec.name!r} builds no learning agent")
+    try:
+        agent.load_state(path)
+    except (ValueError, KeyError, TypeError) as exc:
+        raise PolicyError(_one_line(f"model {path}: cannot restore ({exc})")) from None
+    agent.policy = spec.to_dict()
+    return agent, spec

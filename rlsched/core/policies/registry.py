@@ -1,0 +1,483 @@
+"""The registry of policies: one entry per name, for the simulator, the experiments and the daemon.
+
+Families:
+
+- ``rule``: a fixed ranking rule.  A rule whose order is a static key of what is known at
+  submit (class, requested time, submit time) exposes that key (:attr:`PolicyEntry.static_key`):
+  the simulator runs it on its native scheduler (a priority per job plus a backfill flag, its
+  fast path) and the live ranking agent sorts the pending jobs by the very same function, ties
+  broken by submit time, then job id (:func:`order_by_key`).
+- ``learned``: the RL schedulers of P-grid (SARSA) and P-fqi (fitted Q) with an ESN, a
+  feed-forward net or a table Q-function (:class:`rlsched.core.agents.SchedulingAgent`, or
+  :class:`rlsched.core.agents.ElasticSchedulingAgent` with ``elastic=true``).
+- ``replay``: ``native`` (alias ``recorded``), the schedule a trace recorded; simulator only.
+
+A second small table names the leasing policies (FH §4: ``constant``, ``random``,
+``qlearning``, ``state-aware``; see :data:`LEASE_POLICIES`).
+
+Everything here is pure: building an agent needs a :class:`BuildContext` (the mode, the VO
+shares, the pool) that the simulator or the daemon fills in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+
+from rlsched.core.agents import (
+    DEFAULT_EDF_W_TARGET,
+    EDFAgent,
+    ElasticSchedulingAgent,
+    FCFSAgent,
+    FixedRankAgent,
+    Mode,
+    SchedulingAgent,
+    edf_deadline,
+)
+from rlsched.core.approximators import EchoStateQ, FeedForwardQ, TableQ
+from rlsched.core.approximators.base import QFunction
+from rlsched.core.features import FeatureConfig, FeatureEncoder
+from rlsched.core.learners import BatchLearner, FittedQLearner, SarsaLearner
+from rlsched.core.policies.spec import PolicyError, PolicySpec, split_policy
+from rlsched.core.runtime import RUNTIME_MODELS, make_runtime_model, usable_requested
+from rlsched.core.view import Agent, ClusterView, FloatArray, IntArray, JobClass, PendingJobs
+
+Family = Literal["rule", "learned", "replay"]
+#: A static ranking key: the job columns in, the sort keys out, most significant first.
+KeyFunction = Callable[["JobColumns"], tuple[np.ndarray, ...]]
+
+#: P-grid §4.1: the elastic pool never drops below 30 cores and changes at most every 15 minutes.
+ELASTIC_MIN_CORES = 30
+ELASTIC_HOLD_S = 900.0
+ELASTIC_STEP_CORES = 10
+#: Idle cores the ``-keepidle`` policies keep back by default (tuned on seeds ≥ 1000; docs/perez.md,
+#: "Keeping cores idle").
+KEEP_IDLE_CORES = 2
+
+
+class JobColumns:
+    """What a static key may read: the columns known at submit (a :class:`PendingJobs` has them).
+
+    The simulator builds one from a workload with the row index as ``job_id`` (its tie-break).
+    """
+
+    def __init__(self, job_id: IntArray, job_class: IntArray, submit_s: FloatArray, req_time_s: FloatArray) -> None:
+        self.job_id = job_id
+        self.job_class = job_class
+        self.submit_s = submit_s
+        self.req_time_s = req_time_s
+
+    @classmethod
+    def of(cls, jobs: PendingJobs) -> JobColumns:
+        return cls(jobs.job_id, jobs.job_class, jobs.submit_s, jobs.req_time_s)
+
+
+def order_by_key(key: KeyFunction, jobs: JobColumns) -> IntArray:
+    """Indices of ``jobs`` in the order of ``key``, ties by submit time, then job id."""
+    primary = key(jobs)
+    return np.lexsort((jobs.job_id, jobs.submit_s, *reversed(primary))).astype(np.int64)
+
+
+@dataclass(frozen=True)
+class Param:
+    """One parameter of a policy: its type, default and check (a message when bad, else None)."""
+
+    name: str
+    type: type
+    default: Any
+    help: str
+    choices: tuple[Any, ...] | None = None
+    check: Callable[[Any], str | None] | None = None
+
+    def coerce(self, policy: str, value: Any) -> Any:
+        """``value`` (a string from a command line, or a TOML value) as this parameter's type."""
+        where = f"policy {policy!r}: parameter {self.name!r}"
+        if isinstance(value, str) and self.type is not str:
+            text = value.strip().lower()
+            try:
+                if self.type is bool:
+                    if text not in ("true", "false", "1", "0", "yes", "no"):
+                        raise ValueError(text)
+                    value = text in ("true", "1", "yes")
+                elif self.type is int:
+                    value = int(text)
+                else:
+                    value = float(text)
+            except ValueError:
+                raise PolicyError(f"{where}: expected {self.type.__name__}, got {value!r}") from None
+        if self.type is float and isinstance(value, int) and not isinstance(value, bool):
+            value = float(value)
+        if (isinstance(value, bool) and self.type is not bool) or not isinstance(value, self.type):
+            raise PolicyError(f"{where}: expected {self.type.__name__}, got {value!r}")
+        if self.choices is not None and value not in self.choices:
+            raise PolicyError(f"{where}: expected one of {', '.join(map(str, self.choices))}, got {value!r}")
+        problem = self.check(value) if self.check is not None else None
+        if problem:
+            raise PolicyError(f"{where}: {problem}")
+        return value
+
+
+@dataclass(frozen=True)
+class BuildContext:
+    """What building an agent needs beyond its spec.
+
+    ``mode``: gate or boost (:mod:`rlsched.core.agents`).  ``shares``: the VO target shares
+    of the fairness part of the reward (None: no fairness term).  ``total_cores`` and
+    ``start_s``: the rigid pool and the start of time (the elastic agent starts from them).
+    ``live``: built for a live system (refuses what only a simulator knows, the oracle runtime).
+    """
+
+    mode: Mode = "gate"
+    shares: Sequence[float] | None = None
+    total_cores: int | None = None
+    start_s: float = 0.0
+    live: bool = False
+
+
+@dataclass(frozen=True)
+class PolicyEntry:
+    """One registry name (see the module docstring)."""
+
+    name: str
+    family: Family
+    description: str
+    params: tuple[Param, ...] = ()
+    build: Callable[[PolicySpec, BuildContext], Agent] | None = None
+    #: The static key for the given parameters, None when the policy needs an agent.
+    static: Callable[[Mapping[str, Any]], KeyFunction | None] | None = None
+    #: Native path: EASY backfilling behind the queue head (for the given parameters).
+    backfill: Callable[[Mapping[str, Any]], bool] = field(default=lambda params: False)
+
+    @property
+    def live(self) -> bool:
+        """Can the daemon run it?"""
+        return self.family != "replay"
+
+    def static_key(self, params: Mapping[str, Any]) -> KeyFunction | None:
+        return self.static(params) if self.static is not None else None
+
+    def param(self, name: str) -> Param:
+        for p in self.params:
+            if p.name == name:
+                return p
+        raise PolicyError(f"policy {self.name!r}: unknown parameter {name!r} "
+                          f"(known: {', '.join(p.name for p in self.params) or 'none'})")
+
+
+# ------------------------------------------------------------------------------ rules
+def _no_key(jobs: JobColumns) -> tuple[np.ndarray, ...]:
+    return ()
+
+
+def _batch_last(jobs: JobColumns) -> np.ndarray:
+    return (jobs.job_class != int(JobClass.INTERACTIVE)).astype(np.int64)
+
+
+def _sjf_key(jobs: JobColumns) -> tuple[np.ndarray, ...]:
+    return (jobs.req_time_s,)
+
+
+def _interactive_first_key(jobs: JobColumns) -> tuple[np.ndarray, ...]:
+    return (_batch_last(jobs),)
+
+
+def _interactive_first_sjf_key(jobs: JobColumns) -> tuple[np.ndarray, ...]:
+    return (_batch_last(jobs), jobs.req_time_s)
+
+
+def edf_requested_key(w_target: float) -> KeyFunction:
+    """EDF under the ``requested`` runtime model: :func:`rlsched.core.agents.edf_deadline`, a static key."""
+    def key(jobs: JobColumns) -> tuple[np.ndarray, ...]:
+        pend = PendingJobs(job_id=jobs.job_id, job_class=jobs.job_class, submit_s=jobs.submit_s,
+                           req_time_s=jobs.req_time_s, vo=np.zeros(jobs.job_id.size, dtype=np.int64),
+                           cores=np.ones(jobs.job_id.size, dtype=np.int64),
+                           oracle_run_s=np.full(jobs.job_id.size, np.nan),
+                           held=np.zeros(jobs.job_id.size, dtype=bool))
+        return (edf_deadline(pend, usable_requested(jobs.req_time_s, jobs.job_class), w_target),)
+    return key
+
+
+class StaticKeyAgent(FixedRankAgent):
+    """A rule that ranks pending jobs by a static key (:func:`order_by_key`); gate or boost mode."""
+
+    def __init__(self, key: KeyFunction, mode: Mode = "gate") -> None:
+        super().__init__(mode)
+        self.key = key
+
+    def rank(self, view: ClusterView) -> IntArray:
+        return order_by_key(self.key, JobColumns.of(view.pending))
+
+
+def _static_rule(name: str, description: str, key: KeyFunction, backfill: bool,
+                 agent: Callable[[BuildContext], Agent] | None = None) -> PolicyEntry:
+    def build(spec: PolicySpec, ctx: BuildContext) -> Agent:
+        return agent(ctx) if agent is not None else StaticKeyAgent(key, ctx.mode)
+    return PolicyEntry(name, "rule", description, (), build, lambda params: key, lambda params: backfill)
+
+
+def _w_target_check(value: float) -> str | None:
+    return None if 0.0 < value < 1.0 else f"must lie in (0, 1), got {value:g}"
+
+
+def _non_negative(value: int) -> str | None:
+    return None if value >= 0 else f"must be ≥ 0, got {value}"
+
+
+def _positive(value: float) -> str | None:
+    return None if value > 0 else f"must be > 0, got {value:g}"
+
+
+def _unit_interval(value: float) -> str | None:
+    return None if 0.0 <= value <= 1.0 else f"must lie in [0, 1], got {value:g}"
+
+
+def _build_edf(spec: PolicySpec, ctx: BuildContext) -> Agent:
+    runtime = _runtime(spec, ctx)
+    return EDFAgent(runtime, ctx.mode, w_target=spec.params["w_target"])
+
+
+def _runtime(spec: PolicySpec, ctx: BuildContext) -> Any:
+    name = spec.params["runtime_model"]
+    if ctx.live and name == "oracle":
+        raise PolicyError(f"policy {spec.name!r}: runtime_model 'oracle' needs the actual runtimes, which only a "
+                          "simulator knows; use 'estimated' or 'requested'")
+    return make_runtime_model(name)
+
+
+def _build_keepidle(spec: PolicySpec, ctx: BuildContext) -> Agent:
+    if ctx.mode != "gate":
+        raise PolicyError(f"policy {spec.name!r} keeps cores idle by holding jobs: it needs gate mode")
+    return FCFSAgent(class_first=JobClass.INTERACTIVE, keep_idle_cores=spec.params["keep_idle_cores"])
+
+
+_RUNTIME_PARAM_DOC = "what the policy believes a job's runtime to be (P-grid §3.2): estimated, requested or oracle"
+
+RULES: tuple[PolicyEntry, ...] = (
+    _static_rule("fcfs", "first come, first served, no backfilling", _no_key, False,
+                 lambda ctx: FCFSAgent(ctx.mode)),
+    _static_rule("easy", "FCFS order with EASY backfilling (Mu'alem & Feitelson 2001); live, the batch "
+                 "system's backfill does the backfilling", _no_key, True, lambda ctx: FCFSAgent(ctx.mode)),
+    _static_rule("sjf", "shortest requested time first, no backfilling", _sjf_key, False),
+    _static_rule("easy-sjf", "shortest requested time first with EASY backfilling", _sjf_key, True),
+    _static_rule("interactive-first", "interactive jobs first, FCFS inside a class, EASY backfilling (the "
+                 "achievable anchor of the LAL-like workload, docs/workloads.md)", _interactive_first_key, True,
+                 lambda ctx: FCFSAgent(ctx.mode, class_first=JobClass.INTERACTIVE)),
+    _static_rule("interactive-first-sjf", "interactive jobs first, then shortest requested time, then FCFS, "
+                 "EASY backfilling (the daemon's former 'fixed')", _interactive_first_sjf_key, True),
+    PolicyEntry(
+        "interactive-first-keepidle", "rule",
+        "interactive first, FCFS inside a class; batch jobs never take the last keep_idle_cores idle cores "
+        "(gate mode; the rule the -keepidle learners can learn)",
+        (Param("keep_idle_cores", int, KEEP_IDLE_CORES, "idle cores kept back for interactive arrivals",
+               check=lambda v: None if v >= 1 else f"must be ≥ 1, got {v}"),),
+        _build_keepidle),
+    PolicyEntry(
+        "edf", "rule",
+        "earliest deadline first, deadline submit + run·(1/w_target − 1) (P-grid §3.3's pretraining policy); "
+        "static (native fast path) with runtime_model=requested",
+        (Param("w_target", float, DEFAULT_EDF_W_TARGET, "the W a job meeting its deadline reaches (P-grid §5.2)",
+               check=_w_target_check),
+         Param("runtime_model", str, "estimated", _RUNTIME_PARAM_DOC, RUNTIME_MODELS),
+         Param("backfill", bool, False, "native path only: EASY backfilling behind the queue head")),
+        _build_edf,
+        lambda params: edf_requested_key(params["w_target"]) if params["runtime_model"] == "requested" else None,
+        lambda params: bool(params["backfill"])),
+)
+
+
+# ------------------------------------------------------------------------------ learned
+def make_q(kind: str, state_dim: int, action_dim: int, seed: int) -> QFunction:
+    """The Q-function approximator ``kind`` (esn: P-grid §3.3; ffnn: P-fqi's "RL-NN"; table)."""
+    if kind == "esn":
+        return EchoStateQ(state_dim, action_dim, seed=seed)
+    if kind == "ffnn":
+        return FeedForwardQ(state_dim, action_dim, seed=seed)
+    if kind == "table":
+        # One split per input column at its middle (the features are scaled to [0, 1]).
+        return TableQ(state_dim, action_dim, edges=[[0.5]] * (state_dim + action_dim))
+    raise PolicyError(f"unknown Q-function {kind!r}")
+
+
+def make_learner(learner: str, q: QFunction, seed: int) -> BatchLearner:
+    """SARSA (P-grid §3.3) or fitted Q iteration (P-fqi Alg. 1) with the core's defaults."""
+    if learner == "sarsa":
+        return SarsaLearner(q, seed=seed)
+    if learner == "fqi":
+        return FittedQLearner(q, seed=seed)
+    raise PolicyError(f"unknown learner {learner!r}")
+
+
+def feature_config(spec: PolicySpec) -> FeatureConfig:
+    """The feature layout of a bound spec (the default layout for its VO count when none is recorded)."""
+    if spec.features is not None:
+        try:
+            return FeatureConfig.from_dict(dict(spec.features))
+        except (TypeError, ValueError) as exc:
+            raise PolicyError(f"policy {spec.name!r}: bad feature layout ({exc})") from None
+    return FeatureConfig(n_vos=max(len(spec.vos), 1))
+
+
+def _learned_builder(learner_kind: str, q_kind: str) -> Callable[[PolicySpec, BuildContext], Agent]:
+    def build(spec: PolicySpec, ctx: BuildContext) -> Agent:
+        p = spec.params
+        enc = FeatureEncoder(feature_config(spec))
+        runtime = _runtime(spec, ctx)
+        if p["elastic"]:
+            if ctx.live:
+                raise PolicyError(f"policy {spec.name!r}: elastic=true resizes the pool, which only the "
+                                  "simulator can do")
+            if ctx.total_cores is None:
+                raise PolicyError(f"policy {spec.name!r}: elastic=true needs the rigid pool size")
+            max_cores = p["pool_max_cores"] or 2 * ctx.total_cores
+            learner = make_learner(learner_kind, make_q(q_kind, enc.state_dim, enc.action_dim + 1, p["seed"]),
+                                   p["seed"])
+            return ElasticSchedulingAgent(
+                learner, enc, runtime,
+                pool_options=range(p["pool_min_cores"], max_cores + 1, p["pool_step_cores"]),
+                initial_cores=ctx.total_cores, start_s=ctx.start_s, min_cores=p["pool_min_cores"],
+                hold_s=p["pool_hold_s"], lam=p["lam"], mode=ctx.mode, pretrain_decisions=p["pretrain_decisions"],
+                keep_idle_cores=p["keep_idle_cores"])
+        learner = make_learner(learner_kind, make_q(q_kind, enc.state_dim, enc.action_dim, p["seed"]), p["seed"])
+        return SchedulingAgent(learner, enc, runtime, shares=ctx.shares, lam=p["lam"], mode=ctx.mode,
+                               pretrain_decisions=p["pretrain_decisions"], keep_idle_cores=p["keep_idle_cores"])
+    return build
+
+
+def _learned_params(keep_idle_default: int) -> tuple[Param, ...]:
+    return (
+        Param("runtime_model", str, "estimated", _RUNTIME_PARAM_DOC, RUNTIME_MODELS),
+        Param("lam", float, 0.5, "λ of the reward λ·W + (1 − λ)·F (P-grid §3.2)", check=_unit_interval),
+        Param("keep_idle_cores", int, keep_idle_default,
+              "gate mode: idle cores the agent may learn to keep for interactive arrivals (0: never)",
+              check=_non_negative),
+        Param("pretrain_decisions", int, 500, "EDF decisions before the learned policy acts (P-grid §3.3)",
+              check=_non_negative),
+        Param("seed", int, 0, "random seed (exploration, ESN reservoir, FFNN weights)"),
+        Param("elastic", bool, False, "simulator only: also choose the pool size every period (P-grid §3.2/§4.1)"),
+        Param("pool_min_cores", int, ELASTIC_MIN_CORES, "elastic: smallest pool (P-grid §4.1)",
+              check=lambda v: None if v >= 1 else f"must be ≥ 1, got {v}"),
+        Param("pool_max_cores", int, 0, "elastic: largest pool (0: twice the rigid pool)", check=_non_negative),
+        Param("pool_step_cores", int, ELASTIC_STEP_CORES, "elastic: step between pool sizes",
+              check=lambda v: None if v >= 1 else f"must be ≥ 1, got {v}"),
+        Param("pool_hold_s", float, ELASTIC_HOLD_S, "elastic: least time between pool changes (P-grid §4.1)",
+              check=_positive),
+    )
+
+
+_LEARNED_DOC = {
+    "sarsa": "SARSA (P-grid §3.1–3.3)", "fqi": "fitted Q iteration (P-fqi Alg. 1)",
+    "esn": "an Echo State Network Q-function", "ffnn": "a feed-forward net Q-function",
+    "table": "a lookup-table Q-function (one split per column)",
+}
+
+
+def _learned(name: str, learner: str, q: str, keep_idle: int = 0, extra: str = "") -> PolicyEntry:
+    description = f"{_LEARNED_DOC[learner]} with {_LEARNED_DOC[q]}, EDF pretraining{extra}"
+    return PolicyEntry(name, "learned", description, _learned_params(keep_idle), _learned_builder(learner, q))
+
+
+LEARNED: tuple[PolicyEntry, ...] = (
+    _learned("sarsa-esn", "sarsa", "esn"),
+    _learned("sarsa-esn-keepidle", "sarsa", "esn", KEEP_IDLE_CORES,
+             f"; may keep up to {KEEP_IDLE_CORES} idle cores for interactive arrivals"),
+    _learned("sarsa-ffnn", "sarsa", "ffnn"),
+    _learned("sarsa-table", "sarsa", "table"),
+    _learned("fqi-esn", "fqi", "esn"),
+    _learned("fqi-ffnn", "fqi", "ffnn"),
+    _learned("fqi-table", "fqi", "table"),
+)
+
+REPLAY: tuple[PolicyEntry, ...] = (
+    PolicyEntry("native", "replay", "the schedule the trace recorded (start = submit + recorded wait); "
+                "simulator only"),
+)
+#: Other names of registry entries.
+ALIASES: dict[str, str] = {"recorded": "native"}
+
+POLICIES: dict[str, PolicyEntry] = {e.name: e for e in (*RULES, *LEARNED, *REPLAY)}
+#: Which learner and Q-function each learned name stands for (saved models are rebuilt from it).
+LEARNED_PARTS: dict[str, tuple[str, str]] = {
+    e.name: (e.name.split("-")[0], e.name.split("-")[1]) for e in LEARNED}
+
+
+# ------------------------------------------------------------------------------ leasing
+#: FH §4's leasing policies and the live controller's: name → description (``rlsched sim policies`` lists them).
+LEASE_POLICIES: dict[str, str] = {
+    "constant": "simulator: lease up to a fixed V all along (FH §4.1's static baseline)",
+    "random": "simulator: V uniform in 0..M each period (FH §4.1)",
+    "qlearning": "simulator: tabular Q-learning over V (FH §5)",
+    "ours": "simulator: the state-aware cap with threshold θ (rlsched.core.leasing.state_aware_cap)",
+    "state-aware": "live: the state-aware cap, the same code as the simulator's 'ours'",
+    "fixed": "live: V = max_nodes (Slurm's plain power saving, bounded by the budget)",
+}
+#: The leasing policies of the simulator's FH sweeps (rlsched.sim.sweep), in table order.
+SIM_LEASE_POLICIES: tuple[str, ...] = ("constant", "random", "qlearning", "ours")
+#: The leasing policies of the live controller (``[leasing] policy``, rlsched.leasing.config).
+LIVE_LEASE_POLICIES: tuple[str, ...] = ("state-aware", "fixed")
+
+#: Tong §6.3's task-to-machine dispatch policies (rlsched.sim.hetero), in the order of Tong Figs. 8–11,
+#: then the learner variants.  Each policy's random stream is spawned by its position here, so new names
+#: go at the end (they leave the streams of the others unchanged).
+DISPATCH_POLICIES: tuple[str, ...] = ("qlearning", "nlp", "ect", "min-min", "max-min", "suffrage", "random",
+                                      "qlearning-neg", "qlearning-delayed", "qlearning-neg-delayed")
+
+
+# ------------------------------------------------------------------------------ lookup
+def entry(name: str) -> PolicyEntry:
+    """The registry entry ``name`` (or alias); a one-line :class:`PolicyError` naming the known ones."""
+    found = POLICIES.get(ALIASES.get(name, name))
+    if found is None:
+        raise PolicyError(f"unknown policy {name!r}; known: {', '.join(POLICIES)}")
+    return found
+
+
+def resolve(spec: PolicySpec | str, **overrides: Any) -> PolicySpec:
+    """A spec with every parameter typed, checked and defaulted; ``overrides`` win over the spec's."""
+    if isinstance(spec, str):
+        spec = parse_policy(spec)
+    e = entry(spec.name)
+    given = {**spec.params, **overrides}
+    params = {p.name: p.default for p in e.params}
+    for key, value in given.items():
+        params[key] = e.param(key).coerce(e.name, value)
+    return PolicySpec(e.name, params, spec.vos, spec.features, spec.source)
+
+
+def parse_policy(text: str) -> PolicySpec:
+    """``"sarsa-esn:lam=1,keep_idle_cores=2"`` → a resolved :class:`PolicySpec`."""
+    name, raw = split_policy(text)
+    return resolve(PolicySpec(name, raw))
+
+
+def static_key(spec: PolicySpec) -> KeyFunction | None:
+    """The static key of a resolved spec, or None when it must run as an agent (or is a replay)."""
+    return entry(spec.name).static_key(spec.params)
+
+
+def backfill(spec: PolicySpec) -> bool:
+    return entry(spec.name).backfill(spec.params)
+
+
+def build_agent(spec: PolicySpec, ctx: BuildContext | None = None) -> Agent:
+    """The core agent of a resolved (and, for learned policies, bound) spec."""
+    e = entry(spec.name)
+    context = ctx or BuildContext()
+    if e.build is None:
+        raise PolicyError(f"policy {e.name!r} replays a trace's recorded schedule; it cannot decide "
+                          + ("on a live system" if context.live else "as an agent"))
+    if context.live and e.family == "learned" and spec.params.get("elastic"):
+        raise PolicyError(f"policy {spec.name!r}: elastic=true resizes the pool, which only the simulator can do")
+    try:
+        return e.build(spec, context)
+    except PolicyError:
+        raise
+    except ValueError as exc:
+        raise PolicyError(f"policy {spec.label()}: {exc}") from None
+
+
+def describe() -> list[tuple[str, str, str]]:
+    """(name, family, description) of every entry, registry order (``rlsched sim policies``)."""
+    return [(e.name, e.family, e.description) for e in POLICIES.values()]

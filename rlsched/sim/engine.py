@@ -1,0 +1,573 @@
+"""The discrete-event simulator: a rigid pool of cores, a native batch scheduler, and the Backend seam.
+
+The simulator plays the part a batch system plays live (docs/design.md, The seams): it has its
+own scheduler — a priority queue started in order, optionally with EASY
+backfilling — and it offers the same five levers as the Slurm backend
+(:class:`rlsched.core.view.Backend`).  Learning agents steer it only through those
+levers: ``boost`` re-ranks the queue, ``hold``/``release`` gate jobs; the native
+scheduler then starts what it can, exactly as ``sched/backfill`` would in Slurm.
+
+EASY backfilling follows Mu'alem & Feitelson (IEEE TPDS 12(6), 2001): the head of
+the queue gets a reservation at the *shadow time* — the earliest time enough
+cores free up, computed from the *requested* times of the running jobs — and a
+later job may start now if it fits in the idle cores and either ends (by its
+requested time) before the shadow time or uses only the *extra* cores the head
+will not need.  Shadow time and extra cores are recomputed at every scheduling
+pass, so the head's reservation can move earlier but is never delayed (a test
+checks this invariant on real traces).
+
+Costs: submits are read from the sorted workload (no heap traffic); finishes sit
+in a binary heap; running jobs are kept sorted by expected end (bisect) so the
+shadow time is found without sorting; the backfill scan visits only queued jobs
+whose size fits the idle cores, found through a size index, so a deep queue of
+wide jobs costs nothing while the machine is full.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import time
+from bisect import bisect_left, bisect_right, insort
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+from rlsched.core.view import (
+    Agent,
+    ClusterView,
+    FinishedJobs,
+    FloatArray,
+    IntArray,
+    JobClass,
+    PendingJobs,
+    RunningJobs,
+    apply,
+)
+from rlsched.sim.workload import Workload
+
+Overrun = Literal["kill", "run"]
+
+#: Default treatment of jobs that ran longer than they requested: real batch systems
+#: kill a job at its time limit (Slurm, PBS, LoadLeveler all do), so that is the default.
+DEFAULT_OVERRUN: Overrun = "kill"
+
+
+#: Queues longer than this are scanned for backfill candidates with NumPy (below it a plain
+#: loop is cheaper than the fixed cost of the array calls; measured with benchmarks/bench_sim.py).
+VECTOR_SCAN_MIN_QUEUE = 96
+
+#: With periodic ticks, how many ticks a gate-mode agent may leave an empty machine idle
+#: while it holds jobs before the run is declared stuck.
+MAX_IDLE_TICKS = 10_000
+
+
+class SimulationError(RuntimeError):
+    """The simulation cannot go on (for instance jobs held forever with nothing running)."""
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """The outcome of a replay: one start and end time per workload row."""
+
+    workload: Workload
+    cores: int
+    start: FloatArray
+    end: FloatArray
+    killed_at_limit: int
+    sim_seconds: float
+    scheduler: str = ""
+
+    @property
+    def wait(self) -> FloatArray:
+        return self.start - self.workload.submit
+
+    @property
+    def run(self) -> FloatArray:
+        return self.end - self.start
+
+
+def effective_runtimes(workload: Workload, overrun: Overrun) -> tuple[FloatArray, int]:
+    """Runtimes the simulation uses, and how many jobs the time limit cuts.
+
+    ``kill``: a job that ran past its requested time is ended at the request, as
+    real batch systems do.  ``run``: it runs its recorded time (as in studies that
+    replay the runtime blindly); EASY reservations then become optimistic.
+    """
+    if overrun not in ("kill", "run"):
+        raise ValueError(f"overrun must be 'kill' or 'run', not {overrun!r}")
+    over = workload.run > workload.req_time
+    if overrun == "kill":
+        return np.minimum(workload.run, workload.req_time), int(over.sum())
+    return workload.run.astype(np.float64, copy=True), 0
+
+
+def easy_reservation(need: int, free: int, rexp: list[float], rjob: list[int], procs: list[int],
+                     now: float) -> tuple[float, int]:
+    """EASY's reservation for a head job of ``need`` cores: (shadow time, extra cores).
+
+    ``rexp``/``rjob`` are the running jobs sorted by expected end (start + requested time).
+    Walk them until the head fits; every job expected to end by that instant frees its cores
+    then, so all of them count in the extra cores (ties included).  Shared by the engine and
+    the hybrid leasing model so both make the same decisions.
+    """
+    avail = free
+    i = 0
+    while avail < need:
+        avail += procs[rjob[i]]
+        i += 1
+    shadow = max(rexp[i - 1], now)
+    while i < len(rexp) and rexp[i] <= shadow:
+        avail += procs[rjob[i]]
+        i += 1
+    return shadow, avail - need
+
+
+def easy_backfill(chunks: Iterable[list[int]], procs: list[int], req: list[float], queued_sizes: list[int],
+                  free: int, extra: int, now: float, shadow: float) -> list[int]:
+    """The queued jobs EASY starts now behind the head, in queue order.
+
+    A candidate that fits the idle cores starts if it ends (by its request) by the shadow time,
+    or if it uses only extra cores, which it then consumes.  ``queued_sizes`` (sorted cores of
+    the queue) stops the scan as soon as nothing left can fit.
+    """
+    chosen: list[int] = []
+    for chunk in chunks:
+        for j in chunk:
+            p = procs[j]
+            if p > free:
+                continue
+            if now + req[j] <= shadow:
+                pass  # ends (by its request) before the head's reservation
+            elif p <= extra:
+                extra -= p  # runs past the shadow time on cores the head will not need
+            else:
+                continue
+            chosen.append(j)
+            free -= p
+            if free == 0 or queued_sizes[0] > free:
+                return chosen
+    return chosen
+
+
+class Simulator:
+    """Replay a workload on ``cores`` cores; implements :class:`rlsched.core.live.LiveBackend`.
+
+    Args:
+        workload: the jobs (sorted by submit time).
+        cores: pool size (default: the workload's machine size).
+        priority: a static key per job, lower starts first (None: submit order, FCFS).
+        backfill: EASY backfilling behind the queue head.
+        overrun: ``kill`` jobs at their requested time (default) or let them ``run``.
+        agent: a policy called after every batch of simultaneous events; it acts only
+            through the Backend levers (boost, hold, release).
+        hold_on_submit: gate mode — every job arrives held and waits for the agent's release.
+        tick_s: also call the agent every ``tick_s`` seconds (periodic decisions).
+        name: label stored in the resulting :class:`Schedule`.
+    """
+
+    def __init__(
+        self,
+        workload: Workload,
+        cores: int | None = None,
+        *,
+        priority: FloatArray | IntArray | None = None,
+        backfill: bool = True,
+        overrun: Overrun = DEFAULT_OVERRUN,
+        agent: Agent | None = None,
+        hold_on_submit: bool = False,
+        tick_s: float | None = None,
+        name: str = "",
+    ) -> None:
+        self.workload = workload
+        self.cores = int(cores if cores is not None else workload.max_procs)
+        if self.cores < 1:
+            raise ValueError("cores must be >= 1")
+        if len(workload) and int(workload.procs.max()) > self.cores:
+            raise ValueError(
+                f"workload {workload.name!r} has a job of {int(workload.procs.max())} cores; the pool has "
+                f"{self.cores} (use Workload.with_max_procs to drop wider jobs)")
+        if hold_on_submit and agent is None:
+            raise ValueError("hold_on_submit needs an agent to release the jobs")
+        if tick_s is not None and tick_s <= 0:
+            raise ValueError("tick_s must be positive")
+        self.backfill = backfill
+        self.overrun: Overrun = overrun
+        self.agent = agent
+        self.hold_on_submit = hold_on_submit
+        self.tick_s = tick_s
+        self.name = name
+        n = len(workload)
+        run_eff, self._killed = effective_runtimes(workload, overrun)
+        # Python lists: scalar access in the event loop is several times faster than NumPy indexing.
+        self._submit: list[float] = workload.submit.tolist()
+        self._run_arr = run_eff
+        self._run: list[float] = run_eff.tolist()
+        self._req: list[float] = workload.req_time.tolist()
+        self._procs: list[int] = workload.procs.tolist()
+        if priority is None:
+            self._rank: list[int] = list(range(n))
+        else:
+            key = np.asarray(priority, dtype=np.float64)
+            if key.shape != (n,):
+                raise ValueError(f"priority has shape {key.shape}, expected ({n},)")
+            order = np.lexsort((np.arange(n), key))
+            rank = np.empty(n, dtype=np.int64)
+            rank[order] = np.arange(n)
+            self._rank = rank.tolist()
+        # Row-indexed copies for the vectorised backfill scan of long queues (see _schedule):
+        # the cores of each queued job by row (inf when not queued) and a pointer to the oldest queued row.
+        self._static_fcfs = priority is None
+        self._rank_arr = np.asarray(self._rank, dtype=np.int64)
+        self._req_arr = workload.req_time.astype(np.float64)
+        self._qprocs_by_row = np.full(n + 1, np.inf)  # one sentinel past the end stops the pointer
+        self._oldest_queued = n
+        self._start = [math.nan] * n
+        self._end = [math.nan] * n
+        self.now = 0.0
+        self.free = self.cores
+        # Queue of eligible pending jobs, sorted by key (parallel lists; keys are unique).
+        self._qkeys: list[float] = []
+        self._qjobs: list[int] = []
+        # Size index: sorted cores of the queued jobs, so "does any queued job fit?" is one lookup.
+        self._qsizes: list[int] = []
+        self._held: dict[int, None] = {}  # insertion-ordered set of held rows
+        self._key_of: dict[int, float] = {}  # keys that differ from the static rank (boost, gate order)
+        self._boosted: list[int] = []
+        self._release_seq = 0
+        # Running jobs sorted by expected end (start + requested), for the shadow time.
+        self._rexp: list[float] = []
+        self._rjob: list[int] = []
+        self._finish_heap: list[tuple[float, int]] = []
+        self._finished_since_view: list[int] = []
+        self._row_of_id: dict[int, int] | None = None
+        self._next_submit = 0
+        self._done = 0
+        #: When a list, every reservation EASY gives is appended as (row of the head job, shadow time);
+        #: tests use it to check that no head job starts after its reservation.
+        self.reservation_log: list[tuple[int, float]] | None = None
+        # The LiveBackend side (used by agents' levers only, never by the event loop).
+        self.errors: Counter[str] = Counter()
+        self.actions: Counter[str] = Counter()
+        self._held_by_agent: set[int] = set()   # rows held through hold() (not hold_on_submit's gate)
+
+    # ------------------------------------------------------------------ queue primitives
+    def _key(self, j: int) -> float:
+        return self._key_of.get(j, self._rank[j])
+
+    def _enqueue(self, j: int) -> None:
+        k = self._key(j)
+        pos = bisect_right(self._qkeys, k)
+        self._qkeys.insert(pos, k)
+        self._qjobs.insert(pos, j)
+        insort(self._qsizes, self._procs[j])
+        self._qprocs_by_row[j] = self._procs[j]
+        if j < self._oldest_queued:
+            self._oldest_queued = j
+
+    def _dequeue_at(self, pos: int) -> int:
+        j = self._qjobs.pop(pos)
+        del self._qkeys[pos]
+        sizes = self._qsizes
+        del sizes[bisect_left(sizes, self._procs[j])]
+        self._qprocs_by_row[j] = np.inf
+        return j
+
+    def _dequeue_job(self, j: int) -> None:
+        pos = bisect_left(self._qkeys, self._key(j))
+        if self._qjobs[pos] != j:
+            raise SimulationError(f"queue index out of order at row {j}")
+        self._dequeue_at(pos)
+
+    def _backfill_candidates(self, free: int, extra: int, now: float, shadow: float) -> IntArray:
+        """Queued rows that may be backfilled, in queue order, found by NumPy over the submit window.
+
+        Every queued job lies between the oldest queued row and the next submit, so one
+        vectorised pass over that window replaces a Python loop over the whole queue.  The
+        test uses the pass's initial ``free``/``extra``: both only shrink as jobs start, so the
+        result is a superset that the caller re-checks exactly.
+        """
+        qprocs = self._qprocs_by_row
+        lo = self._oldest_queued
+        while qprocs[lo] == np.inf:
+            lo += 1
+        self._oldest_queued = lo
+        window = qprocs[lo:self._next_submit]
+        # `now + req <= shadow` exactly as the scalar test writes it, so float rounding agrees.
+        ends_in_time = (self._req_arr[lo:self._next_submit] + now) <= shadow
+        fits = (window <= free) & (ends_in_time | (window <= extra))
+        rows = np.flatnonzero(fits)
+        rows += lo
+        if not self._static_fcfs:
+            rows = rows[np.argsort(self._rank_arr[rows], kind="stable")]
+        return rows
+
+    def _start_job(self, j: int, now: float) -> None:
+        p = self._procs[j]
+        self.free -= p
+        self._start[j] = now
+        end = now + self._run[j]
+        self._end[j] = end
+        heapq.heappush(self._finish_heap, (end, j))
+        exp = now + self._req[j]
+        pos = bisect_right(self._rexp, exp)
+        self._rexp.insert(pos, exp)
+        self._rjob.insert(pos, j)
+
+    def _finish_job(self, j: int) -> None:
+        self.free += self._procs[j]
+        exp = self._start[j] + self._req[j]
+        rexp, rjob = self._rexp, self._rjob
+        pos = bisect_left(rexp, exp)
+        while rjob[pos] != j:
+            pos += 1
+        del rexp[pos]
+        del rjob[pos]
+        self._finished_since_view.append(j)
+        self._done += 1
+
+    # ------------------------------------------------------------------ the native scheduler
+    def _schedule(self, now: float) -> None:
+        """One scheduling pass: start the queue in order, then EASY-backfill behind the head."""
+        qjobs = self._qjobs
+        if not qjobs:
+            return
+        procs = self._procs
+        started = 0
+        while started < len(qjobs) and procs[qjobs[started]] <= self.free:
+            self._start_job(qjobs[started], now)
+            started += 1
+        if started:
+            sizes = self._qsizes
+            qprocs = self._qprocs_by_row
+            for j in qjobs[:started]:
+                del sizes[bisect_left(sizes, procs[j])]
+                qprocs[j] = np.inf
+            del qjobs[:started]
+            del self._qkeys[:started]
+        free = self.free
+        if not self.backfill or len(qjobs) < 2:
+            return
+        nothing_fits = free == 0 or self._qsizes[0] > free
+        if nothing_fits and self.reservation_log is None:
+            return
+        shadow, extra = easy_reservation(procs[qjobs[0]], free, self._rexp, self._rjob, procs, now)
+        if self.reservation_log is not None:
+            self.reservation_log.append((qjobs[0], shadow))
+            if nothing_fits:
+                return
+        chunks: Iterable[list[int]]
+        if len(qjobs) > VECTOR_SCAN_MIN_QUEUE and not self._key_of:
+            rows = self._backfill_candidates(free, extra, now, shadow)
+            # The pass usually ends after a few starts: convert the candidates to Python ints lazily.
+            chunks = (rows[k:k + 64].tolist() for k in range(0, len(rows), 64))
+        else:
+            chunks = (qjobs[1:],)
+        chosen = easy_backfill(chunks, procs, self._req, self._qsizes, free, extra, now, shadow)
+        for j in chosen:
+            self._dequeue_job(j)
+            self._start_job(j, now)
+
+    # ------------------------------------------------------------------ the event loop
+    def run(self, progress: Callable[[int], None] | None = None, progress_every: int = 5000) -> Schedule:
+        """Replay the whole workload; ``progress(jobs_finished)`` is called now and then."""
+        t0 = time.perf_counter()
+        n = len(self._submit)
+        submit = self._submit
+        heap = self._finish_heap
+        agent = self.agent
+        hold = self.hold_on_submit
+        tick = self.tick_s
+        next_tick = submit[0] if (tick is not None and n) else math.inf
+        inf = math.inf
+        next_report = progress_every
+        idle_ticks = 0
+        while True:
+            i = self._next_submit
+            t_sub = submit[i] if i < n else inf
+            t_fin = heap[0][0] if heap else inf
+            now = min(t_sub, t_fin, next_tick)
+            if now == inf:
+                break
+            if now < self.now:
+                raise SimulationError(f"time went backwards: {now} < {self.now}")
+            self.now = now
+            while heap and heap[0][0] <= now:
+                self._finish_job(heapq.heappop(heap)[1])
+            while i < n and submit[i] <= now:
+                if hold:
+                    self._held[i] = None
+                else:
+                    self._enqueue(i)
+                i += 1
+            self._next_submit = i
+            if agent is not None:
+                if now >= next_tick:
+                    next_tick += tick  # type: ignore[operator]
+                apply(agent.decide(self.view()), self)
+            self._schedule(now)
+            if progress is not None and self._done >= next_report:
+                progress(self._done)
+                next_report += progress_every
+            if not heap and i >= n:
+                if self._qjobs or self._held:
+                    if agent is not None and tick is not None and self._held and idle_ticks < MAX_IDLE_TICKS:
+                        idle_ticks += 1  # the agent may still release held jobs at a later tick
+                        continue
+                    raise SimulationError(
+                        f"{len(self._qjobs) + len(self._held)} jobs still pending at t={now} with nothing "
+                        f"running and nothing left to submit (held jobs never released?)")
+                break
+        if progress is not None:
+            progress(self._done)
+        return Schedule(
+            workload=self.workload, cores=self.cores,
+            start=np.array(self._start, dtype=np.float64), end=np.array(self._end, dtype=np.float64),
+            killed_at_limit=self._killed, sim_seconds=time.perf_counter() - t0, scheduler=self.name)
+
+    # ------------------------------------------------------------------ Backend interface
+    #: A boost ranks every job it is given.
+    boost_limit: int | None = None
+
+    def _live_row(self, job_id: int) -> int | None:
+        """The row of a submitted job that has not ended; None (counted as ``vanished_job``, as a live
+        backend does) for a job that never existed, is not submitted yet or has ended."""
+        if self._row_of_id is None:
+            self._row_of_id = {int(v): r for r, v in enumerate(self.workload.job_id.tolist())}
+        j = self._row_of_id.get(int(job_id))
+        if j is None or j >= self._next_submit or self._end[j] <= self.now:
+            self.errors["vanished_job"] += 1
+            return None
+        return j
+
+    def view(self) -> ClusterView:
+        """The state now, with the jobs finished since the previous view."""
+        w = self.workload
+        pending_rows = np.fromiter([*self._qjobs, *self._held], dtype=np.int64,
+                                   count=len(self._qjobs) + len(self._held))
+        held = np.zeros(len(pending_rows), dtype=np.bool_)
+        held[len(self._qjobs):] = True
+        running_rows = np.array(self._rjob, dtype=np.int64)
+        finished_rows = np.array(self._finished_since_view, dtype=np.int64)
+        self._finished_since_view = []
+        start = self._start
+        run_eff = self._run_arr
+        pending = PendingJobs(
+            job_id=w.job_id[pending_rows], vo=w.vo[pending_rows], job_class=w.job_class[pending_rows],
+            cores=w.procs[pending_rows], req_time_s=w.req_time[pending_rows],
+            submit_s=w.submit[pending_rows], oracle_run_s=run_eff[pending_rows], held=held)
+        running_start = np.array([start[j] for j in self._rjob], dtype=np.float64)
+        running = RunningJobs(
+            job_id=w.job_id[running_rows], vo=w.vo[running_rows], job_class=w.job_class[running_rows],
+            cores=w.procs[running_rows], req_time_s=w.req_time[running_rows],
+            submit_s=w.submit[running_rows], start_s=running_start, oracle_run_s=run_eff[running_rows])
+        finished_start = np.array([start[j] for j in finished_rows.tolist()], dtype=np.float64)
+        finished = FinishedJobs(
+            job_id=w.job_id[finished_rows], vo=w.vo[finished_rows], job_class=w.job_class[finished_rows],
+            cores=w.procs[finished_rows], submit_s=w.submit[finished_rows],
+            start_s=finished_start, end_s=finished_start + run_eff[finished_rows])
+        return ClusterView(time_s=self.now, total_cores=self.cores, idle_cores=self.free, pending=pending,
+                           running=running, finished=finished, vos=w.vo_names, vo_shares=w.vo_shares)
+
+    def _requeue_all(self) -> None:
+        jobs = self._qjobs
+        self._qjobs, self._qkeys, self._qsizes = [], [], []
+        for j in sorted(jobs, key=self._key):
+            self._qkeys.append(self._key(j))
+            self._qjobs.append(j)
+        self._qsizes = sorted(self._procs[j] for j in self._qjobs)
+
+    def boost(self, ranked_job_ids: Sequence[int]) -> None:
+        """These jobs go first, in this order; the previous boost is undone."""
+        for j in self._boosted:
+            self._key_of.pop(j, None)
+        rows = [j for j in map(self._live_row, ranked_job_ids) if j is not None]
+        self.actions["boost"] += len(rows)
+        base = -float(len(rows)) - 1.0
+        for pos, j in enumerate(rows):
+            self._key_of[j] = base + pos
+        self._boosted = rows
+        self._requeue_all()
+
+    def hold(self, job_id: int) -> None:
+        """Take a queued job out of the queue until it is released (no effect on running jobs)."""
+        j = self._live_row(job_id)
+        if j is None or j in self._held or not math.isnan(self._start[j]):
+            return
+        pos = self._qjobs.index(j)
+        self._dequeue_at(pos)
+        self._held[j] = None
+        self._held_by_agent.add(j)
+        self.actions["hold"] += 1
+
+    def release(self, job_id: int) -> None:
+        """Let a held job be scheduled.  In gate mode released jobs queue in release order."""
+        j = self._live_row(job_id)
+        if j is None or j not in self._held:
+            return
+        del self._held[j]
+        self._held_by_agent.discard(j)
+        self.actions["release"] += 1
+        if self.hold_on_submit and j not in self._key_of:
+            # Gate mode: rlsched chose this job now, so it queues behind earlier releases only.
+            self._release_seq += 1
+            self._key_of[j] = float(self._release_seq) - 1e12
+        self._enqueue(j)
+
+    def set_lease_cap(self, n: int) -> None:
+        raise NotImplementedError("this simulator models a rigid pool without cloud nodes; "
+                                  "use the hybrid leasing model for set_lease_cap")
+
+    # ------------------------------------------------------------------ LiveBackend: what the daemon asks
+    def undo(self) -> int:
+        """Drop the boost and release the jobs held through :meth:`hold` (not the gate's submit holds)."""
+        undone = len(self._boosted) + len(self._held_by_agent)
+        if self._boosted:
+            for j in self._boosted:
+                self._key_of.pop(j, None)
+            self._boosted = []
+            self._requeue_all()
+        for j in sorted(self._held_by_agent):
+            self.release(int(self.workload.job_id[j]))
+        return undone
+
+    def changes(self) -> dict[str, int]:
+        return {"boosted": len(self._boosted), "held": len(self._held_by_agent), "drained": 0}
+
+    def release_gated(self) -> int:
+        """Release every held job: in the simulator every hold is rlsched's (submit gate or agent)."""
+        held = list(self._held)
+        for j in held:
+            self.release(int(self.workload.job_id[j]))
+        return len(held)
+
+    def _label_rows(self) -> list[tuple[int, str]]:
+        return ([(j, "pending") for j in self._qjobs] + [(j, "held") for j in self._held]
+                + [(j, "running") for j in self._rjob])
+
+    def _account(self, j: int) -> str:
+        vo = int(self.workload.vo[j])
+        names = self.workload.vo_names
+        return names[vo] if 0 <= vo < len(names) else str(vo)
+
+    def queue_counts(self) -> dict[tuple[str, str, str, str], int]:
+        """Jobs now by (partition = the simulator's name, account = VO, class, state)."""
+        partition = self.name or "sim"
+        counts: Counter[tuple[str, str, str, str]] = Counter()
+        for j, state in self._label_rows():
+            cls = JobClass(int(self.workload.job_class[j])).name.lower()
+            counts[(partition, self._account(j), cls, state)] += 1
+        return dict(counts)
+
+    def job_labels(self) -> dict[int, tuple[str, str]]:
+        partition = self.name or "sim"
+        return {int(self.workload.job_id[j]): (partition, self._account(j)) for j, _ in self._label_rows()}
+
+    def heartbeat_fields(self) -> dict[str, object]:
+        return {}           # no gate watchdog watches a simulation
+
+    def describe(self) -> str:
+        return f"simulator ({self.name or self.workload.name}, {self.cores} cores; undo record in memory)"

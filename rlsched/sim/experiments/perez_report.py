@@ -1,0 +1,497 @@
+"""Figures and ``report.md`` of the Perez experiments; the published numbers they are compared with.
+
+Published numbers are transcribed from the papers' tables (``/work/shared/papers``):
+
+- P-grid Table 2 (rigid, W mean ± sd per class), Table 3 (rigid, interactive queueing
+  delay mean ± sd), Table 4 (elastic, W), Table 5 (elastic, speedup of the interactive
+  queueing delay), and the fractions quoted in P-grid §5.2–5.3;
+- P-fqi Table 2 (W per class and total, λ = 0.5), Table 3 (queueing delay per class)
+  and the fractions quoted in P-fqi §5.1–5.2.
+
+The papers' "EGEE"/"nat" rows are the LAL site's recorded schedule; ours is ``native``
+on the LPC-EGEE window (another EGEE site), the only recorded schedule we have.
+
+Figures (one per workload unless said otherwise):
+
+- ``inverse_cdf_W_interactive_<workload>.png``: P(W ≥ x) for interactive jobs (P-grid
+  Fig. 4/5, P-fqi Fig. 2);
+- ``cdf_wait_interactive_<workload>.png``: CDF of the interactive queueing delay, the
+  2-minute landmark marked (P-grid Fig. 7, P-fqi Fig. 3);
+- ``fairness_difference_<workload>.png``: F(t) of each policy minus F(t) of the
+  reference (``native`` where the trace recorded a schedule, else ``fcfs``), F the
+  fairness utility of P-grid Eq. 2 over the service delivered up to t (P-grid Fig. 6,
+  P-fqi Fig. 4);
+- ``pool_size_utilization_lal.png`` (elastic runs): pool size and utilization U(t)
+  (P-grid Eq. 3) over time, beside the rigid pool (P-grid Fig. 9).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from rlsched.core.measures import (
+    INTERACTIVE_TARGET_WAIT_S,
+    fairness_of_service,
+    normalised_shares,
+    service_by_vo,
+)
+from rlsched.core.measures import utilization_series as _utilization_series
+from rlsched.core.view import FloatArray, JobClass
+from rlsched.sim.elastic import PoolHistory
+from rlsched.sim.experiments.harness import pyplot, save_figure
+
+if TYPE_CHECKING:
+    from rlsched.sim.experiments.perez import RunResult
+
+#: Points of the time grid of the fairness and utilization series.
+SERIES_POINTS = 600
+
+#: The published numbers in one line per table (kept in results.json for readers of the previous format).
+PUBLISHED_SUMMARY: dict[str, dict[str, str]] = {
+    "P-grid Table 2 (rigid, W mean ± sd)": {
+        "sarsa-esn interactive": "0.864–0.869 ± 0.31", "sarsa-esn batch": "0.892–0.899",
+        "native interactive": "0.628 ± 0.418", "native batch": "0.830"},
+    "P-grid Table 3 (rigid, interactive mean wait, s)": {"sarsa-esn": "862–1152", "native": "2756"},
+    "P-grid Table 4 (elastic, interactive W)": {"sarsa-esn": "0.958–0.971; ≥ 94 % with W > 0.9"},
+    "P-grid Table 5 (elastic, speedup of queueing delay)": {"sarsa-esn": "45–73 %"},
+    "P-fqi Table 2 (W, all jobs)": {"fqi-esn estimated": "0.94", "fqi-ffnn estimated": "0.93", "native": "0.73"},
+    "P-fqi Table 3 (mean wait interactive / batch, s)": {
+        "fqi-esn estimated": "495 / 3492 (> 90 % interactive under 2 min)", "native": "2756 / 13041"},
+}
+
+
+def _pub(source: str, policy: str, rm: str | None, lam: float | None, cls: str, metric: str, mean: float,
+         sd: float | None = None, note: str = "") -> dict[str, Any]:
+    return {"source": source, "policy": policy, "runtime_model": rm, "lambda": lam, "class": cls,
+            "metric": metric, "mean": mean, "sd": sd, "note": note}
+
+
+def _published_rows() -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    t2 = "P-grid Table 2"
+    # P-grid Table 2: rig-ora-0.5, rig-ora-1, rig-est-0.5, rig-est-1, nat; (interactive, batch) mean ± sd of W.
+    pgrid_w = {("oracle", 0.5): ((0.866, 0.314), (0.892, 0.228)), ("oracle", 1.0): ((0.869, 0.308), (0.893, 0.226)),
+               ("estimated", 0.5): ((0.864, 0.319), (0.894, 0.223)),
+               ("estimated", 1.0): ((0.867, 0.311), (0.899, 0.216))}
+    for (rm, lam), (inter, batch) in pgrid_w.items():
+        rows.append(_pub(t2, "sarsa-esn", rm, lam, "interactive", "W", *inter))
+        rows.append(_pub(t2, "sarsa-esn", rm, lam, "batch", "W", *batch))
+    rows.append(_pub(t2, "native", None, None, "interactive", "W", 0.628, 0.418))
+    rows.append(_pub(t2, "native", None, None, "batch", "W", 0.830, 0.265))
+    # P-grid Table 3: interactive queueing delay (s).
+    t3 = "P-grid Table 3"
+    for (rm, lam), (mean, sd) in {("oracle", 0.5): (1096, 5137), ("oracle", 1.0): (862, 3505),
+                                  ("estimated", 0.5): (1087, 4838), ("estimated", 1.0): (1152, 5417)}.items():
+        rows.append(_pub(t3, "sarsa-esn", rm, lam, "interactive", "wait", mean, sd))
+    rows.append(_pub(t3, "native", None, None, "interactive", "wait", 2756, 8844))
+    # P-grid §5.2: fractions of interactive jobs with W ≥ 0.9 and with a wait under 2 minutes.
+    s52 = "P-grid §5.2"
+    rows.append(_pub(s52, "sarsa-esn", None, None, "interactive", "frac_W_over_0_9", 0.82, note="“82 % or more”"))
+    rows.append(_pub(s52, "native", None, None, "interactive", "frac_W_over_0_9", 0.53))
+    rows.append(_pub(s52, "sarsa-esn", None, None, "interactive", "frac_wait_under_120s", 0.86))
+    rows.append(_pub(s52, "native", None, None, "interactive", "frac_wait_under_120s", 0.63))
+    # P-grid Table 4: elastic W (interactive, batch); Table 5: speedup of the interactive queueing delay.
+    t4, t5 = "P-grid Table 4", "P-grid Table 5"
+    elastic_w = {("oracle", 0.5): ((0.965, 0.177), (0.966, 0.116)), ("oracle", 1.0): ((0.971, 0.160), (0.966, 0.121)),
+                 ("estimated", 0.5): ((0.958, 0.184), (0.960, 0.123)),
+                 ("estimated", 1.0): ((0.968, 0.167), (0.968, 0.113))}
+    speedup = {("oracle", 0.5): 0.45, ("oracle", 1.0): 0.73, ("estimated", 0.5): 0.58, ("estimated", 1.0): 0.64}
+    for (rm, lam), (inter, batch) in elastic_w.items():
+        rows.append(_pub(t4, "sarsa-esn-elastic", rm, lam, "interactive", "W", *inter))
+        rows.append(_pub(t4, "sarsa-esn-elastic", rm, lam, "batch", "W", *batch))
+        rows.append(_pub(t5, "sarsa-esn-elastic", rm, lam, "interactive", "speedup", speedup[(rm, lam)],
+                         note="vs the rigid agent of the same setting"))
+    rows.append(_pub("P-grid §5.3", "sarsa-esn-elastic", None, None, "interactive", "frac_W_over_0_9", 0.94,
+                     note="“more than 94 %”"))
+    # P-fqi Table 2 (λ = 0.5): W batch / interactive / total; Table 3: queueing delay batch / interactive.
+    f2, f3 = "P-fqi Table 2", "P-fqi Table 3"
+    fqi_w = {("native", None): ((0.82, 0.26), (0.62, 0.41), (0.73, 0.36)),
+             ("fqi-ffnn", "oracle"): ((0.93, 0.18), (0.94, 0.22), (0.93, 0.20)),
+             ("fqi-ffnn", "estimated"): ((0.92, 0.18), (0.94, 0.22), (0.93, 0.20)),
+             ("fqi-esn", "oracle"): ((0.93, 0.19), (0.94, 0.20), (0.93, 0.19)),
+             ("fqi-esn", "estimated"): ((0.93, 0.17), (0.95, 0.19), (0.94, 0.18))}
+    fqi_wait = {("native", None): ((13041, 26726), (2756, 8844)),
+                ("fqi-ffnn", "oracle"): ((3777, 12168), (1366, 7989)),
+                ("fqi-ffnn", "estimated"): ((3803, 12232), (1382, 8076)),
+                ("fqi-esn", "oracle"): ((3962, 13014), (1085, 8491)),
+                ("fqi-esn", "estimated"): ((3492, 12175), (495, 3589))}
+    for (policy, fqi_rm), (batch, inter, total) in fqi_w.items():
+        fqi_lam = None if fqi_rm is None else 0.5
+        rows.append(_pub(f2, policy, fqi_rm, fqi_lam, "interactive", "W", *inter))
+        rows.append(_pub(f2, policy, fqi_rm, fqi_lam, "batch", "W", *batch))
+        rows.append(_pub(f2, policy, fqi_rm, fqi_lam, "all", "W", *total))
+    for (policy, fqi_rm), (batch, inter) in fqi_wait.items():
+        fqi_lam = None if fqi_rm is None else 0.5
+        rows.append(_pub(f3, policy, fqi_rm, fqi_lam, "interactive", "wait", *inter))
+        rows.append(_pub(f3, policy, fqi_rm, fqi_lam, "batch", "wait", *batch))
+    s5 = "P-fqi §5.1–5.2"
+    rows.append(_pub(s5, "fqi-esn", None, None, "interactive", "frac_wait_under_120s", 0.90,
+                     note="“more than 90 %” (ESN and NN)"))
+    rows.append(_pub(s5, "native", None, None, "interactive", "frac_wait_under_120s", 0.63))
+    return rows
+
+
+PUBLISHED_ROWS: tuple[dict[str, Any], ...] = tuple(_published_rows())
+
+#: Which published tables each experiment regenerates.
+SOURCES: dict[str, tuple[str, ...]] = {
+    "perez-rigid": ("P-grid Table 2", "P-grid Table 3", "P-grid §5.2"),
+    "perez-elastic": ("P-grid Table 4", "P-grid Table 5", "P-grid §5.3"),
+    "perez-fqi": ("P-fqi Table 2", "P-fqi Table 3", "P-fqi §5.1–5.2"),
+}
+
+
+def published_rows_json() -> list[dict[str, Any]]:
+    return [dict(r) for r in PUBLISHED_ROWS]
+
+
+# ------------------------------------------------------------------------ time series
+def fairness_series(r: RunResult, t: FloatArray) -> FloatArray:
+    """F(t) = 1 − max_k (w_k − S_k(t))_+ / max_k w_k (P-grid Eq. 2); NaN before any service."""
+    assert r.start_s is not None and r.end_s is not None and r.procs is not None and r.vo is not None
+    shares = normalised_shares(r.shares)
+    service = service_by_vo(t, r.start_s, r.end_s, r.procs, r.vo, shares.size)
+    return np.where(service.sum(axis=1) > 0, fairness_of_service(service, shares), np.nan)
+
+
+def time_grid(r: RunResult, points: int = SERIES_POINTS) -> FloatArray:
+    """From the first start to the last end of ``r``."""
+    assert r.start_s is not None
+    return np.linspace(float(r.start_s.min()), r.span_s[1], points)
+
+
+def mean_fairness(r: RunResult) -> float:
+    """Time average of F(t) over the run (P-grid reports the native scheduler's as "nearly constant at 0.7")."""
+    f = fairness_series(r, time_grid(r))
+    return float(np.nanmean(f)) if np.isfinite(f).any() else float("nan")
+
+
+def utilization_series(r: RunResult, t: FloatArray) -> FloatArray:
+    """U(t) of P-grid Eq. 3: work of the jobs completed by t over the core-seconds provisioned since the start."""
+    assert r.end_s is not None and r.start_s is not None and r.procs is not None
+    return _utilization_series(t, r.start_s, r.end_s, r.procs, r.span_s[0], cores=r.cores,
+                               change_s=r.pool_time_s, pool_cores=r.pool_cores)
+
+
+# ------------------------------------------------------------------------ figures
+def _name(r: RunResult) -> str:
+    policy = r.spec.policy + ("-elastic" if r.spec.elastic else "")
+    return policy if r.spec.runtime_model is None else f"{policy} {r.spec.runtime_model} λ={r.spec.lam:g}"
+
+
+def _style(r: RunResult, index: int) -> dict[str, Any]:
+    """Classic baselines dashed in greys, ``native`` dash-dotted, learned policies solid in colours.
+
+    ``index`` counts the learned settings only, so the colours are the same in every figure.
+    """
+    if r.spec.policy == "native":
+        return {"color": "darkred", "ls": "-.", "lw": 1.4}
+    if r.spec.runtime_model is None:
+        greys = {"fcfs": "0.55", "easy": "0.35", "easy-sjf": "0.0", "interactive-first-keepidle": "0.75"}
+        return {"color": greys.get(r.spec.policy, "0.2"), "ls": "--", "lw": 1.2}
+    import matplotlib
+
+    return {"color": matplotlib.colormaps["tab10"](index % 10), "ls": "-", "lw": 1.0}
+
+
+def _learned_index(runs: list[RunResult]) -> dict[str, int]:
+    """Colour index of each learned setting, in the order the runs come."""
+    names: dict[str, int] = {}
+    for r in runs:
+        if r.spec.runtime_model is not None:
+            names.setdefault(_name(r), len(names))
+    return names
+
+
+def _reference(runs: list[RunResult]) -> RunResult | None:
+    """The fairness reference: the recorded schedule where there is one (as in P-grid Fig. 6), else FCFS."""
+    for policy in ("native", "fcfs"):
+        for r in runs:
+            if r.spec.policy == policy:
+                return r
+    return None
+
+
+def figures(out: Path, results: list[RunResult]) -> list[str]:
+    """Write every figure of the module docstring into ``out``; returns the file names."""
+    plt = pyplot()
+    written: list[str] = []
+    workloads = [wl for wl in ("lal", "lpc-egee") if any(r.spec.workload == wl for r in results)]
+    for workload in workloads:
+        runs = [r for r in results if r.spec.workload == workload]
+        groups: dict[str, list[RunResult]] = {}
+        for r in runs:
+            groups.setdefault(_name(r), []).append(r)
+        fig_w, ax_w = plt.subplots(figsize=(7, 4.5))
+        fig_d, ax_d = plt.subplots(figsize=(7, 4.5))
+        floor = 1.0
+        learned_index = _learned_index(runs)
+        for name, group in groups.items():
+            inter = [r.job_class == int(JobClass.INTERACTIVE) for r in group]
+            w = np.sort(np.concatenate([r.w[m] for r, m in zip(group, inter, strict=True)]))
+            d = np.sort(np.concatenate([r.wait_s[m] for r, m in zip(group, inter, strict=True)]))
+            if w.size == 0:
+                continue
+            style = _style(group[0], learned_index.get(name, 0))
+            ax_w.step(w, np.arange(w.size, 0, -1) / w.size, where="post", label=name, **style)  # P(W ≥ x)
+            ax_d.step(d + 1.0, np.arange(1, d.size + 1) / d.size, where="post", label=name, **style)
+            floor = min(floor, float((w >= 0.1).mean()))
+        # Truncated vertical axis, as in P-grid Fig. 4 and P-fqi Fig. 2: the curves differ near the top.
+        ax_w.set(xlabel="responsiveness W", ylabel="fraction of interactive jobs with W ≥ x",
+                 title=f"{workload}: inverse CDF of W, interactive jobs", xlim=(0.0, 1.0),
+                 ylim=(max(floor - 0.05, 0.0), 1.01))
+        ax_d.set(xscale="log", xlabel="queueing delay + 1 (s)", ylabel="fraction of interactive jobs",
+                 title=f"{workload}: CDF of interactive queueing delay")
+        ax_d.axvline(INTERACTIVE_TARGET_WAIT_S + 1.0, color="grey", ls=":", lw=1, label="2 minutes")
+        for fig, ax, stem in ((fig_w, ax_w, "inverse_cdf_W_interactive"), (fig_d, ax_d, "cdf_wait_interactive")):
+            written.append(_save(fig, ax, out / f"{stem}_{workload}.png"))
+        written.append(_fairness_figure(plt, out, workload, runs))
+    elastic = [r for r in results if r.pool_time_s is not None]
+    if elastic:
+        written.append(_elastic_figure(plt, out, results, elastic))
+    return written
+
+
+def _save(fig: Any, ax: Any, path: Path) -> str:
+    ax.legend(fontsize=7)
+    ax.grid(alpha=0.3)
+    return save_figure(fig, path)
+
+
+def _fairness_figure(plt: Any, out: Path, workload: str, runs: list[RunResult]) -> str:
+    """F(t) − F_ref(t) for every policy except the reference, on the first reported seed (P-grid Fig. 6)."""
+    fig, ax = plt.subplots(figsize=(8, 4))
+    ref = _reference(runs)
+    first_seed = min(r.spec.seed for r in runs)
+    learned_index = _learned_index(runs)
+    if ref is not None:
+        t = time_grid(ref)
+        f_ref = fairness_series(ref, t)
+        for r in runs:
+            if r is ref or (r.spec.runtime_model is not None and r.spec.seed != first_seed):
+                continue
+            if r.spec.runtime_model is None and r.spec.seed != ref.spec.seed:
+                continue
+            diff = fairness_series(r, t) - f_ref
+            ax.plot((t - t[0]) / 86400.0, diff, label=_name(r), **_style(r, learned_index.get(_name(r), 0)))
+        ax.axhline(0.0, color="grey", ls=":", lw=1)
+        ax.set(title=f"{workload}: fairness utility F(t) minus F(t) of {ref.spec.policy}",
+               xlabel="day", ylabel="F(policy) − F(" + ref.spec.policy + ")")
+    return _save(fig, ax, out / f"fairness_difference_{workload}.png")
+
+
+def _elastic_figure(plt: Any, out: Path, results: list[RunResult], elastic: list[RunResult]) -> str:
+    """Pool size (left) and utilization U(t) (right) over time, first reported seed (P-grid Fig. 9).
+
+    One setting per elastic policy (estimated runtimes, λ = 0.5, or the first that ran): the
+    pool may change every 15 minutes, so eight raw step curves over weeks are unreadable.  The
+    left panel draws each pool faintly and its daily time-averaged size on top.
+    """
+    fig, (ax_p, ax_u) = plt.subplots(1, 2, figsize=(12, 4.2))
+    seed = min(r.spec.seed for r in elastic)
+    shown: dict[str, RunResult] = {}
+    for r in elastic:
+        if r.spec.seed == seed and (r.spec.policy not in shown
+                                    or (r.spec.runtime_model, r.spec.lam) == ("estimated", 0.5)):
+            shown[r.spec.policy] = r
+    rigid_cores = 0
+    for index, r in enumerate(shown.values()):
+        assert r.pool_time_s is not None and r.pool_cores is not None
+        t0 = r.span_s[0]
+        ends = np.append(r.pool_time_s, r.span_s[1])
+        color = f"C{index}"
+        ax_p.step((ends - t0) / 86400.0, np.append(r.pool_cores, r.pool_cores[-1]), where="post", lw=0.4,
+                  alpha=0.25, color=color)
+        history = PoolHistory(r.pool_time_s, r.pool_cores)
+        days = np.arange(t0, r.span_s[1], 86400.0)
+        daily = [history.mean_cores(a, min(a + 86400.0, r.span_s[1])) for a in days]
+        ax_p.step(np.append(days - t0, r.span_s[1] - t0) / 86400.0, np.append(daily, daily[-1]), where="post",
+                  lw=1.6, color=color, label=f"{_name(r)} daily mean (U={r.utilization:.2f})")
+        t = time_grid(r)
+        ax_u.plot((t - t0) / 86400.0, utilization_series(r, t), lw=0.8, color=color, label=_name(r))
+        rigid_cores = r.cores
+    for r in results:  # the rigid runs of the same realisation, for comparison
+        if r.pool_time_s is None and r.spec.seed == seed and r.spec.workload == "lal" and r.spec.policy in (
+                "fcfs", "sarsa-esn"):
+            if r.spec.policy == "sarsa-esn" and (r.spec.runtime_model, r.spec.lam) != ("estimated", 0.5):
+                continue
+            t = time_grid(r)
+            ax_u.plot((t - r.span_s[0]) / 86400.0, utilization_series(r, t), lw=1.0, ls="--",
+                      color="0.55" if r.spec.policy == "fcfs" else "0.0", label=f"rigid {_name(r)}")
+    if rigid_cores:
+        ax_p.axhline(rigid_cores, color="grey", ls=":", lw=1, label=f"rigid pool ({rigid_cores})")
+    ax_p.set(xlabel="day", ylabel="pool size (cores)", title="LAL-like: elastic pool size over time")
+    ax_u.set(xlabel="day", ylabel="U(t) (P-grid Eq. 3)", title="LAL-like: utilization over time", ylim=(0, 1.05))
+    ax_p.legend(fontsize=7)
+    ax_p.grid(alpha=0.3)
+    return _save(fig, ax_u, out / "pool_size_utilization_lal.png")
+
+
+# ------------------------------------------------------------------------ report
+def _fmt(x: Any, digits: int = 3) -> str:
+    if x is None:
+        return "–"
+    if isinstance(x, float):
+        if not np.isfinite(x):
+            return "–"
+        return f"{x:.{digits}f}" if abs(x) < 100 else f"{x:.0f}"
+    return str(x)
+
+
+def _ours(rows: list[dict[str, Any]], pub: dict[str, Any], workload: str) -> str:
+    """Our value for a published entry, formatted like it (mean ± sd; fractions; speedups)."""
+    from rlsched.sim.experiments.perez import LAMBDAS, RUNTIME_MODELS, find_row
+
+    metric = pub["metric"]
+    if metric == "speedup":
+        rigid_policy = pub["policy"].removesuffix("-elastic")
+        el = find_row(rows, workload, pub["policy"], pub["class"], pub["runtime_model"], pub["lambda"])
+        rg = find_row(rows, workload, rigid_policy, pub["class"], pub["runtime_model"], pub["lambda"])
+        if el is None or rg is None or not rg["mean_wait_s"]:
+            return "–"
+        return f"{1.0 - el['mean_wait_s'] / rg['mean_wait_s']:.0%}"
+    if pub["runtime_model"] is None and pub["policy"] != "native":  # a fraction quoted over every setting
+        values = [find_row(rows, workload, pub["policy"], pub["class"], rm, lam)
+                  for rm in RUNTIME_MODELS for lam in LAMBDAS]
+        got = [v[metric] for v in values if v is not None and v.get(metric) is not None]
+        return f"{min(got):.2f}–{max(got):.2f}" if got else "–"
+    row = find_row(rows, workload, pub["policy"], pub["class"], pub["runtime_model"], pub["lambda"])
+    if row is None:
+        return "– (no recorded schedule)" if pub["policy"] == "native" and workload == "lal" else "–"
+    if metric == "W":
+        return f"{row['mean_W']:.3f} ± {row['sd_W']:.3f}"
+    if metric == "wait":
+        return f"{row['mean_wait_s']:.0f} ± {row['sd_wait_s']:.0f}"
+    return _fmt(row.get(metric), 2)
+
+
+def _pub_value(pub: dict[str, Any]) -> str:
+    if pub["metric"] == "speedup":
+        return f"{pub['mean']:.0%}"
+    if pub["metric"] == "wait":
+        return f"{pub['mean']:.0f} ± {pub['sd']:.0f}"
+    if pub["sd"] is not None:
+        return f"{pub['mean']:.3g} ± {pub['sd']:.3g}"
+    return f"{pub['mean']:.2f}" + (f" {pub['note']}" if pub["note"] else "")
+
+
+_METRIC_NAMES = {"W": "W mean ± sd", "wait": "wait mean ± sd (s)", "speedup": "interactive wait speedup",
+                 "frac_W_over_0_9": "fraction W > 0.9",
+                 "frac_wait_under_120s": "fraction wait < 120 s"}
+
+
+def side_by_side(result: dict[str, Any]) -> list[str]:
+    """Markdown table: each published entry of this experiment's tables beside ours on both workloads."""
+    rows = result["rows"]
+    workloads = result.get("workloads", ["lal"])
+    head = "| source | policy | runtime | λ | class | metric | published (LAL trace) | " + " | ".join(
+        f"ours {'LAL-like' if wl == 'lal' else 'LPC-EGEE'}" for wl in workloads) + " |"
+    lines = [head, "|" + "---|" * (7 + len(workloads))]
+    for pub in PUBLISHED_ROWS:
+        if pub["source"] not in SOURCES.get(result["experiment"], ()):
+            continue
+        cells = " | ".join(_ours(rows, pub, wl) for wl in workloads)
+        lines.append(f"| {pub['source']} | {pub['policy']} | {_fmt(pub['runtime_model'])} | "
+                     f"{_fmt(pub['lambda'], 1)} | {pub['class']} | {_METRIC_NAMES[pub['metric']]} | "
+                     f"{_pub_value(pub)} | {cells} |")
+    return lines
+
+
+def _differences(result: dict[str, Any]) -> list[str]:
+    """Why our numbers differ from the papers', with the numbers of this run where they say it."""
+    from rlsched.sim.experiments.perez import find_row
+
+    rows = result["rows"]
+    out = [
+        "- **Workload.** The LAL trace is not public. The LAL-like workload is synthetic and matches its "
+        "published marginals (81 cores, 4,480 interactive / 5,020 batch jobs, runtime statistics, 7 VOs, load "
+        "about 0.56; docs/workloads.md), not its exact arrival sequence, so absolute waits differ from the "
+        "papers even for the same policy.",
+        "- **Native baseline.** The papers' `EGEE`/`nat` rows are the LAL site's recorded schedule. On the "
+        "LAL-like workload there is none, so FCFS, EASY and EASY-SJF stand in for a batch system; our `native` "
+        "row is the LPC-EGEE site's recorded schedule over the chosen window (another EGEE site, 140 cores, "
+        "whose recorded waits also include the site's per-VO queue limits and middleware delays that a "
+        "simulator on a single queue does not have — which is why every simulated policy beats it by a wide "
+        "margin there).",
+        "- **Strong baselines.** The papers compare only with the native schedulers. EASY-SJF reads requested "
+        "times; on the LAL-like workload every job requests its queue's limit, so it is 'interactive first, "
+        "FCFS inside a class'; on LPC-EGEE the trace's requested times are used. On serial jobs FCFS and EASY "
+        "coincide (nothing to backfill).",
+        "- **VO shares on LPC-EGEE.** The trace has no target shares; each VO's target is its share of the "
+        "whole trace's CPU time (what the site actually gave it).",
+        "- **Learner.** Hyper-parameters are the papers' where they give them (ε = 0.05, γ = 0.8, η = 0.2, "
+        "100-unit ESN with 10 % connectivity) and the core's documented defaults otherwise (fitted-Q "
+        "iterations, refit period, FFNN size); nothing was tuned on the reported seeds.",
+        "- **Keeping cores idle (`-keepidle`).** The papers' agent fills every idle core at once (greedy "
+        "allocation), so an interactive job that arrives at a full machine waits for the next job to end. "
+        "`sarsa-esn-keepidle` may also choose 'no job' for the last 2 idle cores when only batch jobs are "
+        "queued, keeping them for interactive jobs still to come; `interactive-first-keepidle` is that rule "
+        "fixed. This is a lever the papers do not use; the plain `sarsa-esn` rows are the papers' agent.",
+    ]
+    for workload, wl_name in (("lal", "LAL-like"), ("lpc-egee", "LPC-EGEE")):
+        best_classic = [find_row(rows, workload, p, "interactive")
+                        for p in ("fcfs", "easy", "easy-sjf", "interactive-first-keepidle")]
+        classic = [r for r in best_classic if r is not None and r["mean_W"] is not None]
+        learned = [r for r in rows if r["workload"] == workload and r["class"] == "interactive"
+                   and r["runtime_model"] is not None and r["mean_W"] is not None]
+        if not classic or not learned:
+            continue
+        top_c = max(classic, key=lambda r: r["mean_W"])
+        top_l = max(learned, key=lambda r: r["mean_W"])
+        low_l = min(learned, key=lambda r: r["mean_W"])
+        verdict = "above" if top_l["mean_W"] > top_c["mean_W"] else "not above"
+        out.append(f"- **{wl_name}, this run.** Learned policies reach interactive mean W "
+                   f"{low_l['mean_W']:.3f}–{top_l['mean_W']:.3f} (best: {top_l['policy']} {top_l['runtime_model']} "
+                   f"λ={top_l['lambda']:g}); the best classic baseline, {top_c['policy']}, reaches "
+                   f"{top_c['mean_W']:.3f}: the best learned policy is {verdict} it.")
+        native = find_row(rows, workload, "native", "interactive")
+        if native is not None:
+            beats = [r for r in learned if r["mean_W"] > native["mean_W"] and r["mean_wait_s"] < native["mean_wait_s"]]
+            out.append(f"- **{wl_name}, native.** Recorded schedule: interactive W {native['mean_W']:.3f}, mean "
+                       f"wait {native['mean_wait_s']:.0f} s; {len(beats)} of {len(learned)} learned settings "
+                       "beat it on both.")
+    return out
+
+
+def report_markdown(result: dict[str, Any]) -> str:
+    """The whole report: published vs ours side by side, our full table, the targets, the differences."""
+    rows = result["rows"]
+    workloads = result.get("workloads", ["lal"])
+    mode = "quick (LAL-like at scale 0.1, one day of LPC-EGEE)" if result["quick"] else "full"
+    window = result.get("lpc_window_days")
+    lines = [f"# {result['experiment']}: Perez et al. regenerated", "",
+             f"Mode: {mode}; workloads: {', '.join(workloads)}; wall time {result['wall_time_s']:.0f} s.", "",
+             f"Seeds: the tables use the reporting seeds {result['seeds']} (LAL-like realisation and agent; on "
+             f"LPC-EGEE the agent only). Seeds ≥ {result['tuning_seed_base']} are reserved for tuning and are "
+             "refused here; the few tuned settings (ESN ridge α, the cores a `-keepidle` policy may keep idle) were "
+             "tuned on those seeds only.", ""]
+    if "lpc-egee" in workloads and window:
+        lines += [f"LPC-EGEE window: days {window[0]:g}–{window[1]:g} after the trace's start (see "
+                  "docs/perez.md for why), 140 cores, SWF group = VO.", ""]
+    for note in result.get("notes", []):
+        lines += [f"Note: {note}.", ""]
+    lines += ["## Published vs ours", "",
+              "Published values are from the real LAL trace; ours from the LAL-like workload and the LPC-EGEE "
+              "window. Pooled over the reporting seeds; the first and last "
+              f"{'/'.join(str(t) for t in result['trim_jobs'])} jobs are left out.", ""]
+    lines += side_by_side(result)
+    lines += ["", "## Ours, every row", "",
+              "| workload | policy | runtime | λ | class | jobs | mean W | sd W | mean wait (s) | sd wait (s) | "
+              "wait < 120 s | W > 0.9 | mean F | util |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['workload']} | {r['policy']} | {_fmt(r['runtime_model'])} | {_fmt(r['lambda'], 1)} | "
+                     f"{r['class']} | {r['jobs']} | {_fmt(r['mean_W'])} | {_fmt(r['sd_W'])} | "
+                     f"{_fmt(r['mean_wait_s'], 0)} | {_fmt(r.get('sd_wait_s'), 0)} | "
+                     f"{_fmt(r['frac_wait_under_120s'])} | {_fmt(r['frac_W_over_0_9'])} | "
+                     f"{_fmt(r.get('mean_fairness'))} | {_fmt(r['utilization'])} |")
+    lines += ["", "## Targets (issue 3)", ""]
+    for check in result["targets"]:
+        lines.append(f"- {'met' if check['holds'] else 'NOT met'}: {check['check']}")
+    lines += ["", "## Differences from the papers", ""]
+    lines += _differences(result)
+    lines += ["", "## Figures", ""]
+    lines += [f"- `{name}`" for name in result["figures"]]
+    return "\n".join(lines) + "\n"

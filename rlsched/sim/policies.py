@@ -1,0 +1,137 @@
+"""Running any registry policy (:mod:`rlsched.core.policies`) in the simulator.
+
+:func:`simulate_policy` picks the way a policy runs:
+
+- a rule with a static key (``fcfs``, ``easy``, ``sjf``, ``easy-sjf``, ``interactive-first``,
+  ``interactive-first-sjf``, ``edf`` with ``runtime_model=requested``): the simulator's
+  native scheduler with that key as the priority (ties by row, which is submit order — the
+  same order the live ranking agent gets from :func:`rlsched.core.policies.order_by_key`)
+  and the rule's backfill flag — the fast path;
+- any other rule and every learned policy: its core agent in gate mode, every job held on
+  submit and released by the agent (``Simulator(agent=…, hold_on_submit=True)``); the
+  elastic variant (``elastic=true``) on :class:`rlsched.sim.elastic.ElasticSimulator`;
+- ``native``: the schedule the trace recorded.
+
+The result carries the agent, so a learned policy can be saved afterwards
+(:func:`rlsched.core.policies.save_policy`); a model loaded with
+:func:`rlsched.core.policies.load_policy` runs through the same function (``agent=``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from rlsched.core.agents import ElasticSchedulingAgent
+from rlsched.core.policies import (
+    BuildContext,
+    JobColumns,
+    KeyFunction,
+    PolicyError,
+    PolicySpec,
+    backfill,
+    build_agent,
+    entry,
+    resolve,
+    static_key,
+)
+from rlsched.core.view import Agent, FloatArray, IntArray
+from rlsched.sim.elastic import ElasticSimulator, PoolHistory
+from rlsched.sim.engine import DEFAULT_OVERRUN, Overrun, Schedule, Simulator
+from rlsched.sim.schedulers import replay_native
+from rlsched.sim.workload import Workload
+
+
+@dataclass
+class PolicyRun:
+    """A simulated policy: its schedule, the agent that decided (None on the native path) and its spec."""
+
+    schedule: Schedule
+    spec: PolicySpec
+    agent: Agent | None = None
+    pool_history: PoolHistory | None = None
+
+
+def workload_vos(workload: Workload) -> tuple[str, ...]:
+    """The VO names a policy trained on ``workload`` is built for (``vo0`` … when the trace names none)."""
+    if workload.vo_names:
+        return tuple(workload.vo_names)
+    n = int(workload.vo.max()) + 1 if len(workload) else 1
+    return tuple(f"vo{k}" for k in range(n))
+
+
+def workload_shares(workload: Workload) -> tuple[float, ...]:
+    """The VO target shares of the fairness term: the workload's, or equal shares."""
+    if workload.vo_shares is not None:
+        return tuple(workload.vo_shares)
+    n = len(workload_vos(workload))
+    return tuple([1.0 / n] * n)
+
+
+def job_columns(workload: Workload) -> JobColumns:
+    """The columns a static key reads, with the row index as the job id (the simulator's tie-break)."""
+    n = len(workload)
+    return JobColumns(np.arange(n, dtype=np.int64), workload.job_class, workload.submit.astype(np.float64),
+                      workload.req_time.astype(np.float64))
+
+
+def static_priority(key: KeyFunction, workload: Workload) -> FloatArray | None:
+    """The simulator's priority (lower starts first) for a static key; None for submit order.
+
+    The rank of each job under :func:`rlsched.core.policies.order_by_key`; rows are in
+    submit order, so ties by row are ties by submit time, then job.
+    """
+    cols = job_columns(workload)
+    primary = key(cols)
+    if not primary:
+        return None
+    order = np.lexsort((cols.job_id, *reversed(primary)))
+    rank: IntArray = np.empty(len(workload), dtype=np.int64)
+    rank[order] = np.arange(len(workload), dtype=np.int64)
+    return rank.astype(np.float64)
+
+
+def bind(spec: PolicySpec | str, workload: Workload) -> PolicySpec:
+    """``spec`` resolved and bound to the workload's VO names (learned policies need the width)."""
+    resolved = resolve(spec)
+    if resolved.vos:
+        return resolved
+    return resolved.bound(workload_vos(workload), resolved.features)
+
+
+def simulate_policy(workload: Workload, spec: PolicySpec | str, cores: int | None = None, *,
+                    overrun: Overrun = DEFAULT_OVERRUN, agent: Agent | None = None,
+                    progress: Callable[[int], None] | None = None, name: str | None = None) -> PolicyRun:
+    """Replay ``workload`` under ``spec`` (see the module docstring for the path each policy takes).
+
+    ``agent``: a ready agent for ``spec`` (a loaded model); built from the registry otherwise.
+    ``name`` labels the schedule (default: the policy name).
+    """
+    bound = bind(spec, workload)
+    label = name if name is not None else bound.name
+    family = entry(bound.name).family
+    if family == "replay":
+        if agent is not None:
+            raise PolicyError(f"policy {bound.name!r} replays the recorded schedule; it takes no agent")
+        return PolicyRun(replay_native(workload), bound)
+    key = static_key(bound) if agent is None else None
+    if key is not None:
+        sim = Simulator(workload, cores, priority=static_priority(key, workload), backfill=backfill(bound),
+                        overrun=overrun, name=label)
+        return PolicyRun(sim.run(progress=progress), bound)
+    pool = cores if cores is not None else int(workload.max_procs)
+    if agent is None:
+        start = float(workload.submit[0]) if len(workload) else 0.0
+        agent = build_agent(bound, BuildContext(mode="gate", shares=workload_shares(workload), total_cores=pool,
+                                                start_s=start))
+    if isinstance(agent, ElasticSchedulingAgent):
+        # The resource the pool is drawn from: the spec's largest pool (the agent's options may stop below it).
+        max_cores = max(int(bound.params.get("pool_max_cores") or 2 * pool), agent.max_cores)
+        esim = ElasticSimulator(workload, pool, max_cores=max_cores, min_cores=agent.min_cores,
+                                hold_s=agent.hold_s, agent=agent, hold_on_submit=True, tick_s=agent.hold_s,
+                                overrun=overrun, name=label)
+        return PolicyRun(esim.run(progress=progress), bound, agent, esim.pool_history)
+    sim = Simulator(workload, cores, agent=agent, hold_on_submit=True, overrun=overrun, name=label)
+    return PolicyRun(sim.run(progress=progress), bound, agent)

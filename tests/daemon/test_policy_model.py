@@ -1,0 +1,101 @@
+"""A model trained with ``rlsched sim run --save-model`` runs in the daemon (in-memory Slurm, runs anywhere)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from rlsched.cli import main
+from rlsched.core.agents import SchedulingAgent
+from rlsched.core.policies import file_sha256, read_policy_spec
+from rlsched.daemon import AgentStartError, ConfigError, config_from_dict
+from tests.fakes.slurm import SyntheticSlurm, make_daemon, synthetic_squeue_json
+
+#: The VOs of the LAL-like workload, which the saved model is built for.
+LAL_VOS = tuple(f"vo{k}" for k in range(1, 8))
+
+
+@pytest.fixture(scope="module")
+def model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("model") / "m.npz"
+    result = CliRunner().invoke(main, ["sim", "run", "--workload", "lal", "--scale", "0.05", "--policy",
+                                       "sarsa-esn:pretrain_decisions=20", "--save-model", str(path)])
+    assert result.exit_code == 0, result.output
+    return path
+
+
+@pytest.mark.parametrize("mode", ["gate", "boost", "shadow"])
+def test_the_daemon_loads_a_simulator_trained_model_and_uses_it(model: Path, tmp_path: Path, mode: str) -> None:
+    runner = SyntheticSlurm(synthetic_squeue_json(12, n_running=0, held_fraction=1.0))
+    daemon = make_daemon(runner, str(tmp_path), mode=mode, model=str(model), vos=LAL_VOS,
+                         partitions=frozenset({"debug", "short"}))
+    agent = daemon.agent.agent
+    assert isinstance(agent, SchedulingAgent) and not agent.pretraining and agent.decisions > 20
+    assert daemon.agent.spec is not None and daemon.agent.spec.source == {"path": str(model),
+                                                                          "sha256": file_sha256(model)}
+    report = daemon.cycle()
+    assert report.decisions is not None
+    if mode == "gate":
+        assert report.decisions.release
+    else:
+        assert report.decisions.boost
+    # Scores are the model's Q-values.
+    order, scores = daemon.agent.ranking(report.view)  # type: ignore[arg-type]
+    assert order.size and all(s == s for s in scores.tolist())
+
+
+def test_the_daemon_checkpoint_records_its_source_and_resumes_from_it(model: Path, tmp_path: Path) -> None:
+    runner = SyntheticSlurm(synthetic_squeue_json(12, n_running=0, held_fraction=1.0))
+    daemon = make_daemon(runner, str(tmp_path), mode="gate", model=str(model), vos=LAL_VOS,
+                         partitions=frozenset({"debug", "short"}))
+    daemon.cycle()
+    daemon._checkpoint(force=True)
+    checkpoint = tmp_path / "agent.npz"
+    spec, _ = read_policy_spec(checkpoint)
+    assert spec.source == {"path": str(model), "sha256": file_sha256(model)} and spec.vos == LAL_VOS
+    decisions = daemon.agent.agent.decisions  # type: ignore[attr-defined]
+    again = make_daemon(runner, str(tmp_path), mode="gate", model=str(model), vos=LAL_VOS,
+                        partitions=frozenset({"debug"}))
+    assert again.agent.agent.decisions == decisions > 0  # type: ignore[attr-defined]
+    # A config asking for a fresh learner refuses the checkpoint of the model, in one line.
+    with pytest.raises(AgentStartError, match="holds the model of") as info:
+        make_daemon(runner, str(tmp_path), mode="gate", agent="sarsa-esn", vos=LAL_VOS,
+                    partitions=frozenset({"debug"}))
+    assert "\n" not in str(info.value)
+
+
+def test_a_model_for_other_vos_is_refused_in_one_line(model: Path, tmp_path: Path) -> None:
+    runner = SyntheticSlurm(synthetic_squeue_json(3))
+    with pytest.raises(AgentStartError) as info:
+        make_daemon(runner, str(tmp_path), mode="boost", model=str(model))
+    assert str(info.value) == (f"model {model} was built for VOs ({', '.join(LAL_VOS)}); the config has "
+                               "(atlas, cms, lhcb, alice, biomed)")
+
+
+@pytest.mark.parametrize(("agent", "key", "fragment"), [
+    ({"kind": "fixed"}, "agent.kind", 'write kind = "interactive-first-sjf"'),
+    ({"kind": "sarsa"}, "agent.kind", 'kind = "sarsa-esn"'),
+    ({"kind": "fqi-esn", "model": "esn"}, "agent.model", "sarsa-esn"),
+    ({"kind": "native"}, "agent.kind", "cannot run live"),
+    ({"kind": "sarsa-esn", "lam": 3}, "agent.lam", "must lie in [0, 1]"),
+    ({"kind": "sarsa-esn", "gamma": 0.5}, "agent.gamma", "unknown parameter"),
+    ({"kind": "sarsa-esn", "runtime_model": "oracle"}, "agent.runtime_model", "only a simulator"),
+    ({"model": "m.npz", "lam": 1.0}, "agent.lam", "carries its own parameters"),
+])
+def test_agent_config_errors_name_the_key(agent: dict[str, object], key: str, fragment: str) -> None:
+    data = {"backend": {"vos": ["a", "b"], "default_vo": "a"}, "agent": agent}
+    with pytest.raises(ConfigError) as info:
+        config_from_dict(data, "t.toml")
+    assert f"key {key!r}" in str(info.value) and fragment in str(info.value) and "\n" not in str(info.value)
+
+
+def test_every_live_registry_name_is_a_daemon_kind() -> None:
+    from rlsched.core.policies import POLICIES
+
+    for name, e in POLICIES.items():
+        if e.live:
+            config = config_from_dict({"backend": {"mode": "gate", "partitions": ["g"], "vos": ["a", "b"],
+                                                   "default_vo": "a"}, "agent": {"kind": name}})
+            assert config.agent.kind == name
