@@ -20,6 +20,7 @@ The metrics (types and labels; ``docs/daemon.md`` has the full table):
   ``rlsched_cycle_failures_total{phase}``;
 - ``rlsched_backend_errors_total{kind}`` (``timeout``, ``nonzero_exit``, ``parse_error``,
   ``vanished_job``, …; retried ones included), ``rlsched_backend_up`` (gauge);
+- ``rlsched_decision_log_lines_total{outcome}``: decision log appends, ``written`` or ``failed`` (docs/daemon.md);
 - ``rlsched_checkpoint_age_seconds`` (gauge), ``rlsched_mode{mode}`` (gauge, 1 for the daemon's mode);
 - leasing (served when ``[leasing] enabled``): ``rlsched_lease_cap{source}`` (gauge: ``enforced`` V and
   the ``policy``, ``hard`` and ``budget`` bounds it is the minimum of), ``rlsched_lease_nodes{state}``
@@ -68,7 +69,10 @@ METRIC_NAMES = frozenset({
     "rlsched_lease_cap", "rlsched_lease_nodes", "rlsched_lease_node_seconds_total", "rlsched_lease_cost_total",
     "rlsched_lease_budget_left_node_hours", "rlsched_lease_budget_exhausted", "rlsched_lease_enforcing",
     "rlsched_lease_reconcile_actions_total", "rlsched_lease_provider_errors_total",
+    "rlsched_decision_log_lines_total",
 })
+#: Outcomes of a decision log append (``rlsched_decision_log_lines_total{outcome}``).
+DECISION_LOG_OUTCOMES = ("written", "failed")
 
 
 @dataclass
@@ -84,12 +88,13 @@ class Counters:
     reward_sum: float = 0.0
     finished: Counter[str] = field(default_factory=Counter)
     responsiveness_sum: dict[str, float] = field(default_factory=dict)
+    decision_log: Counter[str] = field(default_factory=Counter)
 
     def to_dict(self) -> dict[str, Any]:
         return {"cycles": self.cycles, "decisions": dict(self.decisions), "actions": dict(self.actions),
                 "backend_errors": dict(self.backend_errors), "cycle_failures": dict(self.cycle_failures),
                 "rewards": self.rewards, "reward_sum": self.reward_sum, "finished": dict(self.finished),
-                "responsiveness_sum": dict(self.responsiveness_sum)}
+                "responsiveness_sum": dict(self.responsiveness_sum), "decision_log": dict(self.decision_log)}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], source: str = "counters") -> Counters:
@@ -131,6 +136,8 @@ class _CounterCollector(Collector):
                             c.cycle_failures, PHASES)
             yield _by_label("finished_jobs", "Finished jobs seen by the completion feed, by class.", "class",
                             c.finished, CLASS_NAMES)
+            yield _by_label("decision_log_lines", "Decision log appends by outcome (failed: disk full, "
+                            "unwritable; the loop goes on).", "outcome", c.decision_log, DECISION_LOG_OUTCOMES)
             cycles = CounterMetricFamily(PREFIX + "cycles", "Daemon cycles run.")
             cycles.add_metric([], c.cycles)
             yield cycles

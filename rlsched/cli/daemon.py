@@ -6,15 +6,16 @@ import json
 import logging
 import math
 import sys
+import time
 from typing import Any
 
 import click
 
 from rlsched.backends import build_backend
-from rlsched.core.policies import entry, format_policy
+from rlsched.daemon.agents import policy_label
 from rlsched.daemon.config import ConfigError, load_config
 from rlsched.daemon.loop import Daemon
-from rlsched.daemon.state import CheckpointError
+from rlsched.daemon.state import CheckpointError, read_heartbeat
 
 log = logging.getLogger(__name__)
 
@@ -51,12 +52,46 @@ def daemon(config_path: str, once: bool, undo: bool) -> None:
 def _agent_label(runner: Daemon) -> str:
     """The policy that runs (name and non-default parameters), and the model file it came from."""
     spec = runner.agent.spec
-    if spec is None:
-        return runner.config.agent.label
-    label = format_policy(spec.name, {k: v for k, v in spec.params.items() if entry(spec.name).param(k).default != v})
-    if spec.source:
+    label = policy_label(spec, runner.config.agent.label)
+    if spec is not None and spec.source:
         label += f" (model {spec.source['path']}, sha256 {spec.source['sha256'][:12]})"
     return label
+
+
+#: The heartbeat keys ``rlsched status`` shows under "daemon" (written by :meth:`Daemon.write_heartbeat`).
+HEARTBEAT_KEYS = ("pid", "host", "time", "mode", "stopped", "policy", "policy_label", "model", "model_sha256",
+                  "model_trained", "model_trained_from", "decision_log")
+
+
+def running_daemon(heartbeat: dict[str, Any] | None, now_s: float) -> dict[str, Any] | None:
+    """What the running daemon says it runs (its heartbeat), with the heartbeat's age; None without one."""
+    if heartbeat is None:
+        return None
+    out = {key: heartbeat.get(key) for key in HEARTBEAT_KEYS}
+    beat = heartbeat.get("time")
+    out["age_s"] = now_s - float(beat) if isinstance(beat, int | float) else None
+    stale = heartbeat.get("stale_after_s")
+    out["alive"] = (not heartbeat.get("stopped") and out["age_s"] is not None
+                    and isinstance(stale, int | float) and out["age_s"] <= float(stale))
+    return out
+
+
+def _daemon_line(info: dict[str, Any] | None) -> str:
+    if info is None:
+        return "daemon: no heartbeat (not started, or another state dir)"
+    state = ("stopped" if info.get("stopped") else "running" if info["alive"] else "silent (stale heartbeat)")
+    age = "?" if info["age_s"] is None else f"{info['age_s']:.0f} s ago"
+    line = (f"daemon: {state} (pid {info.get('pid')} on {info.get('host')}, heartbeat {age}), mode {info.get('mode')}, "
+            f"policy {info.get('policy_label') or info.get('policy') or '?'}")
+    if info.get("model"):
+        sha = (info.get("model_sha256") or "")[:12] or "?"
+        trained = info.get("model_trained")
+        when = "" if not trained else f", trained {trained}" + (
+            " (file mtime)" if info.get("model_trained_from") == "file mtime" else "")
+        line += f"\n  model {info['model']} (sha256 {sha}{when})"
+    if info.get("decision_log"):
+        line += f"\n  decision log {info['decision_log']}"
+    return line
 
 
 def status_report(runner: Daemon, limit: int) -> dict[str, Any]:
@@ -84,6 +119,7 @@ def status_report(runner: Daemon, limit: int) -> dict[str, Any]:
             "would": {"release": list(decisions.release), "hold": list(decisions.hold),
                       "boost": None if decisions.boost is None
                       else list(decisions.boost[:runner.backend.boost_limit])}}
+    report["daemon"] = running_daemon(read_heartbeat(runner.config.heartbeat_file), time.time())
     if runner.leasing is not None:
         report["leasing"] = leasing_report(runner, view.time_s)
     return report
@@ -124,19 +160,30 @@ def status(config_path: str, as_json: bool, limit: int) -> None:
     """
     try:
         config = load_config(config_path)
+    except ConfigError as exc:
+        _fail(exc)
+        return
+    # What the running daemon says it runs comes from its heartbeat: shown even when the cluster is unreachable.
+    daemon_line = _daemon_line(running_daemon(read_heartbeat(config.heartbeat_file), time.time()))
+    try:
         backend = build_backend(config.backend, None)      # read-only: no undo record read or written
         runner = Daemon(config, backend=backend)
         report = status_report(runner, limit)
     except (ConfigError, CheckpointError, ValueError, OSError) as exc:
+        if not as_json:
+            click.echo(daemon_line)
         _fail(exc)
         return
     except Exception as exc:        # the batch system unreachable, bad output: one line, not a traceback
+        if not as_json:
+            click.echo(daemon_line)
         _fail(RuntimeError(f"cannot read the cluster: {exc}"))
         return
     if as_json:
         click.echo(json.dumps(report, indent=2))
         return
-    click.echo(f"mode {report['mode']}, agent {report['agent']}: {report['pending']} pending, "
+    click.echo(daemon_line)
+    click.echo(f"config: mode {report['mode']}, agent {report['agent']}: {report['pending']} pending, "
                f"{report['running']} running, {report['idle_cores']}/{report['total_cores']} cores idle")
     click.echo("state vector (P-grid §3.2):")
     for name, value in report["state"].items():

@@ -116,6 +116,13 @@ class FixedRankAgent:
         """Indices of ``view.pending``, best first."""
         raise NotImplementedError
 
+    def pending_scores(self, view: ClusterView) -> FloatArray:
+        """The rank turned around (the first of n jobs scores n, the last 1): a rule has no value function."""
+        order = self.rank(view)
+        scores = np.empty(order.size, dtype=np.float64)
+        scores[order] = np.arange(order.size, 0, -1, dtype=np.float64)
+        return scores
+
     def decide(self, view: ClusterView) -> Decisions:
         pend = view.pending
         if len(pend) == 0:
@@ -416,6 +423,17 @@ class SchedulingAgent:
             return Decisions(boost=tuple(pend.job_id[ranked].tolist()), lease_cap=new_pool)
         released = self._gate(view, agg, base_actions, run_s, candidates, pool)
         return Decisions(release=released, lease_cap=new_pool)
+
+    def pending_scores(self, view: ClusterView) -> FloatArray:
+        """Q(s, a) of every pending job under the current model, as boost mode ranks them (no learning)."""
+        pend = view.pending
+        if len(pend) == 0:
+            return np.zeros(0, dtype=np.float64)
+        run_s = self.runtime.pending(pend)
+        agg = self.encoder.aggregates(view, self.runtime, run_s)
+        actions = self._with_pool(self.encoder.actions(pend, run_s, view.time_s, view.total_cores),
+                                  self._pool_size(view))
+        return np.asarray(self.learner.q.scores(self.encoder.state_vector(agg), actions), dtype=np.float64)
 
     def _gate(self, view: ClusterView, agg: StateAggregates, base_actions: FloatArray, run_s: FloatArray,
               candidates: IntArray, pool: int) -> tuple[int, ...]:

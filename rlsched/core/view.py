@@ -221,3 +221,16 @@ class Agent(Protocol):
 
     def decide(self, view: ClusterView) -> Decisions:
         ...
+
+
+@runtime_checkable
+class ScoringAgent(Protocol):
+    """Optional beside :class:`Agent`: how much the agent wants each pending job started now.
+
+    ``pending_scores(view)[i]`` scores ``view.pending`` row ``i``; higher goes first, so sorting by
+    descending score gives the agent's order.  It must not learn or change the agent (the daemon calls it
+    after ``decide`` to log and show the ranking).
+    """
+
+    def pending_scores(self, view: ClusterView) -> FloatArray:
+        ...

@@ -14,13 +14,14 @@ of n jobs scores n, the last 1): they have no value function.
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
 
-from rlsched.core.agents import SchedulingAgent
+from rlsched.core.agents import SchedulingAgent, fcfs_order
 from rlsched.core.features import FeatureConfig, FeatureEncoder
 from rlsched.core.policies import (
     BuildContext,
@@ -28,13 +29,14 @@ from rlsched.core.policies import (
     PolicySpec,
     entry,
     file_sha256,
+    format_policy,
     load_policy,
     read_policy_spec,
     save_policy,
 )
 from rlsched.core.policies import build_agent as build_policy
 from rlsched.core.runtime import RequestedRuntime, RuntimeModel
-from rlsched.core.view import Agent, ClusterView, Decisions, FloatArray, IntArray, PendingJobs
+from rlsched.core.view import Agent, ClusterView, Decisions, FloatArray, IntArray, PendingJobs, ScoringAgent
 from rlsched.daemon.config import AgentConfig, Mode
 
 
@@ -157,15 +159,21 @@ class AgentHandle:
         return self.encoder.state(view, self.runtime)
 
     def ranking(self, view: ClusterView) -> tuple[IntArray, FloatArray]:
-        """Indices of ``view.pending`` in the agent's order (best first) and each job's score."""
+        """Indices of ``view.pending`` in the agent's order (best first) and each job's score.
+
+        Agents that score jobs (:class:`rlsched.core.view.ScoringAgent`: Q-values of the learned
+        policies, the turned-around rank of the rules) are sorted by score; other ranking agents give
+        their rank; the rest keep the batch system's order.
+        """
         pend = view.pending
         n = len(pend)
         if n == 0:
             return np.zeros(0, dtype=np.int64), np.zeros(0)
-        if isinstance(self.agent, SchedulingAgent):
-            scores = self.q_values(view, np.arange(n))
-            return np.argsort(-scores, kind="stable").astype(np.int64), scores
-        # Agents without a ranking rule keep the batch system's order.
+        if isinstance(self.agent, ScoringAgent):
+            scores = np.asarray(self.agent.pending_scores(view), dtype=np.float64)
+            # Ties go first come, first served, as in the learned agents' boost mode.
+            fcfs = fcfs_order(pend)
+            return fcfs[np.argsort(-scores[fcfs], kind="stable")].astype(np.int64), scores
         order = self.agent.rank(view) if isinstance(self.agent, RankingAgent) else np.arange(n, dtype=np.int64)
         scores = np.empty(n)
         scores[order] = np.arange(n, 0, -1, dtype=np.float64)
@@ -210,6 +218,44 @@ class AgentHandle:
             save_policy(self.agent, spec, path)
             return True
         return False
+
+
+def policy_label(spec: PolicySpec | None, fallback: str) -> str:
+    """The policy that runs: its name with the non-default parameters (``fallback`` without a spec)."""
+    if spec is None:
+        return fallback
+    return format_policy(spec.name, {k: v for k, v in spec.params.items() if entry(spec.name).param(k).default != v})
+
+
+def _iso(epoch_s: float) -> str:
+    return dt.datetime.fromtimestamp(epoch_s, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def policy_info(handle: AgentHandle, config: AgentConfig) -> dict[str, Any]:
+    """What runs, for the heartbeat, ``rlsched status`` and the decision log: the policy's name and label,
+    the model file it came from, its sha256 and when it was trained.
+
+    "Trained" is the model's own ``trained_at`` (epoch seconds in its metadata) when the trainer wrote one,
+    else the model file's modification time (``model_trained_from`` says which).
+    """
+    spec = handle.spec
+    info: dict[str, Any] = {"policy": spec.name if spec is not None else config.kind,
+                            "policy_label": policy_label(spec, config.label), "model": None, "model_sha256": None,
+                            "model_trained": None, "model_trained_from": None}
+    if spec is None or not spec.source:
+        return info
+    path = Path(spec.source["path"])
+    info["model"], info["model_sha256"] = str(path), spec.source.get("sha256") or None
+    try:
+        _, meta = read_policy_spec(path)
+        trained = meta.get("trained_at")
+        if isinstance(trained, int | float) and not isinstance(trained, bool):
+            info["model_trained"], info["model_trained_from"] = _iso(float(trained)), "model"
+        else:
+            info["model_trained"], info["model_trained_from"] = _iso(path.stat().st_mtime), "file mtime"
+    except (PolicyError, OSError):
+        pass                        # the model moved since it was loaded: path and sha256 still say what runs
+    return info
 
 
 def _subset(pend: PendingJobs, rows: IntArray) -> PendingJobs:

@@ -19,6 +19,7 @@ from typing import Any, Literal
 from rlsched.backends import UnknownBackendError, backend_config_from_table
 from rlsched.core.live import LiveBackendConfig
 from rlsched.core.policies import POLICIES, PolicyError, PolicySpec, entry, format_policy, resolve
+from rlsched.daemon.decision_log import DecisionLogConfig
 from rlsched.leasing.config import LeasingConfig
 
 Mode = Literal["shadow", "boost", "gate"]
@@ -107,6 +108,7 @@ class DaemonConfig:
     gate: GateConfig = field(default_factory=GateConfig)
     leasing: LeasingConfig = field(default_factory=LeasingConfig)
     max_backoff_s: float = 300.0
+    shadow: DecisionLogConfig = field(default_factory=DecisionLogConfig)
 
     @property
     def heartbeat_file(self) -> Path:
@@ -119,6 +121,11 @@ class DaemonConfig:
     @property
     def counters_file(self) -> Path:
         return Path(self.state_dir) / "daemon.json"
+
+    @property
+    def decision_log_file(self) -> Path:
+        """The decision log (``[shadow] decision_log``, default ``<state dir>/decisions.jsonl``)."""
+        return self.shadow.path(self.state_dir)
 
 
 def _err(source: str, key: str, message: str) -> ConfigError:
@@ -166,7 +173,7 @@ def parse_listen(source: str, value: str) -> tuple[str, int | None]:
 
 def config_from_dict(data: Mapping[str, Any], source: str = "config") -> DaemonConfig:
     """Build a :class:`DaemonConfig` from parsed TOML (``source`` names the file in errors)."""
-    sections = {"backend", "agent", "metrics", "state", "gate", "leasing"}
+    sections = {"backend", "agent", "metrics", "state", "gate", "leasing", "shadow"}
     for key, value in data.items():
         if key not in sections:
             raise _err(source, key, f"unknown section (known: {', '.join(sorted(sections))})")
@@ -223,11 +230,41 @@ def config_from_dict(data: Mapping[str, Any], source: str = "config") -> DaemonC
     if leasing.enabled and leasing.reconcile_every_s < float(poll):
         raise _err(source, "leasing.reconcile_every_s", f"must be >= poll_interval_s ({float(poll):g} s): the "
                                                         "reconcile loop runs inside a daemon cycle")
+    shadow = shadow_config(data.get("shadow", {}), source)
     return DaemonConfig(source=source, mode=mode, poll_interval_s=float(poll), backend=backend, agent=agent,
                         metrics_host=host, metrics_port=port,
                         state_dir=state_kw.get("dir", DaemonConfig.state_dir),
                         checkpoint_every_s=float(state_kw.get("checkpoint_every_s", 60.0)), gate=gate,
-                        leasing=leasing)
+                        leasing=leasing, shadow=shadow)
+
+
+def shadow_config(table: Mapping[str, Any], source: str) -> DecisionLogConfig:
+    """Check ``[shadow]`` (the decision log, :mod:`rlsched.daemon.decision_log`); one-line errors."""
+    kw = _take(table, source, "shadow", {"decision_log": str, "max_bytes": int, "keep": int, "max_jobs": int,
+                                         "modes": list})
+    out: dict[str, Any] = {}
+    log_path = kw.get("decision_log")
+    if log_path == "off":
+        out["enabled"] = False
+    elif log_path:
+        path = Path(log_path)
+        if not path.is_absolute() and Path(source).is_file():
+            path = Path(source).resolve().parent / path
+        out["decision_log"] = str(path)
+    elif log_path == "":
+        raise _err(source, "shadow.decision_log", 'expected a path, or "off"')
+    for key, least in (("max_bytes", 1024), ("keep", 0), ("max_jobs", 1)):
+        if key in kw:
+            if kw[key] < least:
+                raise _err(source, f"shadow.{key}", f"must be >= {least}, got {kw[key]}")
+            out[key] = kw[key]
+    if "modes" in kw:
+        modes = kw["modes"]
+        bad = [m for m in modes if m not in MODES]
+        if bad or not modes:
+            raise _err(source, "shadow.modes", f"expected a non-empty list of {', '.join(MODES)}, got {modes!r}")
+        out["modes"] = tuple(dict.fromkeys(modes))
+    return DecisionLogConfig(**out)
 
 
 def agent_config(table: Mapping[str, Any], source: str) -> AgentConfig:

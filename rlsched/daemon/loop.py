@@ -40,8 +40,9 @@ from rlsched.core.atomic import write_json_atomic
 from rlsched.core.live import LiveBackend, NodeControl, QueueKey
 from rlsched.core.measures import responsiveness
 from rlsched.core.view import ClusterView, Decisions, apply
-from rlsched.daemon.agents import start_agent
+from rlsched.daemon.agents import policy_info, start_agent
 from rlsched.daemon.config import DaemonConfig
+from rlsched.daemon.decision_log import DecisionLog, decision_record
 from rlsched.daemon.state import load_counters, save_counters
 from rlsched.leasing import LeaseStatus, LeasingService
 from rlsched.metrics import CLASS_NAMES, Exporter
@@ -60,6 +61,8 @@ class CycleReport:
     seconds: dict[str, float] = field(default_factory=dict)
     new_rewards: int = 0
     lease: LeaseStatus | None = None
+    #: Whether this cycle's ranking reached the decision log.
+    logged: bool = False
 
 
 class Daemon:
@@ -80,6 +83,13 @@ class Daemon:
         self.agent, agent_origin = start_agent(config.agent, config.mode, backend_config.vos,
                                                backend_config.vo_shares, config.model_file)
         log.info("agent: %s", agent_origin)
+        #: What runs (policy, model path, sha256, when trained): in the heartbeat and every decision log line.
+        self.policy_info = policy_info(self.agent, config.agent)
+        shadow = config.shadow
+        self.decision_log: DecisionLog | None = (
+            DecisionLog(config.decision_log_file, shadow.max_bytes, shadow.keep)
+            if shadow.enabled and config.mode in shadow.modes else None)
+        self._decision_log_failing = False
         self.counters, self.model_saved_s = load_counters(config.counters_file)
         self.stop_event = threading.Event()
         self.leasing: LeasingService | None = None
@@ -131,6 +141,8 @@ class Daemon:
                 with self._phase("act", report):
                     apply(self._scoped(report.decisions), self.backend)
                     report.acted = True
+            if self.decision_log is not None and "decide" not in report.failed:
+                report.logged = self._log_decisions(view, report.decisions)
             with self._phase("learn", report):
                 report.new_rewards = self._account_learning(view)
             if self.leasing is not None:
@@ -159,6 +171,32 @@ class Daemon:
         if self.config.mode == "boost":
             return Decisions(boost=decisions.boost)
         return Decisions(release=decisions.release, hold=decisions.hold)
+
+    def _log_decisions(self, view: ClusterView, decisions: Decisions | None) -> bool:
+        """Append this cycle's ranking to the decision log.  Never raises: a full disk or an unwritable file
+        is logged (once until it works again) and counted, and scheduling goes on."""
+        assert self.decision_log is not None
+        try:
+            order, scores = self.agent.ranking(view)
+            record = decision_record(view, order, scores, self.agent.state(view).tolist(), self.agent.state_names,
+                                     decisions, self.config.mode, self.policy_info, self.config.shadow.max_jobs)
+            self.decision_log.append(record)
+        except Exception as exc:
+            with self.exporter.lock:
+                self.counters.decision_log["failed"] += 1
+                self._dirty = True
+            if not self._decision_log_failing:
+                log.error("decision log %s: cannot append (counted in rlsched_decision_log_lines_total"
+                          "{outcome=\"failed\"}; scheduling goes on): %s", self.decision_log.path, exc)
+            self._decision_log_failing = True
+            return False
+        if self._decision_log_failing:
+            log.warning("decision log %s: appends work again", self.decision_log.path)
+        self._decision_log_failing = False
+        with self.exporter.lock:
+            self.counters.decision_log["written"] += 1
+            self._dirty = True
+        return True
 
     def _count_decisions(self, d: Decisions) -> None:
         with self.exporter.lock:
@@ -239,7 +277,8 @@ class Daemon:
         """Tell the gate watchdog the loop is alive (or stopped on purpose, after releasing its jobs)."""
         write_json_atomic(self.config.heartbeat_file, {
             "pid": os.getpid(), "host": socket.gethostname(), "time": self.clock(), "mode": self.config.mode,
-            **self.backend.heartbeat_fields(),
+            **self.backend.heartbeat_fields(), **self.policy_info,
+            "decision_log": None if self.decision_log is None else str(self.decision_log.path),
             "stale_after_s": self.config.gate.stale_after_s, "stopped": stopped})
 
     def _heartbeat_safely(self, stopped: bool = False) -> None:

@@ -239,3 +239,29 @@ def test_elastic_agent_respects_pool_constraints() -> None:
     shrunk = agent.decide(view_at(1800.0, 100, 65))
     assert shrunk.lease_cap == 40  # smallest option ≥ max(30, 35 busy)
     assert len(shrunk.release) == 5
+
+
+def test_pending_scores_order_the_jobs_as_boost_mode_does_and_change_nothing() -> None:
+    from rlsched.core.view import ScoringAgent
+
+    pend = pending([1, 2, 3, 4, 5], [BAT, INT, BAT, INT, BAT], [10, 20, 5, 30, 1], [5000, 100, 7000, 50, 60])
+    view = simple_view(pend, idle=0)
+    rule = FCFSAgent(mode="boost", class_first=JobClass.INTERACTIVE)
+    assert isinstance(rule, ScoringAgent)
+    scores = rule.pending_scores(view)
+    assert tuple(pend.job_id[np.argsort(-scores, kind="stable")].tolist()) == rule.decide(view).boost
+    assert sorted(scores.tolist()) == [1.0, 2.0, 3.0, 4.0, 5.0]
+    agent = make_agent(0)
+    agent.pretraining = False
+    agent.mode = "boost"
+    q_fn = agent.learner.q
+    assert isinstance(q_fn, EchoStateQ)
+    q_fn.readout[:] = np.random.default_rng(1).normal(size=q_fn.readout.shape)     # a model with opinions
+    decisions_before = agent.decisions
+    q = agent.pending_scores(view)
+    assert q.shape == (5,) and np.isfinite(q).all()
+    fcfs = np.lexsort((pend.job_id, pend.submit_s))                 # ties (an untrained model) go FCFS
+    assert tuple(pend.job_id[fcfs[np.argsort(-q[fcfs], kind="stable")]].tolist()) == agent.decide(view).boost
+    assert agent.decisions == decisions_before
+    np.testing.assert_array_equal(agent.pending_scores(view), q)      # no learning in between: the same
+    assert agent.pending_scores(simple_view(pending([], [], [], []), idle=4)).shape == (0,)
