@@ -235,8 +235,8 @@ def policy_info(handle: AgentHandle, config: AgentConfig) -> dict[str, Any]:
     """What runs, for the heartbeat, ``rlsched status`` and the decision log: the policy's name and label,
     the model file it came from, its sha256 and when it was trained.
 
-    "Trained" is the model's own ``trained_at`` (epoch seconds in its metadata) when the trainer wrote one,
-    else the model file's modification time (``model_trained_from`` says which).
+    "Trained" is the model's own ``trained_at`` (epoch seconds in its agent metadata or its policy spec)
+    when the trainer wrote one, else the model file's modification time (``model_trained_from`` says which).
     """
     spec = handle.spec
     info: dict[str, Any] = {"policy": spec.name if spec is not None else config.kind,
@@ -248,7 +248,8 @@ def policy_info(handle: AgentHandle, config: AgentConfig) -> dict[str, Any]:
     info["model"], info["model_sha256"] = str(path), spec.source.get("sha256") or None
     try:
         _, meta = read_policy_spec(path)
-        trained = meta.get("trained_at")
+        policy_meta = meta.get("policy")
+        trained = meta.get("trained_at", policy_meta.get("trained_at") if isinstance(policy_meta, dict) else None)
         if isinstance(trained, int | float) and not isinstance(trained, bool):
             info["model_trained"], info["model_trained_from"] = _iso(float(trained)), "model"
         else:

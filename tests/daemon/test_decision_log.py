@@ -127,15 +127,17 @@ def test_shadow_mode_logs_each_cycles_ranking_and_changes_nothing(tmp_path: Path
 
 
 def test_other_modes_log_only_when_configured(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from rlsched.daemon import Daemon
+
     runner = SyntheticSlurm(synthetic_squeue_json(10))
     daemon = make_daemon(runner, str(tmp_path / "a"), mode="boost")
     assert daemon.decision_log is None and not daemon.cycle().logged
-    daemon = make_daemon(runner, str(tmp_path / "b"), mode="boost")
-    daemon.config = daemon.config.__class__(**{**daemon.config.__dict__,
-                                               "shadow": DecisionLogConfig(modes=("shadow", "boost"))})
-    daemon.decision_log = DecisionLog(daemon.config.decision_log_file)
+    config = replace(daemon.config, shadow=DecisionLogConfig(modes=("shadow", "boost")))
+    daemon = Daemon(config, backend=daemon.backend)
     assert daemon.cycle().logged
-    assert read_decision_log(tmp_path / "b" / "decisions.jsonl").records[0]["mode"] == "boost"
+    assert read_decision_log(tmp_path / "a" / "decisions.jsonl").records[0]["mode"] == "boost"
 
 
 def test_an_unwritable_log_is_logged_counted_and_never_stops_the_loop(tmp_path: Path,
