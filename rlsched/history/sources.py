@@ -118,8 +118,9 @@ def parse_time(text: str, option: str) -> float:
 
 
 def _lines(path: Path) -> Iterator[str]:
-    # Bytes that are not UTF-8 (a job name) are replaced, never fatal: the line is still read.
-    with path.open(encoding="utf-8", errors="replace", newline="") as handle:
+    # Bytes that are not UTF-8 (a job name) are replaced, never fatal: the line is still read.  Lines end at
+    # "\n" only: a CR or a form feed inside a job name does not split its record.
+    with path.open(encoding="utf-8", errors="replace", newline="\n") as handle:
         yield from handle
 
 
@@ -167,7 +168,7 @@ def _read_sacct_live(request: ImportRequest, settings: SiteSettings, log: DropLo
     meta["command"] = argv
     meta["environment"] = env
     text = run_sacct(executor, argv)
-    return read_sacct_text(text.splitlines(), "sacct output", log)
+    return read_sacct_text(text.split("\n"), "sacct output", log)
 
 
 #: Every ``--from`` choice, by name.
