@@ -90,7 +90,9 @@ def import_command(source: str, input_path: Path | None, start: str | None, end:
     elapsed = time.perf_counter() - t0
     summary = {"jobs": len(trace), "dropped": trace.log.as_dict(), "malformed_examples": trace.log.examples,
                "vos": trace.vo_counts(), "classes": trace.class_counts(), "max_procs": trace.max_procs,
-               "max_procs_from": trace.max_procs_from, "files": [str(p) for p in paths],
+               "max_procs_from": trace.max_procs_from,
+               "larger_than_machine": sum(1 for j in trace.jobs if j.cpus > trace.max_procs),
+               "files": [str(p) for p in paths],
                "seconds": round(elapsed, 3)}
     if as_json:
         click.echo(json.dumps(summary, indent=2))
@@ -102,7 +104,9 @@ def _format_summary(source: str, summary: dict[str, Any]) -> str:
     swf, jobs_csv, meta = summary["files"]
     lines = [f"imported {summary['jobs']} jobs from {source} into {swf} (+ {Path(jobs_csv).name}, "
              f"{Path(meta).name}) in {summary['seconds']:.1f} s",
-             f"machine: {summary['max_procs']} cores ({summary['max_procs_from']})",
+             f"machine: {summary['max_procs']} cores ({summary['max_procs_from']})"
+             + (f"; {summary['larger_than_machine']} jobs ask more (the simulator drops them)"
+                if summary["larger_than_machine"] else ""),
              "VOs: " + (", ".join(f"{vo or '(no account)'} {n}" for vo, n in summary["vos"].items()) or "-"),
              "classes: " + ", ".join(f"{c} {n}" for c, n in summary["classes"].items())]
     dropped = summary["dropped"]

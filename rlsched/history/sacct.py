@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -216,44 +217,63 @@ def read_sacct_text(lines: Iterable[str], source: str, log: DropLog,
 
 
 def _parse_records(records: Iterator[tuple[str, list[str]]], cols: _Columns, log: DropLog) -> Iterator[HistoryJob]:
-    intern: dict[str, str] = {}       # users, accounts, states repeat: keep one string of each
+    # The hot loop of a million-record import (benchmarks/bench_history.py): column positions in locals, the
+    # common cases (epoch digits, small counts) inline, the rare ones through the checking helpers.  A
+    # missing optional column reads the "" appended to every record.
+    intern = sys.intern              # users, accounts, states repeat: keep one string of each
+    i_id = cols.jobid if cols.jobid >= 0 else cols.raw
+    i_raw, has_raw = (cols.raw, True) if cols.raw >= 0 else (i_id, False)
+    i_user, i_group, i_account, i_partition, i_qos = cols.user, cols.group, cols.account, cols.partition, cols.qos
+    i_state, i_submit, i_eligible, i_start, i_end = cols.state, cols.submit, cols.eligible, cols.start, cols.end
+    i_cpus, i_nodes, i_req = cols.cpus, cols.nodes, cols.req_cpus
+    i_limit_raw, i_limit = cols.limit_raw, cols.limit
+    placeholder = _ARRAY_PLACEHOLDER.match
+    leading_int = _LEADING_INT.match
+    nan = math.nan
 
-    def text(fields: list[str], i: int) -> str:
-        if i < 0:
-            return ""
-        value = fields[i]
-        return intern.setdefault(value, value)
+    def when(text: str, name: str) -> float:
+        return float(text) if text.isdigit() else _time(text, name)
+
+    def count(text: str, name: str) -> int:
+        return int(text) if text.isdigit() and len(text) < 9 else _count(text, name)
 
     for where, f in records:
+        f.append("")
         try:
-            job_id = f[cols.jobid] if cols.jobid >= 0 else f[cols.raw]
-            raw = f[cols.raw] if cols.raw >= 0 else job_id
+            job_id = f[i_id]
+            raw = f[i_raw]
             if "." in raw or "." in job_id:
                 log.drop("job_step")
                 continue
-            if _ARRAY_PLACEHOLDER.match(job_id):
+            if placeholder(job_id):
                 log.drop("array_placeholder")
                 continue
-            match = _LEADING_INT.match(raw)
-            if match is None or (cols.raw >= 0 and not raw.isdigit()):
-                raise _Bad(f"JobIDRaw: not a job id: {raw[:40]!r}")
-            state = f[cols.state].split(" ", 1)[0]          # "CANCELLED by 0"
-            if cols.limit_raw >= 0:
-                limit = _limit_minutes(f[cols.limit_raw])
-            elif cols.limit >= 0:
-                limit = _limit_duration(f[cols.limit])
+            if raw.isdigit():
+                raw_id = int(raw)
+            else:
+                match = leading_int(raw)
+                if match is None or has_raw:
+                    raise _Bad(f"JobIDRaw: not a job id: {raw[:40]!r}")
+                raw_id = int(match[1])
+            state = f[i_state]
+            if " " in state:
+                state = state.split(" ", 1)[0]          # "CANCELLED by 0"
+            if i_limit_raw >= 0:
+                limit_text = f[i_limit_raw]
+                limit = 60.0 * int(limit_text) if limit_text.isdigit() else _limit_minutes(limit_text)
+            elif i_limit >= 0:
+                limit = _limit_duration(f[i_limit])
             else:
                 limit = math.inf
+            eligible = f[i_eligible]
+            nodes = f[i_nodes]
+            req = f[i_req]
             yield HistoryJob(
-                job_id=job_id, raw_id=int(match[1]), user=text(f, cols.user), group=text(f, cols.group),
-                account=text(f, cols.account), partition=text(f, cols.partition), qos=text(f, cols.qos),
-                state=intern.setdefault(state, state),
-                submit_s=_time(f[cols.submit], "Submit"),
-                eligible_s=_time(f[cols.eligible], "Eligible") if cols.eligible >= 0 else math.nan,
-                start_s=_time(f[cols.start], "Start"), end_s=_time(f[cols.end], "End"), time_limit_s=limit,
-                cpus=_count(f[cols.cpus], "AllocCPUS"),
-                nodes=_count(f[cols.nodes], "NNodes") if cols.nodes >= 0 else 0,
-                req_cpus=_count(f[cols.req_cpus], "ReqCPUS") if cols.req_cpus >= 0 and f[cols.req_cpus] else -1)
+                job_id, raw_id, intern(f[i_user]), intern(f[i_group]), intern(f[i_account]),
+                intern(f[i_partition]), intern(f[i_qos]), intern(state), when(f[i_submit], "Submit"),
+                when(eligible, "Eligible") if eligible else nan, when(f[i_start], "Start"), when(f[i_end], "End"),
+                limit, count(f[i_cpus], "AllocCPUS"), count(nodes, "NNodes") if nodes else 0,
+                count(req, "ReqCPUS") if req else -1)
         except _Bad as exc:
             log.bad(where, str(exc))
 

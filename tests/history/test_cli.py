@@ -36,6 +36,10 @@ def test_json_summary_and_cores(tmp_path: Path) -> None:
     summary = json.loads(out)
     assert summary["jobs"] == 7 and summary["dropped"] == {"cancelled_before_start": 2}
     assert summary["max_procs"] == 16 and summary["max_procs_from"] == "--cores"
+    assert summary["larger_than_machine"] == 0
+    code, out = invoke("--from", "jobcomp", "--input", str(DATA / "slurm" / "jobcomp.txt"), "--cores", "8",
+                       "--out", str(tmp_path / "jc.swf"))
+    assert code == 0 and "machine: 8 cores (--cores); 5 jobs ask more (the simulator drops them)" in out
 
 
 def test_the_imported_trace_runs_in_sim_run(tmp_path: Path) -> None:
