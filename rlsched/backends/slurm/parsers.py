@@ -26,7 +26,7 @@ import json
 import math
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -408,6 +408,59 @@ def parse_jobcomp_record(text: str, where: str = "") -> JobcompRecord:
         start_s=_local_time(middle["start"], where), end_s=_local_time(middle["end"], where),
         nodes=int(middle["nodes"]), procs=int(middle["procs"]), account=tail["account"], qos=tail["qos"],
         submit_s=_local_time(tail["submit"], where))
+
+
+_JOBCOMP_RECORD_START = re.compile(r"^JobId=\d+ UserId=")
+_JOBCOMP_RECORD_END = re.compile(r" ExitCode=\S*\s*$")
+#: A jobcomp record may span at most this many lines (newlines in its name and work dir).
+JOBCOMP_MAX_RECORD_LINES = 8
+
+
+@dataclass(frozen=True, slots=True)
+class JobcompChunk:
+    """One record of the jobcomp file as text (its lines joined with ``\\n``), or lines that are not one
+    (``problem`` says why).  ``line`` is the 1-based number of its first line."""
+
+    line: int
+    text: str
+    problem: str | None = None
+
+
+def split_jobcomp_records(lines: Iterable[str]) -> Iterator[JobcompChunk]:
+    """The records of a ``jobcomp/filetxt`` file, found so that no job name can forge one (issue 16).
+
+    A record starts on a line beginning ``JobId=<n> UserId=`` and ends on the line ending ``ExitCode=…``.
+    A line that does not end its record (a newline inside ``Name`` or ``WorkDir``) is joined with the next,
+    up to :data:`JOBCOMP_MAX_RECORD_LINES` lines.  If that next line itself begins ``JobId=<n> UserId=`` —
+    a record cut short, or a name holding a newline followed by a forged record — both are chunks with a
+    problem: nothing of them is trusted.  Read each good chunk with :func:`parse_jobcomp_record`.
+    """
+    pending: tuple[int, str, int] | None = None     # first line, text so far, lines in it
+    for lineno, raw in enumerate(lines, 1):
+        line = raw.rstrip("\r\n")
+        if pending is not None:
+            first, text, count = pending
+            if _JOBCOMP_RECORD_START.match(line):
+                yield JobcompChunk(first, text, "record does not end on its line and the next line starts "
+                                                "another (cut short, or a job name forging a record): both skipped")
+                yield JobcompChunk(lineno, line, f"follows the unfinished record of line {first}: skipped")
+                pending = None
+                continue
+            text, count = f"{text}\n{line}", count + 1
+        else:
+            if not line.strip():
+                continue
+            first, text, count = lineno, line, 1
+        if _JOBCOMP_RECORD_END.search(text) or not _JOBCOMP_RECORD_START.match(text):
+            pending = None
+            yield JobcompChunk(first, text)
+        elif count < JOBCOMP_MAX_RECORD_LINES:
+            pending = (first, text, count)
+        else:
+            yield JobcompChunk(first, text, f"no end of record within {JOBCOMP_MAX_RECORD_LINES} lines")
+            pending = None
+    if pending is not None:
+        yield JobcompChunk(pending[0], pending[1], f"record cut short at the end of the file: {pending[1][:80]!r}")
 
 
 def parse_jobcomp_line(line: str, where: str = "") -> CompletedJob | None:
