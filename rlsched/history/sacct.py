@@ -101,8 +101,9 @@ def _limit_duration(text: str) -> float:
 class _Columns:
     """Where each field is in a line, found by name in the header (case-insensitive)."""
 
-    def __init__(self, names: Sequence[str], where: str) -> None:
+    def __init__(self, names: Sequence[str], where: str, trailing: bool = False) -> None:
         lowered = [n.strip().lower() for n in names]
+        self.trailing = trailing
         self.n = len(lowered)
         self.pos = {name: i for i, name in reversed(list(enumerate(lowered)))}
 
@@ -138,11 +139,9 @@ class _Columns:
 
 
 def _fix_count(fields: list[str], cols: _Columns) -> list[str] | None:
-    """The fields with a surplus joined into the one free-text column (a ``|`` in a job name), or with the
-    trailing empty field of ``--parsable`` removed; None when that cannot be done."""
+    """The fields with a surplus joined into the one free-text column (a ``|`` in a job name); None when
+    there is no such column."""
     extra = len(fields) - cols.n
-    if extra == 1 and fields[-1] == "" and cols.n_free == 0:
-        return fields[:-1]
     if extra > 0 and cols.free >= 0:
         f = cols.free
         return [*fields[:f], "|".join(fields[f:f + extra + 1]), *fields[f + extra + 1:]]
@@ -159,6 +158,8 @@ def _records(lines: Iterator[tuple[int, str]], cols: _Columns, source: str,
     pending: tuple[int, str, int] | None = None      # first line, text so far, lines joined
     for lineno, raw in lines:
         line = raw.rstrip("\r\n")
+        if cols.trailing and line.endswith("|"):
+            line = line[:-1]
         if pending is not None:
             first, text, joined = pending
             fields = f"{text}\n{line}".split("|")
@@ -201,13 +202,14 @@ def read_sacct_text(lines: Iterable[str], source: str, log: DropLog,
         for lineno, line in numbered:
             if line.strip():
                 header = line.rstrip("\r\n").split("|")
-                if header and header[-1] == "":
-                    header = header[:-1]                # --parsable: a trailing '|'
+                trailing = len(header) > 1 and header[-1] == ""     # --parsable: every line ends with '|'
+                if trailing:
+                    header = header[:-1]
                 if not any(h.strip().lower() in ("jobid", "jobidraw") for h in header):
                     raise HistoryFormatError(
                         f"{source}:{lineno}: not a sacct header line (no JobID/JobIDRaw field): {line[:80]!r}; "
                         "export with `sacct --parsable2` without --noheader, or name the fields with --columns")
-                cols = _Columns(header, f"{source}:{lineno}")
+                cols = _Columns(header, f"{source}:{lineno}", trailing)
                 break
         else:
             return                                      # an empty file: no job

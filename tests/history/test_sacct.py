@@ -91,6 +91,14 @@ def test_parsable_with_trailing_separator_and_other_order() -> None:
     assert (job.user, job.qos, job.nodes, job.req_cpus) == ("", "", 0, -1)
 
 
+def test_parsable_with_trailing_separator_and_a_job_name_column() -> None:
+    text = ["JobID|JobName|State|Submit|Start|End|AllocCPUS|\n",
+            "8|a|b|COMPLETED|1795000000|1795000050|1795000100|3|\n",
+            "9|plain|COMPLETED|1795000000|1795000050|1795000100|5|\n"]
+    jobs = list(read_sacct_text(text, "p.txt", DropLog()))
+    assert [(j.raw_id, j.state, j.cpus) for j in jobs] == [(8, "COMPLETED", 3), (9, "COMPLETED", 5)]
+
+
 def test_a_header_without_a_required_column_is_one_line_naming_file_and_line() -> None:
     with pytest.raises(HistoryFormatError, match=r"^h.txt:2: no alloccpus or ncpus column"):
         list(read_sacct_text(["\n", "JobID|State|Submit|Start|End\n"], "h.txt", DropLog()))
