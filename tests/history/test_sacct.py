@@ -197,3 +197,21 @@ def test_any_job_name_leaves_the_other_fields_alone(name: str) -> None:
         assert log.malformed or len(read) == 2
     else:
         assert read == [(5, "alice", 4), (6, "bob", 2)], log.examples
+
+
+_JSON_DOC = json.loads((HISTORY / "sacct-22.05.json").read_text())
+json_values = st.recursive(st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats() | st.text(max_size=8),
+                           lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner,
+                                                                                       max_size=3), max_leaves=8)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(0, 7), st.sampled_from(["job_id", "time", "state", "tres", "array", "het", "account",
+                                           "required", "allocation_nodes"]), json_values)
+def test_a_corrupt_json_entry_is_malformed_or_read_never_a_crash(index: int, key: str, value: object) -> None:
+    doc = json.loads(json.dumps(_JSON_DOC))
+    doc["jobs"][index][key] = value
+    log = DropLog()
+    jobs = list(read_sacct_json(json.dumps(doc), "c.json", log))
+    assert len(jobs) + log.malformed + sum(log.dropped.values()) == len(doc["jobs"])
+    assert all(0 <= j.cpus <= 10**8 and j.nodes >= 0 for j in jobs)
