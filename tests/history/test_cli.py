@@ -120,3 +120,13 @@ def test_from_sacct_runs_sacct_with_its_arguments_and_environment(tmp_path: Path
     assert argv[:3] == ["--allusers", "--allocations", "--parsable2"] and argv[-2:] == ["--clusters", "c1"]
     meta = json.loads((tmp_path / "live.meta.json").read_text())
     assert meta["command"][0] == str(script) and meta["environment"]["SLURM_TIME_FORMAT"] == "%s"
+
+
+def test_trace_info_shows_the_sidecar_classes_and_vos(tmp_path: Path) -> None:
+    out = tmp_path / "s.swf"
+    assert invoke("--from", "sacct-file", "--input", str(HISTORY / "sacct-parsable2.txt"), "--out", str(out))[0] == 0
+    result = CliRunner().invoke(main, ["trace", "info", str(out), "--json"])
+    assert result.exit_code == 0, result.output
+    info = json.loads(result.output)
+    assert info["summary"]["vos"] == 4 and info["summary"]["interactive_jobs"] == 2      # 101 and 140 by limit
+    assert info["header"]["rlsched_source"] == "sacct-file"
