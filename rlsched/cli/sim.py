@@ -22,15 +22,19 @@ DEFAULT_WORKLOAD = "lal"
 
 def load_workload(spec: str, *, seed: int = 0, max_procs: int | None = None,
                   scale: float | None = None) -> Workload:
-    """``lal`` (the embedded LAL-like generator, ``scale`` of its jobs), a trace path, or a trace name."""
+    """``lal`` (the embedded LAL-like generator, ``scale`` of its jobs), a trace path, or a trace name.
+
+    A trace with a sidecar (``rlsched history import``) gets its VOs and classes from it (:func:`read_trace`).
+    """
     if spec == DEFAULT_WORKLOAD:
         from rlsched.sim.workloads.lal import generate_lal
 
         workload = generate_lal(seed) if scale is None else generate_lal(seed, scale=scale)
     else:
-        from rlsched.sim.traces.swf import read_swf, resolve_trace
+        from rlsched.sim.traces.sidecar import read_trace
+        from rlsched.sim.traces.swf import resolve_trace
 
-        workload = read_swf(resolve_trace(spec))
+        workload = read_trace(resolve_trace(spec))   # an imported history trace brings its VOs and classes
     if max_procs is not None and max_procs != workload.max_procs:
         workload = workload.with_max_procs(max_procs)
     return workload

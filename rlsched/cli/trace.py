@@ -11,7 +11,7 @@ from typing import Any
 import click
 
 from rlsched.sim.traces.fetch import CATALOGUE, FetchError, cache_dir, fetch_trace, sha256_of
-from rlsched.sim.traces.swf import SwfFormatError, read_swf, resolve_trace
+from rlsched.sim.traces.swf import SwfFormatError, resolve_trace
 
 #: Header keys shown first by ``trace info`` (the rest follow in file order).
 _MAIN_HEADER_KEYS = ("Computer", "Installation", "MaxProcs", "MaxNodes", "MaxJobs", "MaxRecords",
@@ -86,8 +86,10 @@ def info(path_or_name: str, as_json: bool, max_procs: int | None, seed: int) -> 
             if max_procs is not None:
                 workload = workload.with_max_procs(max_procs)
         else:
+            from rlsched.sim.traces.sidecar import read_trace
+
             path = resolve_trace(path_or_name)
-            workload = read_swf(path, max_procs=max_procs)
+            workload = read_trace(path, max_procs=max_procs)     # an imported trace's classes and VOs
         load_s = time.perf_counter() - started
     except (OSError, SwfFormatError) as exc:  # OSError: not found / unreadable (names the path)
         raise click.ClickException(str(exc)) from None

@@ -26,7 +26,7 @@ import json
 import math
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -338,7 +338,8 @@ def parse_duration_s(text: str, command: str = SACCT, where: str = "") -> float:
 
 
 _LOCAL_TIME = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d"
-_JOBCOMP_HEAD = re.compile(r"^JobId=(?P<job_id>\d+) UserId=")
+_JOBCOMP_HEAD = re.compile(r"^JobId=(?P<job_id>\d+) UserId=(?P<user>[^\s(]*)(?:\(\d+\))?"
+                           r"(?: GroupId=(?P<group>[^\s(]*)(?:\(\d+\))?)?")
 # The fixed-format run of fields between the free-text Name and WorkDir: found as a whole, so a job name
 # with spaces or '=' in it does not shift the fields (a name that mimics this whole run could still).
 _JOBCOMP_MIDDLE = re.compile(
@@ -359,26 +360,118 @@ def _local_time(text: str, where: str) -> float:
         raise SlurmParseError(JOBCOMP_FILE, where, f"bad time {text!r}: {exc}") from None
 
 
+@dataclass(frozen=True, slots=True)
+class JobcompRecord:
+    """Every field rlsched reads from one ``jobcomp/filetxt`` record (times epoch seconds, NaN: unknown)."""
+
+    job_id: int
+    user: str
+    group: str
+    state: str
+    partition: str
+    time_limit_s: float
+    start_s: float
+    end_s: float
+    nodes: int
+    procs: int
+    account: str
+    qos: str
+    submit_s: float
+
+
+def parse_jobcomp_record(text: str, where: str = "") -> JobcompRecord:
+    """One ``jobcomp/filetxt`` record (a line, or lines joined where a job name held a newline).
+
+    The fixed run of fields between the free-text ``Name`` and ``WorkDir``, and the run from ``Account``
+    to ``SubmitTime``, must each occur exactly once: a job name or work dir imitating one makes the record
+    ambiguous, and it is refused rather than read either way (issue 16: no field value may forge a record).
+    """
+    head = _JOBCOMP_HEAD.match(text)
+    middles = list(_JOBCOMP_MIDDLE.finditer(text))
+    if head is None or not middles:
+        raise SlurmParseError(JOBCOMP_FILE, where, f"not a jobcomp record: {text[:80]!r}")
+    if len(middles) > 1:
+        raise SlurmParseError(JOBCOMP_FILE, where, f"ambiguous record: its JobState…WorkDir fields occur "
+                                                   f"{len(middles)} times (a job name imitating them)")
+    middle = middles[0]
+    tails = list(_JOBCOMP_TAIL.finditer(text, middle.end()))
+    if not tails:
+        raise SlurmParseError(JOBCOMP_FILE, where, f"no Account/QOS/SubmitTime fields: {text[:80]!r}")
+    if len(tails) > 1:
+        raise SlurmParseError(JOBCOMP_FILE, where, f"ambiguous record: its Account…SubmitTime fields occur "
+                                                   f"{len(tails)} times (a work dir imitating them)")
+    tail = tails[0]
+    return JobcompRecord(
+        job_id=int(head["job_id"]), user=head["user"], group=head["group"] or "", state=middle["state"],
+        partition=middle["partition"],
+        time_limit_s=parse_duration_s(middle["limit"], JOBCOMP_FILE, where),
+        start_s=_local_time(middle["start"], where), end_s=_local_time(middle["end"], where),
+        nodes=int(middle["nodes"]), procs=int(middle["procs"]), account=tail["account"], qos=tail["qos"],
+        submit_s=_local_time(tail["submit"], where))
+
+
+_JOBCOMP_RECORD_START = re.compile(r"^JobId=\d+ UserId=")
+_JOBCOMP_RECORD_END = re.compile(r" ExitCode=\S*\s*$")
+#: A jobcomp record may span at most this many lines (newlines in its name and work dir).
+JOBCOMP_MAX_RECORD_LINES = 8
+
+
+@dataclass(frozen=True, slots=True)
+class JobcompChunk:
+    """One record of the jobcomp file as text (its lines joined with ``\\n``), or lines that are not one
+    (``problem`` says why).  ``line`` is the 1-based number of its first line."""
+
+    line: int
+    text: str
+    problem: str | None = None
+
+
+def split_jobcomp_records(lines: Iterable[str]) -> Iterator[JobcompChunk]:
+    """The records of a ``jobcomp/filetxt`` file, found so that no job name can forge one (issue 16).
+
+    A record starts on a line beginning ``JobId=<n> UserId=`` and ends on the line ending ``ExitCode=…``.
+    A line that does not end its record (a newline inside ``Name`` or ``WorkDir``) is joined with the next,
+    up to :data:`JOBCOMP_MAX_RECORD_LINES` lines.  If that next line itself begins ``JobId=<n> UserId=`` —
+    a record cut short, or a name holding a newline followed by a forged record — both are chunks with a
+    problem: nothing of them is trusted.  Read each good chunk with :func:`parse_jobcomp_record`.
+    """
+    pending: tuple[int, str, int] | None = None     # first line, text so far, lines in it
+    for lineno, raw in enumerate(lines, 1):
+        line = raw.rstrip("\r\n")
+        if pending is not None:
+            first, text, count = pending
+            if _JOBCOMP_RECORD_START.match(line):
+                yield JobcompChunk(first, text, "record does not end on its line and the next line starts "
+                                                "another (cut short, or a job name forging a record): both skipped")
+                yield JobcompChunk(lineno, line, f"follows the unfinished record of line {first}: skipped")
+                pending = None
+                continue
+            text, count = f"{text}\n{line}", count + 1
+        else:
+            if not line.strip():
+                continue
+            first, text, count = lineno, line, 1
+        if _JOBCOMP_RECORD_END.search(text) or not _JOBCOMP_RECORD_START.match(text):
+            pending = None
+            yield JobcompChunk(first, text)
+        elif count < JOBCOMP_MAX_RECORD_LINES:
+            pending = (first, text, count)
+        else:
+            yield JobcompChunk(first, text, f"no end of record within {JOBCOMP_MAX_RECORD_LINES} lines")
+            pending = None
+    if pending is not None:
+        yield JobcompChunk(pending[0], pending[1], f"record cut short at the end of the file: {pending[1][:80]!r}")
+
+
 def parse_jobcomp_line(line: str, where: str = "") -> CompletedJob | None:
     """One line of the ``jobcomp/filetxt`` file; None for a job that never ran (cancelled while pending)."""
-    head = _JOBCOMP_HEAD.match(line)
-    middle = _JOBCOMP_MIDDLE.search(line)
-    if head is None or middle is None:
-        raise SlurmParseError(JOBCOMP_FILE, where, f"not a jobcomp record: {line[:80]!r}")
-    tail = _JOBCOMP_TAIL.search(line, middle.end())
-    if tail is None:
-        raise SlurmParseError(JOBCOMP_FILE, where, f"no Account/QOS/SubmitTime fields: {line[:80]!r}")
-    if int(middle["nodes"]) == 0 or int(middle["procs"]) == 0:
-        return None
-    start = _local_time(middle["start"], where)
-    end = _local_time(middle["end"], where)
-    if math.isnan(start) or math.isnan(end):
+    record = parse_jobcomp_record(line, where)
+    if record.nodes == 0 or record.procs == 0 or math.isnan(record.start_s) or math.isnan(record.end_s):
         return None
     return CompletedJob(
-        job_id=int(head["job_id"]), state=middle["state"], account=tail["account"],
-        partition=middle["partition"], qos=tail["qos"], cpus=int(middle["procs"]),
-        time_limit_s=parse_duration_s(middle["limit"], JOBCOMP_FILE, where),
-        submit_s=_local_time(tail["submit"], where), start_s=start, end_s=end)
+        job_id=record.job_id, state=record.state, account=record.account, partition=record.partition,
+        qos=record.qos, cpus=record.procs, time_limit_s=record.time_limit_s, submit_s=record.submit_s,
+        start_s=record.start_s, end_s=record.end_s)
 
 
 #: The ``--format`` that :func:`parse_sacct` reads (no free-text field, so ``|`` cannot occur in a value).
