@@ -32,7 +32,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 
@@ -352,7 +352,9 @@ def write_models(results: Sequence[TrainResult]) -> None:
     """Write each result's model to its path, atomically."""
     from rlsched.core.atomic import atomic_write
 
+    def writer(data: bytes) -> Callable[[IO[bytes]], object]:
+        return lambda fh: fh.write(data)
+
     for result in results:
-        data = result.model
-        atomic_write(result.model_path, lambda fh: fh.write(data))
+        atomic_write(result.model_path, writer(result.model))
 
