@@ -49,5 +49,5 @@ def test_site_view_maps_accounts_to_the_config_vos(small_swf: Path, site_config:
 def test_a_config_without_vos_is_one_line_error(tmp_path: Path) -> None:
     path = tmp_path / "c.toml"
     path.write_text('[backend]\nkind = "slurm"\n')
-    with pytest.raises(ValueError, match="backend.vos"):
+    with pytest.raises(ValueError, match=r"backend\.vos"):
         load_site(path)

@@ -99,7 +99,7 @@ def test_a_checkpoint_of_other_arguments_is_refused_or_started_afresh(small_swf:
     (task,) = train_plan(w, POLICY, tmp_path / "m.npz", checkpoint_every=200)
     train_one(task)
     (other,) = train_plan(w, "sarsa-esn:pretrain_decisions=60", tmp_path / "m.npz", checkpoint_every=200)
-    with pytest.raises(TrainError, match="other arguments.*--fresh"):
+    with pytest.raises(TrainError, match=r"other arguments.*--fresh"):
         train_one(other)
     (fresh,) = train_plan(w, "sarsa-esn:pretrain_decisions=60", tmp_path / "m.npz", checkpoint_every=200,
                           fresh=True)
@@ -121,7 +121,7 @@ def test_the_saved_model_loads_for_its_vos_and_rule(small_swf: Path, site_config
     site = load_site(site_config)
     (task,) = train_plan(read_swf(small_swf), POLICY, tmp_path / "m.npz", site=site)
     write_models(run_tasks([task]))
-    agent, spec = load_policy(tmp_path / "m.npz", expect_vos=site.vos, expect_class_rule=site.class_rule.to_dict())
+    _, spec = load_policy(tmp_path / "m.npz", expect_vos=site.vos, expect_class_rule=site.class_rule.to_dict())
     assert spec.name == "sarsa-esn"
     other = ClassRule(interactive_max_time_s=1800).to_dict()
     with pytest.raises(ValueError, match=r"class rule .*interactive_max_time_s=900.*interactive_max_time_s=1800"):

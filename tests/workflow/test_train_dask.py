@@ -13,6 +13,7 @@ from rlsched.cli import main
 from rlsched.core.policies import read_policy_spec
 from rlsched.sim.traces.swf import read_swf
 from rlsched.workflow.train import run_tasks, train_plan
+from tests.slurm_cluster import SlurmTestCluster
 
 distributed = pytest.importorskip("distributed")
 
@@ -41,7 +42,7 @@ def test_a_local_dask_cluster_trains_the_serial_models(small_swf: Path, tmp_path
 
 
 @pytest.mark.slurm
-def test_dask_slurm_submits_its_workers_to_the_site_slurm(slurm, small_swf: Path, tmp_path: Path,  # type: ignore[no-untyped-def]
+def test_dask_slurm_submits_its_workers_to_the_site_slurm(slurm: SlurmTestCluster, small_swf: Path, tmp_path: Path,
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     """`rlsched train --dask-slurm`: dask-jobqueue submits worker jobs with sbatch to the local test Slurm."""
     monkeypatch.setenv("SLURM_CONF", slurm.conf)
