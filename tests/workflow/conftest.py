@@ -8,14 +8,14 @@ import numpy as np
 import pytest
 
 
-def write_swf(path: Path, n: int = 400, seed: int = 7, max_procs: int = 16) -> Path:
+def write_swf(path: Path, n: int = 400, seed: int = 7, max_procs: int = 16, interarrival_s: float = 120.0) -> Path:
     """``n`` jobs: Poisson arrivals, runtimes from a minute to hours, time limits above the runtime.
 
     Half the short jobs ask a long time limit: the class rule (time limit) and the runtime disagree
     on them, which the tests use to check that no runtime leaks into the class.
     """
     rng = np.random.default_rng(seed)
-    submit = np.cumsum(rng.exponential(120.0, n)).round()
+    submit = np.cumsum(rng.exponential(interarrival_s, n)).round()
     run = rng.choice([60.0, 300.0, 1800.0, 7200.0], n, p=[0.3, 0.2, 0.3, 0.2])
     limit = np.where(run <= 300, np.where(rng.random(n) < 0.5, 600.0, 3600.0), run * 2)
     procs = rng.integers(1, 9, n)
