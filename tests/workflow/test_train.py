@@ -126,3 +126,19 @@ def test_the_saved_model_loads_for_its_vos_and_rule(small_swf: Path, site_config
     other = ClassRule(interactive_max_time_s=1800).to_dict()
     with pytest.raises(ValueError, match=r"class rule .*interactive_max_time_s=900.*interactive_max_time_s=1800"):
         load_policy(tmp_path / "m.npz", expect_vos=site.vos, expect_class_rule=other)
+
+
+def test_zero_length_jobs_without_a_time_limit_train(tmp_path: Path) -> None:
+    """LPC-EGEE has them: an estimated runtime of 0 for a job submitted at the last view made the
+    waiting-loss W 0/0 and stopped training with a NaN reward."""
+    rng = np.random.default_rng(1)
+    lines, t = ["; MaxProcs: 8"], 0
+    for i in range(300):
+        t += int(rng.exponential(30))
+        run = 0 if i % 3 == 0 else int(rng.integers(1, 600))
+        lines.append(f"{i + 1} {t} 0 {run} 1 -1 -1 1 -1 -1 1 {i % 4 + 1} {i % 2 + 1} -1 1 1 -1 -1")
+    path = tmp_path / "zero.swf"
+    path.write_text("\n".join(lines) + "\n")
+    (task,) = train_plan(read_swf(path), "sarsa-esn:pretrain_decisions=20", tmp_path / "m.npz")
+    result = train_one(task)
+    assert result.decisions >= 300 and result.mean_w is not None and 0 < result.mean_w <= 1
