@@ -504,8 +504,9 @@ def save_figures(ev: Evaluation, out: Path) -> list[str]:
             grid = fairness_grid(r.schedule)
             w = r.schedule.workload
             service = service_by_vo(grid, r.schedule.start, r.schedule.end, w.procs, w.vo, len(ev.vos))
-            ax.plot((grid - origin) / 86400, fairness_of_service(service, shares), color=colors[label],
-                    label=label if first else None)
+            # Before anything is delivered F is 0 by definition: not a moment of unfairness, left out.
+            fair = np.where(service.sum(axis=1) > 0, fairness_of_service(service, shares), np.nan)
+            ax.plot((grid - origin) / 86400, fair, color=colors[label], label=label if first else None)
             first = False
     ax.set_xlabel("days")
     ax.set_ylabel("F (cumulative service)")
