@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 
 from rlsched.cli.sim import load_workload
+from rlsched.sim.workload import Workload
 
 
 @contextmanager
@@ -29,6 +30,19 @@ def progress_bar(total: int, label: str, quiet: bool) -> Iterator[Callable[[int]
         yield update
 
 
+def one_window(workload: Workload, text: str) -> Workload:
+    """Window ``I/K`` of the workload (:func:`rlsched.workflow.evaluate.split_windows`)."""
+    from rlsched.workflow.evaluate import split_windows
+
+    index, sep, count = text.partition("/")
+    if not sep or not index.strip().isdigit() or not count.strip().isdigit():
+        raise click.UsageError(f"--window: expected I/K (window I of K, from 0), got {text!r}")
+    i, k = int(index), int(count)
+    if not 0 <= i < k:
+        raise click.UsageError(f"--window {text}: I must lie in 0..{k - 1}")
+    return split_windows(workload, k)[i]
+
+
 def seed_list(seed: int, seeds: int) -> list[int]:
     return list(range(seed, seed + seeds))
 
@@ -43,6 +57,9 @@ def seed_list(seed: int, seeds: int) -> list[int]:
 @click.option("--config", "config_path", type=click.Path(dir_okay=False, exists=True, path_type=Path), default=None,
               help="A daemon config: the jobs are classed by its class rule and mapped to its VO list, and the "
                    "model records both (the daemon refuses a model that does not match its config).")
+@click.option("--window", "window", default=None, metavar="I/K",
+              help="Train on window I (from 0) of K consecutive windows of equal job counts — the windows of "
+                   "`rlsched evaluate --windows K`, so the other windows are out of sample.")
 @click.option("--seed", type=int, default=0, show_default=True, help="The first seed.")
 @click.option("--seeds", type=click.IntRange(min=1), default=1, show_default=True,
               help="Train this many seeds (SEED … SEED+N-1), one model each.")
@@ -70,7 +87,8 @@ def seed_list(seed: int, seeds: int) -> list[int]:
 @click.option("--dask-host", default=None,
               help="--dask-slurm: the address the scheduler and workers listen on (e.g. 127.0.0.1).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
-def train(workload_spec: str, policy: str, out: Path, config_path: Path | None, seed: int, seeds: int,
+def train(workload_spec: str, policy: str, out: Path, config_path: Path | None, window: str | None, seed: int,
+          seeds: int,
           checkpoint_every: int, fresh: bool, cores: int | None, workers: int, dask_address: str | None,
           dask_slurm: bool, slurm_cores: int, slurm_memory: str, slurm_walltime: str, slurm_partition: str | None,
           slurm_account: str | None, slurm_jobs: int | None, dask_host: str | None, quiet: bool) -> None:
@@ -81,6 +99,8 @@ def train(workload_spec: str, policy: str, out: Path, config_path: Path | None, 
     try:
         site = load_site(config_path) if config_path is not None else None
         workload = load_workload(workload_spec, max_procs=cores)
+        if window is not None:
+            workload = one_window(workload, window)
         tasks = train_plan(workload, policy, out, seeds=seed_list(seed, seeds), site=site,
                            checkpoint_every=checkpoint_every, cores=cores, fresh=fresh)
         slurm = (DaskSlurm(cores=slurm_cores, memory=slurm_memory, walltime=slurm_walltime, queue=slurm_partition,

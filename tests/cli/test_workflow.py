@@ -61,3 +61,14 @@ def test_bad_arguments_are_one_line_errors(swf: Path, tmp_path: Path, argv: list
     assert result.exit_code == 1, result.output
     error = result.output.strip().splitlines()
     assert len(error) == 1 and error[0].startswith("Error: ") and fragment in error[0], result.output
+
+
+def test_train_on_one_window_of_the_evaluation(swf: Path, tmp_path: Path) -> None:
+    model = tmp_path / "w0.npz"
+    result = CliRunner().invoke(main, ["train", "--workload", str(swf), "--policy", "sarsa-esn:pretrain_decisions=30",
+                                       "--window", "0/2", "--out", str(model)])
+    assert result.exit_code == 0, result.output
+    assert "jobs 150 " in result.output
+    bad = CliRunner().invoke(main, ["train", "--workload", str(swf), "--policy", "sarsa-esn", "--window", "2/2",
+                                    "--out", str(model)])
+    assert bad.exit_code == 2 and "0..1" in bad.output
