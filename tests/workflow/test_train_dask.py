@@ -42,6 +42,7 @@ def test_a_local_dask_cluster_trains_the_serial_models(small_swf: Path, tmp_path
 
 
 @pytest.mark.slurm
+@pytest.mark.timeout(300)  # a worker job Slurm never starts would leave the client waiting
 def test_dask_slurm_submits_its_workers_to_the_site_slurm(slurm: SlurmTestCluster, small_swf: Path, tmp_path: Path,
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     """`rlsched train --dask-slurm`: dask-jobqueue submits worker jobs with sbatch to the local test Slurm."""
