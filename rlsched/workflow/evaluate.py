@@ -21,8 +21,9 @@ utilization (P-grid Eq. 3 over the run), and each VO's share of the delivered co
 The target shares of F are the config's ``vo_shares``, else each VO's share of the work.
 
 Judging: for each measure and group the best policy, the runner-up and the difference.  With
-two windows or more, differences are paired by window: a tie when the mean difference is
-within one standard deviation of the per-window differences.  With one window, a tie when the
+two windows or more, differences are paired by window: a tie when the windows do not all have
+the same winner and the mean difference is within one standard deviation of the per-window
+differences.  With one window, a tie when the
 difference is within the sum of the two policies' seed standard deviations (two deterministic
 policies on one window tie only when equal).
 """
@@ -352,6 +353,8 @@ def _inside_spread(ev: Evaluation, per_run: dict[str, list[tuple[int, dict[str, 
         common = sorted(set(wa) & set(wb))
         if len(common) >= 2:
             d = np.array([wa[w] - wb[w] for w in common])
+            if np.all(d > 0) or np.all(d < 0):
+                return False        # every window has the same winner: a real difference, however small
             return bool(abs(d.mean()) <= d.std())
     return bool(abs(sa["mean"] - sb["mean"]) <= (sa["std"] or 0.0) + (sb["std"] or 0.0))
 
@@ -448,8 +451,9 @@ def report_markdown(ev: Evaluation, figures: Sequence[str]) -> str:
     if ev.dropped:
         parts += ["", "Jobs left out of the trace: " + ", ".join(f"{k} {v}" for k, v in sorted(ev.dropped.items()))]
     parts += ["", "## Best policy on each measure", "",
-              "A difference within the spread (paired by window with several windows, else the seed spreads) "
-              "is called a tie.", ""]
+              "A difference within the spread is called a tie: with several windows, when the windows do not all "
+              "have the same winner and the mean of the per-window differences is within their standard "
+              "deviation; with one window, within the sum of the seed standard deviations.", ""]
     parts += verdict_lines(ev)
     parts += ["", "## By class", "", markdown_table(ev, ("all", "interactive", "batch")), "",
               "## By VO", "", markdown_table(ev, vo_groups), ""]

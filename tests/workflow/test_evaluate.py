@@ -84,6 +84,11 @@ def test_a_difference_within_the_window_spread_is_a_tie(small_swf: Path) -> None
     assert verdict is not None and verdict["best"] == "a"
     assert verdict["tie"] and verdict["tied_with"] == ["b"]  # paired differences -0.1, 0.4, -0.05
     assert "c" not in verdict["tied_with"]
+    # A small difference every window agrees on is not a tie, even inside the windows' spread.
+    per_run = {"a": runs([0.5, 0.9, 0.7]), "b": runs([0.49, 0.89, 0.69])}
+    ev.table = {k: {"all": {"mean_w": _spread([m["all"]["mean_w"] for _, m in r])}} for k, r in per_run.items()}
+    verdict = judge(ev, per_run, "all", "mean_w", True)
+    assert verdict is not None and verdict["best"] == "a" and not verdict["tie"]
 
 
 def test_a_trained_model_runs_greedy_beside_the_rules(small_swf: Path, site_config: Path, tmp_path: Path) -> None:
