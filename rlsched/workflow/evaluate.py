@@ -148,6 +148,7 @@ class Evaluation:
     table: dict[str, dict[str, dict[str, dict[str, Any]]]] = field(default_factory=dict)
     verdicts: list[dict[str, Any]] = field(default_factory=list)
     dropped: dict[str, int] = field(default_factory=dict)
+    fixed: dict[str, int] = field(default_factory=dict)
 
 
 def rule_text(rule: ClassRule) -> str:
@@ -257,7 +258,7 @@ def evaluate(workload: Workload, contenders: Sequence[Contender], *, site: Site 
     shares = target_shares(seen)
     parts = split_windows(seen, windows)
     ev = Evaluation(workload.name, len(seen), cores or seen.max_procs, windows, seeds, rule_text(rule), vos, shares,
-                    list(contenders), dropped=dict(seen.dropped))
+                    list(contenders), dropped=dict(seen.dropped), fixed=dict(seen.fixed))
     done = 0
     for c in contenders:
         for k, part in enumerate(parts):
@@ -450,6 +451,9 @@ def report_markdown(ev: Evaluation, figures: Sequence[str]) -> str:
     parts += [f"- **{c.label}**: {c.information(ev.class_rule)}" for c in ev.contenders]
     if ev.dropped:
         parts += ["", "Jobs left out of the trace: " + ", ".join(f"{k} {v}" for k, v in sorted(ev.dropped.items()))]
+    if ev.fixed.get("req_time_from_runtime"):
+        parts += ["", f"{ev.fixed['req_time_from_runtime']} jobs record no requested time: the trace reader gave them "
+                      "their runtime as the request, so for them every policy (and the class rule) sees the runtime."]
     parts += ["", "## Best policy on each measure", "",
               "A difference within the spread is called a tie: with several windows, when the windows do not all "
               "have the same winner and the mean of the per-window differences is within their standard "
@@ -465,6 +469,7 @@ def report_markdown(ev: Evaluation, figures: Sequence[str]) -> str:
 def to_json(ev: Evaluation) -> dict[str, Any]:
     return {"workload": ev.workload, "jobs": ev.jobs, "cores": ev.cores, "windows": ev.windows, "seeds": ev.seeds,
             "class_rule": ev.class_rule, "vos": list(ev.vos), "shares": list(ev.shares), "dropped": ev.dropped,
+            "fixed": ev.fixed,
             "policies": [{"label": c.label, "policy": c.spec.label() if c.spec is not None else None,
                           "model": str(c.model_path) if c.model_path is not None else None,
                           "information": c.information(ev.class_rule)} for c in ev.contenders],
