@@ -21,12 +21,16 @@ def main(verbose: int) -> None:
 def _register() -> None:
     # Each command group lives in its own module; importing them here keeps `main` the one entry point.
     from rlsched.cli import daemon, history, report, sim, trace
+    from rlsched.cli.evaluate import evaluate
+    from rlsched.cli.train import train
 
     main.add_command(sim.sim)
     main.add_command(trace.trace)
     main.add_command(daemon.daemon)
     main.add_command(daemon.status)
     main.add_command(history.history)
+    main.add_command(train)
+    main.add_command(evaluate)
     main.add_command(report.report)
 
 

@@ -389,7 +389,9 @@ class SchedulingAgent:
         run = self.runtime.pending(pend)
         before = np.maximum(since - pend.submit_s, 0.0)
         after = np.maximum(now - pend.submit_s, 0.0)
-        self._interval_loss += float(np.sum(run / (run + before) - run / (run + after)))
+        # W by its one definition (1 for a zero-length job that has not waited): an estimated runtime
+        # of 0 for a job submitted at ``since`` would otherwise make 0/0 here.
+        self._interval_loss += float(np.sum(responsiveness(run, before) - responsiveness(run, after)))
 
     def _close_interval(self) -> None:
         """A new view elects jobs: the previous electing view's decisions get their W part."""

@@ -15,7 +15,7 @@ of n jobs scores n, the last 1): they have no value function.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -80,7 +80,7 @@ def _checkpoint_spec(path: Path) -> PolicySpec | None:
 
 
 def start_agent(config: AgentConfig, mode: Mode, vos: Sequence[str], vo_shares: Sequence[float] | None,
-                checkpoint: Path) -> tuple[AgentHandle, str]:
+                checkpoint: Path, class_rule: Mapping[str, Any] | None = None) -> tuple[AgentHandle, str]:
     """The agent the daemon starts with, and a line saying where it came from.
 
     - ``[agent] model``: the saved model, unless ``checkpoint`` (the daemon's own continued
@@ -90,8 +90,11 @@ def start_agent(config: AgentConfig, mode: Mode, vos: Sequence[str], vo_shares: 
       parameters); a fresh agent when there is no checkpoint.
     - a rule: built from the registry (nothing to load).
 
-    Every problem (a model built for other VOs or features, an old checkpoint, a checkpoint of
-    another policy) is a one-line :class:`AgentStartError`.
+    ``class_rule``: the backend's class rule (``ClassRule.to_dict()``); a model trained for
+    another rule (``rlsched train --config``) is refused.
+
+    Every problem (a model built for other VOs, features or class rule, an old checkpoint, a
+    checkpoint of another policy) is a one-line :class:`AgentStartError`.
     """
     how = agent_mode(mode)
     features = live_features(vos)
@@ -102,8 +105,8 @@ def start_agent(config: AgentConfig, mode: Mode, vos: Sequence[str], vo_shares: 
             source = {"path": str(model), "sha256": sha}
             resumed = _checkpoint_spec(checkpoint)
             start_from = checkpoint if resumed is not None and resumed.source == source else model
-            agent, spec = load_policy(start_from, expect_vos=tuple(vos), expect_features=features, mode=how,
-                                      live=True)
+            agent, spec = load_policy(start_from, expect_vos=tuple(vos), expect_features=features,
+                                      expect_class_rule=class_rule, mode=how, live=True)
             spec = spec.with_source(str(model), sha)
             agent.policy = spec.to_dict()
             where = (f"resumed from {checkpoint} (continued learning of model {model})" if start_from == checkpoint

@@ -80,8 +80,11 @@ class Daemon:
         state_dir = config.state_dir
         backend_config = config.backend
         self.backend: LiveBackend = backend if backend is not None else build_backend(backend_config, state_dir)
+        # The class rule a loaded model must have been trained for (backends without one: not checked).
+        class_rule = getattr(backend_config, "class_rule", None)
         self.agent, agent_origin = start_agent(config.agent, config.mode, backend_config.vos,
-                                               backend_config.vo_shares, config.model_file)
+                                               backend_config.vo_shares, config.model_file,
+                                               class_rule.to_dict() if class_rule is not None else None)
         log.info("agent: %s", agent_origin)
         #: What runs (policy, model path, sha256, when trained): in the heartbeat and every decision log line.
         self.policy_info = policy_info(self.agent, config.agent)

@@ -7,11 +7,13 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from rlsched.backends.common.classify import ClassRule
 from rlsched.cli import main
 from rlsched.core.agents import SchedulingAgent
 from rlsched.core.policies import file_sha256, read_policy_spec
 from rlsched.daemon import AgentStartError, ConfigError, config_from_dict
 from tests.fakes.slurm import SyntheticSlurm, make_daemon, synthetic_squeue_json
+from tests.workflow.conftest import write_swf
 
 #: The VOs of the LAL-like workload, which the saved model is built for.
 LAL_VOS = tuple(f"vo{k}" for k in range(1, 8))
@@ -99,3 +101,36 @@ def test_every_live_registry_name_is_a_daemon_kind() -> None:
             config = config_from_dict({"backend": {"mode": "gate", "partitions": ["g"], "vos": ["a", "b"],
                                                    "default_vo": "a"}, "agent": {"kind": name}})
             assert config.agent.kind == name
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A model from `rlsched train --config` for the VOs and class rule of a slurm config."""
+    folder = tmp_path_factory.mktemp("trained")
+    config = folder / "rlsched.toml"
+    config.write_text('[backend]\nkind = "slurm"\nvos = ["' + '", "'.join(LAL_VOS) + '"]\ndefault_vo = "vo7"\n'
+                      'interactive_max_time_s = 900\n[agent]\nkind = "sarsa-esn"\n')
+    path = folder / "m.npz"
+    swf = write_swf(folder / "t.swf", n=200)
+    result = CliRunner().invoke(main, ["train", "--workload", str(swf), "--policy", "sarsa-esn:pretrain_decisions=20",
+                                       "--config", str(config), "--out", str(path), "--quiet"])
+    assert result.exit_code == 0, result.output
+    return path
+
+
+def test_the_daemon_loads_a_model_trained_for_its_class_rule(trained: Path, tmp_path: Path) -> None:
+    runner = SyntheticSlurm(synthetic_squeue_json(12, n_running=0, held_fraction=1.0))
+    daemon = make_daemon(runner, str(tmp_path), mode="boost", model=str(trained), vos=LAL_VOS,
+                         class_rule=ClassRule(interactive_max_time_s=900))
+    assert daemon.agent.spec is not None and daemon.agent.spec.class_rule == ClassRule().to_dict()
+
+
+def test_a_model_for_another_class_rule_is_refused_in_one_line(trained: Path, tmp_path: Path) -> None:
+    runner = SyntheticSlurm(synthetic_squeue_json(3))
+    with pytest.raises(AgentStartError) as info:
+        make_daemon(runner, str(tmp_path), mode="boost", model=str(trained), vos=LAL_VOS,
+                    class_rule=ClassRule(interactive_qos=frozenset({"debug"})))
+    assert str(info.value) == (
+        f"model {trained} was built for the class rule (interactive_max_time_s=900.0, interactive_partitions=[], "
+        "interactive_qos=[]); the config has (interactive_max_time_s=900.0, interactive_partitions=[], "
+        "interactive_qos=['debug'])")

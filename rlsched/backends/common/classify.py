@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from rlsched.core.view import INTERACTIVE_THRESHOLD_S, JobClass
 
@@ -37,6 +38,12 @@ class ClassRule:
         if self.interactive_max_time_s is not None and time_limit_s <= self.interactive_max_time_s:
             return JobClass.INTERACTIVE
         return JobClass.BATCH
+
+    def to_dict(self) -> dict[str, Any]:
+        """The rule as a saved model records it (sorted lists: equal rules give equal dicts)."""
+        return {"interactive_qos": sorted(self.interactive_qos),
+                "interactive_partitions": sorted(self.interactive_partitions),
+                "interactive_max_time_s": self.interactive_max_time_s}
 
 
 class VOMapping:

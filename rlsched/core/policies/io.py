@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -79,9 +79,19 @@ def read_policy_spec(path: str | os.PathLike[str]) -> tuple[PolicySpec, dict[str
     return spec, agent_meta
 
 
+def _rule_text(rule: Mapping[str, Any]) -> str:
+    return "(" + ", ".join(f"{k}={rule[k]}" for k in sorted(rule)) + ")"
+
+
 def check_compatible(path: str | os.PathLike[str], spec: PolicySpec, expect_vos: Sequence[str] | None,
-                     expect_features: FeatureConfig | None) -> None:
-    """Refuse a model built for another VO list or feature layout (one line naming both)."""
+                     expect_features: FeatureConfig | None,
+                     expect_class_rule: Mapping[str, Any] | None = None) -> None:
+    """Refuse a model built for another VO list, feature layout or class rule (one line naming both).
+
+    ``expect_class_rule``: the caller's class rule as a model records it; a model that records
+    none (trained on a trace classed by runtime, or saved before models carried the rule) is
+    not checked against it.
+    """
     if expect_vos is not None and tuple(spec.vos) != tuple(expect_vos):
         raise PolicyError(f"model {path} was built for VOs ({', '.join(spec.vos)}); the config has "
                           f"({', '.join(expect_vos)})")
@@ -90,20 +100,25 @@ def check_compatible(path: str | os.PathLike[str], spec: PolicySpec, expect_vos:
         if saved != expect_features:
             raise PolicyError(f"model {path} was built for features {_features_text(saved)}; the config has "
                               f"{_features_text(expect_features)}")
+    if expect_class_rule is not None and spec.class_rule is not None \
+            and dict(spec.class_rule) != dict(expect_class_rule):
+        raise PolicyError(f"model {path} was built for the class rule {_rule_text(spec.class_rule)}; the config "
+                          f"has {_rule_text(expect_class_rule)}")
 
 
 def load_policy(path: str | os.PathLike[str], *, expect_vos: Sequence[str] | None = None,
-                expect_features: FeatureConfig | None = None, mode: Mode = "gate", live: bool = False,
+                expect_features: FeatureConfig | None = None, expect_class_rule: Mapping[str, Any] | None = None,
+                mode: Mode = "gate", live: bool = False,
                 total_cores: int | None = None, start_s: float = 0.0) -> tuple[SchedulingAgent, PolicySpec]:
     """Rebuild the agent saved in ``path`` (by :func:`save_policy`) and return it with its spec.
 
-    ``expect_vos``/``expect_features``: the VO names and feature layout of the caller's
-    configuration (None: not checked).  ``mode``: how the agent acts (a model trained in gate
+    ``expect_vos``/``expect_features``/``expect_class_rule``: the VO names, feature layout and
+    class rule of the caller's configuration (None: not checked).  ``mode``: how the agent acts (a model trained in gate
     mode may rank in boost mode).  ``live``: refuse what a live system cannot run (the oracle
     runtime model, the elastic pool).  Every problem is a one-line :class:`PolicyError`.
     """
     spec, agent_meta = read_policy_spec(path)
-    check_compatible(path, spec, expect_vos, expect_features)
+    check_compatible(path, spec, expect_vos, expect_features, expect_class_rule)
     shares = agent_meta.get("shares") if agent_meta.get("use_fairness") else None
     pool = total_cores if total_cores is not None else agent_meta.get("pool_cores")
     try:

@@ -443,7 +443,7 @@ def resolve(spec: PolicySpec | str, **overrides: Any) -> PolicySpec:
     params = {p.name: p.default for p in e.params}
     for key, value in given.items():
         params[key] = e.param(key).coerce(e.name, value)
-    return PolicySpec(e.name, params, spec.vos, spec.features, spec.source)
+    return PolicySpec(e.name, params, spec.vos, spec.features, spec.source, spec.class_rule)
 
 
 def parse_policy(text: str) -> PolicySpec:

@@ -11,7 +11,7 @@ input columns were built for — a model is only usable where both match.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 
@@ -36,17 +36,24 @@ class PolicySpec:
     vos: tuple[str, ...] = ()
     features: Mapping[str, Any] | None = None
     source: Mapping[str, str] | None = None
+    #: The class rule of the site the model was trained for (``ClassRule.to_dict()`` of
+    #: :mod:`rlsched.backends.common.classify`: which jobs its ``job_class`` column calls
+    #: interactive); None when the training trace was classed otherwise (by runtime, P-grid §4.2).
+    class_rule: Mapping[str, Any] | None = None
 
     def with_params(self, **params: Any) -> PolicySpec:
-        return PolicySpec(self.name, {**self.params, **params}, self.vos, self.features, self.source)
+        return replace(self, params={**self.params, **params})
 
     def bound(self, vos: tuple[str, ...], features: Mapping[str, Any] | None) -> PolicySpec:
         """The same policy bound to a VO list and a feature layout."""
-        return PolicySpec(self.name, dict(self.params), tuple(vos),
-                          dict(features) if features is not None else None, self.source)
+        return replace(self, params=dict(self.params), vos=tuple(vos),
+                       features=dict(features) if features is not None else None)
 
     def with_source(self, path: str, sha256: str) -> PolicySpec:
-        return PolicySpec(self.name, dict(self.params), self.vos, self.features, {"path": path, "sha256": sha256})
+        return replace(self, params=dict(self.params), source={"path": path, "sha256": sha256})
+
+    def with_class_rule(self, rule: Mapping[str, Any] | None) -> PolicySpec:
+        return replace(self, params=dict(self.params), class_rule=dict(rule) if rule is not None else None)
 
     def label(self) -> str:
         """The command-line form: ``name`` or ``name:k=v,…`` (parameters sorted)."""
@@ -55,7 +62,8 @@ class PolicySpec:
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "params": dict(self.params), "vos": list(self.vos),
                 "features": dict(self.features) if self.features is not None else None,
-                "source": dict(self.source) if self.source is not None else None}
+                "source": dict(self.source) if self.source is not None else None,
+                "class_rule": dict(self.class_rule) if self.class_rule is not None else None}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> PolicySpec:
@@ -69,9 +77,11 @@ class PolicySpec:
             raise PolicyError(f"policy spec: malformed (name {name!r})")
         features = data.get("features")
         source = data.get("source")
+        rule = data.get("class_rule")
         return cls(name, dict(params), tuple(str(v) for v in vos),
                    dict(features) if isinstance(features, Mapping) else None,
-                   {str(k): str(v) for k, v in source.items()} if isinstance(source, Mapping) else None)
+                   {str(k): str(v) for k, v in source.items()} if isinstance(source, Mapping) else None,
+                   dict(rule) if isinstance(rule, Mapping) else None)
 
 
 def _format_value(value: Any) -> str:

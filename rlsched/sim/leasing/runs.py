@@ -143,20 +143,22 @@ class Trajectory:
 
 def fh_qlearning(model: HybridModel, edges: FloatArray, *, alpha: float = 0.1, gamma: float = 0.1,
                  cost_weight: float = 1.0, brute_force: bool = False, day_wait: str = "started",
-                 on_day: Callable[[int, int], None] | None = None) -> Trajectory:
+                 on_day: Callable[[int, int], None] | None = None, max_cap: int | None = None) -> Trajectory:
     """FH §5: each day simulate every V ∈ 0..M (and V = 0, V → ∞ as the day's references)
     from the chosen clone, reward the rescaled day balances, update all Q-values, go greedy.
 
     ``cost_weight`` λ weighs the cost term of the balance (FH: 1).  ``day_wait`` is how a
     clone's day is counted for its reward: ``started`` (the default: the waits of the jobs
     started that day and the full cost of the jobs sent that day) or ``accrued`` (∫ waiting
-    jobs dt and ∫ cloud nodes in use dt within the day); see docs/leasing.md.
+    jobs dt and ∫ cloud nodes in use dt within the day); see docs/leasing.md.  ``max_cap``: the
+    largest V (a site's cloud nodes; default M, FH's action set 0..M).
     """
     if day_wait not in ("accrued", "started"):
         raise ValueError(f"day_wait must be 'accrued' or 'started', not {day_wait!r}")
     t0 = time.perf_counter()
     days = len(edges) - 1
-    learner = FHQLearner(model.cores, alpha=alpha, gamma=gamma)
+    top = model.cores if max_cap is None else max_cap
+    learner = FHQLearner(top, alpha=alpha, gamma=gamma)
     state = model.initial_state()
     cap = learner.choose()
     twt = np.zeros(days)
@@ -165,7 +167,7 @@ def fh_qlearning(model: HybridModel, edges: FloatArray, *, alpha: float = 0.1, g
     sims = 0
     for d in range(days):
         until = _period_end(edges, d)
-        sweep = sweep_caps(model, state, until, model.cores, keep=frozenset([cap]), brute_force=brute_force)
+        sweep = sweep_caps(model, state, until, top, keep=frozenset([cap]), brute_force=brute_force)
         sims += sweep.simulations
         caps[d] = cap
         twt[d] = sweep.twt[cap]
@@ -181,7 +183,7 @@ def fh_qlearning(model: HybridModel, edges: FloatArray, *, alpha: float = 0.1, g
         if on_day is not None:
             on_day(d, sweep.simulations)
     return Trajectory(twt=twt, cost=cost, caps=caps, simulations=sims, wall_s=time.perf_counter() - t0,
-                      evaluated_caps=days * (model.cores + 1))
+                      evaluated_caps=days * (top + 1))
 
 
 #: Jobs submitted this long before the current time count as finished for the runtime ratio.
@@ -218,14 +220,21 @@ class _StateAwareController:
         return cap
 
 
+def _capped(policy: Callable[[HybridModel, HybridState], int],
+            max_cap: int) -> Callable[[HybridModel, HybridState], int]:
+    """``policy``'s cap, never above ``max_cap`` (the cloud nodes a site has)."""
+    return lambda model, s: min(policy(model, s), max_cap)
+
+
 def state_aware(model: HybridModel, edges: FloatArray, params: StateAwareParams, *,
-                cost_weight: float = 1.0) -> Trajectory:
+                cost_weight: float = 1.0, max_cap: int | None = None) -> Trajectory:
     """Our policy: the cap is set at every scheduling pass from the state (see :func:`state_aware_cap`).
 
     κ = twt_ref/c_ref is estimated online from the V = 0 and V → ∞ reference runs driven by
     the arrivals seen so far (a live controller can run the same two shadow simulations);
     the expected runtime is the requested time times the mean actual/requested ratio of the
-    jobs finished so far.  Nothing about the future is used.
+    jobs finished so far.  Nothing about the future is used.  ``max_cap``: the cloud nodes there
+    are (the cap is never set above it; default unbounded).
     """
     t0 = time.perf_counter()
     days = len(edges) - 1
@@ -243,7 +252,8 @@ def state_aware(model: HybridModel, edges: FloatArray, params: StateAwareParams,
         until = _period_end(edges, d)
         controller.exchange_rate = cost_weight * twt_ref / c_ref if c_ref > 0 else 0.0
         controller.peak_used = state.cloud_used
-        result = model.advance(state, 0, until, policy=controller)
+        result = model.advance(state, 0, until,
+                               policy=controller if max_cap is None else _capped(controller, max_cap))
         twt[d], cost[d] = result.twt, result.cost
         caps[d] = max(controller.peak_used, state.cloud_used)
         twt_ref += model.advance(ref0, 0, until).twt

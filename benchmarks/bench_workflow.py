@@ -1,0 +1,96 @@
+"""``rlsched train`` and ``rlsched evaluate`` on CTC-SP2 (77,222 jobs), against a baseline of the same run.
+
+Targets (issue 13, on 2 cores): train SARSA-ESN on all of CTC-SP2 in under 60 s; evaluate six rule
+policies on CTC-SP2 in under 30 s.  The baseline, measured in the same run, is one EASY replay of the
+trace on the simulator's native path (what every ratio is relative to), so a loaded machine shows in
+both numbers.
+
+1. ``train``: :func:`rlsched.workflow.train.train_one` of ``sarsa-esn`` (one run, no checkpoint),
+   model bytes included; then the same with ``--checkpoint-every 20000`` (the cost of the chunks'
+   checkpoints and reloads).
+2. ``evaluate``: :func:`rlsched.workflow.evaluate.evaluate` of fcfs, easy, sjf, easy-sjf,
+   interactive-first, interactive-first-sjf (one window), then its outputs (report, JSON, three PNGs).
+
+Run: ``RLSCHED_TRACE_DIR=… python -m benchmarks.bench_workflow`` (``--skip-train`` for the fast part,
+``--profile`` to print the top of a cProfile of each step).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+if __package__ in (None, ""):  # run as a script: make the repository importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from rlsched.sim.policies import simulate_policy  # noqa: E402
+from rlsched.sim.traces.swf import read_swf, resolve_trace  # noqa: E402
+from rlsched.workflow.evaluate import evaluate, parse_contender, write_outputs  # noqa: E402
+from rlsched.workflow.train import train_one, train_plan  # noqa: E402
+
+TRACE = "CTC-SP2-1996-3.1-cln"
+RULES = ("fcfs", "easy", "sjf", "easy-sjf", "interactive-first", "interactive-first-sjf")
+TRAIN_TARGET_S = 60.0
+EVALUATE_TARGET_S = 30.0
+
+
+def timed(fn: Callable[[], Any], profile: bool = False) -> tuple[float, Any]:
+    if profile:
+        import cProfile
+        import pstats
+
+        prof = cProfile.Profile()
+        t0 = time.perf_counter()
+        out = prof.runcall(fn)
+        elapsed = time.perf_counter() - t0
+        pstats.Stats(prof).sort_stats("cumulative").print_stats(15)
+        return elapsed, out
+    t0 = time.perf_counter()
+    out = fn()
+    return time.perf_counter() - t0, out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--skip-train", action="store_true")
+    parser.add_argument("--profile", action="store_true")
+    args = parser.parse_args()
+    workload = read_swf(resolve_trace(TRACE))
+    base_s, _ = timed(lambda: simulate_policy(workload, "easy"))
+    print(f"{TRACE}: {len(workload)} jobs; baseline one EASY replay {base_s:.2f} s")
+    print(f"{'case':<44}{'s':>9}{'x EASY':>9}{'target s':>10}{'ok':>5}")
+
+    def row(name: str, seconds: float, target: float | None) -> None:
+        ok = "" if target is None else ("yes" if seconds < target else "NO")
+        print(f"{name:<44}{seconds:>9.2f}{seconds / base_s:>9.1f}{target or float('nan'):>10.0f}{ok:>5}")
+
+    contenders = [parse_contender(r) for r in RULES]
+    ev_s, ev = timed(lambda: evaluate(workload, contenders), args.profile)
+    row("evaluate 6 rules (tables)", ev_s, None)
+    with tempfile.TemporaryDirectory() as tmp:
+        out_s, _ = timed(lambda: write_outputs(ev, Path(tmp)), args.profile)
+    row("evaluate outputs (report, JSON, 3 PNG)", out_s, None)
+    row("evaluate 6 rules, total", ev_s + out_s, EVALUATE_TARGET_S)
+    if args.skip_train:
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        (task,) = train_plan(workload, "sarsa-esn", Path(tmp) / "m.npz")
+        train_s, result = timed(lambda: train_one(task), args.profile)
+        row(f"train sarsa-esn ({result.decisions} decisions)", train_s, TRAIN_TARGET_S)
+        print(f"{'':<4}model {len(result.model) / 2**20:.0f} MiB (weights and the replay memory)")
+        (chunked,) = train_plan(workload, "sarsa-esn", Path(tmp) / "c.npz", checkpoint_every=20000)
+        chunk_s, _ = timed(lambda: train_one(chunked))
+        row("train sarsa-esn, checkpoint every 20000", chunk_s, None)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,90 @@
+"""``rlsched evaluate``: replay a trace under several policies; tables per class and VO, figures, report."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from rlsched.cli.sim import load_workload
+from rlsched.cli.train import progress_bar
+
+
+@click.command("evaluate")
+@click.option("--workload", "workload_spec", required=True,
+              help="The trace: an SWF path, a trace name (docs/traces.md) or 'lal'.")
+@click.option("--policy", "policies", multiple=True, metavar="NAME[:k=v,...] | PATH.npz | recorded",
+              help="A policy to replay (repeat): a registry name with parameters, a saved model, or 'recorded' "
+                   "(the trace's own start times).")
+@click.option("--out", "out", required=True, type=click.Path(file_okay=False, path_type=Path),
+              help="Directory for report.md, results.json and the figures.")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False, exists=True, path_type=Path), default=None,
+              help="A daemon config: jobs classed by its class rule, VOs and target shares from it.")
+@click.option("--windows", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Split the trace into K consecutive windows (the spread is over them).")
+@click.option("--seeds", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Seeds for the learned policies run by name (they learn online).")
+@click.option("--seed", type=int, default=0, show_default=True, help="The first seed.")
+@click.option("--cores", type=int, default=None, help="Pool size (default: the trace's machine size).")
+@click.option("--no-figures", is_flag=True, help="Skip the PNG figures.")
+@click.option("--json", "as_json", is_flag=True, help="Print results.json instead of the table.")
+@click.option("--leasing", is_flag=True,
+              help="Also run the leasing policies (constant V sweep, state-aware, Q-learning) on the trace and print "
+                   "the exchange rate κ for the daemon's [leasing] table.")
+@click.option("--cloud-nodes", type=click.IntRange(min=1), default=None, help="--leasing: the cloud nodes there are.")
+@click.option("--thetas", default="0.5,1,1.5,2,3,4", show_default=True,
+              help="--leasing: the state-aware thresholds θ to run.")
+@click.option("--no-qlearning", is_flag=True, help="--leasing: skip FH's Q-learning (every V simulated each day).")
+@click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
+def evaluate(workload_spec: str, policies: tuple[str, ...], out: Path, config_path: Path | None, windows: int,
+             seeds: int, seed: int, cores: int | None, no_figures: bool, as_json: bool, leasing: bool,
+             cloud_nodes: int | None, thetas: str, no_qlearning: bool, quiet: bool) -> None:
+    """Replay a trace under each policy and judge them on the same jobs (docs/workflow.md)."""
+    from rlsched.workflow.evaluate import evaluate as run_evaluation
+    from rlsched.workflow.evaluate import parse_contender, text_table, to_json, verdict_lines, write_outputs
+    from rlsched.workflow.site import load_site
+
+    if not policies and not leasing:
+        raise click.UsageError("give --policy at least once, or --leasing")
+    if leasing and cloud_nodes is None:
+        raise click.UsageError("--leasing needs --cloud-nodes N")
+    try:
+        theta_grid = tuple(float(t) for t in thetas.split(",") if t.strip())
+    except ValueError:
+        raise click.UsageError(f"--thetas: expected numbers separated by commas, got {thetas!r}") from None
+    data: dict[str, object] = {}
+    try:
+        site = load_site(config_path) if config_path is not None else None
+        contenders = [parse_contender(p) for p in policies]
+        workload = load_workload(workload_spec, max_procs=cores)
+        if contenders:
+            total = windows * sum(seeds if c.seeded else 1 for c in contenders)
+            with progress_bar(total, f"{workload.name} evaluate", quiet) as progress:
+                ev = run_evaluation(workload, contenders, site=site, windows=windows, seeds=seeds, seed=seed,
+                                    cores=cores, progress=progress)
+            written = write_outputs(ev, out, figures=not no_figures)
+            data = to_json(ev)
+        if leasing:
+            assert cloud_nodes is not None
+            from rlsched.workflow.leasing import evaluate_leasing, write_leasing
+
+            lease = evaluate_leasing(workload, cloud_nodes, cores=cores, thetas=theta_grid,
+                                     qlearning=not no_qlearning)
+            data["leasing"] = write_leasing(lease, out, figures=not no_figures)
+    except (ValueError, FileNotFoundError, OSError) as exc:
+        raise click.ClickException(" ".join(str(exc).split())) from exc
+    if as_json:
+        click.echo(json.dumps(data, indent=2, default=float))
+        return
+    if contenders:
+        click.echo(f"{ev.workload}: {ev.jobs} jobs, {ev.cores} cores, classes by {ev.class_rule}")
+        click.echo(text_table(ev))
+        click.echo("")
+        click.echo("\n".join(verdict_lines(ev)))
+        click.echo(f"\nreport: {written['report']}")
+    if leasing:
+        from rlsched.workflow.leasing import leasing_table
+
+        click.echo("")
+        click.echo(leasing_table(lease))

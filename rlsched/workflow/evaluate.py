@@ -1,0 +1,556 @@
+"""``rlsched evaluate``: replay one trace under several policies and judge them on the same jobs.
+
+What each policy sees (the same for all, what a live scheduler knows at submit): the jobs'
+submit times, cores and requested times, their VO, and their class by a class rule on the time
+limit (the daemon config's with ``--config``, else the default: interactive iff the time limit
+is at most 900 s) — never the runtime.  The schedule is simulated (rules through the
+simulator's native path, learned agents and saved models through their core agent,
+:func:`rlsched.sim.policies.simulate_policy`), except ``recorded``: the start times the trace
+recorded (when ``recorded`` is asked for, every policy runs on the jobs that have one).
+
+Replicates: ``windows`` consecutive windows of equal job counts (each simulated from an empty
+machine), and ``seeds`` seeds for the policies that draw random numbers (learned policies by
+name, which learn online as they run; saved models run greedy and are deterministic).  Every
+quantity is reported as its mean over the replicates with its standard deviation and min–max.
+
+Quantities (all from :mod:`rlsched.core.measures`): per group (all jobs, each class, each VO)
+the job count, mean W, mean / median / p95 wait, mean bounded slowdown; per run the VO
+fairness F (P-grid Eq. 2) of the cumulative delivered service, averaged over a uniform time
+grid of the run (the final F is nearly the same for every policy: all jobs run in the end), the
+utilization (P-grid Eq. 3 over the run), and each VO's share of the delivered core-seconds.
+The target shares of F are the config's ``vo_shares``, else each VO's share of the work.
+
+Judging: for each measure and group the best policy, the runner-up and the difference.  With
+two windows or more, differences are paired by window: a tie when the windows do not all have
+the same winner and the mean difference is within one standard deviation of the per-window
+differences.  With one window, a tie when the
+difference is within the sum of the two policies' seed standard deviations (two deterministic
+policies on one window tie only when equal).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rlsched.backends.common.classify import ClassRule
+from rlsched.core.measures import (
+    bounded_slowdown,
+    core_seconds,
+    fairness_of_service,
+    group_stats,
+    normalised_shares,
+    responsiveness,
+    service_by_vo,
+    service_fraction,
+    utilization,
+)
+from rlsched.core.policies import PolicyError, PolicySpec, entry, load_policy, resolve
+from rlsched.core.view import JobClass
+from rlsched.sim.engine import DEFAULT_OVERRUN, Overrun, Schedule
+from rlsched.sim.policies import simulate_policy, workload_vos
+from rlsched.sim.schedulers import with_recorded_waits
+from rlsched.sim.workload import Workload
+from rlsched.workflow.site import Site, site_view, with_class_rule
+
+#: Measures of a group: key, title, True when higher is better.
+GROUP_MEASURES: tuple[tuple[str, str, bool], ...] = (
+    ("mean_w", "mean W", True),
+    ("mean_wait_s", "mean wait s", False),
+    ("median_wait_s", "median wait s", False),
+    ("p95_wait_s", "p95 wait s", False),
+    ("mean_bsld", "bounded slowdown", False),
+)
+#: Measures of a whole run (reported on the ``all`` group).
+RUN_MEASURES: tuple[tuple[str, str, bool], ...] = (
+    ("fairness", "VO fairness F", True),
+    ("utilization", "utilization", True),
+)
+#: Time-grid points of the fairness and share series.
+GRID_POINTS = 200
+RECORDED = "recorded"
+
+
+@dataclass(frozen=True)
+class Contender:
+    """One ``--policy``: a registry policy by name, a saved model by path, or the recorded schedule."""
+
+    label: str
+    spec: PolicySpec | None
+    model_path: Path | None = None
+
+    @property
+    def recorded(self) -> bool:
+        return self.spec is not None and entry(self.spec.name).family == "replay"
+
+    @property
+    def seeded(self) -> bool:
+        """Does it draw random numbers (a learned policy by name, learning online)?"""
+        return self.model_path is None and self.spec is not None and entry(self.spec.name).family == "learned"
+
+    def information(self, rule_text: str) -> str:
+        """Which information this row uses (the report's promise that every policy sees the same)."""
+        if self.recorded:
+            return "the trace's recorded start times (what the site's scheduler did)"
+        what = f"submit time, cores, requested time, VO, class by {rule_text}; simulated schedule"
+        if self.model_path is not None:
+            return what + f"; saved model {self.model_path} (greedy, not learning)"
+        if self.seeded:
+            return what + "; learns online from the replay (EDF pretraining)"
+        return what
+
+
+def parse_contender(text: str) -> Contender:
+    """``easy``, ``edf:w_target=0.5``, ``recorded`` or ``path/model.npz``; one-line errors."""
+    if text.endswith(".npz") or Path(text).is_file():
+        path = Path(text)
+        if not path.is_file():
+            raise PolicyError(f"model {text}: no such file")
+        return Contender(path.stem, None, path)
+    spec = resolve(text)
+    label = RECORDED if entry(spec.name).family == "replay" else text
+    return Contender(label, spec)
+
+
+@dataclass
+class Run:
+    """One replicate of one contender: its schedule on one window (and seed)."""
+
+    contender: str
+    window: int
+    seed: int | None
+    schedule: Schedule
+    seconds: float
+
+
+@dataclass
+class Evaluation:
+    """Everything ``rlsched evaluate`` writes (see :func:`evaluate`)."""
+
+    workload: str
+    jobs: int
+    cores: int
+    windows: int
+    seeds: int
+    class_rule: str
+    vos: tuple[str, ...]
+    shares: tuple[float, ...]
+    contenders: list[Contender]
+    runs: list[Run] = field(default_factory=list)
+    #: contender → group → measure → {mean, std, min, max, n, values}
+    table: dict[str, dict[str, dict[str, dict[str, Any]]]] = field(default_factory=dict)
+    verdicts: list[dict[str, Any]] = field(default_factory=list)
+    dropped: dict[str, int] = field(default_factory=dict)
+    fixed: dict[str, int] = field(default_factory=dict)
+
+
+def rule_text(rule: ClassRule) -> str:
+    parts = []
+    if rule.interactive_max_time_s is not None:
+        parts.append(f"time limit <= {rule.interactive_max_time_s:g} s")
+    if rule.interactive_qos:
+        parts.append("QOS in " + "/".join(sorted(rule.interactive_qos)))
+    if rule.interactive_partitions:
+        parts.append("partition in " + "/".join(sorted(rule.interactive_partitions)))
+    return "the class rule (interactive iff " + (" or ".join(parts) or "never") + ")"
+
+
+def split_windows(workload: Workload, k: int) -> list[Workload]:
+    """``k`` consecutive windows of (nearly) equal job counts."""
+    if k < 1:
+        raise ValueError(f"--windows must be >= 1, got {k}")
+    if len(workload) < k:
+        raise ValueError(f"workload {workload.name!r} has {len(workload)} jobs, fewer than {k} windows")
+    bounds = np.linspace(0, len(workload), k + 1).round().astype(int)
+    return [workload.select(np.arange(bounds[i], bounds[i + 1]), name=f"{workload.name}[w{i}]") for i in range(k)]
+
+
+def target_shares(workload: Workload) -> tuple[float, ...]:
+    """The config's VO shares, else each VO's share of the work."""
+    n = len(workload_vos(workload))
+    if workload.vo_shares is not None and len(workload.vo_shares) == n:
+        return tuple(float(x) for x in normalised_shares(workload.vo_shares))
+    work = np.bincount(workload.vo, weights=core_seconds(workload.run, workload.procs), minlength=n)
+    if work.sum() <= 0:
+        return tuple([1.0 / n] * n)
+    return tuple(float(x) for x in work / work.sum())
+
+
+def run_measures(schedule: Schedule, shares: Sequence[float], vos: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """The measures of one schedule: group → measure → value (see the module docstring)."""
+    w = schedule.workload
+    wait, run = schedule.wait, schedule.run
+    resp = responsiveness(run, wait)
+    bsld = bounded_slowdown(run, wait)
+    groups: dict[str, np.ndarray] = {"all": np.ones(len(w), dtype=bool),
+                                     "interactive": w.job_class == int(JobClass.INTERACTIVE),
+                                     "batch": w.job_class == int(JobClass.BATCH)}
+    for k, name in enumerate(vos):
+        groups[f"vo:{name}"] = w.vo == k
+    work = core_seconds(run, w.procs)
+    out: dict[str, dict[str, Any]] = {}
+    for name, mask in groups.items():
+        g = group_stats(resp[mask], wait[mask], bsld[mask])
+        out[name] = {"jobs": g.jobs, "mean_w": g.mean_w, "mean_wait_s": g.mean_wait_s,
+                     "median_wait_s": g.median_wait_s, "p95_wait_s": g.p95_wait_s,
+                     "mean_bsld": g.mean_bounded_slowdown}
+        if name.startswith("vo:"):
+            total = float(work.sum())
+            out[name]["cpu_share"] = float(work[mask].sum() / total) if total > 0 else None
+    t0 = float(w.submit.min()) if len(w) else 0.0
+    t1 = float(schedule.end.max()) if len(w) else 0.0
+    out["all"]["utilization"] = utilization(float(work.sum()), schedule.cores, t1 - t0)
+    grid = fairness_grid(schedule)
+    service = service_by_vo(grid, schedule.start, schedule.end, w.procs, w.vo, len(vos))
+    fair = fairness_of_service(service, np.asarray(shares, dtype=np.float64))
+    delivered = service.sum(axis=1) > 0
+    out["all"]["fairness"] = float(fair[delivered].mean()) if delivered.any() else None
+    return out
+
+
+def fairness_grid(schedule: Schedule) -> np.ndarray:
+    w = schedule.workload
+    if not len(w):
+        return np.zeros(0)
+    return np.linspace(float(w.submit.min()), float(schedule.end.max()), GRID_POINTS)
+
+
+def _spread(values: list[float | None]) -> dict[str, Any]:
+    real = [v for v in values if v is not None and math.isfinite(v)]
+    if not real:
+        return {"mean": None, "std": None, "min": None, "max": None, "n": 0, "values": values}
+    arr = np.asarray(real)
+    return {"mean": float(arr.mean()), "std": float(arr.std()), "min": float(arr.min()), "max": float(arr.max()),
+            "n": len(real), "values": values}
+
+
+def prepare(workload: Workload, contenders: Sequence[Contender], site: Site | None) -> tuple[Workload, ClassRule]:
+    """The workload every contender sees: classed by the rule, VOs by the site, recorded waits if needed."""
+    rule = site.class_rule if site is not None else ClassRule()
+    seen = site_view(workload, site) if site is not None else with_class_rule(workload, rule)
+    if any(c.recorded for c in contenders):
+        if not seen.has_recorded_waits:
+            raise ValueError(f"policy {RECORDED!r}: workload {workload.name!r} records no start times")
+        seen = with_recorded_waits(seen)
+    return seen, rule
+
+
+def evaluate(workload: Workload, contenders: Sequence[Contender], *, site: Site | None = None, windows: int = 1,
+             seeds: int = 1, seed: int = 0, cores: int | None = None, overrun: Overrun = DEFAULT_OVERRUN,
+             progress: Callable[[int], None] | None = None) -> Evaluation:
+    """Replay ``workload`` under each contender on every window (and seed); tables and verdicts."""
+    if not contenders:
+        raise ValueError("no policy to evaluate: give --policy at least once")
+    labels = [c.label for c in contenders]
+    if len(set(labels)) != len(labels):
+        raise ValueError(f"a policy is given twice: {', '.join(labels)}")
+    if seeds < 1:
+        raise ValueError(f"--seeds must be >= 1, got {seeds}")
+    seen, rule = prepare(workload, contenders, site)
+    vos = workload_vos(seen)
+    shares = target_shares(seen)
+    parts = split_windows(seen, windows)
+    ev = Evaluation(workload.name, len(seen), cores or seen.max_procs, windows, seeds, rule_text(rule), vos, shares,
+                    list(contenders), dropped=dict(seen.dropped), fixed=dict(seen.fixed))
+    done = 0
+    for c in contenders:
+        for k, part in enumerate(parts):
+            for s in (range(seed, seed + seeds) if c.seeded else [None]):
+                t = time.perf_counter()
+                if c.model_path is not None:
+                    # A fresh copy per window: a saved model is evaluated as saved, greedy.
+                    agent, spec = load_policy(c.model_path, expect_vos=vos, expect_class_rule=rule.to_dict(),
+                                              mode="gate",
+                                              total_cores=cores or part.max_procs,
+                                              start_s=float(part.submit[0]) if len(part) else 0.0)
+                    agent.learn = False
+                    ran = simulate_policy(part, spec, cores, overrun=overrun, agent=agent, name=c.label)
+                else:
+                    assert c.spec is not None
+                    spec = c.spec.with_params(seed=s) if s is not None else c.spec
+                    ran = simulate_policy(part, spec, cores, overrun=overrun, name=c.label)
+                ev.runs.append(Run(c.label, k, s, ran.schedule, time.perf_counter() - t))
+                done += 1
+                if progress is not None:
+                    progress(done)
+    tabulate(ev)
+    return ev
+
+
+def parts_of(ev: Evaluation, label: str) -> list[Run]:
+    return [r for r in ev.runs if r.contender == label]
+
+
+def first_seed(runs: list[Run]) -> list[Run]:
+    """The runs of the first seed (all runs of an unseeded policy): one series per window for the figures."""
+    seeds = [r.seed for r in runs if r.seed is not None]
+    return [r for r in runs if r.seed is None or r.seed == min(seeds)]
+
+
+def tabulate(ev: Evaluation) -> None:
+    """Fill ``ev.table`` (means and spreads over replicates) and ``ev.verdicts``."""
+    per_run: dict[str, list[tuple[int, dict[str, dict[str, Any]]]]] = {}
+    for r in ev.runs:
+        per_run.setdefault(r.contender, []).append((r.window, run_measures(r.schedule, ev.shares, ev.vos)))
+    ev.table = {}
+    for label, runs in per_run.items():
+        groups = runs[0][1].keys()
+        ev.table[label] = {g: {m: _spread([measures[g].get(m) for _, measures in runs])
+                               for m in runs[0][1][g]} for g in groups}
+        per_window = len(runs) // max(len({window for window, _ in runs}), 1)
+        for g in groups:
+            ev.table[label][g]["jobs"]["total"] = sum(int(m[g]["jobs"]) for _, m in runs) // max(per_window, 1)
+    ev.verdicts = []
+    for group in ("all", "interactive", "batch"):
+        for key, title, higher in GROUP_MEASURES + (RUN_MEASURES if group == "all" else ()):
+            verdict = judge(ev, per_run, group, key, higher)
+            if verdict is not None:
+                ev.verdicts.append({"group": group, "measure": key, "title": title, **verdict})
+
+
+def _window_means(runs: list[tuple[int, dict[str, dict[str, Any]]]], group: str, key: str) -> dict[int, float]:
+    by_window: dict[int, list[float]] = {}
+    for window, measures in runs:
+        v = measures.get(group, {}).get(key)
+        if v is not None and math.isfinite(v):
+            by_window.setdefault(window, []).append(float(v))
+    return {w: float(np.mean(v)) for w, v in by_window.items()}
+
+
+def judge(ev: Evaluation, per_run: dict[str, list[tuple[int, dict[str, dict[str, Any]]]]], group: str, key: str,
+          higher: bool) -> dict[str, Any] | None:
+    """Best and runner-up on one measure, their difference, and whether it is inside the spread."""
+    scored = [(label, ev.table[label][group][key]) for label in ev.table
+              if group in ev.table[label] and ev.table[label][group][key]["mean"] is not None]
+    if len(scored) < 1:
+        return None
+    scored.sort(key=lambda item: item[1]["mean"], reverse=higher)
+    best, best_s = scored[0]
+    if len(scored) == 1:
+        return {"best": best, "value": best_s["mean"], "runner_up": None, "diff": None, "rel": None, "tie": False,
+                "tied_with": []}
+    tied_with = []
+    for other, other_s in scored[1:]:
+        if _inside_spread(ev, per_run, group, key, best, other, best_s, other_s):
+            tied_with.append(other)
+    second, second_s = scored[1]
+    diff = abs(best_s["mean"] - second_s["mean"])
+    rel = diff / abs(second_s["mean"]) if second_s["mean"] else None
+    return {"best": best, "value": best_s["mean"], "runner_up": second, "runner_up_value": second_s["mean"],
+            "diff": diff, "rel": rel, "tie": second in tied_with, "tied_with": tied_with}
+
+
+def _inside_spread(ev: Evaluation, per_run: dict[str, list[tuple[int, dict[str, dict[str, Any]]]]], group: str,
+                   key: str, a: str, b: str, sa: dict[str, Any], sb: dict[str, Any]) -> bool:
+    if ev.windows >= 2:
+        wa, wb = _window_means(per_run[a], group, key), _window_means(per_run[b], group, key)
+        common = sorted(set(wa) & set(wb))
+        if len(common) >= 2:
+            d = np.array([wa[w] - wb[w] for w in common])
+            if np.all(d > 0) or np.all(d < 0):
+                return False        # every window has the same winner: a real difference, however small
+            return bool(abs(d.mean()) <= d.std())
+    return bool(abs(sa["mean"] - sb["mean"]) <= (sa["std"] or 0.0) + (sb["std"] or 0.0))
+
+
+# ------------------------------------------------------------------------------ output
+def _fmt(v: Any) -> str:
+    if v is None:
+        return "-"
+    if abs(v) >= 1000:
+        return f"{v:,.0f}"
+    if abs(v) >= 10:
+        return f"{v:.1f}"
+    return f"{v:.3f}"
+
+
+def _cell(s: dict[str, Any], key: str = "") -> str:
+    if key == "jobs":
+        # Jobs are counted, not measured: the total over the windows (of one seed).
+        return f"{s['total']:,}" if s.get("total") is not None else "-"
+    if s["mean"] is None:
+        return "-"
+    if s["n"] <= 1:
+        return _fmt(s["mean"])
+    return f"{_fmt(s['mean'])} ± {_fmt(s['std'])}"
+
+
+TABLE_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("jobs", "jobs"), ("mean_w", "mean W"), ("mean_wait_s", "mean wait s"), ("median_wait_s", "median wait s"),
+    ("p95_wait_s", "p95 wait s"), ("mean_bsld", "bsld"), ("fairness", "F"), ("utilization", "util"),
+    ("cpu_share", "CPU share"))
+
+
+def table_rows(ev: Evaluation, groups: Sequence[str]) -> list[list[str]]:
+    rows = []
+    for label in ev.table:
+        for g in groups:
+            if g not in ev.table[label]:
+                continue
+            stats = ev.table[label][g]
+            rows.append([label, g] + [_cell(stats[k], k) if k in stats else "" for k, _ in TABLE_COLUMNS])
+    return rows
+
+
+def text_table(ev: Evaluation, groups: Sequence[str] = ("all", "interactive", "batch")) -> str:
+    """The table ``rlsched evaluate`` prints (mean ± std over the replicates)."""
+    head = ["policy", "group"] + [title for _, title in TABLE_COLUMNS]
+    rows = [head, *table_rows(ev, groups)]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
+    return "\n".join("  ".join(cell.ljust(widths[i]) if i < 2 else cell.rjust(widths[i])
+                               for i, cell in enumerate(r)) for r in rows)
+
+
+def markdown_table(ev: Evaluation, groups: Sequence[str]) -> str:
+    head = ["policy", "group"] + [title for _, title in TABLE_COLUMNS]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join(r) + " |" for r in table_rows(ev, groups)]
+    return "\n".join(lines)
+
+
+def verdict_lines(ev: Evaluation) -> list[str]:
+    lines = []
+    for v in ev.verdicts:
+        where = f"{v['title']} ({v['group']})"
+        if v["runner_up"] is None:
+            lines.append(f"- {where}: only {v['best']} ({_fmt(v['value'])})")
+        elif v["tie"]:
+            lines.append(f"- {where}: tie — {', '.join([v['best'], *v['tied_with']])} within the spread "
+                         f"(best {v['best']} {_fmt(v['value'])}, {v['runner_up']} {_fmt(v['runner_up_value'])})")
+        else:
+            rel = f", {100 * v['rel']:.1f} %" if v["rel"] is not None else ""
+            lines.append(f"- {where}: **{v['best']}** {_fmt(v['value'])}, ahead of {v['runner_up']} "
+                         f"{_fmt(v['runner_up_value'])} by {_fmt(v['diff'])}{rel}")
+    return lines
+
+
+def report_markdown(ev: Evaluation, figures: Sequence[str]) -> str:
+    vo_groups = [f"vo:{name}" for name in ev.vos]
+    spread = (f"{ev.windows} consecutive windows" if ev.windows > 1 else "one window") + (
+        f", {ev.seeds} seeds for the learned policies run by name" if ev.seeds > 1 else "")
+    parts = [
+        f"# Evaluation on {ev.workload}",
+        "",
+        f"{ev.jobs} jobs, {ev.cores} cores, replicates: {spread}. Cells: mean ± standard deviation over the "
+        "replicates (a single value: one replicate). W = run / (run + wait); bsld: bounded slowdown (τ = 10 s); "
+        "F: VO fairness of the cumulative delivered service, averaged over the run; util: utilization; CPU "
+        "share: the VO's share of the delivered core-seconds.",
+        "",
+        f"Target shares of F: {', '.join(f'{n} {s:.3f}' for n, s in zip(ev.vos, ev.shares, strict=True))}.",
+        "",
+        "## What each policy sees",
+        "",
+    ]
+    parts += [f"- **{c.label}**: {c.information(ev.class_rule)}" for c in ev.contenders]
+    if ev.dropped:
+        parts += ["", "Jobs left out of the trace: " + ", ".join(f"{k} {v}" for k, v in sorted(ev.dropped.items()))]
+    if ev.fixed.get("req_time_from_runtime"):
+        parts += ["", f"{ev.fixed['req_time_from_runtime']} jobs record no requested time: the trace reader gave them "
+                      "their runtime as the request, so for them every policy (and the class rule) sees the runtime."]
+    parts += ["", "## Best policy on each measure", "",
+              "A difference within the spread is called a tie: with several windows, when the windows do not all "
+              "have the same winner and the mean of the per-window differences is within their standard "
+              "deviation; with one window, within the sum of the seed standard deviations.", ""]
+    parts += verdict_lines(ev)
+    parts += ["", "## By class", "", markdown_table(ev, ("all", "interactive", "batch")), "",
+              "## By VO", "", markdown_table(ev, vo_groups), ""]
+    if figures:
+        parts += ["## Figures", ""] + [f"![{name}]({name})" for name in figures] + [""]
+    return "\n".join(parts)
+
+
+def to_json(ev: Evaluation) -> dict[str, Any]:
+    return {"workload": ev.workload, "jobs": ev.jobs, "cores": ev.cores, "windows": ev.windows, "seeds": ev.seeds,
+            "class_rule": ev.class_rule, "vos": list(ev.vos), "shares": list(ev.shares), "dropped": ev.dropped,
+            "fixed": ev.fixed,
+            "policies": [{"label": c.label, "policy": c.spec.label() if c.spec is not None else None,
+                          "model": str(c.model_path) if c.model_path is not None else None,
+                          "information": c.information(ev.class_rule)} for c in ev.contenders],
+            "runs": [{"policy": r.contender, "window": r.window, "seed": r.seed, "seconds": r.seconds}
+                     for r in ev.runs],
+            "table": ev.table, "verdicts": ev.verdicts}
+
+
+def save_figures(ev: Evaluation, out: Path) -> list[str]:
+    """Wait CDF per class, F over time, per-VO share over time (PNG, Agg)."""
+    from rlsched.sim.experiments.harness import pyplot, save_figure
+
+    plt = pyplot()
+    names = []
+    origin = min(float(r.schedule.workload.submit.min()) for r in ev.runs if len(r.schedule.workload))
+    labels = [c.label for c in ev.contenders]
+    colors = {label: plt.get_cmap("tab10")(i % 10) for i, label in enumerate(labels)}
+    # Wait CDF per class, all replicates of a policy pooled.
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4), sharey=True)
+    for ax, (cls_name, cls) in zip(axes, (("interactive", JobClass.INTERACTIVE), ("batch", JobClass.BATCH)),
+                                   strict=True):
+        for label in labels:
+            waits = np.concatenate([r.schedule.wait[r.schedule.workload.job_class == int(cls)]
+                                    for r in parts_of(ev, label)])
+            if waits.size:
+                x = np.sort(np.maximum(waits, 0.0)) + 1.0
+                ax.plot(x, np.arange(1, x.size + 1) / x.size, label=label, color=colors[label])
+        ax.set_xscale("log")
+        ax.set_xlabel("wait + 1 s")
+        ax.set_title(f"{cls_name} jobs")
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel("fraction of jobs")
+    axes[0].legend(fontsize=8)
+    names.append(save_figure(fig, out / "wait_cdf.png"))
+    # F over time: each window's series on the trace's time axis (first seed).
+    fig, ax = plt.subplots(figsize=(10, 4))
+    shares = np.asarray(ev.shares)
+    for label in labels:
+        first = True
+        for r in first_seed(parts_of(ev, label)):
+            grid = fairness_grid(r.schedule)
+            w = r.schedule.workload
+            service = service_by_vo(grid, r.schedule.start, r.schedule.end, w.procs, w.vo, len(ev.vos))
+            # Before anything is delivered F is 0 by definition: not a moment of unfairness, left out.
+            fair = np.where(service.sum(axis=1) > 0, fairness_of_service(service, shares), np.nan)
+            ax.plot((grid - origin) / 86400, fair, color=colors[label], label=label if first else None)
+            first = False
+    ax.set_xlabel("days")
+    ax.set_ylabel("F (cumulative service)")
+    ax.set_ylim(-0.02, 1.02)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    names.append(save_figure(fig, out / "fairness_over_time.png"))
+    # Per-VO share of the service delivered in each grid interval, one panel per policy.
+    fig, axes = plt.subplots(len(labels), 1, figsize=(10, 2.2 * len(labels) + 0.6), sharex=True, squeeze=False)
+    for ax, label in zip(axes[:, 0], labels, strict=True):
+        for r in first_seed(parts_of(ev, label)):
+            grid = fairness_grid(r.schedule)
+            w = r.schedule.workload
+            service = service_by_vo(grid, r.schedule.start, r.schedule.end, w.procs, w.vo, len(ev.vos))
+            frac = service_fraction(np.diff(service, axis=0))
+            ax.stackplot((grid[1:] - origin) / 86400, frac.T, labels=list(ev.vos) if r.window == 0 else (),
+                         colors=[plt.get_cmap("tab20")(k % 20) for k in range(len(ev.vos))])
+        ax.set_ylabel(label, fontsize=8)
+        ax.set_ylim(0, 1)
+    axes[0, 0].set_title("each VO's share of the service delivered per interval")
+    axes[0, 0].legend(fontsize=7, ncol=min(len(ev.vos), 8), loc="upper right")
+    axes[-1, 0].set_xlabel("days")
+    names.append(save_figure(fig, out / "vo_share_over_time.png"))
+    return names
+
+
+def write_outputs(ev: Evaluation, out: Path, *, figures: bool = True) -> dict[str, Path]:
+    """``results.json``, ``table.md``-style ``report.md`` and the figures in ``out`` (atomic writes)."""
+    from rlsched.core.atomic import atomic_write
+
+    out.mkdir(parents=True, exist_ok=True)
+    names = save_figures(ev, out) if figures else []
+    data = json.dumps(to_json(ev), indent=2, default=float) + "\n"
+    atomic_write(out / "results.json", lambda fh: fh.write(data.encode()))
+    report = report_markdown(ev, names)
+    atomic_write(out / "report.md", lambda fh: fh.write(report.encode()))
+    return {"results": out / "results.json", "report": out / "report.md", **{n: out / n for n in names}}
+

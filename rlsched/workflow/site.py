@@ -1,0 +1,95 @@
+"""A trace seen through a site's daemon config: its class rule and its VO list.
+
+A model fits a daemon only when its input columns mean what the daemon's mean: the same VO
+list (the width and order of the VO one-hot) and the same class rule (which jobs count as
+interactive).  :func:`site_view` re-derives both columns of a workload from a daemon config,
+so that ``rlsched train --config`` learns on exactly what the live daemon will feed the model:
+
+- the class by the config's :class:`~rlsched.backends.common.classify.ClassRule` applied to what
+  a live scheduler knows at submit — the time limit (the trace's requested time), the QOS and
+  the partition — never the runtime;
+- the VO by the config's account → VO mapping (:class:`~rlsched.backends.common.classify.VOMapping`),
+  the workload's VO names taken as the accounts.
+
+A plain SWF trace has no QOS and numbers its partitions: the rule then sees ``qos=""`` and the
+partition number as text.  A trace with a sidecar (``rlsched history import``) passes the real
+strings (``qos=``, ``partition=``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rlsched.backends.common.classify import ClassRule, VOMapping
+from rlsched.sim.workload import Workload
+
+
+@dataclass(frozen=True)
+class Site:
+    """The part of a daemon config a trained model must agree with."""
+
+    class_rule: ClassRule
+    vos: tuple[str, ...]
+    vo_shares: tuple[float, ...] | None
+    mapping: VOMapping
+    source: str
+
+
+def load_site(path: str | os.PathLike[str]) -> Site:
+    """The class rule and VO list of the daemon config at ``path`` (one-line ValueError when bad)."""
+    from rlsched.daemon.config import load_config
+
+    config = load_config(Path(path))
+    backend: Any = config.backend
+    rule = getattr(backend, "class_rule", None)
+    if not isinstance(rule, ClassRule):
+        raise ValueError(f"{path}: the {backend.kind} backend has no class rule")
+    if not backend.vos:
+        raise ValueError(f"{path}: key 'backend.vos': a trained model needs a fixed VO list; set [backend] vos "
+                         "and default_vo")
+    mapping_of = getattr(backend, "vo_mapping", None)
+    mapping = mapping_of() if callable(mapping_of) else VOMapping(tuple(backend.vos), backend.vo_shares)
+    return Site(rule, tuple(backend.vos), backend.vo_shares, mapping, str(path))
+
+
+def classify(workload: Workload, rule: ClassRule, *, qos: Sequence[str] | None = None,
+             partition: Sequence[str] | None = None) -> np.ndarray:
+    """The class of every job by ``rule`` from its time limit (requested time), QOS and partition."""
+    n = len(workload)
+    qos_s = list(qos) if qos is not None else [""] * n
+    part_s = list(partition) if partition is not None else [str(int(p)) for p in workload.partition.tolist()]
+    if len(qos_s) != n or len(part_s) != n:
+        raise ValueError(f"workload {workload.name!r}: {len(qos_s)} QOS / {len(part_s)} partition values for "
+                         f"{n} jobs")
+    limits = workload.req_time.tolist()
+    # One call per distinct (qos, partition, limit): traces repeat them a lot.
+    cache: dict[tuple[str, str, float], int] = {}
+    out = np.empty(n, dtype=np.int64)
+    for i, key in enumerate(zip(qos_s, part_s, limits, strict=True)):
+        found = cache.get(key)
+        if found is None:
+            found = cache[key] = int(rule.classify(*key))
+        out[i] = found
+    return out
+
+
+def with_class_rule(workload: Workload, rule: ClassRule) -> Workload:
+    """``workload`` with its classes by ``rule`` (its VOs unchanged): what a trace without a config gets."""
+    return replace(workload, job_class=classify(workload, rule))
+
+
+def site_view(workload: Workload, site: Site, *, qos: Sequence[str] | None = None,
+              partition: Sequence[str] | None = None) -> Workload:
+    """``workload`` with its classes by the site's rule and its VOs by the site's VO list and shares."""
+    names = workload.vo_names or tuple(str(k) for k in range(int(workload.vo.max()) + 1 if len(workload) else 0))
+    index = np.array([site.mapping.index(name) for name in names] or [0], dtype=np.int64)
+    vo = index[workload.vo] if len(workload) else workload.vo
+    return replace(workload, job_class=classify(workload, site.class_rule, qos=qos, partition=partition),
+                   vo=vo, vo_names=site.vos, vo_shares=site.vo_shares)
+

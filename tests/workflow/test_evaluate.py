@@ -1,0 +1,127 @@
+"""rlsched evaluate: the same jobs for every policy, spreads over windows/seeds, ties within the spread."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rlsched.backends.common.classify import ClassRule
+from rlsched.core.measures import responsiveness
+from rlsched.core.view import JobClass
+from rlsched.sim.policies import simulate_policy
+from rlsched.sim.traces.swf import read_swf
+from rlsched.workflow.evaluate import (
+    Evaluation,
+    _spread,
+    evaluate,
+    judge,
+    parse_contender,
+    report_markdown,
+    split_windows,
+    write_outputs,
+)
+from rlsched.workflow.site import load_site, with_class_rule
+from rlsched.workflow.train import run_tasks, train_plan, write_models
+
+
+def test_windows_are_consecutive_and_cover_the_trace(small_swf: Path) -> None:
+    w = read_swf(small_swf)
+    parts = split_windows(w, 3)
+    assert sum(len(p) for p in parts) == len(w)
+    assert np.array_equal(np.concatenate([p.job_id for p in parts]), w.job_id)
+    with pytest.raises(ValueError, match="fewer than"):
+        split_windows(w.select(np.arange(2)), 3)
+
+
+def test_the_table_is_the_measures_of_each_window(small_swf: Path) -> None:
+    w = read_swf(small_swf)
+    ev = evaluate(w, [parse_contender("easy"), parse_contender("fcfs")], windows=2)
+    assert [(r.contender, r.window) for r in ev.runs] == [("easy", 0), ("easy", 1), ("fcfs", 0), ("fcfs", 1)]
+    # Recompute mean W of the interactive jobs of window 1 under easy by hand.
+    part = split_windows(w, 2)[1]
+    seen = with_class_rule(part, ClassRule())
+    sched = simulate_policy(seen, "easy").schedule
+    inter = seen.job_class == int(JobClass.INTERACTIVE)
+    expected = float(responsiveness(sched.run[inter], sched.wait[inter]).mean())
+    cell = ev.table["easy"]["interactive"]["mean_w"]
+    assert cell["n"] == 2 and cell["values"][1] == pytest.approx(expected)
+    assert cell["mean"] == pytest.approx(np.mean(cell["values"]))
+    assert ev.table["easy"]["all"]["jobs"]["total"] == len(w)
+
+
+def test_recorded_replays_the_trace_start_times(small_swf: Path) -> None:
+    w = read_swf(small_swf)
+    ev = evaluate(w, [parse_contender("recorded"), parse_contender("easy")])
+    assert parse_contender("native").label == "recorded"
+    mean_wait = ev.table["recorded"]["all"]["mean_wait_s"]["mean"]
+    assert mean_wait == pytest.approx(float(w.recorded_wait.mean()))
+    assert "recorded start times" in report_markdown(ev, [])
+
+
+def test_with_one_window_deterministic_policies_tie_only_when_equal(small_swf: Path) -> None:
+    w = read_swf(small_swf)
+    ev = evaluate(w, [parse_contender("easy"), parse_contender("fcfs"), parse_contender("easy-sjf")], windows=1)
+    for v in ev.verdicts:
+        a = ev.table[v["best"]][v["group"]][v["measure"]]["mean"]
+        if v["runner_up"] is not None:
+            b = ev.table[v["runner_up"]][v["group"]][v["measure"]]["mean"]
+            # One window and deterministic policies: a tie only for equal values.
+            assert v["tie"] == (a == b)
+
+
+def test_a_difference_within_the_window_spread_is_a_tie(small_swf: Path) -> None:
+    ev = Evaluation("x", 1, 1, 3, 1, "", ("vo0",), (1.0,), [])
+
+    def runs(values: list[float]) -> list[tuple[int, dict[str, dict[str, float]]]]:
+        return [(k, {"all": {"mean_w": v}}) for k, v in enumerate(values)]
+
+    per_run = {"a": runs([0.5, 0.9, 0.7]), "b": runs([0.6, 0.5, 0.75]), "c": runs([0.1, 0.2, 0.15])}
+    ev.table = {k: {"all": {"mean_w": _spread([m["all"]["mean_w"] for _, m in r])}} for k, r in per_run.items()}
+    verdict = judge(ev, per_run, "all", "mean_w", True)
+    assert verdict is not None and verdict["best"] == "a"
+    assert verdict["tie"] and verdict["tied_with"] == ["b"]  # paired differences -0.1, 0.4, -0.05
+    assert "c" not in verdict["tied_with"]
+    # A small difference every window agrees on is not a tie, even inside the windows' spread.
+    per_run = {"a": runs([0.5, 0.9, 0.7]), "b": runs([0.49, 0.89, 0.69])}
+    ev.table = {k: {"all": {"mean_w": _spread([m["all"]["mean_w"] for _, m in r])}} for k, r in per_run.items()}
+    verdict = judge(ev, per_run, "all", "mean_w", True)
+    assert verdict is not None and verdict["best"] == "a" and not verdict["tie"]
+
+
+def test_a_trained_model_runs_greedy_beside_the_rules(small_swf: Path, site_config: Path, tmp_path: Path) -> None:
+    w = read_swf(small_swf)
+    site = load_site(site_config)
+    tasks = train_plan(w, "sarsa-esn:pretrain_decisions=50", tmp_path / "m.npz", site=site)
+    write_models(run_tasks(tasks))
+    contenders = [parse_contender(str(tmp_path / "m.npz")), parse_contender("easy"),
+                  parse_contender("easy-sjf"), parse_contender("recorded")]
+    ev = evaluate(w, contenders, site=site, windows=2)
+    assert ev.vos == ("physics", "chem", "other") and ev.shares == pytest.approx((0.6, 0.3, 0.1))
+    assert set(ev.table) == {"m", "easy", "easy-sjf", "recorded"}
+    assert "vo:physics" in ev.table["m"]
+    written = write_outputs(ev, tmp_path / "out")
+    for name in ("wait_cdf.png", "fairness_over_time.png", "vo_share_over_time.png"):
+        assert written[name].stat().st_size > 1000
+    report = written["report"].read_text()
+    assert "saved model" in report and "## By VO" in report and "vo:chem" in report
+    data = json.loads(written["results"].read_text())
+    assert {p["label"] for p in data["policies"]} == set(ev.table)
+
+
+def test_a_model_for_another_class_rule_is_refused(small_swf: Path, site_config: Path, tmp_path: Path) -> None:
+    w = read_swf(small_swf)
+    site = load_site(site_config)
+    write_models(run_tasks(train_plan(w, "sarsa-esn:pretrain_decisions=50", tmp_path / "m.npz", site=site)))
+    # Without the config: the default rule (and the trace's own VOs) — not what the model was built for.
+    with pytest.raises(ValueError, match="was built for"):
+        evaluate(w, [parse_contender(str(tmp_path / "m.npz"))])
+
+
+def test_learned_policies_by_name_are_seeded(small_swf: Path) -> None:
+    w = read_swf(small_swf)
+    ev = evaluate(w, [parse_contender("sarsa-esn:pretrain_decisions=50"), parse_contender("easy")], seeds=2)
+    runs = [(r.contender, r.seed) for r in ev.runs]
+    assert runs == [("sarsa-esn:pretrain_decisions=50", 0), ("sarsa-esn:pretrain_decisions=50", 1), ("easy", None)]
