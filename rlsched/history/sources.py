@@ -49,10 +49,7 @@ class SiteSettings:
         rule = self.class_rule
         return {
             "config": self.config,
-            "class_rule": {"interactive_qos": sorted(rule.interactive_qos),
-                           "interactive_partitions": sorted(rule.interactive_partitions),
-                           "interactive_max_time_s": rule.interactive_max_time_s,
-                           "applied_to": "time limit, QOS and partition (never the runtime)"},
+            "class_rule": {**rule.to_dict(), "applied_to": "time limit, QOS and partition (never the runtime)"},
             "vo_mapping": {"vos": list(self.vos) or "one VO per account", "vo_accounts": dict(self.vo_accounts),
                            "default_vo": self.default_vo},
             "vo_shares": list(self.vo_shares) if self.vo_shares is not None else None,

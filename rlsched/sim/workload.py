@@ -56,6 +56,11 @@ class Workload:
     header: dict[str, str] = field(default_factory=dict)
     unix_start_time: int | None = None
     synthetic: bool = False
+    #: The names behind the SWF integer ids, by column (``"user"``, ``"queue"``, ``"partition"``: id → name),
+    #: where the trace has them (a ``rlsched history import`` sidecar); they survive :meth:`select`.
+    id_names: dict[str, dict[int, str]] = field(default_factory=dict)
+    #: The class rule the trace's ``job_class`` was derived with (a ``ClassRule.to_dict()``), where recorded.
+    class_rule: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
         n = len(self.job_id)
@@ -81,6 +86,13 @@ class Workload:
     @property
     def interactive(self) -> BoolArray:
         return np.asarray(self.job_class == JobClass.INTERACTIVE)
+
+    def names_of(self, column: str) -> list[str]:
+        """The per-job names of an id column (``"queue"``, ``"partition"``, ``"user"``): the recorded name where
+        :attr:`id_names` has one, else the id as text (``-1`` for unknown)."""
+        ids: IntArray = getattr(self, column)
+        names = self.id_names.get(column, {})
+        return [names.get(i, str(i)) for i in ids.tolist()]
 
     def select(self, mask_or_index: Any, name: str | None = None) -> Workload:
         """A workload with only the selected rows (boolean mask or sorted index array)."""

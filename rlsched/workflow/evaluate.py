@@ -58,7 +58,7 @@ from rlsched.sim.engine import DEFAULT_OVERRUN, Overrun, Schedule
 from rlsched.sim.policies import simulate_policy, workload_vos
 from rlsched.sim.schedulers import with_recorded_waits
 from rlsched.sim.workload import Workload
-from rlsched.workflow.site import Site, site_view, with_class_rule
+from rlsched.workflow.site import Site, site_view, trace_class_rule, with_class_rule
 
 #: Measures of a group: key, title, True when higher is better.
 GROUP_MEASURES: tuple[tuple[str, str, bool], ...] = (
@@ -233,7 +233,7 @@ def _spread(values: list[float | None]) -> dict[str, Any]:
 
 def prepare(workload: Workload, contenders: Sequence[Contender], site: Site | None) -> tuple[Workload, ClassRule]:
     """The workload every contender sees: classed by the rule, VOs by the site, recorded waits if needed."""
-    rule = site.class_rule if site is not None else ClassRule()
+    rule = site.class_rule if site is not None else trace_class_rule(workload)
     seen = site_view(workload, site) if site is not None else with_class_rule(workload, rule)
     if any(c.recorded for c in contenders):
         if not seen.has_recorded_waits:

@@ -12,8 +12,9 @@ so that ``rlsched train --config`` learns on exactly what the live daemon will f
   the workload's VO names taken as the accounts.
 
 A plain SWF trace has no QOS and numbers its partitions: the rule then sees ``qos=""`` and the
-partition number as text.  A trace with a sidecar (``rlsched history import``) passes the real
-strings (``qos=``, ``partition=``).
+partition number as text.  A trace with a sidecar (``rlsched history import``) carries the real
+names (:attr:`~rlsched.sim.workload.Workload.id_names`), and without a config it is classed by the rule
+its import recorded (:func:`trace_class_rule`).
 """
 
 from __future__ import annotations
@@ -62,8 +63,10 @@ def classify(workload: Workload, rule: ClassRule, *, qos: Sequence[str] | None =
              partition: Sequence[str] | None = None) -> np.ndarray:
     """The class of every job by ``rule`` from its time limit (requested time), QOS and partition."""
     n = len(workload)
-    qos_s = list(qos) if qos is not None else [""] * n
-    part_s = list(partition) if partition is not None else [str(int(p)) for p in workload.partition.tolist()]
+    # A sidecar trace names its QOS (the SWF queue column) and partitions; a plain SWF has neither name.
+    qos_s = list(qos) if qos is not None else (workload.names_of("queue") if "queue" in workload.id_names
+                                               else [""] * n)
+    part_s = list(partition) if partition is not None else workload.names_of("partition")
     if len(qos_s) != n or len(part_s) != n:
         raise ValueError(f"workload {workload.name!r}: {len(qos_s)} QOS / {len(part_s)} partition values for "
                          f"{n} jobs")
@@ -77,6 +80,17 @@ def classify(workload: Workload, rule: ClassRule, *, qos: Sequence[str] | None =
             found = cache[key] = int(rule.classify(*key))
         out[i] = found
     return out
+
+
+def trace_class_rule(workload: Workload) -> ClassRule:
+    """The rule a trace without a daemon config is classed by: the one its import recorded (``rlsched history
+    import --config``), else the default (time limit <= 900 s)."""
+    if workload.class_rule is None:
+        return ClassRule()
+    try:
+        return ClassRule.from_dict(workload.class_rule)
+    except ValueError as exc:
+        raise ValueError(f"workload {workload.name!r}: the recorded {exc}") from None
 
 
 def with_class_rule(workload: Workload, rule: ClassRule) -> Workload:

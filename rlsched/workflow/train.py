@@ -36,13 +36,12 @@ from typing import IO, Any
 
 import numpy as np
 
-from rlsched.backends.common.classify import ClassRule
 from rlsched.core.agents import SchedulingAgent
 from rlsched.core.policies import PolicyError, PolicySpec, entry, load_policy, read_policy_spec, resolve
 from rlsched.sim.engine import DEFAULT_OVERRUN, Overrun
 from rlsched.sim.policies import simulate_policy, workload_vos
 from rlsched.sim.workload import Workload
-from rlsched.workflow.site import Site, site_view, with_class_rule
+from rlsched.workflow.site import Site, site_view, trace_class_rule, with_class_rule
 
 #: Key of the training progress inside a checkpoint's policy metadata.
 TRAINING_KEY = "training"
@@ -128,7 +127,7 @@ def train_plan(workload: Workload, policy: str | PolicySpec, out: Path, *, seeds
         raise TrainError("no seed to train")
     # Jobs are classed as the daemon will class them: by a class rule on what is known at submit,
     # the site's (--config) or the default one (time limit <= 900 s), never by the runtime.
-    rule = site.class_rule if site is not None else ClassRule()
+    rule = site.class_rule if site is not None else trace_class_rule(workload)
     workload = site_view(workload, site) if site is not None else with_class_rule(workload, rule)
     spec = spec.with_class_rule(rule.to_dict())
     spec = spec.bound(workload_vos(workload), spec.features)

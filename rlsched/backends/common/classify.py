@@ -45,6 +45,21 @@ class ClassRule:
                 "interactive_partitions": sorted(self.interactive_partitions),
                 "interactive_max_time_s": self.interactive_max_time_s}
 
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ClassRule:
+        """The rule :meth:`to_dict` recorded (other keys ignored); ValueError naming the key when malformed."""
+        def names(key: str) -> frozenset[str]:
+            value = data.get(key, [])
+            if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
+                raise ValueError(f"class rule: {key} must be a list of names, got {value!r}"[:200])
+            return frozenset(value)
+
+        limit = data.get("interactive_max_time_s", INTERACTIVE_THRESHOLD_S)
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int | float)):
+            raise ValueError(f"class rule: interactive_max_time_s must be a number or null, got {limit!r}"[:200])
+        return cls(names("interactive_qos"), names("interactive_partitions"),
+                   None if limit is None else float(limit))
+
 
 class VOMapping:
     """Accounts → VO indices (the VO of P-grid's state and reward is the job's account: Slurm's

@@ -137,5 +137,23 @@ def read_trace(path: str | os.PathLike[str], *, name: str | None = None, max_pro
     header = dict(workload.header)
     if isinstance(meta.get("source"), str):
         header["rlsched_source"] = meta["source"]
+    rule = meta.get("class_rule")
     return replace(workload, vo=vo_index, job_class=job_class, vo_names=tuple(vo_names), vo_shares=vo_shares,
-                   header=header)
+                   header=header, id_names=_id_names(meta), class_rule=rule if isinstance(rule, dict) else None)
+
+
+#: The meta file's ``swf_ids`` tables → :attr:`Workload.id_names` columns.
+_ID_TABLES = {"user": "user", "queue (QOS)": "queue", "partition": "partition"}
+
+
+def _id_names(meta: dict[str, Any]) -> dict[str, dict[int, str]]:
+    """id → name per SWF column from the meta file's ``swf_ids`` (name → id); malformed tables are ignored."""
+    tables = meta.get("swf_ids")
+    out: dict[str, dict[int, str]] = {}
+    if not isinstance(tables, dict):
+        return out
+    for key, column in _ID_TABLES.items():
+        table = tables.get(key)
+        if isinstance(table, dict):
+            out[column] = {i: name for name, i in table.items() if isinstance(i, int) and not isinstance(i, bool)}
+    return out
