@@ -7,8 +7,7 @@ from pathlib import Path
 
 import click
 
-from rlsched.cli.sim import load_workload
-from rlsched.cli.train import progress_bar
+from rlsched.cli.sim import load_workload, progress_bar
 
 
 @click.command("evaluate")

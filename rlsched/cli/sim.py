@@ -41,9 +41,9 @@ def load_workload(spec: str, *, seed: int = 0, max_procs: int | None = None,
 
 
 @contextmanager
-def progress_bar(total: int, label: str) -> Iterator[Callable[[int], None] | None]:
-    """A progress callback drawing a bar on a terminal; None (quiet) when stderr is not one."""
-    if not sys.stderr.isatty():
+def progress_bar(total: int, label: str, quiet: bool = False) -> Iterator[Callable[[int], None] | None]:
+    """A progress callback drawing a bar on stderr when it is a terminal and not ``quiet``; None otherwise."""
+    if quiet or not sys.stderr.isatty():
         yield None
         return
     with click.progressbar(length=total, label=label, file=sys.stderr, show_pos=True) as bar:

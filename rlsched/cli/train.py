@@ -2,32 +2,12 @@
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import click
 
-from rlsched.cli.sim import load_workload
+from rlsched.cli.sim import load_workload, progress_bar
 from rlsched.sim.workload import Workload
-
-
-@contextmanager
-def progress_bar(total: int, label: str, quiet: bool) -> Iterator[Callable[[int], None] | None]:
-    """A bar on stderr when it is a terminal and not ``--quiet``; None otherwise."""
-    if quiet or not sys.stderr.isatty():
-        yield None
-        return
-    with click.progressbar(length=total, label=label, file=sys.stderr, show_pos=True) as bar:
-        shown = 0
-
-        def update(done: int) -> None:
-            nonlocal shown
-            bar.update(done - shown)
-            shown = done
-
-        yield update
 
 
 def one_window(workload: Workload, text: str) -> Workload:
