@@ -16,8 +16,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-
 from rlsched.backends.common.runner import BackendCommandError, CommandExecutor, CommandResult
 from rlsched.core.multifactor import (
     AssocTree,
@@ -98,7 +96,8 @@ def parse_sprio(text: str, source: str = "sprio") -> list[SprioRow]:
         if len(cells) != 9:
             raise ValueError(f"{source}: line {lineno}: {len(cells)} fields, expected 9 ({SPRIO_FORMAT})")
         try:
-            rows.append(SprioRow(int(cells[0]), float(cells[1]), *(float(c) for c in cells[2:7]),
+            age, fairshare, job_size, partition, qos = (float(c) for c in cells[2:7])
+            rows.append(SprioRow(int(cells[0]), float(cells[1]), age, fairshare, job_size, partition, qos,
                                  cells[7], cells[8]))
         except ValueError:
             raise ValueError(f"{source}: line {lineno}: bad number in {line.strip()!r}") from None
@@ -121,7 +120,3 @@ def read_sprio(executor: CommandExecutor, sprio: str = "sprio") -> list[SprioRow
 def usage_by_key(tree: AssocTree, usage: FloatArray) -> dict[str, float]:
     """``"account/user"`` → raw usage (for reports)."""
     return {AssocTree.key(u.account, u.user): float(usage[u.leaf]) for u in tree.users}
-
-
-def empty_usage(tree: AssocTree) -> FloatArray:
-    return np.zeros(tree.n_users, dtype=np.float64)
