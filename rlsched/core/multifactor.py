@@ -144,6 +144,15 @@ class AssocTree:
         self.users: list[Assoc] = []
         self._number(root)
         self.index = {self.key(a.account, a.user): a.leaf for a in self.users if a.user is not None}
+        # root → accounts → users, without reported account usages: Fair Tree has a vectorised form.
+        accounts = root.children
+        self.flat = bool(accounts) and all(
+            not a.is_user and a.reported_usage is None and a.children and all(u.is_user for u in a.children)
+            for a in accounts) and root.reported_usage is None
+        if self.flat:
+            self._acct_of_user = np.array([k for k, a in enumerate(accounts) for _ in a.children], dtype=np.int64)
+            self._acct_shares = np.array([a.shares for a in accounts], dtype=np.float64)
+            self._user_shares = np.array([u.shares for u in self.users], dtype=np.float64)
 
     @staticmethod
     def key(account: str, user: str | None) -> str:
@@ -197,8 +206,49 @@ class AssocTree:
         return sum(self.usage_of(c, usage) for c in node.children)
 
 
+def _level_fs(shares: FloatArray, usage: FloatArray) -> FloatArray:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lf = np.where(usage > 0, shares / np.where(usage > 0, usage, 1.0), np.inf)
+    out: FloatArray = np.where(shares > 0, lf, 0.0)
+    return out
+
+
+def _fair_tree_flat(tree: AssocTree, usage: FloatArray) -> FloatArray:
+    """Fair Tree on root → accounts → users, vectorised (equal to the walk; tests compare them)."""
+    n = tree.n_users
+    acct = tree._acct_of_user
+    n_acct = len(tree._acct_shares)
+    acct_usage = np.bincount(acct, usage, minlength=n_acct)
+    root_usage = float(acct_usage.sum())
+    total_shares = float(tree._acct_shares.sum())
+    s_acct = tree._acct_shares / total_shares if total_shares > 0 else np.zeros(n_acct)
+    lf_acct = _level_fs(s_acct, acct_usage / root_usage if root_usage > 0 else np.zeros(n_acct))
+    level = np.bincount(acct, tree._user_shares, minlength=n_acct)[acct]
+    s_user = np.where(level > 0, tree._user_shares / np.where(level > 0, level, 1.0), 0.0)
+    parent = acct_usage[acct]
+    u_user = np.where(parent > 0, usage / np.where(parent > 0, parent, 1.0), 0.0)
+    lf_user = _level_fs(s_user, u_user)
+    group = lf_acct[acct]
+    # Accounts by LF (tied ones merged: they share a group key), users by LF inside; ties share a rank.
+    order = np.lexsort((-lf_user, -group))
+    g, lu = group[order], lf_user[order]
+    new_run = np.ones(n, dtype=bool)
+    new_run[1:] = (g[1:] != g[:-1]) | (lu[1:] != lu[:-1])
+    first = np.maximum.accumulate(np.where(new_run, np.arange(n), 0))
+    out = np.empty(n, dtype=np.float64)
+    out[order] = (n - first) / n
+    return out
+
+
 def fair_tree_factors(tree: AssocTree, usage: FloatArray) -> FloatArray:
     """Fair Tree fair-share factor of every user association (see the module docstring)."""
+    if tree.flat:
+        return _fair_tree_flat(tree, usage)
+    return fair_tree_walk(tree, usage)
+
+
+def fair_tree_walk(tree: AssocTree, usage: FloatArray) -> FloatArray:
+    """Fair Tree by Slurm's depth-first walk, for any tree."""
     n = tree.n_users
     out = np.zeros(n, dtype=np.float64)
     if n == 0:

@@ -16,6 +16,7 @@ from rlsched.core.multifactor import (
     classic_factors,
     combine,
     fair_tree_factors,
+    fair_tree_walk,
     job_factors,
     job_size_factor,
     params_from_policy,
@@ -90,6 +91,20 @@ def test_fair_tree_zero_shares_rank_last() -> None:
     tree = _tree({"A": (0, {"a": 1}), "B": (1, {"b": 1})})
     f = fair_tree_factors(tree, _usage(tree, {"B/b": 100}))
     assert _factor(tree, f, "B", "b") == 1.0 and _factor(tree, f, "A", "a") == 0.5
+
+
+def test_the_vectorised_flat_fair_tree_equals_the_walk() -> None:
+    rng = np.random.default_rng(7)
+    for trial in range(200):
+        n_acct = int(rng.integers(1, 6))
+        spec = {f"A{a}": (float(rng.integers(0, 4)), {f"u{k}": float(rng.integers(0, 3))
+                                                      for k in range(int(rng.integers(1, 4)))})
+                for a in range(n_acct)}
+        tree = _tree(spec)
+        assert tree.flat
+        # Small integers make ties (equal LF) frequent, zeros make ∞ and 0 LFs.
+        usage = rng.integers(0, 3, tree.n_users).astype(float) * (trial % 3 != 0)
+        assert fair_tree_factors(tree, usage).tolist() == fair_tree_walk(tree, usage).tolist(), (spec, usage)
 
 
 # ------------------------------------------------------------------------------ classic
