@@ -82,6 +82,9 @@ class CompletionFeed:
         self.inode: int | None = None
         if state:
             self._load(state)
+        # Jobs that ended before the feed began (or before the saved position) are not delivered; the
+        # sacct windows overlap the previous poll, never this floor (whole seconds: sacct's resolution).
+        self.floor_s = float(math.floor(self.since_s))
 
     # -- persistence -------------------------------------------------------------------------------------
     def state(self) -> dict[str, Any]:
@@ -123,6 +126,8 @@ class CompletionFeed:
         jobs = self.executor.run(argv, lambda r: parse_sacct(r.stdout))
         fresh = []
         for job in jobs:          # the windows overlap: drop what an earlier poll delivered
+            if job.end_s < self.floor_s:
+                continue
             key = (job.job_id, job.end_s)
             if key not in self.seen:
                 self.seen.add(key)
