@@ -146,10 +146,10 @@ class AssocTree:
         self.index = {self.key(a.account, a.user): a.leaf for a in self.users if a.user is not None}
         # root → accounts → users, without reported account usages: Fair Tree has a vectorised form.
         accounts = root.children
-        self.flat = bool(accounts) and all(
+        self.is_flat = bool(accounts) and all(
             not a.is_user and a.reported_usage is None and a.children and all(u.is_user for u in a.children)
             for a in accounts) and root.reported_usage is None
-        if self.flat:
+        if self.is_flat:
             self._acct_of_user = np.array([k for k, a in enumerate(accounts) for _ in a.children], dtype=np.int64)
             self._acct_shares = np.array([a.shares for a in accounts], dtype=np.float64)
             self._user_shares = np.array([u.shares for u in self.users], dtype=np.float64)
@@ -242,7 +242,7 @@ def _fair_tree_flat(tree: AssocTree, usage: FloatArray) -> FloatArray:
 
 def fair_tree_factors(tree: AssocTree, usage: FloatArray) -> FloatArray:
     """Fair Tree fair-share factor of every user association (see the module docstring)."""
-    if tree.flat:
+    if tree.is_flat:
         return _fair_tree_flat(tree, usage)
     return fair_tree_walk(tree, usage)
 

@@ -101,7 +101,7 @@ def test_the_vectorised_flat_fair_tree_equals_the_walk() -> None:
                                                       for k in range(int(rng.integers(1, 4)))})
                 for a in range(n_acct)}
         tree = _tree(spec)
-        assert tree.flat
+        assert tree.is_flat
         # Small integers make ties (equal LF) frequent, zeros make ∞ and 0 LFs.
         usage = rng.integers(0, 3, tree.n_users).astype(float) * (trial % 3 != 0)
         assert fair_tree_factors(tree, usage).tolist() == fair_tree_walk(tree, usage).tolist(), (spec, usage)
