@@ -26,6 +26,8 @@ from rlsched.core.multifactor import (
     slurm_duration_s,
     tree_from_sshare,
 )
+from rlsched.core.policies import BuildContext, PolicyError, build_agent, parse_policy, resolve
+from rlsched.core.view import ClusterView, FinishedJobs, PendingJobs, RunningJobs
 
 
 def _tree(spec: dict[str, tuple[float, dict[str, float]]], root_users: dict[str, float] | None = None) -> AssocTree:
@@ -272,3 +274,28 @@ def test_sshare_tree_and_usage() -> None:
 def test_sshare_bad_line_is_named() -> None:
     with pytest.raises(ValueError, match=r"^sshare: line 3: 3 fields, header has 11$"):
         parse_sshare(SSHARE.splitlines()[0] + "\nroot|||0|0||1||||\n a|b|c\n", "sshare")
+
+
+# ------------------------------------------------------------------------------ the registry's live agent
+def _view(t: float, running_vo: list[int], pending_vo: list[int]) -> ClusterView:
+    n, m = len(running_vo), len(pending_vo)
+    running = RunningJobs(job_id=np.arange(100, 100 + n), vo=np.array(running_vo, dtype=np.int64),
+                          job_class=np.ones(n, dtype=np.int64), cores=np.full(n, 4), req_time_s=np.full(n, 1e4),
+                          submit_s=np.zeros(n), start_s=np.zeros(n), oracle_run_s=np.full(n, np.nan))
+    pending = PendingJobs(job_id=np.arange(1, m + 1), vo=np.array(pending_vo, dtype=np.int64),
+                          job_class=np.ones(m, dtype=np.int64), cores=np.ones(m, dtype=np.int64),
+                          req_time_s=np.full(m, 600.0), submit_s=np.zeros(m), oracle_run_s=np.full(m, np.nan),
+                          held=np.zeros(m, dtype=bool))
+    return ClusterView(time_s=t, total_cores=8, idle_cores=8 - 4 * n, pending=pending, running=running,
+                       finished=FinishedJobs(), vos=("a", "b"))
+
+
+def test_the_registry_agent_boosts_the_account_with_less_usage() -> None:
+    spec = resolve(parse_policy("multifactor:weight_age=0,weight_job_size=0,calc_period_s=60")).bound(("a", "b"),
+                                                                                                      None)
+    agent = build_agent(spec, BuildContext(mode="boost", live=True))
+    agent.decide(_view(0.0, [0], [0, 1]))                # a runs 4 cores from t = 0
+    decisions = agent.decide(_view(130.0, [0], [0, 1]))  # two passes later a has usage, b none
+    assert decisions.boost == (2, 1)                     # b's job (id 2) first
+    with pytest.raises(PolicyError, match="slurm_conf= and sshare= name files"):
+        build_agent(resolve(parse_policy("multifactor:slurm_conf=/etc/slurm.conf")), BuildContext(live=True))
