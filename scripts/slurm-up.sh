@@ -168,9 +168,10 @@ TreeWidth=65533
 NodeName=node1 NodeAddr=127.0.0.1 NodeHostname=localhost CPUs=$CPUS RealMemory=8000 Weight=1 State=UNKNOWN
 NodeName=cloud[1-4] NodeAddr=127.0.0.1 NodeHostname=localhost Port=[$((PORT + 4))-$((PORT + 7))] CPUs=8 RealMemory=4000 Feature=cloud Weight=100 State=CLOUD
 PartitionName=debug Nodes=node1 Default=YES MaxTime=INFINITE State=UP
-# Same node, short limit: lets tests exercise a class rule by partition; its PriorityJobFactor 2 makes the
-# partition factor 1 there and 0.5 in the others (docs/multifactor.md).
-PartitionName=short Nodes=node1 MaxTime=00:15:00 State=UP PriorityJobFactor=2
+# Same node, short limit: lets tests exercise a class rule by partition.
+PartitionName=short Nodes=node1 MaxTime=00:15:00 State=UP
+# Same node, PriorityJobFactor 2: the partition factor is 1 there and 0.5 in the others (docs/multifactor.md).
+PartitionName=high Nodes=node1 MaxTime=INFINITE State=UP PriorityJobFactor=2
 PartitionName=cloud Nodes=cloud[1-4] MaxTime=INFINITE State=UP
 PartitionName=burst Nodes=node1,cloud[1-4] MaxTime=INFINITE State=UP
 CONF

@@ -79,8 +79,8 @@ def test_emulated_factors_and_order_equal_sprio(slurm: SlurmTestCluster) -> None
     # 2. node1 full, then a batch of waiting jobs, a few seconds apart (ages differ).
     blocker = submit(slurm, "gamma", "nobody", 16, "debug", 600)
     wait_for(lambda: slurm.state(blocker) == "RUNNING", 30, "the blocker to start")
-    batch = [("alpha", "root", 2, "debug"), ("beta", "nobody", 1, "short"), ("gamma", "root", 4, "debug"),
-             ("gamma", "nobody", 1, "debug"), ("beta", "root", 8, "short"), ("alpha", "nobody", 3, "debug"),
+    batch = [("alpha", "root", 2, "debug"), ("beta", "nobody", 1, "high"), ("gamma", "root", 4, "short"),
+             ("gamma", "nobody", 1, "debug"), ("beta", "root", 8, "high"), ("alpha", "nobody", 3, "debug"),
              (None, "root", 1, "debug"), ("beta", "root", 2, "debug")]
     waiting = []
     for k, (account, user, cpus, partition) in enumerate(batch):
