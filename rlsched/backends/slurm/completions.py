@@ -82,9 +82,10 @@ class CompletionFeed:
         self.inode: int | None = None
         if state:
             self._load(state)
-        # Jobs that ended before the feed began (or before the saved position) are not delivered; the
-        # sacct windows overlap the previous poll, never this floor (whole seconds: sacct's resolution).
-        self.floor_s = float(math.floor(self.since_s))
+        # sacct only: jobs that ended before the feed began are not delivered (its windows overlap the
+        # previous poll, never this floor).  sacct counts whole seconds: a fresh feed skips its starting
+        # second too (a job ended then may be an earlier one's), a resumed feed keeps it (it may be new).
+        self.floor_s = float(math.floor(self.since_s)) + (0.0 if state else 1.0)
 
     # -- persistence -------------------------------------------------------------------------------------
     def state(self) -> dict[str, Any]:
