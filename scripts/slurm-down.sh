@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Stop the test cluster of scripts/slurm-up.sh: cancel its jobs, then stop only the daemons it (and its
-# resume.sh) started, by the PIDs in their pidfiles, and every instance of the local cloud provider
+# resume.sh) started — slurmd, slurmctld, slurmdbd, then MariaDB — by the PIDs in their pidfiles, and every instance of the local cloud provider
 # (scripts/local-cloud-provider, records in $BASE/provider/instances), by the PID in its record, checked
 # against the process start time it recorded so that a recycled PID is never killed.
 # Idempotent: nothing running is not an error.
@@ -51,5 +51,7 @@ for f in "$BASE"/provider/instances/*; do
 done
 for f in "$BASE"/run/slurmd-*.pid; do stop "$f"; done
 stop "$BASE/run/slurmctld.pid"          # its child slurmscriptd exits with it
+stop "$BASE/run/slurmdbd.pid"           # after the controller, which sends it the last job records
+stop "$BASE/run/mariadb.pid"            # last: slurmdbd writes to it (the server flushes and exits on SIGTERM)
 [ "${KEEP_MUNGE:-0}" = 1 ] || stop /run/munge/munged.pid
 exit 0

@@ -11,18 +11,27 @@
 # When $BASE/etc/rlsched.toml exists, resume.sh/suspend.sh go through rlsched's leasing hooks
 # (plugins/slurm/rlsched-resume, rlsched-suspend: they check the daemon's heartbeat and lease permit, then run
 # the config's [leasing] provider_command); without it they call the local provider directly.
-# The config is made for tests (docs/slurm.md): priority/multifactor (so admin Nice offsets compose with
-# Slurm's own priority), jobcomp/filetxt (no slurmdbd: the completion feed reads that file), MinJobAge
-# (finished jobs stay visible to squeue), short scheduler intervals so a test sees a start within ~1 s.
+# Accounting is real: a MariaDB server (its own datadir under $BASE/mysql, on 127.0.0.1 only) behind a slurmdbd
+# on 127.0.0.1, so sacct, sshare and the fair-share factor work; the cluster and three accounts with different
+# shares (alpha 50, beta 30, gamma 20; users root and nobody in each), plus atlas, cms and lhcb (the VOs of the
+# other live tests), are registered with sacctmgr.
+# The config is made for tests (docs/slurm.md, docs/multifactor.md): priority/multifactor with every factor
+# weighted and short times (PriorityMaxAge 10 min, half-life 1 h, recalculation every minute) so a test sees
+# sprio's factors move; admin Nice offsets still dominate (the backend's Nice step exceeds the weight sum);
+# jobcomp/filetxt (the daemon's completion feed reads that file), MinJobAge (finished jobs stay visible to
+# squeue), short scheduler intervals so a test sees a start within ~1 s.
 #
 # Idempotent: when the controller in $BASE is already up and node1 answers, it only reports that.
-# Environment: BASE, RLSCHED_SLURM_PORT (slurmctld port, default 6817; slurmd uses +1, cloud nodes +4..+7),
-# RLSCHED_SLURM_CPUS (CPUs of node1, default 16).
+# Environment: BASE, RLSCHED_SLURM_PORT (slurmctld port, default 6817; slurmd uses +1, slurmdbd +2, MariaDB +3,
+# cloud nodes +4..+7), RLSCHED_SLURM_CPUS (CPUs of node1, default 16).
 set -euo pipefail
 BASE=${BASE:-/tmp/rlsched-slurm}
 PORT=${RLSCHED_SLURM_PORT:-6817}
 CPUS=${RLSCHED_SLURM_CPUS:-16}
 CONF=$BASE/etc/slurm.conf
+DBD_PORT=$((PORT + 2))
+DB_PORT=$((PORT + 3))
+DB_SOCK=$BASE/run/mariadb.sock
 REPO=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)   # the hooks and the provider live here
 die() { echo "slurm-up.sh: $*" >&2; exit 1; }
 now() { date +%s.%N; }
@@ -42,15 +51,17 @@ fi
 
 # 1. Packages.  --no-install-recommends: slurm-wlm's Recommends pull ~40 plugin and -dev packages.
 missing=()
-for cmd in slurmctld:slurmctld slurmd:slurmd squeue:slurm-client munged:munge; do
+for cmd in slurmctld:slurmctld slurmd:slurmd squeue:slurm-client munged:munge slurmdbd:slurmdbd \
+           mariadbd:mariadb-server; do
   command -v "${cmd%%:*}" >/dev/null || missing+=("${cmd#*:}")
 done
 if [ ${#missing[@]} -gt 0 ]; then
   command -v apt-get >/dev/null || die "Slurm is not installed and apt-get is unavailable (need: ${missing[*]})"
   echo "slurm-up.sh: installing ${missing[*]}" >&2
   apt-get update -qq || die "apt-get update failed"
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-      slurmctld slurmd slurm-client munge >/dev/null || die "apt-get install slurmctld slurmd slurm-client munge failed"
+  # A package's postinst may try to start its service; without systemd that is refused harmlessly.
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null \
+      || die "apt-get install ${missing[*]} failed"
 fi
 T1=$(now)
 
@@ -68,7 +79,7 @@ fi
 munge -n | unmunge >/dev/null 2>&1 || die "munged does not answer (see /var/log/munge/munged.log)"
 
 # 3. Config and directories.  Leftover daemons of an earlier, half-failed run would hold the ports.
-for f in "$BASE"/run/slurmd-*.pid "$BASE/run/slurmctld.pid"; do
+for f in "$BASE"/run/slurmd-*.pid "$BASE/run/slurmctld.pid" "$BASE/run/slurmdbd.pid" "$BASE/run/mariadb.pid"; do
   [ -f "$f" ] && alive "$(cat "$f")" && kill "$(cat "$f")" 2>/dev/null && sleep 0.5
   rm -f "$f"
 done
@@ -83,6 +94,10 @@ for f in "$BASE"/provider/instances/*; do
   rm -f "$f"
 done
 mkdir -p "$BASE"/{etc,state,spool/node1,log,run,bin,provider}
+# A fresh accounting database and controller state every time: tests see no old usage (slurmctld's -c keeps
+# the association usage file, which a new database would attach to other associations).
+rm -rf "$BASE/mysql" "$BASE/state"
+mkdir -p "$BASE/state"
 # Bind to the hostname's address rather than 0.0.0.0, but only when the hostname resolves to loopback.
 COMM=""
 getent hosts "$(hostname)" | grep -q '^127\.' && COMM="CommunicationParameters=NoInAddrAny,NoCtldInAddrAny"
@@ -110,8 +125,10 @@ ReturnToService=2
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 JobAcctGatherType=jobacct_gather/none
-# No slurmdbd: sacct is unavailable; finished jobs come from the jobcomp file and squeue (MinJobAge).
-AccountingStorageType=accounting_storage/none
+# slurmdbd on 127.0.0.1 (sacct, sshare, fair-share); the daemon's completion feed still reads the jobcomp file.
+AccountingStorageType=accounting_storage/slurmdbd
+AccountingStorageHost=127.0.0.1
+AccountingStoragePort=$DBD_PORT
 JobCompType=jobcomp/filetxt
 JobCompLoc=$BASE/log/jobcomp.txt
 MinJobAge=600
@@ -121,10 +138,18 @@ SchedulerParameters=sched_interval=2,bf_interval=1
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core
 # multifactor, not basic: with basic, base priorities sit near 2^32 and Nice offsets cannot compose.
-# The Age and Fairshare factors need slurmdbd and are ignored here.
+# Every factor weighted and short times, so that sprio's factors move within a test (docs/multifactor.md):
+# age reaches 1 after 10 min; usage halves every hour; priorities and fair-share are recomputed every minute
+# (PriorityCalcPeriod's least value).  Fair Tree (the default) with the accounts of sacctmgr below.
 PriorityType=priority/multifactor
+PriorityWeightAge=1000
+PriorityWeightFairshare=10000
 PriorityWeightJobSize=1000
 PriorityWeightPartition=1000
+PriorityWeightQOS=0
+PriorityMaxAge=0-0:10:00
+PriorityDecayHalfLife=0-1
+PriorityCalcPeriod=1
 MpiDefault=none
 $COMM
 MailProg=/bin/true
@@ -145,6 +170,8 @@ NodeName=cloud[1-4] NodeAddr=127.0.0.1 NodeHostname=localhost Port=[$((PORT + 4)
 PartitionName=debug Nodes=node1 Default=YES MaxTime=INFINITE State=UP
 # Same node, short limit: lets tests exercise a class rule by partition.
 PartitionName=short Nodes=node1 MaxTime=00:15:00 State=UP
+# Same node, PriorityJobFactor 2: the partition factor is 1 there and 0.5 in the others (docs/multifactor.md).
+PartitionName=high Nodes=node1 MaxTime=INFINITE State=UP PriorityJobFactor=2
 PartitionName=cloud Nodes=cloud[1-4] MaxTime=INFINITE State=UP
 PartitionName=burst Nodes=node1,cloud[1-4] MaxTime=INFINITE State=UP
 CONF
@@ -173,10 +200,56 @@ fi
 exec "$REPO/scripts/local-cloud-provider" suspend \$(scontrol show hostnames "\$1") >>$BASE/log/power.log 2>&1
 SCRIPT
 chmod +x "$BASE"/bin/*.sh
+
+cat > "$BASE/etc/slurmdbd.conf" <<DBD
+# Written by rlsched scripts/slurm-up.sh: slurmdbd for the test cluster, on 127.0.0.1.
+AuthType=auth/munge
+DbdHost=localhost
+DbdAddr=127.0.0.1
+DbdPort=$DBD_PORT
+SlurmUser=root
+PidFile=$BASE/run/slurmdbd.pid
+LogFile=$BASE/log/slurmdbd.log
+DebugLevel=info
+StorageType=accounting_storage/mysql
+StorageHost=127.0.0.1
+StoragePort=$DB_PORT
+StorageUser=slurm
+StoragePass=rlsched-test
+StorageLoc=slurm_acct_db
+DBD
+chmod 600 "$BASE/etc/slurmdbd.conf"     # slurmdbd refuses a config others can read (it holds the password)
 T2=$(now)
 
-# 4. Daemons: they fork into the background; pids in $BASE/run/.
+# 4. MariaDB: its own datadir and socket under $BASE, TCP on 127.0.0.1 only (slurmdbd has no socket option).
+#    Runs as root (test cluster only); the server does not daemonize, so it is started in the background.
+mariadb-install-db --no-defaults --datadir="$BASE/mysql" --user=root --auth-root-authentication-method=socket \
+    --skip-test-db >"$BASE/log/mariadb-install.log" 2>&1 || die "mariadb-install-db failed (see $BASE/log/mariadb-install.log)"
+setsid mariadbd --no-defaults --datadir="$BASE/mysql" --user=root --bind-address=127.0.0.1 --port="$DB_PORT" \
+    --socket="$DB_SOCK" --pid-file="$BASE/run/mariadb.pid" --log-error="$BASE/log/mariadb.log" \
+    --skip-log-bin --innodb-buffer-pool-size=32M --innodb-log-file-size=8M --skip-name-resolve \
+    </dev/null >/dev/null 2>&1 &
+for _ in $(seq 1 100); do mariadb-admin --no-defaults --socket="$DB_SOCK" ping >/dev/null 2>&1 && break; sleep 0.1; done
+mariadb-admin --no-defaults --socket="$DB_SOCK" ping >/dev/null 2>&1 || die "MariaDB does not answer (see $BASE/log/mariadb.log)"
+mariadb --no-defaults --socket="$DB_SOCK" -e "CREATE USER 'slurm'@'127.0.0.1' IDENTIFIED BY 'rlsched-test';
+  GRANT ALL ON slurm_acct_db.* TO 'slurm'@'127.0.0.1';" || die "creating the slurm database user failed"
+T3=$(now)
+
+# 5. slurmdbd (daemonizes; pid in $BASE/run/slurmdbd.pid), then the cluster and its accounts.
 export SLURM_CONF=$CONF
+slurmdbd || die "slurmdbd failed to start (see $BASE/log/slurmdbd.log)"
+for _ in $(seq 1 100); do sacctmgr -n -P list cluster >/dev/null 2>&1 && break; sleep 0.1; done
+sacctmgr -n -P list cluster >/dev/null 2>&1 || die "slurmdbd does not answer (see $BASE/log/slurmdbd.log)"
+sacctmgr -i add cluster rlsched >/dev/null || die "sacctmgr add cluster failed"
+# alpha/beta/gamma: three shares for the fair-share tests; atlas/cms/lhcb: the VOs other live tests submit as.
+for share in alpha:50 beta:30 gamma:20 atlas,cms,lhcb:1; do
+  sacctmgr -i add account "${share%%:*}" Cluster=rlsched Fairshare="${share#*:}" >/dev/null \
+      || die "sacctmgr add account ${share%%:*} failed"
+done
+sacctmgr -i add user root,nobody Account=alpha,beta,gamma,atlas,cms,lhcb Cluster=rlsched >/dev/null || die "sacctmgr add user failed"
+T4=$(now)
+
+# 6. Controller and node: they fork into the background; pids in $BASE/run/.
 slurmctld -c -f "$CONF" || die "slurmctld failed to start (see $BASE/log/slurmctld.log)"   # -c: empty state
 slurmd -N node1 -f "$CONF" || die "slurmd failed to start (see $BASE/log/slurmd-node1.log)"
 for _ in $(seq 1 200); do
@@ -185,6 +258,7 @@ for _ in $(seq 1 200); do
 done
 sinfo -h -n node1 -o %T 2>/dev/null | grep -qx idle \
   || die "node1 is not idle after 20 s (state: $(sinfo -h -n node1 -o %T 2>&1 | head -1)); see $BASE/log/"
-T3=$(now)
-python3 -c "print(f'slurm-up.sh: install {$T1-$T0:.1f}s  config {$T2-$T1:.2f}s  daemons-up {$T3-$T2:.2f}s  total {$T3-$T0:.1f}s')"
+T5=$(now)
+python3 -c "print(f'slurm-up.sh: install {$T1-$T0:.1f}s  config {$T2-$T1:.2f}s  mariadb {$T3-$T2:.1f}s  \
+slurmdbd+accounts {$T4-$T3:.1f}s  slurmctld+slurmd {$T5-$T4:.2f}s  total {$T5-$T0:.1f}s')"
 echo "export SLURM_CONF=$CONF"

@@ -32,7 +32,7 @@ from bisect import bisect_left, bisect_right, insort
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, Protocol
 
 import numpy as np
 
@@ -63,6 +63,27 @@ VECTOR_SCAN_MIN_QUEUE = 96
 #: With periodic ticks, how many ticks a gate-mode agent may leave an empty machine idle
 #: while it holds jobs before the run is declared stuck.
 MAX_IDLE_TICKS = 10_000
+
+
+class DynamicPriority(Protocol):
+    """A priority that changes over time (Slurm's priority/multifactor: :mod:`rlsched.sim.multifactor`).
+
+    Priorities are integers, higher first (ties by row, i.e. submit order).  A job gets
+    :meth:`submit_priority` when it is queued; at every :meth:`next_pass` instant while jobs
+    wait, all queued jobs are re-prioritised with :meth:`priorities` — as Slurm's decay thread
+    recomputes every pending job's priority each PriorityCalcPeriod.  :meth:`started` and
+    :meth:`ended` report the jobs' runs (usage).
+    """
+
+    def submit_priority(self, row: int, now: float) -> float: ...
+
+    def priorities(self, rows: IntArray, now: float) -> FloatArray: ...
+
+    def started(self, row: int, now: float) -> None: ...
+
+    def ended(self, row: int, now: float) -> None: ...
+
+    def next_pass(self, now: float) -> float: ...
 
 
 class SimulationError(RuntimeError):
@@ -166,6 +187,7 @@ class Simulator:
             through the Backend levers (boost, hold, release).
         hold_on_submit: gate mode — every job arrives held and waits for the agent's release.
         tick_s: also call the agent every ``tick_s`` seconds (periodic decisions).
+        dynamic: a :class:`DynamicPriority` instead of the static ``priority`` (not with an agent).
         name: label stored in the resulting :class:`Schedule`.
     """
 
@@ -180,6 +202,7 @@ class Simulator:
         agent: Agent | None = None,
         hold_on_submit: bool = False,
         tick_s: float | None = None,
+        dynamic: DynamicPriority | None = None,
         name: str = "",
     ) -> None:
         self.workload = workload
@@ -194,6 +217,11 @@ class Simulator:
             raise ValueError("hold_on_submit needs an agent to release the jobs")
         if tick_s is not None and tick_s <= 0:
             raise ValueError("tick_s must be positive")
+        if dynamic is not None and (agent is not None or priority is not None):
+            raise ValueError("a dynamic priority replaces both the static priority and an agent")
+        if dynamic is not None and len(workload) * 2.0 ** 32 >= 2.0 ** 53:
+            raise ValueError("a dynamic priority needs fewer than 2^21 jobs (its queue keys are exact floats)")
+        self.dynamic = dynamic
         self.backfill = backfill
         self.overrun: Overrun = overrun
         self.agent = agent
@@ -209,19 +237,19 @@ class Simulator:
         self._req: list[float] = workload.req_time.tolist()
         self._procs: list[int] = workload.procs.tolist()
         if priority is None:
-            self._rank: list[int] = list(range(n))
+            self._rank: list[float] = np.arange(n, dtype=np.float64).tolist()
         else:
             key = np.asarray(priority, dtype=np.float64)
             if key.shape != (n,):
                 raise ValueError(f"priority has shape {key.shape}, expected ({n},)")
             order = np.lexsort((np.arange(n), key))
-            rank = np.empty(n, dtype=np.int64)
+            rank = np.empty(n, dtype=np.float64)
             rank[order] = np.arange(n)
             self._rank = rank.tolist()
         # Row-indexed copies for the vectorised backfill scan of long queues (see _schedule):
         # the cores of each queued job by row (inf when not queued) and a pointer to the oldest queued row.
-        self._static_fcfs = priority is None
-        self._rank_arr = np.asarray(self._rank, dtype=np.int64)
+        self._static_fcfs = priority is None and dynamic is None
+        self._rank_arr = np.asarray(self._rank, dtype=np.float64)
         self._req_arr = workload.req_time.astype(np.float64)
         self._qprocs_by_row = np.full(n + 1, np.inf)  # one sentinel past the end stops the pointer
         self._oldest_queued = n
@@ -256,6 +284,8 @@ class Simulator:
 
     # ------------------------------------------------------------------ queue primitives
     def _key(self, j: int) -> float:
+        if self.dynamic is not None:
+            return float(self._rank_arr[j])
         return self._key_of.get(j, self._rank[j])
 
     def _enqueue(self, j: int) -> None:
@@ -305,7 +335,26 @@ class Simulator:
             rows = rows[np.argsort(self._rank_arr[rows], kind="stable")]
         return rows
 
+    def _dynamic_key(self, priority: float, j: int) -> float:
+        # Higher priority first, then submit order: an exact float while priority < 2^32 and rows < 2^21.
+        return -priority * (len(self._submit) + 1) + j
+
+    def _reprioritize(self, now: float) -> None:
+        """A priority pass: every queued job gets its current priority and the queue is re-sorted."""
+        dyn = self.dynamic
+        assert dyn is not None
+        if not self._qjobs:
+            return
+        rows = np.array(self._qjobs, dtype=np.int64)
+        keys = -dyn.priorities(rows, now) * (len(self._submit) + 1) + rows
+        self._rank_arr[rows] = keys       # with a dynamic priority, _key() reads this array
+        order = np.argsort(keys, kind="stable")
+        self._qjobs = rows[order].tolist()
+        self._qkeys = keys[order].tolist()
+
     def _start_job(self, j: int, now: float) -> None:
+        if self.dynamic is not None:
+            self.dynamic.started(j, now)
         p = self._procs[j]
         self.free -= p
         self._start[j] = now
@@ -318,6 +367,8 @@ class Simulator:
         self._rjob.insert(pos, j)
 
     def _finish_job(self, j: int) -> None:
+        if self.dynamic is not None:
+            self.dynamic.ended(j, self._end[j])
         self.free += self._procs[j]
         exp = self._start[j] + self._req[j]
         rexp, rjob = self._rexp, self._rjob
@@ -385,11 +436,13 @@ class Simulator:
         inf = math.inf
         next_report = progress_every
         idle_ticks = 0
+        dyn = self.dynamic
+        next_pass = inf
         while True:
             i = self._next_submit
             t_sub = submit[i] if i < n else inf
             t_fin = heap[0][0] if heap else inf
-            now = min(t_sub, t_fin, next_tick)
+            now = min(t_sub, t_fin, next_tick, next_pass)
             if now == inf:
                 break
             if now < self.now:
@@ -397,10 +450,14 @@ class Simulator:
             self.now = now
             while heap and heap[0][0] <= now:
                 self._finish_job(heapq.heappop(heap)[1])
+            if dyn is not None and now >= next_pass:
+                self._reprioritize(now)
             while i < n and submit[i] <= now:
                 if hold:
                     self._held[i] = None
                 else:
+                    if dyn is not None:
+                        self._rank_arr[i] = self._dynamic_key(dyn.submit_priority(i, now), i)
                     self._enqueue(i)
                 i += 1
             self._next_submit = i
@@ -409,6 +466,9 @@ class Simulator:
                     next_tick += tick  # type: ignore[operator]
                 apply(agent.decide(self.view()), self)
             self._schedule(now)
+            if dyn is not None:
+                # Passes matter only while jobs wait; the usage they track is kept by the hook itself.
+                next_pass = dyn.next_pass(now) if self._qjobs else inf
             if progress is not None and self._done >= next_report:
                 progress(self._done)
                 next_report += progress_every

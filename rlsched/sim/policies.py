@@ -10,7 +10,10 @@
 - any other rule and every learned policy: its core agent in gate mode, every job held on
   submit and released by the agent (``Simulator(agent=…, hold_on_submit=True)``); the
   elastic variant (``elastic=true``) on :class:`rlsched.sim.elastic.ElasticSimulator`;
-- ``native``: the schedule the trace recorded.
+- ``native``: the schedule the trace recorded;
+- ``multifactor``: Slurm's priority/multifactor as the engine's dynamic priority
+  (:class:`rlsched.sim.multifactor.MultifactorPriority`: re-prioritised every PriorityCalcPeriod,
+  EASY backfilling), its ``slurm_conf=``/``sshare=`` files read by :func:`expand_site_files`.
 
 The result carries the agent, so a learned policy can be saved afterwards
 (:func:`rlsched.core.policies.save_policy`); a model loaded with
@@ -21,10 +24,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
 from rlsched.core.agents import ElasticSchedulingAgent
+from rlsched.core.multifactor import params_from_policy, parse_slurm_conf, parse_sshare
 from rlsched.core.policies import (
     BuildContext,
     JobColumns,
@@ -40,6 +45,7 @@ from rlsched.core.policies import (
 from rlsched.core.view import Agent, FloatArray, IntArray
 from rlsched.sim.elastic import ElasticSimulator, PoolHistory
 from rlsched.sim.engine import DEFAULT_OVERRUN, Overrun, Schedule, Simulator
+from rlsched.sim.multifactor import MultifactorPriority
 from rlsched.sim.schedulers import replay_native
 from rlsched.sim.workload import Workload
 
@@ -93,6 +99,53 @@ def static_priority(key: KeyFunction, workload: Workload) -> FloatArray | None:
     return rank.astype(np.float64)
 
 
+def _read(path: str, what: str) -> str:
+    try:
+        return Path(path).read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise PolicyError(f"policy 'multifactor': {what} {path}: {exc.strerror or exc}") from None
+
+
+def expand_site_files(spec: PolicySpec) -> PolicySpec:
+    """``multifactor`` with its ``slurm_conf=`` and ``sshare=`` files read into explicit parameters.
+
+    The file's Priority* keys replace the registry defaults; a parameter given with a value other
+    than its default wins over the file.  Account shares come from the sshare file's account rows
+    (``shares=`` entries win).  Settings the emulation does not follow are listed in the error
+    message only if the file uses PriorityType other than priority/multifactor.
+    """
+    p = dict(spec.params)
+    conf_path, sshare_path = str(p.get("slurm_conf") or ""), str(p.get("sshare") or "")
+    if not conf_path and not sshare_path:
+        return spec
+    defaults = {prm.name: prm.default for prm in entry(spec.name).params}
+    if conf_path:
+        conf_text = _read(conf_path, "slurm_conf")
+        try:
+            site = parse_slurm_conf(conf_text, conf_path)
+        except ValueError as exc:
+            raise PolicyError(f"policy 'multifactor': {exc}") from None
+        if site.priority_type != "priority/multifactor":
+            raise PolicyError(f"policy 'multifactor': {conf_path}: PriorityType={site.priority_type}, "
+                              "not priority/multifactor")
+        for key, value in site.params.items():
+            if p.get(key) == defaults.get(key):
+                p[key] = value
+    if sshare_path:
+        sshare_text = _read(sshare_path, "sshare")
+        try:
+            rows = parse_sshare(sshare_text, sshare_path)
+        except ValueError as exc:
+            raise PolicyError(f"policy 'multifactor': {exc}") from None
+        given = {item.rpartition(":")[0] for item in str(p.get("shares") or "").split("/") if item}
+        extra = [f"{r.account}:{r.shares:g}" for r in rows
+                 if r.user is None and r.account != "root" and r.account not in given]
+        p["shares"] = "/".join(filter(None, [str(p.get("shares") or ""), *extra]))
+    p["slurm_conf"] = ""
+    p["sshare"] = ""
+    return PolicySpec(spec.name, p, spec.vos, spec.features, spec.source)
+
+
 def bind(spec: PolicySpec | str, workload: Workload) -> PolicySpec:
     """``spec`` resolved and bound to the workload's VO names (learned policies need the width)."""
     resolved = resolve(spec)
@@ -116,6 +169,17 @@ def simulate_policy(workload: Workload, spec: PolicySpec | str, cores: int | Non
         if agent is not None:
             raise PolicyError(f"policy {bound.name!r} replays the recorded schedule; it takes no agent")
         return PolicyRun(replay_native(workload), bound)
+    if bound.name == "multifactor" and agent is None:
+        bound = expand_site_files(bound)
+        try:
+            params = params_from_policy(bound.params)
+        except ValueError as exc:
+            raise PolicyError(f"policy 'multifactor': {exc}") from None
+        pool = cores if cores is not None else int(workload.max_procs)
+        dynamic = MultifactorPriority(workload, params, pool, users=bool(bound.params["users"]),
+                                      cores_per_node=int(bound.params["cores_per_node"]))
+        sim = Simulator(workload, cores, dynamic=dynamic, backfill=backfill(bound), overrun=overrun, name=label)
+        return PolicyRun(sim.run(progress=progress), bound)
     key = static_key(bound) if agent is None else None
     if key is not None:
         sim = Simulator(workload, cores, priority=static_priority(key, workload), backfill=backfill(bound),

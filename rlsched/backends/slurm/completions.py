@@ -82,6 +82,10 @@ class CompletionFeed:
         self.inode: int | None = None
         if state:
             self._load(state)
+        # sacct only: jobs that ended before the feed began are not delivered (its windows overlap the
+        # previous poll, never this floor).  sacct counts whole seconds: a fresh feed skips its starting
+        # second too (a job ended then may be an earlier one's), a resumed feed keeps it (it may be new).
+        self.floor_s = float(math.floor(self.since_s)) + (0.0 if state else 1.0)
 
     # -- persistence -------------------------------------------------------------------------------------
     def state(self) -> dict[str, Any]:
@@ -123,6 +127,8 @@ class CompletionFeed:
         jobs = self.executor.run(argv, lambda r: parse_sacct(r.stdout))
         fresh = []
         for job in jobs:          # the windows overlap: drop what an earlier poll delivered
+            if job.end_s < self.floor_s:
+                continue
             key = (job.job_id, job.end_s)
             if key not in self.seen:
                 self.seen.add(key)

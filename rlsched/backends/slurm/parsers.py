@@ -512,6 +512,8 @@ def parse_sacct(text: str) -> list[CompletedJob]:
             continue                     # never ran
         jobs.append(CompletedJob(
             job_id=int(raw_id), state=state, account=account, partition=partition, qos=qos, cpus=int(cpus_s),
-            time_limit_s=parse_duration_s(limit, SACCT, where), submit_s=_sacct_epoch(submit, where),
+            # slurmdbd stores no limit for some jobs (seen for jobs cancelled while running): sacct prints "".
+            time_limit_s=parse_duration_s(limit, SACCT, where) if limit.strip() else math.inf,
+            submit_s=_sacct_epoch(submit, where),
             start_s=start_s, end_s=end_s))
     return jobs

@@ -41,6 +41,7 @@ from rlsched.core.approximators import EchoStateQ, FeedForwardQ, TableQ
 from rlsched.core.approximators.base import QFunction
 from rlsched.core.features import FeatureConfig, FeatureEncoder
 from rlsched.core.learners import BatchLearner, FittedQLearner, SarsaLearner
+from rlsched.core.multifactor import DAY_S, MultifactorAgent, params_from_policy
 from rlsched.core.policies.spec import PolicyError, PolicySpec, split_policy
 from rlsched.core.runtime import RUNTIME_MODELS, make_runtime_model, usable_requested
 from rlsched.core.view import Agent, ClusterView, FloatArray, IntArray, JobClass, PendingJobs
@@ -390,6 +391,59 @@ LEARNED: tuple[PolicyEntry, ...] = (
     _learned("fqi-table", "fqi", "table"),
 )
 
+# ------------------------------------------------------------------------------ Slurm's own
+def _build_multifactor(spec: PolicySpec, ctx: BuildContext) -> Agent:
+    p = spec.params
+    if p["slurm_conf"] or p["sshare"]:
+        raise PolicyError(f"policy {spec.name!r}: slurm_conf= and sshare= name files, which the simulator and "
+                          "the CLI read (rlsched.sim.policies.expand_site_files); give the values here instead")
+    try:
+        params = params_from_policy(p)
+    except ValueError as exc:
+        raise PolicyError(f"policy {spec.name!r}: {exc}") from None
+    return MultifactorAgent(params, spec.vos, mode=ctx.mode,
+                            cores_per_node=p["cores_per_node"])
+
+
+def _non_negative_float(value: float) -> str | None:
+    return None if value >= 0 else f"must be ≥ 0, got {value:g}"
+
+
+MULTIFACTOR_PARAMS: tuple[Param, ...] = (
+    Param("weight_age", float, 1000.0, "PriorityWeightAge", check=_non_negative_float),
+    Param("weight_fairshare", float, 10000.0, "PriorityWeightFairshare", check=_non_negative_float),
+    Param("weight_job_size", float, 1000.0, "PriorityWeightJobSize", check=_non_negative_float),
+    Param("weight_partition", float, 0.0, "PriorityWeightPartition", check=_non_negative_float),
+    Param("weight_qos", float, 0.0, "PriorityWeightQOS", check=_non_negative_float),
+    Param("max_age_s", float, 7 * DAY_S, "PriorityMaxAge, seconds", check=_positive),
+    Param("half_life_s", float, 7 * DAY_S, "PriorityDecayHalfLife, seconds (0: no decay)",
+          check=_non_negative_float),
+    Param("calc_period_s", float, 300.0, "PriorityCalcPeriod, seconds", check=_positive),
+    Param("fair_tree", bool, True, "Fair Tree (false: the classic formula, PriorityFlags=NO_FAIR_TREE)"),
+    Param("favor_small", bool, False, "PriorityFavorSmall"),
+    Param("damp_factor", float, 1.0, "FairShareDampeningFactor (classic only)",
+          check=lambda v: None if v >= 1 else f"must be ≥ 1, got {v:g}"),
+    Param("charge_at_end", bool, True, "charge a job's usage since the last pass when it ends (Slurm does "
+          "only under AccountingStorageEnforce=limits)"),
+    Param("shares", str, "", "raw shares per account (VO), ACCOUNT:SHARES/ACCOUNT:SHARES… (1 when absent)"),
+    Param("users", bool, False, "simulator: one user association per SWF user in each account (else one "
+          "per account)"),
+    Param("cores_per_node", int, 1, "cores of a node, for the job size factor's node term",
+          check=lambda v: None if v >= 1 else f"must be ≥ 1, got {v}"),
+    Param("backfill", bool, True, "simulator: EASY backfilling behind the queue head (Slurm's sched/backfill)"),
+    Param("slurm_conf", str, "", "a slurm.conf whose Priority* keys replace the defaults (explicit parameters win)"),
+    Param("sshare", str, "", "a saved `sshare -a -P -l` whose account shares are used"),
+)
+
+SLURM_RULES: tuple[PolicyEntry, ...] = (
+    PolicyEntry(
+        "multifactor", "rule",
+        "Slurm's priority/multifactor (age, Fair Tree or classic fair-share with decayed usage, job size, "
+        "partition, QOS) re-computed every PriorityCalcPeriod, with EASY backfilling: what a Slurm site runs "
+        "today (docs/multifactor.md)",
+        MULTIFACTOR_PARAMS, _build_multifactor, None, lambda params: bool(params["backfill"])),
+)
+
 REPLAY: tuple[PolicyEntry, ...] = (
     PolicyEntry("native", "replay", "the schedule the trace recorded (start = submit + recorded wait); "
                 "simulator only"),
@@ -397,7 +451,7 @@ REPLAY: tuple[PolicyEntry, ...] = (
 #: Other names of registry entries.
 ALIASES: dict[str, str] = {"recorded": "native"}
 
-POLICIES: dict[str, PolicyEntry] = {e.name: e for e in (*RULES, *LEARNED, *REPLAY)}
+POLICIES: dict[str, PolicyEntry] = {e.name: e for e in (*RULES, *SLURM_RULES, *LEARNED, *REPLAY)}
 #: Which learner and Q-function each learned name stands for (saved models are rebuilt from it).
 LEARNED_PARTS: dict[str, tuple[str, str]] = {
     e.name: (e.name.split("-")[0], e.name.split("-")[1]) for e in LEARNED}

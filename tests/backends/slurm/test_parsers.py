@@ -94,9 +94,11 @@ def test_sacct_parsable() -> None:
     text = ("101|atlas|debug|normal|4|01:00:00|1700000000|1700000060|1700000360|COMPLETED\n"
             "102|cms|short|high|0|00:10:00|1700000000|None|1700000010|CANCELLED by 0\n"
             "103|cms|short|high|2|00:10:00|1700000000|1700000005|1700000100|CANCELLED by 0\n"
-            "104|cms|short|high|2|00:10:00|1700000000|1700000005|Unknown|RUNNING\n")
+            "104|cms|short|high|2|00:10:00|1700000000|1700000005|Unknown|RUNNING\n"
+            "105|cms|debug|normal|2||1700000000|1700000005|1700000100|CANCELLED by 0\n")
     jobs = parse_sacct(text)
-    assert [j.job_id for j in jobs] == [101, 103]
+    assert [j.job_id for j in jobs] == [101, 103, 105]
+    assert jobs[2].time_limit_s == math.inf      # slurmdbd recorded no limit
     assert jobs[0].start_s - jobs[0].submit_s == 60 and jobs[0].time_limit_s == 3600
     assert jobs[1].state == "CANCELLED" and jobs[1].qos == "high"
     with pytest.raises(SlurmParseError, match="sacct: bad output at line 1: 3 fields"):
