@@ -36,7 +36,10 @@ from rlsched.history.records import DropLog, HistoryFormatError, HistoryJob
 #: The ``--format`` the live import asks for (``sacct -a -X -P --format=…``): no free-text field, so no
 #: value can hold ``|`` or a newline.  A saved file may have these in any order, and others beside them.
 SACCT_FIELDS = ("JobIDRaw", "JobID", "User", "Group", "Account", "Partition", "QOS", "State", "Submit",
-                "Eligible", "Start", "End", "TimelimitRaw", "AllocCPUS", "ReqCPUS", "NNodes")
+                "Eligible", "Start", "End", "TimelimitRaw", "AllocCPUS", "ReqCPUS", "NNodes", "NodeList")
+#: The NodeList of a job that never ran.  Slurm 22.05 gives a job cancelled while pending a Start (= End, the
+#: cancel time) and its requested CPUs as AllocCPUS: only the node list tells it never started.
+NONE_ASSIGNED = "None assigned"
 #: Columns whose values users write freely (may contain ``|`` or a newline).
 FREE_TEXT = frozenset({"jobname", "comment", "admincomment", "systemcomment", "workdir", "submitline",
                        "constraints", "wckey", "reason"})
@@ -133,6 +136,7 @@ class _Columns:
         self.cpus = first("alloccpus", "ncpus")
         self.req_cpus = first("reqcpus", required=False)
         self.nodes = first("nnodes", "allocnodes", required=False)
+        self.nodelist = first("nodelist", required=False)
         free = [i for i, name in enumerate(lowered) if name in FREE_TEXT]
         self.free = free[0] if len(free) == 1 else -1
         self.n_free = len(free)
@@ -228,7 +232,7 @@ def _parse_records(records: Iterator[tuple[str, list[str]]], cols: _Columns, log
     i_user, i_group, i_account, i_partition, i_qos = cols.user, cols.group, cols.account, cols.partition, cols.qos
     i_state, i_submit, i_eligible, i_start, i_end = cols.state, cols.submit, cols.eligible, cols.start, cols.end
     i_cpus, i_nodes, i_req = cols.cpus, cols.nodes, cols.req_cpus
-    i_limit_raw, i_limit = cols.limit_raw, cols.limit
+    i_limit_raw, i_limit, i_nodelist = cols.limit_raw, cols.limit, cols.nodelist
     placeholder = _ARRAY_PLACEHOLDER.match
     leading_int = _LEADING_INT.match
     nan = math.nan
@@ -270,10 +274,12 @@ def _parse_records(records: Iterator[tuple[str, list[str]]], cols: _Columns, log
             eligible = f[i_eligible]
             nodes = f[i_nodes]
             req = f[i_req]
+            never_ran = f[i_nodelist] == NONE_ASSIGNED
             yield HistoryJob(
                 job_id, raw_id, intern(f[i_user]), intern(f[i_group]), intern(f[i_account]),
                 intern(f[i_partition]), intern(f[i_qos]), intern(state), when(f[i_submit], "Submit"),
-                when(eligible, "Eligible") if eligible else nan, when(f[i_start], "Start"), when(f[i_end], "End"),
+                when(eligible, "Eligible") if eligible else nan, nan if never_ran else when(f[i_start], "Start"),
+                when(f[i_end], "End"),
                 limit, count(f[i_cpus], "AllocCPUS"), count(nodes, "NNodes") if nodes else 0,
                 count(req, "ReqCPUS") if req else -1)
         except _Bad as exc:
@@ -390,7 +396,8 @@ def _json_job(raw: Any) -> HistoryJob | str:
         partition=_string(raw, "partition"), qos=_string(raw, "qos"), state=state.split(" ", 1)[0],
         submit_s=_epoch_json(time.get("submission"), "time.submission"),
         eligible_s=_epoch_json(time.get("eligible"), "time.eligible"),
-        start_s=_epoch_json(time.get("start"), "time.start"), end_s=_epoch_json(time.get("end"), "time.end"),
+        start_s=math.nan if raw.get("nodes") == NONE_ASSIGNED else _epoch_json(time.get("start"), "time.start"),
+        end_s=_epoch_json(time.get("end"), "time.end"),
         time_limit_s=limit, cpus=cpus or 0, nodes=nodes, req_cpus=req)
 
 

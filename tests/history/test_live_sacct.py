@@ -1,7 +1,7 @@
 """`rlsched history import --from sacct` against the real test cluster with slurmdbd (``scripts/slurm-up.sh``).
 
 Jobs from three accounts in two classes (a 5-minute limit: interactive by the default rule; a 1-hour limit:
-batch) run; one is cancelled while held.  The import through the daemon's runner must contain every job
+batch) run; one is cancelled while pending.  The import through the daemon's runner must contain every job
 that ran, with submit, wait and run equal to what ``sacct`` itself reports, and count the cancelled one.
 Marked ``slurm`` (the lead runs it); it needs accounting storage (slurmdbd) in the test cluster.
 """
@@ -62,9 +62,15 @@ def test_import_from_sacct_gets_every_job_with_sacct_times(slurm: SlurmTestClust
             limit = "5" if i % 2 == 0 else "60"
             job = slurm.sbatch("-A", account, "-t", limit, "-c", str(1 + i % 4), sleep_s=1 + i % 3)
             jobs[job] = (account, limit)
-        held = slurm.sbatch("-A", "cms", "--hold")
-        slurm.run("scancel", str(held))
-        ids = [*jobs, held]
+        # A job cancelled while pending (eligible, behind a whole-node job).  sacct gives it a Start (= End)
+        # and AllocCPUS; only NodeList "None assigned" says it never ran.  (A job cancelled from submission and
+        # cancelled is never eligible, and sacct's time window does not list it at all.)
+        blocker = slurm.sbatch("-A", "cms", "-c", "16", "-t", "5", sleep_s=3)
+        wait_for(lambda: slurm.state(blocker) == "RUNNING", 30, "the blocker to run")
+        cancelled = slurm.sbatch("-A", "cms", "-c", "16", "-t", "5")
+        slurm.run("scancel", str(cancelled))
+        jobs[blocker] = ("cms", "5")
+        ids = [*jobs, cancelled]
 
         def recorded() -> bool:
             return all(_sacct_record(slurm, j).get("State", "").split(" ")[0] in FINISHED
@@ -81,7 +87,7 @@ def test_import_from_sacct_gets_every_job_with_sacct_times(slurm: SlurmTestClust
         summary = json.loads(result.output)
         assert summary["dropped"].get("cancelled_before_start", 0) >= 1
         rows = {int(r["raw_id"]): r for r in csv.DictReader((tmp_path / "live.jobs.csv").open())}
-        assert set(jobs) <= set(rows) and held not in rows
+        assert set(jobs) <= set(rows) and cancelled not in rows
         meta = json.loads((tmp_path / "live.meta.json").read_text())
         t0 = meta["unix_start_time"]
         workload = read_trace(out)

@@ -215,3 +215,16 @@ def test_a_corrupt_json_entry_is_malformed_or_read_never_a_crash(index: int, key
     jobs = list(read_sacct_json(json.dumps(doc), "c.json", log))
     assert len(jobs) + log.malformed + sum(log.dropped.values()) == len(doc["jobs"])
     assert all(0 <= j.cpus <= 10**8 and j.nodes >= 0 for j in jobs)
+
+
+def test_a_job_cancelled_while_pending_is_dropped_though_slurm_gives_it_a_start() -> None:
+    # Recorded from Slurm 22.05 with slurmdbd: a job cancelled while pending behind a 16-CPU job.
+    text = ["JobIDRaw|State|Submit|Eligible|Start|End|AllocCPUS|ReqCPUS|NNodes|NodeList|Account|TimelimitRaw",
+            "2|COMPLETED|1795107511|1795107511|1795107512|1795107517|16|16|1|node1|cms|10",
+            "3|CANCELLED by 0|1795107512|1795107512|1795107513|1795107513|16|16|1|None assigned|cms|10"]
+    log = DropLog()
+    jobs = list(read_sacct_text(text, "live.txt", log))
+    by_id = {j.job_id: j for j in jobs}
+    assert drop_reason(by_id["2"]) is None
+    assert math.isnan(by_id["3"].start_s) and drop_reason(by_id["3"]) == "cancelled_before_start"
+    assert "NodeList" in SACCT_FIELDS
