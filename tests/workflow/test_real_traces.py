@@ -1,4 +1,4 @@
-"""rlsched evaluate on the real traces: rows beside EASY and EASY-SJF, consistent with a direct replay."""
+"""rlsched evaluate on the real traces: rows (Slurm's multifactor emulation among them) beside EASY and EASY-SJF, consistent with a direct replay."""
 
 from __future__ import annotations
 
@@ -19,13 +19,15 @@ from rlsched.workflow.site import with_class_rule
 @pytest.mark.parametrize("trace", ["ctc", "lpc"])
 def test_evaluate_prints_rows_beside_easy_and_easy_sjf(trace: str, trace_path: Callable[[str], Path]) -> None:
     w = read_swf(trace_path(trace))
-    ev = evaluate(w, [parse_contender(p) for p in ("recorded", "easy", "easy-sjf")])
+    ev = evaluate(w, [parse_contender(p) for p in ("recorded", "multifactor", "easy", "easy-sjf")])
     table = text_table(ev)
-    for label in ("recorded", "easy", "easy-sjf"):
+    for label in ("recorded", "multifactor", "easy", "easy-sjf"):
         assert any(line.startswith(label + " ") for line in table.splitlines())
     # The table's EASY is the simulator's EASY on the same (classed) jobs; recorded is the trace's waits.
     seen = with_class_rule(w, ClassRule())
     direct = simulate_policy(seen, "easy").schedule
     assert ev.table["easy"]["all"]["mean_wait_s"]["mean"] == pytest.approx(float(direct.wait.mean()))
+    emulated = simulate_policy(seen, "multifactor").schedule
+    assert ev.table["multifactor"]["all"]["mean_wait_s"]["mean"] == pytest.approx(float(emulated.wait.mean()))
     known = np.isfinite(w.recorded_wait)
     assert ev.table["recorded"]["all"]["mean_wait_s"]["mean"] == pytest.approx(float(w.recorded_wait[known].mean()))
