@@ -1,4 +1,5 @@
-"""rlsched evaluate on the real traces: rows (Slurm's multifactor emulation among them) beside EASY and EASY-SJF, consistent with a direct replay."""
+"""rlsched evaluate on the real traces: rows (multifactor among them) beside EASY and EASY-SJF, consistent with a
+direct replay."""
 
 from __future__ import annotations
 
