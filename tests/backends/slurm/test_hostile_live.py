@@ -48,15 +48,20 @@ def test_an_invalid_utf8_job_name_keeps_the_views_working_and_sigterm_releases_e
     assert b"bad\xffname" in raw          # squeue prints the byte as it is: not UTF-8
     d = start(hostile_daemons, write_config(tmp_path / "rlsched.toml", slurm, "gate", partitions=("short",)),
               slurm)
-    first = d.cycles()
-    wait_for(lambda: d.cycles() >= first + 3, 30, "three more cycles with the bad name in the queue")
-    c = counters(tmp_path)
-    assert c["backend_errors"].get("decode_replacement", 0) >= 1, c
-    assert not c["cycle_failures"], c                   # every view worked
-    assert d.stop(signal.SIGTERM) == 0, d.text()[-2000:]
-    assert not held(slurm, bad) and not held(slurm, good)
-    assert no_held_jobs(slurm)
-    assert json.loads(d.heartbeat.read_text())["stopped"] is True
+    try:
+        first = d.cycles()
+        wait_for(lambda: d.cycles() >= first + 3, 30, "three more cycles with the bad name in the queue")
+        c = counters(tmp_path)
+        assert c["backend_errors"].get("decode_replacement", 0) >= 1, c
+        assert not c["cycle_failures"], c                   # every view worked
+        assert d.stop(signal.SIGTERM) == 0, d.text()[-2000:]
+        assert not held(slurm, bad) and not held(slurm, good)
+        assert no_held_jobs(slurm)
+        assert json.loads(d.heartbeat.read_text())["stopped"] is True
+    finally:
+        # A cancelled job stays in squeue for MinJobAge (600 s): renamed while still pending, the byte does
+        # not reach the later tests of the session (they count backend errors and decode squeue strictly).
+        slurm.run("scontrol", "update", f"JobId={bad}", "JobName=renamed", check=False)
 
 
 def test_a_job_name_forging_a_jobcomp_record_gives_no_forged_completion_and_keeps_the_real_one(
