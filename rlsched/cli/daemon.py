@@ -94,6 +94,14 @@ def _daemon_line(info: dict[str, Any] | None) -> str:
     return line
 
 
+def printable(text: str) -> str:
+    """``text`` for a terminal row: newlines, tabs and control characters escaped (``\\n``, ``\\x1b``), so
+    that a user's account or job name cannot split a row or move the cursor (issue 16)."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
 def status_report(runner: Daemon, limit: int) -> dict[str, Any]:
     """What the daemon sees now and would do: state vector, pending jobs in its order, decisions."""
     view = runner.backend.view()
@@ -193,7 +201,8 @@ def status(config_path: str, as_json: bool, limit: int) -> None:
                f"{'limit_s':>9} {'held':<4} {'score':>10}")
     for row in report["order"]:
         score = "" if row["score"] is None else f"{row['score']:10.4f}"
-        click.echo(f"  {row['rank']:>4} {row['job_id']:>8} {row['partition']:<10} {row['account']:<10} "
+        click.echo(f"  {row['rank']:>4} {row['job_id']:>8} {printable(row['partition']):<10} "
+                   f"{printable(row['account']):<10} "
                    f"{row['class']:<11} {row['cores']:>5} {row['req_time_s']:>9.0f} "
                    f"{'yes' if row['held'] else 'no':<4} {score:>10}")
     would = report["would"]

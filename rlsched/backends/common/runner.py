@@ -51,6 +51,19 @@ class CommandResult:
     returncode: int
     stdout: str
     stderr: str
+    #: Bytes of the output that were not valid UTF-8 (each became U+FFFD): a job name such as
+    #: ``$'\\xff'`` must not make a whole view undecodable (issue 16).
+    decode_replacements: int = 0
+
+
+def decode_output(data: bytes) -> tuple[str, int]:
+    """``data`` as UTF-8 text, invalid bytes replaced by U+FFFD; also how many replacements were made."""
+    try:
+        return data.decode("utf-8"), 0
+    except UnicodeDecodeError:
+        text = data.decode("utf-8", "replace")
+        # U+FFFD already in the output (valid UTF-8) is not a replacement.
+        return text, text.count("\ufffd") - data.count("\ufffd".encode())
 
 
 class CommandTimeout(Exception):
@@ -76,11 +89,13 @@ class SubprocessRunner:
 
     def __call__(self, argv: Sequence[str], timeout_s: float) -> CommandResult:
         try:
-            done = subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout_s,
+            done = subprocess.run(list(argv), capture_output=True, timeout=timeout_s,
                                   env=self.env, check=False, stdin=subprocess.DEVNULL)
         except subprocess.TimeoutExpired as exc:
             raise CommandTimeout(f"no answer in {timeout_s:g} s") from exc
-        return CommandResult(tuple(argv), done.returncode, done.stdout, done.stderr)
+        stdout, out_bad = decode_output(done.stdout)
+        stderr, err_bad = decode_output(done.stderr)
+        return CommandResult(tuple(argv), done.returncode, stdout, stderr, out_bad + err_bad)
 
 
 @dataclass(frozen=True)
@@ -105,7 +120,9 @@ class CommandExecutor:
     """Runs commands through a :class:`CommandRunner`, retrying transient failures.
 
     ``errors`` counts every failure by kind — ``timeout``, ``nonzero_exit``, ``missing_command``,
-    ``parse_error``, ``vanished_job`` — including the ones a retry then cured; the daemon's metrics
+    ``parse_error``, ``vanished_job``, ``decode_replacement`` (one per invalid UTF-8 byte sequence replaced),
+    ``job_skipped`` (one job's fields unreadable, the rest of the view kept) — including the ones a retry
+    then cured; the daemon's metrics
     exporter reads it as ``rlsched_backend_errors_total{kind=...}``.
     """
 
@@ -122,14 +139,14 @@ class CommandExecutor:
         self.errors: Counter[str] = Counter()
         self.calls: Counter[str] = Counter()
 
-    def count(self, kind: str) -> None:
-        self.errors[kind] += 1
+    def count(self, kind: str, n: int = 1) -> None:
+        self.errors[kind] += n
 
     def run_once(self, argv: Sequence[str]) -> CommandResult:
         """One attempt; a timeout or a missing binary becomes an ``error_class`` error (counted)."""
         self.calls[argv[0]] += 1
         try:
-            return self.runner(argv, self.timeout_s)
+            result = self.runner(argv, self.timeout_s)
         except CommandTimeout as exc:
             self.count("timeout")
             raise self.error_class("timeout", argv, str(exc)) from exc
@@ -139,6 +156,11 @@ class CommandExecutor:
         except OSError as exc:
             self.count("os_error")
             raise self.error_class("os_error", argv, str(exc)) from exc
+        if result.decode_replacements:
+            self.count("decode_replacement", result.decode_replacements)
+            log.warning("%s: %d invalid UTF-8 sequence(s) in its output, replaced", argv[0],
+                        result.decode_replacements)
+        return result
 
     def run(self, argv: Sequence[str], parse: Callable[[CommandResult], T],
             permanent: Callable[[CommandResult], BackendError | None] | None = None) -> T:

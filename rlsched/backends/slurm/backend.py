@@ -42,7 +42,7 @@ import numpy as np
 from rlsched.backends.common.runner import CommandExecutor, CommandResult, CommandRunner, SubprocessRunner
 from rlsched.backends.slurm.completions import CompletionFeed, detect_source
 from rlsched.backends.slurm.config import SlurmBackendConfig
-from rlsched.backends.slurm.errors import SlurmCommandError, SlurmError, VanishedJobError
+from rlsched.backends.slurm.errors import SlurmCommandError, SlurmError, SlurmParseError, VanishedJobError
 from rlsched.backends.slurm.parsers import (
     CompletedJob,
     SlurmJob,
@@ -162,12 +162,18 @@ class SlurmBackend:
 
     def poll(self) -> tuple[list[SlurmJob], list[SlurmNode]]:
         """One ``squeue --json`` and one ``sinfo --json`` (parsed, retried)."""
-        jobs = self.executor.run([self._cmd("squeue"), "--json"], lambda r: parse_squeue_json(r.stdout))
+        jobs = self.executor.run([self._cmd("squeue"), "--json"],
+                                 lambda r: parse_squeue_json(r.stdout, self._skip_job))
         nodes = self.executor.run([self._cmd("sinfo"), "--json"], lambda r: parse_sinfo_json(r.stdout))
         self._jobs = {job.job_id: job for job in jobs}
         self._polled = jobs
         self._nodes = nodes
         return jobs, nodes
+
+    def _skip_job(self, exc: SlurmParseError) -> None:
+        """One job of ``squeue --json`` is unreadable or absurd: the view goes on without it, counted."""
+        self.executor.count("job_skipped")
+        log.warning("view: skipping one job: %s", exc)
 
     def _completion_feed(self) -> CompletionFeed:
         if self._feed is None:
@@ -289,8 +295,12 @@ class SlurmBackend:
     def nice_step(self) -> int:
         """The gap between two ranks: above any multifactor priority, as a power of ten (stable)."""
         config = self.slurm_config()
-        bound = max([_weight_sum(config)] + [j.base_priority for j in self._jobs.values() if j.pending])
-        return int(10 ** math.ceil(math.log10(bound + 1))) if bound > 0 else 1
+        # A job whose priority (or Nice) is beyond Slurm's Nice range cannot be overtaken by any boost:
+        # it must not widen the step for all the others (`--nice=2147483645`, issue 16).
+        bound = max([min(_weight_sum(config), _MAX_NICE)]
+                    + [j.base_priority for j in self._jobs.values() if j.pending and j.base_priority <= _MAX_NICE])
+        step = int(10 ** math.ceil(math.log10(bound + 1))) if bound > 0 else 1
+        return min(step, _MAX_NICE)
 
     def _set_nice(self, job_id: int, nice: int, kind: str) -> bool:
         argv = [self._cmd("scontrol"), "update", f"JobId={job_id}", f"Nice={nice}"]
@@ -314,7 +324,8 @@ class SlurmBackend:
             log.warning("boost: %d ranks of %d do not fit in Slurm's Nice range; boosting the top %d",
                         len(ranked), step, keep)
             ranked = ranked[:keep]
-        wanted = {job_id: -step * (len(ranked) - rank) for rank, job_id in enumerate(ranked)}
+        # Never outside Slurm's Nice range, whatever the step (a refused update would fail the whole boost).
+        wanted = {job_id: max(-_MAX_NICE, -step * (len(ranked) - rank)) for rank, job_id in enumerate(ranked)}
         try:
             for job_id in [j for j in self.original_nice if j not in wanted]:
                 self._restore_nice(job_id)
@@ -334,7 +345,8 @@ class SlurmBackend:
             self._save_record()
 
     def _restore_nice(self, job_id: int) -> None:
-        original = self.original_nice[job_id]
+        # Slurm takes back no Nice outside its range (a job submitted with --nice=2147483645): the nearest.
+        original = min(max(self.original_nice[job_id], -_MAX_NICE), _MAX_NICE)
         # A vanished job needs no restoring; a failure raises and keeps the record for the next try.
         if self._set_nice(job_id, original, "nice_restored"):
             self._update_cached(job_id, nice=original)

@@ -22,21 +22,25 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from rlsched.backends.common.runner import CommandExecutor
+from rlsched.backends.common.runner import CommandExecutor, decode_output
 from rlsched.backends.slurm.errors import SlurmError, SlurmParseError
 from rlsched.backends.slurm.parsers import (
     JOBCOMP_FILE,
     SACCT_FORMAT,
     CompletedJob,
     SlurmJob,
+    jobcomp_chunk_job_id,
     parse_jobcomp_line,
     parse_sacct,
+    split_jobcomp_records,
 )
 
 log = logging.getLogger(__name__)
 
 #: sacct windows overlap by this much, so a job recorded late by slurmdbd is not missed (deduplicated).
 SACCT_OVERLAP_S = 300.0
+#: How long the jobcomp feed remembers what it delivered (a job's record and its squeue entry, both read).
+JOBCOMP_MEMORY_S = 3600.0
 
 
 def detect_source(config: Mapping[str, str], jobcomp_path: str | None = None) -> str:
@@ -109,7 +113,7 @@ class CompletionFeed:
         if self.source == "squeue":
             return self._from_squeue(squeue_jobs)
         if self.source == "jobcomp":
-            return self._from_jobcomp()
+            return self._from_jobcomp(squeue_jobs)
         return self._from_sacct()
 
     def _from_squeue(self, squeue_jobs: Iterable[SlurmJob]) -> list[CompletedJob]:
@@ -139,7 +143,14 @@ class CompletionFeed:
         self.seen = {key for key in self.seen if key[1] >= horizon}
         return fresh
 
-    def _from_jobcomp(self) -> list[CompletedJob]:
+    def _from_jobcomp(self, squeue_jobs: Iterable[SlurmJob]) -> list[CompletedJob]:
+        """New records of the jobcomp file, split so that no job name can forge or hide one (issue 16).
+
+        A record the file leaves ambiguous (a newline or an imitated field run in a job name) is not read:
+        the job ids it starts with are looked up in ``squeue`` instead, whose fields no name can shift.
+        The position moves to the end of the last complete record; a record still being written is read
+        whole next time.
+        """
         assert self.jobcomp_path is not None
         path = self.jobcomp_path
         try:
@@ -160,19 +171,63 @@ class CompletionFeed:
             self.executor.count("jobcomp_read")
             raise SlurmError(f"{JOBCOMP_FILE}: cannot read {path}: {exc}") from exc
         end = data.rfind(b"\n") + 1     # a line still being written is read next time
-        out: list[CompletedJob] = []
-        line_offset = self.offset
-        self.offset += end
+        line_starts: list[int] = []
+        texts: list[str] = []
+        position = self.offset
+        replacements = 0
         for raw in data[:end].split(b"\n")[:-1]:
-            where = f"{path}, line at byte {line_offset}"
-            line_offset += len(raw) + 1
+            line_starts.append(position)
+            position += len(raw) + 1
+            text, bad = decode_output(raw)
+            replacements += bad
+            texts.append(text)
+        new_offset = self.offset + end
+        out: list[CompletedJob] = []
+        ambiguous: set[int] = set()
+        for chunk in split_jobcomp_records(texts):
+            where = f"{path}, record at byte {line_starts[chunk.line - 1]}"
+            if chunk.unfinished:
+                new_offset = line_starts[chunk.line - 1]      # the rest of it is not written yet
+                break
             try:
-                job = parse_jobcomp_line(raw.decode("utf-8", "replace").rstrip(), where)
+                if chunk.problem is not None:
+                    raise SlurmParseError(JOBCOMP_FILE, where, chunk.problem)
+                job = parse_jobcomp_line(chunk.text, where)
             except SlurmParseError as exc:
-                # One bad line must not block every later completion: count it, log it, go on.
+                # One bad record must not block every later completion: count it, log it, go on.
                 self.executor.count("parse_error")
                 log.warning("%s", exc)
+                job_id = jobcomp_chunk_job_id(chunk.text)
+                if job_id is not None:
+                    ambiguous.add(job_id)
                 continue
             if job is not None:
                 out.append(job)
-        return out
+        self.offset = new_offset
+        if replacements:
+            self.executor.count("decode_replacement", replacements)
+            log.warning("%s: %d invalid UTF-8 sequence(s), replaced", path, replacements)
+        if ambiguous:
+            # squeue's own fields (a JSON document) for the jobs of unreadable records; a job id taken
+            # from a forged line only finds a real job's real completion, if any.
+            by_id = {job.job_id: job for job in squeue_jobs}
+            for job_id in sorted(ambiguous):
+                found = by_id.get(job_id)
+                done = completed_from_squeue(found) if found is not None else None
+                if done is not None:
+                    out.append(done)
+                else:
+                    log.warning("%s: job %d: its record is unreadable and squeue no longer has it", path, job_id)
+        return self._dedup(out)
+
+    def _dedup(self, jobs: list[CompletedJob]) -> list[CompletedJob]:
+        """Each (job, end) once: a job read from squeue may have a readable record of its own too."""
+        fresh = []
+        for job in jobs:
+            key = (job.job_id, job.end_s)
+            if key not in self.seen:
+                self.seen.add(key)
+                fresh.append(job)
+        horizon = self.clock() - JOBCOMP_MEMORY_S
+        self.seen = {key for key in self.seen if key[1] >= horizon}
+        return fresh

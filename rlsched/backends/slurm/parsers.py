@@ -26,7 +26,7 @@ import json
 import math
 import re
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,6 +55,10 @@ DOWN_NODE_STATES = frozenset({"down", "future", "unknown", "error"})
 
 _NICE_OFFSET = 2**32
 _INT_LIMIT = 2**63
+#: Beyond these a job's values are absurd (the largest machines have ~10^7 cores; Slurm's priority is a
+#: 32-bit unsigned): such a job is refused rather than let to skew every other job's ranking (issue 16).
+MAX_JOB_CPUS = 2**24
+MAX_JOB_PRIORITY = 2**32 - 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -240,38 +244,55 @@ def _list_of(doc: Mapping[str, Any], key: str, command: str) -> list[Any]:
     return items
 
 
-def parse_squeue_json(text: str) -> list[SlurmJob]:
-    """Jobs of ``squeue --json`` (every state squeue still knows)."""
+def parse_squeue_json(text: str,
+                      on_skip: Callable[[SlurmParseError], None] | None = None) -> list[SlurmJob]:
+    """Jobs of ``squeue --json`` (every state squeue still knows).
+
+    A job whose fields are unreadable or absurd raises :class:`SlurmParseError`; with ``on_skip`` it is
+    left out and reported there instead, so that one job cannot break the view of all the others.
+    """
     doc = _load_json(text, SQUEUE_JSON)
     jobs = []
     for i, raw in enumerate(_list_of(doc, "jobs", SQUEUE_JSON)):
-        f = _Fields(raw, SQUEUE_JSON, f"jobs[{i}]")
-        job_id = f.req_int("job_id")
-        if job_id <= 0:
-            raise f.error("job_id", f"not a positive job id: {job_id}")
-        state = f.text("job_state")
-        if not state:
-            raise f.error("job_state", "empty")
-        limit_min = f.opt_int("time_limit")
-        cpus = f.opt_int("cpus")
-        if cpus is None:
-            # Null for a job that never got CPUs (cancelled while pending: its start_time is then its end
-            # time, so cpus=0 is what marks it as never run).  A pending one falls back on its request.
-            match = re.search(r"(?:^|,)cpu=(\d+)", f.text("tres_req_str", ""))
-            cpus = int(match[1]) if match and state == "PENDING" else 0
-        if cpus < 0:
-            raise f.error("cpus", f"negative: {cpus}")
-        started = state not in ("PENDING",)
-        start = f.opt_int("start_time", 0) if started else 0
-        end = f.opt_int("end_time", 0) if state in FINISHED_STATES else 0
-        jobs.append(SlurmJob(
-            job_id=job_id, state=state, reason=f.text("state_reason", ""), user=f.text("user_name", ""),
-            account=f.text("account", ""), partition=f.text("partition", ""), qos=f.text("qos", ""),
-            cpus=cpus,
-            time_limit_s=math.inf if limit_min is None else 60.0 * limit_min,
-            priority=f.opt_int("priority", 0) or 0, nice=_unsigned_nice(f),
-            submit_s=_epoch(f.req_int("submit_time")), start_s=_epoch(start), end_s=_epoch(end)))
+        try:
+            jobs.append(_squeue_job(_Fields(raw, SQUEUE_JSON, f"jobs[{i}]")))
+        except SlurmParseError as exc:
+            if on_skip is None:
+                raise
+            on_skip(exc)
     return jobs
+
+
+def _squeue_job(f: _Fields) -> SlurmJob:
+    """One job of ``squeue --json``."""
+    job_id = f.req_int("job_id")
+    if job_id <= 0:
+        raise f.error("job_id", f"not a positive job id: {job_id}")
+    state = f.text("job_state")
+    if not state:
+        raise f.error("job_state", "empty")
+    limit_min = f.opt_int("time_limit")
+    cpus = f.opt_int("cpus")
+    if cpus is None:
+        # Null for a job that never got CPUs (cancelled while pending: its start_time is then its end
+        # time, so cpus=0 is what marks it as never run).  A pending one falls back on its request.
+        match = re.search(r"(?:^|,)cpu=(\d+)", f.text("tres_req_str", ""))
+        cpus = int(match[1]) if match and state == "PENDING" else 0
+    if not 0 <= cpus <= MAX_JOB_CPUS:
+        raise f.error("cpus", f"outside 0..{MAX_JOB_CPUS}: {cpus}")
+    priority = f.opt_int("priority", 0) or 0
+    if not 0 <= priority <= MAX_JOB_PRIORITY:
+        raise f.error("priority", f"outside 0..{MAX_JOB_PRIORITY}: {priority}")
+    started = state not in ("PENDING",)
+    start = f.opt_int("start_time", 0) if started else 0
+    end = f.opt_int("end_time", 0) if state in FINISHED_STATES else 0
+    return SlurmJob(
+        job_id=job_id, state=state, reason=f.text("state_reason", ""), user=f.text("user_name", ""),
+        account=f.text("account", ""), partition=f.text("partition", ""), qos=f.text("qos", ""),
+        cpus=cpus,
+        time_limit_s=math.inf if limit_min is None else 60.0 * limit_min,
+        priority=priority, nice=_unsigned_nice(f),
+        submit_s=_epoch(f.req_int("submit_time")), start_s=_epoch(start), end_s=_epoch(end))
 
 
 def parse_sinfo_json(text: str) -> list[SlurmNode]:
@@ -410,7 +431,7 @@ def parse_jobcomp_record(text: str, where: str = "") -> JobcompRecord:
         submit_s=_local_time(tail["submit"], where))
 
 
-_JOBCOMP_RECORD_START = re.compile(r"^JobId=\d+ UserId=")
+_JOBCOMP_RECORD_START = re.compile(r"^JobId=(?P<job_id>\d+) UserId=")
 _JOBCOMP_RECORD_END = re.compile(r" ExitCode=\S*\s*$")
 #: A jobcomp record may span at most this many lines (newlines in its name and work dir).
 JOBCOMP_MAX_RECORD_LINES = 8
@@ -424,6 +445,8 @@ class JobcompChunk:
     line: int
     text: str
     problem: str | None = None
+    #: The file ended inside this record: a live reader waits for the rest rather than skipping it.
+    unfinished: bool = False
 
 
 def split_jobcomp_records(lines: Iterable[str]) -> Iterator[JobcompChunk]:
@@ -460,7 +483,14 @@ def split_jobcomp_records(lines: Iterable[str]) -> Iterator[JobcompChunk]:
             yield JobcompChunk(first, text, f"no end of record within {JOBCOMP_MAX_RECORD_LINES} lines")
             pending = None
     if pending is not None:
-        yield JobcompChunk(pending[0], pending[1], f"record cut short at the end of the file: {pending[1][:80]!r}")
+        yield JobcompChunk(pending[0], pending[1], f"record cut short at the end of the file: {pending[1][:80]!r}",
+                           unfinished=True)
+
+
+def jobcomp_chunk_job_id(text: str) -> int | None:
+    """The job id a jobcomp chunk starts with (whether or not the chunk is a record that can be trusted)."""
+    match = _JOBCOMP_RECORD_START.match(text)
+    return int(match["job_id"]) if match else None
 
 
 def parse_jobcomp_line(line: str, where: str = "") -> CompletedJob | None:
