@@ -39,6 +39,9 @@ log = logging.getLogger(__name__)
 
 #: sacct windows overlap by this much, so a job recorded late by slurmdbd is not missed (deduplicated).
 SACCT_OVERLAP_S = 300.0
+#: How long a finished job whose sacct record has no partition yet is left for a later poll (then delivered
+#: as it is); well inside the overlap, so the later windows still read it.
+SACCT_PARTITION_WAIT_S = 60.0
 #: How long the jobcomp feed remembers what it delivered (a job's record and its squeue entry, both read).
 JOBCOMP_MEMORY_S = 3600.0
 
@@ -134,9 +137,14 @@ class CompletionFeed:
             if job.end_s < self.floor_s:
                 continue
             key = (job.job_id, job.end_s)
-            if key not in self.seen:
-                self.seen.add(key)
-                fresh.append(job)
+            if key in self.seen:
+                continue
+            if not job.partition and now - job.end_s < SACCT_PARTITION_WAIT_S:
+                # slurmdbd can record a job's end before its partition (Slurm 22.05, seen on the test
+                # cluster): a partition-scoped daemon would drop it.  The next window re-reads it.
+                continue
+            self.seen.add(key)
+            fresh.append(job)
         # Keep the window (and the dedup memory) from growing: it always starts one overlap before `since`.
         self.since_s = now
         horizon = now - 2 * SACCT_OVERLAP_S

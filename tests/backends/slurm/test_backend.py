@@ -15,7 +15,7 @@ from rlsched.backends import UnknownBackendError, backend_config_from_table, bui
 from rlsched.backends.common.classify import ClassRule, VOMapping
 from rlsched.backends.common.runner import CommandExecutor, CommandResult, CommandTimeout, RetryPolicy
 from rlsched.backends.slurm import SlurmBackend, SlurmBackendConfig, SlurmCommandError
-from rlsched.backends.slurm.completions import CompletionFeed, detect_source
+from rlsched.backends.slurm.completions import SACCT_PARTITION_WAIT_S, CompletionFeed, detect_source
 from rlsched.core.live import LiveBackend, NodeControl
 from rlsched.core.view import Backend, JobClass
 
@@ -301,6 +301,29 @@ def test_sacct_feed_deduplicates_overlapping_windows() -> None:
     assert [j.job_id for j in feed.poll([])] == [102]
     argv = runner.calls[-1]
     assert argv[:5] == ("sacct", "-X", "-n", "-P", "-a") and "-S" in argv
+
+
+def test_sacct_feed_waits_for_a_partition_slurmdbd_has_not_written_yet() -> None:
+    # Recorded on the test cluster (22.05 + slurmdbd): a job that started at submit is first listed with an
+    # empty Partition, which a partition-scoped daemon would drop; a later window has it.
+    early = "101|atlas||normal|4|01:00:00|1700000000|1700000000|1700000010|COMPLETED\n"
+    later = early.replace("||", "|short|")
+    runner = FakeRunner({"sacct": [ok(("sacct",), early), ok(("sacct",), later), ok(("sacct",), later)]})
+    now = [1699999990.0]
+    feed = CompletionFeed("sacct", CommandExecutor(runner), clock=lambda: now[0])
+    now[0] = 1700000012.0
+    assert feed.poll([]) == []
+    now[0] += 1
+    assert [(j.job_id, j.partition) for j in feed.poll([])] == [(101, "short")]
+    assert feed.poll([]) == []
+    # Never written: delivered as it is once the wait is over, not lost.
+    now[0] = 1699999990.0
+    stale = CompletionFeed("sacct", CommandExecutor(FakeRunner({"sacct": [ok(("sacct",), early)] * 2})),
+                           clock=lambda: now[0])
+    now[0] = 1700000012.0
+    assert stale.poll([]) == []
+    now[0] += SACCT_PARTITION_WAIT_S
+    assert [j.job_id for j in stale.poll([])] == [101]
 
 
 def test_completion_source_detection(tmp_path: Path) -> None:
