@@ -186,7 +186,7 @@ class SlurmBackend:
                     source = detect_source(config, jobcomp_path)
             log.info("completion feed: %s", source if source != "jobcomp" else f"jobcomp ({jobcomp_path})")
             self._feed = CompletionFeed(source, self.executor, self._cmd("sacct"), jobcomp_path, self.clock,
-                                        self._saved_feed)
+                                        self._saved_feed, wait_for_partition=bool(self.config.partitions))
         return self._feed
 
     def view(self) -> ClusterView:

@@ -72,7 +72,7 @@ class CompletionFeed:
 
     def __init__(self, source: str, executor: CommandExecutor, sacct: str = "sacct",
                  jobcomp_path: str | None = None, clock: Callable[[], float] = time.time,
-                 state: Mapping[str, Any] | None = None) -> None:
+                 state: Mapping[str, Any] | None = None, wait_for_partition: bool = False) -> None:
         if source not in ("sacct", "jobcomp", "squeue"):
             raise ValueError(f"completion source must be sacct, jobcomp or squeue, got {source!r}")
         if source == "jobcomp" and not jobcomp_path:
@@ -82,6 +82,8 @@ class CompletionFeed:
         self.sacct = sacct
         self.jobcomp_path = jobcomp_path
         self.clock = clock
+        #: sacct: hold back a young record with no partition yet (the daemon is scoped to partitions).
+        self.wait_for_partition = wait_for_partition
         # (job id, end time): a requeued job that runs twice is two completions.
         self.seen: set[tuple[int, float]] = set()
         self.since_s = clock()
@@ -139,7 +141,7 @@ class CompletionFeed:
             key = (job.job_id, job.end_s)
             if key in self.seen:
                 continue
-            if not job.partition and now - job.end_s < SACCT_PARTITION_WAIT_S:
+            if self.wait_for_partition and not job.partition and now - job.end_s < SACCT_PARTITION_WAIT_S:
                 # slurmdbd can record a job's end before its partition (Slurm 22.05, seen on the test
                 # cluster): a partition-scoped daemon would drop it.  The next window re-reads it.
                 continue

@@ -305,12 +305,13 @@ def test_sacct_feed_deduplicates_overlapping_windows() -> None:
 
 def test_sacct_feed_waits_for_a_partition_slurmdbd_has_not_written_yet() -> None:
     # Recorded on the test cluster (22.05 + slurmdbd): a job that started at submit is first listed with an
-    # empty Partition, which a partition-scoped daemon would drop; a later window has it.
+    # empty Partition, which a partition-scoped daemon would drop; a later window has it.  (Unscoped daemons
+    # take the record at once: test_sacct_feed_deduplicates_overlapping_windows.)
     early = "101|atlas||normal|4|01:00:00|1700000000|1700000000|1700000010|COMPLETED\n"
     later = early.replace("||", "|short|")
     runner = FakeRunner({"sacct": [ok(("sacct",), early), ok(("sacct",), later), ok(("sacct",), later)]})
     now = [1699999990.0]
-    feed = CompletionFeed("sacct", CommandExecutor(runner), clock=lambda: now[0])
+    feed = CompletionFeed("sacct", CommandExecutor(runner), clock=lambda: now[0], wait_for_partition=True)
     now[0] = 1700000012.0
     assert feed.poll([]) == []
     now[0] += 1
@@ -319,7 +320,7 @@ def test_sacct_feed_waits_for_a_partition_slurmdbd_has_not_written_yet() -> None
     # Never written: delivered as it is once the wait is over, not lost.
     now[0] = 1699999990.0
     stale = CompletionFeed("sacct", CommandExecutor(FakeRunner({"sacct": [ok(("sacct",), early)] * 2})),
-                           clock=lambda: now[0])
+                           clock=lambda: now[0], wait_for_partition=True)
     now[0] = 1700000012.0
     assert stale.poll([]) == []
     now[0] += SACCT_PARTITION_WAIT_S
