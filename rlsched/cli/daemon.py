@@ -14,7 +14,7 @@ import click
 from rlsched.backends import build_backend
 from rlsched.daemon.agents import policy_label
 from rlsched.daemon.config import ConfigError, load_config
-from rlsched.daemon.loop import Daemon
+from rlsched.daemon.loop import Daemon, run_daemon
 from rlsched.daemon.state import CheckpointError, read_heartbeat
 
 log = logging.getLogger(__name__)
@@ -45,8 +45,7 @@ def daemon(config_path: str, once: bool, undo: bool) -> None:
     if undo:
         runner.shutdown(final=True)
         return
-    runner.install_signal_handlers()
-    sys.exit(runner.run(once=once))
+    sys.exit(run_daemon(config, once=once, daemon=runner))
 
 
 def _agent_label(runner: Daemon) -> str:

@@ -10,9 +10,17 @@
   (``rlsched_cycle_failures_total{phase}``, and by kind in ``rlsched_backend_errors_total``) and the
   loop goes on.  Commands are already retried with backoff by the backend; on top of that, consecutive
   failed cycles back off exponentially (poll interval × 2^k, at most ``max_backoff_s``).
+- **Heartbeat**: its ``time`` is when the last cycle whose view, decisions, actions and lease all worked
+  ended — not when the loop was last alive.  A daemon that loops but cannot see or act (Slurm unreachable,
+  garbage output, an unwritable undo record) lets it go stale, and the watchdog releases the gated jobs.
+  It also names the partitions a gate-mode run left held (``gated_partitions``): a restart in another mode
+  after a crash carries them on, so the watchdog still releases them.
 - **Stop** (SIGTERM, SIGINT): the cycle in progress finishes, then every held job of the gated
   partitions is released and the backend undoes what it changed (Nice values, its holds, drained nodes),
   a last checkpoint is written, and the heartbeat is marked stopped.
+- **Reload** (SIGHUP): the cycle in progress finishes and the config file is read again.  A bad file is
+  logged and the running config kept.  Same mode, state dir and backend: the checkpoint is written and the
+  new config goes on from it (holds and boosts stay); anything else: a full stop first (release, undo).
 - **Crash** (kill -9): checkpoints are atomic, so the previous one loads; in gate mode the watchdog
   releases the held jobs once the heartbeat goes stale.
 """
@@ -41,9 +49,9 @@ from rlsched.core.live import LiveBackend, NodeControl, QueueKey
 from rlsched.core.measures import responsiveness
 from rlsched.core.view import ClusterView, Decisions, apply
 from rlsched.daemon.agents import policy_info, start_agent
-from rlsched.daemon.config import DaemonConfig
+from rlsched.daemon.config import ConfigError, DaemonConfig, load_config
 from rlsched.daemon.decision_log import DecisionLog, decision_record
-from rlsched.daemon.state import load_counters, save_counters
+from rlsched.daemon.state import load_counters, read_heartbeat, save_counters
 from rlsched.leasing import LeaseStatus, LeasingService
 from rlsched.metrics import CLASS_NAMES, Exporter
 
@@ -63,6 +71,12 @@ class CycleReport:
     lease: LeaseStatus | None = None
     #: Whether this cycle's ranking reached the decision log.
     logged: bool = False
+
+    @property
+    def working(self) -> bool:
+        """Whether the phases that schedule (view, decide, act, lease) all worked: what the heartbeat's
+        ``time`` stands for.  A failed checkpoint, export or decision log does not stop scheduling."""
+        return not {"view", "decide", "act", "lease"} & set(self.failed)
 
 
 class Daemon:
@@ -111,6 +125,14 @@ class Daemon:
         self._seen_actions: Counter[str] = Counter(self.backend.actions)
         self._last_checkpoint_mono: float | None = None
         self._dirty = False
+        #: When the last working cycle ended (the heartbeat's ``time``); the start counts as one, so that a
+        #: daemon that never manages a cycle goes stale ``stale_after_s`` after it started.
+        self.last_working_s = clock()
+        self.gated_partitions = self._gated_partitions()
+        #: Set by SIGHUP: :meth:`run` re-reads the config after the cycle in progress.
+        self.reload_requested = False
+        #: The config a reload read (:func:`run_daemon` starts a new daemon with it).
+        self.reload_config: DaemonConfig | None = None
 
     # ------------------------------------------------------------------------------------- one cycle
     @contextmanager
@@ -276,11 +298,32 @@ class Daemon:
         return self.backend.queue_counts()
 
     # ------------------------------------------------------------------------------------- heartbeat
+    def _gated_partitions(self) -> list[str]:
+        """The partitions whose held jobs wait for rlsched: this run's in gate mode; otherwise those a
+        previous gate-mode run left behind without a clean stop (a crash, then a restart in shadow or boost
+        mode), carried on until a gate-mode run stops cleanly."""
+        own = self.backend.heartbeat_fields().get("partitions")
+        if self.config.mode == "gate":
+            return sorted(str(p) for p in own) if isinstance(own, list) else []
+        previous = read_heartbeat(self.config.heartbeat_file)
+        if previous is None or previous.get("stopped"):
+            return []
+        carried = previous.get("gated_partitions")
+        if carried is None and previous.get("mode") == "gate":      # a heartbeat from before this field
+            carried = previous.get("partitions")
+        if not isinstance(carried, list) or not carried:
+            return []
+        log.warning("the previous run (mode %s, pid %s) gated %s and did not stop cleanly: the watchdog releases "
+                    "their held jobs", previous.get("mode"), previous.get("pid"), ",".join(map(str, carried)))
+        return sorted(str(p) for p in carried)
+
     def write_heartbeat(self, stopped: bool = False) -> None:
-        """Tell the gate watchdog the loop is alive (or stopped on purpose, after releasing its jobs)."""
+        """Tell the watchdog and the leasing hook when the daemon last worked (or that it stopped on purpose,
+        after releasing its jobs).  ``time`` is the end of the last working cycle, ``written`` now."""
         write_json_atomic(self.config.heartbeat_file, {
-            "pid": os.getpid(), "host": socket.gethostname(), "time": self.clock(), "mode": self.config.mode,
-            **self.backend.heartbeat_fields(), **self.policy_info,
+            "pid": os.getpid(), "host": socket.gethostname(), "time": self.last_working_s,
+            "written": self.clock(), "consecutive_failures": self.consecutive_failures, "mode": self.config.mode,
+            **self.backend.heartbeat_fields(), "gated_partitions": self.gated_partitions, **self.policy_info,
             "decision_log": None if self.decision_log is None else str(self.decision_log.path),
             "stale_after_s": self.config.gate.stale_after_s, "stopped": stopped})
 
@@ -296,9 +339,35 @@ class Daemon:
             log.warning("received %s: stopping after this cycle", signal.Signals(signum).name)
         self.stop_event.set()
 
+    def request_reload(self, signum: int | None = None, frame: FrameType | None = None) -> None:
+        log.warning("received SIGHUP: reloading %s after this cycle", self.config.source)
+        self.reload_requested = True
+        self.stop_event.set()
+
     def install_signal_handlers(self) -> None:
         signal.signal(signal.SIGTERM, self.request_stop)
         signal.signal(signal.SIGINT, self.request_stop)
+        signal.signal(signal.SIGHUP, self.request_reload)
+
+    def _take_reload(self) -> bool:
+        """Read the config again after a SIGHUP: True to stop this daemon for the new config, False to go on
+        (no reload asked, or the file is bad: logged, the running config kept)."""
+        if not self.reload_requested:
+            return False
+        self.reload_requested = False
+        try:
+            self.reload_config = load_config(self.config.source)
+        except ConfigError as exc:
+            log.error("reload refused, the running config stays: %s", exc)
+            self.stop_event.clear()
+            return False
+        return True
+
+    def _reload_keeps_changes(self) -> bool:
+        """Whether the new config can take over what this one changed in the batch system as it is."""
+        new = self.reload_config
+        return new is not None and (new.mode, new.state_dir, new.backend) == \
+            (self.config.mode, self.config.state_dir, self.config.backend)
 
     def next_delay_s(self, failed: bool) -> float:
         """The pause before the next cycle: the poll interval, doubled per consecutive failed view."""
@@ -308,39 +377,51 @@ class Daemon:
         return min(self.config.poll_interval_s * 2.0 ** (self.consecutive_failures - 1), self.config.max_backoff_s)
 
     def _wait(self, seconds: float) -> None:
-        """Sleep until the next cycle or a stop, refreshing the heartbeat often enough for the watchdog."""
-        every = max(self.config.gate.stale_after_s / 4.0, 0.05)
-        deadline = time.monotonic() + seconds
-        while not self.stop_event.is_set():
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return
-            self.stop_event.wait(min(left, every))
-            self._heartbeat_safely()
+        """Sleep until the next cycle or a stop.  The heartbeat is not refreshed here: a sleeping loop is not
+        a working daemon (the heartbeat's ``time`` moves only after a working cycle)."""
+        self.stop_event.wait(seconds)
 
     def run(self, once: bool = False, serve_metrics: bool = True) -> int:
         """Run until stopped; returns an exit status.
 
         ``once``: one cycle, then exit leaving what it did in place (boosts and holds stay, recorded in the
-        backend's state file; the next run continues from them; ``rlsched daemon --undo`` undoes them).
+        backend's state file; the next run continues from them; ``rlsched daemon --undo`` undoes them); the
+        heartbeat is marked stopped (no loop goes on) and the status is 1 when a phase of the cycle failed.
+        After a SIGHUP whose config loads, it returns 0 with :attr:`reload_config` set (see :func:`run_daemon`).
         """
+        if self.config.gate.stale_after_s <= self.config.poll_interval_s:
+            log.warning("gate.stale_after_s (%g s) does not exceed poll_interval_s (%g s): the heartbeat goes stale "
+                        "between two working cycles", self.config.gate.stale_after_s, self.config.poll_interval_s)
         if serve_metrics and self.config.metrics_port is not None:
             port = self.exporter.serve(self.config.metrics_host, self.config.metrics_port)
             log.info("metrics on http://%s:%d/metrics", self.config.metrics_host, port)
         log.info("rlsched daemon: mode %s, agent %s, poll every %g s, state in %s", self.config.mode,
                  self.config.agent.label, self.config.poll_interval_s, self.config.state_dir)
+        status = 0
+        final = not once
         try:
+            self._heartbeat_safely()
             while not self.stop_event.is_set():
-                self._heartbeat_safely()
                 report = self.cycle()
+                if report.working:
+                    self.last_working_s = self.clock()
                 self._heartbeat_safely()
                 if once:
+                    status = 1 if report.failed else 0
                     break
                 self._wait(self.next_delay_s("view" in report.failed))
+                if self.stop_event.is_set() and self._take_reload():
+                    final = not self._reload_keeps_changes()
+                    log.info("reload: %s", "the new config goes on from this one's changes" if not final
+                             else "mode, state dir or backend changed: releasing and undoing first")
         finally:
-            self.shutdown(final=not once)
+            self.shutdown(final=final)
+            if once:
+                # No loop goes on after --once: the watchdog must not wait for it (shutdown marks it on a
+                # full stop only).
+                self._heartbeat_safely(stopped=True)
             self.exporter.close()
-        return 0
+        return status
 
     def shutdown(self, final: bool = True) -> None:
         """Checkpoint; with ``final``, first leave the batch system as rlsched found it: release the gated jobs (gate
@@ -372,3 +453,22 @@ class Daemon:
         """Release every held pending job of the gate scope (whoever held it: there a hold means "waiting
         for rlsched")."""
         return self.backend.release_gated()
+
+
+def run_daemon(config: DaemonConfig, once: bool = False, daemon: Daemon | None = None) -> int:
+    """Run daemons until one stops for good: SIGHUP starts a new one with the re-read config (the CLI's
+    ``rlsched daemon``).  ``daemon``: an already built first daemon for ``config``."""
+    runner = daemon if daemon is not None else Daemon(config)
+    while True:
+        runner.install_signal_handlers()
+        status = runner.run(once=once)
+        new = runner.reload_config
+        if new is None:
+            return status
+        try:
+            runner = Daemon(new)
+        except (ConfigError, ValueError, OSError) as exc:
+            # The old daemon is gone (it checkpointed, or released and undid): the new one cannot start.
+            log.error("reload: cannot start with %s: %s", new.source, exc)
+            return 2
+        log.info("reload: running with %s (mode %s)", new.source, new.mode)

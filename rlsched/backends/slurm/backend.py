@@ -118,6 +118,7 @@ class SlurmBackend:
         self.lease_cap: int | None = None
         self._feed: CompletionFeed | None = None
         self._saved_feed: dict[str, Any] | None = None
+        self._record_failing = False
         self._load_record()
 
     # -------------------------------------------------------------------------------------- commands
@@ -194,7 +195,9 @@ class SlurmBackend:
         now = self.clock()
         feed = self._completion_feed()
         completed = feed.poll(jobs)
-        self._save_record()             # the feed's position moved
+        # The feed's position moved.  An unwritable record must not fail the view: a scheduling decision that
+        # needs no write (a release) still goes through; only a restart may read a few completions twice.
+        self._try_save_record()
         classify = self.config.class_rule.classify
         unlimited = self.config.unlimited_time_s
 
@@ -281,7 +284,7 @@ class SlurmBackend:
     def heartbeat_fields(self) -> dict[str, object]:
         """Where the gate watchdog (``plugins/slurm/rlsched-gate-watchdog``) finds the gated jobs."""
         return {"partitions": sorted(self.config.partitions), "slurm_conf": self.config.slurm_conf,
-                "bin_dir": self.config.bin_dir}
+                "bin_dir": self.config.bin_dir, "undo_record": self.config.state_file}
 
     def describe(self) -> str:
         record = self.config.state_file or "memory only"
@@ -318,6 +321,9 @@ class SlurmBackend:
                 ranked.append(int(job_id))
             if len(ranked) == self.config.max_boosted:
                 break
+        if ranked and not self._try_save_record():
+            # A Nice value set without its original recorded could never be undone: boost nothing new.
+            ranked = [job_id for job_id in ranked if job_id in self.original_nice]
         step = self.nice_step()
         if step * len(ranked) > _MAX_NICE:
             keep = max(1, _MAX_NICE // step)
@@ -342,7 +348,7 @@ class SlurmBackend:
                     self.original_nice.pop(job_id, None)
                     self.applied_nice.pop(job_id, None)
         finally:
-            self._save_record()
+            self._try_save_record()
 
     def _restore_nice(self, job_id: int) -> None:
         # Slurm takes back no Nice outside its range (a job submitted with --nice=2147483645): the nearest.
@@ -362,17 +368,25 @@ class SlurmBackend:
             return
         if job is not None and (job.held or not job.pending):
             return                      # already held, or running: holding a running job is meaningless
+        # Recorded before it is held: a hold the undo record does not know could be stranded (the watchdog and
+        # the next start release what the record lists).  No record, no hold.
+        self.held_by_rlsched.add(int(job_id))
+        if not self._try_save_record():
+            self.held_by_rlsched.discard(int(job_id))
+            log.warning("scontrol hold %d: not held, the undo record cannot be written", int(job_id))
+            return
         if self._job_action(int(job_id), [self._cmd("scontrol"), "hold", str(int(job_id))], "hold"):
-            self.held_by_rlsched.add(int(job_id))
             self._update_cached(int(job_id), reason="JobHeldAdmin", priority=0)
-            self._save_record()
+        else:
+            self.held_by_rlsched.discard(int(job_id))
+            self._try_save_record()
 
     def release(self, job_id: int) -> None:
         if self._job_action(int(job_id), [self._cmd("scontrol"), "release", str(int(job_id))], "release"):
             self._update_cached(int(job_id), reason="None")
         if int(job_id) in self.held_by_rlsched:       # released, or vanished: either way not held any more
             self.held_by_rlsched.discard(int(job_id))
-            self._save_record()
+            self._try_save_record()     # a stale entry only makes a later release repeat this one
 
     def _update_cached(self, job_id: int, **changes: Any) -> None:
         """Keep the last poll's copy of a job in step with what rlsched just did to it."""
@@ -458,12 +472,23 @@ class SlurmBackend:
         """Drain these nodes with ``reason`` and record them as drained by rlsched (undone on stop)."""
         if not names:
             return
-        self.executor.run([self._cmd("scontrol"), "update", f"NodeName={','.join(names)}", "State=DRAIN",
-                           f"Reason={reason}"], lambda r: None)
+        # Recorded first, as holds are: a drain the record does not know would outlive rlsched.
+        new = [name for name in names if name not in self.drained_by_rlsched]
         self.drained_by_rlsched.update(names)
+        if not self._try_save_record():
+            self.drained_by_rlsched.difference_update(new)
+            raise OSError(f"not draining {','.join(names)}: the undo record {self.config.state_file} cannot be "
+                          "written")
+        try:
+            self.executor.run([self._cmd("scontrol"), "update", f"NodeName={','.join(names)}", "State=DRAIN",
+                               f"Reason={reason}"], lambda r: None)
+        except Exception:
+            self.drained_by_rlsched.difference_update(new)
+            self._try_save_record()
+            raise
         self.drain_reasons.update({name: reason for name in names})
         self.actions["node_drain"] += len(names)
-        self._save_record()
+        self._try_save_record()
 
     def power_down_nodes(self, names: Sequence[str], reason: str) -> None:
         """``State=POWER_DOWN_FORCE``: Slurm requeues the nodes' jobs and runs the SuspendProgram now."""
@@ -530,6 +555,23 @@ class SlurmBackend:
             return
         path = Path(self.config.state_file)
         write_json_atomic(path, self._record())  # atomic: a crash never tears the undo record
+
+    def _try_save_record(self) -> bool:
+        """Write the undo record; False (counted as ``state_write_failed``, logged once until it works again)
+        when the state dir is read-only, full or gone."""
+        try:
+            self._save_record()
+        except OSError as exc:
+            self.executor.count("state_write_failed")
+            if not self._record_failing:
+                log.error("undo record %s cannot be written (no new hold or boost until it can): %s",
+                          self.config.state_file, exc)
+            self._record_failing = True
+            return False
+        if self._record_failing:
+            log.warning("undo record %s: writes work again", self.config.state_file)
+        self._record_failing = False
+        return True
 
     def _load_record(self) -> None:
         if not self.config.state_file or not Path(self.config.state_file).exists():

@@ -90,7 +90,8 @@ def test_it_answers_the_daemons_questions_from_its_last_poll() -> None:
     assert counts and all("debug" in k[0].split(",") for k in counts)
     labels = b.job_labels()
     assert set(view.pending.job_id.tolist()) <= set(labels)
-    assert b.heartbeat_fields() == {"partitions": ["debug"], "slurm_conf": "/etc/s.conf", "bin_dir": None}
+    assert b.heartbeat_fields() == {"partitions": ["debug"], "slurm_conf": "/etc/s.conf", "bin_dir": None,
+                                    "undo_record": None}
     assert b.changes() == {"boosted": 0, "held": 0, "drained": 0} and b.boost_limit == 32
 
 

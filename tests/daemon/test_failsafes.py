@@ -1,0 +1,195 @@
+"""The daemon's failsafes with an in-memory Slurm (tests.fakes.slurm): a heartbeat that stands for the last
+working cycle, ``--once``'s exit status, an unwritable undo record, a gate-mode run's partitions carried
+over a restart in another mode, and SIGHUP's reload (issue 16).  The same scenarios against the real Slurm
+are in tests/daemon/test_faults_live.py."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.machinery
+import importlib.util
+import json
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from rlsched.daemon.loop import Daemon
+from tests.fakes.slurm import SyntheticSlurm, make_daemon, slurm_of, synthetic_squeue_json
+
+ROOT = Path(__file__).resolve().parents[2]
+WATCHDOG = ROOT / "plugins" / "slurm" / "rlsched-gate-watchdog"
+
+
+def watchdog() -> Any:
+    loader = importlib.machinery.SourceFileLoader("rlsched_gate_watchdog_failsafes", str(WATCHDOG))
+    spec = importlib.util.spec_from_loader(loader.name, loader)
+    assert spec is not None
+    module = importlib.util.module_from_spec(spec)
+    loader.exec_module(module)
+    return module
+
+
+def heartbeat(daemon: Daemon) -> dict[str, Any]:
+    return dict(json.loads(daemon.config.heartbeat_file.read_text()))
+
+
+def wait_until(predicate: Any, timeout_s: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.02)
+
+
+def running(daemon: Daemon) -> threading.Thread:
+    daemon.config = dataclasses.replace(daemon.config, poll_interval_s=0.05)
+    thread = threading.Thread(target=daemon.run, kwargs={"serve_metrics": False}, daemon=True)
+    thread.start()
+    return thread
+
+
+def gate_daemon(tmp_path: Path, runner: SyntheticSlurm) -> Daemon:
+    return make_daemon(runner, str(tmp_path), mode="gate", partitions=frozenset({"debug", "short"}))
+
+
+def test_the_heartbeat_time_stands_still_while_views_fail_and_the_watchdog_then_releases(tmp_path: Path) -> None:
+    runner = SyntheticSlurm(synthetic_squeue_json(20, held_fraction=1.0))
+    daemon = gate_daemon(tmp_path, runner)
+    thread = running(daemon)
+    try:
+        wait_until(lambda: daemon.counters.cycles >= 2)
+        good, runner.squeue = runner.squeue, "\xff not json"
+        wait_until(lambda: daemon.counters.cycle_failures["view"] >= 1)
+        broken_at = time.time()
+        last_working = heartbeat(daemon)["time"]
+        wait_until(lambda: daemon.counters.cycle_failures["view"] >= 5)
+        hb = heartbeat(daemon)
+        # The loop is alive (the file is rewritten every cycle) but the time of the last working cycle stays.
+        assert hb["written"] > broken_at and hb["time"] == last_working and hb["consecutive_failures"] >= 2
+        assert hb["stopped"] is False
+        assert "old" in watchdog().verdict(hb, 0.1, hb["time"] + 0.2)
+        runner.squeue = good
+        wait_until(lambda: heartbeat(daemon)["time"] > broken_at)
+    finally:
+        daemon.request_stop()
+        thread.join(20)
+    assert not thread.is_alive() and heartbeat(daemon)["stopped"] is True
+
+
+def test_once_exits_1_after_a_failed_cycle_and_marks_the_heartbeat_stopped(tmp_path: Path) -> None:
+    runner = SyntheticSlurm(synthetic_squeue_json(20))
+    runner.squeue = '{"jobs": [{"job_id": "x"'
+    daemon = make_daemon(runner, str(tmp_path), mode="boost")
+    assert daemon.run(once=True, serve_metrics=False) == 1
+    hb = heartbeat(daemon)
+    assert hb["stopped"] is True and hb["consecutive_failures"] == 0
+    runner.squeue = synthetic_squeue_json(20)
+    again = make_daemon(runner, str(tmp_path), mode="boost")
+    assert again.run(once=True, serve_metrics=False) == 0
+    assert heartbeat(again)["stopped"] is True
+    assert slurm_of(again).changes()["boosted"] > 0          # --once leaves its changes in place
+
+
+def test_an_unwritable_undo_record_holds_nothing_but_views_and_releases_go_on(tmp_path: Path) -> None:
+    runner = SyntheticSlurm(synthetic_squeue_json(30, n_running=0, held_fraction=1.0))
+    daemon = gate_daemon(tmp_path, runner)
+    backend = slurm_of(daemon)
+    # The record's folder becomes a regular file: every write fails with ENOTDIR, even for root.
+    record = tmp_path / "broken"
+    record.write_text("")
+    backend.config = dataclasses.replace(backend.config, state_file=str(record / "slurm-record.json"))
+    report = daemon.cycle()
+    assert "view" not in report.failed and "act" not in report.failed, report.failed
+    assert report.decisions is not None and report.decisions.release
+    assert [c for c in runner.actions() if c[1] == "release"]           # releases need no write: done
+    assert backend.errors["state_write_failed"] >= 1
+    runner.squeue = synthetic_squeue_json(30, n_running=0, held_fraction=0.0)
+    pending = [j for j in backend.poll()[0] if j.pending and not j.held]
+    runner.calls.clear()
+    backend.hold(pending[0].job_id)
+    assert not runner.actions() and backend.changes()["held"] == 0       # no record, no hold
+    daemon.cycle()
+    assert daemon.counters.backend_errors["state_write_failed"] >= 2      # counted for the metrics
+
+
+def test_a_restart_in_shadow_mode_after_a_gate_crash_carries_the_gated_partitions(tmp_path: Path) -> None:
+    runner = SyntheticSlurm(synthetic_squeue_json(20, held_fraction=1.0))
+    gate = gate_daemon(tmp_path, runner)
+    gate.cycle()
+    gate.write_heartbeat()                                 # then kill -9: no stop, no release
+    crashed = heartbeat(gate)
+    assert crashed["gated_partitions"] == ["debug", "short"] and crashed["mode"] == "gate"
+    shadow = make_daemon(runner, str(tmp_path), mode="shadow")
+    shadow.write_heartbeat()
+    hb = heartbeat(shadow)
+    assert hb["mode"] == "shadow" and hb["gated_partitions"] == ["debug", "short"]
+    w = watchdog()
+    # Fresh, but not gating: the watchdog releases the gated partitions now, not after stale_after_s.
+    assert "shadow mode" in w.verdict(hb, None, hb["time"])
+    assert w.gated_partitions(hb) == ["debug", "short"]
+    # A clean stop of a gate-mode run ends the carrying.
+    gate = gate_daemon(tmp_path, runner)
+    gate.shutdown(final=True)
+    assert make_daemon(runner, str(tmp_path), mode="shadow").gated_partitions == []
+
+
+def test_the_watchdog_releases_what_the_undo_record_holds_whatever_the_mode(tmp_path: Path) -> None:
+    record = tmp_path / "slurm-record.json"
+    record.write_text(json.dumps({"version": 1, "held_by_rlsched": [12, 13]}))
+    w = watchdog()
+    hb = {"mode": "boost", "time": 100.0, "stale_after_s": 30, "stopped": False, "partitions": ["debug"],
+          "gated_partitions": [], "undo_record": str(record)}
+    assert w.recorded_holds(hb) == {"12", "13"}
+    assert w.gated_partitions(hb) == []                    # boost's scope is not a gate: its user holds stay
+    assert w.verdict(hb, None, 110.0) is not None
+    assert w.verdict({**hb, "mode": "gate"}, None, 110.0) is None
+    assert w.gated_partitions({**hb, "mode": "gate", "gated_partitions": None}) == ["debug"]   # old heartbeat
+
+
+def write_config(path: Path, daemon: Daemon, mode: str, extra: str = "") -> None:
+    path.write_text(f"""
+[backend]
+mode = "{mode}"
+partitions = ["debug", "short"]
+poll_interval_s = 0.05
+[state]
+dir = "{daemon.config.state_dir}"
+{extra}""")
+
+
+def test_sighup_keeps_the_running_config_when_the_file_is_bad_and_stops_cleanly_for_a_new_mode(
+        tmp_path: Path) -> None:
+    runner = SyntheticSlurm(synthetic_squeue_json(30, n_running=0, held_fraction=1.0))
+    daemon = gate_daemon(tmp_path, runner)
+    config = tmp_path / "rlsched.toml"
+    config.write_text("[backend\nmode = ")
+    daemon.config = dataclasses.replace(daemon.config, source=str(config))
+    thread = running(daemon)
+    try:
+        wait_until(lambda: daemon.counters.cycles >= 1)
+        daemon.request_reload()
+        cycles = daemon.counters.cycles
+        wait_until(lambda: daemon.counters.cycles >= cycles + 2)      # bad file: the loop goes on
+        assert thread.is_alive() and daemon.reload_config is None
+        write_config(config, daemon, "shadow")
+        runner.calls.clear()
+        daemon.request_reload()
+        thread.join(20)
+    finally:
+        daemon.request_stop()
+        thread.join(20)
+    assert not thread.is_alive()
+    assert daemon.reload_config is not None and daemon.reload_config.mode == "shadow"
+    # Another mode: the gate's jobs were released and the heartbeat marked stopped before the new daemon.
+    assert [c for c in runner.actions() if c[1] == "release"]
+    assert heartbeat(daemon)["stopped"] is True
+
+
+def test_a_reload_keeps_the_changes_only_for_the_same_mode_state_dir_and_backend(tmp_path: Path) -> None:
+    daemon = gate_daemon(tmp_path, SyntheticSlurm(synthetic_squeue_json(5)))
+    daemon.reload_config = dataclasses.replace(daemon.config, poll_interval_s=2.0)
+    assert daemon._reload_keeps_changes()
+    for change in ({"mode": "shadow"}, {"state_dir": str(tmp_path / "elsewhere")},
+                   {"backend": dataclasses.replace(daemon.config.backend, partitions=frozenset({"debug"}))}):
+        daemon.reload_config = dataclasses.replace(daemon.config, **change)
+        assert not daemon._reload_keeps_changes(), change
