@@ -190,6 +190,6 @@ def test_a_reload_keeps_the_changes_only_for_the_same_mode_state_dir_and_backend
     daemon.reload_config = dataclasses.replace(daemon.config, poll_interval_s=2.0)
     assert daemon._reload_keeps_changes()
     for change in ({"mode": "shadow"}, {"state_dir": str(tmp_path / "elsewhere")},
-                   {"backend": dataclasses.replace(daemon.config.backend, partitions=frozenset({"debug"}))}):
+                   {"backend": dataclasses.replace(slurm_of(daemon).config, partitions=frozenset({"debug"}))}):
         daemon.reload_config = dataclasses.replace(daemon.config, **change)
         assert not daemon._reload_keeps_changes(), change
