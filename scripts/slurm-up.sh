@@ -5,9 +5,14 @@
 #   export SLURM_CONF=/tmp/rlsched-slurm/etc/slurm.conf
 #   scripts/slurm-down.sh                    # cancels jobs, stops the daemons by PID
 #
-# One controller and one 16-CPU node (node1), plus four State=CLOUD nodes (cloud1-4) that Slurm's power
-# saving starts through $BASE/bin/resume.sh and stops through suspend.sh.  Their "cloud" is
-# scripts/local-cloud-provider (state in $BASE/provider): each instance is a real slurmd on its own port.
+# slurmctld and slurmdbd run as SlurmUser=slurm (Debian's default; the user is created when missing), slurmd as
+# root.  One controller and three nodes, each a real slurmd on its own port of 127.0.0.1 (`slurmd -N NAME`; Debian's
+# 22.05 build has MULTIPLE_SLURMD): node1 (16 CPUs; partitions debug, short and high share it) and node2-node3
+# (4 CPUs each; partitions wide and accel share them; node2 has a fake GRES gpu, node3 none), plus four
+# State=CLOUD nodes (cloud1-4) that Slurm's power saving starts through $BASE/bin/resume.sh and stops through
+# suspend.sh.  Their "cloud" is scripts/local-cloud-provider (state in $BASE/provider): each instance is a real
+# slurmd on its own port.  slurmd must run as root, and the hooks run as slurm: they reach the provider through
+# $BASE/bin/cloud-provider, which goes through sudo for exactly that command (/etc/sudoers.d/rlsched-test-PORT).
 # When $BASE/etc/rlsched.toml exists, resume.sh/suspend.sh go through rlsched's leasing hooks
 # (plugins/slurm/rlsched-resume, rlsched-suspend: they check the daemon's heartbeat and lease permit, then run
 # the config's [leasing] provider_command); without it they call the local provider directly.
@@ -22,8 +27,8 @@
 # squeue), short scheduler intervals so a test sees a start within ~1 s.
 #
 # Idempotent: when the controller in $BASE is already up and node1 answers, it only reports that.
-# Environment: BASE, RLSCHED_SLURM_PORT (slurmctld port, default 6817; slurmd uses +1, slurmdbd +2, MariaDB +3,
-# cloud nodes +4..+7), RLSCHED_SLURM_CPUS (CPUs of node1, default 16).
+# Environment: BASE, RLSCHED_SLURM_PORT (slurmctld port, default 6817; node1's slurmd uses +1, slurmdbd +2, MariaDB +3,
+# cloud nodes +4..+7, node2 and node3 +8 and +9), RLSCHED_SLURM_CPUS (CPUs of node1, default 16).
 set -euo pipefail
 BASE=${BASE:-/tmp/rlsched-slurm}
 PORT=${RLSCHED_SLURM_PORT:-6817}
@@ -42,9 +47,11 @@ T0=$(now)
 case "$PORT$CPUS" in *[!0-9]*) die "RLSCHED_SLURM_PORT and RLSCHED_SLURM_CPUS must be integers";; esac
 case "$BASE" in /*) ;; *) die "BASE must be an absolute path (got '$BASE')";; esac
 
-# Already up?  (pidfile alive and node1 answers)
+NODES="node1 node2 node3"
+# Already up?  (pidfile alive and every node answers)
 if [ -f "$BASE/run/slurmctld.pid" ] && alive "$(cat "$BASE/run/slurmctld.pid")" \
-   && SLURM_CONF=$CONF sinfo -h -n node1 -o %T 2>/dev/null | grep -Eq '^(idle|mixed|allocated)'; then
+   && [ "$(SLURM_CONF=$CONF sinfo -h -N -n node1,node2,node3 -o '%N %T' 2>/dev/null | sort -u \
+           | grep -Ec ' (idle|mixed|allocated)$')" = 3 ]; then
   echo "slurm-up.sh: already up (SLURM_CONF=$CONF)"
   exit 0
 fi
@@ -52,7 +59,7 @@ fi
 # 1. Packages.  --no-install-recommends: slurm-wlm's Recommends pull ~40 plugin and -dev packages.
 missing=()
 for cmd in slurmctld:slurmctld slurmd:slurmd squeue:slurm-client munged:munge slurmdbd:slurmdbd \
-           mariadbd:mariadb-server; do
+           mariadbd:mariadb-server sudo:sudo; do
   command -v "${cmd%%:*}" >/dev/null || missing+=("${cmd#*:}")
 done
 if [ ${#missing[@]} -gt 0 ]; then
@@ -93,11 +100,18 @@ for f in "$BASE"/provider/instances/*; do
   [ -n "$stat" ] && set -- ${stat##*) } && [ "${20:-}" = "$start" ] && kill "$pid" 2>/dev/null && sleep 0.5
   rm -f "$f"
 done
-mkdir -p "$BASE"/{etc,state,spool/node1,log,run,bin,provider}
+mkdir -p "$BASE"/{etc,state,spool/node1,spool/node2,spool/node3,log,run,bin,provider}
 # A fresh accounting database and controller state every time: tests see no old usage (slurmctld's -c keeps
 # the association usage file, which a new database would attach to other associations).
 rm -rf "$BASE/mysql" "$BASE/state"
 mkdir -p "$BASE/state"
+# SlurmUser=slurm (not root): Debian's slurm-wlm-basic-plugins creates the user; create it if it is missing.
+id slurm >/dev/null 2>&1 || useradd --system --user-group --no-create-home --home-dir /nonexistent \
+    --shell /usr/sbin/nologin slurm || die "cannot create the slurm user"
+# What slurmctld and slurmdbd write (state, logs with the jobcomp file and the hooks' log, pidfiles) is theirs;
+# BASE and the config stay root's and readable by all (the hooks, running as slurm, read rlsched.toml there).
+chmod 755 "$BASE" "$BASE/etc" "$BASE/bin"
+chown -R slurm:slurm "$BASE/state" "$BASE/log" "$BASE/run"
 # Bind to the hostname's address rather than 0.0.0.0, but only when the hostname resolves to loopback.
 COMM=""
 getent hosts "$(hostname)" | grep -q '^127\.' && COMM="CommunicationParameters=NoInAddrAny,NoCtldInAddrAny"
@@ -105,7 +119,7 @@ cat > "$CONF" <<CONF
 # Written by rlsched scripts/slurm-up.sh: a test cluster on 127.0.0.1, not for production.
 ClusterName=rlsched
 SlurmctldHost=localhost(127.0.0.1)
-SlurmUser=root
+SlurmUser=slurm
 SlurmdUser=root
 AuthType=auth/munge
 CredType=cred/munge
@@ -161,11 +175,15 @@ ResumeProgram=$BASE/bin/resume.sh
 SuspendTime=20
 SuspendTimeout=10
 ResumeTimeout=60
-SuspendExcNodes=node1
+SuspendExcNodes=node[1-3]
 # Needed for powered-down cloud nodes to show in sinfo.
 PrivateData=cloud
 TreeWidth=65533
+# GRES: node2 has one "gpu" (its device file is /dev/null: Slurm drops a file-less gpu), node3 none.
+GresTypes=gpu
 NodeName=node1 NodeAddr=127.0.0.1 NodeHostname=localhost CPUs=$CPUS RealMemory=8000 Weight=1 State=UNKNOWN
+NodeName=node2 NodeAddr=127.0.0.1 NodeHostname=localhost Port=$((PORT + 8)) CPUs=4 RealMemory=2000 Gres=gpu:1 Weight=10 State=UNKNOWN
+NodeName=node3 NodeAddr=127.0.0.1 NodeHostname=localhost Port=$((PORT + 9)) CPUs=4 RealMemory=2000 Weight=10 State=UNKNOWN
 NodeName=cloud[1-4] NodeAddr=127.0.0.1 NodeHostname=localhost Port=[$((PORT + 4))-$((PORT + 7))] CPUs=8 RealMemory=4000 Feature=cloud Weight=100 State=CLOUD
 PartitionName=debug Nodes=node1 Default=YES MaxTime=INFINITE State=UP
 # Same node, short limit: lets tests exercise a class rule by partition.
@@ -174,7 +192,32 @@ PartitionName=short Nodes=node1 MaxTime=00:15:00 State=UP
 PartitionName=high Nodes=node1 MaxTime=INFINITE State=UP PriorityJobFactor=2
 PartitionName=cloud Nodes=cloud[1-4] MaxTime=INFINITE State=UP
 PartitionName=burst Nodes=node1,cloud[1-4] MaxTime=INFINITE State=UP
+# Two partitions sharing node2 and node3: multi-node jobs, job arrays, GRES and GRES-less jobs (issue 16).
+PartitionName=wide Nodes=node[2-3] MaxTime=INFINITE State=UP
+PartitionName=accel Nodes=node[2-3] MaxTime=INFINITE State=UP
 CONF
+cat > "$BASE/etc/gres.conf" <<GRES
+# Written by rlsched scripts/slurm-up.sh: a fake gpu (no device behind it).
+NodeName=node2 Name=gpu File=/dev/null
+GRES
+
+# The local provider starts slurmd, which runs as root; the hooks run as SlurmUser (slurm).  This wrapper is the
+# provider command of the hooks and of the daemon: as root it runs the provider, as slurm it goes through sudo,
+# which allows exactly this command (arguments after --dir BASE/provider are the provider's, checked by it).
+PROVIDER="$REPO/scripts/local-cloud-provider"
+cat > "$BASE/bin/cloud-provider" <<SCRIPT
+#!/bin/bash
+[ "\$(id -u)" = 0 ] && exec /usr/bin/env SLURM_CONF=$CONF "$PROVIDER" --dir "$BASE/provider" "\$@"
+exec sudo -n /usr/bin/env SLURM_CONF=$CONF "$PROVIDER" --dir "$BASE/provider" "\$@"
+SCRIPT
+# sudoers: '=', ',', ':' and '\' are special in a command's arguments.
+esc() { printf '%s' "$1" | sed 's/[=,:\\]/\\&/g'; }
+SUDOERS=/etc/sudoers.d/rlsched-test-$PORT
+printf 'slurm ALL=(root) NOPASSWD: /usr/bin/env %s %s --dir %s *\n' "$(esc "SLURM_CONF=$CONF")" "$(esc "$PROVIDER")" \
+    "$(esc "$BASE/provider")" > "$SUDOERS.tmp"
+chmod 440 "$SUDOERS.tmp"
+visudo -cqf "$SUDOERS.tmp" || die "the sudoers rule for the provider is invalid ($SUDOERS.tmp)"
+mv "$SUDOERS.tmp" "$SUDOERS"
 
 cat > "$BASE/bin/resume.sh" <<SCRIPT
 #!/bin/bash
@@ -187,7 +230,7 @@ echo "\$(date +%FT%T) RESUME \$*" >> $BASE/log/power.log
 if [ -f $BASE/etc/rlsched.toml ]; then
   RLSCHED_CONFIG=$BASE/etc/rlsched.toml exec "$REPO/plugins/slurm/rlsched-resume" "\$@" >>$BASE/log/power.log 2>&1
 fi
-exec "$REPO/scripts/local-cloud-provider" resume \$(scontrol show hostnames "\$1") >>$BASE/log/power.log 2>&1
+exec $BASE/bin/cloud-provider resume \$(scontrol show hostnames "\$1") >>$BASE/log/power.log 2>&1
 SCRIPT
 cat > "$BASE/bin/suspend.sh" <<SCRIPT
 #!/bin/bash
@@ -197,9 +240,9 @@ echo "\$(date +%FT%T) SUSPEND \$*" >> $BASE/log/power.log
 if [ -f $BASE/etc/rlsched.toml ]; then
   RLSCHED_CONFIG=$BASE/etc/rlsched.toml exec "$REPO/plugins/slurm/rlsched-suspend" "\$@" >>$BASE/log/power.log 2>&1
 fi
-exec "$REPO/scripts/local-cloud-provider" suspend \$(scontrol show hostnames "\$1") >>$BASE/log/power.log 2>&1
+exec $BASE/bin/cloud-provider suspend \$(scontrol show hostnames "\$1") >>$BASE/log/power.log 2>&1
 SCRIPT
-chmod +x "$BASE"/bin/*.sh
+chmod 755 "$BASE"/bin/*.sh "$BASE/bin/cloud-provider"
 
 cat > "$BASE/etc/slurmdbd.conf" <<DBD
 # Written by rlsched scripts/slurm-up.sh: slurmdbd for the test cluster, on 127.0.0.1.
@@ -207,7 +250,7 @@ AuthType=auth/munge
 DbdHost=localhost
 DbdAddr=127.0.0.1
 DbdPort=$DBD_PORT
-SlurmUser=root
+SlurmUser=slurm
 PidFile=$BASE/run/slurmdbd.pid
 LogFile=$BASE/log/slurmdbd.log
 DebugLevel=info
@@ -219,6 +262,7 @@ StoragePass=rlsched-test
 StorageLoc=slurm_acct_db
 DBD
 chmod 600 "$BASE/etc/slurmdbd.conf"     # slurmdbd refuses a config others can read (it holds the password)
+chown slurm:slurm "$BASE/etc/slurmdbd.conf"     # ... and one its SlurmUser does not own
 T2=$(now)
 
 # 4. MariaDB: its own datadir and socket under $BASE, TCP on 127.0.0.1 only (slurmdbd has no socket option).
@@ -249,16 +293,17 @@ done
 sacctmgr -i add user root,nobody Account=alpha,beta,gamma,atlas,cms,lhcb Cluster=rlsched >/dev/null || die "sacctmgr add user failed"
 T4=$(now)
 
-# 6. Controller and node: they fork into the background; pids in $BASE/run/.
+# 6. Controller and nodes (one slurmd per node, `-N NAME`, each on its node's port): they fork into the
+#    background; pids in $BASE/run/.
 slurmctld -c -f "$CONF" || die "slurmctld failed to start (see $BASE/log/slurmctld.log)"   # -c: empty state
-slurmd -N node1 -f "$CONF" || die "slurmd failed to start (see $BASE/log/slurmd-node1.log)"
-for _ in $(seq 1 200); do
-  sinfo -h -n node1 -o %T 2>/dev/null | grep -qx idle && break
-  sleep 0.1
+for node in $NODES; do
+  slurmd -N "$node" -f "$CONF" || die "slurmd failed to start (see $BASE/log/slurmd-$node.log)"
 done
-sinfo -h -n node1 -o %T 2>/dev/null | grep -qx idle \
-  || die "node1 is not idle after 20 s (state: $(sinfo -h -n node1 -o %T 2>&1 | head -1)); see $BASE/log/"
+idle() { [ "$(sinfo -h -N -n "${NODES// /,}" -o '%N %T' 2>/dev/null | sort -u | grep -c ' idle$')" = 3 ]; }
+for _ in $(seq 1 200); do idle && break; sleep 0.1; done
+idle || die "the nodes are not idle after 20 s (states: $(sinfo -h -N -n "${NODES// /,}" -o '%N=%T' 2>&1 | sort -u \
+            | tr '\n' ' ')); see $BASE/log/"
 T5=$(now)
 python3 -c "print(f'slurm-up.sh: install {$T1-$T0:.1f}s  config {$T2-$T1:.2f}s  mariadb {$T3-$T2:.1f}s  \
-slurmdbd+accounts {$T4-$T3:.1f}s  slurmctld+slurmd {$T5-$T4:.2f}s  total {$T5-$T0:.1f}s')"
+slurmdbd+accounts {$T4-$T3:.1f}s  slurmctld+3 slurmd {$T5-$T4:.2f}s  total {$T5-$T0:.1f}s')"
 echo "export SLURM_CONF=$CONF"

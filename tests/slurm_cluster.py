@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -51,6 +52,27 @@ class SlurmTestCluster:
     @property
     def jobcomp(self) -> Path:
         return self.base / "log" / "jobcomp.txt"
+
+    @property
+    def provider_command(self) -> list[str]:
+        """The local cloud provider as the hooks (running as SlurmUser=slurm) and the daemon (root) call it:
+        ``$BASE/bin/cloud-provider`` goes through sudo for slurm (scripts/slurm-up.sh)."""
+        return [str(self.base / "bin" / "cloud-provider")]
+
+    def shared_dir(self, name: str) -> Path:
+        """A fresh folder the hooks can read as SlurmUser=slurm (pytest's tmp_path is root's, mode 0700): the
+        daemon's state for tests whose hooks read its heartbeat and permit."""
+        path = self.base / "shared" / name
+        if path.exists():
+            shutil.rmtree(path)
+        path.mkdir(parents=True)
+        for folder in (self.base / "shared", path):
+            folder.chmod(0o755)
+        return path
+
+    def hook_log(self, name: str) -> Path:
+        """A hook log in $BASE/log, which slurm owns (the hooks append to it as slurm)."""
+        return self.base / "log" / f"hooks-{name}.log"
 
     def run(self, *argv: str, check: bool = True) -> subprocess.CompletedProcess[str]:
         done = subprocess.run(list(argv), capture_output=True, text=True, env=self.env, timeout=30,

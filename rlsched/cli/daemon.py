@@ -43,7 +43,7 @@ def daemon(config_path: str, once: bool, undo: bool) -> None:
         _fail(exc)
         return
     if undo:
-        runner.shutdown(final=True)
+        runner.shutdown(final=True, drain_cloud=False)
         return
     sys.exit(run_daemon(config, once=once, daemon=runner))
 

@@ -15,13 +15,20 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
+#: Files other programs read (the heartbeat, the lease permit, the undo record: read by the hooks and the
+#: watchdog, which may run as a non-root SlurmUser) are world-readable; they hold no secret.
+PUBLIC = 0o644
 
-def atomic_write(path: str | os.PathLike[str], write: Callable[[IO[bytes]], object]) -> None:
-    """Replace ``path`` with what ``write(handle)`` writes to a binary handle, atomically."""
+
+def atomic_write(path: str | os.PathLike[str], write: Callable[[IO[bytes]], object], mode: int = 0o600) -> None:
+    """Replace ``path`` with what ``write(handle)`` writes to a binary handle, atomically; the file gets
+    ``mode`` (owner-only by default, :data:`PUBLIC` for what other programs read)."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
+        if mode != 0o600:               # mkstemp's mode
+            os.fchmod(fd, mode)
         with os.fdopen(fd, "wb") as handle:
             write(handle)
             handle.flush()
@@ -37,7 +44,7 @@ def atomic_write(path: str | os.PathLike[str], write: Callable[[IO[bytes]], obje
         os.close(dir_fd)
 
 
-def write_json_atomic(path: str | os.PathLike[str], data: Any) -> None:
-    """Write ``data`` as JSON (sorted keys) to ``path``, atomically."""
+def write_json_atomic(path: str | os.PathLike[str], data: Any, mode: int = 0o600) -> None:
+    """Write ``data`` as JSON (sorted keys) to ``path``, atomically, with ``mode``."""
     encoded = json.dumps(data, sort_keys=True).encode()
-    atomic_write(path, lambda handle: handle.write(encoded))
+    atomic_write(path, lambda handle: handle.write(encoded), mode)

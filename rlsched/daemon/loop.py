@@ -44,7 +44,7 @@ from types import FrameType
 import numpy as np
 
 from rlsched.backends import build_backend
-from rlsched.core.atomic import write_json_atomic
+from rlsched.core.atomic import PUBLIC, write_json_atomic
 from rlsched.core.live import LiveBackend, NodeControl, QueueKey
 from rlsched.core.measures import responsiveness
 from rlsched.core.view import ClusterView, Decisions, apply
@@ -325,7 +325,7 @@ class Daemon:
             "written": self.clock(), "consecutive_failures": self.consecutive_failures, "mode": self.config.mode,
             **self.backend.heartbeat_fields(), "gated_partitions": self.gated_partitions, **self.policy_info,
             "decision_log": None if self.decision_log is None else str(self.decision_log.path),
-            "stale_after_s": self.config.gate.stale_after_s, "stopped": stopped})
+            "stale_after_s": self.config.gate.stale_after_s, "stopped": stopped}, mode=PUBLIC)
 
     def _heartbeat_safely(self, stopped: bool = False) -> None:
         try:
@@ -359,6 +359,9 @@ class Daemon:
             self.reload_config = load_config(self.config.source)
         except ConfigError as exc:
             log.error("reload refused, the running config stays: %s", exc)
+            with self.exporter.lock:                # rlsched_cycle_failures_total{phase="reload"}
+                self.counters.cycle_failures["reload"] += 1
+                self._dirty = True
             self.stop_event.clear()
             return False
         return True
@@ -423,10 +426,12 @@ class Daemon:
             self.exporter.close()
         return status
 
-    def shutdown(self, final: bool = True) -> None:
+    def shutdown(self, final: bool = True, drain_cloud: bool = True) -> None:
         """Checkpoint; with ``final``, first leave the batch system as rlsched found it: release the gated jobs (gate
         mode), undo Nice values, holds and drained nodes, and mark the heartbeat stopped.  Each step is
-        tried even if another fails; what could not be undone stays recorded for the next start."""
+        tried even if another fails; what could not be undone stays recorded for the next start.  With leasing
+        enforced and ``drain_cloud``, the cloud nodes are left drained (the resume hook refuses every lease while
+        the daemon is stopped; ``rlsched daemon --undo`` passes False)."""
         if final and self.config.mode == "gate":
             try:
                 released = self.release_gated_jobs()
@@ -441,6 +446,12 @@ class Daemon:
                 left = {kind: n for kind, n in self.backend.changes().items() if n}
                 log.error("stop: undo incomplete, %s left for the next start (%s): %s", left,
                           self.backend.describe(), exc)
+        if final and drain_cloud and self.leasing is not None:
+            try:
+                self.leasing.stop()
+            except Exception as exc:
+                log.error("stop: could not drain the cloud nodes (the resume hook marks them DOWN if Slurm picks "
+                          "them): %s", exc)
         self._sync_backend_counters()
         try:
             self._checkpoint(force=True)

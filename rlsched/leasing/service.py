@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from rlsched.backends.common.runner import BackendError
-from rlsched.core.atomic import write_json_atomic
+from rlsched.core.atomic import PUBLIC, write_json_atomic
 from rlsched.core.live import NodeControl, NodeState
 from rlsched.core.view import ClusterView
 from rlsched.leasing.budget import LeaseLedger
@@ -33,6 +33,10 @@ from rlsched.leasing.reconcile import CloudNodeStatus, ReconcilePlan, Reconciler
 log = logging.getLogger(__name__)
 
 STATE_VERSION = 1
+#: The reason plugins/slurm/rlsched-resume marks a refused node DOWN with (its REFUSED_REASON).
+REFUSED_REASON = "rlsched_resume_refused"
+#: The drain reason of the cloud nodes on a clean stop.
+STOPPED_REASON = "rlsched_stopped"
 
 
 def node_status(node: NodeState) -> CloudNodeStatus:
@@ -101,8 +105,9 @@ class LeasingService:
             "decided_at_s": self.policy.decided_at_s})
 
     def write_permit(self, now_s: float, allowed: list[str], cap: int, reason: str) -> None:
+        # Public: the hooks read it as SlurmUser, which need not be root.
         write_json_atomic(self.permit_file, {"version": 1, "time": now_s, "enforce": self.enforce,
-                                             "allowed": sorted(allowed), "cap": cap, "reason": reason})
+                                             "allowed": sorted(allowed), "cap": cap, "reason": reason}, mode=PUBLIC)
 
     # -------------------------------------------------------------------------------------- cycle
     def managed_nodes(self) -> list[NodeState]:
@@ -126,6 +131,7 @@ class LeasingService:
         allowed: list[str] = []
         if self.enforce:
             allowed = self.nodes.enforce_lease_cap(decision.cap, list(self.config.nodes), excluded)
+            self._resume_refused(nodes, allowed)
         self.write_permit(now, allowed, decision.cap, decision.reason)
         if exhausted and not was_exhausted:
             log.warning("leasing: budget exhausted: %.3f of %.3f node-hours used today, too little left for one "
@@ -146,6 +152,33 @@ class LeasingService:
             allowed=allowed, budget_exhausted=exhausted)
         self.save()
         return self.status
+
+    def _resume_refused(self, nodes: list[NodeState], allowed: list[str]) -> None:
+        """Nodes the resume hook refused (marked DOWN with :data:`REFUSED_REASON` while the daemon was not
+        working, or in the race before a permit) go back to service once the permit allows them."""
+        refused = [n for n in nodes if n.down and n.reason.startswith(REFUSED_REASON) and n.name in allowed]
+        # Slurm 22.05 keeps a refused node powering up (DOWN#) until ResumeTimeout, and RESUME would leave it
+        # waiting for a boot that never comes: powered down first (it stays DOWN, DOWN~), resumed next cycle.
+        stuck = [n.name for n in refused if n.powering_up]
+        ready = [n.name for n in refused if n.powered_down and not n.powering_down and not n.powering_up]
+        if stuck:
+            self.nodes.power_down_nodes(stuck, f"{REFUSED_REASON}: powered down before it goes back to service")
+        if ready:
+            log.info("leasing: %s refused by the resume hook before, allowed now: back in service", ",".join(ready))
+            self.nodes.resume_nodes(ready)
+
+    def stop(self) -> None:
+        """On a clean stop (gate or boost mode): drain the managed nodes.  The resume hook refuses every lease
+        once the heartbeat says stopped, so an undrained powered-down node would only be picked by Slurm and
+        refused; drained, no job waits for it.  Busy nodes finish their jobs.  The drains are recorded: the
+        next start resumes those its cap allows (``rlsched daemon --undo`` resumes them all)."""
+        if not self.enforce:
+            return
+        names = [n.name for n in self.managed_nodes() if not n.drained]
+        if names:
+            self.nodes.drain_nodes(names, STOPPED_REASON)
+            log.info("stop: drained the cloud nodes %s (%s): no lease while rlsched is stopped", ",".join(names),
+                     STOPPED_REASON)
 
     def _notice_admin_resumes(self, nodes: list[NodeState]) -> None:
         """A node rlsched drained that is no longer drained, with rlsched's reason gone, was resumed by

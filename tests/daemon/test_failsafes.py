@@ -171,6 +171,7 @@ def test_sighup_keeps_the_running_config_when_the_file_is_bad_and_stops_cleanly_
         cycles = daemon.counters.cycles
         wait_until(lambda: daemon.counters.cycles >= cycles + 2)      # bad file: the loop goes on
         assert thread.is_alive() and daemon.reload_config is None
+        assert daemon.counters.cycle_failures["reload"] == 1
         write_config(config, daemon, "shadow")
         runner.calls.clear()
         daemon.request_reload()

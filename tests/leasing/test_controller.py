@@ -251,9 +251,18 @@ def test_the_service_drains_above_the_cap_busy_nodes_first_and_writes_the_permit
     permit = json.loads((tmp_path / "lease-permit.json").read_text())
     assert permit["enforce"] and permit["allowed"] == ["cloud1", "cloud3"] and permit["cap"] == 2
     assert report.lease.leased == 1 and report.lease.busy == 1
-    # stop: the drains are undone
+    # stop: the drains are undone, then every cloud node is drained for as long as rlsched is stopped (the
+    # resume hook refuses every lease then), recorded for the next start
     daemon.shutdown(final=True)
-    assert runner.actions()[-1] == ("scontrol", "update", "NodeName=cloud2,cloud4", "State=RESUME")
+    assert runner.actions()[-2:] == [("scontrol", "update", "NodeName=cloud2,cloud4", "State=RESUME"),
+                                     ("scontrol", "update", "NodeName=cloud1,cloud2,cloud3,cloud4", "State=DRAIN",
+                                      "Reason=rlsched_stopped")]
+    assert slurm_of(daemon).changes()["drained"] == 4
+    # rlsched daemon --undo: Slurm as found, nothing drained
+    undo = make_daemon(runner, str(tmp_path), mode="boost", leasing=config)
+    undo.shutdown(final=True, drain_cloud=False)
+    assert runner.actions()[-1] == ("scontrol", "update", "NodeName=cloud1,cloud2,cloud3,cloud4", "State=RESUME")
+    assert slurm_of(undo).changes()["drained"] == 0
 
 
 def test_shadow_mode_computes_and_exports_the_cap_and_changes_no_node(tmp_path: Path) -> None:

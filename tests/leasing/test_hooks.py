@@ -443,24 +443,38 @@ def cloud(slurm: SlurmTestCluster, tmp_path: Path) -> Iterator[SlurmTestCluster]
             slurm.run("scontrol", "update", f"NodeName={node}", "State=POWER_DOWN_FORCE", check=False)
     wait_for(lambda: all(node_state(slurm, n).endswith("~") for n in CLOUD_NODES), 60, "cloud nodes powered down",
              every_s=1)
+    # A node the resume hook refused is DOWN (reason rlsched_resume_refused): back in service for later tests.
+    down = [n for n in CLOUD_NODES if node_state(slurm, n).startswith("down")]
+    if down:
+        slurm.run("scontrol", "update", f"NodeName={','.join(down)}", "State=RESUME", check=False)
     leftover = [line.split()[0] for line in live_instances(slurm)]
     if leftover:
         provider(folder, "suspend", *leftover)
     assert not leftover, f"instances left running after Slurm powered their nodes down: {leftover}"
 
 
-def write_live_config(slurm: SlurmTestCluster, state_dir: Path) -> None:
-    command = [str(PROVIDER), "--dir", str(slurm.base / "provider")]
+def write_live_config(slurm: SlurmTestCluster, state_dir: Path) -> Path:
+    """The hooks' config; they run as SlurmUser=slurm: the state dir and the log must be theirs to read/write.
+    Returns the hook log."""
+    log = slurm.hook_log(state_dir.name)
+    log.unlink(missing_ok=True)
     (slurm.base / "etc" / "rlsched.toml").write_text(
-        f'[state]\ndir = "{state_dir}"\n[leasing]\nenabled = true\nprovider_command = {json.dumps(command)}\n')
+        f'[state]\ndir = "{state_dir}"\n[backend]\nslurm_conf = "{slurm.conf}"\n[leasing]\nenabled = true\n'
+        f'provider_command = {json.dumps(slurm.provider_command)}\nhook_log = "{log}"\n')
+    return log
+
+
+def hooks_state(slurm: SlurmTestCluster, tmp_path: Path) -> Path:
+    return slurm.shared_dir(f"hooks-{tmp_path.name}")
 
 
 @pytest.mark.slurm
 @pytest.mark.timeout(150)
 def test_live_hooks_and_local_provider_lease_a_cloud_node_run_a_job_and_release_it(
         cloud: SlurmTestCluster, tmp_path: Path) -> None:
-    write_live_config(cloud, tmp_path)
-    (tmp_path / "heartbeat.json").write_text(json.dumps({"time": time.time(), "stopped": False}))
+    state = hooks_state(cloud, tmp_path)
+    hook_log = write_live_config(cloud, state)
+    (state / "heartbeat.json").write_text(json.dumps({"time": time.time(), "stopped": False}))
     t0 = time.monotonic()
     job = cloud.sbatch("-p", "cloud", sleep_s=300)
     wait_for(lambda: cloud.state(job) == "RUNNING", 60, f"job {job} running on a cloud node", every_s=0.5)
@@ -468,8 +482,8 @@ def test_live_hooks_and_local_provider_lease_a_cloud_node_run_a_job_and_release_
     node = cloud.run("squeue", "-h", "-j", str(job), "-o", "%N").stdout.strip()
     assert node in CLOUD_NODES
     assert f"{node} running" in live_instances(cloud)      # (an earlier test may have left another node up)
-    hook_log = (tmp_path / "leasing-hooks.log").read_text()
-    assert f"resume {node}: provider exited 0" in hook_log
+    assert f"resume {node}: provider exited 0" in hook_log.read_text()
+    assert hook_log.stat().st_uid != 0              # written by the hook as SlurmUser, not root
     print(f"cloud node {node}: job running {up_s:.1f} s after submit")
 
     cloud.run("scancel", str(job))
@@ -478,7 +492,7 @@ def test_live_hooks_and_local_provider_lease_a_cloud_node_run_a_job_and_release_
     wait_for(lambda: not any(line.split()[0] == node for line in live_instances(cloud)), 30,
              f"the instance of {node} ended by the suspend hook")
     wait_for(lambda: node_state(cloud, node).endswith("~"), 60, f"{node} powered down", every_s=1)
-    assert f"suspend {node}: provider exited 0" in (tmp_path / "leasing-hooks.log").read_text()
+    assert f"suspend {node}: provider exited 0" in hook_log.read_text()
 
 
 @pytest.mark.slurm
@@ -497,11 +511,18 @@ def test_live_fail_boot_leaves_the_node_powering_up(cloud: SlurmTestCluster) -> 
 @pytest.mark.timeout(150)
 def test_live_a_stale_heartbeat_refuses_the_lease_and_no_instance_starts(
         cloud: SlurmTestCluster, tmp_path: Path) -> None:
-    write_live_config(cloud, tmp_path)
-    (tmp_path / "heartbeat.json").write_text(json.dumps({"time": time.time() - 600, "stopped": False}))
-    cloud.run("scontrol", "update", "NodeName=cloud3", "State=POWER_UP")
-    log = tmp_path / "leasing-hooks.log"
+    state = hooks_state(cloud, tmp_path)
+    log = write_live_config(cloud, state)
+    (state / "heartbeat.json").write_text(json.dumps({"time": time.time() - 600, "stopped": False}))
+    job = cloud.sbatch("-p", "cloud", "-w", "cloud3", "-t", "5", sleep_s=5)
     wait_for(lambda: log.exists() and "refused resume cloud3" in log.read_text(), 20, "the hook to refuse cloud3")
     assert "s old (limit 120 s" in log.read_text()
     assert not any(line.split()[0] == "cloud3" for line in live_instances(cloud))
-    assert node_state(cloud, "cloud3") == "idle#"
+    # Marked DOWN at once with the reason (not left powering up until ResumeTimeout, 60 s here); the job that
+    # wanted it is requeued, pending, not lost.
+    wait_for(lambda: node_state(cloud, "cloud3").startswith("down"), 10, "cloud3 DOWN")
+    reason = cloud.run("sinfo", "-h", "-n", "cloud3", "-p", "cloud", "-o", "%E").stdout.strip()
+    assert reason.startswith("rlsched_resume_refused: daemon heartbeat is"), reason
+    assert "marked cloud3 DOWN (rlsched_resume_refused); Slurm requeues the jobs that wanted them: " \
+           f"{job}" in log.read_text()
+    wait_for(lambda: cloud.state(job) == "PENDING", 20, f"job {job} back to pending")

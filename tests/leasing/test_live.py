@@ -114,7 +114,8 @@ def write_config(cluster: SlurmTestCluster, path: Path, state_dir: Path, mode: s
                  **leasing: object) -> DaemonConfig:
     table = {"enabled": True, "nodes": "cloud[1-4]", "max_nodes": 4, "policy": "fixed",
              "budget_node_hours_per_day": 100.0, "price_per_node_hour": 0.5, "min_lease_s": 10.0,
-             "provider_command": [str(PROVIDER), "--dir", str(cluster.base / "provider")],
+             # As slurm (the hooks) the provider goes through sudo: it starts a root slurmd (scripts/slurm-up.sh).
+             "provider_command": cluster.provider_command, "hook_log": str(cluster.hook_log(state_dir.name)),
              "reconcile_every_s": 1.0, "power_up_timeout_s": 50.0, "orphan_grace_s": 2.0, **leasing}
     lines = [f"{k} = {json.dumps(v)}" for k, v in table.items()]
     path.write_text(f"""
@@ -136,10 +137,17 @@ stale_after_s = 10
     return load_config(path)
 
 
+def state_of(cluster: SlurmTestCluster, tmp_path: Path) -> Path:
+    path = cluster.base / "shared" / f"leasing-{tmp_path.name}"
+    if not path.exists():
+        path = cluster.shared_dir(path.name)
+    return path
+
+
 def start(cluster: SlurmTestCluster, hooks_config: Path, tmp_path: Path, mode: str = "boost",
           **leasing: object) -> ThreadedDaemon:
-    state_dir = tmp_path / "state"
-    state_dir.mkdir(exist_ok=True)
+    # The hooks run as SlurmUser=slurm: they read the heartbeat and permit in a folder slurm can traverse.
+    state_dir = state_of(cluster, tmp_path)
     config = write_config(cluster, hooks_config, state_dir, mode, **leasing)
     daemon = ThreadedDaemon(config)
     wait_for(lambda: (state_dir / "lease-permit.json").exists(), 20, "the first permit")
@@ -195,8 +203,14 @@ def test_cloud_nodes_come_up_under_the_cap_and_a_lowered_cap_lets_busy_nodes_fin
         assert snap["cap"] == 1 and snap["node_seconds_total"] > 0 and snap["cost_total"] > 0
     finally:
         d.stop()
-    # Stopping undoes the drains (Slurm as found); the stopped heartbeat makes the hook refuse new leases.
-    assert not any("DRAIN" in flags(n) for n in cloud_nodes(cluster).values())
+    # Stopping undoes the cap's drains, then drains every cloud node: the stopped heartbeat makes the hook refuse
+    # every lease, so no job must wait for one (recorded: the next start resumes what its cap allows).
+    nodes = cloud_nodes(cluster)
+    assert all("DRAIN" in flags(n) and n.get("reason") == "rlsched_stopped" for n in nodes.values()), nodes
+    record = json.loads((state_of(cluster, tmp_path) / "slurm-record.json").read_text())
+    assert record["drained_by_rlsched"] == list(CLOUD)
+    for name in ("heartbeat.json", "lease-permit.json", "slurm-record.json"):
+        assert (state_of(cluster, tmp_path) / name).stat().st_mode & 0o777 == 0o644, name
 
 
 def test_an_exhausted_budget_stops_new_leases_without_killing_running_work(
@@ -273,9 +287,10 @@ def test_shadow_mode_computes_and_exports_the_cap_but_changes_no_node(
         snap = d.leasing.snapshot()
         assert snap["cap"] == 1 and snap["enforcing"] is False
         assert not any("DRAIN" in flags(n) for n in cloud_nodes(cluster).values())
-        permit = json.loads((tmp_path / "state" / "lease-permit.json").read_text())
+        permit = json.loads((state_of(cluster, tmp_path) / "lease-permit.json").read_text())
         assert permit["enforce"] is False
         assert d.daemon.backend.actions["node_drain"] == 0
     finally:
         d.stop()
-    assert os.path.exists(tmp_path / "state" / "leasing.json")
+    assert os.path.exists(state_of(cluster, tmp_path) / "leasing.json")
+    assert not any("DRAIN" in flags(n) for n in cloud_nodes(cluster).values())      # shadow: no drain, even on stop

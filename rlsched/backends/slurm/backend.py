@@ -51,7 +51,7 @@ from rlsched.backends.slurm.parsers import (
     parse_sinfo_json,
     parse_squeue_json,
 )
-from rlsched.core.atomic import write_json_atomic
+from rlsched.core.atomic import PUBLIC, write_json_atomic
 from rlsched.core.live import CHANGE_KINDS, NodeState, QueueKey
 from rlsched.core.view import CloudState, ClusterView, FinishedJobs, JobClass, PendingJobs, RunningJobs
 
@@ -465,7 +465,7 @@ class SlurmBackend:
             if to_resume:
                 self.resume_nodes(to_resume)
         finally:
-            self._save_record()
+            self._try_save_record()
         return allowed
 
     def drain_nodes(self, names: Sequence[str], reason: str) -> None:
@@ -554,7 +554,8 @@ class SlurmBackend:
         if not self.config.state_file:
             return
         path = Path(self.config.state_file)
-        write_json_atomic(path, self._record())  # atomic: a crash never tears the undo record
+        # Atomic: a crash never tears the undo record.  Public: the watchdog reads the holds in it.
+        write_json_atomic(path, self._record(), mode=PUBLIC)
 
     def _try_save_record(self) -> bool:
         """Write the undo record; False (counted as ``state_write_failed``, logged once until it works again)

@@ -44,8 +44,9 @@ def test_view_reports_jobs_nodes_classes_and_vos(slurm: SlurmTestCluster) -> Non
     rule = ClassRule(interactive_partitions=frozenset({"short"}), interactive_max_time_s=None)
     b = backend(slurm, vos=("atlas", "cms", "other"), default_vo="other", class_rule=rule)
     view = b.view()
-    assert view.total_cores == 16          # node1 only: the cloud nodes are powered down
-    assert view.idle_cores == 4
+    # node1 (16) and node2, node3 (4 each, partitions wide and accel): the cloud nodes are powered down.
+    assert view.total_cores == 24
+    assert view.idle_cores == 4 + 8
     assert view.vos == ("atlas", "cms", "other")
     assert list(view.running.job_id) == [blocker]
     assert view.running.cores[0] == 12 and view.running.vo[0] == 0
