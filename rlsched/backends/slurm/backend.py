@@ -119,6 +119,7 @@ class SlurmBackend:
         self._feed: CompletionFeed | None = None
         self._saved_feed: dict[str, Any] | None = None
         self._record_failing = False
+        self._beyond_nice_range: set[int] = set()     # pending jobs no boost can overtake (counted once each)
         self._load_record()
 
     # -------------------------------------------------------------------------------------- commands
@@ -300,6 +301,11 @@ class SlurmBackend:
         config = self.slurm_config()
         # A job whose priority (or Nice) is beyond Slurm's Nice range cannot be overtaken by any boost:
         # it must not widen the step for all the others (`--nice=2147483645`, issue 16).
+        beyond = {j.job_id for j in self._jobs.values() if j.pending and j.base_priority > _MAX_NICE}
+        if beyond - self._beyond_nice_range:
+            # Counted once per job (backend_errors{kind="nice_out_of_range"}): the boost goes on without it.
+            self.executor.count("nice_out_of_range", len(beyond - self._beyond_nice_range))
+        self._beyond_nice_range = beyond
         bound = max([min(_weight_sum(config), _MAX_NICE)]
                     + [j.base_priority for j in self._jobs.values() if j.pending and j.base_priority <= _MAX_NICE])
         step = int(10 ** math.ceil(math.log10(bound + 1))) if bound > 0 else 1
