@@ -174,7 +174,9 @@ class LeasingService:
         next start resumes those its cap allows (``rlsched daemon --undo`` resumes them all)."""
         if not self.enforce:
             return
-        names = [n.name for n in self.managed_nodes() if not n.drained]
+        # The last poll still shows the cap's drains that the undo just lifted: ours (reason rlsched_…) are
+        # drained again; another's drain is left alone.
+        names = [n.name for n in self.managed_nodes() if not n.drained or n.reason.startswith("rlsched_")]
         if names:
             self.nodes.drain_nodes(names, STOPPED_REASON)
             log.info("stop: drained the cloud nodes %s (%s): no lease while rlsched is stopped", ",".join(names),

@@ -217,6 +217,9 @@ def test_a_gate_crash_then_a_shadow_restart_strands_no_held_job(
     gate.proc.wait(10)
     assert all(held(slurm, j) for j in jobs)
     shadow = start(hostile_daemons, write_config(tmp_path / "rlsched.toml", slurm, "shadow"), slurm)
+    # Same state dir: wait for the new daemon's own heartbeat (the counters file already shows the old cycles).
+    wait_for(lambda: json.loads(shadow.heartbeat.read_text()).get("pid") == shadow.proc.pid, 30,
+             "the shadow daemon's heartbeat")
     hb = json.loads(shadow.heartbeat.read_text())
     assert hb["mode"] == "shadow" and hb["gated_partitions"] == ["short"] and hb["stopped"] is False
     assert "did not stop cleanly" in shadow.text()

@@ -205,8 +205,8 @@ def test_cloud_nodes_come_up_under_the_cap_and_a_lowered_cap_lets_busy_nodes_fin
         d.stop()
     # Stopping undoes the cap's drains, then drains every cloud node: the stopped heartbeat makes the hook refuse
     # every lease, so no job must wait for one (recorded: the next start resumes what its cap allows).
-    nodes = cloud_nodes(cluster)
-    assert all("DRAIN" in flags(n) and n.get("reason") == "rlsched_stopped" for n in nodes.values()), nodes
+    nodes = {name: (sorted(flags(n)), n.get("reason")) for name, n in cloud_nodes(cluster).items()}
+    assert all("DRAIN" in f and reason == "rlsched_stopped" for f, reason in nodes.values()), nodes
     record = json.loads((state_of(cluster, tmp_path) / "slurm-record.json").read_text())
     assert record["drained_by_rlsched"] == list(CLOUD)
     for name in ("heartbeat.json", "lease-permit.json", "slurm-record.json"):
