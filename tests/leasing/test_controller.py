@@ -374,3 +374,22 @@ def test_an_admin_resume_clears_a_given_up_node_but_a_drain_lost_to_a_power_down
     report = daemon.cycle()
     assert daemon.leasing.reconciler.given_up == set() and daemon.leasing.reconciler.failures == {}
     assert report.lease is not None and "cloud2" in report.lease.allowed
+
+
+def test_nodes_the_resume_hook_refused_go_back_to_service_once_the_permit_allows_them(tmp_path: Path) -> None:
+    doc = json.loads(sinfo_with({"cloud1": ["POWERING_UP"], "cloud2": ["POWERED_DOWN"],
+                                 "cloud3": ["POWERED_DOWN"]}))
+    for node in doc["nodes"]:
+        if node["name"] in ("cloud1", "cloud2"):         # marked DOWN by plugins/slurm/rlsched-resume
+            node.update(state="down", reason="rlsched_resume_refused: daemon heartbeat is 601 s old")
+        elif node["name"] == "cloud3":                   # an admin's DOWN: not rlsched's to undo
+            node.update(state="down", reason="bad DIMM")
+    runner = SyntheticSlurm(synthetic_squeue_json(20), json.dumps(doc))
+    config = LeasingConfig(enabled=True, nodes=CLOUD, max_nodes=4, policy="fixed", budget_node_hours_per_day=24)
+    daemon = make_daemon(runner, str(tmp_path), mode="boost", leasing=config)
+    daemon.cycle()
+    changes = [c for c in drains(runner) if "State=DRAIN" not in c]
+    # Still powering up (Slurm would wait for a boot until ResumeTimeout): powered down first; powered down: resumed.
+    assert changes == [("scontrol", "update", "NodeName=cloud1", "State=POWER_DOWN_FORCE",
+                        "Reason=rlsched_resume_refused: powered down before it goes back to service"),
+                       ("scontrol", "update", "NodeName=cloud2", "State=RESUME")]

@@ -157,6 +157,27 @@ def test_heartbeat_file_and_hook_log_paths_from_the_config(site: HookSite) -> No
     assert site.hook_log() == ""
 
 
+def test_the_hook_log_is_never_opened_through_a_symbolic_link(site: HookSite) -> None:
+    victim = site.root / "victim"
+    victim.write_text("precious\n")
+    hook_log = site.root / "hooks.log"
+    hook_log.symlink_to(victim)                  # planted where the hook (maybe root) appends
+    site.write_config(leasing=f'enabled = true\nhook_log = "{hook_log}"')
+    site.heartbeat()
+    done = site.run(RESUME, "cloud3")
+    assert done.returncode == 0, done.stderr     # the lease goes on; only the log line is lost
+    assert victim.read_text() == "precious\n"
+    assert f"cannot append to hook log {hook_log}: a symbolic link" in done.stderr
+
+
+def test_a_refused_node_is_marked_down_and_a_failing_scontrol_is_logged(site: HookSite) -> None:
+    # bin_dir has no scontrol here: the refusal stands, and the failed DOWN is said (the live test marks it).
+    site.heartbeat(age_s=500)
+    done = site.run(RESUME, "cloud3")
+    assert done.returncode == 1 and site.calls() == []
+    assert "refused resume cloud3" in site.hook_log() and "cannot mark cloud3 DOWN" in site.hook_log()
+
+
 # ------------------------------------------------------------------------------------------ resume: refused
 @pytest.mark.parametrize(("heartbeat", "reason"), [
     (None, "no daemon heartbeat"),
