@@ -54,4 +54,8 @@ stop "$BASE/run/slurmctld.pid"          # its child slurmscriptd exits with it
 stop "$BASE/run/slurmdbd.pid"           # after the controller, which sends it the last job records
 stop "$BASE/run/mariadb.pid"            # last: slurmdbd writes to it (the server flushes and exits on SIGTERM)
 [ "${KEEP_MUNGE:-0}" = 1 ] || stop /run/munge/munged.pid
+# The sudoers rule slurm-up.sh wrote for this cluster's provider (the hooks, as slurm, start root slurmds).
+for f in /etc/sudoers.d/rlsched-test-*; do
+  [ -f "$f" ] && grep -qF -- "--dir $BASE/provider " "$f" && rm -f "$f"
+done
 exit 0

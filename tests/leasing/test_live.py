@@ -102,6 +102,7 @@ class ThreadedDaemon:
 @pytest.fixture
 def cloud(slurm: SlurmTestCluster, tmp_path: Path) -> Iterator[tuple[SlurmTestCluster, Path]]:
     hooks_config = slurm.base / "etc" / "rlsched.toml"
+    slurm.shared_dir(state_of(slurm, tmp_path).name)        # fresh: no ledger or failures of an earlier session
     reset_cloud(slurm)
     try:
         yield slurm, hooks_config
@@ -138,10 +139,8 @@ stale_after_s = 10
 
 
 def state_of(cluster: SlurmTestCluster, tmp_path: Path) -> Path:
-    path = cluster.base / "shared" / f"leasing-{tmp_path.name}"
-    if not path.exists():
-        path = cluster.shared_dir(path.name)
-    return path
+    """The test's state dir (made fresh by the ``cloud`` fixture: the name repeats across sessions)."""
+    return cluster.base / "shared" / f"leasing-{tmp_path.name}"
 
 
 def start(cluster: SlurmTestCluster, hooks_config: Path, tmp_path: Path, mode: str = "boost",
