@@ -14,6 +14,7 @@ import click
 from rlsched.backends import build_backend
 from rlsched.daemon.agents import policy_label
 from rlsched.daemon.config import ConfigError, load_config
+from rlsched.daemon.logs import configure_logging
 from rlsched.daemon.loop import Daemon
 from rlsched.daemon.state import CheckpointError, read_heartbeat
 
@@ -34,10 +35,12 @@ def _fail(exc: Exception) -> None:
                    "rlsched recorded, and exit.")
 def daemon(config_path: str, once: bool, undo: bool) -> None:
     """Run the rlsched daemon: view, decide, act (not in shadow mode), learn, checkpoint, export."""
-    if not logging.getLogger().handlers or logging.getLogger().level > logging.INFO:
-        logging.getLogger().setLevel(logging.INFO)
     try:
         config = load_config(config_path)
+        configure_logging(config.log)      # [log] level and format; -v/-vv can only add to it
+        if config.metrics_remote:
+            log.warning("metrics on %s:%s are reachable from the network (metrics.allow_remote): firewall the "
+                        "port", config.metrics_host, config.metrics_port)
         runner = Daemon(config)
     except (ConfigError, CheckpointError, ValueError) as exc:
         _fail(exc)

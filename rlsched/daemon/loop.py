@@ -163,7 +163,7 @@ class Daemon:
         self.exporter.set_phases(report.seconds)
         if report.decisions is not None and not report.decisions.empty:
             d = report.decisions
-            log.info("cycle: %s release=%s hold=%s boost=%s", "acted" if report.acted else "shadow",
+            log.debug("cycle: %s release=%s hold=%s boost=%s", "acted" if report.acted else "shadow",
                      list(d.release), list(d.hold), None if d.boost is None else list(d.boost[:10]))
         return report
 

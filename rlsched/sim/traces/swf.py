@@ -353,5 +353,6 @@ def resolve_trace(name_or_path: str) -> Path:
             if candidate.is_file():
                 return candidate
             tried.append(str(candidate))
-    hint = "" if entry else f" (known names: {', '.join(sorted(CATALOGUE))})"
+    hint = (f"; fetch it with: rlsched trace fetch {entry.name} (or set RLSCHED_TRACE_DIR)" if entry
+            else f" (known names: {', '.join(sorted(CATALOGUE))})")
     raise FileNotFoundError(f"trace {name_or_path!r} not found; looked at: {', '.join(tried)}{hint}")
