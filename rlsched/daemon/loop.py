@@ -161,6 +161,7 @@ class Daemon:
             self._export(view, report)
         self.exporter.cycle.observe(time.perf_counter() - t0)
         self.exporter.set_phases(report.seconds)
+        self.exporter.cycle_finished(view, failed=bool(report.failed))
         if report.decisions is not None and not report.decisions.empty:
             d = report.decisions
             log.debug("cycle: %s release=%s hold=%s boost=%s", "acted" if report.acted else "shadow",
