@@ -77,3 +77,12 @@ def test_every_metric_the_rules_name_is_exported() -> None:
     named = set(re.findall(r"\b(rlsched_[a-z_]+)", "\n".join(
         line for line in RULES.read_text().splitlines() if line.strip().startswith(("expr", "rlsched_", "and")))))
     assert named and named <= METRIC_NAMES, sorted(named - METRIC_NAMES)
+
+
+@pytest.mark.promtool
+def test_the_example_prometheus_config_loads_the_rules(promtool: str, tmp_path: Path) -> None:
+    shutil.copy(ROOT / "etc" / "prometheus.yml", tmp_path / "prometheus.yml")
+    shutil.copy(RULES, tmp_path / RULES.name)
+    done = run(promtool, "check", "config", tmp_path / "prometheus.yml")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "SUCCESS: 1 rule files found" in done.stdout and f"SUCCESS: {len(ALERTS)} rules found" in done.stdout
