@@ -298,8 +298,15 @@ class Exporter:
         self.held_oldest.set(max(oldest, 0.0))
 
     def serve(self, host: str, port: int) -> int:
-        """Start the HTTP endpoint (a daemon thread); returns the port (useful with port 0)."""
-        server, _ = start_http_server(port, addr=host, registry=self.registry)
+        """Start the HTTP endpoint (a daemon thread); returns the port (useful with port 0).
+
+        A busy port or an address that is not this host's is an :class:`OSError` whose message is one line
+        naming ``metrics.listen`` (the command line prints it as is)."""
+        try:
+            server, _ = start_http_server(port, addr=host, registry=self.registry)
+        except OSError as exc:
+            reason = exc.strerror or str(exc)
+            raise OSError(exc.errno, f"key 'metrics.listen': cannot listen on {host}:{port}: {reason}") from None
         self.server = server
         return int(server.server_port)
 

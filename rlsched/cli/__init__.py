@@ -3,7 +3,8 @@
 Errors reach the user as one line on stderr and a non-zero exit (issue 16): a usage error (bad option
 value, missing argument) is ``Error: … (see 'rlsched CMD --help')`` with exit 2, a refused input
 (``click.ClickException``) is ``Error: …`` with its exit code, and anything unexpected is one line naming
-the exception with a pointer to ``--debug`` (which lets the traceback through), exit 1.  The specific
+the exception with a pointer to ``--debug`` (which lets the traceback through), exit 1; an ``OSError``
+(busy port, permission denied, disk full) is ``Error: …``, exit 1.  The specific
 messages come first: the guard is the net under them, not a substitute.
 """
 
@@ -43,6 +44,13 @@ class GuardedGroup(click.Group):
         except click.Abort:
             click.echo("Aborted!", err=True)
             sys.exit(1)
+        except OSError as exc:          # the environment (busy port, permission, disk full), not a bug
+            if debug or _env_debug():
+                raise
+            text = (f"{exc.filename}: {exc.strerror}" if exc.filename and exc.strerror
+                    else exc.strerror or str(exc))
+            click.echo(f"Error: {' '.join(text.split())}", err=True)
+            sys.exit(INTERNAL_ERROR_EXIT)
         except Exception as exc:
             if debug or _env_debug():
                 raise

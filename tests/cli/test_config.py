@@ -118,3 +118,19 @@ def test_allow_remote_is_a_warning(tmp_path: Path) -> None:
     path = write(tmp_path, f'[state]\ndir = "{tmp_path}"\n[metrics]\nlisten = "0.0.0.0:0"\nallow_remote = true\n')
     result = check_config(path)
     assert result["ok"] and any("not loopback" in w for w in result["warnings"])
+
+
+def test_the_daemon_on_a_busy_metrics_port_is_one_line(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        port = sock.getsockname()[1]
+        path = write(tmp_path, f'[state]\ndir = "{tmp_path / "state"}"\n[metrics]\nlisten = "127.0.0.1:{port}"\n')
+        done = subprocess.run([sys.executable, "-m", "rlsched", "daemon", "--once", "--config", str(path)],
+                              capture_output=True, text=True, timeout=120, check=False)
+    errors = [line for line in done.stderr.splitlines() if "Error" in line or "Traceback" in line]
+    assert done.returncode != 0 and "Traceback" not in done.stderr
+    assert errors == [f"Error: key 'metrics.listen': cannot listen on 127.0.0.1:{port}: Address already in use"]
