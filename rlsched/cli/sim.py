@@ -181,7 +181,9 @@ def _is_model_path(policy: str) -> bool:
 def run_command(workload_spec: str, policy: str | None, scheduler: str | None, backfill: bool | None,
                 cores: int | None, seed: int, scale: float | None, trim: int, overrun: str,
                 model_path: Path | None, json_path: Path | None, schedule_path: Path | None) -> None:
-    """Replay a workload under a policy (a rule, a learned agent, or a saved model) and print the metrics."""
+    """Replay a workload under a policy (a rule, a learned agent, or a saved model) and print the metrics.
+
+    The folders of --json PATH, --schedule and --save-model must exist: they are checked before the run."""
     from rlsched.core.policies import PolicyError, load_policy, save_policy
     from rlsched.core.view import Agent
     from rlsched.sim.metrics import summarize

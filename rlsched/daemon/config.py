@@ -24,7 +24,6 @@ hold for every section (issue 16):
 from __future__ import annotations
 
 import ipaddress
-import logging
 import math
 import os
 import tomllib
@@ -66,8 +65,6 @@ SYSTEM_DIRS: tuple[str, ...] = (
 #: ``[log] level`` values (Python's logging level names, lower case) and ``[log] format`` values.
 LOG_LEVELS = ("debug", "info", "warning", "error")
 LOG_FORMATS = ("text", "json")
-
-log = logging.getLogger(__name__)
 
 
 class ConfigError(ValueError):
