@@ -26,6 +26,7 @@ def load_workload(spec: str, *, seed: int = 0, max_procs: int | None = None,
     """``lal`` (the embedded LAL-like generator, ``scale`` of its jobs), a trace path, or a trace name.
 
     A trace with a sidecar (``rlsched history import``) gets its VOs and classes from it (:func:`read_trace`).
+    A workload without a job is a ValueError.
     """
     if spec == DEFAULT_WORKLOAD:
         from rlsched.sim.workloads.lal import generate_lal
@@ -36,6 +37,9 @@ def load_workload(spec: str, *, seed: int = 0, max_procs: int | None = None,
         from rlsched.sim.traces.swf import resolve_trace
 
         workload = read_trace(resolve_trace(spec))   # an imported history trace brings its VOs and classes
+    if len(workload) == 0:     # a table of dashes and exit 0 would hide it (issue 16)
+        raise ValueError(f"workload {spec!r} holds no job (an empty SWF, comments only, or every record "
+                         "dropped: see `rlsched trace info`)")
     if max_procs is not None and max_procs != workload.max_procs:
         workload = workload.with_max_procs(max_procs)
     return workload
@@ -196,9 +200,6 @@ def run_command(workload_spec: str, policy: str | None, scheduler: str | None, b
     check_output_file(model_path, "--save-model")
     try:
         workload = load_workload(workload_spec, seed=seed, max_procs=cores, scale=scale)
-        if len(workload) == 0:
-            raise ValueError(f"workload {workload_spec!r} holds no job (an empty SWF, comments only, or every "
-                             "record dropped: see `rlsched trace info`)")
         if 2 * trim >= len(workload):
             raise click.BadParameter(f"{trim} leaves none of the {len(workload)} jobs in the statistics (the first "
                                      f"and last {trim} are left out)", param_hint="--trim")

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from rlsched.cli.sim import load_workload, progress_bar
+from rlsched.cli.sim import check_output_file, load_workload, progress_bar
 from rlsched.sim.workload import Workload
 
 
@@ -77,6 +77,7 @@ def train(workload_spec: str, policy: str, out: Path, config_path: Path | None, 
     from rlsched.workflow.site import load_site
     from rlsched.workflow.train import DaskSlurm, run_tasks, train_plan, write_models
 
+    check_output_file(out, "--out")          # before hours of training, not after
     try:
         site = load_site(config_path) if config_path is not None else None
         workload = load_workload(workload_spec, max_procs=cores)

@@ -90,6 +90,18 @@ def test_an_empty_swf_is_an_error_not_a_table_of_dashes(empty_swf: Path) -> None
     assert_one_line_error(rlsched("trace", "info", str(empty_swf)), "no job")
 
 
+@pytest.mark.parametrize("command", [["evaluate", "--policy", "fcfs", "--out", "OUT"],
+                                     ["train", "--policy", "sarsa-esn", "--out", "OUT/m.npz"]])
+def test_an_empty_swf_for_evaluate_and_train(command: list[str], empty_swf: Path, tmp_path: Path) -> None:
+    args = [a.replace("OUT", str(tmp_path)) for a in command]
+    assert_one_line_error(rlsched(*args, "--workload", str(empty_swf)), str(empty_swf), "no job")
+
+
+def test_train_into_a_missing_folder_fails_before_training(tmp_path: Path) -> None:
+    done = rlsched("train", "--workload", "lal", "--policy", "sarsa-esn", "--out", str(tmp_path / "no" / "m.npz"))
+    assert_one_line_error(done, "--out", "does not exist")
+
+
 def test_a_trim_that_removes_every_job_is_an_error() -> None:
     done = rlsched("sim", "run", "--scale", "0.01", "--trim", "100000")
     assert_one_line_error(done, "--trim", "100000")
