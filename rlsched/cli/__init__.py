@@ -19,6 +19,13 @@ import click
 
 from rlsched import __version__
 
+
+class _NeverRaised(click.UsageError):
+    """Stands for click's NoArgsIsHelpError where click (< 8.2) has none."""
+
+
+#: Click's "no arguments: show the help" (click >= 8.2), shown as click shows it: the help text.
+_NO_ARGS_IS_HELP: type[click.UsageError] = getattr(click.exceptions, "NoArgsIsHelpError", _NeverRaised)
 #: Exit code of an unexpected error (a bug, or a failure no command anticipated).
 INTERNAL_ERROR_EXIT = 1
 
@@ -34,6 +41,9 @@ class GuardedGroup(click.Group):
         debug = "--debug" in argv[:argv.index("--")] if "--" in argv else "--debug" in argv
         try:
             rv = super().main(argv, prog_name, complete_var, standalone_mode=False, **extra)
+        except _NO_ARGS_IS_HELP as exc:          # `rlsched sim` alone: the help, as click shows it
+            exc.show()
+            sys.exit(exc.exit_code)
         except click.UsageError as exc:
             where = exc.ctx.command_path if exc.ctx is not None else "rlsched"
             click.echo(f"Error: {exc.format_message()} (see '{where} --help')", err=True)

@@ -155,3 +155,11 @@ def test_sim_run_json_alone_prints_json_and_with_a_path_writes_the_file(tmp_path
     done = rlsched("sim", "run", "--scale", "0.01", "--json", str(out), "--trim", "1")
     assert "mean wait s" in done.stdout                           # the table, as before
     assert json.loads(out.read_text())["jobs"] == summary["jobs"] - 2
+
+
+def test_a_group_without_a_command_shows_its_help_and_version_exits_0() -> None:
+    done = rlsched("sim")
+    assert "rlsched sim [OPTIONS] COMMAND" in done.stdout + done.stderr and "Commands:" in done.stdout + done.stderr
+    assert "Traceback" not in done.stderr
+    version = rlsched("--version")
+    assert version.returncode == 0 and version.stdout.startswith("rlsched, version")
