@@ -111,7 +111,7 @@ def json_loads_s(doc_path: str, repeat: int) -> tuple[float, float]:
     return statistics.median(wall), statistics.median(cpu)
 
 
-def measure(n_pending: int, repeat: int, agent: str) -> dict[str, Any]:
+def measure(n_pending: int, repeat: int, agent: str, variants: Sequence[str] = VARIANTS) -> dict[str, Any]:
     from tests.fakes.slurm import synthetic_squeue_json
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -120,13 +120,14 @@ def measure(n_pending: int, repeat: int, agent: str) -> dict[str, Any]:
         Path(doc_path + ".1").write_text(synthetic_squeue_json(n_pending, seed=1))
         size_mb = os.path.getsize(doc_path) / 2**20
         results = {}
-        for variant in VARIANTS:
+        for variant in variants:
             out = subprocess.run([sys.executable, "-m", "benchmarks.bench_cycle", "--worker", doc_path,
                                   "--variant", variant, "--repeat", str(repeat), "--agent", agent],
                                  capture_output=True, text=True, check=True)
             results[variant] = json.loads(out.stdout)
         loads_s, loads_cpu_s = json_loads_s(doc_path, repeat)
-    typed, ref = results["typed"], results["reference"]
+    typed = results["typed"]
+    ref = results.get("reference", typed)       # --variants typed: e.g. an older checkout, no reference reader
     return {"pending": n_pending, "document_mb": size_mb, "agent": agent, "repeat": repeat,
             "json_loads_s": loads_s, "json_loads_cpu_s": loads_cpu_s, "variants": results,
             "ratio_share_typed_over_reference": typed["share_s"] / ref["share_s"],
@@ -147,11 +148,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--variant", choices=VARIANTS, default="typed", help=argparse.SUPPRESS)
+    parser.add_argument("--variants", default=",".join(VARIANTS),
+                        help="which readers to run (typed: the installed code; reference: json.loads)")
     args = parser.parse_args(argv)
     if args.worker:
         print(json.dumps(worker(args.worker, args.variant, args.repeat, args.agent)))
         return 0
-    result = measure(args.pending, args.repeat, args.agent)
+    result = measure(args.pending, args.repeat, args.agent, args.variants.split(","))
     if args.json:
         print(json.dumps(result, indent=2))
         return 0
