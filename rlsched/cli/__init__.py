@@ -91,6 +91,8 @@ def _register() -> None:
     # Each command group lives in its own module; importing them here keeps `main` the one entry point.
     from rlsched.cli import config, daemon, history, report, sim, trace
     from rlsched.cli.evaluate import evaluate
+    from rlsched.cli.explain import explain
+    from rlsched.cli.install import install_command
     from rlsched.cli.train import train
 
     main.add_command(sim.sim)
@@ -102,6 +104,8 @@ def _register() -> None:
     main.add_command(train)
     main.add_command(evaluate)
     main.add_command(report.report)
+    main.add_command(install_command)
+    main.add_command(explain)
 
 
 _register()
