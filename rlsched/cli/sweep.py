@@ -8,6 +8,8 @@ from pathlib import Path
 
 import click
 
+from rlsched.core.policies.registry import SIM_LEASE_POLICIES
+
 
 def _ints(text: str) -> list[int]:
     """``0,5,10`` or ``0:100:5`` (start:stop:step, stop included) or a mix."""
@@ -38,7 +40,7 @@ def _floats(text: str) -> list[float]:
 @click.option("--setup", "setups", multiple=True, default=("kth",), show_default=True,
               help="Workload setup (kth, ctc, sdsc, ctc-file, sdsc-file, kth-quick); repeatable.")
 @click.option("--policy", "policies", multiple=True, default=("constant",), show_default=True,
-              type=click.Choice(["constant", "random", "qlearning", "ours"]), help="Repeatable.")
+              type=click.Choice(list(SIM_LEASE_POLICIES)), help="Repeatable.")
 @click.option("--caps", default="0:100:10", show_default=True,
               help="Constant V values: '0,8,16' or '0:100:5' (stop included); -1 means unbounded.")
 @click.option("--caps-per-task", type=int, default=8, show_default=True,
@@ -48,7 +50,7 @@ def _floats(text: str) -> list[float]:
 @click.option("--lam", "lams", default="1", show_default=True,
               help="Cost weights λ of the balance (twt_imp% − λ·c%; FH: 1), comma-separated.")
 @click.option("--threshold", "thresholds", default="1", show_default=True,
-              help="Our policy's θ values, comma-separated.")
+              help="The state-aware rule's θ values (ours, ours-daily), comma-separated.")
 @click.option("--period-s", type=float, default=86_400.0, show_default=True,
               help="The policies' step in seconds (FH: one day).")
 @click.option("--executor", type=click.Choice(["serial", "process", "dask"]), default="process",
