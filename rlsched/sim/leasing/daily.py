@@ -100,10 +100,11 @@ def _counterfactual(model: HybridModel, starts: list[HybridState], edges: FloatA
     end states share their continuation; a clone whose state meets the actual one at a day's end has
     the actual future from there on, so it stops and takes the actual costs.
     """
-    waits = np.empty(len(caps))
-    cloud = np.empty(len(caps))
+    waits = np.zeros(len(caps))
+    cloud = np.zeros(len(caps))
     until = _period_end(edges, day)
-    outcomes: dict[tuple[object, ...], tuple[HybridState, float, float, list[int]]] = {}
+    # Clones that end the day in the same state share their continuation (their day's costs may differ).
+    outcomes: dict[tuple[object, ...], tuple[HybridState, list[int]]] = {}
     i = 0
     while i < len(caps):
         clone = starts[0].copy()
@@ -111,13 +112,16 @@ def _counterfactual(model: HybridModel, starts: list[HybridState], edges: FloatA
         j = i
         while j < len(caps) and caps[j] <= result.cap_hi:
             j += 1
+        waits[i:j] += result.twt
+        cloud[i:j] += result.cost
         key = clone.key()
         if key in outcomes:
-            outcomes[key][3].extend(range(i, j))
+            outcomes[key][1].extend(range(i, j))
         else:
-            outcomes[key] = (clone, result.twt, result.cost, list(range(i, j)))
+            outcomes[key] = (clone, list(range(i, j)))
         i = j
-    for clone, wait, spent, members in outcomes.values():
+    for clone, members in outcomes.values():
+        wait = spent = 0.0
         for k, d in enumerate(range(day, last + 1)):
             if k > 0:
                 step = model.advance(clone, followed[k - 1], _period_end(edges, d))
@@ -127,8 +131,8 @@ def _counterfactual(model: HybridModel, starts: list[HybridState], edges: FloatA
                 wait += float(actual_twt[k + 1:].sum())
                 spent += float(actual_cost[k + 1:].sum())
                 break
-        waits[members] = wait
-        cloud[members] = spent
+        waits[members] += wait
+        cloud[members] += spent
     return waits, cloud
 
 
