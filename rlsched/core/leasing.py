@@ -99,7 +99,7 @@ class FHQLearner:
 
 @dataclass(frozen=True)
 class StateAwareParams:
-    """Our state-aware cap (docs/leasing.md, "Our policy").
+    """Our state-aware cap, a per-pass transfer rule (docs/leasing.md, "The per-pass transfer rule").
 
     ``threshold``: θ, the transfer bar in units of the exchange rate κ (see :func:`state_aware_cap`).
     ``arrival_window_s``: window over which the recent arrival rate is measured.
