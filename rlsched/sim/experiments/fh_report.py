@@ -124,6 +124,21 @@ TABLE_HEAD = ["| trace | policy | V | setting (held out) | twt_imp % | cost % | 
               "| FH twt_imp % | FH cost % | FH balance |", "|---|---|---|---|---|---|---|---|---|---|"]
 
 
+def _verdict(rows: list[dict[str, Any]], names: tuple[str, ...]) -> list[str]:
+    """The daily learned cap against the best constant V (hindsight) and FH's Q-learner, in balance points."""
+    by = {(r["trace"], r["policy"]): r["balance"] for r in rows}
+    out: list[str] = []
+    for n in names:
+        learned = by.get((n, "daily-learned"))
+        if learned is None:
+            continue
+        parts = [f"{learned - by[(n, 'constant-best')]:+.2f} against the best constant V"]
+        if (n, "qlearning") in by:
+            parts.append(f"{learned - by[(n, 'qlearning')]:+.2f} against FH's Q-learning")
+        out.append(f"- {n}: daily-learned {learned:.2f}, " + ", ".join(parts))
+    return ["", "Daily learned cap, in balance points:", "", *out] if out else []
+
+
 def report_markdown(payload: dict[str, Any], names: tuple[str, ...]) -> str:
     rows = payload["rows"]
     lines = ["# Fölling & Hofmann cloud leasing: reproduction", "",
@@ -145,6 +160,7 @@ def report_markdown(payload: dict[str, Any], names: tuple[str, ...]) -> str:
               "once a day from the day's backlog and recent arrivals, learned online from FH's daily clones "
               "run H days on; `per-pass-held-daily` is the state-aware rule evaluated at the day's start and "
               "held for the day."]
+    lines += _verdict(rows, names)
     if per_pass:
         lines += ["", "## Per-pass transfer rule (not a daily cap)", "",
                   "The state-aware rule sets V at every scheduling pass from the queue it sees then. FH's "
@@ -165,7 +181,7 @@ def report_markdown(payload: dict[str, Any], names: tuple[str, ...]) -> str:
                   "trace out); the balance of every setting on the trace itself is listed so the sensitivity is "
                   "visible, and was not used to choose.", ""]
         for r in tuned:
-            grid = r.get("balance_by_params") or {f"θ={k:g}": v for k, v in r["balance_by_threshold"].items()}
+            grid = r.get("balance_by_params") or {f"θ={float(k):g}": v for k, v in r["balance_by_threshold"].items()}
             setting = r.get("params") or f"θ={r['threshold']:g}"
             others = "+".join(r["chosen_on"]) or "nothing (untuned default)"
             lines.append(f"- {r['trace']} {r['policy']}: reported {setting} (chosen on {others}); "
