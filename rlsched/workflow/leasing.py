@@ -148,10 +148,11 @@ def leasing_table(ev: LeasingEvaluation) -> str:
     shown = [r for r in ev.rows if r.policy not in ("constant", "state-aware")]
     if best_constant is not None:
         shown = [best_constant, *shown]
-    head = f"{'policy':<26}{'setting':<44}{'twt_imp %':>10}{'cost %':>9}{'balance':>9}{'time s':>8}"
+    width = max([12, *(len(r.setting) + 2 for r in ev.rows if r.policy != "random")])
+    head = f"{'policy':<26}{'setting':<{width}}{'twt_imp %':>10}{'cost %':>9}{'balance':>9}{'time s':>8}"
 
     def line(r: LeasingRow, label: str) -> str:
-        return (f"{label:<26}{r.setting:<44}{r.twt_imp_pct:>10.2f}{r.cost_pct:>9.2f}{r.balance:>9.2f}"
+        return (f"{label:<26}{r.setting:<{width}}{r.twt_imp_pct:>10.2f}{r.cost_pct:>9.2f}{r.balance:>9.2f}"
                 f"{r.seconds:>8.1f}")
 
     lines = [f"leasing on {ev.workload}: M = {ev.cores} local cores, up to {ev.cloud_nodes} cloud nodes; "
