@@ -11,13 +11,35 @@ messages come first: the guard is the net under them, not a substitute.
 from __future__ import annotations
 
 import logging
+import os
 import sys
 from collections.abc import Sequence
 from typing import Any
 
-import click
+#: BLAS/OpenMP thread variables pinned before NumPy is first imported (see :func:`pin_blas_threads`).
+BLAS_THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 
-from rlsched import __version__
+
+def pin_blas_threads() -> None:
+    """One BLAS thread (or ``RLSCHED_BLAS_THREADS``), set before NumPy loads OpenBLAS.
+
+    A multi-threaded BLAS splits a matrix product's sums between threads, and the split depends
+    on the thread count (the cores of the machine by default), so a learned run (ESN ridge fits,
+    FFNN steps) could give other numbers for the same seed on another machine.  With one thread the
+    order of the reductions no longer depends on the machine's cores.  The experiments' worker
+    processes get the same setting (:func:`rlsched.sim.experiments.harness.single_threaded_blas_env`).
+    """
+    threads = os.environ.get("RLSCHED_BLAS_THREADS", "1")
+    for name in BLAS_THREAD_VARS:
+        os.environ[name] = threads
+
+
+# Before anything below can import NumPy (OpenBLAS reads the variables once, when it loads).
+pin_blas_threads()
+
+import click  # noqa: E402  (after pin_blas_threads on purpose)
+
+from rlsched import __version__  # noqa: E402
 
 
 class _NeverRaised(click.UsageError):

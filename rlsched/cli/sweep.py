@@ -10,6 +10,8 @@ from typing import Any
 
 import click
 
+from rlsched.core.policies.registry import SIM_LEASE_POLICIES
+
 
 def _ints(text: str) -> list[int]:
     """``0,5,10`` or ``0:100:5`` (start:stop:step, stop included) or a mix; BadParameter otherwise."""
@@ -56,7 +58,7 @@ def _parse_floats(ctx: click.Context, param: click.Parameter, value: str) -> lis
 @click.option("--setup", "setups", multiple=True, default=("kth",), show_default=True,
               help="Workload setup (kth, ctc, sdsc, ctc-file, sdsc-file, kth-quick); repeatable.")
 @click.option("--policy", "policies", multiple=True, default=("constant",), show_default=True,
-              type=click.Choice(["constant", "random", "qlearning", "ours"]), help="Repeatable.")
+              type=click.Choice(list(SIM_LEASE_POLICIES)), help="Repeatable.")
 @click.option("--caps", default="0:100:10", show_default=True, callback=_parse_ints,
               help="Constant V values: '0,8,16' or '0:100:5' (stop included); -1 means unbounded.")
 @click.option("--caps-per-task", type=click.IntRange(min=1), default=8, show_default=True,
@@ -66,7 +68,7 @@ def _parse_floats(ctx: click.Context, param: click.Parameter, value: str) -> lis
 @click.option("--lam", "lams", default="1", show_default=True, callback=_parse_floats,
               help="Cost weights λ of the balance (twt_imp% − λ·c%; FH: 1), comma-separated.")
 @click.option("--threshold", "thresholds", default="1", show_default=True, callback=_parse_floats,
-              help="Our policy's θ values, comma-separated.")
+              help="The state-aware rule's θ values (ours, ours-daily), comma-separated.")
 @click.option("--period-s", type=click.FloatRange(min=0, min_open=True, max=1e9), default=86_400.0, show_default=True,
               help="The policies' step in seconds (FH: one day).")
 @click.option("--executor", type=click.Choice(["serial", "process", "dask"]), default="process",

@@ -483,12 +483,14 @@ LEASE_POLICIES: dict[str, str] = {
     "constant": "simulator: lease up to a fixed V all along (FH §4.1's static baseline)",
     "random": "simulator: V uniform in 0..M each period (FH §4.1)",
     "qlearning": "simulator: tabular Q-learning over V (FH §5)",
-    "ours": "simulator: the state-aware cap with threshold θ (rlsched.core.leasing.state_aware_cap)",
+    "daily": "simulator: V once a day from the day's start, learned from FH's daily clones (DailyCapLearner)",
+    "ours-daily": "simulator: the state-aware cap evaluated at the day's start and held for the day",
+    "ours": "simulator: the state-aware cap with threshold θ at every scheduling pass (a per-pass transfer rule)",
     "state-aware": "live: the state-aware cap, the same code as the simulator's 'ours'",
     "fixed": "live: V = max_nodes (Slurm's plain power saving, bounded by the budget)",
 }
 #: The leasing policies of the simulator's FH sweeps (rlsched.sim.sweep), in table order.
-SIM_LEASE_POLICIES: tuple[str, ...] = ("constant", "random", "qlearning", "ours")
+SIM_LEASE_POLICIES: tuple[str, ...] = ("constant", "random", "qlearning", "daily", "ours-daily", "ours")
 #: The leasing policies of the live controller (``[leasing] policy``, rlsched.leasing.config).
 LIVE_LEASE_POLICIES: tuple[str, ...] = ("state-aware", "fixed")
 
