@@ -149,7 +149,7 @@ def test_the_slurm_backend_keeps_the_live_backend_contract(slurm: SlurmTestClust
 
 # ------------------------------------------------------------------------------------------- PBS
 @pytest.mark.pbs
-@pytest.mark.timeout(240)
+@pytest.mark.timeout(240, func_only=True)      # the session fixture may build OpenPBS first (minutes)
 def test_the_pbs_backend_keeps_the_live_backend_contract(pbs: PBSTestServer, tmp_path: Path) -> None:
     from rlsched.backends.pbs import PBSBackend
     from rlsched.backends.pbs.parsers import parse_job_id

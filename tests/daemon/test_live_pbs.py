@@ -25,7 +25,8 @@ pytest.register_assert_rewrite("tests.pbs_cluster", "tests.slurm_cluster")
 from tests.pbs_cluster import PBSTestServer  # noqa: E402
 from tests.slurm_cluster import wait_for  # noqa: E402
 
-pytestmark = [pytest.mark.pbs, pytest.mark.timeout(240)]
+# func_only: the first use builds OpenPBS in the session fixture (minutes), which no test timeout should cut.
+pytestmark = [pytest.mark.pbs, pytest.mark.timeout(240, func_only=True)]
 
 ROOT = Path(__file__).resolve().parents[2]
 WATCHDOG = ROOT / "plugins" / "slurm" / "rlsched-gate-watchdog"
