@@ -127,7 +127,7 @@ PBS_LEAF_NAME=$HOST
 PBS_MOM_NODE_NAME=$HOST
 EOF
 if [ ! -f "$PHOME/pbs_environment" ] || [ ! -f /etc/init.d/pbs ]; then
-  inns "$PREFIX/libexec/pbs_postinstall" >"$LOGS/postinstall.log" 2>&1 || die "pbs_postinstall failed (see $LOGS/postinstall.log)"
+  inns "$PREFIX/libexec/pbs_postinstall" >"$LOGS/postinstall.log" 2>&1 9>&- || die "pbs_postinstall failed (see $LOGS/postinstall.log)"
 fi
 chmod 4755 "$PREFIX/sbin/pbs_iff" "$PREFIX/sbin/pbs_rcp"
 # No systemd: pbs_init.d must not take its "started at boot by systemd" path.
@@ -165,7 +165,8 @@ if inns "$PREFIX/bin/qstat" -B >/dev/null 2>&1; then
   say "already running"
 else
   TS=$(now)
-  inns "$PREFIX/libexec/pbs_init.d" start >"$LOGS/start.log" 2>&1 || die "pbs_init.d start failed (see $LOGS/start.log)"
+  # 9>&-: the daemons must not inherit the lock, or they would hold it for as long as they run.
+  inns "$PREFIX/libexec/pbs_init.d" start >"$LOGS/start.log" 2>&1 9>&- || die "pbs_init.d start failed (see $LOGS/start.log)"
   for _ in $(seq 1 720); do
     inns "$PREFIX/bin/qstat" -B >/dev/null 2>&1 && break
     sleep 0.25

@@ -122,8 +122,9 @@ class PBSTestServer:
 
     def start_server(self) -> None:
         """Start pbs_server again (its state kept), inside the namespace."""
+        # No pipes: the daemon would hold them open and the call would never return.
         subprocess.run([*self.command_prefix, f"{PREFIX}/sbin/pbs_server"], check=True, timeout=60,
-                       capture_output=True)
+                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         wait_for(lambda: self.run("qstat", "-B", check=False).returncode == 0, 60, "pbs_server back")
 
 
