@@ -106,6 +106,14 @@ class PBSTestServer:
         nodes = json.loads(out.stdout).get("nodes", {})
         return all(int(n.get("resources_assigned", {}).get("ncpus", 0)) == 0 for n in nodes.values())
 
+    def node_up(self) -> bool:
+        """Every node free (a restarted server marks its nodes down until their mom reports)."""
+        out = self.run("pbsnodes", "-a", "-F", "json", check=False)
+        if out.returncode != 0:
+            return False
+        nodes = json.loads(out.stdout).get("nodes", {})
+        return bool(nodes) and all(n.get("state") == "free" for n in nodes.values())
+
     def pid(self, lock: str, program: str) -> int | None:
         try:
             pid = int(Path(PBS_HOME, lock).read_text().split()[0])

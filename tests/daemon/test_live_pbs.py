@@ -33,7 +33,7 @@ WATCHDOG = ROOT / "plugins" / "slurm" / "rlsched-gate-watchdog"
 
 
 def write_config(path: Path, server: PBSTestServer, mode: str, queues: tuple[str, ...] = (),
-                 stale_after_s: float = 3.0, extra_backend: str = "") -> Path:
+                 stale_after_s: float = 3.0, extra_backend: str = "", agent: str = "interactive-first-sjf") -> Path:
     scope = f"queues = {json.dumps(list(queues))}" if queues else ""
     path.write_text(f"""
 [backend]
@@ -52,7 +52,7 @@ default_vo = "other"
 {scope}
 {extra_backend}
 [agent]
-kind = "interactive-first-sjf"
+{agent_table(agent)}
 [metrics]
 listen = "off"
 [state]
@@ -62,6 +62,12 @@ checkpoint_every_s = 0
 stale_after_s = {stale_after_s}
 """)
     return path
+
+
+def agent_table(agent: str) -> str:
+    if agent.startswith(("sarsa-", "fqi-")):
+        return f'kind = "{agent}"\npretrain_decisions = 2'
+    return f'kind = "{agent}"'
 
 
 class DaemonProcess:
@@ -230,24 +236,34 @@ def test_gate_failsafe_when_rlsched_is_removed(pbs: PBSTestServer, tmp_path: Pat
 
 # ---------------------------------------------------------------------------------------------- rewards
 def test_completed_jobs_produce_rewards(pbs: PBSTestServer, tmp_path: Path, daemons: list[DaemonProcess]) -> None:
-    d = start(daemons, write_config(tmp_path / "rlsched.toml", pbs, "boost"))
-    jobs = [pbs.qsub("-A", vo, ncpus=2, walltime_min=2, sleep_s=1) for vo in ("atlas", "cms", "atlas")]
-    wait_for(lambda: all(pbs.state(j) == "F" for j in jobs), 60, "the jobs to finish")
+    # A learning agent in gate mode (as test_live.py's Prometheus test): it releases the held jobs, and each
+    # one's completion, read from the job history, is the reward of that decision.
+    d = start(daemons, write_config(tmp_path / "rlsched.toml", pbs, "gate", queues=("workq",), agent="sarsa-esn"))
+    jobs = [pbs.qsub("-h", "-A", vo, ncpus=4, walltime_min=2, sleep_s=1) for vo in ("atlas", "cms", "atlas")]
+    wait_for(lambda: all(pbs.state(j) == "F" for j in jobs), 90, "the gated jobs to finish")
     wait_for(lambda: int(d.counters().get("rewards", 0)) >= 3, 30, "a reward for each finished job")  # type: ignore[call-overload]
     assert d.stop() == 0
     counters = d.counters()
     assert counters["rewards"] == 3, counters               # each once, nothing from before the daemon
-    assert sum(counters["finished"].values()) == 3          # type: ignore[attr-defined]
+    assert counters["decisions"]["release"] >= 3 and sum(counters["finished"].values()) == 3  # type: ignore[index,attr-defined]
 
 
 # ---------------------------------------------------------------------------------------------- server restart
+def gone(pid: int) -> bool:
+    """Exited (a zombie nobody has reaped yet is gone too)."""
+    try:
+        return "\nState:\tZ" in Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return True
+
+
 def test_the_daemon_survives_a_pbs_server_restart_and_resumes_acting(
         pbs: PBSTestServer, tmp_path: Path, daemons: list[DaemonProcess]) -> None:
     d = start(daemons, write_config(tmp_path / "rlsched.toml", pbs, "boost"))
     pid = pbs.server_pid()
     assert pid is not None
     os.kill(pid, signal.SIGTERM)
-    wait_for(lambda: not Path(f"/proc/{pid}").exists(), 30, "pbs_server to stop")
+    wait_for(lambda: gone(pid), 30, "pbs_server to stop")
     try:
         before = d.cycles()
         wait_for(lambda: d.cycles() >= before + 3, 40, "cycles to go on with the server down")
@@ -257,7 +273,7 @@ def test_the_daemon_survives_a_pbs_server_restart_and_resumes_acting(
         assert sum(counters["backend_errors"].values()) >= 1  # type: ignore[attr-defined]
     finally:
         pbs.start_server()
-    wait_for(pbs.node_free, 60, "the node back")
+    wait_for(pbs.node_up, 60, "the node back (free)")
     blocker(pbs, 30)
     long, short = pbs.qsub(walltime_min=10), pbs.qsub(walltime_min=2)
     wait_for(lambda: pbs.priority(short) == 1023, 30, "the daemon to act again (priority on its top job)")
