@@ -55,4 +55,5 @@ def test_the_factory_puts_the_undo_record_in_the_state_dir(tmp_path: Path) -> No
     backend = build_backend(backend_config_from_table({"kind": "pbs"}), tmp_path)
     assert isinstance(backend, PBSBackend)
     assert backend.config.state_file == str(tmp_path / "pbs-record.json")
-    assert build_backend(backend_config_from_table({"kind": "pbs"}), None).config.state_file is None
+    readonly = build_backend(backend_config_from_table({"kind": "pbs"}), None)
+    assert isinstance(readonly, PBSBackend) and readonly.config.state_file is None
