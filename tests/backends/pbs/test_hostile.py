@@ -131,3 +131,19 @@ def test_values_as_pbs_writes_them() -> None:
     assert (job.submit_s, job.start_s, job.end_s) == (100.0, 110.0, 170.0)
     with pytest.raises(PBSParseError, match="not a record time"):
         parse_accounting_line("yesterday;E;1.h;")
+
+
+node_objects = st.dictionaries(
+    st.sampled_from(["state", "resources_available", "resources_assigned", "queue", "comment"]),
+    json_values | st.sampled_from(["free", "down,offline", "job-busy"])
+    | st.dictionaries(st.sampled_from(["ncpus", "mem"]), json_values), max_size=5)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(st.text(max_size=8), node_objects, max_size=3))
+def test_pbsnodes_any_node_parses_or_raises_a_parse_error(nodes: dict[str, Any]) -> None:
+    try:
+        for node in parse_pbsnodes_json(json.dumps({"nodes": nodes})):
+            assert 0 <= node.idle_cpus <= node.cpus and node.states
+    except PBSParseError as exc:
+        one_line(exc)
