@@ -155,9 +155,26 @@ class PBSBackend:
     def _completion_feed(self) -> CompletionFeed:
         if self._feed is None:
             log.info("completion feed: %s", self.config.completion_source)
+            if self.config.completion_source == "history":
+                self._check_history_enabled()
             self._feed = CompletionFeed(self.config.completion_source, self.executor, self.config.accounting_dir,
                                         self.clock, self._saved_feed)
         return self._feed
+
+    def _check_history_enabled(self) -> None:
+        """Without ``job_history_enable`` finished jobs leave ``qstat -x`` at once: no completion, no reward."""
+        try:
+            text = self.executor.run([self._cmd("qstat"), "-B", "-f", "-F", "json"], lambda r: r.stdout)
+            servers = json.loads(text).get("Server", {})
+            enabled = any(str(s.get("job_history_enable", "")).lower() == "true" for s in servers.values()
+                          if isinstance(s, dict))
+        except (PBSError, ValueError, AttributeError) as exc:
+            log.warning("completion feed: cannot tell whether the server keeps job history (%s)", exc)
+            return
+        if not enabled:
+            log.warning("completion feed: the server does not keep job history, so no job completion (and no "
+                        "reward) will be seen: qmgr -c 'set server job_history_enable = True', or "
+                        'completion_source = "accounting"')
 
     def _vo_key(self, job: PBSJob) -> str:
         return job.vo_key(self.config.vo_from)

@@ -24,6 +24,7 @@ LIVE = (DATA / "qstat-live.json").read_text()
 HISTORY = (DATA / "qstat-history.json").read_text()
 NODES = (DATA / "pbsnodes-busy.json").read_text()
 ACCOUNTING = (DATA / "accounting-20261123").read_text()
+SERVER = (DATA / "qstat-B.json").read_text()
 SORTED = 'job_sort_key: "job_priority HIGH"\tALL\n'
 NOW = 1795462930.0          # just after the recorded jobs ended
 
@@ -42,9 +43,11 @@ class ScriptedRunner:
         self.calls.append(tuple(argv))
         assert tuple(argv[:len(self.prefix)]) == self.prefix
         name = Path(argv[len(self.prefix)]).name
+        if name == "qstat" and "-B" in argv:
+            name = "qstat -B"
         queue = self.replies.get(name)
         if queue is None:
-            defaults = {"qstat": LIVE, "pbsnodes": NODES, "cat": SORTED}
+            defaults = {"qstat": LIVE, "qstat -B": SERVER, "pbsnodes": NODES, "cat": SORTED}
             return CommandResult(tuple(argv), 0, defaults.get(name, ""), "")
         reply = queue.pop(0) if len(queue) > 1 else queue[0]
         if isinstance(reply, Exception):
@@ -111,7 +114,8 @@ def test_every_command_runs_behind_the_prefix_as_an_argument_list() -> None:
     assert (*prefix, "/opt/pbs/bin/qalter", "-p", "1023", "3.pbshost") in runner.calls
     assert (*prefix, "/opt/pbs/bin/qhold", "-h", "u", "6.pbshost") in runner.calls
     assert (*prefix, "cat", "/var/spool/pbs/sched_priv/sched_config") in runner.calls
-    assert backend.executor.calls["qstat"] == 1 or backend.executor.calls["/opt/pbs/bin/qstat"] == 1
+    assert (*prefix, "/opt/pbs/bin/qstat", "-B", "-f", "-F", "json") in runner.calls     # job history kept?
+    assert all(call[:len(prefix)] == prefix for call in runner.calls)
 
 
 def test_the_priority_ladder_and_its_undo_survive_a_restart(tmp_path: Path) -> None:
@@ -221,3 +225,17 @@ def test_the_accounting_feed_reads_on_from_where_it_stopped_and_into_the_next_da
     state = feed.state()
     assert state["file"] == "20261124" and feed.poll([]) == []
     assert executor.errors["parse_error"] == 0
+
+
+def test_a_server_without_job_history_is_named_in_one_warning(caplog: pytest.LogCaptureFixture) -> None:
+    doc = json.loads(SERVER)
+    for server in doc["Server"].values():
+        server["job_history_enable"] = "False"
+    backend = make(ScriptedRunner({"qstat -B": [CommandResult((), 0, json.dumps(doc), "")]}))
+    backend.view()
+    backend.view()
+    said = [r.getMessage() for r in caplog.records if "job history" in r.getMessage()]
+    assert len(said) == 1 and "job_history_enable = True" in said[0]
+    caplog.clear()
+    make(ScriptedRunner()).view()
+    assert not [r for r in caplog.records if "job history" in r.getMessage()]
