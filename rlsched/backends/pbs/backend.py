@@ -327,6 +327,7 @@ class PBSBackend:
                 if job_id not in self.original_priority:
                     self.original_priority[job_id] = job.priority if job is not None else 0
                     self.pbs_ids[job_id] = self._pbs_id(job_id)
+                    self._save_record()     # on disk before PBS changes: a crash now still leaves it undoable
                 if self._set_priority(job_id, priority, "nice_set"):
                     self.applied_priority[job_id] = priority
                     self._update_cached(job_id, priority=priority)
@@ -357,11 +358,22 @@ class PBSBackend:
         if job is not None and (job.held or not job.pending):
             return                      # already held, or running: holding a running job is meaningless
         pbs_id = self._pbs_id(int(job_id))
+        # Recorded before the hold: a crash between the two leaves a record whose undo releases a job that was
+        # never held (a counted no-op), never a held job nobody releases.
+        self.held_by_rlsched.add(int(job_id))
+        self.pbs_ids[int(job_id)] = pbs_id
+        self._save_record()
+        # A failure (a timeout may come after the server held the job) keeps the record: undo will release it.
         if self._job_action(int(job_id), [self._cmd("qhold"), "-h", "u", pbs_id], "hold"):
-            self.held_by_rlsched.add(int(job_id))
-            self.pbs_ids[int(job_id)] = pbs_id
             self._update_cached(int(job_id), state="H")
-            self._save_record()
+        else:
+            self._drop_hold_record(int(job_id))
+
+    def _drop_hold_record(self, job_id: int) -> None:
+        self.held_by_rlsched.discard(job_id)
+        if job_id not in self.original_priority:
+            self.pbs_ids.pop(job_id, None)
+        self._save_record()
 
     def release(self, job_id: int) -> None:
         if self._job_action(int(job_id), [self._cmd("qrls"), "-h", "u", self._pbs_id(int(job_id))], "release"):
