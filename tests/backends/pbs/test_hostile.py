@@ -56,7 +56,7 @@ def test_qstat_and_pbsnodes_any_text_parses_or_raises_a_parse_error(text: str) -
             one_line(exc)
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(st.dictionaries(job_ids, job_objects, max_size=4))
 def test_qstat_any_job_parses_or_is_skipped_alone(jobs: dict[str, Any]) -> None:
     text = json.dumps({"timestamp": 1, "Jobs": jobs})
