@@ -24,8 +24,9 @@ from rlsched.cli.sim import load_workload, progress_bar
               help="Split the trace into K consecutive windows (the spread is over them).")
 @click.option("--seeds", type=click.IntRange(min=1), default=1, show_default=True,
               help="Seeds for the learned policies run by name (they learn online).")
-@click.option("--seed", type=int, default=0, show_default=True, help="The first seed.")
-@click.option("--cores", type=int, default=None, help="Pool size (default: the trace's machine size).")
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="The first seed.")
+@click.option("--cores", type=click.IntRange(min=1), default=None,
+              help="Pool size (default: the trace's machine size).")
 @click.option("--no-figures", is_flag=True, help="Skip the PNG figures.")
 @click.option("--json", "as_json", is_flag=True, help="Print results.json instead of the table.")
 @click.option("--leasing", is_flag=True,

@@ -43,6 +43,7 @@ from rlsched.core.view import ClusterView, Decisions, apply
 from rlsched.daemon.agents import policy_info, start_agent
 from rlsched.daemon.config import DaemonConfig
 from rlsched.daemon.decision_log import DecisionLog, decision_record
+from rlsched.daemon.notify import Notifier
 from rlsched.daemon.state import load_counters, save_counters
 from rlsched.leasing import LeaseStatus, LeasingService
 from rlsched.metrics import CLASS_NAMES, Exporter
@@ -161,9 +162,10 @@ class Daemon:
             self._export(view, report)
         self.exporter.cycle.observe(time.perf_counter() - t0)
         self.exporter.set_phases(report.seconds)
+        self.exporter.cycle_finished(view, failed=bool(report.failed))
         if report.decisions is not None and not report.decisions.empty:
             d = report.decisions
-            log.info("cycle: %s release=%s hold=%s boost=%s", "acted" if report.acted else "shadow",
+            log.debug("cycle: %s release=%s hold=%s boost=%s", "acted" if report.acted else "shadow",
                      list(d.release), list(d.hold), None if d.boost is None else list(d.boost[:10]))
         return report
 
@@ -329,15 +331,18 @@ class Daemon:
             log.info("metrics on http://%s:%d/metrics", self.config.metrics_host, port)
         log.info("rlsched daemon: mode %s, agent %s, poll every %g s, state in %s", self.config.mode,
                  self.config.agent.label, self.config.poll_interval_s, self.config.state_dir)
+        notifier = Notifier()        # systemd Type=notify: READY/WATCHDOG only after cycles that worked
         try:
             while not self.stop_event.is_set():
                 self._heartbeat_safely()
                 report = self.cycle()
                 self._heartbeat_safely()
+                notifier.cycle_done(report.failed, None if report.view is None else len(report.view.pending))
                 if once:
                     break
                 self._wait(self.next_delay_s("view" in report.failed))
         finally:
+            notifier.stopping()
             self.shutdown(final=not once)
             self.exporter.close()
         return 0
