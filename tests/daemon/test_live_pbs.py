@@ -33,19 +33,19 @@ WATCHDOG = ROOT / "plugins" / "slurm" / "rlsched-gate-watchdog"
 
 
 def write_config(path: Path, server: PBSTestServer, mode: str, queues: tuple[str, ...] = (),
-                 stale_after_s: float = 3.0, extra_backend: str = "", agent: str = "interactive-first-sjf") -> Path:
+                 stale_after_s: float = 8.0, extra_backend: str = "", agent: str = "interactive-first-sjf") -> Path:
     scope = f"queues = {json.dumps(list(queues))}" if queues else ""
     path.write_text(f"""
 [backend]
 kind = "pbs"
 mode = "{mode}"
-poll_interval_s = 0.5
+poll_interval_s = 1
 command_prefix = {json.dumps(server.command_prefix)}
 bin_dir = "{server.bin_dir}"
 sched_config = "{server.sched_config}"
 priority_sort_check = "refuse"
 vo_from = "account"
-timeout_s = 10
+timeout_s = 5
 retry_attempts = 1
 vos = ["atlas", "cms", "other"]
 default_vo = "other"
@@ -202,13 +202,14 @@ def test_gate_failsafe_after_kill_9_the_watchdog_releases_every_held_job(
         pbs: PBSTestServer, tmp_path: Path, daemons: list[DaemonProcess]) -> None:
     blocker(pbs, 120)
     jobs = [pbs.qsub("-h", walltime_min=3) for _ in range(2)]
-    d = start(daemons, write_config(tmp_path / "rlsched.toml", pbs, "gate", queues=("workq",), stale_after_s=2.0))
+    d = start(daemons, write_config(tmp_path / "rlsched.toml", pbs, "gate", queues=("workq",),
+                                    stale_after_s=6.5))    # > poll 1 s + one 5 s call
     heartbeat = json.loads(d.heartbeat.read_text())
     assert heartbeat["batch_system"] == "pbs" and heartbeat["queues"] == ["workq"]
     watchdog = subprocess.Popen([sys.executable, str(WATCHDOG), "--heartbeat", str(d.heartbeat), "--loop", "0.5"],
                                 stderr=subprocess.PIPE, text=True)
     try:
-        time.sleep(3.0)                    # longer than stale_after_s: a live daemon keeps its jobs held
+        time.sleep(7.5)                    # longer than stale_after_s: a live daemon keeps its jobs held
         assert all(pbs.held(j) for j in jobs)
         d.proc.kill()                      # kill -9: no chance to release anything itself
         d.proc.wait(10)
