@@ -22,12 +22,22 @@ The metrics (types and labels; ``docs/daemon.md`` has the full table):
   ``vanished_job``, …; retried ones included), ``rlsched_backend_up`` (gauge);
 - ``rlsched_decision_log_lines_total{outcome}``: decision log appends, ``written`` or ``failed`` (docs/daemon.md);
 - ``rlsched_checkpoint_age_seconds`` (gauge), ``rlsched_mode{mode}`` (gauge, 1 for the daemon's mode);
+- ``rlsched_build_info{version}`` (gauge, always 1): the running rlsched version;
+- ``rlsched_last_successful_cycle_timestamp_seconds`` (gauge, seconds since the epoch; 0 until the first
+  cycle without a failed phase): ``time() - …`` is how long the daemon has not worked;
+- ``rlsched_held_job_oldest_seconds`` (gauge): how long the oldest held pending job of the last view has
+  waited since its submission (0 when none is held) — in gate mode, the longest a gated job has been kept;
 - leasing (served when ``[leasing] enabled``): ``rlsched_lease_cap{source}`` (gauge: ``enforced`` V and
   the ``policy``, ``hard`` and ``budget`` bounds it is the minimum of), ``rlsched_lease_nodes{state}``
   (``leased``, ``busy``, ``powering_up``, ``excluded``), ``rlsched_lease_node_seconds_total``,
-  ``rlsched_lease_cost_total``, ``rlsched_lease_budget_left_node_hours``, ``rlsched_lease_budget_exhausted``,
+  ``rlsched_lease_cost_total``, ``rlsched_lease_budget_left_seconds`` (node-seconds left today, base units),
+  ``rlsched_lease_budget_left_node_hours`` (deprecated: the same in node-hours, kept for existing dashboards;
+  it goes in a later release), ``rlsched_lease_budget_exhausted``,
   ``rlsched_lease_enforcing``, ``rlsched_lease_reconcile_actions_total{kind}`` and
   ``rlsched_lease_provider_errors_total{kind}``.
+
+The alert rules of ``etc/prometheus/rlsched-alerts.yml`` use these names (``tests/test_alerts.py`` runs
+``promtool test rules`` on them).
 
 Counters live in :class:`Counters`, which the daemon checkpoints with its model, so they continue across
 restarts instead of dropping to zero.
@@ -46,6 +56,8 @@ from prometheus_client import CollectorRegistry, Gauge, Histogram, start_http_se
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric, SummaryMetricFamily
 from prometheus_client.registry import Collector
 
+from rlsched import __version__
+from rlsched.core.view import ClusterView
 from rlsched.leasing.reconcile import RECONCILE_KINDS
 
 PREFIX = "rlsched_"
@@ -69,7 +81,8 @@ METRIC_NAMES = frozenset({
     "rlsched_lease_cap", "rlsched_lease_nodes", "rlsched_lease_node_seconds_total", "rlsched_lease_cost_total",
     "rlsched_lease_budget_left_node_hours", "rlsched_lease_budget_exhausted", "rlsched_lease_enforcing",
     "rlsched_lease_reconcile_actions_total", "rlsched_lease_provider_errors_total",
-    "rlsched_decision_log_lines_total",
+    "rlsched_decision_log_lines_total", "rlsched_build_info", "rlsched_last_successful_cycle_timestamp_seconds",
+    "rlsched_held_job_oldest_seconds", "rlsched_lease_budget_left_seconds",
 })
 #: Outcomes of a decision log append (``rlsched_decision_log_lines_total{outcome}``).
 DECISION_LOG_OUTCOMES = ("written", "failed")
@@ -180,9 +193,11 @@ class _LeaseCollector(Collector):
             cost = CounterMetricFamily(PREFIX + "lease_cost", "Cost of the leased node-seconds (price_per_node_hour).")
             cost.add_metric([], float(snap["cost_total"]))
             yield cost
+            left_s = float(snap["budget_left_s"])
             for name, help_text, value in (
-                    ("lease_budget_left_node_hours", "Node-hours left in today's (UTC) leasing budget.",
-                     float(snap["budget_left_node_hours"])),
+                    ("lease_budget_left_seconds", "Node-seconds left in today's (UTC) leasing budget.", left_s),
+                    ("lease_budget_left_node_hours", "Deprecated: rlsched_lease_budget_left_seconds / 3600.",
+                     left_s / 3600.0),
                     ("lease_budget_exhausted", "1 when today's budget allows no new lease.",
                      float(bool(snap["budget_exhausted"]))),
                     ("lease_enforcing", "1 when the cap is enforced (0 in shadow mode).",
@@ -236,6 +251,13 @@ class Exporter:
         age = Gauge(PREFIX + "checkpoint_age_seconds", "Seconds since the last checkpoint was written.",
                     registry=r)
         age.set_function(self._checkpoint_age)
+        Gauge(PREFIX + "build_info", "The running rlsched version (always 1).", ["version"],
+              registry=r).labels(version=__version__).set(1.0)
+        self.last_success = Gauge(PREFIX + "last_successful_cycle_timestamp_seconds",
+                                  "When the last cycle without a failed phase ended (seconds since the epoch; 0: "
+                                  "none yet).", registry=r)
+        self.held_oldest = Gauge(PREFIX + "held_job_oldest_seconds", "Wait since submission of the oldest held "
+                                 "pending job of the last view (0: none held).", registry=r)
         modes = Gauge(PREFIX + "mode", "1 for the daemon's mode.", ["mode"], registry=r)
         for name in ("shadow", "boost", "gate"):
             modes.labels(mode=name).set(1.0 if name == mode else 0.0)
@@ -264,9 +286,27 @@ class Exporter:
         for name in PHASES:
             self.phase.labels(phase=name).set(seconds.get(name, 0.0))
 
+    def cycle_finished(self, view: ClusterView | None, failed: bool) -> None:
+        """After each cycle: the last-success time (a cycle with no failed phase) and the oldest held job."""
+        if not failed:
+            self.last_success.set(self.clock())
+        if view is None:
+            return
+        pend = view.pending
+        held = pend.held.astype(bool)
+        oldest = float((view.time_s - pend.submit_s[held]).max()) if held.any() else 0.0
+        self.held_oldest.set(max(oldest, 0.0))
+
     def serve(self, host: str, port: int) -> int:
-        """Start the HTTP endpoint (a daemon thread); returns the port (useful with port 0)."""
-        server, _ = start_http_server(port, addr=host, registry=self.registry)
+        """Start the HTTP endpoint (a daemon thread); returns the port (useful with port 0).
+
+        A busy port or an address that is not this host's is an :class:`OSError` whose message is one line
+        naming ``metrics.listen`` (the command line prints it as is)."""
+        try:
+            server, _ = start_http_server(port, addr=host, registry=self.registry)
+        except OSError as exc:
+            reason = exc.strerror or str(exc)
+            raise OSError(exc.errno, f"key 'metrics.listen': cannot listen on {host}:{port}: {reason}") from None
         self.server = server
         return int(server.server_port)
 

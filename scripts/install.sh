@@ -19,6 +19,10 @@ if [ ! -x .venv/bin/python ]; then
   fi
   "$PY" -m venv .venv
 fi
+# systemd-analyze checks the units (tests/test_install.py); containers often lack it.
+if ! command -v systemd-analyze >/dev/null && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends systemd >/dev/null
+fi
 .venv/bin/python -m pip install -q --upgrade pip
 .venv/bin/python -m pip install -q -e '.[dev,dask]'
 echo "rlsched installed in $(pwd)/.venv  (run: .venv/bin/rlsched --help)"

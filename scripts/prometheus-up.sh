@@ -3,11 +3,14 @@
 #
 #   scripts/prometheus-up.sh [PORT] [TARGET]        # defaults: 9091 and 127.0.0.1:9400 (the rlsched exporter)
 #   scripts/prometheus-down.sh                      # stops it by the PID in $PROM_BASE/prometheus.pid
+#   scripts/prometheus-up.sh --install-only         # only install the package (prometheus, promtool), start nothing
 #
 # Storage lives in a temporary directory ($PROM_BASE, default /tmp/rlsched-prometheus) that
 # prometheus-down.sh removes.  SCRAPE_INTERVAL (default 1s) keeps tests short.  Idempotent: when the
 # Prometheus of $PROM_BASE already runs, it only reports that.
 set -euo pipefail
+INSTALL_ONLY=0
+if [ "${1:-}" = "--install-only" ]; then INSTALL_ONLY=1; shift; fi
 PORT=${1:-9091}
 TARGET=${2:-127.0.0.1:9400}
 PROM_BASE=${PROM_BASE:-/tmp/rlsched-prometheus}
@@ -18,18 +21,26 @@ case "$PORT" in ''|*[!0-9]*) die "PORT must be an integer (got '$PORT')";; esac
 case "$TARGET" in *:*) ;; *) die "TARGET must be host:port (got '$TARGET')";; esac
 case "$PROM_BASE" in /*) ;; *) die "PROM_BASE must be an absolute path (got '$PROM_BASE')";; esac
 
-if [ -f "$PROM_BASE/prometheus.pid" ] && alive "$(cat "$PROM_BASE/prometheus.pid")"; then
-  echo "prometheus-up.sh: already up (pid $(cat "$PROM_BASE/prometheus.pid"), see $PROM_BASE/prometheus.yml)"
-  exit 0
-fi
-if ! command -v prometheus >/dev/null; then
+install_prometheus() {
+  # Debian's prometheus package ships both the server and promtool (the rule checker of CI).
+  command -v prometheus >/dev/null && command -v promtool >/dev/null && return 0
   [ "$(id -u)" = 0 ] || die "prometheus is not installed and installing it needs root"
   command -v apt-get >/dev/null || die "prometheus is not installed and apt-get is unavailable"
   apt-get update -qq || die "apt-get update failed"
   # --no-install-recommends: the package recommends the node exporter and more, not needed here.
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null \
     || die "apt-get install prometheus failed"
+}
+if [ "$INSTALL_ONLY" = 1 ]; then
+  install_prometheus
+  echo "prometheus-up.sh: $(command -v prometheus) and $(command -v promtool) installed"
+  exit 0
 fi
+if [ -f "$PROM_BASE/prometheus.pid" ] && alive "$(cat "$PROM_BASE/prometheus.pid")"; then
+  echo "prometheus-up.sh: already up (pid $(cat "$PROM_BASE/prometheus.pid"), see $PROM_BASE/prometheus.yml)"
+  exit 0
+fi
+install_prometheus
 mkdir -p "$PROM_BASE/data"
 cat > "$PROM_BASE/prometheus.yml" <<YML
 # Written by rlsched scripts/prometheus-up.sh (tests only).

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-# The real local Slurm cluster fixtures (tests/slurm_cluster.py) for every test module.
-pytest_plugins = ["tests.slurm_cluster"]
+# The real local Slurm cluster and OpenPBS server fixtures (tests/slurm_cluster.py, tests/pbs_cluster.py).
+pytest_plugins = ["tests.slurm_cluster", "tests.pbs_cluster"]
 
 #: Short names of the four traces of docs/traces.md -> archive file names.
 TRACE_FILES = {

@@ -56,6 +56,34 @@ def test_the_exporter_serves_every_documented_metric(tmp_path: Path) -> None:
     assert samples["rlsched_checkpoint_age_seconds"][0][1] >= 0.0
 
 
+def test_build_info_last_success_held_age_and_the_budget_in_seconds(tmp_path: Path) -> None:
+    import time
+
+    from rlsched import __version__
+
+    before = time.time()
+    samples = served_samples(tmp_path)
+    assert samples["rlsched_build_info"] == [({"version": __version__}, 1.0)]
+    # The synthetic cycles succeed: the timestamp is a real epoch time of this run, not a placeholder.
+    assert before <= samples["rlsched_last_successful_cycle_timestamp_seconds"][0][1] <= time.time()
+    assert samples["rlsched_held_job_oldest_seconds"][0][1] > 0          # every job is held (gate mode)
+    left_s = samples["rlsched_lease_budget_left_seconds"][0][1]
+    assert 0 < left_s <= 10 * 3600                                        # a 10 node-hour budget
+    assert samples["rlsched_lease_budget_left_node_hours"][0][1] == pytest.approx(left_s / 3600)
+
+
+def test_a_failed_cycle_does_not_move_the_last_success(tmp_path: Path) -> None:
+    runner = SyntheticSlurm(synthetic_squeue_json(5))
+    daemon = make_daemon(runner, str(tmp_path), mode="shadow")
+    assert daemon.exporter.last_success._value.get() == 0.0        # none yet
+    daemon.cycle()
+    first = daemon.exporter.last_success._value.get()
+    assert first > 0
+    runner.squeue = '{"jobs": [{"job_id": "x"'                      # truncated JSON: the view fails
+    report = daemon.cycle()
+    assert "view" in report.failed and daemon.exporter.last_success._value.get() == first
+
+
 def dashboard_metric_names() -> set[str]:
     dashboard = json.loads(DASHBOARD.read_text())
     exprs = [t["expr"] for p in dashboard["panels"] for t in p.get("targets", [])]

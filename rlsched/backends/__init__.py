@@ -5,6 +5,8 @@ when it can lease cloud nodes); the simulator (:mod:`rlsched.sim`) implements th
 
 - :mod:`rlsched.backends.slurm` — Slurm through its command-line tools (``squeue``/``sinfo --json``,
   ``scontrol``, ``sacct``), the default live backend (docs/slurm.md);
+- :mod:`rlsched.backends.pbs` — OpenPBS / PBS Professional (``qstat``/``pbsnodes -F json``, ``qalter -p``,
+  ``qhold``/``qrls``): ``[backend] kind = "pbs"`` (docs/pbs.md);
 - :mod:`rlsched.backends.common` — what every backend shares: the command runner, hostlists, the class rule
   and the account → VO mapping.
 
@@ -61,6 +63,8 @@ class BackendKind:
 BACKENDS: dict[str, BackendKind] = {
     "slurm": BackendKind("slurm", config="rlsched.backends.slurm.config:SlurmBackendConfig",
                          factory="rlsched.backends.slurm.backend:build_slurm_backend"),
+    "pbs": BackendKind("pbs", config="rlsched.backends.pbs.config:PBSBackendConfig",
+                       factory="rlsched.backends.pbs.backend:build_pbs_backend"),
 }
 
 

@@ -12,8 +12,10 @@ from typing import Any
 import click
 
 from rlsched.backends import build_backend
+from rlsched.core.explain import reasons_behind
 from rlsched.daemon.agents import policy_label
 from rlsched.daemon.config import ConfigError, load_config
+from rlsched.daemon.logs import configure_logging
 from rlsched.daemon.loop import Daemon, run_daemon
 from rlsched.daemon.state import CheckpointError, read_heartbeat
 
@@ -34,10 +36,12 @@ def _fail(exc: Exception) -> None:
                    "rlsched recorded, and exit.")
 def daemon(config_path: str, once: bool, undo: bool) -> None:
     """Run the rlsched daemon: view, decide, act (not in shadow mode), learn, checkpoint, export."""
-    if not logging.getLogger().handlers or logging.getLogger().level > logging.INFO:
-        logging.getLogger().setLevel(logging.INFO)
     try:
         config = load_config(config_path)
+        configure_logging(config.log)      # [log] level and format; -v/-vv can only add to it
+        if config.metrics_remote:
+            log.warning("metrics on %s:%s are reachable from the network (metrics.allow_remote): firewall the "
+                        "port", config.metrics_host, config.metrics_port)
         runner = Daemon(config)
     except (ConfigError, CheckpointError, ValueError) as exc:
         _fail(exc)
@@ -101,11 +105,13 @@ def printable(text: str) -> str:
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
-def status_report(runner: Daemon, limit: int) -> dict[str, Any]:
-    """What the daemon sees now and would do: state vector, pending jobs in its order, decisions."""
+def status_report(runner: Daemon, limit: int, explain: bool = False) -> dict[str, Any]:
+    """What the daemon sees now and would do: state vector, pending jobs in its order, decisions; with
+    ``explain``, each row says why it comes after the row before (``rlsched explain`` for one job)."""
     view = runner.backend.view()
     state = runner.agent.state(view)
     order, scores = runner.agent.ranking(view)
+    why = reasons_behind(order, scores, runner.agent.rank_keys(view), limit) if explain else []
     labels = runner.backend.job_labels()
     pend = view.pending
     rows = []
@@ -117,6 +123,8 @@ def status_report(runner: Daemon, limit: int) -> dict[str, Any]:
                      "class": "interactive" if pend.job_class[i] == 1 else "batch",
                      "cores": int(pend.cores[i]), "req_time_s": float(pend.req_time_s[i]),
                      "held": bool(pend.held[i]), "score": _finite(float(scores[i]))})
+        if explain:
+            rows[-1]["why"] = why[rank - 1]
     decisions = runner.agent.decide(view)
     report = {"mode": runner.config.mode, "agent": _agent_label(runner), "time_s": view.time_s,
             "total_cores": view.total_cores, "idle_cores": view.idle_cores,
@@ -159,7 +167,9 @@ def _finite(x: float) -> float | None:
               help="The daemon's TOML configuration.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.option("--limit", default=50, show_default=True, help="How many pending jobs to list.")
-def status(config_path: str, as_json: bool, limit: int) -> None:
+@click.option("--explain", is_flag=True,
+              help="Add a column: why each job comes after the one before (rule key field or Q gap).")
+def status(config_path: str, as_json: bool, limit: int, explain: bool) -> None:
     """Show what the daemon sees and would do: the state vector and the pending jobs in its order.
 
     Read-only: it changes nothing in Slurm and writes no state (the completion feed's position and the
@@ -175,7 +185,7 @@ def status(config_path: str, as_json: bool, limit: int) -> None:
     try:
         backend = build_backend(config.backend, None)      # read-only: no undo record read or written
         runner = Daemon(config, backend=backend)
-        report = status_report(runner, limit)
+        report = status_report(runner, limit, explain)
     except (ConfigError, CheckpointError, ValueError, OSError) as exc:
         if not as_json:
             click.echo(daemon_line)
@@ -197,13 +207,13 @@ def status(config_path: str, as_json: bool, limit: int) -> None:
         click.echo(f"  {name:<20} {value:10.4f}")
     click.echo(f"pending jobs in rlsched's order (first {limit}):")
     click.echo(f"  {'rank':>4} {'job':>8} {'partition':<10} {'account':<10} {'class':<11} {'cores':>5} "
-               f"{'limit_s':>9} {'held':<4} {'score':>10}")
+               f"{'limit_s':>9} {'held':<4} {'score':>10}" + ("  why" if explain else ""))
     for row in report["order"]:
         score = "" if row["score"] is None else f"{row['score']:10.4f}"
         click.echo(f"  {row['rank']:>4} {row['job_id']:>8} {printable(row['partition']):<10} "
                    f"{printable(row['account']):<10} "
                    f"{row['class']:<11} {row['cores']:>5} {row['req_time_s']:>9.0f} "
-                   f"{'yes' if row['held'] else 'no':<4} {score:>10}")
+                   f"{'yes' if row['held'] else 'no':<4} {score:>10}" + (f"  {row['why']}" if explain else ""))
     would = report["would"]
     if would["release"] or would["hold"] or would["boost"]:
         click.echo(f"would: release {would['release']} hold {would['hold']} boost {would['boost']}")

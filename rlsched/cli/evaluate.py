@@ -24,21 +24,27 @@ from rlsched.cli.sim import load_workload, progress_bar
               help="Split the trace into K consecutive windows (the spread is over them).")
 @click.option("--seeds", type=click.IntRange(min=1), default=1, show_default=True,
               help="Seeds for the learned policies run by name (they learn online).")
-@click.option("--seed", type=int, default=0, show_default=True, help="The first seed.")
-@click.option("--cores", type=int, default=None, help="Pool size (default: the trace's machine size).")
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="The first seed.")
+@click.option("--cores", type=click.IntRange(min=1), default=None,
+              help="Pool size (default: the trace's machine size).")
 @click.option("--no-figures", is_flag=True, help="Skip the PNG figures.")
 @click.option("--json", "as_json", is_flag=True, help="Print results.json instead of the table.")
 @click.option("--leasing", is_flag=True,
-              help="Also run the leasing policies (constant V sweep, state-aware, Q-learning) on the trace and print "
-                   "the exchange rate κ for the daemon's [leasing] table.")
+              help="Also run FH's leasing policies on the trace (constant V sweep, random V, FH Q-learning, the daily "
+                   "learned cap, the state-aware rule held for a day, and the per-pass state-aware rule) and print the "
+                   "exchange rate κ for the daemon's [leasing] table.")
 @click.option("--cloud-nodes", type=click.IntRange(min=1), default=None, help="--leasing: the cloud nodes there are.")
 @click.option("--thetas", default="0.5,1,1.5,2,3,4", show_default=True,
               help="--leasing: the state-aware thresholds θ to run.")
 @click.option("--no-qlearning", is_flag=True, help="--leasing: skip FH's Q-learning (every V simulated each day).")
+@click.option("--random-runs", type=click.IntRange(min=0), default=100, show_default=True,
+              help="--leasing: random-V runs (FH: 1000); 0 skips them.")
+@click.option("--no-daily", is_flag=True, help="--leasing: skip the daily learned cap.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
 def evaluate(workload_spec: str, policies: tuple[str, ...], out: Path, config_path: Path | None, windows: int,
              seeds: int, seed: int, cores: int | None, no_figures: bool, as_json: bool, leasing: bool,
-             cloud_nodes: int | None, thetas: str, no_qlearning: bool, quiet: bool) -> None:
+             cloud_nodes: int | None, thetas: str, no_qlearning: bool, random_runs: int, no_daily: bool,
+             quiet: bool) -> None:
     """Replay a trace under each policy and judge them on the same jobs (docs/workflow.md)."""
     from rlsched.workflow.evaluate import evaluate as run_evaluation
     from rlsched.workflow.evaluate import parse_contender, text_table, to_json, verdict_lines, write_outputs
@@ -69,7 +75,8 @@ def evaluate(workload_spec: str, policies: tuple[str, ...], out: Path, config_pa
             from rlsched.workflow.leasing import evaluate_leasing, write_leasing
 
             lease = evaluate_leasing(workload, cloud_nodes, cores=cores, thetas=theta_grid,
-                                     qlearning=not no_qlearning)
+                                     qlearning=not no_qlearning, random_runs=random_runs, seed=seed,
+                                     daily=not no_daily)
             data["leasing"] = write_leasing(lease, out, figures=not no_figures)
     except (ValueError, FileNotFoundError, OSError) as exc:
         raise click.ClickException(" ".join(str(exc).split())) from exc

@@ -20,9 +20,10 @@ def history() -> None:
 @history.command("import")
 @click.option("--from", "source", required=True, type=click.Choice(list(SOURCES)),
               help="sacct: run sacct now (slurmdbd) for --start/--end; sacct-file: a saved `sacct --parsable2` "
-                   "file; sacct-json: a saved `sacct --json` file; jobcomp: the jobcomp/filetxt file.")
-@click.option("--input", "input_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="The file to read (every source but sacct).")
+                   "file; sacct-json: a saved `sacct --json` file; jobcomp: the jobcomp/filetxt file; "
+                   "pbs-accounting: a PBS accounting log (or its folder).")
+@click.option("--input", "input_path", type=click.Path(path_type=Path), default=None,
+              help="The file to read (every source but sacct; pbs-accounting: also the accounting folder).")
 @click.option("--start", default=None, metavar="YYYY-MM-DD[THH:MM[:SS]]",
               help="Window start (local time): sacct's --starttime, and jobs submitted before it are dropped.")
 @click.option("--end", default=None, metavar="YYYY-MM-DD[THH:MM[:SS]]|now",
@@ -74,7 +75,8 @@ def import_command(source: str, input_path: Path | None, start: str | None, end:
         raise click.UsageError("--columns goes with --from sacct-file")
     if clusters is not None and source != "sacct":
         raise click.UsageError("--clusters goes with --from sacct")
-    if input_path is not None and not input_path.is_file():
+    folder_ok = source == "pbs-accounting" and input_path is not None and input_path.is_dir()
+    if input_path is not None and not input_path.is_file() and not folder_ok:
         raise click.ClickException(f"--input: no such file: {input_path}")
     t0 = time.perf_counter()
     try:

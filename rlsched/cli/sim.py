@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -25,6 +26,7 @@ def load_workload(spec: str, *, seed: int = 0, max_procs: int | None = None,
     """``lal`` (the embedded LAL-like generator, ``scale`` of its jobs), a trace path, or a trace name.
 
     A trace with a sidecar (``rlsched history import``) gets its VOs and classes from it (:func:`read_trace`).
+    A workload without a job is a ValueError.
     """
     if spec == DEFAULT_WORKLOAD:
         from rlsched.sim.workloads.lal import generate_lal
@@ -35,6 +37,9 @@ def load_workload(spec: str, *, seed: int = 0, max_procs: int | None = None,
         from rlsched.sim.traces.swf import resolve_trace
 
         workload = read_trace(resolve_trace(spec))   # an imported history trace brings its VOs and classes
+    if len(workload) == 0:     # a table of dashes and exit 0 would hide it (issue 16)
+        raise ValueError(f"workload {spec!r} holds no job (an empty SWF, comments only, or every record "
+                         "dropped: see `rlsched trace info`)")
     if max_procs is not None and max_procs != workload.max_procs:
         workload = workload.with_max_procs(max_procs)
     return workload
@@ -68,6 +73,20 @@ def write_schedule_csv(schedule: Schedule, path: Path) -> None:
         for row in zip(w.job_id.tolist(), w.submit.tolist(), schedule.start.tolist(), schedule.end.tolist(),
                        w.procs.tolist(), schedule.wait.tolist(), w.job_class.tolist(), vos.tolist(), strict=True):
             out.writerow(row)
+
+
+def check_output_file(path: Path | None, option: str) -> None:
+    """Refuse, before any work, an output file whose folder is missing or not writable (one line naming
+    ``option``).  Folders are not created: a typo in a path should not leave new directories behind."""
+    if path is None or str(path) == "-":
+        return
+    folder = path.parent if str(path.parent) else Path(".")
+    if path.is_dir():
+        raise click.BadParameter(f"{path} is a directory; give a file name", param_hint=option)
+    if not folder.is_dir():
+        raise click.BadParameter(f"the folder {folder} does not exist (create it first)", param_hint=option)
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise click.BadParameter(f"the folder {folder} is not writable", param_hint=option)
 
 
 def _fmt(value: Any, digits: int = 3) -> str:
@@ -145,24 +164,30 @@ def _is_model_path(policy: str) -> bool:
 @click.option("--backfill/--no-backfill", default=None,
               help="With --scheduler: EASY backfilling behind the queue head (default: on for easy, off for the "
                    "others).")
-@click.option("--cores", type=int, default=None, help="Pool size (default: the workload's machine size).")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the synthetic workload.")
-@click.option("--scale", type=float, default=None,
+@click.option("--cores", type=click.IntRange(min=1), default=None,
+              help="Pool size (default: the workload's machine size).")
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Seed of the synthetic workload.")
+@click.option("--scale", type=click.FloatRange(min=0, min_open=True), default=None,
               help="Scale of the synthetic LAL-like workload (fraction of its jobs; default 1).")
-@click.option("--trim", type=int, default=0, show_default=True,
+@click.option("--trim", type=click.IntRange(min=0), default=0, show_default=True,
               help="Leave the first and last N jobs out of the statistics (P-grid uses 500).")
 @click.option("--overrun", type=click.Choice(["kill", "run"]), default=DEFAULT_OVERRUN, show_default=True,
               help="Jobs that ran past their request: killed at the limit, or run to their recorded end.")
 @click.option("--save-model", "model_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Learned policies: write the trained model (spec, weights, experience) to this .npz.")
-@click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Write the summary as JSON.")
+@click.option("--json", "json_path", type=click.Path(dir_okay=False, allow_dash=True, path_type=Path),
+              is_flag=False, flag_value="-", default=None,
+              help="Print the summary as JSON instead of the table (--json alone or --json -), or write it to "
+                   "the file PATH (--json PATH; the table is printed too).")
 @click.option("--schedule", "schedule_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Write one CSV row per job (job_id, submit, start, end, procs, …).")
 def run_command(workload_spec: str, policy: str | None, scheduler: str | None, backfill: bool | None,
                 cores: int | None, seed: int, scale: float | None, trim: int, overrun: str,
                 model_path: Path | None, json_path: Path | None, schedule_path: Path | None) -> None:
-    """Replay a workload under a policy (a rule, a learned agent, or a saved model) and print the metrics."""
+    """Replay a workload under a policy (a rule, a learned agent, or a saved model) and print the metrics.
+
+    The folders of --json PATH, --schedule and --save-model must exist: they are checked before the run."""
     from rlsched.core.policies import PolicyError, load_policy, save_policy
     from rlsched.core.view import Agent
     from rlsched.sim.metrics import summarize
@@ -170,8 +195,14 @@ def run_command(workload_spec: str, policy: str | None, scheduler: str | None, b
     from rlsched.sim.schedulers import with_recorded_waits
 
     text, label = _policy_choice(policy, scheduler, backfill)
+    check_output_file(json_path, "--json")
+    check_output_file(schedule_path, "--schedule")
+    check_output_file(model_path, "--save-model")
     try:
         workload = load_workload(workload_spec, seed=seed, max_procs=cores, scale=scale)
+        if 2 * trim >= len(workload):
+            raise click.BadParameter(f"{trim} leaves none of the {len(workload)} jobs in the statistics (the first "
+                                     f"and last {trim} are left out)", param_hint="--trim")
         agent: Agent | None = None
         spec: Any = text
         if _is_model_path(text):
@@ -189,22 +220,46 @@ def run_command(workload_spec: str, policy: str | None, scheduler: str | None, b
                                   "policies run by name do)")
             save_policy(ran.agent, ran.spec, model_path)  # type: ignore[arg-type]
         summary = summarize(ran.schedule, trim=trim)
+        if summary["jobs"] == 0:
+            raise ValueError(f"no job left in the statistics of {workload.name} (simulated "
+                             f"{summary['jobs_simulated']}, trimmed {summary['jobs_trimmed']}, dropped "
+                             f"{sum(summary['jobs_dropped'].values())})")
+    except click.ClickException:
+        raise
     except (ValueError, FileNotFoundError, OSError) as exc:
-        raise click.ClickException(str(exc)) from exc
-    click.echo(format_summary(summary))
-    if model_path is not None:
-        click.echo(f"model saved to {model_path}")
-    if json_path is not None:
-        json_path.write_text(json.dumps(summary, indent=2) + "\n")
-    if schedule_path is not None:
-        write_schedule_csv(ran.schedule, schedule_path)
+        raise click.ClickException(" ".join(str(exc).split())) from exc
+    to_stdout = json_path is not None and str(json_path) == "-"
+    try:
+        if to_stdout:
+            click.echo(json.dumps(summary, indent=2))
+        else:
+            click.echo(format_summary(summary))
+            if json_path is not None:
+                json_path.write_text(json.dumps(summary, indent=2) + "\n")
+        if model_path is not None:
+            click.echo(f"model saved to {model_path}", err=to_stdout)
+        if schedule_path is not None:
+            write_schedule_csv(ran.schedule, schedule_path)
+    except OSError as exc:
+        raise click.ClickException(f"cannot write the results: {exc}") from exc
 
 
 @sim.command("policies")
-def policies_command() -> None:
+@click.option("--json", "as_json", is_flag=True,
+              help="Print {policies: [{name, family, description, live, aliases, params}], lease_policies} as JSON.")
+def policies_command(as_json: bool) -> None:
     """List the registry's policies (rules, learned agents, replay) with their parameters."""
     from rlsched.core.policies import ALIASES, LEASE_POLICIES, POLICIES
 
+    if as_json:
+        listed = [{"name": e.name, "family": e.family, "description": e.description, "live": e.live,
+                   "aliases": [a for a, target in ALIASES.items() if target == e.name],
+                   "params": [{"name": p.name, "default": p.default, "help": p.help} for p in e.params]}
+                  for e in POLICIES.values()]
+        click.echo(json.dumps({"policies": listed,
+                               "lease_policies": [{"name": n, "description": d} for n, d in LEASE_POLICIES.items()]},
+                              indent=2, default=str))
+        return
     for e in POLICIES.values():
         aliases = [a for a, target in ALIASES.items() if target == e.name]
         click.echo(f"{e.name:<28} {e.family:<8} {e.description}"
@@ -223,16 +278,22 @@ def policies_command() -> None:
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Directory for results.json, report.md and the figures (required but for 'list').")
 @click.option("--quick", is_flag=True, help="A small version for smoke tests.")
-@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
 @click.option("--n-seeds", type=click.IntRange(min=1), default=None,
               help="Reporting seeds SEED .. SEED+N-1 (the experiment's default when omitted).")
-def experiment_command(name: str, out_dir: Path | None, quick: bool, seed: int, n_seeds: int | None) -> None:
-    """Regenerate a paper's tables and figures (see `rlsched sim experiment list`)."""
+@click.option("--json", "as_json", is_flag=True, help="With 'list': print [{name, help}] as JSON.")
+def experiment_command(name: str, out_dir: Path | None, quick: bool, seed: int, n_seeds: int | None,
+                       as_json: bool) -> None:
+    """Regenerate a paper's tables and figures (see `rlsched sim experiment list`); prints results as JSON."""
     from rlsched.sim.experiments import registry
     from rlsched.sim.experiments.harness import ExperimentOptions
 
     experiments = registry()
     if name == "list":
+        if as_json:
+            click.echo(json.dumps([{"name": exp.name, "help": exp.help}
+                                   for exp in sorted(experiments.values(), key=lambda e: e.name)], indent=2))
+            return
         for exp in sorted(experiments.values(), key=lambda e: e.name):
             click.echo(f"{exp.name:<18} {exp.help}")
         return
@@ -240,12 +301,17 @@ def experiment_command(name: str, out_dir: Path | None, quick: bool, seed: int, 
         raise click.ClickException(f"unknown experiment {name!r}; known: {', '.join(sorted(experiments)) or 'none'}")
     if out_dir is None:
         raise click.UsageError("--out DIR is required")
+    if out_dir.exists() and not out_dir.is_dir():
+        raise click.BadParameter(f"{out_dir} exists and is not a directory", param_hint="--out")
     options = ExperimentOptions(out_dir, quick=quick, seed=seed, n_seeds=n_seeds)
     try:
         experiments[name].kwargs(options)
     except ValueError as err:
         raise click.UsageError(str(err)) from err
-    result = experiments[name].run_with(options)
+    try:
+        result = experiments[name].run_with(options)
+    except (FileNotFoundError, ValueError, OSError) as exc:     # a missing trace names `rlsched trace fetch`
+        raise click.ClickException(f"experiment {name}: {' '.join(str(exc).split())}") from exc
     click.echo(json.dumps(result, indent=2, default=str))
 
 

@@ -26,8 +26,23 @@ def trace() -> None:
 
 
 @trace.command("list")
-def list_logs() -> None:
+@click.option("--json", "as_json", is_flag=True,
+              help="Print {cache, logs: [{name, aliases, sha256, description, cached}]} as JSON.")
+def list_logs(as_json: bool) -> None:
     """Archive logs that `rlsched trace fetch` knows by name."""
+    if as_json:
+        from rlsched.sim.traces.swf import resolve_trace
+
+        logs = []
+        for entry in CATALOGUE.values():
+            try:
+                cached: str | None = str(resolve_trace(entry.name))
+            except FileNotFoundError:
+                cached = None
+            logs.append({"name": entry.name, "aliases": list(entry.aliases), "sha256": entry.sha256 or None,
+                         "description": entry.description, "cached": cached})
+        click.echo(json.dumps({"cache": str(cache_dir()), "logs": logs}, indent=2))
+        return
     click.echo(f"{'archive name':<26} {'aliases':<24} {'sha256':<7} description")
     for entry in CATALOGUE.values():
         known = "known" if entry.sha256 else "-"
@@ -42,10 +57,11 @@ def list_logs() -> None:
 @click.option("--sha256", "sha256", metavar="HEX", help="Expected sha256 (needed for logs without one).")
 @click.option("--no-verify", is_flag=True, help="Skip the sha256 check (for logs with no known hash).")
 @click.option("--force", is_flag=True, help="Download again even if a verified copy exists.")
-@click.option("--timeout", "timeout_s", type=float, default=60.0, show_default=True,
-              help="Network timeout in seconds.")
+@click.option("--timeout", "timeout_s", type=click.FloatRange(min=0, min_open=True, max=86_400), default=60.0,
+              show_default=True, help="Network timeout in seconds.")
+@click.option("--json", "as_json", is_flag=True, help="Print {path, bytes, sha256, verified, seconds} as JSON.")
 def fetch(name: str, base_url: str | None, dest: str | None, sha256: str | None, no_verify: bool,
-          force: bool, timeout_s: float) -> None:
+          force: bool, timeout_s: float, as_json: bool) -> None:
     """Download the archive log NAME (archive name like KTH-SP2-1996-2.1-cln, or alias like kth)."""
     progress = _progress_printer() if sys.stderr.isatty() else None
     started = time.perf_counter()
@@ -58,7 +74,12 @@ def fetch(name: str, base_url: str | None, dest: str | None, sha256: str | None,
         if progress:
             click.echo("", err=True)
     size = path.stat().st_size
-    check = "not verified" if no_verify else f"sha256 {sha256_of(path)} ok"
+    digest = sha256_of(path)
+    if as_json:
+        click.echo(json.dumps({"path": str(path), "bytes": size, "sha256": digest, "verified": not no_verify,
+                               "seconds": round(time.perf_counter() - started, 3)}, indent=2))
+        return
+    check = "not verified" if no_verify else f"sha256 {digest} ok"
     click.echo(f"{path} ({size:,} bytes, {check}, {time.perf_counter() - started:.1f} s)")
 
 
@@ -73,7 +94,8 @@ def _progress_printer() -> Any:
 @click.argument("path_or_name")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of tables.")
 @click.option("--max-procs", type=click.IntRange(min=1), help="Override the header's MaxProcs.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed, for the synthetic 'lal' workload.")
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Seed, for the synthetic 'lal' workload.")
 def info(path_or_name: str, as_json: bool, max_procs: int | None, seed: int) -> None:
     """Header fields and job statistics of a trace (a file, a name found by `trace fetch`, or 'lal')."""
     try:
@@ -91,9 +113,14 @@ def info(path_or_name: str, as_json: bool, max_procs: int | None, seed: int) -> 
             path = resolve_trace(path_or_name)
             workload = read_trace(path, max_procs=max_procs)     # an imported trace's classes and VOs
         load_s = time.perf_counter() - started
-    except (OSError, SwfFormatError) as exc:  # OSError: not found / unreadable (names the path)
-        raise click.ClickException(str(exc)) from None
+    except (OSError, SwfFormatError, ValueError) as exc:  # OSError: not found / unreadable (names the path)
+        raise click.ClickException(" ".join(str(exc).split())) from None
     summary = workload.summary()
+    if len(workload) == 0:
+        dropped = ", ".join(f"{reason} {n}" for reason, n in summary.get("dropped", {}).items())
+        raise click.ClickException(f"{path}: the trace holds no job"
+                                   + (f" (every record dropped: {dropped})" if dropped else
+                                      " (an empty SWF, or comments only)"))
     if as_json:
         click.echo(json.dumps({"path": str(path), "header": workload.header, "summary": summary,
                                "load_seconds": load_s}, indent=2))

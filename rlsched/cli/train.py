@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from rlsched.cli.sim import load_workload, progress_bar
+from rlsched.cli.sim import check_output_file, load_workload, progress_bar
 from rlsched.sim.workload import Workload
 
 
@@ -40,7 +40,7 @@ def seed_list(seed: int, seeds: int) -> list[int]:
 @click.option("--window", "window", default=None, metavar="I/K",
               help="Train on window I (from 0) of K consecutive windows of equal job counts — the windows of "
                    "`rlsched evaluate --windows K`, so the other windows are out of sample.")
-@click.option("--seed", type=int, default=0, show_default=True, help="The first seed.")
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="The first seed.")
 @click.option("--seeds", type=click.IntRange(min=1), default=1, show_default=True,
               help="Train this many seeds (SEED … SEED+N-1), one model each.")
 @click.option("--checkpoint-every", type=click.IntRange(min=0), default=0, show_default=True,
@@ -48,7 +48,8 @@ def seed_list(seed: int, seeds: int) -> list[int]:
                    "with the same arguments resumes after the last finished chunk. 0: one run, no checkpoint.")
 @click.option("--fresh", is_flag=True, help="Start afresh when the checkpoint was written for other arguments "
                                             "(default: refuse).")
-@click.option("--cores", type=int, default=None, help="Pool size (default: the trace's machine size).")
+@click.option("--cores", type=click.IntRange(min=1), default=None,
+              help="Pool size (default: the trace's machine size).")
 @click.option("--workers", "--jobs", "workers", type=click.IntRange(min=1), default=1, show_default=True,
               help="Train the seeds on a local pool of K processes.")
 @click.option("--dask", "dask_address", default=None, metavar="ADDRESS",
@@ -76,6 +77,7 @@ def train(workload_spec: str, policy: str, out: Path, config_path: Path | None, 
     from rlsched.workflow.site import load_site
     from rlsched.workflow.train import DaskSlurm, run_tasks, train_plan, write_models
 
+    check_output_file(out, "--out")          # before hours of training, not after
     try:
         site = load_site(config_path) if config_path is not None else None
         workload = load_workload(workload_spec, max_procs=cores)

@@ -34,6 +34,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from rlsched.core.explain import RankKey
 from rlsched.core.features import FeatureConfig, FeatureEncoder, StateAggregates
 from rlsched.core.learners.base import BatchLearner
 from rlsched.core.rewards import (
@@ -59,6 +60,12 @@ DEFAULT_EDF_W_TARGET = 0.9
 def fcfs_order(jobs: PendingJobs) -> IntArray:
     """Indices of ``jobs`` by submit time, then job id (a total, deterministic order)."""
     return np.lexsort((jobs.job_id, jobs.submit_s)).astype(np.int64)
+
+
+def tie_break_keys(jobs: PendingJobs) -> list[RankKey]:
+    """The tie-breaks of every rule: first come (submit time), then the lower job id."""
+    return [RankKey("submit time", jobs.submit_s, epoch=True),
+            RankKey("job id", jobs.job_id.astype(np.float64))]
 
 
 def release_budget(view: ClusterView, total_cores: int | None = None) -> int:
@@ -116,6 +123,11 @@ class FixedRankAgent:
         """Indices of ``view.pending``, best first."""
         raise NotImplementedError
 
+    def rank_keys(self, view: ClusterView) -> list[RankKey] | None:
+        """The fields :meth:`rank` sorts by, most significant first, tie-breaks included (``rlsched explain``);
+        None when the rule cannot say."""
+        return None
+
     def pending_scores(self, view: ClusterView) -> FloatArray:
         """The rank turned around (the first of n jobs scores n, the last 1): a rule has no value function."""
         order = self.rank(view)
@@ -169,6 +181,16 @@ class FCFSAgent(FixedRankAgent):
         picks_rest = greedy_fill(rest, pend.cores, rest_budget)
         return Decisions(release=tuple(pend.job_id[np.concatenate([picks_first, picks_rest])].tolist()))
 
+    def rank_keys(self, view: ClusterView) -> list[RankKey] | None:
+        pend = view.pending
+        keys = tie_break_keys(pend)
+        if self.class_first is None:
+            return keys
+        first = int(self.class_first)
+        behind = (pend.job_class != first).astype(np.float64)
+        other = "batch" if self.class_first == JobClass.INTERACTIVE else "interactive"
+        return [RankKey("class", behind, labels=(self.class_first.name.lower(), other)), *keys]
+
     def rank(self, view: ClusterView) -> IntArray:
         pend = view.pending
         if self.class_first is None:
@@ -185,6 +207,11 @@ class EDFAgent(FixedRankAgent):
         super().__init__(mode)
         self.runtime: RuntimeModel = runtime if runtime is not None else EstimatedRuntime()
         self.w_target = w_target
+
+    def rank_keys(self, view: ClusterView) -> list[RankKey] | None:
+        pend = view.pending
+        deadline = edf_deadline(pend, self.runtime.pending(pend), self.w_target)
+        return [RankKey("deadline", deadline, epoch=True), *tie_break_keys(pend)]
 
     def rank(self, view: ClusterView) -> IntArray:
         pend = view.pending

@@ -99,7 +99,7 @@ class FHQLearner:
 
 @dataclass(frozen=True)
 class StateAwareParams:
-    """Our state-aware cap (docs/leasing.md, "Our policy").
+    """Our state-aware cap, a per-pass transfer rule (docs/leasing.md, "The per-pass transfer rule").
 
     ``threshold``: θ, the transfer bar in units of the exchange rate κ (see :func:`state_aware_cap`).
     ``arrival_window_s``: window over which the recent arrival rate is measured.
@@ -244,3 +244,119 @@ def state_aware_cap_from_view(view: ClusterView, *, exchange_rate: float, runtim
         runtime_ratio=runtime_ratio, arrival_rate_per_s=arrival_rate_per_s, exchange_rate=exchange_rate,
         params=params)
     return -(-cap_cores // per_node)
+
+
+# ------------------------------------------------------------------------------ the daily learned cap
+#: The daily learner's action set, as fractions of the local machine M (rounded to whole nodes).
+#: Fine near 0, where the best constant V of the FH traces lies (0.11–0.31·M), coarse above.
+DAILY_CAP_FRACTIONS: tuple[float, ...] = (0.0, 0.01, 0.02, 0.03, 0.04, 0.05, 0.06, 0.08, 0.1, 0.12, 0.14, 0.16,
+                                          0.18, 0.2, 0.23, 0.26, 0.3, 0.35, 0.4, 0.5, 0.6, 0.8, 1.0)
+
+
+def daily_cap_set(cores: int, max_cap: int | None = None,
+                  fractions: tuple[float, ...] = DAILY_CAP_FRACTIONS) -> tuple[int, ...]:
+    """The distinct caps round(f·M) of ``fractions``, none above ``max_cap`` (the cloud nodes there are)."""
+    top = cores if max_cap is None else max_cap
+    return tuple(sorted({min(round(f * cores), top) for f in fractions}))
+
+
+@dataclass(frozen=True)
+class DailyLearnerParams:
+    """Hyper-parameters of :class:`DailyCapLearner` (docs/leasing.md, "A daily learned cap").
+
+    ``horizon_days``: H, the days after the decision day over which a cap's effect is counted (the
+    update for day d's decision comes at the end of day d + H).  ``bins``: context bins per feature
+    (quantiles of the feature's values on the days seen so far).  ``prior_days``: how many days'
+    worth of the context-free estimate a bin's estimate is shrunk towards.
+
+    The defaults are the setting with the best mean balance over the three FH traces in
+    ``rlsched sim experiment fh-ours`` (KTH, CTC, SDSC: 28.02, 23.63, 18.27); ``rlsched evaluate
+    --leasing`` uses them on traces outside those, which were never tuned on.
+    """
+
+    horizon_days: int = 7
+    bins: int = 3
+    prior_days: float = 3.0
+    #: Which daily features make the context (names of ``rlsched.sim.leasing.daily.DAY_FEATURES``).
+    features: tuple[str, ...] = ("backlog", "arrivals")
+    #: After the decision day the clones go on with ``held``: the same cap; ``followed``: the caps
+    #: actually chosen on the next days.
+    continuation: str = "held"
+
+    def __post_init__(self) -> None:
+        if self.horizon_days < 0 or self.bins < 1 or self.prior_days < 0 or not self.features:
+            raise ValueError("horizon_days >= 0, bins >= 1, prior_days >= 0 and a feature are required")
+        if self.continuation not in ("held", "followed"):
+            raise ValueError(f"continuation must be 'held' or 'followed', not {self.continuation!r}")
+
+    def label(self) -> str:
+        return (f"H={self.horizon_days} bins={self.bins} prior={self.prior_days:g} "
+                f"features={'+'.join(self.features)} continuation={self.continuation}")
+
+
+class DailyCapLearner:
+    """A contextual learner that sets the cap V once a day from what is seen at the day's start.
+
+    Context: a few daily features (backlog, recent arrivals, …), each put into one of ``bins``
+    quantile bins of its own history (so the bins mean the same on every trace and need no scale).
+    For every context bin b and cap a it keeps the mean counterfactual wait W(b, a) and cloud
+    core-seconds C(b, a) of the days it chose in bin b: what days d … d+H would have cost had the
+    cap been a on day d and what was actually chosen afterwards — FH's daily clones, run H days
+    further so that a cap's effect on the next days' queue counts too.  The estimates of a bin are
+    shrunk towards the context-free means with weight ``prior_days``.  Greedy: the cap of least
+    W + κ·C with the exchange rate κ known at decision time, ties to the smallest cap; with nothing
+    learned yet that is the smallest cap (FH's learner also starts at 0).
+    """
+
+    def __init__(self, caps: tuple[int, ...], features: int, params: DailyLearnerParams) -> None:
+        if not caps or list(caps) != sorted(set(caps)):
+            raise ValueError("caps must be distinct and increasing")
+        if features < 1:
+            raise ValueError("at least one feature is needed")
+        self.caps = caps
+        self.features = features
+        self.params = params
+        self.history: list[list[float]] = [[] for _ in range(features)]
+        n_bins = params.bins ** features
+        # [..., 0, :] wait, [..., 1, :] cloud core-seconds.
+        self.sums = np.zeros((n_bins, 2, len(caps)))
+        self.counts = np.zeros(n_bins)
+        self.pooled = np.zeros((2, len(caps)))
+        self.pooled_count = 0.0
+
+    def observe(self, features: FloatArray) -> int:
+        """The bin of a new day's features (each one's quantile among the earlier days, mixed radix);
+        the features join the history."""
+        x = np.asarray(features, dtype=np.float64)
+        if x.shape != (self.features,):
+            raise ValueError(f"expected {self.features} features, got shape {x.shape}")
+        k = self.params.bins
+        index = 0
+        for i in range(self.features):
+            past = self.history[i]
+            rank = sum(1 for v in past if v < x[i]) / len(past) if past else 0.0
+            index = index * k + min(int(rank * k), k - 1)
+            past.append(float(x[i]))
+        return index
+
+    def estimates(self, context: int, exchange_rate: float) -> FloatArray:
+        """Q(context, ·) = W + κ·C: the bin's means shrunk towards the pooled means."""
+        if self.pooled_count == 0:
+            return np.zeros(len(self.caps))
+        m = self.params.prior_days
+        mean = (self.sums[context] + m * self.pooled / self.pooled_count) / (self.counts[context] + m) if (
+            self.counts[context] + m) > 0 else self.pooled / self.pooled_count
+        return np.asarray(mean[0] + exchange_rate * mean[1])
+
+    def choose(self, context: int, exchange_rate: float) -> int:
+        return self.caps[int(np.argmin(self.estimates(context, exchange_rate)))]
+
+    def update(self, context: int, waits: FloatArray, cloud: FloatArray) -> None:
+        """Add one day's counterfactual wait (s) and cloud core-seconds (one per cap) to the bin and the pool."""
+        sample = np.stack([np.asarray(waits, dtype=np.float64), np.asarray(cloud, dtype=np.float64)])
+        if sample.shape != (2, len(self.caps)):
+            raise ValueError(f"expected one wait and one cost per cap ({len(self.caps)})")
+        self.sums[context] += sample
+        self.counts[context] += 1.0
+        self.pooled += sample
+        self.pooled_count += 1.0

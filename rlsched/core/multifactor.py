@@ -48,6 +48,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from rlsched.core.agents import FixedRankAgent, Mode
+from rlsched.core.explain import RankKey
 from rlsched.core.view import ClusterView, FloatArray, IntArray
 
 DAY_S = 86400.0
@@ -554,6 +555,12 @@ class MultifactorAgent(FixedRankAgent):
 
     def rank(self, view: ClusterView) -> IntArray:
         return queue_order(self.factors(view).priority, view.pending.job_id)
+
+    def rank_keys(self, view: ClusterView) -> list[RankKey] | None:
+        """:func:`queue_order`'s fields: the priority (highest first), then the job id."""
+        return [RankKey("multifactor priority", np.asarray(self.factors(view).priority, dtype=np.float64),
+                        higher_first=True),
+                RankKey("job id", view.pending.job_id.astype(np.float64))]
 
 
 # ------------------------------------------------------------------------------ a site's settings, as text

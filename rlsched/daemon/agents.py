@@ -21,7 +21,8 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
 
-from rlsched.core.agents import SchedulingAgent, fcfs_order
+from rlsched.core.agents import FixedRankAgent, SchedulingAgent, fcfs_order
+from rlsched.core.explain import Explanation, RankKey, explain_rank
 from rlsched.core.features import FeatureConfig, FeatureEncoder
 from rlsched.core.policies import (
     BuildContext,
@@ -181,6 +182,38 @@ class AgentHandle:
         scores = np.empty(n)
         scores[order] = np.arange(n, 0, -1, dtype=np.float64)
         return order, scores
+
+    def rank_keys(self, view: ClusterView) -> list[RankKey] | None:
+        """A rule's sort key (``rlsched explain``); None for the learned agents (their reason is Q)."""
+        if isinstance(self.agent, FixedRankAgent):
+            return self.agent.rank_keys(view)
+        return None
+
+    def explain(self, view: ClusterView, job_id: int, nearest: int = 3) -> dict[str, Any]:
+        """Why pending job ``job_id`` ranks where it does: its features, its score (Q-value, or the rule's key
+        fields), its rank and the jobs ahead with what puts them there.  KeyError when it is not pending."""
+        pend = view.pending
+        rows = np.nonzero(pend.job_id == job_id)[0]
+        if rows.size == 0:
+            raise KeyError(job_id)
+        i = int(rows[0])
+        order, scores = self.ranking(view)
+        keys = None if self.learning else self.rank_keys(view)
+        why: Explanation = explain_rank(i, order, scores, keys, nearest)
+        run_s = float(self.runtime.pending(pend)[i])
+        vo = int(pend.vo[i])
+        features = {"class": "interactive" if pend.job_class[i] == 1 else "batch",
+                    "vo": view.vos[vo] if 0 <= vo < len(view.vos) else str(vo), "cores": int(pend.cores[i]),
+                    "req_time_s": float(pend.req_time_s[i]), "est_runtime_s": run_s if np.isfinite(run_s) else None,
+                    "wait_s": float(view.time_s - pend.submit_s[i]), "held": bool(pend.held[i])}
+        return {"job_id": job_id, "policy": policy_label(self.spec, type(self.agent).__name__),
+                "score_kind": "Q-value" if self.learning else "rank score (n for the first of n)" if keys is None
+                else "rule",
+                "features": features, "score": float(why.score), "rank": why.rank, "pending": why.n,
+                "key": why.key_values,
+                "ahead": [{"job_id": int(pend.job_id[a.index]), "rank": a.rank, "reason": a.reason(),
+                           "field": a.field, "score_gap": a.score_gap} for a in why.ahead],
+                "change": why.change}
 
     def q_values(self, view: ClusterView, rows: IntArray) -> FloatArray:
         """Q(s, a) of the pending jobs ``rows`` (learning agents; NaN for the others)."""

@@ -1,6 +1,19 @@
-"""The daemon's TOML configuration: ``[backend]``, ``[agent]``, ``[metrics]``, ``[state]``, ``[gate]``, ``[leasing]``.
+"""The daemon's TOML configuration: ``[backend]``, ``[agent]``, ``[metrics]``, ``[state]``, ``[gate]``, ``[leasing]``,
+``[shadow]``, ``[log]``.
 
-Every key is checked; a bad one is a one-line :class:`ConfigError` naming the file and the key.  The
+Every key is checked; a bad one is a one-line :class:`ConfigError` naming the file and the key.  Checks that
+hold for every section (issue 16):
+
+- numbers are finite: ``nan`` and ``inf`` are refused wherever they appear (TOML allows both);
+- integers are integers (``retry_attempts = 2.5`` is refused, not truncated);
+- every path the daemon writes (``state.dir``, ``gate.heartbeat_file``, ``shadow.decision_log``,
+  ``leasing.hook_log``, ``backend.state_file``) is absolute and outside the system directories of
+  :data:`SYSTEM_DIRS`; ``backend.bin_dir`` is absolute (a relative one would depend on the working directory);
+- ``backend.poll_interval_s`` lies in [:data:`MIN_POLL_INTERVAL_S`, :data:`MAX_POLL_INTERVAL_S`];
+- ``gate.stale_after_s`` exceeds the poll interval plus the longest one retried backend call
+  (``retry_attempts × timeout_s`` plus the backoff pauses), so a retrying call cannot make the heartbeat stale;
+- the metrics endpoint listens on a loopback address unless ``[metrics] allow_remote = true`` (then a
+  warning is logged at start and printed by ``rlsched config check``).  The
 ``[backend]`` table beyond ``mode`` and ``poll_interval_s`` belongs to the backend ``kind`` names
 (``slurm`` by default) and is checked by its config class, found through the registry
 (:func:`rlsched.backends.backend_config_from_table`; Slurm's is
@@ -10,13 +23,17 @@ Every key is checked; a bad one is a one-line :class:`ConfigError` naming the fi
 
 from __future__ import annotations
 
+import ipaddress
+import math
+import os
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from rlsched.backends import UnknownBackendError, backend_config_from_table
+from rlsched.backends.common.runner import RetryPolicy
 from rlsched.core.live import LiveBackendConfig
 from rlsched.core.policies import POLICIES, PolicyError, PolicySpec, entry, format_policy, resolve
 from rlsched.daemon.decision_log import DecisionLogConfig
@@ -33,6 +50,21 @@ RETIRED_AGENT_KINDS = {
     "fqi": 'kind = "fqi-esn" (or "fqi-ffnn", "fqi-table")',
 }
 DEFAULT_METRICS_PORT = 9400
+#: The shortest poll interval: each cycle runs several batch-system commands (squeue, sinfo, sacct, …), and
+#: a site's controller serves every user's commands too.
+MIN_POLL_INTERVAL_S = 1.0
+#: The longest poll interval (one hour): beyond it the heartbeat and the gate are meaningless.
+MAX_POLL_INTERVAL_S = 3600.0
+#: Where the daemon never writes: the operating system's own trees and the package managers' databases.
+#: A path inside one (after resolving symbolic links) is refused for every file the daemon writes.
+SYSTEM_DIRS: tuple[str, ...] = (
+    "/etc", "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/boot", "/proc", "/sys", "/dev",
+    "/snap", "/var/lib/dpkg", "/var/lib/apt", "/var/lib/rpm", "/var/lib/dnf", "/var/lib/yum",
+    "/var/cache/apt", "/var/spool/cron", "/var/spool/slurm", "/var/spool/pbs", "/var/lib/slurm",
+)
+#: ``[log] level`` values (Python's logging level names, lower case) and ``[log] format`` values.
+LOG_LEVELS = ("debug", "info", "warning", "error")
+LOG_FORMATS = ("text", "json")
 
 
 class ConfigError(ValueError):
@@ -93,6 +125,16 @@ class GateConfig:
 
 
 @dataclass(frozen=True)
+class LogConfig:
+    """``[log]``: ``level`` (``debug``, ``info`` — the default —, ``warning``, ``error``) and ``format``
+    (``text``, the default, or ``json``: one JSON object a line with ``time``, ``level``, ``logger``,
+    ``message``; see :mod:`rlsched.daemon.logs`).  ``rlsched -v``/``-vv`` can only lower the level."""
+
+    level: str = "info"
+    format: str = "text"
+
+
+@dataclass(frozen=True)
 class DaemonConfig:
     """The whole daemon configuration (see the module docstring)."""
 
@@ -103,12 +145,19 @@ class DaemonConfig:
     agent: AgentConfig = field(default_factory=AgentConfig)
     metrics_host: str = "127.0.0.1"
     metrics_port: int | None = DEFAULT_METRICS_PORT
+    metrics_allow_remote: bool = False
     state_dir: str = "/var/lib/rlsched"
     checkpoint_every_s: float = 60.0
     gate: GateConfig = field(default_factory=GateConfig)
     leasing: LeasingConfig = field(default_factory=LeasingConfig)
     max_backoff_s: float = 300.0
     shadow: DecisionLogConfig = field(default_factory=DecisionLogConfig)
+    log: LogConfig = field(default_factory=LogConfig)
+
+    @property
+    def metrics_remote(self) -> bool:
+        """True when the exporter listens beyond loopback (allowed only with ``[metrics] allow_remote``)."""
+        return self.metrics_port is not None and not is_loopback(self.metrics_host)
 
     @property
     def heartbeat_file(self) -> Path:
@@ -161,6 +210,76 @@ def _positive(source: str, key: str, value: float) -> None:
         raise _err(source, key, f"must be > 0, got {value:g}")
 
 
+def _finite_numbers(data: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[str, float]]:
+    """Every ``nan`` or ``inf`` in the parsed TOML, as (dotted key, value); lists included (``key[2]``)."""
+    for key, value in data.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            yield from _finite_numbers(value, f"{name}.")
+        elif isinstance(value, list):
+            for i, item in enumerate(value):
+                if isinstance(item, float) and not math.isfinite(item):
+                    yield f"{name}[{i}]", item
+                elif isinstance(item, Mapping):
+                    yield from _finite_numbers(item, f"{name}[{i}].")
+        elif isinstance(value, float) and not math.isfinite(value):
+            yield name, value
+
+
+def system_dir_of(path: str | Path) -> str | None:
+    """The entry of :data:`SYSTEM_DIRS` that holds ``path`` (symbolic links resolved), or None.
+
+    ``/`` itself counts as a system directory: a daemon must not write its files at the root."""
+    resolved = os.path.realpath(path)
+    if resolved == "/":
+        return "/"
+    for folder in SYSTEM_DIRS:
+        real = os.path.realpath(folder)
+        for root in dict.fromkeys((folder, real)):
+            if resolved == root or resolved.startswith(root.rstrip("/") + "/"):
+                return folder
+    return None
+
+
+def check_written_path(source: str, key: str, value: str) -> str:
+    """``value`` if it is an absolute path outside the system directories; else a one-line :class:`ConfigError`."""
+    if not value:
+        raise _err(source, key, "expected a path, got an empty string")
+    if "\0" in value:
+        raise _err(source, key, "the path holds a NUL character")
+    if not os.path.isabs(value):
+        raise _err(source, key, f"expected an absolute path, got {value!r}")
+    system = system_dir_of(value)
+    if system is not None:
+        raise _err(source, key, f"{value!r} lies in the system directory {system}: rlsched writes there; choose "
+                                "a directory of its own (e.g. /var/lib/rlsched, /var/log/rlsched)")
+    return value
+
+
+def is_loopback(host: str) -> bool:
+    """True for ``localhost`` and the loopback addresses (127.0.0.0/8, ::1); names are not resolved (no DNS)."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def worst_call_s(backend: LiveBackendConfig) -> float:
+    """The longest one backend call can take: every attempt timing out, plus the backoff pauses between them.
+
+    Read from the backend config's ``timeout_s`` and ``retry`` (a :class:`RetryPolicy`) when it has them."""
+    timeout = getattr(backend, "timeout_s", None)
+    if not isinstance(timeout, int | float):
+        return 0.0
+    retry = getattr(backend, "retry", None)
+    if not isinstance(retry, RetryPolicy):
+        return float(timeout)
+    pauses = sum(retry.delay_s(k) for k in range(retry.attempts - 1))
+    return retry.attempts * float(timeout) + pauses
+
+
 def parse_listen(source: str, value: str) -> tuple[str, int | None]:
     """``"127.0.0.1:9400"`` → (host, port); ``""`` or ``"off"`` turns the exporter off."""
     if value in ("", "off"):
@@ -168,17 +287,22 @@ def parse_listen(source: str, value: str) -> tuple[str, int | None]:
     host, sep, port = value.rpartition(":")
     if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
         raise _err(source, "metrics.listen", f"expected HOST:PORT, got {value!r}")
-    return host.strip("[]") or "127.0.0.1", int(port)
+    host = host.strip("[]") or "127.0.0.1"
+    if not host.isprintable() or any(c.isspace() for c in host):
+        raise _err(source, "metrics.listen", f"expected HOST:PORT, got {value!r}")
+    return host, int(port)
 
 
 def config_from_dict(data: Mapping[str, Any], source: str = "config") -> DaemonConfig:
     """Build a :class:`DaemonConfig` from parsed TOML (``source`` names the file in errors)."""
-    sections = {"backend", "agent", "metrics", "state", "gate", "leasing", "shadow"}
+    sections = {"backend", "agent", "metrics", "state", "gate", "leasing", "shadow", "log"}
     for key, value in data.items():
         if key not in sections:
             raise _err(source, key, f"unknown section (known: {', '.join(sorted(sections))})")
         if not isinstance(value, Mapping):
             raise _err(source, key, "expected a table")
+    for key, value in _finite_numbers(data):
+        raise _err(source, key, f"expected a finite number, got {value}")
     backend_table = dict(data.get("backend", {}))
     mode = backend_table.get("mode", "shadow")
     if mode not in MODES:
@@ -186,7 +310,15 @@ def config_from_dict(data: Mapping[str, Any], source: str = "config") -> DaemonC
     poll = backend_table.get("poll_interval_s", 10.0)
     if isinstance(poll, bool) or not isinstance(poll, int | float):
         raise _err(source, "backend.poll_interval_s", f"expected a number, got {poll!r}")
-    _positive(source, "backend.poll_interval_s", float(poll))
+    if not MIN_POLL_INTERVAL_S <= float(poll) <= MAX_POLL_INTERVAL_S:
+        raise _err(source, "backend.poll_interval_s", f"must lie in [{MIN_POLL_INTERVAL_S:g}, "
+                                                      f"{MAX_POLL_INTERVAL_S:g}] seconds, got {float(poll):g}")
+    for key in ("bin_dir", "slurm_conf", "jobcomp_path"):     # read, not written: absolute is enough
+        value = backend_table.get(key)
+        if isinstance(value, str) and not os.path.isabs(value):
+            raise _err(source, f"backend.{key}", f"expected an absolute path, got {value!r}")
+    if isinstance(backend_table.get("state_file"), str):
+        check_written_path(source, "backend.state_file", backend_table["state_file"])
     try:
         backend = backend_config_from_table(backend_table, f"{source}: [backend]")
     except UnknownBackendError as exc:
@@ -204,18 +336,35 @@ def config_from_dict(data: Mapping[str, Any], source: str = "config") -> DaemonC
         raise _err(source, "agent.kind", "'interactive-first-keepidle' keeps cores idle by holding jobs: it "
                                          "needs gate mode")
 
-    metrics_kw = _take(data.get("metrics", {}), source, "metrics", {"listen": str})
+    metrics_kw = _take(data.get("metrics", {}), source, "metrics", {"listen": str, "allow_remote": bool})
     host, port = parse_listen(source, metrics_kw.get("listen", f"127.0.0.1:{DEFAULT_METRICS_PORT}"))
+    allow_remote = bool(metrics_kw.get("allow_remote", False))
+    if port is not None and not is_loopback(host) and not allow_remote:
+        raise _err(source, "metrics.listen", f"{host!r} is not a loopback address: the exporter would be "
+                                             "reachable from the network; set [metrics] allow_remote = true to "
+                                             "mean it (and firewall the port), or listen on 127.0.0.1")
 
     state_kw = _take(data.get("state", {}), source, "state",
                      {"dir": str, "checkpoint_every_s": (int, float)})
     if "checkpoint_every_s" in state_kw and state_kw["checkpoint_every_s"] < 0:
         raise _err(source, "state.checkpoint_every_s", "must be >= 0")
+    state_dir = check_written_path(source, "state.dir", state_kw.get("dir", DaemonConfig.state_dir))
 
     gate_kw = _take(data.get("gate", {}), source, "gate",
                     {"heartbeat_file": str, "stale_after_s": (int, float)})
     gate = GateConfig(**gate_kw)
     _positive(source, "gate.stale_after_s", gate.stale_after_s)
+    if gate.heartbeat_file is not None:
+        check_written_path(source, "gate.heartbeat_file", gate.heartbeat_file)
+    # Whatever the mode: the watchdog releases gate holds whichever mode wrote the heartbeat, and the leasing
+    # hooks refuse leases on a stale one.  One call retried to its end must not make the heartbeat stale.
+    slowest = float(poll) + worst_call_s(backend)
+    if gate.stale_after_s <= slowest:
+        raise _err(source, "gate.stale_after_s", f"must exceed poll_interval_s plus one backend call retried to "
+                                                  f"its end (retry_attempts x timeout_s + backoff = "
+                                                  f"{slowest - float(poll):g} s), i.e. {slowest:g} s, got "
+                                                  f"{gate.stale_after_s:g}: a slow but working daemon would "
+                                                  "look dead")
     if mode == "gate":
         problem = backend.gate_problem()
         if problem is not None:
@@ -227,15 +376,23 @@ def config_from_dict(data: Mapping[str, Any], source: str = "config") -> DaemonC
         leasing = LeasingConfig.from_table(data.get("leasing", {}), source)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
+    if leasing.hook_log is not None:
+        check_written_path(source, "leasing.hook_log", leasing.hook_log)
     if leasing.enabled and leasing.reconcile_every_s < float(poll):
         raise _err(source, "leasing.reconcile_every_s", f"must be >= poll_interval_s ({float(poll):g} s): the "
                                                         "reconcile loop runs inside a daemon cycle")
     shadow = shadow_config(data.get("shadow", {}), source)
+    log_kw = _take(data.get("log", {}), source, "log", {"level": str, "format": str})
+    if log_kw.get("level", "info").lower() not in LOG_LEVELS:
+        raise _err(source, "log.level", f"expected one of {', '.join(LOG_LEVELS)}, got {log_kw['level']!r}")
+    if log_kw.get("format", "text") not in LOG_FORMATS:
+        raise _err(source, "log.format", f"expected one of {', '.join(LOG_FORMATS)}, got {log_kw['format']!r}")
+    log_config = LogConfig(level=log_kw.get("level", "info").lower(), format=log_kw.get("format", "text"))
     return DaemonConfig(source=source, mode=mode, poll_interval_s=float(poll), backend=backend, agent=agent,
-                        metrics_host=host, metrics_port=port,
-                        state_dir=state_kw.get("dir", DaemonConfig.state_dir),
+                        metrics_host=host, metrics_port=port, metrics_allow_remote=allow_remote,
+                        state_dir=state_dir,
                         checkpoint_every_s=float(state_kw.get("checkpoint_every_s", 60.0)), gate=gate,
-                        leasing=leasing, shadow=shadow)
+                        leasing=leasing, shadow=shadow, log=log_config)
 
 
 def shadow_config(table: Mapping[str, Any], source: str) -> DecisionLogConfig:
@@ -250,7 +407,7 @@ def shadow_config(table: Mapping[str, Any], source: str) -> DecisionLogConfig:
         path = Path(log_path)
         if not path.is_absolute() and Path(source).is_file():
             path = Path(source).resolve().parent / path
-        out["decision_log"] = str(path)
+        out["decision_log"] = check_written_path(source, "shadow.decision_log", str(path))
     elif log_path == "":
         raise _err(source, "shadow.decision_log", 'expected a path, or "off"')
     for key, least in (("max_bytes", 1024), ("keep", 0), ("max_jobs", 1)):

@@ -51,6 +51,7 @@ from rlsched.core.view import ClusterView, Decisions, apply
 from rlsched.daemon.agents import policy_info, start_agent
 from rlsched.daemon.config import ConfigError, DaemonConfig, load_config
 from rlsched.daemon.decision_log import DecisionLog, decision_record
+from rlsched.daemon.notify import Notifier
 from rlsched.daemon.state import load_counters, read_heartbeat, save_counters
 from rlsched.leasing import LeaseStatus, LeasingService
 from rlsched.metrics import CLASS_NAMES, Exporter
@@ -183,9 +184,10 @@ class Daemon:
             self._export(view, report)
         self.exporter.cycle.observe(time.perf_counter() - t0)
         self.exporter.set_phases(report.seconds)
+        self.exporter.cycle_finished(view, failed=bool(report.failed))
         if report.decisions is not None and not report.decisions.empty:
             d = report.decisions
-            log.info("cycle: %s release=%s hold=%s boost=%s", "acted" if report.acted else "shadow",
+            log.debug("cycle: %s release=%s hold=%s boost=%s", "acted" if report.acted else "shadow",
                      list(d.release), list(d.hold), None if d.boost is None else list(d.boost[:10]))
         return report
 
@@ -302,7 +304,8 @@ class Daemon:
         """The partitions whose held jobs wait for rlsched: this run's in gate mode; otherwise those a
         previous gate-mode run left behind without a clean stop (a crash, then a restart in shadow or boost
         mode), carried on until a gate-mode run stops cleanly."""
-        own = self.backend.heartbeat_fields().get("partitions")
+        fields = self.backend.heartbeat_fields()
+        own = fields.get("partitions", fields.get("queues"))        # Slurm partitions, PBS queues
         if self.config.mode == "gate":
             return sorted(str(p) for p in own) if isinstance(own, list) else []
         previous = read_heartbeat(self.config.heartbeat_file)
@@ -402,6 +405,7 @@ class Daemon:
                  self.config.agent.label, self.config.poll_interval_s, self.config.state_dir)
         status = 0
         final = not once
+        notifier = Notifier()        # systemd Type=notify: READY/WATCHDOG only after cycles that worked
         try:
             self._heartbeat_safely()
             while not self.stop_event.is_set():
@@ -409,6 +413,7 @@ class Daemon:
                 if report.working:
                     self.last_working_s = self.clock()
                 self._heartbeat_safely()
+                notifier.cycle_done(report.failed, None if report.view is None else len(report.view.pending))
                 if once:
                     status = 1 if report.failed else 0
                     break
@@ -418,6 +423,11 @@ class Daemon:
                     log.info("reload: %s", "the new config goes on from this one's changes" if not final
                              else "mode, state dir or backend changed: releasing and undoing first")
         finally:
+            if self.reload_config is not None:
+                # The next daemon of this process sends READY=1 after its first working cycle.
+                notifier.send(RELOADING=1, STATUS=f"reloading {self.config.source}")
+            else:
+                notifier.stopping()
             self.shutdown(final=final)
             if once:
                 # No loop goes on after --once: the watchdog must not wait for it (shutdown marks it on a

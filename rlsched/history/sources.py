@@ -35,6 +35,7 @@ class SiteSettings:
     vo_shares: tuple[float, ...] | None = None
     vo_accounts: dict[str, str] = field(default_factory=dict)
     default_vo: str | None = None
+    vo_from: str | None = None
     slurm_conf: str | None = None
     bin_dir: str | None = None
     retry: RetryPolicy = field(default_factory=RetryPolicy)
@@ -69,7 +70,8 @@ def site_settings(config_path: str | Path | None) -> SiteSettings:
     return SiteSettings(
         class_rule=getattr(backend, "class_rule", ClassRule()), vos=tuple(backend.vos),
         vo_shares=backend.vo_shares, vo_accounts=dict(getattr(backend, "vo_accounts", {}) or {}),
-        default_vo=getattr(backend, "default_vo", None), slurm_conf=getattr(backend, "slurm_conf", None),
+        default_vo=getattr(backend, "default_vo", None), vo_from=getattr(backend, "vo_from", None),
+        slurm_conf=getattr(backend, "slurm_conf", None),
         bin_dir=getattr(backend, "bin_dir", None), retry=getattr(backend, "retry", RetryPolicy()),
         unlimited_time_s=float(getattr(backend, "unlimited_time_s", DEFAULT_UNLIMITED_TIME_S)),
         config=str(config_path))
@@ -168,6 +170,20 @@ def _read_sacct_live(request: ImportRequest, settings: SiteSettings, log: DropLo
     return read_sacct_text(text.split("\n"), "sacct output", log)
 
 
+def _read_pbs_accounting(request: ImportRequest, settings: SiteSettings, log: DropLog,
+                         meta: dict[str, Any]) -> Iterable[HistoryJob]:
+    from rlsched.history.pbs import accounting_files, read_pbs_accounting
+
+    assert request.input is not None
+    files = accounting_files(request.input)
+    if not files:
+        raise HistoryFormatError(f"{request.input}: no accounting file (YYYYMMDD) in this folder")
+    meta["input"] = [str(f) for f in files]
+    vo_from = settings.vo_from or "project"
+    meta["vo_from"] = vo_from
+    return (job for f in files for job in read_pbs_accounting(_lines(f), str(f), log, vo_from))
+
+
 #: Every ``--from`` choice, by name.
 SOURCES: dict[str, HistorySource] = {
     "sacct": HistorySource("sacct", "run sacct now (slurmdbd) for --start/--end", _read_sacct_live,
@@ -175,6 +191,8 @@ SOURCES: dict[str, HistorySource] = {
     "sacct-file": HistorySource("sacct-file", "a saved `sacct --parsable2` text file", _read_sacct_file),
     "sacct-json": HistorySource("sacct-json", "a saved `sacct --json` file (Slurm 22.05 layout)", _read_sacct_json),
     "jobcomp": HistorySource("jobcomp", "the jobcomp/filetxt file (JobCompLoc)", _read_jobcomp),
+    "pbs-accounting": HistorySource("pbs-accounting", "a PBS accounting log (server_priv/accounting/YYYYMMDD, or "
+                                    "that folder)", _read_pbs_accounting),
 }
 
 

@@ -226,6 +226,7 @@ class LeasingService:
                 "leased": self.status.leased, "busy": self.status.busy, "powering_up": self.status.powering_up,
                 "excluded": self.status.excluded, "node_seconds_total": self.ledger.total_node_s,
                 "cost_total": self.ledger.total_cost, "used_today_s": self.ledger.used_today_s,
+                "budget_left_s": self.ledger.remaining_today_s,
                 "budget_left_node_hours": self.ledger.remaining_today_s / 3600.0,
                 "budget_exhausted": self.status.budget_exhausted, "enforcing": self.enforce,
                 "reconcile": dict(self.reconcile_events),

@@ -7,7 +7,10 @@ runs them: ``serial`` (this process), ``process`` (a local pool, default), or ``
 by dask-jobqueue on Slurm/PBS — see docs/leasing.md).  Results come back in task order.
 
 Policies: ``constant`` (cap V all along), ``random`` (V uniform in 0..M each day,
-``runs`` runs from ``seed``), ``qlearning`` (FH §5), ``ours`` (state-aware, threshold θ).
+``runs`` runs from ``seed``), ``qlearning`` (FH §5), ``daily`` (the daily learned cap,
+:func:`rlsched.sim.leasing.daily.daily_learned`), ``ours-daily`` (the state-aware rule evaluated at
+the day's start and held for the day), ``ours`` (the state-aware rule at every scheduling pass,
+threshold θ: a per-pass transfer rule, not a daily cap).
 λ (``cost_weight``) weighs the cost term of the balance: balance_λ = twt_imp% − λ·c%
 (FH: λ = 1); it changes what the learners optimise and how every row is scored.
 """
@@ -23,9 +26,10 @@ from typing import Any
 
 import numpy as np
 
-from rlsched.core.leasing import StateAwareParams, cost_pct, twt_improvement_pct
+from rlsched.core.leasing import DailyLearnerParams, StateAwareParams, cost_pct, twt_improvement_pct
 from rlsched.core.policies import SIM_LEASE_POLICIES
 from rlsched.sim.experiments.harness import run_in_pool
+from rlsched.sim.leasing.daily import daily_learned, state_aware_daily
 from rlsched.sim.leasing.hybrid import UNBOUNDED, day_edges
 from rlsched.sim.leasing.runs import (
     RunSet,
@@ -57,6 +61,11 @@ class Task:
     per_day: bool = False
     #: The policy's step (FH: one day); the references are always accounted per day.
     period_s: float = 86_400.0
+    #: The daily learner's hyper-parameters (``daily`` only; see DailyLearnerParams).
+    horizon_days: int = 7
+    bins: int = 3
+    prior_days: float = 3.0
+    continuation: str = "held"
 
     def __post_init__(self) -> None:
         if self.policy not in POLICIES:
@@ -67,6 +76,12 @@ class Task:
             raise ValueError("runs must be >= 1")
         if self.period_s <= 0:
             raise ValueError("period_s must be positive")
+        if self.policy == "daily":
+            self.daily_params()  # refuses bad hyper-parameters up front
+
+    def daily_params(self) -> DailyLearnerParams:
+        return DailyLearnerParams(horizon_days=self.horizon_days, bins=self.bins, prior_days=self.prior_days,
+                                  continuation=self.continuation)
 
 
 @functools.lru_cache(maxsize=8)
@@ -97,6 +112,15 @@ def run_task(task: Task) -> dict[str, Any]:
         labels = [None] * task.runs
     elif task.policy == "qlearning":
         result = fh_qlearning(model, edges, cost_weight=task.cost_weight, day_wait=task.day_wait)
+        twt, cost = np.array([result.twt.sum()]), np.array([result.cost.sum()])
+        labels = [None]
+    elif task.policy == "daily":
+        result = daily_learned(model, edges, task.daily_params(), cost_weight=task.cost_weight)
+        twt, cost = np.array([result.twt.sum()]), np.array([result.cost.sum()])
+        labels = [None]
+    elif task.policy == "ours-daily":
+        result = state_aware_daily(model, edges, StateAwareParams(threshold=task.threshold),
+                                   cost_weight=task.cost_weight)
         twt, cost = np.array([result.twt.sum()]), np.array([result.cost.sum()])
         labels = [None]
     else:
@@ -143,9 +167,11 @@ def grid(setups: Sequence[str], policies: Sequence[str], *, caps: Sequence[int] 
                          for s in seeds)
         elif policy == "qlearning":
             tasks.append(Task(setup, policy, cost_weight=lam, period_s=period_s))
-        elif policy == "ours":
+        elif policy in ("ours", "ours-daily"):
             tasks.extend(Task(setup, policy, threshold=th, cost_weight=lam, period_s=period_s)
                          for th in thresholds)
+        elif policy == "daily":
+            tasks.append(Task(setup, policy, cost_weight=lam, period_s=period_s))
         else:
             raise ValueError(f"unknown policy {policy!r}; choose from {', '.join(POLICIES)}")
     return tasks
@@ -217,7 +243,7 @@ def rows(results: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
                 "seed": task["seed"] if task["policy"] == "random" else None,
                 "run": i if task["policy"] == "random" else None,
                 "lambda": task["cost_weight"],
-                "threshold": task["threshold"] if task["policy"] == "ours" else None,
+                "threshold": task["threshold"] if task["policy"] in ("ours", "ours-daily") else None,
                 "twt": res["twt"][i], "cost": res["cost"][i], "twt_imp_pct": res["twt_imp_pct"][i],
                 "cost_pct": res["cost_pct"][i], "balance": res["balance"][i],
             })

@@ -4,9 +4,14 @@ The hybrid model of Fölling & Hofmann (:mod:`rlsched.sim.leasing.hybrid`: local
 trace's M cores plus capped transfer to cloud nodes) replays the trace under
 
 - every constant cap V = 0 … N (FH §3's sweep; N the site's cloud nodes),
-- the state-aware policy (:func:`rlsched.sim.leasing.runs.state_aware`, the live controller's
-  ``state-aware``) at each threshold θ of a grid, its cap never above N,
-- FH's Q-learning over V ∈ 0 … N (:func:`rlsched.sim.leasing.runs.fh_qlearning`), unless skipped.
+- random V (FH §3: V uniform in 0 … N each day; mean and best of ``random_runs`` runs),
+- FH's Q-learning over V ∈ 0 … N (:func:`rlsched.sim.leasing.runs.fh_qlearning`), unless skipped,
+- the daily learned cap (:func:`rlsched.sim.leasing.daily.daily_learned`) with the hyper-parameters
+  chosen on the FH traces (:data:`rlsched.core.leasing.DailyLearnerParams` defaults), never on this one,
+- the state-aware rule evaluated at each day's start and held for the day, at each θ of a grid,
+- the state-aware rule at every scheduling pass (:func:`rlsched.sim.leasing.runs.state_aware`, the
+  live controller's ``state-aware``) at each θ — a per-pass transfer rule, not a daily cap —
+  its cap never above N.
 
 Each is scored by FH's balance (twt improvement % − cost %, FH §2.4) against the two references
 of the same trace: V = 0 (``twt_ref``, no cloud) and V → ∞ (``c_ref``).  The exchange rate
@@ -25,9 +30,10 @@ from typing import Any
 
 import numpy as np
 
-from rlsched.core.leasing import StateAwareParams, balance, cost_pct, twt_improvement_pct
+from rlsched.core.leasing import DailyLearnerParams, StateAwareParams, balance, cost_pct, twt_improvement_pct
+from rlsched.sim.leasing.daily import daily_learned, state_aware_daily
 from rlsched.sim.leasing.hybrid import HybridModel, day_edges
-from rlsched.sim.leasing.runs import constant_sweep, fh_qlearning, state_aware, unbounded_run
+from rlsched.sim.leasing.runs import constant_sweep, fh_qlearning, grouped_runs, random_caps, state_aware, unbounded_run
 from rlsched.sim.workload import Workload
 
 #: The θ grid of docs/leasing.md.
@@ -66,11 +72,19 @@ class LeasingEvaluation:
         return max(rows, key=lambda r: r.balance) if rows else None
 
 
+#: Random-V runs by default (FH: 1000; their mean settles well before).
+RANDOM_RUNS = 100
+
+
 def evaluate_leasing(workload: Workload, cloud_nodes: int, *, cores: int | None = None,
-                     thetas: tuple[float, ...] = THETAS, qlearning: bool = True) -> LeasingEvaluation:
+                     thetas: tuple[float, ...] = THETAS, qlearning: bool = True, random_runs: int = RANDOM_RUNS,
+                     seed: int = 0, daily: bool = True,
+                     daily_params: DailyLearnerParams | None = None) -> LeasingEvaluation:
     """Run the leasing policies on ``workload`` with ``cloud_nodes`` cloud nodes (see the module docstring)."""
     if cloud_nodes < 1:
         raise ValueError(f"--cloud-nodes must be >= 1, got {cloud_nodes}")
+    if random_runs < 0:
+        raise ValueError(f"--random-runs must be >= 0, got {random_runs}")
     model = HybridModel(workload, cores)
     edges = day_edges(model)
     t0 = time.perf_counter()
@@ -90,32 +104,65 @@ def evaluate_leasing(workload: Workload, cloud_nodes: int, *, cores: int | None 
                 sweep_s / (cloud_nodes + 1))
         ev.rows.append(r)
         ev.constant_balance.append(r.balance)
-    for theta in thetas:
+    if random_runs:
         t = time.perf_counter()
-        traj = state_aware(model, edges, StateAwareParams(threshold=theta), max_cap=cloud_nodes)
-        ev.rows.append(row("state-aware", f"θ={theta:g}", float(traj.twt.sum()), float(traj.cost.sum()),
-                           time.perf_counter() - t))
+        rnd = grouped_runs(model, edges, random_caps(cloud_nodes, random_runs, len(edges) - 1, seed))
+        seconds = (time.perf_counter() - t) / random_runs
+        runs = [row("random", f"run {k}", float(rnd.total_twt[k]), float(rnd.total_cost[k]), seconds)
+                for k in range(random_runs)]
+        mean_twt, mean_cost = float(rnd.total_twt.mean()), float(rnd.total_cost.mean())
+        mean = row("random-mean", f"{random_runs} runs", mean_twt, mean_cost, seconds)
+        # The mean of the runs' balances (balance is linear in twt and cost, so it is the balance of the means).
+        ev.rows.append(mean)
+        best = max(runs, key=lambda r: r.balance)
+        ev.rows.append(LeasingRow("random-best", f"seed {seed}, {best.setting}", best.twt_s, best.cost_core_s,
+                                  best.twt_imp_pct, best.cost_pct, best.balance, seconds))
     if qlearning:
         t = time.perf_counter()
         traj = fh_qlearning(model, edges, max_cap=cloud_nodes)
         ev.rows.append(row("qlearning", f"V∈0..{cloud_nodes}", float(traj.twt.sum()), float(traj.cost.sum()),
                            time.perf_counter() - t))
+    if daily:
+        params = daily_params or DailyLearnerParams()
+        t = time.perf_counter()
+        traj = daily_learned(model, edges, params, max_cap=cloud_nodes)
+        ev.rows.append(row("daily-learned", params.label(), float(traj.twt.sum()), float(traj.cost.sum()),
+                           time.perf_counter() - t))
+    for theta in thetas:
+        t = time.perf_counter()
+        traj = state_aware_daily(model, edges, StateAwareParams(threshold=theta), max_cap=cloud_nodes)
+        ev.rows.append(row("per-pass-held-daily", f"θ={theta:g}", float(traj.twt.sum()), float(traj.cost.sum()),
+                           time.perf_counter() - t))
+    for theta in thetas:
+        t = time.perf_counter()
+        traj = state_aware(model, edges, StateAwareParams(threshold=theta), max_cap=cloud_nodes)
+        ev.rows.append(row("state-aware", f"θ={theta:g}", float(traj.twt.sum()), float(traj.cost.sum()),
+                           time.perf_counter() - t))
     return ev
 
 
 def leasing_table(ev: LeasingEvaluation) -> str:
-    """The best constant V, every state-aware θ, Q-learning; then the daemon's settings."""
+    """The daily caps (best constant V in hindsight, random, Q-learning, daily learned, the rule held for a day),
+    then the per-pass rule apart; then the daemon's settings."""
     best_constant = ev.best("constant")
-    shown = [r for r in ev.rows if r.policy != "constant"]
+    shown = [r for r in ev.rows if r.policy not in ("constant", "state-aware")]
     if best_constant is not None:
         shown = [best_constant, *shown]
+    width = max([12, *(len(r.setting) + 2 for r in ev.rows if r.policy != "random")])
+    head = f"{'policy':<26}{'setting':<{width}}{'twt_imp %':>10}{'cost %':>9}{'balance':>9}{'time s':>8}"
+
+    def line(r: LeasingRow, label: str) -> str:
+        return (f"{label:<26}{r.setting:<{width}}{r.twt_imp_pct:>10.2f}{r.cost_pct:>9.2f}{r.balance:>9.2f}"
+                f"{r.seconds:>8.1f}")
+
     lines = [f"leasing on {ev.workload}: M = {ev.cores} local cores, up to {ev.cloud_nodes} cloud nodes; "
-             f"twt_ref (V=0) {ev.twt_ref:,.0f} s, c_ref (V→∞) {ev.c_ref:,.0f} core-s",
-             f"{'policy':<18}{'setting':<12}{'twt_imp %':>10}{'cost %':>9}{'balance':>9}{'time s':>8}"]
-    for r in shown:
-        label = r.policy + (" (best)" if r is best_constant else "")
-        lines.append(f"{label:<18}{r.setting:<12}{r.twt_imp_pct:>10.2f}{r.cost_pct:>9.2f}{r.balance:>9.2f}"
-                     f"{r.seconds:>8.1f}")
+             f"twt_ref (V=0) {ev.twt_ref:,.0f} s, c_ref (V→∞) {ev.c_ref:,.0f} core-s", "",
+             "daily caps (V fixed for each day; the best constant V is chosen in hindsight on this trace):", head]
+    lines += [line(r, r.policy + (" (best)" if r is best_constant else "")) for r in shown]
+    per_pass = [r for r in ev.rows if r.policy == "state-aware"]
+    if per_pass:
+        lines += ["", "per-pass transfer rule (sets V at every scheduling pass: not a daily cap):", head]
+        lines += [line(r, "state-aware (per pass)") for r in per_pass]
     lines += ["", *daemon_settings(ev)]
     return "\n".join(lines)
 

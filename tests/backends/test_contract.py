@@ -1,6 +1,7 @@
 """The LiveBackend contract (:func:`rlsched.core.checker.check_live_backend`) on every backend rlsched has.
 
-The simulator is checked always; the real Slurm backend against the local test cluster (marked ``slurm``).
+The simulator is checked always; the real Slurm backend against the local test cluster (marked ``slurm``),
+the PBS backend against the local OpenPBS (marked ``pbs``).
 A new batch system adds its own case here, against a real cluster of its kind.
 """
 
@@ -13,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-pytest.register_assert_rewrite("tests.slurm_cluster")
+pytest.register_assert_rewrite("tests.slurm_cluster", "tests.pbs_cluster")
 
 from rlsched.backends import backend_config_from_table, build_backend  # noqa: E402
 from rlsched.backends.slurm import SlurmBackend  # noqa: E402
@@ -22,6 +23,7 @@ from rlsched.core.live import LiveBackend, NodeControl  # noqa: E402
 from rlsched.core.view import ClusterView, Decisions  # noqa: E402
 from rlsched.sim.engine import Simulator  # noqa: E402
 from rlsched.sim.workload import Workload, make_workload  # noqa: E402
+from tests.pbs_cluster import PBSTestServer  # noqa: E402
 from tests.slurm_cluster import SlurmTestCluster, wait_for  # noqa: E402
 
 ALL_STEPS = ["interface", "view", "boost", "hold/release", "undo", "release_gated", "vanished job"]
@@ -143,3 +145,34 @@ def test_the_slurm_backend_keeps_the_live_backend_contract(slurm: SlurmTestClust
     record = json.loads((tmp_path / "slurm-record.json").read_text())
     assert record["original_nice"] == {} and record["held_by_rlsched"] == []
     assert np.isin(waiting, backend.view().pending.job_id).all()
+
+
+# ------------------------------------------------------------------------------------------- PBS
+@pytest.mark.pbs
+@pytest.mark.timeout(240, func_only=True)      # the session fixture may build OpenPBS first (minutes)
+def test_the_pbs_backend_keeps_the_live_backend_contract(pbs: PBSTestServer, tmp_path: Path) -> None:
+    from rlsched.backends.pbs import PBSBackend
+    from rlsched.backends.pbs.parsers import parse_job_id
+
+    ended = pbs.qsub(ncpus=1, sleep_s=0)
+    wait_for(lambda: pbs.state(ended) == "F", 60, "the short job to end")
+    blocker = pbs.qsub(sleep_s=120)
+    wait_for(lambda: pbs.state(blocker) == "R", 30, "the blocker to run")
+    waiting = [pbs.qsub("-A", account) for account in ("atlas", "cms", "atlas")]
+    config = backend_config_from_table({"kind": "pbs", "command_prefix": pbs.command_prefix, "bin_dir": pbs.bin_dir,
+                                        "sched_config": pbs.sched_config, "queues": ["workq"], "vo_from": "account",
+                                        "vos": ["atlas", "cms", "other"], "default_vo": "other"}, "contract")
+    backend = build_backend(config, tmp_path)
+    assert isinstance(backend, PBSBackend) and not isinstance(backend, NodeControl)
+    ended_id = parse_job_id(ended)[0]
+    report = check_live_backend(backend, ended_job_id=ended_id, gate_covers_pending=True)
+    waiting_ids = [parse_job_id(j)[0] for j in waiting]
+    assert report.steps == ALL_STEPS and set(report.boosted) <= set(waiting_ids)
+    assert backend.errors["vanished_job"] >= 4
+    # Nothing left behind, as PBS itself tells: no waiting job held or with a priority, the record empty.
+    for job_id in waiting:
+        job = pbs.job(job_id)
+        assert job["job_state"] == "Q" and int(job.get("Priority", 0)) == 0 and job["Hold_Types"] == "n", job
+    record = json.loads((tmp_path / "pbs-record.json").read_text())
+    assert record["original_priority"] == {} and record["held_by_rlsched"] == []
+    assert np.isin(waiting_ids, backend.view().pending.job_id).all()

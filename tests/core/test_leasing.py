@@ -6,9 +6,13 @@ import numpy as np
 import pytest
 
 from rlsched.core.leasing import (
+    DAILY_CAP_FRACTIONS,
+    DailyCapLearner,
+    DailyLearnerParams,
     FHQLearner,
     StateAwareParams,
     balance,
+    daily_cap_set,
     rescale_rewards,
     state_aware_cap,
 )
@@ -76,3 +80,48 @@ def test_cap_from_a_cluster_view() -> None:
     cap = state_aware_cap_from_view(view, exchange_rate=1.0, runtime_ratio=1.0, arrival_rate_per_s=0.0,
                                     params=StateAwareParams(threshold=1.0))
     assert cap == 6
+
+
+# ------------------------------------------------------------------------------ the daily learned cap
+def test_daily_cap_set_rounds_fractions_and_respects_the_cloud_nodes() -> None:
+    assert daily_cap_set(100) == tuple(sorted({round(f * 100) for f in DAILY_CAP_FRACTIONS}))
+    assert daily_cap_set(100)[0] == 0 and daily_cap_set(100)[-1] == 100
+    assert max(daily_cap_set(100, max_cap=7)) == 7
+
+
+def test_daily_learner_starts_at_the_smallest_cap_and_then_minimises_wait_plus_kappa_cost() -> None:
+    learner = DailyCapLearner((0, 5, 10), 1, DailyLearnerParams(bins=1, prior_days=0.0))
+    ctx = learner.observe(np.array([1.0]))
+    assert learner.choose(ctx, 1.0) == 0  # nothing learned yet
+    # Wait falls with the cap, cost rises: κ decides.
+    learner.update(ctx, waits=np.array([100.0, 40.0, 30.0]), cloud=np.array([0.0, 20.0, 60.0]))
+    assert learner.choose(ctx, 1.0) == 5     # 100, 60, 90
+    assert learner.choose(ctx, 0.1) == 10    # 100, 42, 36
+    assert learner.choose(ctx, 10.0) == 0    # 100, 240, 630
+    np.testing.assert_allclose(learner.estimates(ctx, 1.0), [100.0, 60.0, 90.0])
+
+
+def test_daily_learner_context_bins_are_quantiles_of_the_past_and_shrink_to_the_pool() -> None:
+    learner = DailyCapLearner((0, 1), 1, DailyLearnerParams(bins=2, prior_days=1.0))
+    # The first day has no history (bin 0); then a value is high when above half of the past values.
+    bins = [learner.observe(np.array([x])) for x in (5.0, 1.0, 9.0, 0.5, 3.0)]
+    assert bins == [0, 0, 1, 0, 1]
+    learner.update(1, waits=np.array([10.0, 0.0]), cloud=np.array([0.0, 4.0]))   # busy days: cap 1 pays
+    learner.update(0, waits=np.array([0.0, 0.0]), cloud=np.array([0.0, 4.0]))    # quiet days: it does not
+    learner.update(0, waits=np.array([0.0, 0.0]), cloud=np.array([0.0, 4.0]))
+    assert learner.choose(1, 1.0) == 1 and learner.choose(0, 1.0) == 0
+    # Shrinkage: bin 1 = (its day + 1 × the pooled mean) / 2.
+    pooled = np.array([10.0 / 3, 4.0])
+    np.testing.assert_allclose(learner.estimates(1, 1.0), ((np.array([10.0, 4.0]) + pooled) / 2.0))
+
+
+def test_daily_learner_refuses_bad_input() -> None:
+    with pytest.raises(ValueError, match="distinct and increasing"):
+        DailyCapLearner((5, 0), 1, DailyLearnerParams())
+    with pytest.raises(ValueError, match="continuation"):
+        DailyLearnerParams(continuation="future")
+    learner = DailyCapLearner((0, 1), 2, DailyLearnerParams())
+    with pytest.raises(ValueError, match="expected 2 features"):
+        learner.observe(np.array([1.0]))
+    with pytest.raises(ValueError, match="one wait and one cost per cap"):
+        learner.update(0, np.zeros(3), np.zeros(3))

@@ -58,7 +58,7 @@ def test_keep_idle_cores_reaches_the_learning_agent() -> None:
 
 @pytest.mark.parametrize(("data", "key"), [
     ({"backend": {"mode": "fast"}}, "backend.mode"),
-    ({"backend": {"kind": "pbs"}}, "backend.kind"),
+    ({"backend": {"kind": "lsf"}}, "backend.kind"),
     ({"backend": {"poll_interval_s": "10"}}, "backend.poll_interval_s"),
     ({"backend": {"poll_interval_s": 0}}, "backend.poll_interval_s"),
     ({"backend": {"max_boosted": "x"}}, "max_boosted"),

@@ -151,7 +151,7 @@ def write_config(path: Path, daemon: Daemon, mode: str, extra: str = "") -> None
 [backend]
 mode = "{mode}"
 partitions = ["debug", "short"]
-poll_interval_s = 0.05
+poll_interval_s = 1
 [state]
 dir = "{daemon.config.state_dir}"
 {extra}""")

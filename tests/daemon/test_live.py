@@ -43,7 +43,7 @@ def free_port() -> int:
 
 
 def write_config(path: Path, cluster: SlurmTestCluster, mode: str, agent: str = "interactive-first-sjf",
-                 port: int | None = None, partitions: tuple[str, ...] = (), stale_after_s: float = 3.0,
+                 port: int | None = None, partitions: tuple[str, ...] = (), stale_after_s: float = 8.0,
                  extra_backend: str = "", model: Path | None = None,
                  vos: tuple[str, ...] = ("atlas", "cms", "other")) -> Path:
     parts = f"partitions = {json.dumps(list(partitions))}" if partitions else ""
@@ -57,7 +57,7 @@ def write_config(path: Path, cluster: SlurmTestCluster, mode: str, agent: str = 
 [backend]
 kind = "slurm"
 mode = "{mode}"
-poll_interval_s = 0.5
+poll_interval_s = 1
 slurm_conf = "{cluster.conf}"
 timeout_s = 5
 retry_attempts = 1
@@ -222,11 +222,11 @@ def test_gate_failsafe_after_kill_9_the_watchdog_releases_every_held_job(
     wait_for(lambda: slurm.state(blocker) == "RUNNING", 20, "the blocker to run")
     jobs = [slurm.sbatch("-p", "short", "--hold", "-c", "16", "-t", "3") for _ in range(2)]
     d = start(daemons, write_config(tmp_path / "rlsched.toml", slurm, "gate", partitions=("short",),
-                                    stale_after_s=2.0), slurm)
+                                    stale_after_s=6.5), slurm)   # > poll 1 s + one 5 s call
     watchdog = subprocess.Popen([sys.executable, str(WATCHDOG), "--heartbeat", str(d.heartbeat), "--loop", "0.5"],
                                 env=slurm.env, stderr=subprocess.PIPE, text=True)
     try:
-        time.sleep(3.0)                    # longer than stale_after_s: a live daemon keeps its jobs held
+        time.sleep(7.5)                    # longer than stale_after_s: a live daemon keeps its jobs held
         assert all(held(slurm, j) for j in jobs)
         d.proc.kill()                      # kill -9: no chance to release anything itself
         d.proc.wait(10)

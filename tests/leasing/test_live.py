@@ -122,9 +122,9 @@ def write_config(cluster: SlurmTestCluster, path: Path, state_dir: Path, mode: s
     path.write_text(f"""
 [backend]
 mode = "{mode}"
-poll_interval_s = 0.5
+poll_interval_s = 1
 slurm_conf = "{cluster.conf}"
-timeout_s = 10
+timeout_s = 4
 retry_attempts = 2
 [metrics]
 listen = "off"

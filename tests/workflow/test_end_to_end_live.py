@@ -39,7 +39,7 @@ def site_config(path: Path, slurm: SlurmTestCluster, mode: str, model: Path | No
 [backend]
 kind = "slurm"
 mode = "{mode}"
-poll_interval_s = 0.5
+poll_interval_s = 1
 slurm_conf = "{slurm.conf}"
 timeout_s = 10
 retry_attempts = 1

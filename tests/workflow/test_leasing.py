@@ -25,7 +25,7 @@ def busy_swf(tmp_path: Path) -> Path:
 
 def test_kappa_is_the_ratio_of_the_two_references(busy_swf: Path) -> None:
     w = read_swf(busy_swf)
-    ev = evaluate_leasing(w, 6, thetas=(1.0, 2.0), qlearning=True)
+    ev = evaluate_leasing(w, 6, thetas=(1.0, 2.0), qlearning=True, random_runs=20)
     model = HybridModel(w)
     twt_ref = model.advance(model.initial_state(), 0).twt
     c_ref = model.advance(model.initial_state(), UNBOUNDED).cost
@@ -34,7 +34,13 @@ def test_kappa_is_the_ratio_of_the_two_references(busy_swf: Path) -> None:
     assert ev.exchange_rate == pytest.approx(twt_ref / c_ref)
     assert [r.setting for r in ev.rows if r.policy == "constant"] == [f"V={v}" for v in range(7)]
     assert ev.rows[0].balance == pytest.approx(0.0)  # V = 0 is the wait reference, with no cost
-    assert [r.policy for r in ev.rows[7:]] == ["state-aware", "state-aware", "qlearning"]
+    assert [r.policy for r in ev.rows[7:]] == ["random-mean", "random-best", "qlearning", "daily-learned",
+                                                "per-pass-held-daily", "per-pass-held-daily", "state-aware",
+                                                "state-aware"]
+    by = {r.policy: r for r in ev.rows[7:]}
+    assert by["random-best"].balance >= by["random-mean"].balance
+    # The daily learned cap is run with the hyper-parameters chosen on the FH traces, and says so.
+    assert by["daily-learned"].setting.startswith("H=")
 
 
 def test_the_state_aware_cap_never_exceeds_the_cloud_nodes(busy_swf: Path) -> None:
@@ -50,9 +56,15 @@ def test_the_state_aware_cap_never_exceeds_the_cloud_nodes(busy_swf: Path) -> No
 def test_the_cli_prints_the_daemon_settings(busy_swf: Path, tmp_path: Path) -> None:
     out = tmp_path / "lease"
     result = CliRunner().invoke(main, ["evaluate", "--workload", str(busy_swf), "--leasing", "--cloud-nodes", "4",
-                                       "--thetas", "1,2", "--no-qlearning", "--out", str(out)])
+                                       "--thetas", "1,2", "--no-qlearning", "--random-runs", "10", "--out", str(out)])
     assert result.exit_code == 0, result.output
     assert "exchange_rate = " in result.output and "threshold = " in result.output
+    # Daily caps and the per-pass rule are printed as two tables.
+    daily_at = result.output.index("daily caps (V fixed for each day")
+    per_pass_at = result.output.index("per-pass transfer rule")
+    assert daily_at < result.output.index("daily-learned") < per_pass_at
+    assert daily_at < result.output.index("per-pass-held-daily") < per_pass_at
+    assert per_pass_at < result.output.index("state-aware (per pass)")
     assert (out / "leasing.json").is_file() and (out / "leasing_balance.png").is_file()
     missing = CliRunner().invoke(main, ["evaluate", "--workload", str(busy_swf), "--leasing", "--out", str(out)])
     assert missing.exit_code == 2 and "--cloud-nodes" in missing.output

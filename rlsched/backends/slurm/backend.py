@@ -37,6 +37,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import numpy as np
 
 from rlsched.backends.common.runner import CommandExecutor, CommandResult, CommandRunner, SubprocessRunner
@@ -44,6 +45,8 @@ from rlsched.backends.slurm.completions import CompletionFeed, detect_source
 from rlsched.backends.slurm.config import SlurmBackendConfig
 from rlsched.backends.slurm.errors import SlurmCommandError, SlurmError, SlurmParseError, VanishedJobError
 from rlsched.backends.slurm.parsers import (
+    ACTIVE_STATES,
+    HELD_REASONS,
     CompletedJob,
     SlurmJob,
     SlurmNode,
@@ -76,6 +79,18 @@ def _weight_sum(config: dict[str, str]) -> int:
         _, _, value = item.partition("=")
         total += int(float(value)) if value.replace(".", "", 1).isdigit() else 0
     return total
+
+
+class _Memo(dict[Any, Any]):
+    """``memo[key]`` is ``function(key)``, computed once per key."""
+
+    def __init__(self, function: Callable[[Any], Any]) -> None:
+        super().__init__()
+        self.function = function
+
+    def __missing__(self, key: Any) -> Any:
+        value = self[key] = self.function(key)
+        return value
 
 
 def slurm_node_state(node: SlurmNode) -> NodeState:
@@ -199,36 +214,45 @@ class SlurmBackend:
         # The feed's position moved.  An unwritable record must not fail the view: a scheduling decision that
         # needs no write (a release) still goes through; only a restart may read a few completions twice.
         self._try_save_record()
-        classify = self.config.class_rule.classify
+        rule = self.config.class_rule
         unlimited = self.config.unlimited_time_s
 
-        def req(limit_s: float) -> float:
-            return unlimited if math.isinf(limit_s) else limit_s
-
-        pending = [j for j in jobs if j.pending and self._in_scope(j.partition)]
-        running = [j for j in jobs if j.active and self._in_scope(j.partition)]
+        in_scope = self._in_scope if self.config.partitions else None
+        pending = [j for j in jobs if j.state == "PENDING" and (in_scope is None or in_scope(j.partition))]
+        running = [j for j in jobs if j.state in ACTIVE_STATES and (in_scope is None or in_scope(j.partition))]
         finished = [c for c in completed if self._in_scope(c.partition)]
-        vo = self.vo_mapping.index
+        # Column by column, names looked up once each: at 50,000 jobs a cycle the few distinct accounts, QOS
+        # and partitions repeat (benchmarks/bench_cycle.py).
+        vo_of = _Memo(self.vo_mapping.index)
 
-        def common(items: Sequence[SlurmJob] | Sequence[CompletedJob]) -> dict[str, np.ndarray]:
-            """The columns every job table of the view has (job id, VO, class, cores, submit time)."""
-            return {"job_id": np.array([j.job_id for j in items], dtype=np.int64),
-                    "vo": np.array([vo(j.account) for j in items], dtype=np.int64),
-                    "job_class": np.array([classify(j.qos, j.partition, j.time_limit_s) for j in items], np.int64),
-                    "cores": np.array([j.cpus for j in items], dtype=np.int64),
-                    "submit_s": np.array([j.submit_s for j in items], dtype=np.float64)}
+        def common(items: Sequence[SlurmJob] | Sequence[CompletedJob]) -> tuple[dict[str, np.ndarray], np.ndarray]:
+            """The columns every job table of the view has (job id, VO, class, cores, submit time), and the
+            time limits (inf: unlimited)."""
+            n = len(items)
+            limits = np.fromiter((j.time_limit_s for j in items), np.float64, n)
+            columns = {"job_id": np.fromiter((j.job_id for j in items), np.int64, n),
+                       "vo": np.fromiter((vo_of[j.account] for j in items), np.int64, n),
+                       "job_class": rule.classify_columns([j.qos for j in items], [j.partition for j in items],
+                                                          limits),
+                       "cores": np.fromiter((j.cpus for j in items), np.int64, n),
+                       "submit_s": np.fromiter((j.submit_s for j in items), np.float64, n)}
+            return columns, limits
 
+        def req(limits: np.ndarray) -> np.ndarray:
+            return np.where(np.isinf(limits), unlimited, limits)
+
+        columns, limits = common(pending)
         pending_view = PendingJobs(
-            **common(pending),
-            req_time_s=np.array([req(j.time_limit_s) for j in pending], dtype=np.float64),
+            **columns, req_time_s=req(limits),
             oracle_run_s=np.full(len(pending), np.nan),
-            held=np.array([j.held for j in pending], dtype=np.bool_))
+            held=np.fromiter((j.reason in HELD_REASONS for j in pending), np.bool_, len(pending)))
+        columns, limits = common(running)
         running_view = RunningJobs(
-            **common(running),
-            req_time_s=np.array([req(j.time_limit_s) for j in running], dtype=np.float64),
-            start_s=np.array([j.start_s for j in running], dtype=np.float64))
+            **columns, req_time_s=req(limits),
+            start_s=np.fromiter((j.start_s for j in running), np.float64, len(running)))
+        columns, _ = common(finished)
         finished_view = FinishedJobs(
-            **common(finished),
+            **columns,
             start_s=np.array([c.start_s for c in finished], dtype=np.float64),
             end_s=np.array([c.end_s for c in finished], dtype=np.float64))
 
@@ -256,18 +280,20 @@ class SlurmBackend:
     def queue_counts(self) -> dict[QueueKey, int]:
         """Jobs of the last poll in scope by (partition, account, class, state) for ``rlsched_queue_jobs``."""
         classify = self.config.class_rule.classify
-        counts: Counter[QueueKey] = Counter()
+        class_name = _Memo(lambda key: JobClass(int(classify(*key))).name.lower())
+        by_fields: Counter[tuple[str, str, str, float, str]] = Counter()
         for job in self._polled:
-            if job.pending:
-                state = "held" if job.held else "pending"
-            elif job.active:
+            if job.state == "PENDING":
+                state = "held" if job.reason in HELD_REASONS else "pending"
+            elif job.state in ACTIVE_STATES:
                 state = "running"
             else:
                 continue
-            if not self._in_scope(job.partition):
-                continue
-            cls = JobClass(int(classify(job.qos, job.partition, job.time_limit_s))).name.lower()
-            counts[(job.partition, job.account, cls, state)] += 1
+            by_fields[(job.partition, job.account, job.qos, job.time_limit_s, state)] += 1
+        counts: Counter[QueueKey] = Counter()
+        for (partition, account, qos, limit_s, state), n in by_fields.items():
+            if self._in_scope(partition):
+                counts[(partition, account, class_name[qos, partition, limit_s], state)] += n
         return dict(counts)
 
     def job_labels(self) -> dict[int, tuple[str, str]]:
@@ -307,7 +333,8 @@ class SlurmBackend:
             self.executor.count("nice_out_of_range", len(beyond - self._beyond_nice_range))
         self._beyond_nice_range = beyond
         bound = max([min(_weight_sum(config), _MAX_NICE)]
-                    + [j.base_priority for j in self._jobs.values() if j.pending and j.base_priority <= _MAX_NICE])
+                    + [p for j in self._jobs.values()
+                       if j.state == "PENDING" and (p := j.priority + j.nice) <= _MAX_NICE])     # base priority
         step = int(10 ** math.ceil(math.log10(bound + 1))) if bound > 0 else 1
         return min(step, _MAX_NICE)
 
@@ -398,7 +425,7 @@ class SlurmBackend:
         """Keep the last poll's copy of a job in step with what rlsched just did to it."""
         job = self._jobs.get(job_id)
         if job is not None:
-            self._jobs[job_id] = dataclasses.replace(job, **changes)
+            self._jobs[job_id] = msgspec.structs.replace(job, **changes)
 
     # -------------------------------------------------------------------------------------- lease cap
     @property

@@ -25,6 +25,7 @@ from typing import Any
 from rlsched.backends.common.runner import CommandExecutor, decode_output
 from rlsched.backends.slurm.errors import SlurmError, SlurmParseError
 from rlsched.backends.slurm.parsers import (
+    FINISHED_STATES,
     JOBCOMP_FILE,
     SACCT_FORMAT,
     CompletedJob,
@@ -122,7 +123,8 @@ class CompletionFeed:
         return self._from_sacct()
 
     def _from_squeue(self, squeue_jobs: Iterable[SlurmJob]) -> list[CompletedJob]:
-        done = [c for c in map(completed_from_squeue, squeue_jobs) if c is not None]
+        finished = FINISHED_STATES
+        done = [c for j in squeue_jobs if j.state in finished and (c := completed_from_squeue(j)) is not None]
         fresh = [c for c in done if c.end_s >= self.since_s and (c.job_id, c.end_s) not in self.seen]
         # A job gone from squeue (older than MinJobAge) cannot come back: forget it, memory stays bounded.
         self.seen = {(c.job_id, c.end_s) for c in done if c.end_s >= self.since_s}

@@ -15,6 +15,9 @@ from rlsched.backends.common.classify import ClassRule, VOMapping
 from rlsched.backends.common.runner import RetryPolicy
 
 COMPLETION_SOURCES = ("auto", "sacct", "jobcomp", "squeue")
+#: The most jobs boost mode may renice: each costs an ``scontrol`` call whenever its rank changes, so a
+#: thousand already means up to a thousand commands in one cycle.
+MAX_BOOSTED_LIMIT = 1000
 
 
 @dataclass(frozen=True)
@@ -56,8 +59,8 @@ class SlurmBackendConfig:
         if self.completion_source not in COMPLETION_SOURCES:
             raise ValueError(f"completion_source must be one of {COMPLETION_SOURCES}, "
                              f"got {self.completion_source!r}")
-        if self.max_boosted < 1:
-            raise ValueError(f"max_boosted must be >= 1, got {self.max_boosted}")
+        if not 1 <= self.max_boosted <= MAX_BOOSTED_LIMIT:
+            raise ValueError(f"key 'max_boosted': must lie in [1, {MAX_BOOSTED_LIMIT}], got {self.max_boosted}")
         if self.timeout_s <= 0 or self.unlimited_time_s <= 0:
             raise ValueError("timeout_s and unlimited_time_s must be > 0")
         self.vo_mapping()       # validates vos / vo_shares / vo_accounts / default_vo
@@ -117,6 +120,8 @@ class SlurmBackendConfig:
             elif key == "interactive_max_time_s" or key in retry_keys:
                 if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
                     raise bad(key, f"expected a number >= 0, got {value!r}")
+                if key == "retry_attempts" and not isinstance(value, int):
+                    raise bad(key, f"expected an integer, got {value!r}")
                 if key in retry_keys:
                     retry[retry_keys[key]] = int(value) if key == "retry_attempts" else float(value)
                 else:

@@ -30,6 +30,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import msgspec
+
 from rlsched.backends.slurm.errors import SlurmParseError
 
 SQUEUE_JSON = "squeue --json"
@@ -61,10 +63,12 @@ MAX_JOB_CPUS = 2**24
 MAX_JOB_PRIORITY = 2**32 - 1
 
 
-@dataclass(frozen=True, slots=True)
-class SlurmJob:
+class SlurmJob(msgspec.Struct, frozen=True, gc=False):
     """One job of ``squeue --json``.  Times are epoch seconds; ``time_limit_s`` is inf when unlimited;
-    ``start_s``/``end_s`` are NaN when not meaningful (not started; still running)."""
+    ``start_s``/``end_s`` are NaN when not meaningful (not started; still running).
+
+    A msgspec struct, not a dataclass: built in C, it costs a third of a frozen dataclass, which counts at
+    50,000 jobs a cycle (benchmarks/bench_cycle.py).  Change a copy with ``msgspec.structs.replace``."""
 
     job_id: int
     state: str
@@ -250,7 +254,35 @@ def parse_squeue_json(text: str,
 
     A job whose fields are unreadable or absurd raises :class:`SlurmParseError`; with ``on_skip`` it is
     left out and reported there instead, so that one job cannot break the view of all the others.
+
+    Decoded typed (msgspec: only the fields rlsched reads, about 6× faster than ``json.loads`` on a
+    50,000-job document); a document the typed decoder refuses (a wrong type anywhere, not JSON, an error
+    from Slurm) is read again by :func:`parse_squeue_json_reference`, whose error messages and skips it keeps.
     """
+    try:
+        doc = _SQUEUE_DECODER.decode(text)
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+        return parse_squeue_json_reference(text, on_skip)
+    if doc.errors:
+        return parse_squeue_json_reference(text, on_skip)
+    jobs = []
+    for i, raw in enumerate(doc.jobs):
+        job = _typed_squeue_job(raw)
+        if job is None:         # an absurd or incomplete job: the reference reader says what is wrong
+            try:
+                job = _squeue_job(_Fields(_struct_dict(raw), SQUEUE_JSON, f"jobs[{i}]"))
+            except SlurmParseError as exc:
+                if on_skip is None:
+                    raise
+                on_skip(exc)
+                continue
+        jobs.append(job)
+    return jobs
+
+
+def parse_squeue_json_reference(text: str,
+                                on_skip: Callable[[SlurmParseError], None] | None = None) -> list[SlurmJob]:
+    """:func:`parse_squeue_json` through ``json.loads`` and a check of every field (slow; exact messages)."""
     doc = _load_json(text, SQUEUE_JSON)
     jobs = []
     for i, raw in enumerate(_list_of(doc, "jobs", SQUEUE_JSON)):
@@ -261,6 +293,92 @@ def parse_squeue_json(text: str,
                 raise
             on_skip(exc)
     return jobs
+
+
+class _SqueueJob(msgspec.Struct, gc=False):
+    """The fields of one ``squeue --json`` job that rlsched reads (UNSET: absent from the document; the
+    free-text fields the reference reader takes as "" when absent or null default to "")."""
+
+    job_id: int | msgspec.UnsetType | None = msgspec.UNSET
+    job_state: str | msgspec.UnsetType | None = msgspec.UNSET
+    state_reason: str | None = ""
+    user_name: str | None = ""
+    account: str | None = ""
+    partition: str | None = ""
+    qos: str | None = ""
+    cpus: int | msgspec.UnsetType | None = msgspec.UNSET
+    tres_req_str: str | msgspec.UnsetType | None = msgspec.UNSET
+    time_limit: int | msgspec.UnsetType | None = msgspec.UNSET
+    priority: int | msgspec.UnsetType | None = msgspec.UNSET
+    nice: int | msgspec.UnsetType | None = msgspec.UNSET
+    submit_time: int | msgspec.UnsetType | None = msgspec.UNSET
+    start_time: int | msgspec.UnsetType | None = msgspec.UNSET
+    end_time: int | msgspec.UnsetType | None = msgspec.UNSET
+
+
+class _SqueueDoc(msgspec.Struct, gc=False):
+    jobs: list[_SqueueJob]
+    errors: Any = None
+
+
+_SQUEUE_DECODER = msgspec.json.Decoder(_SqueueDoc)
+
+
+def _struct_dict(raw: msgspec.Struct) -> dict[str, Any]:
+    """The fields the document had (as ``json.loads`` would have given them)."""
+    return {name: value for name in raw.__struct_fields__
+            if (value := getattr(raw, name)) is not msgspec.UNSET}
+
+
+def _text_or_empty(value: str | msgspec.UnsetType | None) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _typed_squeue_job(raw: _SqueueJob) -> SlurmJob | None:
+    """The common case of :func:`_squeue_job` on typed fields; None when anything is off (then the
+    reference reader decides, and words the error).  Written for speed: it runs 50,000 times a cycle
+    (msgspec already checked the types: a field is an int, a str, None or UNSET)."""
+    job_id, state, cpus, submit = raw.job_id, raw.job_state, raw.cpus, raw.submit_time
+    if job_id.__class__ is not int or state.__class__ is not str or cpus.__class__ is not int \
+            or submit.__class__ is not int:
+        return None             # absent or null (null cpus: the request in tres_req_str, rare)
+    if not (0 < job_id < _INT_LIMIT and state and 0 <= cpus <= MAX_JOB_CPUS and -_INT_LIMIT < submit < _INT_LIMIT):
+        return None
+    priority = raw.priority
+    if priority.__class__ is not int:
+        priority = 0
+    elif not 0 <= priority <= MAX_JOB_PRIORITY:
+        return None
+    nice = raw.nice
+    if nice.__class__ is not int:
+        nice = 0                # null when 0 (docs/slurm.md)
+    elif _NICE_OFFSET // 2 <= nice < _NICE_OFFSET:
+        nice -= _NICE_OFFSET
+    elif not -(_NICE_OFFSET // 2) <= nice < _NICE_OFFSET // 2:
+        return None
+    limit_min = raw.time_limit
+    if limit_min.__class__ is int:
+        if not -_INT_LIMIT < limit_min < _INT_LIMIT:
+            return None
+        limit_s = 60.0 * limit_min
+    else:
+        limit_s = math.inf
+    start_s = end_s = math.nan
+    if state != "PENDING":
+        start = raw.start_time
+        if start.__class__ is int:
+            if not -_INT_LIMIT < start < _INT_LIMIT:
+                return None
+            start_s = float(start) if start else math.nan
+        if state in FINISHED_STATES:
+            end = raw.end_time
+            if end.__class__ is int:
+                if not -_INT_LIMIT < end < _INT_LIMIT:
+                    return None
+                end_s = float(end) if end else math.nan
+    return SlurmJob(job_id, state, raw.state_reason or "", raw.user_name or "", raw.account or "",
+                    raw.partition or "", raw.qos or "", cpus, limit_s, priority, nice,
+                    float(submit) if submit else math.nan, start_s, end_s)
 
 
 def _squeue_job(f: _Fields) -> SlurmJob:
@@ -296,7 +414,54 @@ def _squeue_job(f: _Fields) -> SlurmJob:
 
 
 def parse_sinfo_json(text: str) -> list[SlurmNode]:
-    """Nodes of ``sinfo --json``, each once."""
+    """Nodes of ``sinfo --json``, each once.
+
+    Decoded typed (msgspec), like :func:`parse_squeue_json`; any node the typed reader does not take as it is
+    sends the whole document to :func:`parse_sinfo_json_reference` (which words the error)."""
+    try:
+        doc = _SINFO_DECODER.decode(text)
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+        return parse_sinfo_json_reference(text)
+    if doc.errors:
+        return parse_sinfo_json_reference(text)
+    nodes: dict[str, SlurmNode] = {}
+    for raw in doc.nodes:
+        name, cpus, alloc, idle, state = raw.name, raw.cpus, raw.alloc_cpus, raw.idle_cpus, raw.state
+        if not isinstance(name, str) or not isinstance(cpus, int) or not isinstance(state, str):
+            return parse_sinfo_json_reference(text)
+        alloc = alloc if isinstance(alloc, int) else 0
+        idle = idle if isinstance(idle, int) else cpus - alloc
+        if not 0 <= alloc <= cpus < _INT_LIMIT or not 0 <= idle <= cpus:
+            return parse_sinfo_json_reference(text)
+        features = tuple(x for x in _text_or_empty(raw.features).split(",") if x)
+        nodes[name] = SlurmNode(name=name, state=state.lower(), flags=frozenset(raw.state_flags or ()), cpus=cpus,
+                                alloc_cpus=alloc, idle_cpus=idle, partitions=tuple(raw.partitions or ()),
+                                features=features, reason=_text_or_empty(raw.reason))
+    return list(nodes.values())
+
+
+class _SinfoNode(msgspec.Struct, gc=False):
+    name: str | msgspec.UnsetType | None = msgspec.UNSET
+    state: str | msgspec.UnsetType | None = msgspec.UNSET
+    state_flags: list[str] | None = None
+    cpus: int | msgspec.UnsetType | None = msgspec.UNSET
+    alloc_cpus: int | msgspec.UnsetType | None = msgspec.UNSET
+    idle_cpus: int | msgspec.UnsetType | None = msgspec.UNSET
+    partitions: list[str] | None = None
+    features: str | msgspec.UnsetType | None = msgspec.UNSET
+    reason: str | msgspec.UnsetType | None = msgspec.UNSET
+
+
+class _SinfoDoc(msgspec.Struct, gc=False):
+    nodes: list[_SinfoNode]
+    errors: Any = None
+
+
+_SINFO_DECODER = msgspec.json.Decoder(_SinfoDoc)
+
+
+def parse_sinfo_json_reference(text: str) -> list[SlurmNode]:
+    """:func:`parse_sinfo_json` through ``json.loads`` and a check of every field (slow; exact messages)."""
     doc = _load_json(text, SINFO_JSON)
     nodes: dict[str, SlurmNode] = {}
     for i, raw in enumerate(_list_of(doc, "nodes", SINFO_JSON)):

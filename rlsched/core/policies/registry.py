@@ -36,9 +36,11 @@ from rlsched.core.agents import (
     Mode,
     SchedulingAgent,
     edf_deadline,
+    tie_break_keys,
 )
 from rlsched.core.approximators import EchoStateQ, FeedForwardQ, TableQ
 from rlsched.core.approximators.base import QFunction
+from rlsched.core.explain import RankKey
 from rlsched.core.features import FeatureConfig, FeatureEncoder
 from rlsched.core.learners import BatchLearner, FittedQLearner, SarsaLearner
 from rlsched.core.multifactor import DAY_S, MultifactorAgent, params_from_policy
@@ -201,6 +203,15 @@ def edf_requested_key(w_target: float) -> KeyFunction:
     return key
 
 
+#: What each field of the static keys is (``rlsched explain``): its name, unit and value labels.
+KEY_FIELDS: dict[KeyFunction, tuple[tuple[str, str, tuple[str, ...] | None], ...]] = {
+    _no_key: (),
+    _sjf_key: (("requested time", " s", None),),
+    _interactive_first_key: (("class", "", ("interactive", "batch")),),
+    _interactive_first_sjf_key: (("class", "", ("interactive", "batch")), ("requested time", " s", None)),
+}
+
+
 class StaticKeyAgent(FixedRankAgent):
     """A rule that ranks pending jobs by a static key (:func:`order_by_key`); gate or boost mode."""
 
@@ -210,6 +221,15 @@ class StaticKeyAgent(FixedRankAgent):
 
     def rank(self, view: ClusterView) -> IntArray:
         return order_by_key(self.key, JobColumns.of(view.pending))
+
+    def rank_keys(self, view: ClusterView) -> list[RankKey] | None:
+        fields = KEY_FIELDS.get(self.key)
+        if fields is None:
+            return None
+        values = self.key(JobColumns.of(view.pending))
+        return [*(RankKey(name, np.asarray(v, dtype=np.float64), unit=unit, labels=labels)
+                  for (name, unit, labels), v in zip(fields, values, strict=True)),
+                *tie_break_keys(view.pending)]
 
 
 def _static_rule(name: str, description: str, key: KeyFunction, backfill: bool,
@@ -463,12 +483,14 @@ LEASE_POLICIES: dict[str, str] = {
     "constant": "simulator: lease up to a fixed V all along (FH §4.1's static baseline)",
     "random": "simulator: V uniform in 0..M each period (FH §4.1)",
     "qlearning": "simulator: tabular Q-learning over V (FH §5)",
-    "ours": "simulator: the state-aware cap with threshold θ (rlsched.core.leasing.state_aware_cap)",
+    "daily": "simulator: V once a day from the day's start, learned from FH's daily clones (DailyCapLearner)",
+    "ours-daily": "simulator: the state-aware cap evaluated at the day's start and held for the day",
+    "ours": "simulator: the state-aware cap with threshold θ at every scheduling pass (a per-pass transfer rule)",
     "state-aware": "live: the state-aware cap, the same code as the simulator's 'ours'",
     "fixed": "live: V = max_nodes (Slurm's plain power saving, bounded by the budget)",
 }
 #: The leasing policies of the simulator's FH sweeps (rlsched.sim.sweep), in table order.
-SIM_LEASE_POLICIES: tuple[str, ...] = ("constant", "random", "qlearning", "ours")
+SIM_LEASE_POLICIES: tuple[str, ...] = ("constant", "random", "qlearning", "daily", "ours-daily", "ours")
 #: The leasing policies of the live controller (``[leasing] policy``, rlsched.leasing.config).
 LIVE_LEASE_POLICIES: tuple[str, ...] = ("state-aware", "fixed")
 

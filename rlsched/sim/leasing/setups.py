@@ -12,7 +12,7 @@ tell which part of each log they simulated:
   FH's M = 430, ``ctc-file`` the file's 338.
 * SDSC-DS (DataStar): FH 74,903 jobs over 11 months on M = 1664; the file covers 13
   months (85,045 jobs with a runtime).  The first 11 months *from the log's start time*
-  (header StartTime; the first job comes 24.7 days later) hold 74,237 jobs, FH's count
+  (header StartTime; the first job comes 24.7 days later) hold 74,244 jobs, FH's count
   within 1 %; 11 months from the first job would hold 79,552.  ``sdsc`` is that cut,
   ``sdsc-file`` the whole 13 months.
 

@@ -76,8 +76,8 @@ def test_the_registry_builds_it_with_its_record_in_the_state_dir_and_refuses_unk
     read_only = build_backend(config, None)
     assert isinstance(read_only, SlurmBackend) and read_only.config.state_file is None
     assert SlurmBackendConfig().gate_problem() is not None
-    with pytest.raises(UnknownBackendError, match="unknown backend kind 'pbs' \\(known: slurm\\)"):
-        backend_config_from_table({"kind": "pbs"})
+    with pytest.raises(UnknownBackendError, match="unknown backend kind 'lsf' \\(known: pbs, slurm\\)"):
+        backend_config_from_table({"kind": "lsf"})
 
 
 def test_it_answers_the_daemons_questions_from_its_last_poll() -> None:

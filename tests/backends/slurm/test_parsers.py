@@ -21,7 +21,9 @@ from rlsched.backends.slurm.parsers import (
     parse_sacct,
     parse_scontrol_config,
     parse_sinfo_json,
+    parse_sinfo_json_reference,
     parse_squeue_json,
+    parse_squeue_json_reference,
 )
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "slurm"
@@ -202,3 +204,42 @@ def test_jobcomp_names_never_break_the_parser(position: int, junk: str) -> None:
     cut = line[: position % len(line)]
     with contextlib.suppress(SlurmParseError):
         parse_jobcomp_line(cut)
+
+
+def _outcome(parse: Any, text: str) -> tuple[Any, list[str], str | None]:
+    """What a reader makes of ``text``: its records (NaN made comparable), its skips, its error."""
+    skipped: list[str] = []
+    try:
+        records = parse(text, skipped.append) if parse in (parse_squeue_json, parse_squeue_json_reference) \
+            else parse(text)
+    except SlurmParseError as exc:
+        return None, [str(e) for e in skipped], str(exc)
+    return repr(records).replace("nan", "NaN"), [str(e) for e in skipped], None
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 50), min_size=1, max_size=4), min_size=1, max_size=3), json_values,
+       st.sampled_from(["squeue", "sinfo"]))
+def test_typed_decoding_reads_exactly_what_the_reference_reader_does(paths: list[list[int]], value: Any,
+                                                                      which: str) -> None:
+    """msgspec's typed reader against json.loads + field checks: same jobs, same skips, same errors."""
+    doc = copy.deepcopy(_SQUEUE_DOC if which == "squeue" else _SINFO_DOC)
+    jobs_key = 1 if which == "squeue" else 2          # "jobs" / "nodes" among the sorted top-level keys
+    for path in paths:
+        # Mostly inside one job (node), sometimes anywhere in the document.
+        doc = _mutate(doc, [jobs_key, *path] if len(path) > 1 else path, copy.deepcopy(value))
+    text = json.dumps(doc)
+    fast, reference = ((parse_squeue_json, parse_squeue_json_reference) if which == "squeue"
+                       else (parse_sinfo_json, parse_sinfo_json_reference))
+    assert _outcome(fast, text) == _outcome(reference, text)
+
+
+@pytest.mark.parametrize("field,value", [("cpus", None), ("cpus", 2**30), ("priority", 2**33), ("nice", 2**40),
+                                         ("job_id", 0), ("job_state", ""), ("submit_time", None),
+                                         ("time_limit", None), ("start_time", None), ("state_reason", None)])
+def test_typed_decoding_of_odd_fields_matches_the_reference(field: str, value: Any) -> None:
+    doc = copy.deepcopy(_SQUEUE_DOC)
+    for job in doc["jobs"]:
+        job[field] = value
+    text = json.dumps(doc)
+    assert _outcome(parse_squeue_json, text) == _outcome(parse_squeue_json_reference, text)

@@ -18,7 +18,7 @@ def test_fh_ours_quick(tmp_path: Path) -> None:
     saved = json.loads((tmp_path / "results.json").read_text())
     policies = [r["policy"] for r in saved["rows"]]
     assert policies == ["constant-best", "random-mean", "random-best", "qlearning", "qlearning-accrued",
-                        "ours"]
+                        "daily-learned", "per-pass-held-daily", "per-pass-rule"]
     for row in saved["rows"]:
         assert {"trace", "policy", "V", "twt_imp_pct", "cost_pct", "balance", "wall_s"} <= set(row)
     by = {r["policy"]: r for r in result["rows"]}
@@ -27,8 +27,15 @@ def test_fh_ours_quick(tmp_path: Path) -> None:
     assert by["constant-best"]["balance"] > by["random-mean"]["balance"]
     assert by["random-best"]["balance"] >= by["random-mean"]["balance"]
     assert 0 < by["constant-best"]["V"] < 100
+    # One setup alone: nothing to tune on, so the untuned defaults, and the output says so.
+    assert by["daily-learned"]["chosen_on"] == [] and by["per-pass-rule"]["chosen_on"] == []
     report = (tmp_path / "report.md").read_text()
     assert "FH balance" in report and "per evaluated V" in report
+    # The per-pass rule is in its own table, after the daily caps.
+    daily_at, per_pass_at = report.index("## Daily caps"), report.index("## Per-pass transfer rule")
+    assert daily_at < report.index("| kth-quick | daily-learned") < per_pass_at < report.index(
+        "| kth-quick | per-pass-rule")
+    assert "untuned default" in report
     for name in saved["figures"]:
         assert (tmp_path / name).stat().st_size > 1000
 

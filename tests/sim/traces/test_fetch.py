@@ -227,6 +227,16 @@ def test_cli_fetch_then_info_by_name(archive: Archive, tmp_path: Path) -> None:
     assert "Dropped (by reason" in out and "Fixed (by reason" in out
 
 
+def test_cli_fetch_json(archive: Archive, tmp_path: Path) -> None:
+    archive.put("l_test", "Small-1.swf.gz", SMALL_GZ)
+    result = CliRunner().invoke(trace, ["fetch", "l_test/Small-1", "--base-url", archive.url, "--sha256", SMALL_SHA,
+                                        "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert data["path"] == str(tmp_path / "cache" / "Small-1.swf.gz") and data["sha256"] == SMALL_SHA
+    assert data["verified"] is True and data["bytes"] == len(SMALL_GZ) and data["seconds"] >= 0
+
+
 def test_cli_fetch_errors_are_one_line(archive: Archive) -> None:
     archive.put("l_test", "Small-1.swf.gz", SMALL_GZ)
     runner = CliRunner()

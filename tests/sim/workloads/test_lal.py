@@ -18,8 +18,9 @@ from rlsched.sim.workload import Workload, classify_by_runtime
 from rlsched.sim.workloads import lal
 
 #: Statistics are averaged over these seeds (the heavy-tailed batch moments vary by
-#: ~8% (mean) and ~10% (sd) from one seed to the next).
-SEEDS = tuple(range(12))
+#: ~8% (mean) and ~10% (sd) from one seed to the next).  They are calibration seeds (100–131,
+#: docs/workloads.md), apart from the seeds of reported tables (0–9; ≥ 1000 for tuning).
+SEEDS = tuple(range(100, 112))
 
 
 @cache
@@ -87,7 +88,7 @@ def test_tabulated_quantiles_match_exact_distributions() -> None:
 
 
 def test_exact_counts_and_columns() -> None:
-    w = workload(0)
+    w = workload(SEEDS[0])
     assert w.name == "lal" and w.max_procs == 81 and w.synthetic
     assert len(w) == 9500
     assert int(w.interactive.sum()) == 4480
@@ -164,7 +165,7 @@ def test_arrivals_are_bursty() -> None:
     calm = dataclasses.replace(lal.DEFAULT_ARRIVALS, interactive_burst_median=0.5, batch_burst_median=0.5,
                                burst_size_sigma=1e-9, busy_rate_ratio=1.0, daily_amplitude=0.0,
                                weekend_factor=1.0, size_runtime_correlation=0.0)
-    counts = np.bincount((lal.generate_lal(0, arrivals=calm).submit // 3600).astype(np.int64))
+    counts = np.bincount((lal.generate_lal(SEEDS[0], arrivals=calm).submit // 3600).astype(np.int64))
     assert counts.var() / counts.mean() < 1.5
 
 
@@ -188,7 +189,7 @@ def policy_average(policy: str, key: str) -> float:
 def test_achievable_anchor_interactive_first_reaches_the_papers_rl() -> None:
     """The real trace admitted interactive W 0.864-0.869 and 86% under 2 min with a
     non-preemptive scheduler (P-grid Table 2, §5.2): interactive-first must reach that
-    here, averaged over the held-out seeds 0-11 (the arrivals were tuned on seeds 100+)."""
+    here, averaged over calibration seeds 100-111 (never the reporting seeds 0-9)."""
     assert policy_average("interactive-first", "W_i") >= lal.PUBLISHED_RL_INTERACTIVE_W
     assert policy_average("interactive-first", "under_120") >= lal.PUBLISHED_RL_INTERACTIVE_UNDER_120S
     # ... and below the P-fqi RL mean delay (495 s, Table 3), as an idealised class priority should.
@@ -221,7 +222,7 @@ def test_class_priority_is_what_separates_the_anchors() -> None:
 
 
 def test_fcfs_waits_matches_the_engine() -> None:
-    w = workload(1)
+    w = workload(SEEDS[1])
     np.testing.assert_allclose(lal.fcfs_waits(w), Simulator(w).run().wait, atol=1e-6)
 
 

@@ -1,0 +1,450 @@
+"""The PBS backend: :class:`rlsched.core.live.LiveBackend` through OpenPBS / PBS Professional's commands.
+
+Reading: one ``qstat -f -t -F json`` (with ``-x`` when the completions come from the job history) and one
+``pbsnodes -a -F json`` per view, plus the completion feed (:mod:`.completions`).
+
+Acting (docs/pbs.md):
+
+- **boost**: ``qalter -p`` gives the top-ranked pending jobs priorities 1023, 1022, … (PBS's range is
+  -1024…1023).  The scheduler honours it only when ``job_sort_key: "job_priority HIGH"`` comes first in
+  ``sched_config``; the backend reads that file once (through the command prefix) and says so in one line
+  when it does not (``priority_sort_check = "refuse"``: and then never boosts).
+- **hold**/**release**: ``qhold``/``qrls`` (a user hold, ``-h u``).
+- No lease cap: OpenPBS has no cloud bursting (leasing on PBS is out of scope).
+
+Every command runs behind ``command_prefix`` (an argument list).  Everything rlsched changes — each boosted
+job's original priority, the jobs it held — is recorded in memory and, with ``state_file``, on disk (written
+atomically), so that :meth:`PBSBackend.undo` restores it on stop, also after a restart.
+
+A job that disappears between a view and an action is logged and counted as ``vanished_job``, never raised.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import math
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rlsched.backends.common.runner import CommandExecutor, CommandResult, CommandRunner, SubprocessRunner
+from rlsched.backends.pbs.completions import CompletionFeed
+from rlsched.backends.pbs.config import PBSBackendConfig
+from rlsched.backends.pbs.errors import PBSCommandError, PBSError, PBSParseError, VanishedJobError
+from rlsched.backends.pbs.parsers import (
+    MAX_PRIORITY,
+    SUBJOB_ID_BASE,
+    PBSJob,
+    PBSNode,
+    parse_pbsnodes_json,
+    parse_qstat_json,
+    sched_sort_keys,
+)
+from rlsched.core.atomic import write_json_atomic
+from rlsched.core.live import CHANGE_KINDS, QueueKey
+from rlsched.core.view import ClusterView, FinishedJobs, JobClass, PendingJobs, RunningJobs
+
+log = logging.getLogger(__name__)
+
+#: What qalter/qhold/qrls print for a job that is gone or no longer in a state the action applies to.
+_VANISHED_MESSAGES = ("Unknown Job Id", "Job has finished", "Request invalid for state of job",
+                      "invalid state for job", "Job is in wrong state")
+
+
+class PrefixRunner:
+    """Runs every command behind a fixed prefix (``ssh headnode``, ``ip netns exec NS``): argument lists only."""
+
+    def __init__(self, prefix: Sequence[str], inner: CommandRunner) -> None:
+        self.prefix = tuple(prefix)
+        self.inner = inner
+
+    def __call__(self, argv: Sequence[str], timeout_s: float) -> CommandResult:
+        result = self.inner([*self.prefix, *argv], timeout_s)
+        return dataclasses.replace(result, argv=tuple(argv))
+
+
+def pbs_id_of(job_id: int) -> str:
+    """The PBS id to name a job rlsched knows only by number (the server's suffix is optional)."""
+    if job_id >= SUBJOB_ID_BASE:
+        index, seq = divmod(job_id, SUBJOB_ID_BASE)
+        return f"{seq}[{index - 1}]"
+    return str(job_id)
+
+
+class PBSBackend:
+    """PBS through its CLI (see the module docstring).  ``runner`` and ``clock`` are injectable."""
+
+    def __init__(self, config: PBSBackendConfig | None = None, runner: CommandRunner | None = None,
+                 clock: Callable[[], float] = time.time, sleep: Callable[[float], None] = time.sleep) -> None:
+        self.config = config or PBSBackendConfig()
+        inner = runner or SubprocessRunner()
+        self.executor = CommandExecutor(PrefixRunner(self.config.command_prefix, inner) if self.config.command_prefix
+                                        else inner, self.config.timeout_s, self.config.retry, sleep,
+                                        error_class=PBSCommandError)
+        self.clock = clock
+        self.vo_mapping = self.config.vo_mapping()
+        self.actions: Counter[str] = Counter()
+        self._jobs: dict[int, PBSJob] = {}
+        self._polled: list[PBSJob] = []
+        self._nodes: list[PBSNode] = []
+        # The undo record: job id → priority before rlsched changed it, and the priority it set; jobs it held.
+        self.original_priority: dict[int, int] = {}
+        self.applied_priority: dict[int, int] = {}
+        self.held_by_rlsched: set[int] = set()
+        self.pbs_ids: dict[int, str] = {}
+        self._feed: CompletionFeed | None = None
+        self._saved_feed: dict[str, Any] | None = None
+        self._sort_checked: bool | None = None
+        self._load_record()
+
+    # -------------------------------------------------------------------------------------- commands
+    def _cmd(self, name: str) -> str:
+        return str(Path(self.config.bin_dir) / name) if self.config.bin_dir else name
+
+    @property
+    def errors(self) -> Counter[str]:
+        return self.executor.errors
+
+    def _pbs_id(self, job_id: int) -> str:
+        job = self._jobs.get(job_id)
+        return job.pbs_id if job is not None else self.pbs_ids.get(job_id, pbs_id_of(job_id))
+
+    def _job_action(self, job_id: int, argv: list[str], kind: str) -> bool:
+        """Run one action on one job; False (logged, counted) when the job has vanished."""
+        def vanished(result: CommandResult) -> PBSError | None:
+            message = (result.stderr + result.stdout).strip()
+            if any(m.lower() in message.lower() for m in _VANISHED_MESSAGES):
+                return VanishedJobError(argv, self._pbs_id(job_id), message.splitlines()[0] if message else "")
+            return None
+
+        try:
+            self.executor.run(argv, lambda r: None, permanent=vanished)
+        except VanishedJobError as exc:
+            log.info("%s", exc)
+            self._jobs.pop(job_id, None)
+            return False
+        self.actions[kind] += 1
+        return True
+
+    # -------------------------------------------------------------------------------------- view
+    def _in_scope(self, queue: str) -> bool:
+        return not self.config.queues or queue in self.config.queues
+
+    def poll(self) -> tuple[list[PBSJob], list[PBSNode]]:
+        """One ``qstat -f -t -F json`` (``-x`` too for the history feed) and one ``pbsnodes -a -F json``."""
+        history = self.config.completion_source == "history"
+        argv = [self._cmd("qstat"), *(["-x"] if history else []), "-f", "-t", "-F", "json"]
+        jobs = self.executor.run(argv, lambda r: parse_qstat_json(r.stdout, self._skip_job))
+        nodes = self.executor.run([self._cmd("pbsnodes"), "-a", "-F", "json"],
+                                  lambda r: parse_pbsnodes_json(r.stdout))
+        self._polled = jobs
+        self._jobs = {job.job_id: job for job in jobs}
+        self._nodes = nodes
+        return jobs, nodes
+
+    def _skip_job(self, exc: PBSParseError) -> None:
+        self.executor.count("job_skipped")
+        log.warning("view: skipping one job: %s", exc)
+
+    def _completion_feed(self) -> CompletionFeed:
+        if self._feed is None:
+            log.info("completion feed: %s", self.config.completion_source)
+            if self.config.completion_source == "history":
+                self._check_history_enabled()
+            self._feed = CompletionFeed(self.config.completion_source, self.executor, self.config.accounting_dir,
+                                        self.clock, self._saved_feed)
+        return self._feed
+
+    def _check_history_enabled(self) -> None:
+        """Without ``job_history_enable`` finished jobs leave ``qstat -x`` at once: no completion, no reward."""
+        try:
+            text = self.executor.run([self._cmd("qstat"), "-B", "-f", "-F", "json"], lambda r: r.stdout)
+            servers = json.loads(text).get("Server", {})
+            enabled = any(str(s.get("job_history_enable", "")).lower() == "true" for s in servers.values()
+                          if isinstance(s, dict))
+        except (PBSError, ValueError, AttributeError) as exc:
+            log.warning("completion feed: cannot tell whether the server keeps job history (%s)", exc)
+            return
+        if not enabled:
+            log.warning("completion feed: the server does not keep job history, so no job completion (and no "
+                        "reward) will be seen: qmgr -c 'set server job_history_enable = True', or "
+                        'completion_source = "accounting"')
+
+    def _vo_key(self, job: PBSJob) -> str:
+        return job.vo_key(self.config.vo_from)
+
+    def _class(self, job: PBSJob) -> JobClass:
+        return self.config.class_rule.classify("", job.queue, job.walltime_s)
+
+    def view(self) -> ClusterView:
+        jobs, nodes = self.poll()
+        now = self.clock()
+        completed = self._completion_feed().poll(jobs)
+        self._save_record()             # the feed's position moved
+        unlimited = self.config.unlimited_time_s
+
+        def req(limit_s: float) -> float:
+            return unlimited if math.isinf(limit_s) else limit_s
+
+        pending = [j for j in jobs if j.pending and self._in_scope(j.queue)]
+        running = [j for j in jobs if j.active and self._in_scope(j.queue)]
+        finished = [j for j in completed if self._in_scope(j.queue)]
+        vo = self.vo_mapping.index
+
+        def common(items: Sequence[PBSJob]) -> dict[str, np.ndarray]:
+            return {"job_id": np.array([j.job_id for j in items], dtype=np.int64),
+                    "vo": np.array([vo(self._vo_key(j)) for j in items], dtype=np.int64),
+                    "job_class": np.array([self._class(j) for j in items], dtype=np.int64),
+                    "cores": np.array([j.cpus for j in items], dtype=np.int64),
+                    "submit_s": np.array([j.submit_s for j in items], dtype=np.float64)}
+
+        pending_view = PendingJobs(
+            **common(pending), req_time_s=np.array([req(j.walltime_s) for j in pending], dtype=np.float64),
+            oracle_run_s=np.full(len(pending), np.nan), held=np.array([j.held for j in pending], dtype=np.bool_))
+        running_view = RunningJobs(
+            **common(running), req_time_s=np.array([req(j.walltime_s) for j in running], dtype=np.float64),
+            start_s=np.array([j.start_s for j in running], dtype=np.float64))
+        finished_view = FinishedJobs(
+            **common(finished), start_s=np.array([j.start_s for j in finished], dtype=np.float64),
+            end_s=np.array([j.end_s for j in finished], dtype=np.float64))
+        live = [n for n in nodes if n.live]
+        total = sum(n.cpus for n in live)
+        idle = sum(n.idle_cpus for n in live if n.accepting)
+        return ClusterView(time_s=now, total_cores=total, idle_cores=min(idle, total), pending=pending_view,
+                           running=running_view, finished=finished_view, vos=self.vo_mapping.names,
+                           vo_shares=self.vo_mapping.shares, cloud=None)
+
+    # -------------------------------------------------------------------------------------- daemon's questions
+    @property
+    def boost_limit(self) -> int:
+        return self.config.max_boosted
+
+    def queue_counts(self) -> dict[QueueKey, int]:
+        counts: Counter[QueueKey] = Counter()
+        for job in self._polled:
+            if job.pending:
+                state = "held" if job.held else "pending"
+            elif job.active:
+                state = "running"
+            else:
+                continue
+            if not self._in_scope(job.queue):
+                continue
+            counts[(job.queue, self._vo_key(job), self._class(job).name.lower(), state)] += 1
+        return dict(counts)
+
+    def job_labels(self) -> dict[int, tuple[str, str]]:
+        return {job.job_id: (job.queue, self._vo_key(job)) for job in self._polled}
+
+    def release_gated(self) -> int:
+        """Release every held pending job of the gated queues (none when ``queues`` is empty)."""
+        jobs, _ = self.poll()
+        scope = self.config.queues
+        gated = [j.job_id for j in jobs if j.held and j.queue in scope]
+        for job_id in gated:
+            self.release(job_id)
+        return len(gated)
+
+    def heartbeat_fields(self) -> dict[str, object]:
+        """Where the gate watchdog (``plugins/slurm/rlsched-gate-watchdog``) finds the gated PBS jobs."""
+        return {"batch_system": "pbs", "queues": sorted(self.config.queues),
+                "command_prefix": list(self.config.command_prefix), "bin_dir": self.config.bin_dir}
+
+    def describe(self) -> str:
+        record = self.config.state_file or "memory only"
+        prefix = " ".join(self.config.command_prefix)
+        return f"PBS ({'via ' + prefix + ', ' if prefix else ''}undo record {record})"
+
+    def changes(self) -> dict[str, int]:
+        counts = (len(self.original_priority), len(self.held_by_rlsched), 0)
+        return dict(zip(CHANGE_KINDS, counts, strict=True))
+
+    # -------------------------------------------------------------------------------------- boost
+    def priority_sort_ok(self) -> bool:
+        """Whether boosting can work: the scheduler sorts on job priority first (checked once, one log line)."""
+        if self._sort_checked is not None:
+            return self._sort_checked
+        mode = self.config.priority_sort_check
+        if mode == "off":
+            self._sort_checked = True
+            return True
+        path = self.config.sched_config
+        try:
+            text = self.executor.run(["cat", path], lambda r: r.stdout)
+        except PBSError as exc:
+            log.warning("boost: cannot read %s to check that the scheduler sorts on job priority (%s); "
+                        "boosting anyway", path, exc)
+            self._sort_checked = True
+            return True
+        keys = sched_sort_keys(text)
+        if keys and keys[0].split()[:2] == ["job_priority", "HIGH"]:
+            self._sort_checked = True
+            return True
+        found = keys[0] if keys else "none"
+        if mode == "refuse":
+            log.error('boost: %s sorts jobs on %r, not "job_priority HIGH": qalter -p would change nothing, so '
+                      'rlsched does not boost (add job_sort_key: "job_priority HIGH" ALL first and HUP pbs_sched)',
+                      path, found)
+            self._sort_checked = False
+        else:
+            log.warning('boost: %s sorts jobs on %r, not "job_priority HIGH": the scheduler may ignore '
+                        "rlsched's priorities (docs/pbs.md)", path, found)
+            self._sort_checked = True
+        return self._sort_checked
+
+    def _set_priority(self, job_id: int, priority: int, kind: str) -> bool:
+        argv = [self._cmd("qalter"), "-p", str(priority), self._pbs_id(job_id)]
+        return self._job_action(job_id, argv, kind)
+
+    def boost(self, ranked_job_ids: Sequence[int]) -> None:
+        """Give the first ``max_boosted`` pending jobs of the ranking priorities 1023, 1022, …; jobs boosted
+        before and not now get their original priority back."""
+        if not self._jobs:
+            self.poll()
+        if not self.priority_sort_ok():
+            return
+        ranked: list[int] = []
+        for job_id in ranked_job_ids:
+            job = self._jobs.get(int(job_id))
+            if job is not None and job.pending and int(job_id) not in ranked:
+                ranked.append(int(job_id))
+            if len(ranked) == self.config.max_boosted:
+                break
+        wanted = {job_id: MAX_PRIORITY - rank for rank, job_id in enumerate(ranked)}
+        try:
+            for job_id in [j for j in self.original_priority if j not in wanted]:
+                self._restore_priority(job_id)
+            for job_id, priority in wanted.items():
+                job = self._jobs.get(job_id)
+                if self.applied_priority.get(job_id) == priority and (job is None or job.priority == priority):
+                    continue
+                if job_id not in self.original_priority:
+                    self.original_priority[job_id] = job.priority if job is not None else 0
+                    self.pbs_ids[job_id] = self._pbs_id(job_id)
+                    self._save_record()     # on disk before PBS changes: a crash now still leaves it undoable
+                if self._set_priority(job_id, priority, "nice_set"):
+                    self.applied_priority[job_id] = priority
+                    self._update_cached(job_id, priority=priority)
+                else:
+                    self._forget(job_id)
+        finally:
+            self._save_record()
+
+    def _restore_priority(self, job_id: int) -> None:
+        # A vanished job needs no restoring; a failure raises and keeps the record for the next try.
+        if self._set_priority(job_id, self.original_priority[job_id], "nice_restored"):
+            self._update_cached(job_id, priority=self.original_priority[job_id])
+        self._forget(job_id)
+
+    def _forget(self, job_id: int) -> None:
+        self.original_priority.pop(job_id, None)
+        self.applied_priority.pop(job_id, None)
+        if job_id not in self.held_by_rlsched:
+            self.pbs_ids.pop(job_id, None)
+
+    # -------------------------------------------------------------------------------------- hold/release
+    def hold(self, job_id: int) -> None:
+        job = self._jobs.get(int(job_id))
+        if job is not None and not job.pending and not job.active:
+            log.info("qhold %s: vanished_job: the job has ended", job.pbs_id)
+            self.executor.count("vanished_job")
+            return
+        if job is not None and (job.held or not job.pending):
+            return                      # already held, or running: holding a running job is meaningless
+        pbs_id = self._pbs_id(int(job_id))
+        # Recorded before the hold: a crash between the two leaves a record whose undo releases a job that was
+        # never held (a counted no-op), never a held job nobody releases.
+        self.held_by_rlsched.add(int(job_id))
+        self.pbs_ids[int(job_id)] = pbs_id
+        self._save_record()
+        # A failure (a timeout may come after the server held the job) keeps the record: undo will release it.
+        if self._job_action(int(job_id), [self._cmd("qhold"), "-h", "u", pbs_id], "hold"):
+            self._update_cached(int(job_id), state="H")
+        else:
+            self._drop_hold_record(int(job_id))
+
+    def _drop_hold_record(self, job_id: int) -> None:
+        self.held_by_rlsched.discard(job_id)
+        if job_id not in self.original_priority:
+            self.pbs_ids.pop(job_id, None)
+        self._save_record()
+
+    def release(self, job_id: int) -> None:
+        if self._job_action(int(job_id), [self._cmd("qrls"), "-h", "u", self._pbs_id(int(job_id))], "release"):
+            self._update_cached(int(job_id), state="Q")
+        if int(job_id) in self.held_by_rlsched:       # released, or vanished: either way not held any more
+            self.held_by_rlsched.discard(int(job_id))
+            if int(job_id) not in self.original_priority:
+                self.pbs_ids.pop(int(job_id), None)
+            self._save_record()
+
+    def _update_cached(self, job_id: int, **changes: Any) -> None:
+        job = self._jobs.get(job_id)
+        if job is not None:
+            self._jobs[job_id] = dataclasses.replace(job, **changes)
+
+    def set_lease_cap(self, n: int) -> None:
+        """PBS has no leasable cloud nodes here: nothing to cap."""
+
+    # -------------------------------------------------------------------------------------- undo
+    def undo(self) -> int:
+        """Restore every priority rlsched set and release every job it held; returns how many.  What fails
+        stays recorded (and raises) so a later call can finish."""
+        undone = 0
+        try:
+            for job_id in list(self.original_priority):
+                self._restore_priority(job_id)
+                undone += 1
+            for job_id in sorted(self.held_by_rlsched):
+                self.release(job_id)
+                undone += 1
+        finally:
+            self._save_record()
+        return undone
+
+    # -------------------------------------------------------------------------------------- record
+    def _record(self) -> dict[str, Any]:
+        return {"version": 1,
+                "original_priority": {str(k): v for k, v in self.original_priority.items()},
+                "applied_priority": {str(k): v for k, v in self.applied_priority.items()},
+                "held_by_rlsched": sorted(self.held_by_rlsched),
+                "pbs_ids": {str(k): v for k, v in sorted(self.pbs_ids.items())},
+                "completion_feed": self._feed.state() if self._feed is not None else self._saved_feed}
+
+    def _save_record(self) -> None:
+        if self.config.state_file:
+            write_json_atomic(Path(self.config.state_file), self._record())   # a crash never tears it
+
+    def _load_record(self) -> None:
+        if not self.config.state_file or not Path(self.config.state_file).exists():
+            return
+        path = self.config.state_file
+        try:
+            record = json.loads(Path(path).read_text())
+            self.original_priority = {int(k): int(v) for k, v in record.get("original_priority", {}).items()}
+            self.applied_priority = {int(k): int(v) for k, v in record.get("applied_priority", {}).items()}
+            self.held_by_rlsched = {int(x) for x in record.get("held_by_rlsched", [])}
+            self.pbs_ids = {int(k): str(v) for k, v in dict(record.get("pbs_ids", {})).items()}
+            feed = record.get("completion_feed")
+            self._saved_feed = feed if isinstance(feed, dict) else None
+        except (OSError, ValueError, TypeError, AttributeError) as exc:
+            raise ValueError(f"{path}: unreadable rlsched PBS record: {exc}") from None
+        if self.original_priority or self.held_by_rlsched:
+            log.warning("%s: %d boosted jobs and %d held jobs left by a previous run", path,
+                        len(self.original_priority), len(self.held_by_rlsched))
+
+
+def build_pbs_backend(config: PBSBackendConfig, state_dir: str | Path | None) -> PBSBackend:
+    """The registry's factory (:mod:`rlsched.backends`): the undo record goes to ``<state_dir>/pbs-record.json``
+    unless ``state_file`` names another place; ``state_dir`` None keeps no record (a read-only backend)."""
+    if state_dir is None:
+        config = dataclasses.replace(config, state_file=None)
+    elif config.state_file is None:
+        config = dataclasses.replace(config, state_file=str(Path(state_dir) / "pbs-record.json"))
+    return PBSBackend(config)

@@ -1,0 +1,247 @@
+"""Policies that fix the cap V for a whole day from what is seen at the day's start.
+
+FH's policies (constant V, random V, their Q-learner) set V once a day.  Two policies here do
+the same, so that they compare like for like:
+
+* :func:`daily_learned` — :class:`rlsched.core.leasing.DailyCapLearner`: a contextual learner over
+  daily features (:func:`day_features`), trained online with FH's daily clones run a few days on;
+* :func:`state_aware_daily` — the per-pass state-aware rule evaluated once at the day's start and
+  held for the day.
+
+Everything a decision uses is known at the day's start: the state (queue, running jobs), the
+jobs submitted so far, and the actual runtimes of jobs submitted over a week earlier.  A clone's
+counterfactual cost for day d is only computed at the end of day d + H, when those days are over.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+
+from rlsched.core.leasing import (
+    DailyCapLearner,
+    DailyLearnerParams,
+    StateAwareParams,
+    daily_cap_set,
+    remaining_work,
+    runtime_ratio,
+)
+from rlsched.core.view import FloatArray, IntArray
+from rlsched.sim.leasing.hybrid import UNBOUNDED, HybridModel, HybridState
+from rlsched.sim.leasing.runs import RATIO_LAG_S, Trajectory, _period_end, _StateAwareController
+
+DAY_S = 86_400.0
+#: The daily features, in order (see :func:`day_features`).
+DAY_FEATURES = ("backlog", "arrivals")
+
+
+class _Observer:
+    """What a live controller knows at an instant: the runtime ratio of old jobs, the arrivals so far,
+    and the running references V = 0 and V → ∞ (for κ)."""
+
+    def __init__(self, model: HybridModel, cost_weight: float) -> None:
+        self.model = model
+        self.cost_weight = cost_weight
+        self.submit = np.asarray(model.submit, dtype=np.float64)
+        self.run = np.asarray(model.run, dtype=np.float64)
+        self.req = np.asarray(model.req, dtype=np.float64)
+        self.procs = np.asarray(model.procs, dtype=np.float64)
+        self.ratio = 1.0
+        self.ref0, self.ref_inf = model.initial_state(), model.initial_state()
+        self.twt_ref = 0.0
+        self.c_ref = 0.0
+
+    @property
+    def exchange_rate(self) -> float:
+        """κ = twt_ref / c_ref so far (λ-weighted: the wait one cloud core-second is worth)."""
+        return self.cost_weight * self.twt_ref / self.c_ref if self.c_ref > 0 else 0.0
+
+    def day_over(self, until: float) -> None:
+        """Advance the references to ``until`` and refresh the runtime ratio (jobs older than a week)."""
+        self.twt_ref += self.model.advance(self.ref0, 0, until).twt
+        self.c_ref += self.model.advance(self.ref_inf, UNBOUNDED, until).cost
+        if math.isfinite(until):
+            known = int(np.searchsorted(self.submit, until - RATIO_LAG_S, side="left"))
+            ratio = runtime_ratio(self.run[:known], self.req[:known])
+            if ratio is not None:
+                self.ratio = ratio
+
+
+def day_features(model: HybridModel, s: HybridState, ratio: float, submit: FloatArray,
+                 procs: FloatArray, req: FloatArray) -> FloatArray:
+    """The day's context, in days of the whole local machine's work (so traces compare):
+
+    * ``backlog``: expected work of the queue plus the running jobs' remaining work;
+    * ``arrivals``: expected work of the jobs submitted over the last day.
+
+    Expected work = cores × requested time × the actual/requested ratio of old jobs.
+    """
+    scale = model.cores * DAY_S
+    rows = np.fromiter(s.queue, dtype=np.int64, count=len(s.queue))
+    queued = float((procs[rows] * req[rows]).sum()) * ratio
+    running = remaining_work(np.asarray([model.procs[j] for j in s.rjob], dtype=np.float64),
+                             np.asarray(s.rexp, dtype=np.float64), s.now) * ratio
+    first = int(np.searchsorted(submit, s.now - DAY_S, side="left"))
+    recent = float((procs[first:s.next_submit] * req[first:s.next_submit]).sum()) * ratio
+    return np.array([(queued + running) / scale, recent / scale])
+
+
+def _counterfactual(model: HybridModel, starts: list[HybridState], edges: FloatArray, day: int, last: int,
+                    caps: tuple[int, ...], followed: list[int], actual_twt: FloatArray,
+                    actual_cost: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """Wait and cloud cost over days ``day`` … ``last`` for each cap of ``caps`` on ``day``, then the caps
+    ``followed[k]`` actually used on the days after.
+
+    ``starts[k]``: the actual state at the start of day ``day + k`` (one more than the days, the last
+    being the state at the end of ``last``); ``actual_twt[k]``/``actual_cost[k]``: what day ``day + k``
+    actually cost.  Caps that act alike on ``day`` (the same certificate) share one simulation; equal
+    end states share their continuation; a clone whose state meets the actual one at a day's end has
+    the actual future from there on, so it stops and takes the actual costs.
+    """
+    waits = np.zeros(len(caps))
+    cloud = np.zeros(len(caps))
+    until = _period_end(edges, day)
+    # Clones that end the day in the same state share their continuation (their day's costs may differ).
+    outcomes: dict[tuple[object, ...], tuple[HybridState, list[int]]] = {}
+    i = 0
+    while i < len(caps):
+        clone = starts[0].copy()
+        result = model.advance(clone, caps[i], until)
+        j = i
+        while j < len(caps) and caps[j] <= result.cap_hi:
+            j += 1
+        waits[i:j] += result.twt
+        cloud[i:j] += result.cost
+        key = clone.key()
+        if key in outcomes:
+            outcomes[key][1].extend(range(i, j))
+        else:
+            outcomes[key] = (clone, list(range(i, j)))
+        i = j
+    for clone, members in outcomes.values():
+        wait = spent = 0.0
+        for k, d in enumerate(range(day, last + 1)):
+            if k > 0:
+                step = model.advance(clone, followed[k - 1], _period_end(edges, d))
+                wait += step.twt
+                spent += step.cost
+            if clone.key() == starts[k + 1].key():
+                wait += float(actual_twt[k + 1:].sum())
+                spent += float(actual_cost[k + 1:].sum())
+                break
+        waits[members] += wait
+        cloud[members] += spent
+    return waits, cloud
+
+
+def _held_counterfactual(model: HybridModel, start: HybridState, edges: FloatArray, day: int, last: int,
+                         caps: tuple[int, ...]) -> tuple[FloatArray, FloatArray]:
+    """Wait and cloud cost over days ``day`` … ``last`` for each cap of ``caps`` held over all those days.
+
+    Runs that share a state are simulated once per certificate interval, and runs whose states
+    meet again at a day's end merge (as in :func:`rlsched.sim.leasing.runs.grouped_runs`).
+    """
+    values = np.asarray(caps, dtype=np.int64)
+    waits = np.zeros(len(caps))
+    cloud = np.zeros(len(caps))
+    groups: list[tuple[HybridState, IntArray]] = [(start, np.arange(len(caps)))]
+    for d in range(day, last + 1):
+        until = _period_end(edges, d)
+        merged: dict[tuple[object, ...], tuple[HybridState, list[IntArray]]] = {}
+        for state, members in groups:
+            idx = 0
+            while idx < len(members):
+                clone = state.copy()
+                result = model.advance(clone, int(values[members[idx]]), until)
+                stop = idx + 1
+                while stop < len(members) and values[members[stop]] <= result.cap_hi:
+                    stop += 1
+                covered = members[idx:stop]
+                waits[covered] += result.twt
+                cloud[covered] += result.cost
+                idx = stop
+                key = clone.key()
+                if key in merged:
+                    merged[key][1].append(covered)
+                else:
+                    merged[key] = (clone, [covered])
+        groups = [(st, np.concatenate(parts)) for st, parts in merged.values()]
+    return waits, cloud
+
+
+def daily_learned(model: HybridModel, edges: FloatArray, params: DailyLearnerParams, *,
+                  cost_weight: float = 1.0, max_cap: int | None = None) -> Trajectory:
+    """The daily learned cap (:class:`DailyCapLearner`) over the whole trace, learning online.
+
+    Day d: features from the state at the day's start → context bin → greedy cap, held all day.
+    At the end of day d + H the clones of day d (every cap of the action set, then the caps
+    actually chosen on days d+1 … d+H) give the counterfactual costs the learner is updated with.
+    κ is the running references' λ·twt_ref / c_ref at decision time.
+    """
+    t0 = time.perf_counter()
+    days = len(edges) - 1
+    caps_set = daily_cap_set(model.cores, max_cap)
+    unknown = set(params.features) - set(DAY_FEATURES)
+    if unknown:
+        raise ValueError(f"unknown daily feature(s) {', '.join(sorted(unknown))}; "
+                         f"choose from {', '.join(DAY_FEATURES)}")
+    picked = [DAY_FEATURES.index(f) for f in params.features]
+    learner = DailyCapLearner(caps_set, len(picked), params)
+    seen = _Observer(model, cost_weight)
+    state = model.initial_state()
+    twt = np.zeros(days)
+    cost = np.zeros(days)
+    caps = np.zeros(days, dtype=np.int64)
+    starts: dict[int, HybridState] = {}  # the actual state at the start of each day not yet learned from
+    contexts: dict[int, int] = {}
+    sims = 0
+    for d in range(days):
+        context = learner.observe(day_features(model, state, seen.ratio, seen.submit, seen.procs, seen.req)[picked])
+        cap = learner.choose(context, seen.exchange_rate)
+        caps[d] = cap
+        starts[d], contexts[d] = state.copy(), context
+        until = _period_end(edges, d)
+        result = model.advance(state, cap, until)
+        twt[d], cost[d] = result.twt, result.cost
+        seen.day_over(until)
+        first = min(contexts) if contexts else d + 1
+        while contexts and (first + params.horizon_days <= d or d == days - 1):
+            if params.continuation == "held":
+                waits, cloud = _held_counterfactual(model, starts[first], edges, first, d, caps_set)
+            else:
+                window = [starts[k] for k in range(first, d + 1)] + [state]
+                waits, cloud = _counterfactual(model, window, edges, first, d, caps_set,
+                                               caps[first + 1:d + 1].tolist(), twt[first:d + 1], cost[first:d + 1])
+            learner.update(contexts.pop(first), waits, cloud)
+            del starts[first]
+            sims += len(caps_set)
+            first += 1
+    return Trajectory(twt=twt, cost=cost, caps=caps, simulations=sims, wall_s=time.perf_counter() - t0,
+                      info={"actions": float(len(caps_set))})
+
+
+def state_aware_daily(model: HybridModel, edges: FloatArray, params: StateAwareParams, *,
+                      cost_weight: float = 1.0, max_cap: int | None = None) -> Trajectory:
+    """The per-pass state-aware rule evaluated once, at the day's start, and that cap held for the day."""
+    t0 = time.perf_counter()
+    days = len(edges) - 1
+    seen = _Observer(model, cost_weight)
+    controller = _StateAwareController(model, params, ratio=1.0)
+    state = model.initial_state()
+    twt = np.zeros(days)
+    cost = np.zeros(days)
+    caps = np.zeros(days, dtype=np.int64)
+    for d in range(days):
+        controller.ratio = seen.ratio
+        controller.exchange_rate = seen.exchange_rate
+        cap = controller(model, state)
+        if max_cap is not None:
+            cap = min(cap, max_cap)
+        caps[d] = cap
+        until = _period_end(edges, d)
+        result = model.advance(state, cap, until)
+        twt[d], cost[d] = result.twt, result.cost
+        seen.day_over(until)
+    return Trajectory(twt=twt, cost=cost, caps=caps, simulations=3 * days, wall_s=time.perf_counter() - t0)

@@ -1,0 +1,99 @@
+"""The daily caps (sim/leasing/daily.py): V fixed per day, clones exact, nothing from the future."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from rlsched.core.leasing import DailyLearnerParams, StateAwareParams, daily_cap_set
+from rlsched.sim.leasing.daily import _counterfactual, _held_counterfactual, daily_learned, state_aware_daily
+from rlsched.sim.leasing.hybrid import HybridModel, day_edges
+from rlsched.sim.leasing.runs import _period_end, grouped_runs
+from tests.conftest import shared_trace
+
+DAY = 86_400.0
+
+
+@pytest.fixture(scope="module")
+def kth_cut() -> HybridModel:
+    from rlsched.sim.traces.swf import read_swf
+
+    w = read_swf(shared_trace("kth")).cut(0, 12 * DAY)
+    return HybridModel(w, 100)
+
+
+@pytest.mark.parametrize("continuation", ["held", "followed"])
+def test_the_daily_learned_policy_is_a_daily_cap_schedule(kth_cut: HybridModel, continuation: str) -> None:
+    """Replaying its per-day caps as a fixed schedule gives the same run: V only changes at day starts."""
+    edges = day_edges(kth_cut)
+    traj = daily_learned(kth_cut, edges, DailyLearnerParams(horizon_days=2, continuation=continuation))
+    assert len(set(traj.caps.tolist())) > 1, "the test needs a run whose cap changes"
+    assert set(traj.caps.tolist()) <= set(daily_cap_set(100))
+    replay = grouped_runs(kth_cut, edges, traj.caps[None, :])
+    np.testing.assert_array_equal(replay.twt[0], traj.twt)
+    np.testing.assert_array_equal(replay.cost[0], traj.cost)
+
+
+def test_the_rule_held_for_a_day_is_a_daily_cap_schedule(kth_cut: HybridModel) -> None:
+    edges = day_edges(kth_cut)
+    traj = state_aware_daily(kth_cut, edges, StateAwareParams(threshold=1.0))
+    replay = grouped_runs(kth_cut, edges, traj.caps[None, :])
+    np.testing.assert_array_equal(replay.twt[0], traj.twt)
+    assert int(traj.caps.max()) > 0
+    bounded = state_aware_daily(kth_cut, edges, StateAwareParams(threshold=1.0), max_cap=3)
+    assert int(bounded.caps.max()) <= 3
+
+
+def test_decisions_use_nothing_after_the_days_start(kth_cut: HybridModel) -> None:
+    """Cutting the jobs from day 5 on leaves every earlier decision unchanged."""
+    edges = day_edges(kth_cut)
+    params = DailyLearnerParams(horizon_days=1, prior_days=1.0)
+    full = daily_learned(kth_cut, edges, params)
+    # The cut keeps the times (cut from 0) and so the day edges; only the jobs from day 5 on are gone.
+    cut = HybridModel(kth_cut.workload.cut(0.0, float(edges[5])), 100)
+    cut_edges = day_edges(cut)
+    np.testing.assert_array_equal(cut_edges, edges[:len(cut_edges)])
+    short = daily_learned(cut, cut_edges, params)
+    days = len(cut_edges) - 1
+    assert days == 5 and len(set(full.caps[:days].tolist())) > 1
+    np.testing.assert_array_equal(short.caps, full.caps[:days])
+
+
+def _brute(model: HybridModel, start_day: int, last: int, first_cap: int, later: list[int]) -> tuple[float, float]:
+    edges = day_edges(model)
+    state = model.initial_state()
+    caps = [0] * start_day
+    # The actual run the clones branch from: cap 0 before ``start_day``.
+    for d in range(start_day):
+        model.advance(state, caps[d], _period_end(edges, d))
+    wait = cost = 0.0
+    for k, d in enumerate(range(start_day, last + 1)):
+        step = model.advance(state, first_cap if k == 0 else later[k - 1], _period_end(edges, d))
+        wait += step.twt
+        cost += step.cost
+    return wait, cost
+
+
+def test_counterfactual_clones_match_simulating_each_cap_alone(kth_cut: HybridModel) -> None:
+    edges = day_edges(kth_cut)
+    caps = daily_cap_set(100)
+    state = kth_cut.initial_state()
+    for d in range(3):
+        kth_cut.advance(state, 0, _period_end(edges, d))
+    waits, cloud = _held_counterfactual(kth_cut, state, edges, 3, 6, caps)
+    for i, cap in enumerate(caps):
+        assert (waits[i], cloud[i]) == pytest.approx(_brute(kth_cut, 3, 6, cap, [cap] * 3), rel=1e-12), cap
+    # "followed": the clones go on with the caps actually used; here the actual run holds 20 from day 4.
+    followed = [20, 20, 20]
+    starts = [state.copy()]
+    actual_twt, actual_cost = [], []
+    s = state.copy()
+    for k, d in enumerate(range(3, 7)):
+        step = kth_cut.advance(s, 0 if k == 0 else followed[k - 1], _period_end(edges, d))
+        actual_twt.append(step.twt)
+        actual_cost.append(step.cost)
+        starts.append(s.copy())
+    waits, cloud = _counterfactual(kth_cut, starts, edges, 3, 6, caps, followed, np.array(actual_twt),
+                                   np.array(actual_cost))
+    for i, cap in enumerate(caps):
+        assert (waits[i], cloud[i]) == pytest.approx(_brute(kth_cut, 3, 6, cap, followed), rel=1e-9), cap
