@@ -19,6 +19,9 @@
 # user $PBS_TEST_USER exists for tests that submit as someone else.
 #
 # Idempotent: on a running system it re-applies the server settings and returns in about a second.
+# --packages-only stops after the Debian packages, --build-only after the build (scripts/test.sh installs the
+# packages first, then builds in the background while the rest of the suite runs; the fixture's own call
+# waits on the script's lock).
 # Environment (defaults): RLSCHED_PBS_TARBALL, PBS_PREFIX (/opt/pbs), PBS_HOME_DIR (/var/spool/pbs),
 # PBS_NETNS (rlsched-pbs), PBS_NS_IP (10.77.0.1), PBS_HOSTNAME (pbshost), PBS_NODE_NCPUS (8),
 # PBS_TEST_USER (pbsuser), BASE (/tmp/rlsched-pbs: build tree and logs).
@@ -40,6 +43,13 @@ since() { awk -v a="$1" -v b="$(now)" 'BEGIN{printf "%.1f", b-a}'; }
 say() { echo "pbs-up.sh [+$(since "$T0") s] $*"; }
 inns() { ip netns exec "$NS" "$@"; }
 T0=$(now)
+STOP_AFTER=""
+case "${1:-}" in
+  --packages-only) STOP_AFTER=packages;;
+  --build-only) STOP_AFTER=build;;
+  "") ;;
+  *) die "unknown option '$1' (known: --packages-only, --build-only)";;
+esac
 
 [ "$(id -u)" = 0 ] || die "must run as root (network namespace, Debian packages, PBS daemons)"
 case "$NCPUS" in ''|*[!0-9]*) die "PBS_NODE_NCPUS must be an integer (got '$NCPUS')";; esac
@@ -68,6 +78,7 @@ if [ ${#missing[@]} -gt 0 ]; then
       >>"$LOGS/apt.log" 2>&1 || die "apt-get install failed (see $LOGS/apt.log)"
   say "packages installed"
 fi
+[ "$STOP_AFTER" = packages ] && exit 0
 
 # 2. Build and install once.
 if [ ! -x "$PREFIX/sbin/pbs_server" ]; then
@@ -92,6 +103,7 @@ if [ ! -x "$PREFIX/sbin/pbs_server" ]; then
   rm -rf "$BASE/build"
   say "built and installed in $(since "$TB") s"
 fi
+[ "$STOP_AFTER" = build ] && exit 0
 
 # 3. The namespace: its own loopback up, plus a non-127 address; a hosts file seen only inside it.
 if ! ip netns exec "$NS" true 2>/dev/null; then

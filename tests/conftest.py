@@ -70,3 +70,9 @@ def trace_path(trace_dir: Path) -> Callable[[str], Path]:
     """``trace_path("ctc")`` -> the CTC-SP2 file in ``trace_dir`` (read once per session, so a test
     may change ``$RLSCHED_TRACE_DIR`` afterwards)."""
     return functools.partial(_trace_in, trace_dir)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Run the OpenPBS tests last: on a first run their server is still building in the background
+    (scripts/test.sh), and every other test can go on meanwhile.  The order is otherwise kept."""
+    items.sort(key=lambda item: item.get_closest_marker("pbs") is not None)
