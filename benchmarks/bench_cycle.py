@@ -3,7 +3,8 @@
 Targets: under 0.5 s and under 250 MB.  Each variant runs in its own process (so that peak memory is its
 own), over the same synthetic ``squeue --json`` document (tests/fakes/slurm.py: real Slurm 22.05 job records,
 about 2.4 kB a job, 114 MB at 50,000 jobs), written once to a file and read back as the command's output
-(bytes, decoded as the subprocess runner decodes them; only the pipe and slurmctld's own time are left out):
+(bytes, handed over as the subprocess runner hands them: :class:`CommandResult` keeps ASCII output as bytes
+and decodes the rest; only the pipe and slurmctld's own time are left out):
 
 - ``typed``: what the daemon runs (msgspec typed decoding, rlsched/backends/slurm/parsers.py);
 - ``reference``: the same cycle with ``json.loads`` and per-field checks (``parse_squeue_json_reference``,
@@ -41,15 +42,15 @@ SHARE = ("view", "decide", "act")        # parse (inside view) + view + rank + a
 
 def worker(doc_path: str, variant: str, repeat: int, agent: str) -> dict[str, Any]:
     """One variant: a warm-up cycle, ``repeat`` timed cycles, one cycle under tracemalloc."""
-    from rlsched.backends.common.runner import CommandResult, decode_output
+    from rlsched.backends.common.runner import CommandResult
     from rlsched.backends.slurm import backend as slurm_backend
     from rlsched.backends.slurm import parsers
     from rlsched.core.view import apply
     from tests.fakes.slurm import SyntheticSlurm, make_daemon
 
     class DecodingSlurm(SyntheticSlurm):
-        """Answers squeue with bytes decoded as :class:`SubprocessRunner` does (``decode_output``): that is
-        rlsched's work too, and at 50,000 jobs it is not free."""
+        """Answers squeue with the document's bytes, as :class:`SubprocessRunner` does: whatever
+        :class:`CommandResult` does with them (an ASCII check, a decode when needed) is rlsched's work too."""
 
         squeue_bytes = b""
 
@@ -57,8 +58,7 @@ def worker(doc_path: str, variant: str, repeat: int, agent: str) -> dict[str, An
             result = super().__call__(argv, timeout_s)
             if Path(argv[0]).name != "squeue":
                 return result
-            text, replaced = decode_output(self.squeue_bytes)
-            return CommandResult(result.argv, 0, text, "", replaced)
+            return CommandResult(result.argv, 0, self.squeue_bytes, "")
 
     if variant == "reference":
         slurm_backend.parse_squeue_json = parsers.parse_squeue_json_reference

@@ -66,7 +66,7 @@ class PrefixRunner:
 
     def __call__(self, argv: Sequence[str], timeout_s: float) -> CommandResult:
         result = self.inner([*self.prefix, *argv], timeout_s)
-        return dataclasses.replace(result, argv=tuple(argv))
+        return result.with_argv(argv)
 
 
 def pbs_id_of(job_id: int) -> str:

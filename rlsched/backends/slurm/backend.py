@@ -180,8 +180,8 @@ class SlurmBackend:
     def poll(self) -> tuple[list[SlurmJob], list[SlurmNode]]:
         """One ``squeue --json`` and one ``sinfo --json`` (parsed, retried)."""
         jobs = self.executor.run([self._cmd("squeue"), "--json"],
-                                 lambda r: parse_squeue_json(r.stdout, self._skip_job))
-        nodes = self.executor.run([self._cmd("sinfo"), "--json"], lambda r: parse_sinfo_json(r.stdout))
+                                 lambda r: parse_squeue_json(r.stdout_bytes, self._skip_job))
+        nodes = self.executor.run([self._cmd("sinfo"), "--json"], lambda r: parse_sinfo_json(r.stdout_bytes))
         self._jobs = {job.job_id: job for job in jobs}
         self._polled = jobs
         self._nodes = nodes

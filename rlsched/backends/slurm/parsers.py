@@ -160,7 +160,7 @@ class CompletedJob:
 # --------------------------------------------------------------------------------------------- JSON
 
 
-def _load_json(text: str, command: str) -> dict[str, Any]:
+def _load_json(text: str | bytes, command: str) -> dict[str, Any]:
     try:
         doc = json.loads(text)
     except (ValueError, RecursionError) as exc:   # JSONDecodeError is a ValueError
@@ -248,7 +248,7 @@ def _list_of(doc: Mapping[str, Any], key: str, command: str) -> list[Any]:
     return items
 
 
-def parse_squeue_json(text: str,
+def parse_squeue_json(text: str | bytes,
                       on_skip: Callable[[SlurmParseError], None] | None = None) -> list[SlurmJob]:
     """Jobs of ``squeue --json`` (every state squeue still knows).
 
@@ -280,7 +280,7 @@ def parse_squeue_json(text: str,
     return jobs
 
 
-def parse_squeue_json_reference(text: str,
+def parse_squeue_json_reference(text: str | bytes,
                                 on_skip: Callable[[SlurmParseError], None] | None = None) -> list[SlurmJob]:
     """:func:`parse_squeue_json` through ``json.loads`` and a check of every field (slow; exact messages)."""
     doc = _load_json(text, SQUEUE_JSON)
@@ -413,7 +413,7 @@ def _squeue_job(f: _Fields) -> SlurmJob:
         submit_s=_epoch(f.req_int("submit_time")), start_s=_epoch(start), end_s=_epoch(end))
 
 
-def parse_sinfo_json(text: str) -> list[SlurmNode]:
+def parse_sinfo_json(text: str | bytes) -> list[SlurmNode]:
     """Nodes of ``sinfo --json``, each once.
 
     Decoded typed (msgspec), like :func:`parse_squeue_json`; any node the typed reader does not take as it is
@@ -460,7 +460,7 @@ class _SinfoDoc(msgspec.Struct, gc=False):
 _SINFO_DECODER = msgspec.json.Decoder(_SinfoDoc)
 
 
-def parse_sinfo_json_reference(text: str) -> list[SlurmNode]:
+def parse_sinfo_json_reference(text: str | bytes) -> list[SlurmNode]:
     """:func:`parse_sinfo_json` through ``json.loads`` and a check of every field (slow; exact messages)."""
     doc = _load_json(text, SINFO_JSON)
     nodes: dict[str, SlurmNode] = {}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from rlsched.backends.common.runner import CommandExecutor, SubprocessRunner, decode_output
+from rlsched.backends.common.runner import CommandExecutor, CommandResult, SubprocessRunner, decode_output
 
 
 def test_decode_output_replaces_and_counts_invalid_utf8_only() -> None:
@@ -19,3 +19,19 @@ def test_a_real_command_printing_invalid_utf8_is_read_and_counted() -> None:
     out = executor.run([sys.executable, "-c", code], lambda r: r.stdout)
     assert out == "job \ufffd ok\n"
     assert executor.errors["decode_replacement"] == 2
+
+
+def test_command_output_reaches_the_json_readers_as_the_bytes_it_came_as() -> None:
+    ascii_doc = b'{"jobs": []}'
+    result = CommandResult(("squeue",), 0, ascii_doc, "")
+    assert result.stdout_bytes is ascii_doc               # no str copy on the common path
+    assert result.stdout == '{"jobs": []}' and result.decode_replacements == 0
+    utf8_doc = '{"name": "né"}'.encode()
+    result = CommandResult(("squeue",), 0, utf8_doc, "")
+    assert result.stdout_bytes is utf8_doc and result.stdout == '{"name": "né"}'
+    assert result.decode_replacements == 0
+    bad = CommandResult(("squeue",), 0, b'{"name": "\xff"}', "", 2)
+    assert bad.decode_replacements == 3                   # its own one, added to what the caller counted
+    assert bad.stdout_bytes == '{"name": "\ufffd"}'.encode()
+    moved = bad.with_argv(["qstat"])
+    assert moved.argv == ("qstat",) and moved == CommandResult(("qstat",), 0, '{"name": "\ufffd"}', "", 3)
