@@ -23,6 +23,13 @@ recorded waits are the ``native`` baseline, P-grid §4.1/P-fqi §4):
 - ``interactive-first-keepidle``: the fixed rule it can learn — interactive jobs first,
   FCFS inside a class, batch jobs never take the last :data:`KEEP_IDLE_CORES` idle cores.
 
+Every run has an information protocol (:data:`PROTOCOLS`, docs/perez.md "Same information"): the
+``paper`` one gives every policy the class from the actual runtime, the ``product`` one the class a
+live scheduler knows (the requested time under the daemon's class rule) and no actual runtimes; on
+LPC-EGEE both run, beside the class-reading rules (``interactive-first``, ``interactive-first-sjf``) and
+Slurm's ``multifactor`` with fair-share; the held-out LPC-EGEE window
+(:data:`LPC_HOLDOUT_WINDOW_DAYS`) runs under the product protocol.
+
 ``perez-elastic`` runs the elastic provisioning MDP of P-grid §3.2/§4.1 on the LAL-like
 workload: the agent also chooses the pool size every period (held ≥ 15 minutes, ≥ 30
 cores, ≥ running jobs, enforced by :class:`rlsched.sim.elastic.ElasticSimulator`), reward
@@ -716,8 +723,9 @@ def run_elastic(out_dir: Path, *, quick: bool = False, seed: int = 0, n_seeds: i
 EXPERIMENTS = {
     "perez-rigid": Experiment(
         "perez-rigid", "Perez et al. P-grid Tables 2-3: SARSA-ESN (oracle/estimated, λ=0.5/1; also with the "
-        "keep-idle action) vs FCFS, EASY, EASY-SJF, interactive-first keeping 2 cores (and the recorded "
-        "native schedule on LPC-EGEE), rigid pool", run_rigid),
+        "keep-idle action) vs FCFS, EASY, EASY-SJF, interactive-first (-sjf, keeping 2 cores), multifactor "
+        "fair-share (and the recorded native schedule on LPC-EGEE), rigid pool; paper and product information "
+        "protocols, and a held-out LPC-EGEE window", run_rigid),
     "perez-elastic": Experiment(
         "perez-elastic", "Perez et al. P-grid Tables 4-5: SARSA-ESN choosing the pool size every period "
         "(≥ 15 min, ≥ 30 cores, ≥ running jobs) on the LAL-like workload", run_elastic),

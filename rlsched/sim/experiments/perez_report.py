@@ -437,7 +437,8 @@ def _differences(result: dict[str, Any]) -> list[str]:
     ]
     for workload, wl_name in (("lal", "LAL-like"), ("lpc-egee", "LPC-EGEE")):
         best_classic = [find_row(rows, workload, p, "interactive")
-                        for p in ("fcfs", "easy", "easy-sjf", "interactive-first-keepidle")]
+                        for p in ("fcfs", "easy", "easy-sjf", "interactive-first", "interactive-first-sjf",
+                                  "multifactor", "interactive-first-keepidle")]
         classic = [r for r in best_classic if r is not None and r["mean_W"] is not None]
         learned = [r for r in rows if r["workload"] == workload and r["class"] == "interactive"
                    and r["runtime_model"] is not None and r["mean_W"] is not None
@@ -528,6 +529,14 @@ def same_information(result: dict[str, Any]) -> list[str]:
                 f"{_pm(g['learned_F'], g['learned_sd_F'])} | {_pm(g['rule_F'], g['rule_sd_F'])} | "
                 f"{g['diff_F']:+.3f} ({g['spread_F']:.3f}) | {'yes' if g['W_no_worse'] else 'NO'} | "
                 f"{'yes' if g['F_better'] else 'NO'} |")
+        lines += ["", "How far F can move at all: the range of mean F over every simulated policy (rules and "
+                  "learned, both protocols) on each workload.", ""]
+        for workload in result.get("workloads", ["lal"]):
+            fs = [r["mean_fairness"] for r in rows if r["workload"] == workload and r["class"] == "all"
+                  and r["policy"] != "native" and r["mean_fairness"] is not None]
+            if fs:
+                lines.append(f"- {WORKLOAD_NAMES.get(workload, workload)}: F {min(fs):.4f}–{max(fs):.4f} "
+                             f"(range {max(fs) - min(fs):.4f}).")
         lines.append("")
     return lines
 
