@@ -519,7 +519,8 @@ def same_information(result: dict[str, Any]) -> list[str]:
                                                                        result.get("primary_learned", [])) +
                   "`); the best rule is the rule with the highest interactive W under the same protocol. Goal: "
                   "interactive W no worse than the best rule's (difference ≥ −spread) and F better (difference "
-                  "> spread).", "",
+                  "> spread). Spread: the sd over seeds of the paired per-seed differences (at least 0.001).",
+                  "",
                   "| workload | learned W | best rule | rule W | ΔW (spread) | learned F | rule F | ΔF (spread) | "
                   "W no worse | F better |", "|---|---|---|---|---|---|---|---|---|---|"]
         for g in goal:
