@@ -120,12 +120,12 @@ RESERVATION_POLICIES = ("interactive-first-keepidle",)
 #: K = 1, 2, 3 gave interactive W 0.943, 0.972, 0.976 and batch W 0.801, 0.798, 0.794
 #: (FCFS 0.856 / 0.802).  The fixed rule with K = 2 reached 0.993 / 0.792 there.
 KEEP_IDLE_CORES = _REGISTRY_KEEP_IDLE_CORES  # the registry's default for the -keepidle policies
-#: A second LPC-EGEE fortnight, days 203–217 (15–29 March 2005), held out: no choice of the learners,
+#: A second LPC-EGEE fortnight, days 203–217 (23 February – 9 March 2005), held out: no choice of the learners,
 #: the rules or the reporting window was made on it.  The Parallel Workloads Archive is not reachable
 #: from the machines these runs were made on and LPC-EGEE is the only grid log in the trace folder, so
 #: the held-out grid workload is a disjoint window of the same site, not another site; why this window:
-#: the busiest non-outage fortnight that ends at least a month before the reporting window (9,303 jobs,
-#: offered load 0.37, recorded mean wait 1,884 s).
+#: the busiest non-outage fortnight that ends at least a month before the reporting window (9,479 jobs,
+#: offered load 0.37, recorded mean wait 1,849 s).
 LPC_HOLDOUT_WINDOW_DAYS = (203.0, 217.0)
 LPC_HOLDOUT_QUICK_WINDOW_DAYS = (203.0, 204.0)
 WORKLOADS = ("lal", "lpc-egee", "lpc-egee-holdout")
