@@ -8,7 +8,12 @@ cores) and on the LPC-EGEE window of :mod:`rlsched.sim.experiments.perez`:
 
 - ``fqi-esn``, ``fqi-ffnn`` × {oracle, estimated} × λ ∈ {0.5, 1} (λ = 1 is ours: the issue
   asks for both, P-fqi reports 0.5 only);
-- ``fcfs``, ``easy``, ``easy-sjf``, and ``native`` on LPC-EGEE (its recorded schedule).
+- ``fcfs``, ``easy``, ``easy-sjf``, the class-reading rules ``interactive-first`` and
+  ``interactive-first-sjf``, Slurm's ``multifactor`` with fair-share on the VO target shares, and
+  ``native`` on LPC-EGEE (its recorded schedule);
+- on LPC-EGEE, both information protocols (:data:`rlsched.sim.experiments.perez.PROTOCOLS`): the
+  class from the actual runtime (the papers'), and the class a live scheduler knows (requested time);
+  under the second, estimated runtimes only.
 
 Outputs as every Perez experiment: ``results.json`` (one row per workload × policy ×
 setting × class, pooled over the reporting seeds), ``report.md`` (P-fqi Tables 2–3
@@ -26,7 +31,15 @@ from pathlib import Path
 from typing import Any
 
 from rlsched.sim.experiments import Experiment
-from rlsched.sim.experiments.perez import plan, reported_seeds, resolve_lpc, run_experiment
+from rlsched.sim.experiments.perez import (
+    CLASSIC_POLICIES,
+    PROTOCOLS,
+    SAME_INFO_RULES,
+    plan,
+    reported_seeds,
+    resolve_lpc,
+    run_experiment,
+)
 
 #: P-fqi §4.3: the two Q-function approximators under fitted-Q iteration.
 FQI_POLICIES = ("fqi-esn", "fqi-ffnn")
@@ -45,7 +58,8 @@ def run_fqi(out_dir: Path, *, quick: bool = False, seed: int = 0, n_seeds: int |
     seeds = reported_seeds(seed, n_seeds, quick)
     use_lpc, why = resolve_lpc(lpc, quick)
     specs = plan(quick=quick, seeds=seeds, lpc=use_lpc, learned=FQI_POLICIES, scale=scale,
-                 lpc_window_days=lpc_window_days)
+                 classic=(*CLASSIC_POLICIES, *SAME_INFO_RULES), lpc_window_days=lpc_window_days,
+                 protocols=PROTOCOLS)
     return run_experiment("perez-fqi", out_dir, specs, quick=quick, seeds=seeds, workers=workers,
                           notes=[why] if why else [])
 

@@ -333,7 +333,7 @@ def _small_jobs(plan: Plan, seed: int) -> list[SmallJob]:
                     80.0,
                     f,
                     seed,
-                    ("qlearning", "qlearning-neg"),
+                    ("qlearning", "qlearning-neg", "qlearning-neg-delayed"),
                     gamma=gamma,
                     extra={"gamma": gamma},
                 )
@@ -348,7 +348,7 @@ def _small_jobs(plan: Plan, seed: int) -> list[SmallJob]:
                     80.0,
                     f,
                     seed,
-                    ("qlearning", "qlearning-neg"),
+                    ("qlearning", "qlearning-neg", "qlearning-neg-delayed"),
                     epsilon=eps,
                     record=True,
                     extra={"epsilon": eps},

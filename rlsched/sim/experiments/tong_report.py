@@ -17,7 +17,6 @@ import numpy as np
 
 from rlsched.sim.experiments.harness import pyplot, save_figure
 from rlsched.sim.experiments.tong import (
-    LEARNER_VARIANTS,
     LPC_POLICIES,
     PAPER_WINDOW,
     PUBLISHED,
@@ -28,6 +27,31 @@ from rlsched.sim.experiments.tong import (
 )
 from rlsched.sim.hetero.compare import POLICIES
 from rlsched.sim.hetero.workloads import ARRIVAL_LAWS, ESTIMATION_ERRORS, LpcSetting
+
+#: How every table and figure names a policy.  A learner that hears a task's response when the task is
+#: placed reads the realised service times of the tasks queued ahead of it, which only a simulator knows:
+#: those rows are "simulation only".  The learner that hears at completion, as a live dispatcher would, is
+#: the primary learned row.
+POLICY_LABELS: dict[str, str] = {
+    "qlearning-neg-delayed": "qlearning-neg at completion (primary)",
+    "qlearning-delayed": "qlearning at completion",
+    "qlearning-neg": "qlearning-neg at placement (simulation only)",
+    "qlearning": "qlearning at placement (simulation only)",
+}
+#: Table columns: the primary learner first, the simulation-only learners last.
+TABLE_POLICIES: tuple[str, ...] = (
+    "qlearning-neg-delayed", "qlearning-delayed",
+    *(p for p in POLICIES if p not in POLICY_LABELS),
+    "qlearning-neg", "qlearning")
+#: The learners in report order (primary first).
+REPORT_LEARNERS: tuple[str, ...] = ("qlearning-neg-delayed", "qlearning-delayed", "qlearning-neg", "qlearning")
+#: The learners of the γ and p_e sweeps (Fig. 12, Table 4), in report order.
+SWEEP_LEARNERS: tuple[str, ...] = ("qlearning-neg-delayed", "qlearning-neg", "qlearning")
+
+
+def policy_label(policy: str) -> str:
+    """The name of ``policy`` in every table and figure (see :data:`POLICY_LABELS`)."""
+    return POLICY_LABELS.get(policy, policy)
 
 
 # ------------------------------------------------------------------------ lookups
@@ -84,7 +108,7 @@ def figures(out: Path, rows: list[dict[str, Any]], raw: list[dict[str, Any]], pl
                 es.append(r["sd_response_h"])
         return xs, ys, es
 
-    for fig_name, policy in (("fig4_arrival_nlp.png", "nlp"), ("fig5_arrival_qlearning.png", "qlearning")):
+    for fig_name, policy in (("fig4_arrival_nlp.png", "nlp"), ("fig5_arrival_qlearning.png", "qlearning-neg-delayed")):
         fig, ax = plt.subplots(figsize=(6, 3.5))
         for law in ARRIVAL_LAWS:
             if law == "exponential":
@@ -98,42 +122,42 @@ def figures(out: Path, rows: list[dict[str, Any]], raw: list[dict[str, Any]], pl
         ax.set_xlabel("arrival rate λ (tasks/h)")
         ax.set_ylabel("mean response (h)")
         ax.set_yscale("log")
-        ax.set_title(f"{policy}: robustness to the arrival law")
+        ax.set_title(f"{policy_label(policy)}: robustness to the arrival law", fontsize=9)
         ax.legend()
         save(fig, fig_name)
 
     fig, ax = plt.subplots(figsize=(6, 3.5))
-    labels = [label for label, _ in ESTIMATION_ERRORS]
-    for policy in ("nlp", "ect", "min-min", "qlearning"):
+    labels = [name for name, _ in ESTIMATION_ERRORS]
+    for policy in ("nlp", "ect", "min-min", "qlearning-neg-delayed"):
         for rate in (60.0, 80.0):
             ys = []
-            for label, shift in ESTIMATION_ERRORS:
-                if shift == 0.0 or policy == "qlearning":
+            for name, shift in ESTIMATION_ERRORS:
+                if shift == 0.0 or policy in POLICY_LABELS:
                     ys.append(_value(rows, "comparison", f"poisson-{rate:g}", policy))
                 else:
-                    ys.append(_value(rows, "estimation", f"error-{label}-{rate:g}", policy))
-            ax.plot(labels, ys, marker="o", label=f"{policy} λ={rate:g}")
+                    ys.append(_value(rows, "estimation", f"error-{name}-{rate:g}", policy))
+            ax.plot(labels, ys, marker="o", label=f"{policy_label(policy)} λ={rate:g}")
     ax.set_ylabel("mean response (h)")
     ax.set_yscale("log")
     ax.set_title("Figs. 6–7: service-rate estimation errors")
     ax.legend(fontsize=7, ncol=2)
     save(fig, "fig6_7_estimation.png")
 
-    for fig_name, label in (("fig8_poisson.png", "poisson"), ("fig9_uniform.png", "uniform")):
+    for fig_name, law_name in (("fig8_poisson.png", "poisson"), ("fig9_uniform.png", "uniform")):
         fig, ax = plt.subplots(figsize=(7, 4))
-        for policy in POLICIES:
-            xs, ys, es = by_rate("comparison", label + "-{rate:g}", policy)
-            ax.errorbar(xs, ys, yerr=es, marker="o", capsize=3, label=policy)
+        for policy in TABLE_POLICIES:
+            xs, ys, es = by_rate("comparison", law_name + "-{rate:g}", policy)
+            ax.errorbar(xs, ys, yerr=es, marker="o", capsize=3, label=policy_label(policy))
         ax.set_xlabel("arrival rate λ (tasks/h)")
         ax.set_ylabel("mean response (h), ± sd over flows")
         ax.set_yscale("log")
-        ax.set_title(f"{label} arrivals: all policies")
+        ax.set_title(f"{law_name} arrivals: all policies")
         ax.legend(fontsize=7, ncol=2)
         save(fig, fig_name)
 
     for setting in sorted({r["setting"] for r in raw if r["experiment"] == "lpc"}):
         fig, ax = plt.subplots(figsize=(7, 4))
-        for policy in LPC_POLICIES:
+        for policy in (p for p in TABLE_POLICIES if p in LPC_POLICIES):
             curves = [
                 r["daily_h"]
                 for r in raw
@@ -141,7 +165,7 @@ def figures(out: Path, rows: list[dict[str, Any]], raw: list[dict[str, Any]], pl
             ]
             if curves:
                 length = min(len(c) for c in curves)
-                ax.plot(np.mean([c[:length] for c in curves], axis=0), label=policy)
+                ax.plot(np.mean([c[:length] for c in curves], axis=0), label=policy_label(policy))
         ax.axhline(PUBLISHED["lpc_ideal_h"], color="k", ls=":", label="ideal 0.772 h")
         ax.set_xlabel("day")
         ax.set_ylabel("daily mean response (h)")
@@ -151,17 +175,17 @@ def figures(out: Path, rows: list[dict[str, Any]], raw: list[dict[str, Any]], pl
         save(fig, f"fig10_11_{setting}.png")
 
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.5))
-    for policy in ("qlearning", "qlearning-neg"):
+    for policy in SWEEP_LEARNERS:
         ys = [_value(rows, "gamma", f"gamma-{g:g}", policy) for g in plan.gammas]
-        axes[0].plot(plan.gammas, ys, marker="o", label=policy)
+        axes[0].plot(plan.gammas, ys, marker="o", label=policy_label(policy))
         ys = [_value(rows, "epsilon", f"epsilon-{e:g}", policy) for e in plan.epsilons]
-        axes[1].plot(plan.epsilons, ys, marker="o", label=policy)
+        axes[1].plot(plan.epsilons, ys, marker="o", label=policy_label(policy))
     axes[0].set_xlabel("discount factor γ")
     axes[1].set_xlabel("exploration probability p_e")
     for ax in axes:
         ax.set_ylabel("mean response (h)")
         ax.set_yscale("log")
-        ax.legend()
+        ax.legend(fontsize=6)
     axes[0].set_title("Fig. 12")
     axes[1].set_title("Table 4")
     save(fig, "fig12_table4_parameters.png")
@@ -185,40 +209,42 @@ def orderings(rows: list[dict[str, Any]], plan: Plan) -> list[tuple[str, bool]]:
                 best_poisson == "nlp",
             )
         )
-        for learner in LEARNER_VARIANTS:
+        for learner in REPORT_LEARNERS:
             q, n = _value(rows, "comparison", p, learner), _value(rows, "comparison", p, "nlp")
+            name = policy_label(learner)
             checks.append(
-                (f"Poisson λ={rate:g}: {learner} within 20 % of nlp ({_fmt(q)} vs {_fmt(n)} h)", q <= 1.2 * n)
+                (f"Poisson λ={rate:g}: {name} within 20 % of nlp ({_fmt(q)} vs {_fmt(n)} h)", q <= 1.2 * n)
             )
             qu, nu = _value(rows, "comparison", u, learner), _value(rows, "comparison", u, "nlp")
             checks.append(
-                (f"uniform λ={rate:g}: {learner} ahead of nlp ({_fmt(qu)} vs {_fmt(nu)} h)", qu < nu)
+                (f"uniform λ={rate:g}: {name} ahead of nlp ({_fmt(qu)} vs {_fmt(nu)} h)", qu < nu)
             )
             ect = _value(rows, "comparison", p, "ect")
-            checks.append((f"Poisson λ={rate:g}: {learner} ahead of ECT ({_fmt(q)} vs {_fmt(ect)} h)", q < ect))
+            checks.append((f"Poisson λ={rate:g}: {name} ahead of ECT ({_fmt(q)} vs {_fmt(ect)} h)", q < ect))
             batch = min(_value(rows, "comparison", p, pol) for pol in ("min-min", "max-min", "suffrage"))
             checks.append(
                 (
-                    f"Poisson λ={rate:g}: {learner} ahead of the batch heuristics ({_fmt(q)} vs best {_fmt(batch)} h)",
+                    f"Poisson λ={rate:g}: {name} ahead of the batch heuristics ({_fmt(q)} vs best {_fmt(batch)} h)",
                     q < batch,
                 )
             )
     heuristics = ("ect", "min-min", "max-min", "suffrage")
-    for learner in LEARNER_VARIANTS:
+    for learner in REPORT_LEARNERS:
+        name = policy_label(learner)
         q140 = _value(rows, "lpc", "lpc-140", learner, "long_mean_response_h")
         ect140 = _value(rows, "lpc", "lpc-140", "ect", "long_mean_response_h")
         checks.append(
-            (f"LPC 140 CPUs: {learner} ahead of ECT, whole run ({_fmt(q140, 3)} vs {_fmt(ect140, 3)} h)", q140 < ect140)
+            (f"LPC 140 CPUs: {name} ahead of ECT, whole run ({_fmt(q140, 3)} vs {_fmt(ect140, 3)} h)", q140 < ect140)
         )
-        for setting, key, label in (
+        for setting, key, window in (
             ("lpc-15", "mean_response_h", "paper window"),
             ("lpc-15-taskshare", "long_mean_response_h", "whole run, task reading of the bursts"),
         ):
             q = _value(rows, "lpc", setting, learner, key)
             heur = min(_value(rows, "lpc", setting, pol, key) for pol in heuristics)
-            checks.append((f"{setting}: {learner} near or below 2.2 h, {label} ({_fmt(q, 2)} h)", q <= 2.5))
+            checks.append((f"{setting}: {name} near or below 2.2 h, {window} ({_fmt(q, 2)} h)", q <= 2.5))
             checks.append(
-                (f"{setting}: {learner} ahead of the heuristics, {label} ({_fmt(q, 2)} vs {_fmt(heur, 2)} h)", q < heur)
+                (f"{setting}: {name} ahead of the heuristics, {window} ({_fmt(q, 2)} vs {_fmt(heur, 2)} h)", q < heur)
             )
     return checks
 
@@ -232,7 +258,7 @@ def _table(
     digits: int = 4,
 ) -> list[str]:
     policies = list(policies)
-    lines = ["| setting | " + " | ".join(policies) + " |", "|---" * (len(policies) + 1) + "|"]
+    lines = ["| setting | " + " | ".join(policy_label(p) for p in policies) + " |", "|---" * (len(policies) + 1) + "|"]
     for s in settings:
         cells = []
         for pol in policies:
@@ -272,30 +298,49 @@ def report_markdown(
         f"*long window*: tasks {WARMUP_TASKS}–{TASKS_PER_FLOW - 1}.",
         "",
         "`qlearning` is Algorithm 1 as published (reward 1/response, α = 1/(1+visits), ε = 0.2, "
-        "γ = 0.9), learning from each task's response as soon as the task is placed (the simulator knows it "
-        "then; our reading of Alg. 1's loop); `qlearning-delayed` learns only when the task completes (what a "
-        "live system can do). `qlearning-neg[-delayed]` is the same learner with reward −response "
-        "(see docs/tong.md for why); "
-        "it was chosen on "
-        "tuning seeds 10000–10019, never on the seeds reported here.",
-        "",
-        "## Orderings the paper reports, checked on our numbers",
+        "γ = 0.9); `qlearning-neg` is the same learner with reward −response (see docs/tong.md for why), "
+        "chosen on tuning seeds 10000–10019, never on the seeds reported here. Each runs with two feedback "
+        "timings. **At completion** (`…-delayed` in results.json): the learner hears a task's response when "
+        "the task completes, as a live dispatcher would; `qlearning-neg at completion` is the primary learned "
+        "row. **At placement (simulation only)**: the learner hears the response as soon as the task is "
+        "placed (our reading of Alg. 1's loop); that response includes the real service times of the tasks "
+        "queued ahead, which only a simulator knows, so no live system can run it.",
         "",
     ]
+    lines += ["## The primary learner against the heuristics", "",
+              "Paper window, Poisson and uniform arrivals; LPC settings: whole run. `qlearning-neg at "
+              "completion` is what a live dispatcher can run.", "",
+              "| setting | qlearning-neg at completion (primary) | best of min-min / max-min / suffrage | ect | "
+              "qlearning-neg at placement (simulation only) |", "|---|---|---|---|---|"]
+    for rate in plan.rates:
+        for law in ("poisson", "uniform"):
+            setting = f"{law}-{rate:g}"
+            batch = min(_value(rows, "comparison", setting, p) for p in ("min-min", "max-min", "suffrage"))
+            lines.append(f"| {setting} | {_fmt(_value(rows, 'comparison', setting, 'qlearning-neg-delayed'))} | "
+                         f"{_fmt(batch)} | {_fmt(_value(rows, 'comparison', setting, 'ect'))} | "
+                         f"{_fmt(_value(rows, 'comparison', setting, 'qlearning-neg'))} |")
+    for setting in sorted({r["setting"] for r in rows if r["experiment"] == "lpc"}):
+        key = "long_mean_response_h"
+        batch = min(_value(rows, "lpc", setting, p, key) for p in ("min-min", "max-min", "suffrage"))
+        primary = _value(rows, "lpc", setting, "qlearning-neg-delayed", key)
+        lines.append(f"| {setting} (whole run) | {_fmt(primary, 3)} | "
+                     f"{_fmt(batch, 3)} | {_fmt(_value(rows, 'lpc', setting, 'ect', key), 3)} | "
+                     f"{_fmt(_value(rows, 'lpc', setting, 'qlearning-neg', key), 3)} |")
+    lines += ["", "## Orderings the paper reports, checked on our numbers", ""]
     for text, ok in orderings(rows, plan):
         lines.append(f"- [{'x' if ok else ' '}] {text}")
     lines += ["", "## Figs. 8–9: all policies (paper window)", ""]
     for label in ("poisson", "uniform"):
         lines += [f"### {label} arrivals", ""]
-        lines += _table(rows, "comparison", [f"{label}-{r:g}" for r in plan.rates], POLICIES)
+        lines += _table(rows, "comparison", [f"{label}-{r:g}" for r in plan.rates], TABLE_POLICIES)
         lines += ["", "Long window:", ""]
-        lines += _table(rows, "comparison", [f"{label}-{r:g}" for r in plan.rates], POLICIES, long=True)
+        lines += _table(rows, "comparison", [f"{label}-{r:g}" for r in plan.rates], TABLE_POLICIES, long=True)
         lines.append("")
     lines += [
         "## Figs. 4–5: robustness to the arrival law, λ = 80 (paper window)",
         "",
-        "| law | published learner | " + " | ".join(LEARNER_VARIANTS) + " | nlp | ect |",
-        "|---|---|" + "---|" * (len(LEARNER_VARIANTS) + 2),
+        "| law | published learner | " + " | ".join(policy_label(p) for p in REPORT_LEARNERS) + " | nlp | ect |",
+        "|---|---|" + "---|" * (len(REPORT_LEARNERS) + 2),
     ]
     for law in ARRIVAL_LAWS:
         experiment, setting = (
@@ -306,7 +351,7 @@ def report_markdown(
             else ("arrival", f"{law}-80")
         )
         vals = [
-            _value(rows, experiment, setting, pol) for pol in (*LEARNER_VARIANTS, "nlp", "ect")
+            _value(rows, experiment, setting, pol) for pol in (*REPORT_LEARNERS, "nlp", "ect")
         ]
         lines.append(
             f"| {law} | {PUBLISHED['learner_lambda80_by_law_h'][law]} | "  # type: ignore[index]
@@ -319,7 +364,7 @@ def report_markdown(
         "",
         "The learner reads no estimate, so its numbers are those of the correct case by construction.",
         "",
-        "| λ | error | nlp | ect | min-min | qlearning |",
+        "| λ | error | nlp | ect | min-min | qlearning-neg at completion (primary) |",
         "|---|---|---|---|---|---|",
     ]
     for rate in (60.0, 80.0):
@@ -331,7 +376,7 @@ def report_markdown(
                     _value(rows, "estimation", f"error-{label}-{rate:g}", p)
                     for p in ("nlp", "ect", "min-min")
                 ]
-            vals.append(_value(rows, "comparison", f"poisson-{rate:g}", "qlearning"))
+            vals.append(_value(rows, "comparison", f"poisson-{rate:g}", "qlearning-neg-delayed"))
             lines.append(f"| {rate:g} | {label} | " + " | ".join(_fmt(v) for v in vals) + " |")
 
     lines += [
@@ -341,30 +386,31 @@ def report_markdown(
         f"Published: about {PUBLISHED['convergence_updates']} updates. Ours (criterion of Table 4: every Q "
         "entry of type t1 moves < 5 % over the next 100 updates): ",
     ]
-    for name in LEARNER_VARIANTS:
+    for name in REPORT_LEARNERS:
         r = _find(rows, "convergence", "poisson-80", name)
         if r is not None:
             lines.append(
-                f"- {name}: median {_fmt(r.get('median_convergence_iteration'), 0)} updates, "
+                f"- {policy_label(name)}: median {_fmt(r.get('median_convergence_iteration'), 0)} updates, "
                 f"{100 * r['converged_fraction']:.0f} % of flows converge within {TASKS_PER_FLOW} tasks."
             )
     lines += [
         "",
         "## Fig. 12 and Table 4: parameters (Poisson, λ = 80, paper window)",
         "",
-        "| γ | qlearning | qlearning-neg |",
-        "|---|---|---|",
+        "| γ | " + " | ".join(policy_label(p) for p in SWEEP_LEARNERS) + " |",
+        "|---|" + "---|" * len(SWEEP_LEARNERS),
     ]
     for g in plan.gammas:
         lines.append(
-            f"| {g:g} | {_fmt(_value(rows, 'gamma', f'gamma-{g:g}', 'qlearning'))} | "
-            f"{_fmt(_value(rows, 'gamma', f'gamma-{g:g}', 'qlearning-neg'))} |"
+            f"| {g:g} | " + " | ".join(_fmt(_value(rows, "gamma", f"gamma-{g:g}", p)) for p in SWEEP_LEARNERS)
+            + " |"
         )
     lines += [
         "",
-        "| p_e | published ART | published CI | qlearning ART | qlearning CI (median, converged %) "
-        "| qlearning-neg ART |",
-        "|---|---|---|---|---|---|",
+        "| p_e | published ART | published CI | qlearning at placement (simulation only) ART | its CI (median, "
+        "converged %) | qlearning-neg at placement (simulation only) ART | qlearning-neg at completion (primary) "
+        "ART |",
+        "|---|---|---|---|---|---|---|",
     ]
     for e in plan.epsilons:
         r = _find(rows, "epsilon", f"epsilon-{e:g}", "qlearning")
@@ -377,7 +423,8 @@ def report_markdown(
             f"| {e:g} | {PUBLISHED['table4_art_h'].get(e, '—')} | "  # type: ignore[attr-defined]
             f"{PUBLISHED['table4_ci'].get(e, '—')} | "  # type: ignore[attr-defined]
             f"{_fmt(_value(rows, 'epsilon', f'epsilon-{e:g}', 'qlearning'))} | {ci} | "
-            f"{_fmt(_value(rows, 'epsilon', f'epsilon-{e:g}', 'qlearning-neg'))} |"
+            f"{_fmt(_value(rows, 'epsilon', f'epsilon-{e:g}', 'qlearning-neg'))} | "
+            f"{_fmt(_value(rows, 'epsilon', f'epsilon-{e:g}', 'qlearning-neg-delayed'))} |"
         )
     lpc_settings = sorted({r["setting"] for r in rows if r["experiment"] == "lpc"})
     lines += [
@@ -398,9 +445,10 @@ def report_markdown(
         "Paper window:",
         "",
     ]
-    lines += _table(rows, "lpc", lpc_settings, LPC_POLICIES, digits=3)
+    lpc_columns = [p for p in TABLE_POLICIES if p in LPC_POLICIES]
+    lines += _table(rows, "lpc", lpc_settings, lpc_columns, digits=3)
     lines += ["", "Whole run:", ""]
-    lines += _table(rows, "lpc", lpc_settings, LPC_POLICIES, long=True, digits=3)
+    lines += _table(rows, "lpc", lpc_settings, lpc_columns, long=True, digits=3)
     lines += [
         "",
         f"LPC-EGEE replay: `{json.dumps(info.get('replay'))}`",
@@ -410,9 +458,9 @@ def report_markdown(
         "| policy | poisson-80 | lpc-140 |",
         "|---|---|---|",
     ]
-    for pol in POLICIES:
+    for pol in TABLE_POLICIES:
         lines.append(
-            f"| {pol} | {_fmt(_value(rows, 'comparison', 'poisson-80', pol, 'decision_us'), 1)} | "
+            f"| {policy_label(pol)} | {_fmt(_value(rows, 'comparison', 'poisson-80', pol, 'decision_us'), 1)} | "
             f"{_fmt(_value(rows, 'lpc', 'lpc-140', pol, 'decision_us'), 1)} |"
         )
     lines += ["", "## Figures", ""] + [f"![{f}]({f})" for f in figures]

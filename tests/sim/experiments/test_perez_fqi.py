@@ -34,9 +34,12 @@ from rlsched.sim.experiments.perez_report import (
 from tests.conftest import shared_trace
 from tests.sim.experiments.test_perez import CI_SCALE, REQUIRED_KEYS
 
+#: The rules beside the fitted-Q learners.
+FQI_RULES = ("fcfs", "easy", "easy-sjf", "interactive-first", "interactive-first-sjf", "multifactor")
+
 
 def _check_rows(rows: list[dict[str, Any]], workload: str, classic: tuple[str, ...]) -> None:
-    mine = [r for r in rows if r["workload"] == workload]
+    mine = [r for r in rows if r["workload"] == workload and r["protocol"] in ("paper", "both")]
     settings = {(r["policy"], r["runtime_model"], r["lambda"]) for r in mine}
     expected = {(p, None, None) for p in classic} | {
         (p, rm, lam) for p in FQI_POLICIES for rm in RUNTIME_MODELS for lam in LAMBDAS}
@@ -64,6 +67,7 @@ def test_plan_covers_every_setting_and_scales_trim_and_pretraining() -> None:
     assert len(lal) == 2 * (3 + 2 * 2 * 2)  # per seed: 3 classic + 2 learners × 2 runtime models × 2 λ
     assert len(lpc) == 4 + 2 * 8  # the trace is fixed: classic + native once, learned on every seed
     assert {s.policy for s in lpc} == {"fcfs", "easy", "easy-sjf", "native", *FQI_POLICIES}
+    assert {s.protocol for s in lal} == {"both"} and {s.protocol for s in lpc} == {"paper"}
     assert {(trim_jobs(s), pretrain_decisions(s)) for s in specs if s.policy in FQI_POLICIES} == {(50, 50)}
     full = RunSpec("lpc-egee", "fqi-esn", "oracle", 1.0, 0, 1.0)
     assert (trim_jobs(full), pretrain_decisions(full)) == (500, 500)
@@ -75,7 +79,7 @@ def test_lal_rows_report_and_figures(tmp_path: Path) -> None:
     result = run_fqi(tmp_path, quick=True, seed=0, lpc=False, workers=1, scale=CI_SCALE)
     data = json.loads((tmp_path / "results.json").read_text())
     assert data["rows"] == json.loads(json.dumps(result["rows"]))
-    _check_rows(data["rows"], "lal", ("fcfs", "easy", "easy-sjf"))
+    _check_rows(data["rows"], "lal", FQI_RULES)
     assert data["seeds"] == [0] and data["tuning_seed_base"] == TUNING_SEED_BASE
     for name in ("inverse_cdf_W_interactive_lal.png", "cdf_wait_interactive_lal.png",
                  "fairness_difference_lal.png"):
@@ -90,8 +94,11 @@ def test_lpc_egee_rows_include_native(tmp_path: Path) -> None:
     shared_trace("lpc")  # skips without $RLSCHED_TRACE_DIR (fails under RLSCHED_REQUIRE_TRACES=1)
     result = run_fqi(tmp_path, quick=True, seed=0, lpc=True, workers=1, scale=CI_SCALE,
                      lpc_window_days=(252.0, 252.25))
-    _check_rows(result["rows"], "lpc-egee", ("fcfs", "easy", "easy-sjf", "native"))
-    _check_rows(result["rows"], "lal", ("fcfs", "easy", "easy-sjf"))
+    _check_rows(result["rows"], "lpc-egee", (*FQI_RULES, "native"))
+    _check_rows(result["rows"], "lal", FQI_RULES)
+    product = {(r["policy"], r["runtime_model"]) for r in result["rows"]
+               if r["workload"] == "lpc-egee" and r["protocol"] == "product"}
+    assert product == {(p, None) for p in (*FQI_RULES, "native")} | {(p, "estimated") for p in FQI_POLICIES}
     assert result["lpc_window_days"] == [252.0, 252.25]
     assert (tmp_path / "fairness_difference_lpc-egee.png").stat().st_size > 5000
     assert "ours LPC-EGEE" in (tmp_path / "report.md").read_text()

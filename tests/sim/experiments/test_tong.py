@@ -26,5 +26,17 @@ def test_quick_run_writes_results_report_and_figures(tmp_path, monkeypatch):
     assert data["replay"].startswith("skipped")
     report = (tmp_path / "report.md").read_text()
     assert "Orderings" in report and "| poisson-80 |" in report
+    # Every mention of a learner that hears at placement says it is simulation only; the learner that hears
+    # at completion is the first (primary) learned column.
+    for line in report.splitlines():
+        for name in ("qlearning-neg", "qlearning"):
+            for start in range(len(line)):
+                if line.startswith(name + " at placement", start):
+                    assert line.startswith(name + " at placement (simulation only)", start), line
+    header = next(line for line in report.splitlines() if line.startswith("| setting | "))
+    assert header.split(" | ")[1] == "qlearning-neg at completion (primary)"
+    assert "| qlearning-neg | " not in report and "| qlearning | " not in report
+    gamma = {r["policy"] for r in rows if r["experiment"] == "gamma"}
+    assert "qlearning-neg-delayed" in gamma
     assert (tmp_path / "fig8_poisson.png").stat().st_size > 1000
     assert (tmp_path / "fig3_convergence.png").exists()
