@@ -33,6 +33,24 @@ class BackendError(Exception):
     kind: str = "error"
 
 
+class BackendParseError(BackendError, ValueError):
+    """Output of a batch-system command (or a line of a log) that does not have the expected shape.
+
+    ``command`` names the source (``"squeue --json"``, ``"qstat -f -F json"``), ``where`` the place in it
+    (``"jobs[3].job_id"``, ``"line 12"``) and the message says what was wrong.  Each backend derives its own
+    (``SlurmParseError``, ``PBSParseError``) so that callers can tell them apart.
+    """
+
+    kind = "parse_error"
+
+    def __init__(self, command: str, where: str, message: str) -> None:
+        self.command = command
+        self.where = where
+        self.message = message
+        location = f" at {where}" if where else ""
+        super().__init__(f"{command}: bad output{location}: {message}")
+
+
 class BackendCommandError(BackendError):
     """A command that failed (after retries when the failure was transient)."""
 

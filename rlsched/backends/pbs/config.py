@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rlsched.backends.common.classify import ClassRule, VOMapping
+from rlsched.backends.common.config import RETRY_KEYS, build_config, read_number_key, read_typed_key
 from rlsched.backends.common.runner import RetryPolicy
 
 COMPLETION_SOURCES = ("history", "accounting")
@@ -98,10 +99,8 @@ class PBSBackendConfig:
             "sched_config": str, "priority_sort_check": str, "max_boosted": int, "unlimited_time_s": (int, float),
             "state_file": str, "default_vo": str, "vo_from": str}
         lists = {"command_prefix", "queues", "vos", "vo_shares", "interactive_queues"}
-        retry_keys = {"retry_attempts": "attempts", "retry_base_delay_s": "base_delay_s",
-                      "retry_max_delay_s": "max_delay_s"}
         ignored = {"kind", "mode", "poll_interval_s"}
-        known = set(simple) | lists | set(retry_keys) | ignored | {"vo_accounts", "interactive_max_time_s"}
+        known = set(simple) | lists | set(RETRY_KEYS) | ignored | {"vo_accounts", "interactive_max_time_s"}
         kwargs: dict[str, Any] = {}
         rule: dict[str, Any] = {}
         retry: dict[str, Any] = {}
@@ -132,24 +131,8 @@ class PBSBackendConfig:
                 if not isinstance(value, Mapping) or not all(isinstance(v, str) for v in value.values()):
                     raise bad(key, "expected a table of name = \"VO\"")
                 kwargs[key] = dict(value)
-            elif key == "interactive_max_time_s" or key in retry_keys:
-                if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
-                    raise bad(key, f"expected a number >= 0, got {value!r}")
-                if key in retry_keys:
-                    retry[retry_keys[key]] = int(value) if key == "retry_attempts" else float(value)
-                else:
-                    rule[key] = float(value)
+            elif key == "interactive_max_time_s" or key in RETRY_KEYS:
+                read_number_key(key, value, bad, rule, retry)
             else:
-                if isinstance(value, bool) or not isinstance(value, simple[key]):
-                    raise bad(key, f"wrong type {type(value).__name__}")
-                kwargs[key] = value
-                if key in ("timeout_s", "unlimited_time_s"):
-                    kwargs[key] = float(table[key])
-        try:
-            if rule:
-                kwargs["class_rule"] = ClassRule(**rule)
-            if retry:
-                kwargs["retry"] = RetryPolicy(**retry)
-            return cls(**kwargs)
-        except ValueError as exc:
-            raise ValueError(f"{source}: {exc}") from None
+                read_typed_key(key, value, simple[key], bad, kwargs)
+        return build_config(cls, kwargs, rule, retry, source)

@@ -5,28 +5,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rlsched.backends.common.runner import BackendCommandError, BackendError
+from rlsched.backends.common.runner import BackendCommandError, BackendError, BackendParseError
 
 
 class PBSError(BackendError):
     """Anything the PBS backend could not do; ``kind`` is the label of the error counter."""
 
 
-class PBSParseError(PBSError, ValueError):
-    """Output of a PBS command (or a line of an accounting log) that does not have the expected shape.
-
-    ``command`` names the source (``"qstat -f -F json"``), ``where`` the place in it (``Jobs["12.srv"].queue``,
-    ``"line 3"``) and the message says what was wrong.
-    """
-
-    kind = "parse_error"
-
-    def __init__(self, command: str, where: str, message: str) -> None:
-        self.command = command
-        self.where = where
-        self.message = message
-        location = f" at {where}" if where else ""
-        super().__init__(f"{command}: bad output{location}: {message}")
+class PBSParseError(PBSError, BackendParseError):
+    """Output of a PBS command (or a line of an accounting log) that does not have the expected shape
+    (see :class:`BackendParseError`)."""
 
 
 class PBSCommandError(PBSError, BackendCommandError):

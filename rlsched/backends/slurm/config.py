@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rlsched.backends.common.classify import ClassRule, VOMapping
+from rlsched.backends.common.config import RETRY_KEYS, build_config, read_number_key, read_typed_key
 from rlsched.backends.common.runner import RetryPolicy
 
 COMPLETION_SOURCES = ("auto", "sacct", "jobcomp", "squeue")
@@ -89,10 +90,8 @@ class SlurmBackendConfig:
             "default_vo": str, "cloud_feature": str}
         lists = {"partitions", "vos", "vo_shares", "interactive_qos", "interactive_partitions"}
         rule_keys = {"interactive_qos", "interactive_partitions", "interactive_max_time_s"}
-        retry_keys = {"retry_attempts": "attempts", "retry_base_delay_s": "base_delay_s",
-                      "retry_max_delay_s": "max_delay_s"}
         ignored = {"kind", "mode", "poll_interval_s"}
-        known = set(simple) | lists | rule_keys | set(retry_keys) | ignored | {"vo_accounts"}
+        known = set(simple) | lists | rule_keys | set(RETRY_KEYS) | ignored | {"vo_accounts"}
         kwargs: dict[str, Any] = {}
         rule: dict[str, Any] = {}
         retry: dict[str, Any] = {}
@@ -117,26 +116,8 @@ class SlurmBackendConfig:
                 if not isinstance(value, Mapping) or not all(isinstance(v, str) for v in value.values()):
                     raise bad(key, "expected a table of account = \"VO\"")
                 kwargs[key] = dict(value)
-            elif key == "interactive_max_time_s" or key in retry_keys:
-                if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
-                    raise bad(key, f"expected a number >= 0, got {value!r}")
-                if key == "retry_attempts" and not isinstance(value, int):
-                    raise bad(key, f"expected an integer, got {value!r}")
-                if key in retry_keys:
-                    retry[retry_keys[key]] = int(value) if key == "retry_attempts" else float(value)
-                else:
-                    rule[key] = float(value)
+            elif key == "interactive_max_time_s" or key in RETRY_KEYS:
+                read_number_key(key, value, bad, rule, retry)
             else:
-                if isinstance(value, bool) or not isinstance(value, simple[key]):
-                    raise bad(key, f"wrong type {type(value).__name__}")
-                kwargs[key] = value
-                if key in ("timeout_s", "unlimited_time_s"):
-                    kwargs[key] = float(table[key])
-        try:
-            if rule:
-                kwargs["class_rule"] = ClassRule(**rule)
-            if retry:
-                kwargs["retry"] = RetryPolicy(**retry)
-            return cls(**kwargs)
-        except ValueError as exc:
-            raise ValueError(f"{source}: {exc}") from None
+                read_typed_key(key, value, simple[key], bad, kwargs)
+        return build_config(cls, kwargs, rule, retry, source)

@@ -6,28 +6,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rlsched.backends.common.runner import BackendCommandError, BackendError
+from rlsched.backends.common.runner import BackendCommandError, BackendError, BackendParseError
 
 
 class SlurmError(BackendError):
     """Anything the Slurm backend could not do; ``kind`` is the label of the error counter."""
 
 
-class SlurmParseError(SlurmError, ValueError):
-    """Output of a Slurm command that does not have the expected shape.
-
-    ``command`` names the command (``"squeue --json"``), ``where`` the place in its output
-    (``"jobs[3].job_id"``, ``"line 12"``) and the message says what was wrong.
-    """
-
-    kind = "parse_error"
-
-    def __init__(self, command: str, where: str, message: str) -> None:
-        self.command = command
-        self.where = where
-        self.message = message
-        location = f" at {where}" if where else ""
-        super().__init__(f"{command}: bad output{location}: {message}")
+class SlurmParseError(SlurmError, BackendParseError):
+    """Output of a Slurm command that does not have the expected shape (see :class:`BackendParseError`)."""
 
 
 class SlurmCommandError(SlurmError, BackendCommandError):

@@ -37,6 +37,8 @@ def test_a_full_table_is_read() -> None:
     ({"max_boosted": 5000}, "max_boosted must be in 1..2048"),
     ({"timeout_s": True}, "key 'timeout_s': wrong type bool"),
     ({"priority_sort_check": "maybe"}, "priority_sort_check must be one of"),
+    ({"retry_attempts": 2.5}, "key 'retry_attempts': expected an integer"),      # as on Slurm: one shared reader
+    ({"interactive_max_time_s": -1}, "key 'interactive_max_time_s': expected a number >= 0"),
 ])
 def test_bad_keys_are_one_line_errors(table: dict[str, object], message: str) -> None:
     with pytest.raises(ValueError, match=message) as info:
