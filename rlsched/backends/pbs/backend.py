@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from rlsched.backends.common.record import UndoRecordWriter
 from rlsched.backends.common.runner import CommandExecutor, CommandResult, CommandRunner, SubprocessRunner
 from rlsched.backends.pbs.completions import CompletionFeed
 from rlsched.backends.pbs.config import PBSBackendConfig
@@ -46,7 +47,6 @@ from rlsched.backends.pbs.parsers import (
     parse_qstat_json,
     sched_sort_keys,
 )
-from rlsched.core.atomic import write_json_atomic
 from rlsched.core.live import CHANGE_KINDS, QueueKey
 from rlsched.core.view import ClusterView, FinishedJobs, JobClass, PendingJobs, RunningJobs
 
@@ -101,6 +101,7 @@ class PBSBackend:
         self._feed: CompletionFeed | None = None
         self._saved_feed: dict[str, Any] | None = None
         self._sort_checked: bool | None = None
+        self._record_writer = UndoRecordWriter(self.executor)
         self._load_record()
 
     # -------------------------------------------------------------------------------------- commands
@@ -186,7 +187,7 @@ class PBSBackend:
         jobs, nodes = self.poll()
         now = self.clock()
         completed = self._completion_feed().poll(jobs)
-        self._save_record()             # the feed's position moved
+        self._try_save_record()         # the feed's position moved (a failure only repeats a later window)
         unlimited = self.config.unlimited_time_s
 
         def req(limit_s: float) -> float:
@@ -327,14 +328,18 @@ class PBSBackend:
                 if job_id not in self.original_priority:
                     self.original_priority[job_id] = job.priority if job is not None else 0
                     self.pbs_ids[job_id] = self._pbs_id(job_id)
-                    self._save_record()     # on disk before PBS changes: a crash now still leaves it undoable
+                    # On disk before PBS changes: a crash now still leaves it undoable.  A priority whose
+                    # original cannot be recorded could never be restored: not set.
+                    if not self._try_save_record():
+                        self._forget(job_id)
+                        continue
                 if self._set_priority(job_id, priority, "nice_set"):
                     self.applied_priority[job_id] = priority
                     self._update_cached(job_id, priority=priority)
                 else:
                     self._forget(job_id)
         finally:
-            self._save_record()
+            self._try_save_record()
 
     def _restore_priority(self, job_id: int) -> None:
         # A vanished job needs no restoring; a failure raises and keeps the record for the next try.
@@ -362,7 +367,10 @@ class PBSBackend:
         # never held (a counted no-op), never a held job nobody releases.
         self.held_by_rlsched.add(int(job_id))
         self.pbs_ids[int(job_id)] = pbs_id
-        self._save_record()
+        if not self._try_save_record():        # no record, no hold: nothing could release it after a crash
+            self._drop_hold_record(int(job_id))
+            log.warning("qhold %s: not held, the undo record cannot be written", pbs_id)
+            return
         # A failure (a timeout may come after the server held the job) keeps the record: undo will release it.
         if self._job_action(int(job_id), [self._cmd("qhold"), "-h", "u", pbs_id], "hold"):
             self._update_cached(int(job_id), state="H")
@@ -373,7 +381,7 @@ class PBSBackend:
         self.held_by_rlsched.discard(job_id)
         if job_id not in self.original_priority:
             self.pbs_ids.pop(job_id, None)
-        self._save_record()
+        self._try_save_record()
 
     def release(self, job_id: int) -> None:
         if self._job_action(int(job_id), [self._cmd("qrls"), "-h", "u", self._pbs_id(int(job_id))], "release"):
@@ -382,7 +390,7 @@ class PBSBackend:
             self.held_by_rlsched.discard(int(job_id))
             if int(job_id) not in self.original_priority:
                 self.pbs_ids.pop(int(job_id), None)
-            self._save_record()
+            self._try_save_record()     # a stale entry only makes a later release repeat this one
 
     def _update_cached(self, job_id: int, **changes: Any) -> None:
         job = self._jobs.get(job_id)
@@ -418,8 +426,12 @@ class PBSBackend:
                 "completion_feed": self._feed.state() if self._feed is not None else self._saved_feed}
 
     def _save_record(self) -> None:
-        if self.config.state_file:
-            write_json_atomic(Path(self.config.state_file), self._record())   # a crash never tears it
+        self._record_writer.save(self.config.state_file, self._record())   # atomic: a crash never tears it
+
+    def _try_save_record(self) -> bool:
+        """Write the undo record; False (counted as ``state_write_failed``) when the state dir is read-only,
+        full or gone."""
+        return self._record_writer.try_save(self.config.state_file, self._record())
 
     def _load_record(self) -> None:
         if not self.config.state_file or not Path(self.config.state_file).exists():

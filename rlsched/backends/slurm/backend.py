@@ -40,6 +40,7 @@ from typing import Any
 import msgspec
 import numpy as np
 
+from rlsched.backends.common.record import UndoRecordWriter
 from rlsched.backends.common.runner import CommandExecutor, CommandResult, CommandRunner, SubprocessRunner
 from rlsched.backends.slurm.completions import CompletionFeed, detect_source
 from rlsched.backends.slurm.config import SlurmBackendConfig
@@ -54,7 +55,6 @@ from rlsched.backends.slurm.parsers import (
     parse_sinfo_json,
     parse_squeue_json,
 )
-from rlsched.core.atomic import PUBLIC, write_json_atomic
 from rlsched.core.live import CHANGE_KINDS, NodeState, QueueKey
 from rlsched.core.view import CloudState, ClusterView, FinishedJobs, JobClass, PendingJobs, RunningJobs
 
@@ -133,7 +133,7 @@ class SlurmBackend:
         self.lease_cap: int | None = None
         self._feed: CompletionFeed | None = None
         self._saved_feed: dict[str, Any] | None = None
-        self._record_failing = False
+        self._record_writer = UndoRecordWriter(self.executor)
         self._beyond_nice_range: set[int] = set()     # pending jobs no boost can overtake (counted once each)
         self._load_record()
 
@@ -584,28 +584,12 @@ class SlurmBackend:
                 "completion_feed": self._feed.state() if self._feed is not None else self._saved_feed}
 
     def _save_record(self) -> None:
-        if not self.config.state_file:
-            return
-        path = Path(self.config.state_file)
-        # Atomic: a crash never tears the undo record.  Public: the watchdog reads the holds in it.
-        write_json_atomic(path, self._record(), mode=PUBLIC)
+        self._record_writer.save(self.config.state_file, self._record())
 
     def _try_save_record(self) -> bool:
-        """Write the undo record; False (counted as ``state_write_failed``, logged once until it works again)
-        when the state dir is read-only, full or gone."""
-        try:
-            self._save_record()
-        except OSError as exc:
-            self.executor.count("state_write_failed")
-            if not self._record_failing:
-                log.error("undo record %s cannot be written (no new hold or boost until it can): %s",
-                          self.config.state_file, exc)
-            self._record_failing = True
-            return False
-        if self._record_failing:
-            log.warning("undo record %s: writes work again", self.config.state_file)
-        self._record_failing = False
-        return True
+        """Write the undo record; False (counted as ``state_write_failed``) when the state dir is read-only,
+        full or gone."""
+        return self._record_writer.try_save(self.config.state_file, self._record())
 
     def _load_record(self) -> None:
         if not self.config.state_file or not Path(self.config.state_file).exists():

@@ -146,6 +146,21 @@ def test_the_priority_ladder_and_its_undo_survive_a_restart(tmp_path: Path) -> N
     assert json.loads(record.read_text())["original_priority"] == {}
 
 
+def test_an_unwritable_undo_record_changes_nothing_new_but_views_and_releases_go_on(tmp_path: Path) -> None:
+    broken = tmp_path / "broken"
+    broken.write_text("")                  # the record's folder is a regular file: ENOTDIR, even for root
+    runner = ScriptedRunner()
+    backend = make(runner, state_file=str(broken / "pbs-record.json"), max_boosted=2)
+    assert len(backend.view().pending) > 0                    # the feed's position is not written: no matter
+    backend.boost([6, 3])
+    backend.hold(5)
+    assert acted(runner, "qalter") == [] and acted(runner, "qhold") == []    # no record, no change
+    assert backend.changes() == {"boosted": 0, "held": 0, "drained": 0}
+    backend.release(4)                                         # a release needs no record first: done
+    assert acted(runner, "qrls") == [("qrls", "-h", "u", "4.pbshost")]
+    assert backend.errors["state_write_failed"] >= 3
+
+
 def test_a_vanished_job_is_counted_not_raised() -> None:
     gone = fail("qalter: Unknown Job Id 6.pbshost", 153)
     runner = ScriptedRunner({"qalter": [gone], "qhold": [fail("qhold: Unknown Job Id 77.pbshost", 153)],
