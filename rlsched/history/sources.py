@@ -15,8 +15,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from rlsched.backends.common.classify import ClassRule, VOMapping
 from rlsched.backends.common.runner import CommandExecutor, RetryPolicy, SubprocessRunner
+from rlsched.core.classify import ClassRule, VOMapping
 from rlsched.history.records import DropLog, HistoryFormatError, HistoryJob
 from rlsched.history.trace import DEFAULT_UNLIMITED_TIME_S, HistoryTrace, build_trace
 

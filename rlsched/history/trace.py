@@ -31,8 +31,8 @@ from typing import IO, Any
 import numpy as np
 
 from rlsched import __version__
-from rlsched.backends.common.classify import ClassRule, VOMapping
 from rlsched.core.atomic import atomic_write
+from rlsched.core.classify import ClassRule, VOMapping
 from rlsched.core.view import JobClass
 from rlsched.history.records import DropLog, HistoryJob, drop_reason
 from rlsched.sim.traces.sidecar import META_FORMAT, SIDECAR_COLUMNS, sidecar_paths

@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from rlsched.backends.common.classify import ClassRule
+from rlsched.core.classify import ClassRule
 from rlsched.core.measures import (
     bounded_slowdown,
     core_seconds,

@@ -5,10 +5,10 @@ list (the width and order of the VO one-hot) and the same class rule (which jobs
 interactive).  :func:`site_view` re-derives both columns of a workload from a daemon config,
 so that ``rlsched train --config`` learns on exactly what the live daemon will feed the model:
 
-- the class by the config's :class:`~rlsched.backends.common.classify.ClassRule` applied to what
+- the class by the config's :class:`~rlsched.core.classify.ClassRule` applied to what
   a live scheduler knows at submit — the time limit (the trace's requested time), the QOS and
   the partition — never the runtime;
-- the VO by the config's account → VO mapping (:class:`~rlsched.backends.common.classify.VOMapping`),
+- the VO by the config's account → VO mapping (:class:`~rlsched.core.classify.VOMapping`),
   the workload's VO names taken as the accounts.
 
 A plain SWF trace has no QOS and numbers its partitions: the rule then sees ``qos=""`` and the
@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from rlsched.backends.common.classify import ClassRule, VOMapping
+from rlsched.core.classify import ClassRule, VOMapping
 from rlsched.sim.workload import Workload
 
 

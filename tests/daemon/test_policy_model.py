@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from rlsched.backends.common.classify import ClassRule
 from rlsched.cli import main
 from rlsched.core.agents import SchedulingAgent
+from rlsched.core.classify import ClassRule
 from rlsched.core.policies import file_sha256, read_policy_spec
 from rlsched.daemon import AgentStartError, ConfigError, config_from_dict
 from tests.fakes.slurm import SyntheticSlurm, make_daemon, synthetic_squeue_json

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rlsched.backends.common.classify import ClassRule, VOMapping
+from rlsched.core.classify import ClassRule, VOMapping
 from rlsched.core.view import JobClass
 from rlsched.history import ImportRequest, SiteSettings, import_history, site_settings, write_trace
 from rlsched.history.records import DropLog, HistoryFormatError, HistoryJob

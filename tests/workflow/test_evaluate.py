@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rlsched.backends.common.classify import ClassRule
+from rlsched.core.classify import ClassRule
 from rlsched.core.measures import responsiveness
 from rlsched.core.view import JobClass
 from rlsched.sim.policies import simulate_policy

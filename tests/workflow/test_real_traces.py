@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rlsched.backends.common.classify import ClassRule
+from rlsched.core.classify import ClassRule
 from rlsched.sim.policies import simulate_policy
 from rlsched.sim.traces.swf import read_swf
 from rlsched.workflow.evaluate import evaluate, parse_contender, text_table

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rlsched.backends.common.classify import ClassRule
+from rlsched.core.classify import ClassRule
 from rlsched.core.policies import load_policy, read_policy_spec
 from rlsched.core.view import JobClass
 from rlsched.sim.traces.swf import read_swf

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from rlsched.backends.common.classify import ClassRule
 from rlsched.backends.common.runner import RetryPolicy
+from rlsched.core.classify import ClassRule
 
 #: TOML key -> :class:`RetryPolicy` field.
 RETRY_KEYS = {"retry_attempts": "attempts", "retry_base_delay_s": "base_delay_s",

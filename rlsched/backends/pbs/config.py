@@ -10,9 +10,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from rlsched.backends.common.classify import ClassRule, VOMapping
 from rlsched.backends.common.config import RETRY_KEYS, build_config, read_number_key, read_typed_key
 from rlsched.backends.common.runner import RetryPolicy
+from rlsched.core.classify import ClassRule, VOMapping
 
 COMPLETION_SOURCES = ("history", "accounting")
 VO_FROM = ("account", "project", "group")

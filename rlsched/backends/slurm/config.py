@@ -1,5 +1,5 @@
 """Configuration of the Slurm backend: commands, timeouts, levers, scope, and its class rule and VO mapping
-(:mod:`rlsched.backends.common.classify`).
+(:mod:`rlsched.core.classify`).
 
 The daemon reads these from its TOML file (``[backend]`` table, see ``docs/slurm.md``) through
 :meth:`SlurmBackendConfig.from_table`, which rejects bad keys with a one-line error naming the key.
@@ -11,9 +11,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from rlsched.backends.common.classify import ClassRule, VOMapping
 from rlsched.backends.common.config import RETRY_KEYS, build_config, read_number_key, read_typed_key
 from rlsched.backends.common.runner import RetryPolicy
+from rlsched.core.classify import ClassRule, VOMapping
 
 COMPLETION_SOURCES = ("auto", "sacct", "jobcomp", "squeue")
 #: The most jobs boost mode may renice: each costs an ``scontrol`` call whenever its rank changes, so a

@@ -37,7 +37,7 @@ class PolicySpec:
     features: Mapping[str, Any] | None = None
     source: Mapping[str, str] | None = None
     #: The class rule of the site the model was trained for (``ClassRule.to_dict()`` of
-    #: :mod:`rlsched.backends.common.classify`: which jobs its ``job_class`` column calls
+    #: :mod:`rlsched.core.classify`: which jobs its ``job_class`` column calls
     #: interactive); None when the training trace was classed otherwise (by runtime, P-grid §4.2).
     class_rule: Mapping[str, Any] | None = None
 

@@ -134,7 +134,7 @@ WORKLOAD_NAMES = {"lal": "LAL-like", "lpc-egee": "LPC-EGEE", "lpc-egee-holdout":
 #: The two information protocols (docs/perez.md, "Same information").  ``paper``: every policy sees the
 #: class from the actual runtime (< 900 s, P-grid §4.2), as the papers do; ``product``: every policy sees
 #: the class a live scheduler can know at submit — the daemon's default class rule (time limit ≤ 900 s,
-#: :class:`rlsched.backends.common.classify.ClassRule`) applied to the trace's requested time — and no
+#: :class:`rlsched.core.classify.ClassRule`) applied to the trace's requested time — and no
 #: learned policy may use the actual runtime (``oracle``).  W is always measured on the paper's classes,
 #: the quantity the papers optimise; the protocol changes only what the schedulers see.
 PROTOCOLS = ("paper", "product")
@@ -303,7 +303,7 @@ def seen_by_policies(w: Workload, protocol: str) -> Workload:
         return w
     if protocol not in ("product", PROTOCOL_BOTH):
         raise ValueError(f"perez: unknown protocol {protocol!r}; known: {', '.join((*PROTOCOLS, PROTOCOL_BOTH))}")
-    from rlsched.backends.common.classify import ClassRule
+    from rlsched.core.classify import ClassRule
     from rlsched.workflow.site import with_class_rule
 
     product = with_class_rule(w, ClassRule())

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from rlsched.backends import UnknownBackendError, backend_config_from_table, build_backend
-from rlsched.backends.common.classify import ClassRule, VOMapping
 from rlsched.backends.common.runner import CommandExecutor, CommandResult, CommandTimeout, RetryPolicy
 from rlsched.backends.slurm import SlurmBackend, SlurmBackendConfig, SlurmCommandError
 from rlsched.backends.slurm.completions import SACCT_PARTITION_WAIT_S, CompletionFeed, detect_source
+from rlsched.core.classify import ClassRule, VOMapping
 from rlsched.core.live import LiveBackend, NodeControl
 from rlsched.core.view import Backend, JobClass
 

@@ -15,8 +15,8 @@ import pytest
 
 pytest.register_assert_rewrite("tests.slurm_cluster")
 
-from rlsched.backends.common.classify import ClassRule  # noqa: E402
 from rlsched.backends.slurm import SlurmBackend, SlurmBackendConfig  # noqa: E402
+from rlsched.core.classify import ClassRule  # noqa: E402
 from rlsched.core.view import JobClass  # noqa: E402
 from tests.slurm_cluster import SlurmTestCluster, wait_for  # noqa: E402
 

@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rlsched.backends.common.classify import ClassRule
+from rlsched.core.classify import ClassRule
 
 NAMES = st.sampled_from(["", "normal", "express", "debug", "short", "long", "debug,short", "long,express"])
 
