@@ -282,16 +282,97 @@ class DailyLearnerParams:
     #: After the decision day the clones go on with ``held``: the same cap; ``followed``: the caps
     #: actually chosen on the next days.
     continuation: str = "held"
+    #: How many days' worth of a :class:`DailyPrior` (other traces' daily clones) the estimates start
+    #: from, per bin and for the pool; 0: no prior, the learner starts cold.
+    transfer_days: float = 0.0
 
     def __post_init__(self) -> None:
         if self.horizon_days < 0 or self.bins < 1 or self.prior_days < 0 or not self.features:
             raise ValueError("horizon_days >= 0, bins >= 1, prior_days >= 0 and a feature are required")
         if self.continuation not in ("held", "followed"):
             raise ValueError(f"continuation must be 'held' or 'followed', not {self.continuation!r}")
+        if not self.transfer_days >= 0:
+            raise ValueError("transfer_days must be >= 0")
 
     def label(self) -> str:
+        transfer = f" transfer={self.transfer_days:g}" if self.transfer_days > 0 else ""
         return (f"H={self.horizon_days} bins={self.bins} prior={self.prior_days:g} "
-                f"features={'+'.join(self.features)} continuation={self.continuation}")
+                f"features={'+'.join(self.features)} continuation={self.continuation}{transfer}")
+
+
+def cap_fraction_index(caps: tuple[int, ...], cores: int, max_cap: int | None = None,
+                       fractions: tuple[float, ...] = DAILY_CAP_FRACTIONS) -> IntArray:
+    """For each cap of :func:`daily_cap_set`, the index of the first fraction that rounds to it."""
+    top = cores if max_cap is None else max_cap
+    first: dict[int, int] = {}
+    for i, f in enumerate(fractions):
+        first.setdefault(min(round(f * cores), top), i)
+    try:
+        return np.array([first[c] for c in caps], dtype=np.int64)
+    except KeyError as exc:
+        raise ValueError(f"cap {exc.args[0]} is not round(f·{cores}) of any fraction") from None
+
+
+@dataclass
+class DailyPrior:
+    """Daily clones of other traces, in units that carry over from one machine to another.
+
+    Each sample is one decision day of a source trace: its context bin and, for every cap of
+    :data:`DAILY_CAP_FRACTIONS` (a fraction of the source's M), the counterfactual wait divided by
+    the source's reference wait per day (V = 0) and the cloud core-seconds divided by its reference
+    cost per day (V → ∞).  In those units a cap's value is w + λ·c whatever the machine's size,
+    the same sum the balance weighs (FH §2.4 divides by the same references).  The context bins are
+    quantiles of each trace's own history, so they too mean the same on every trace.
+    """
+
+    bins: int
+    features: int
+    fractions: tuple[float, ...] = DAILY_CAP_FRACTIONS
+    sources: tuple[str, ...] = ()
+    sums: FloatArray = field(default_factory=lambda: np.zeros(0))
+    counts: FloatArray = field(default_factory=lambda: np.zeros(0))
+
+    def __post_init__(self) -> None:
+        shape = (self.bins ** self.features, 2, len(self.fractions))
+        if self.sums.size == 0:
+            self.sums = np.zeros(shape)
+            self.counts = np.zeros(shape[0])
+        elif self.sums.shape != shape or self.counts.shape != shape[:1]:
+            raise ValueError(f"prior arrays have shapes {self.sums.shape}/{self.counts.shape}, expected {shape}")
+
+    def add(self, context: int, waits: FloatArray, cloud: FloatArray, fraction_index: IntArray) -> None:
+        """One normalised sample (one value per cap, ``fraction_index`` mapping the caps to fractions).
+
+        A fraction that no cap stands for (merged by rounding on a small machine) takes the value of
+        the nearest cap below it, so every fraction has a value.
+        """
+        idx = np.asarray(fraction_index, dtype=np.int64)
+        row = np.zeros((2, len(self.fractions)))
+        row[:, idx] = np.stack([np.asarray(waits, dtype=np.float64), np.asarray(cloud, dtype=np.float64)])
+        present = np.zeros(len(self.fractions), dtype=bool)
+        present[idx] = True
+        for i in range(1, len(self.fractions)):
+            if not present[i]:
+                row[:, i] = row[:, i - 1]
+        self.sums[context] += row
+        self.counts[context] += 1.0
+
+    def merged(self, other: DailyPrior) -> DailyPrior:
+        if (other.bins, other.features, other.fractions) != (self.bins, self.features, self.fractions):
+            raise ValueError("priors with different bins, features or fractions cannot be merged")
+        return DailyPrior(self.bins, self.features, self.fractions, self.sources + other.sources,
+                          self.sums + other.sums, self.counts + other.counts)
+
+    def means(self, fraction_index: IntArray) -> tuple[FloatArray, FloatArray, FloatArray, float]:
+        """Per-bin means (bins, 2, caps), their counts, the pooled mean (2, caps) and its count, for the caps
+        ``fraction_index`` stands for."""
+        idx = np.asarray(fraction_index, dtype=np.int64)
+        sums = self.sums[:, :, idx]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            per_bin = np.where(self.counts[:, None, None] > 0, sums / self.counts[:, None, None], 0.0)
+        total = float(self.counts.sum())
+        pooled = sums.sum(axis=0) / total if total > 0 else np.zeros(sums.shape[1:])
+        return np.asarray(per_bin), self.counts.copy(), np.asarray(pooled), total
 
 
 class DailyCapLearner:
@@ -308,7 +389,8 @@ class DailyCapLearner:
     learned yet that is the smallest cap (FH's learner also starts at 0).
     """
 
-    def __init__(self, caps: tuple[int, ...], features: int, params: DailyLearnerParams) -> None:
+    def __init__(self, caps: tuple[int, ...], features: int, params: DailyLearnerParams,
+                 prior: DailyPrior | None = None, fraction_index: IntArray | None = None) -> None:
         if not caps or list(caps) != sorted(set(caps)):
             raise ValueError("caps must be distinct and increasing")
         if features < 1:
@@ -323,6 +405,15 @@ class DailyCapLearner:
         self.counts = np.zeros(n_bins)
         self.pooled = np.zeros((2, len(caps)))
         self.pooled_count = 0.0
+        self.prior: tuple[FloatArray, FloatArray, FloatArray, float] | None = None
+        if prior is not None and params.transfer_days > 0:
+            if (prior.bins, prior.features) != (params.bins, features):
+                raise ValueError(f"the prior has {prior.bins} bins × {prior.features} features, "
+                                 f"the learner {params.bins} × {features}")
+            if fraction_index is None or len(fraction_index) != len(caps):
+                raise ValueError("a prior needs the fraction index of every cap (cap_fraction_index)")
+            per_bin, counts, pooled, total = prior.means(fraction_index)
+            self.prior = (per_bin, counts, pooled, total)
 
     def observe(self, features: FloatArray) -> int:
         """The bin of a new day's features (each one's quantile among the earlier days, mixed radix);
@@ -339,17 +430,41 @@ class DailyCapLearner:
             past.append(float(x[i]))
         return index
 
-    def estimates(self, context: int, exchange_rate: float) -> FloatArray:
-        """Q(context, ·) = W + κ·C: the bin's means shrunk towards the pooled means."""
+    def estimates(self, context: int, exchange_rate: float, wait_per_day: float = 0.0,
+                  cost_per_day: float = 0.0) -> FloatArray:
+        """Q(context, ·) = W + κ·C: the bin's means shrunk towards the pooled means.
+
+        With a prior (``transfer_days`` T > 0), both the bin's and the pooled means start from T days
+        of the prior's, put into this machine's units with the reference wait and cost per day seen so
+        far (``wait_per_day``, ``cost_per_day``).  Before any own day is learned the prior alone
+        decides, in its own units: w + λ·c, with λ = κ·cost_per_day/wait_per_day (1, FH's weight,
+        while the references are still zero).  Own days but zero references: the own means alone.
+        """
+        m = self.params.prior_days
+        if self.prior is not None:
+            per_bin, counts, pooled_prior, _ = self.prior
+            t = self.params.transfer_days
+            t_bin = t if counts[context] > 0 else 0.0
+            if self.pooled_count == 0:
+                mean = (t_bin * per_bin[context] + m * pooled_prior) / (t_bin + m) if t_bin + m > 0 else pooled_prior
+                known = wait_per_day > 0 and cost_per_day > 0
+                weight = exchange_rate * cost_per_day / wait_per_day if known else 1.0
+                return np.asarray(mean[0] + weight * mean[1])
+            if wait_per_day > 0 and cost_per_day > 0:
+                scale = np.array([[wait_per_day], [cost_per_day]])
+                pooled = (self.pooled + t * scale * pooled_prior) / (self.pooled_count + t)
+                mean = (self.sums[context] + t_bin * scale * per_bin[context] + m * pooled) / (
+                    self.counts[context] + t_bin + m)
+                return np.asarray(mean[0] + exchange_rate * mean[1])
         if self.pooled_count == 0:
             return np.zeros(len(self.caps))
-        m = self.params.prior_days
         mean = (self.sums[context] + m * self.pooled / self.pooled_count) / (self.counts[context] + m) if (
             self.counts[context] + m) > 0 else self.pooled / self.pooled_count
         return np.asarray(mean[0] + exchange_rate * mean[1])
 
-    def choose(self, context: int, exchange_rate: float) -> int:
-        return self.caps[int(np.argmin(self.estimates(context, exchange_rate)))]
+    def choose(self, context: int, exchange_rate: float, wait_per_day: float = 0.0,
+               cost_per_day: float = 0.0) -> int:
+        return self.caps[int(np.argmin(self.estimates(context, exchange_rate, wait_per_day, cost_per_day)))]
 
     def update(self, context: int, waits: FloatArray, cloud: FloatArray) -> None:
         """Add one day's counterfactual wait (s) and cloud core-seconds (one per cap) to the bin and the pool."""

@@ -17,6 +17,7 @@ threshold θ: a per-pass transfer rule, not a daily cap).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import itertools
 import os
@@ -26,10 +27,10 @@ from typing import Any
 
 import numpy as np
 
-from rlsched.core.leasing import DailyLearnerParams, StateAwareParams, cost_pct, twt_improvement_pct
+from rlsched.core.leasing import DailyLearnerParams, DailyPrior, StateAwareParams, cost_pct, twt_improvement_pct
 from rlsched.core.policies import SIM_LEASE_POLICIES
 from rlsched.sim.experiments.harness import run_in_pool
-from rlsched.sim.leasing.daily import daily_learned, state_aware_daily
+from rlsched.sim.leasing.daily import daily_learned, daily_prior, state_aware_daily
 from rlsched.sim.leasing.hybrid import UNBOUNDED, day_edges
 from rlsched.sim.leasing.runs import (
     RunSet,
@@ -66,6 +67,12 @@ class Task:
     bins: int = 3
     prior_days: float = 3.0
     continuation: str = "held"
+    #: Days' worth of a prior from other setups' daily clones (0: start cold), and those setups.
+    transfer_days: float = 0.0
+    transfer_from: tuple[str, ...] = ()
+    #: > 0: a jittered replay of the setup (see rlsched.sim.leasing.setups.JITTER_S); the prior's
+    #: setups are never jittered.
+    jitter_seed: int = 0
 
     def __post_init__(self) -> None:
         if self.policy not in POLICIES:
@@ -78,16 +85,27 @@ class Task:
             raise ValueError("period_s must be positive")
         if self.policy == "daily":
             self.daily_params()  # refuses bad hyper-parameters up front
+            if self.transfer_days > 0 and not self.transfer_from:
+                raise ValueError("a daily task with transfer_days > 0 needs the setups to transfer from")
+            if self.setup in self.transfer_from:
+                raise ValueError(f"setup {self.setup!r} cannot be its own prior")
 
     def daily_params(self) -> DailyLearnerParams:
         return DailyLearnerParams(horizon_days=self.horizon_days, bins=self.bins, prior_days=self.prior_days,
-                                  continuation=self.continuation)
+                                  continuation=self.continuation, transfer_days=self.transfer_days)
 
 
 @functools.lru_cache(maxsize=8)
-def references(setup: str) -> tuple[np.ndarray, np.ndarray]:
+def transfer_prior(sources: tuple[str, ...], params: DailyLearnerParams, cost_weight: float) -> DailyPrior:
+    """The daily prior of ``sources`` (each run cold with ``params``), once per process."""
+    return daily_prior({name: load_model(name) for name in sources},
+                       dataclasses.replace(params, transfer_days=0.0), cost_weight=cost_weight)
+
+
+@functools.lru_cache(maxsize=8)
+def references(setup: str, jitter_seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """Per-day twt of V = 0 and per-day cost of V → ∞ (FH §2.4 twt_ref, c_ref), once per process."""
-    model, edges = load_model(setup)
+    model, edges = load_model(setup, jitter_seed)
     zero = constant_sweep(model, edges, np.array([0]))
     unbounded = unbounded_run(model, edges)
     return zero.twt[0].copy(), unbounded.cost[0].copy()
@@ -95,10 +113,10 @@ def references(setup: str) -> tuple[np.ndarray, np.ndarray]:
 
 def run_task(task: Task) -> dict[str, Any]:
     """Run one task; returns totals per run (twt, cost, balance against the setup's references)."""
-    model, edges = load_model(task.setup)
+    model, edges = load_model(task.setup, task.jitter_seed)
     if task.period_s != 86_400.0:
         edges = day_edges(model, task.period_s)
-    twt_ref_day, c_ref_day = references(task.setup)
+    twt_ref_day, c_ref_day = references(task.setup, task.jitter_seed)
     twt_ref, c_ref = float(twt_ref_day.sum()), float(c_ref_day.sum())
     result: RunSet | Trajectory
     if task.policy == "constant":
@@ -115,7 +133,10 @@ def run_task(task: Task) -> dict[str, Any]:
         twt, cost = np.array([result.twt.sum()]), np.array([result.cost.sum()])
         labels = [None]
     elif task.policy == "daily":
-        result = daily_learned(model, edges, task.daily_params(), cost_weight=task.cost_weight)
+        params = task.daily_params()
+        prior = transfer_prior(task.transfer_from, dataclasses.replace(params, transfer_days=0.0),
+                               task.cost_weight) if params.transfer_days > 0 else None
+        result = daily_learned(model, edges, params, cost_weight=task.cost_weight, prior=prior)
         twt, cost = np.array([result.twt.sum()]), np.array([result.cost.sum()])
         labels = [None]
     elif task.policy == "ours-daily":

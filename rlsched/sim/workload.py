@@ -104,6 +104,19 @@ class Workload:
         w = self.select((self.submit >= start_s) & (self.submit < end_s), name)
         return replace(w, submit=w.submit - start_s)
 
+    def jittered(self, seed: int, spread_s: float, name: str | None = None) -> Workload:
+        """The same jobs, each submitted up to ``spread_s`` seconds earlier or later (uniform, from
+        ``seed``; never before 0), in submit order: a replay of the trace that differs only by chance,
+        to measure how much a result owes to the exact second each job arrived."""
+        if spread_s < 0:
+            raise ValueError("spread_s must be >= 0")
+        rng = np.random.default_rng(seed)
+        submit = np.maximum(self.submit + rng.uniform(-spread_s, spread_s, size=len(self)), 0.0)
+        order = np.argsort(submit, kind="stable")
+        columns = {c: getattr(self, c)[order] for c in JOB_COLUMNS}
+        columns["submit"] = submit[order]
+        return replace(self, name=name or self.name, **columns)
+
     def with_max_procs(self, max_procs: int) -> Workload:
         """The same jobs on a machine of another size (jobs larger than it are dropped and counted)."""
         too_big = self.procs > max_procs

@@ -9,9 +9,11 @@ from rlsched.core.leasing import (
     DAILY_CAP_FRACTIONS,
     DailyCapLearner,
     DailyLearnerParams,
+    DailyPrior,
     FHQLearner,
     StateAwareParams,
     balance,
+    cap_fraction_index,
     daily_cap_set,
     rescale_rewards,
     state_aware_cap,
@@ -113,6 +115,64 @@ def test_daily_learner_context_bins_are_quantiles_of_the_past_and_shrink_to_the_
     # Shrinkage: bin 1 = (its day + 1 × the pooled mean) / 2.
     pooled = np.array([10.0 / 3, 4.0])
     np.testing.assert_allclose(learner.estimates(1, 1.0), ((np.array([10.0, 4.0]) + pooled) / 2.0))
+
+
+def test_cap_fraction_index_maps_each_cap_to_its_first_fraction() -> None:
+    caps = daily_cap_set(100)
+    index = cap_fraction_index(caps, 100)
+    assert [round(DAILY_CAP_FRACTIONS[i] * 100) for i in index] == list(caps)
+    # On a small machine fractions merge: 0.01…0.04 of 20 cores round to 0 or 1 node.
+    small = daily_cap_set(20)
+    assert [DAILY_CAP_FRACTIONS[i] for i in cap_fraction_index(small, 20)][:3] == [0.0, 0.03, 0.08]
+    with pytest.raises(ValueError, match="not round"):
+        cap_fraction_index((0, 7), 100)
+
+
+def test_a_prior_decides_before_any_own_day_and_fades_with_own_days() -> None:
+    fractions = (0.0, 0.5, 1.0)
+    prior = DailyPrior(bins=1, features=1, fractions=fractions)
+    # Other traces: the middle cap is best in their units (w + c): 1.0 + 0.2 against 2.0 and 1.5.
+    for _ in range(3):
+        prior.add(0, waits=np.array([2.0, 1.0, 0.5]), cloud=np.array([0.0, 0.2, 1.0]), fraction_index=np.arange(3))
+    caps = (0, 5, 10)
+    params = DailyLearnerParams(bins=1, prior_days=0.0, transfer_days=2.0)
+    learner = DailyCapLearner(caps, 1, params, prior=prior, fraction_index=np.arange(3))
+    ctx = learner.observe(np.array([1.0]))
+    assert learner.choose(ctx, 0.0) == 5           # a cold learner would take 0
+    np.testing.assert_allclose(learner.estimates(ctx, 0.0), [2.0, 1.2, 1.5])
+    # Own days, here in seconds: wait per day 100, cost per day 10 → the prior counts as 2 days of
+    # (200, 100, 50) wait and (0, 2, 10) cost; own days say cap 10 is free.
+    learner.update(ctx, waits=np.array([300.0, 300.0, 0.0]), cloud=np.array([0.0, 0.0, 0.0]))
+    kappa = 10.0  # λ = 1: κ = wait per day / cost per day
+    expected_wait = (np.array([300.0, 300.0, 0.0]) + 2 * np.array([200.0, 100.0, 50.0])) / 3
+    expected_cost = (2 * np.array([0.0, 2.0, 10.0])) / 3
+    np.testing.assert_allclose(learner.estimates(ctx, kappa, 100.0, 10.0), expected_wait + kappa * expected_cost)
+    assert learner.choose(ctx, kappa, 100.0, 10.0) == 10
+    # Without the prior's weight the learner is the cold one.
+    cold = DailyCapLearner(caps, 1, DailyLearnerParams(bins=1, prior_days=0.0), prior=prior,
+                           fraction_index=np.arange(3))
+    assert cold.choose(cold.observe(np.array([1.0])), 0.0) == 0
+
+
+def test_a_prior_fills_merged_fractions_and_refuses_other_shapes() -> None:
+    prior = DailyPrior(bins=1, features=1, fractions=(0.0, 0.5, 1.0))
+    # A source whose 0.5 and 1.0 round to one cap: the missing fraction takes the cap below's value.
+    prior.add(0, waits=np.array([3.0, 1.0]), cloud=np.array([0.0, 2.0]), fraction_index=np.array([0, 1]))
+    per_bin, counts, pooled, total = prior.means(np.arange(3))
+    np.testing.assert_allclose(pooled, [[3.0, 1.0, 1.0], [0.0, 2.0, 2.0]])
+    assert total == 1.0 and counts.tolist() == [1.0]
+    np.testing.assert_allclose(per_bin[0], pooled)
+    both = prior.merged(prior)
+    assert float(both.counts.sum()) == 2.0
+    with pytest.raises(ValueError, match="cannot be merged"):
+        prior.merged(DailyPrior(bins=2, features=1, fractions=(0.0, 0.5, 1.0)))
+    with pytest.raises(ValueError, match="bins"):
+        DailyCapLearner((0, 1, 2), 1, DailyLearnerParams(bins=2, transfer_days=1.0), prior=prior,
+                        fraction_index=np.arange(3))
+    with pytest.raises(ValueError, match="fraction index"):
+        DailyCapLearner((0, 1, 2), 1, DailyLearnerParams(bins=1, transfer_days=1.0), prior=prior)
+    with pytest.raises(ValueError, match="transfer_days"):
+        DailyLearnerParams(transfer_days=-1.0)
 
 
 def test_daily_learner_refuses_bad_input() -> None:

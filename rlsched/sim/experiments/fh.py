@@ -33,7 +33,7 @@ import numpy as np
 from rlsched.sim.experiments import Experiment
 from rlsched.sim.experiments import fh_report as report
 from rlsched.sim.experiments.harness import ExperimentOptions, write_results
-from rlsched.sim.leasing.setups import FH_SETUPS, SETUPS, load_model, load_workload
+from rlsched.sim.leasing.setups import FH_SETUPS, JITTER_S, SETUPS, load_model, load_workload
 from rlsched.sim.sweep import Task, execute
 
 #: Random-V runs per trace (FH §3: 1000), split into tasks of this many runs each.
@@ -41,11 +41,19 @@ RANDOM_RUNS = 1000
 RANDOM_CHUNK = 250
 #: θ values the state-aware rules are tuned over (leave one trace out).
 THRESHOLDS = (0.5, 1.0, 1.5, 2.0, 3.0, 4.0)
-#: The daily learner's hyper-parameter grid (horizon H days, bins per feature, prior days, continuation),
+#: The daily learner's hyper-parameter grid (horizon H days, bins per feature, prior days, continuation, transfer days),
 #: tuned leave one trace out; the quick mode runs the first one only.
-DailySetting = tuple[int, int, float, str]
-DAILY_GRID: tuple[DailySetting, ...] = ((7, 3, 3.0, "held"), (7, 3, 10.0, "held"), (7, 3, 3.0, "followed"),
-                                        (14, 3, 10.0, "followed"))
+#: The last field is the prior's weight in days (0: cold start; > 0: a prior from the *other* FH traces'
+#: daily clones, :class:`rlsched.core.leasing.DailyPrior`).
+DailySetting = tuple[int, int, float, str, float]
+DAILY_GRID: tuple[DailySetting, ...] = ((7, 3, 3.0, "held", 0.0), (7, 3, 10.0, "held", 0.0),
+                                        (7, 3, 3.0, "followed", 0.0), (14, 3, 10.0, "followed", 0.0),
+                                        (7, 3, 3.0, "held", 30.0), (7, 1, 3.0, "held", 30.0),
+                                        (14, 1, 3.0, "held", 30.0), (7, 3, 10.0, "held", 30.0))
+#: Jittered replays the daily learner and the constant V are compared on besides the recorded trace.
+JITTER_SEEDS = (1, 2, 3, 4)
+#: The fractions of M a held-out constant V is chosen among (:func:`_constant_held_out`).
+CONSTANT_FRACTIONS = tuple(i / 100 for i in range(101))
 QUICK_SETUPS = ("kth-quick",)
 QUICK_RANDOM_RUNS = 40
 #: The whole files, each on its own header's machine size.
@@ -66,8 +74,9 @@ def _tasks(setups: tuple[str, ...], parts: set[str], random_runs: int, seed: int
             tasks.append(Task(name, "qlearning", per_day=True))
             tasks.append(Task(name, "qlearning", day_wait="accrued", per_day=True))
         if "daily" in parts:
-            tasks.extend(Task(name, "daily", horizon_days=h, bins=b, prior_days=m, continuation=c, per_day=True)
-                         for h, b, m, c in daily_grid)
+            others = tuple(n for n in setups if n != name)
+            tasks.extend(Task(name, "daily", per_day=True, **_daily_fields(g, others))
+                         for g in daily_grid if g[4] == 0 or others)
         if "ours" in parts:
             tasks.extend(Task(name, "ours-daily", threshold=th, per_day=True) for th in thresholds)
             tasks.extend(Task(name, "ours", threshold=th, per_day=True) for th in thresholds)
@@ -92,7 +101,8 @@ def _merge(results: list[dict[str, Any]], name: str, policy: str, **match: Any) 
 def run_fh(out_dir: str | Path, parts: set[str], *, quick: bool = False, seed: int = 0,
            setups: tuple[str, ...] | None = None, workers: int = 2, random_runs: int | None = None,
            thresholds: tuple[float, ...] = THRESHOLDS,
-           daily_grid: tuple[DailySetting, ...] | None = None) -> dict[str, Any]:
+           daily_grid: tuple[DailySetting, ...] | None = None,
+           jitter_seeds: tuple[int, ...] = JITTER_SEEDS) -> dict[str, Any]:
     out = ExperimentOptions(Path(out_dir), quick=quick, seed=seed, workers=workers).output()
     t_start = time.perf_counter()
     names = setups or (QUICK_SETUPS if quick else FH_SETUPS)
@@ -113,8 +123,10 @@ def run_fh(out_dir: str | Path, parts: set[str], *, quick: bool = False, seed: i
                 tuned[policy][name] = {th: _merge(results, name, policy, threshold=th)["balance"][0]
                                        for th in thresholds}
         if "daily" in parts:
-            tuned["daily"][name] = {g: _merge(results, name, "daily", **_daily_fields(g))["balance"][0]
-                                    for g in grid}
+            others = tuple(n for n in names if n != name)
+            tuned["daily"][name] = {g: _merge(results, name, "daily", **_daily_fields(g, others))["balance"][0]
+                                    for g in grid if g[4] == 0 or others}
+    chosen: dict[str, DailySetting] = {}  # the daily learner's held-out setting per trace
     for name in names:
         by: dict[str, dict[str, Any]] = {"constant": _merge(results, name, "constant"),
                                           "random": _merge(results, name, "random")}
@@ -123,6 +135,14 @@ def run_fh(out_dir: str | Path, parts: set[str], *, quick: bool = False, seed: i
         rows.append({"trace": name, "policy": "constant-best", "V": const["V"][best],
                      "twt_imp_pct": const["twt_imp_pct"][best], "cost_pct": const["cost_pct"][best],
                      "balance": const["balance"][best], "wall_s": const["wall_s"]})
+        held = _constant_held_out(name, {n: _merge(results, n, "constant") for n in names}, names)
+        if held is not None:
+            fraction, chosen_on = held
+            v = min(round(fraction * model_cores(name)), model_cores(name))
+            i = const["V"].index(v)
+            rows.append({"trace": name, "policy": "constant-held-out", "V": v, "fraction": fraction,
+                         "twt_imp_pct": const["twt_imp_pct"][i], "cost_pct": const["cost_pct"][i],
+                         "balance": const["balance"][i], "wall_s": const["wall_s"], "chosen_on": chosen_on})
         rb = np.asarray(rnd["balance"])
         ib = int(np.argmax(rb))
         rows.append({"trace": name, "policy": "random-mean", "V": None,
@@ -149,13 +169,16 @@ def run_fh(out_dir: str | Path, parts: set[str], *, quick: bool = False, seed: i
                         "per_evaluated_V_us": 1e6 * q["wall_s"] / (days * (model.cores + 1))})
         if "daily" in parts:
             g, chosen_on = _held_out(name, tuned["daily"], names, grid)
-            d = _merge(results, name, "daily", **_daily_fields(g))
+            chosen[name] = g
+            others = tuple(n for n in names if n != name)
+            d = _merge(results, name, "daily", **_daily_fields(g, others))
             by["daily"] = d
-            params = Task(name, "daily", **_daily_fields(g)).daily_params()
+            params = Task(name, "daily", **_daily_fields(g, others)).daily_params()
             rows.append({"trace": name, "policy": "daily-learned", "V": None, "twt_imp_pct": d["twt_imp_pct"][0],
                          "cost_pct": d["cost_pct"][0], "balance": d["balance"][0], "wall_s": d["wall_s"],
                          "params": params.label(), "chosen_on": chosen_on,
-                         "balance_by_params": {Task(name, "daily", **_daily_fields(g2)).daily_params().label(): b
+                         "prior_from": list(others) if g[4] > 0 else [],
+                         "balance_by_params": {_daily_label(name, g2, others): b
                                                for g2, b in tuned["daily"][name].items()}})
         if "ours" in parts:
             for policy, label in (("ours-daily", "per-pass-held-daily"), ("ours", "per-pass-rule")):
@@ -167,17 +190,98 @@ def run_fh(out_dir: str | Path, parts: set[str], *, quick: bool = False, seed: i
                              "threshold": theta, "chosen_on": chosen_on,
                              "balance_by_threshold": tuned[policy][name]})
         figures += report.figures(out, name, by)
+    spread = (_spread(names, rows, chosen, workers, jitter_seeds)
+              if "spread" in parts and chosen and len(names) > 1 and jitter_seeds else {})
     wall = time.perf_counter() - t_start
     payload = {"rows": rows, "timing": timing, "wall_s": wall, "workers": workers, "quick": quick,
                "setups": {n: SETUPS[n].note for n in names},
-               "jobs": {n: len(load_workload(n)) for n in names}, "figures": figures}
+               "jobs": {n: len(load_workload(n)) for n in names}, "figures": figures, "spread": spread}
     write_results(out, payload, report.report_markdown(payload, names), indent=2)
     return payload
 
 
-def _daily_fields(setting: DailySetting) -> dict[str, Any]:
-    h, b, m, c = setting
-    return {"horizon_days": h, "bins": b, "prior_days": m, "continuation": c}
+def _spread(names: tuple[str, ...], rows: list[dict[str, Any]], chosen: dict[str, DailySetting],
+            workers: int, seeds: tuple[int, ...]) -> dict[str, Any]:
+    """The daily learned cap against the constant V on jittered replays of each trace.
+
+    Replay 0 is the trace as recorded (the rows above); replays 1… move every submit by up to
+    :data:`JITTER_S` seconds.  On each replay the best constant V is chosen in hindsight again, the
+    held-out constant keeps its fraction of M and the learner its held-out setting (both chosen on
+    the recorded traces).  A paired difference whose mean lies within one standard deviation of
+    zero is a tie.
+    """
+    tasks: list[Task] = []
+    for name in names:
+        others = tuple(n for n in names if n != name)
+        for seed in seeds:
+            tasks.append(Task(name, "constant", caps=tuple(range(model_cores(name) + 1)), jitter_seed=seed))
+            tasks.append(Task(name, "daily", jitter_seed=seed, **_daily_fields(chosen[name], others)))
+    results = execute(tasks, executor="serial" if workers <= 1 else "process", workers=workers)
+    row = {(r["trace"], r["policy"]): r for r in rows}
+    out: dict[str, Any] = {"jitter_s": JITTER_S, "seeds": [0, *seeds], "traces": {}}
+    for name in names:
+        best = [row[(name, "constant-best")]["balance"]]
+        best_v = [row[(name, "constant-best")]["V"]]
+        held_row = row.get((name, "constant-held-out"))
+        held = [held_row["balance"]] if held_row else []
+        learned = [row[(name, "daily-learned")]["balance"]]
+        for seed in seeds:
+            const = next(r for r in results if r["task"]["setup"] == name and r["task"]["jitter_seed"] == seed
+                         and r["task"]["policy"] == "constant")
+            i = int(np.argmax(const["balance"]))
+            best.append(float(const["balance"][i]))
+            best_v.append(int(const["V"][i]))
+            if held_row:
+                held.append(float(const["balance"][const["V"].index(held_row["V"])]))
+            learned.append(next(float(r["balance"][0]) for r in results if r["task"]["setup"] == name
+                                and r["task"]["jitter_seed"] == seed and r["task"]["policy"] == "daily"))
+        entry: dict[str, Any] = {"constant_best": best, "constant_best_V": best_v, "daily_learned": learned,
+                                 "against_best": _paired(learned, best)}
+        if held_row:
+            entry.update(constant_held_out=held, against_held_out=_paired(learned, held))
+        out["traces"][name] = entry
+    return out
+
+
+def _paired(a: list[float], b: list[float]) -> dict[str, Any]:
+    """a − b per replay: mean, sample standard deviation and the verdict (tie within one s.d.)."""
+    diff = np.asarray(a) - np.asarray(b)
+    mean, sd = float(diff.mean()), float(diff.std(ddof=1)) if len(diff) > 1 else 0.0
+    verdict = "tie" if abs(mean) <= sd else ("above" if mean > 0 else "below")
+    return {"diff": diff.tolist(), "mean": mean, "sd": sd, "verdict": verdict}
+
+
+def model_cores(name: str) -> int:
+    """M of a setup (the constant sweep covers V = 0 … M)."""
+    return SETUPS[name].cores
+
+
+def _daily_fields(setting: DailySetting, others: tuple[str, ...] = ()) -> dict[str, Any]:
+    """A grid setting as Task fields; a setting with a prior transfers from ``others``."""
+    h, b, m, c, t = setting
+    return {"horizon_days": h, "bins": b, "prior_days": m, "continuation": c, "transfer_days": t,
+            "transfer_from": others if t > 0 else ()}
+
+
+def _daily_label(name: str, setting: DailySetting, others: tuple[str, ...]) -> str:
+    return Task(name, "daily", **_daily_fields(setting, others)).daily_params().label()
+
+
+def _constant_held_out(name: str, constants: dict[str, dict[str, Any]], names: tuple[str, ...]
+                       ) -> tuple[float, list[str]] | None:
+    """The fraction f of M whose constant V = round(f·M) has the best mean balance on the *other* setups:
+    a constant V chosen without the trace it is reported on (None alone, in quick mode)."""
+    others = [n for n in names if n != name]
+    if not others:
+        return None
+
+    def at(n: str, f: float) -> float:
+        const = constants[n]
+        top = model_cores(n)
+        return float(const["balance"][const["V"].index(min(round(f * top), top))])
+
+    means = [float(np.mean([at(n, f) for n in others])) for f in CONSTANT_FRACTIONS]
+    return CONSTANT_FRACTIONS[int(np.argmax(means))], others
 
 
 def _held_out(name: str, balances: dict[str, dict[Any, float]], names: tuple[str, ...], settings: tuple[Any, ...],
@@ -207,9 +311,9 @@ EXPERIMENTS = {
                                "the references", _experiment({"references", "qlearning"})),
     "fh-ours": Experiment("fh-ours", "our leasing policies (daily learned cap, state-aware rule held for a day, "
                           "per-pass rule) beside FH's references and Q-learning",
-                          _experiment({"references", "qlearning", "daily", "ours"})),
+                          _experiment({"references", "qlearning", "daily", "ours", "spread"})),
     "fh-daily": Experiment("fh-daily", "the daily caps only (constant, random, FH Q-learning, daily learned) on "
-                           "KTH, CTC, SDSC", _experiment({"references", "qlearning", "daily"})),
+                           "KTH, CTC, SDSC", _experiment({"references", "qlearning", "daily", "spread"})),
     "fh-ours-file": Experiment("fh-ours-file", "everything of fh-ours on CTC with the file's M=338 and on "
                                "SDSC-DS over all 13 months",
                                _experiment({"references", "qlearning", "daily", "ours"}, FILE_SETUPS)),

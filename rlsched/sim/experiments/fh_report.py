@@ -112,6 +112,10 @@ def _row_line(r: dict[str, Any]) -> str:
     setting = ""
     if "params" in r:
         setting = f"{r['params']}"
+        if r.get("prior_from"):
+            setting += f", prior from {'+'.join(r['prior_from'])}"
+    elif "fraction" in r:
+        setting = f"V = {r['fraction']:g}·M"
     elif "threshold" in r:
         setting = f"θ={r['threshold']:g}"
     if "chosen_on" in r:
@@ -132,11 +136,44 @@ def _verdict(rows: list[dict[str, Any]], names: tuple[str, ...]) -> list[str]:
         learned = by.get((n, "daily-learned"))
         if learned is None:
             continue
-        parts = [f"{learned - by[(n, 'constant-best')]:+.2f} against the best constant V"]
+        parts = [f"{learned - by[(n, 'constant-best')]:+.2f} against the best constant V (hindsight)"]
+        if (n, "constant-held-out") in by:
+            parts.append(f"{learned - by[(n, 'constant-held-out')]:+.2f} against the held-out constant V")
         if (n, "qlearning") in by:
             parts.append(f"{learned - by[(n, 'qlearning')]:+.2f} against FH's Q-learning")
         out.append(f"- {n}: daily-learned {learned:.2f}, " + ", ".join(parts))
     return ["", "Daily learned cap, in balance points:", "", *out] if out else []
+
+
+def _spread_lines(spread: dict[str, Any]) -> list[str]:
+    """The jittered replays: each policy's balance per replay and the paired differences."""
+    if not spread:
+        return []
+    seeds = spread["seeds"]
+    lines = ["", f"## Spread over jittered replays (replays {seeds[0]}–{seeds[-1]}; 0 is the trace as recorded)",
+             "", f"Replays 1–{seeds[-1]} move every job's submit time by up to ±{spread['jitter_s']:g} s "
+             "(uniform, one seed each). The best constant V is chosen in hindsight on each replay again; the "
+             "held-out constant and the learner keep the settings chosen on the recorded traces. "
+             "Differences are paired per replay; a mean within one standard deviation of zero is a tie.", "",
+             "| trace | best constant V (hindsight): balance, V | held-out constant | daily learned "
+             "| learned − best constant | learned − held-out constant |", "|---|---|---|---|---|---|"]
+
+    def ms(values: list[float]) -> str:
+        a = np.asarray(values, dtype=np.float64)
+        return f"{a.mean():.2f} ± {a.std(ddof=1):.2f}" if len(a) > 1 else f"{a.mean():.2f}"
+
+    def paired(p: dict[str, Any] | None) -> str:
+        return f"{p['mean']:+.2f} ± {p['sd']:.2f} ({p['verdict']})" if p else "–"
+
+    for name, t in spread["traces"].items():
+        vs = ", ".join(str(v) for v in t["constant_best_V"])
+        held = ms(t["constant_held_out"]) if "constant_held_out" in t else "–"
+        lines.append(f"| {name} | {ms(t['constant_best'])} (V = {vs}) | {held} | {ms(t['daily_learned'])} "
+                     f"| {paired(t['against_best'])} | {paired(t.get('against_held_out'))} |")
+    lines += ["", "Per replay (balance): " + "; ".join(
+        f"{name}: best constant {', '.join(f'{x:.2f}' for x in t['constant_best'])} / learned "
+        f"{', '.join(f'{x:.2f}' for x in t['daily_learned'])}" for name, t in spread["traces"].items())]
+    return lines
 
 
 def report_markdown(payload: dict[str, Any], names: tuple[str, ...]) -> str:
@@ -160,7 +197,12 @@ def report_markdown(payload: dict[str, Any], names: tuple[str, ...]) -> str:
               "once a day from the day's backlog and recent arrivals, learned online from FH's daily clones "
               "run H days on; `per-pass-held-daily` is the state-aware rule evaluated at the day's start and "
               "held for the day."]
+    lines += ["", "`constant-best` is FH's upper reference: the V with the best balance on the trace itself, "
+              "chosen in hindsight. `constant-held-out` is a constant V chosen like every other setting here: "
+              "the fraction of M with the best mean balance on the *other* traces. A `daily-learned` setting "
+              "with a prior starts from the other traces' daily clones (never from the trace it is reported on)."]
     lines += _verdict(rows, names)
+    lines += _spread_lines(payload.get("spread") or {})
     if per_pass:
         lines += ["", "## Per-pass transfer rule (not a daily cap)", "",
                   "The state-aware rule sets V at every scheduling pass from the queue it sees then. FH's "
@@ -181,6 +223,10 @@ def report_markdown(payload: dict[str, Any], names: tuple[str, ...]) -> str:
                   "trace out); the balance of every setting on the trace itself is listed so the sensitivity is "
                   "visible, and was not used to choose.", ""]
         for r in tuned:
+            if "fraction" in r:
+                lines.append(f"- {r['trace']} {r['policy']}: V = {r['fraction']:g}·M = {r['V']} (the fraction with the "
+                             f"best mean balance on {'+'.join(r['chosen_on'])}, over 0, 0.01, …, 1)")
+                continue
             grid = r.get("balance_by_params") or {f"θ={float(k):g}": v for k, v in r["balance_by_threshold"].items()}
             setting = r.get("params") or f"θ={r['threshold']:g}"
             others = "+".join(r["chosen_on"]) or "nothing (untuned default)"

@@ -15,6 +15,7 @@ counterfactual cost for day d is only computed at the end of day d + H, when tho
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 
@@ -23,7 +24,9 @@ import numpy as np
 from rlsched.core.leasing import (
     DailyCapLearner,
     DailyLearnerParams,
+    DailyPrior,
     StateAwareParams,
+    cap_fraction_index,
     daily_cap_set,
     remaining_work,
     runtime_ratio,
@@ -52,16 +55,23 @@ class _Observer:
         self.ref0, self.ref_inf = model.initial_state(), model.initial_state()
         self.twt_ref = 0.0
         self.c_ref = 0.0
+        self.days = 0
 
     @property
     def exchange_rate(self) -> float:
         """κ = twt_ref / c_ref so far (λ-weighted: the wait one cloud core-second is worth)."""
         return self.cost_weight * self.twt_ref / self.c_ref if self.c_ref > 0 else 0.0
 
+    @property
+    def per_day(self) -> tuple[float, float]:
+        """The references' wait and cloud cost per day so far (0 before the first day is over)."""
+        return (self.twt_ref / self.days, self.c_ref / self.days) if self.days else (0.0, 0.0)
+
     def day_over(self, until: float) -> None:
         """Advance the references to ``until`` and refresh the runtime ratio (jobs older than a week)."""
         self.twt_ref += self.model.advance(self.ref0, 0, until).twt
         self.c_ref += self.model.advance(self.ref_inf, UNBOUNDED, until).cost
+        self.days += 1
         if math.isfinite(until):
             known = int(np.searchsorted(self.submit, until - RATIO_LAG_S, side="left"))
             ratio = runtime_ratio(self.run[:known], self.req[:known])
@@ -172,23 +182,30 @@ def _held_counterfactual(model: HybridModel, start: HybridState, edges: FloatArr
 
 
 def daily_learned(model: HybridModel, edges: FloatArray, params: DailyLearnerParams, *,
-                  cost_weight: float = 1.0, max_cap: int | None = None) -> Trajectory:
+                  cost_weight: float = 1.0, max_cap: int | None = None, prior: DailyPrior | None = None,
+                  collect: DailyPrior | None = None) -> Trajectory:
     """The daily learned cap (:class:`DailyCapLearner`) over the whole trace, learning online.
 
     Day d: features from the state at the day's start → context bin → greedy cap, held all day.
     At the end of day d + H the clones of day d (every cap of the action set, then the caps
     actually chosen on days d+1 … d+H) give the counterfactual costs the learner is updated with.
     κ is the running references' λ·twt_ref / c_ref at decision time.
+
+    ``prior``: other traces' daily clones the estimates start from (``params.transfer_days`` days'
+    worth).  ``collect``: a :class:`DailyPrior` this run's own clones are added to, each divided by
+    this trace's reference wait and cost per day over the whole run (known once the run is over),
+    so that another trace can start from them.
     """
     t0 = time.perf_counter()
     days = len(edges) - 1
     caps_set = daily_cap_set(model.cores, max_cap)
+    fractions = cap_fraction_index(caps_set, model.cores, max_cap)
     unknown = set(params.features) - set(DAY_FEATURES)
     if unknown:
         raise ValueError(f"unknown daily feature(s) {', '.join(sorted(unknown))}; "
                          f"choose from {', '.join(DAY_FEATURES)}")
     picked = [DAY_FEATURES.index(f) for f in params.features]
-    learner = DailyCapLearner(caps_set, len(picked), params)
+    learner = DailyCapLearner(caps_set, len(picked), params, prior=prior, fraction_index=fractions)
     seen = _Observer(model, cost_weight)
     state = model.initial_state()
     twt = np.zeros(days)
@@ -196,10 +213,11 @@ def daily_learned(model: HybridModel, edges: FloatArray, params: DailyLearnerPar
     caps = np.zeros(days, dtype=np.int64)
     starts: dict[int, HybridState] = {}  # the actual state at the start of each day not yet learned from
     contexts: dict[int, int] = {}
+    samples: list[tuple[int, FloatArray, FloatArray]] = []
     sims = 0
     for d in range(days):
         context = learner.observe(day_features(model, state, seen.ratio, seen.submit, seen.procs, seen.req)[picked])
-        cap = learner.choose(context, seen.exchange_rate)
+        cap = learner.choose(context, seen.exchange_rate, *seen.per_day)
         caps[d] = cap
         starts[d], contexts[d] = state.copy(), context
         until = _period_end(edges, d)
@@ -214,12 +232,31 @@ def daily_learned(model: HybridModel, edges: FloatArray, params: DailyLearnerPar
                 window = [starts[k] for k in range(first, d + 1)] + [state]
                 waits, cloud = _counterfactual(model, window, edges, first, d, caps_set,
                                                caps[first + 1:d + 1].tolist(), twt[first:d + 1], cost[first:d + 1])
-            learner.update(contexts.pop(first), waits, cloud)
+            context_first = contexts.pop(first)
+            learner.update(context_first, waits, cloud)
+            if collect is not None:
+                samples.append((context_first, waits, cloud))
             del starts[first]
             sims += len(caps_set)
             first += 1
+    if collect is not None:
+        wait_per_day, cost_per_day = seen.per_day
+        for context, waits, cloud in samples:
+            collect.add(context, waits / wait_per_day if wait_per_day > 0 else np.zeros_like(waits),
+                        cloud / cost_per_day if cost_per_day > 0 else np.zeros_like(cloud), fractions)
     return Trajectory(twt=twt, cost=cost, caps=caps, simulations=sims, wall_s=time.perf_counter() - t0,
                       info={"actions": float(len(caps_set))})
+
+
+def daily_prior(sources: dict[str, tuple[HybridModel, FloatArray]], params: DailyLearnerParams, *,
+                cost_weight: float = 1.0) -> DailyPrior:
+    """The prior other traces give: each source run once by the cold learner (no prior) with ``params``,
+    its daily clones collected in normalised units (see :class:`DailyPrior`)."""
+    cold = dataclasses.replace(params, transfer_days=0.0)
+    prior = DailyPrior(params.bins, len(params.features), sources=tuple(sources))
+    for model, edges in sources.values():
+        daily_learned(model, edges, cold, cost_weight=cost_weight, collect=prior)
+    return prior
 
 
 def state_aware_daily(model: HybridModel, edges: FloatArray, params: StateAwareParams, *,

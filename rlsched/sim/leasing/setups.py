@@ -57,6 +57,8 @@ SETUPS: dict[str, TraceSetup] = {
                             "whole file (13 months), M=1664"),
     "kth-quick": TraceSetup("kth-quick", "KTH (3 weeks)", "KTH-SP2-1996-2.1-cln", 100, 28.0,
                             "first 4 weeks of the KTH log (3 weeks of jobs), for tests"),
+    "ctc-quick": TraceSetup("ctc-quick", "CTC (3 weeks)", "CTC-SP2-1996-3.1-cln", 430, 21.0,
+                            "first 3 weeks of the CTC log, for tests"),
 }
 
 #: The FH reproduction proper (FH Tables 2–4).
@@ -83,21 +85,29 @@ def setup(name: str) -> TraceSetup:
         raise ValueError(f"unknown leasing setup {name!r}; choose from {', '.join(SETUPS)}") from None
 
 
+#: Jittered replays (:meth:`rlsched.sim.workload.Workload.jittered`): each submit moves by up to this much.
+JITTER_S = 300.0
+
+
 @functools.lru_cache(maxsize=8)
-def load_workload(name: str) -> Workload:
-    """The setup's workload (read once per process)."""
+def load_workload(name: str, jitter_seed: int = 0) -> Workload:
+    """The setup's workload (read once per process); ``jitter_seed`` > 0: a jittered replay of it."""
     from rlsched.sim.traces.swf import read_swf, resolve_trace
 
     s = setup(name)
+    if jitter_seed < 0:
+        raise ValueError("jitter_seed must be >= 0")
     workload = read_swf(resolve_trace(s.trace), max_procs=s.cores)
     if s.days is not None:
         # Times count from the log's start time (header StartTime), as calendar months do.
         workload = workload.cut(0.0, s.days * 86_400.0, name=f"{workload.name}[{s.days:g}d]")
+    if jitter_seed:
+        workload = workload.jittered(jitter_seed, JITTER_S, name=f"{workload.name}~{jitter_seed}")
     return workload
 
 
 @functools.lru_cache(maxsize=8)
-def load_model(name: str) -> tuple[HybridModel, FloatArray]:
+def load_model(name: str, jitter_seed: int = 0) -> tuple[HybridModel, FloatArray]:
     """The hybrid model of a setup and its day edges (built once per process)."""
-    model = HybridModel(load_workload(name), setup(name).cores)
+    model = HybridModel(load_workload(name, jitter_seed), setup(name).cores)
     return model, day_edges(model)

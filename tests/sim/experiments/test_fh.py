@@ -40,6 +40,42 @@ def test_fh_ours_quick(tmp_path: Path) -> None:
         assert (tmp_path / name).stat().st_size > 1000
 
 
+def test_fh_daily_held_out_prior_and_jittered_replays(tmp_path: Path) -> None:
+    """Two short traces: every setting and the constant V chosen on the other one, the prior taken from
+    the other one, and the learner beside the constant V on jittered replays with a paired verdict."""
+    from rlsched.sim.experiments.fh import run_fh
+
+    shared_trace("kth")
+    shared_trace("ctc")
+    grid = ((2, 3, 3.0, "held", 0.0), (2, 1, 3.0, "held", 10.0))
+    result = run_fh(tmp_path, {"references", "daily", "spread"}, setups=("kth-quick", "ctc-quick"), workers=1,
+                    random_runs=4, daily_grid=grid, jitter_seeds=(1, 2))
+    by = {(r["trace"], r["policy"]): r for r in result["rows"]}
+    for name, other in (("kth-quick", "ctc-quick"), ("ctc-quick", "kth-quick")):
+        learned = by[(name, "daily-learned")]
+        assert learned["chosen_on"] == [other]
+        assert set(learned["balance_by_params"]) == {"H=2 bins=3 prior=3 features=backlog+arrivals continuation=held",
+                                                     "H=2 bins=1 prior=3 features=backlog+arrivals "
+                                                     "continuation=held transfer=10"}
+        if "transfer" in learned["params"]:
+            assert learned["prior_from"] == [other]
+        held = by[(name, "constant-held-out")]
+        assert held["chosen_on"] == [other] and held["balance"] <= by[(name, "constant-best")]["balance"]
+        spread = result["spread"]["traces"][name]
+        assert len(spread["constant_best"]) == len(spread["daily_learned"]) == 3
+        # Replay 0 is the recorded trace: the rows above.
+        assert spread["constant_best"][0] == by[(name, "constant-best")]["balance"]
+        assert spread["daily_learned"][0] == by[(name, "daily-learned")]["balance"]
+        assert len(set(spread["constant_best"])) > 1, "the jitter must change the runs"
+        diff = spread["against_best"]
+        assert diff["verdict"] == ("tie" if abs(diff["mean"]) <= diff["sd"] else
+                                   "above" if diff["mean"] > 0 else "below")
+        # Hindsight is the best constant on each replay: the held-out one never beats it.
+        assert all(h <= b for h, b in zip(spread["constant_held_out"], spread["constant_best"], strict=True))
+    report = (tmp_path / "report.md").read_text()
+    assert "## Spread over jittered replays" in report and "| ctc-quick | constant-held-out |" in report
+
+
 def test_sweep_command(tmp_path: Path) -> None:
     shared_trace("kth")
     out = tmp_path / "rows.csv"

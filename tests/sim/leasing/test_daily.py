@@ -5,8 +5,20 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rlsched.core.leasing import DailyLearnerParams, StateAwareParams, daily_cap_set
-from rlsched.sim.leasing.daily import _counterfactual, _held_counterfactual, daily_learned, state_aware_daily
+from rlsched.core.leasing import (
+    DailyCapLearner,
+    DailyLearnerParams,
+    StateAwareParams,
+    cap_fraction_index,
+    daily_cap_set,
+)
+from rlsched.sim.leasing.daily import (
+    _counterfactual,
+    _held_counterfactual,
+    daily_learned,
+    daily_prior,
+    state_aware_daily,
+)
 from rlsched.sim.leasing.hybrid import HybridModel, day_edges
 from rlsched.sim.leasing.runs import _period_end, grouped_runs
 from tests.conftest import shared_trace
@@ -57,6 +69,31 @@ def test_decisions_use_nothing_after_the_days_start(kth_cut: HybridModel) -> Non
     days = len(cut_edges) - 1
     assert days == 5 and len(set(full.caps[:days].tolist())) > 1
     np.testing.assert_array_equal(short.caps, full.caps[:days])
+
+
+def test_a_prior_from_another_trace_sets_the_first_days(kth_cut: HybridModel) -> None:
+    """Other traces' clones, normalised, decide the days a cold learner spends at V = 0."""
+    from rlsched.sim.traces.swf import read_swf
+
+    edges = day_edges(kth_cut)
+    other = HybridModel(read_swf(shared_trace("kth")).cut(40 * DAY, 52 * DAY), 100)
+    params = DailyLearnerParams(horizon_days=2, transfer_days=10.0)
+    prior = daily_prior({"kth-later": (other, day_edges(other))}, params)
+    assert prior.sources == ("kth-later",)
+    assert float(prior.counts.sum()) == len(day_edges(other)) - 1  # one sample per day, the last ones flushed
+    assert np.isfinite(prior.sums).all() and float(prior.sums[:, 0, 0].sum()) > 0
+    cold = daily_learned(kth_cut, edges, params, prior=None)
+    warm = daily_learned(kth_cut, edges, params, prior=prior)
+    assert cold.caps[:2].tolist() == [0, 0]
+    caps = daily_cap_set(100)
+    first = DailyCapLearner(caps, 2, params, prior=prior, fraction_index=cap_fraction_index(caps, 100))
+    assert warm.caps[0] == first.choose(0, 0.0) > 0
+    # The prior changes the start, never the rules: still a daily schedule, still nothing from the future.
+    replay = grouped_runs(kth_cut, edges, warm.caps[None, :])
+    np.testing.assert_array_equal(replay.twt[0], warm.twt)
+    cut = HybridModel(kth_cut.workload.cut(0.0, float(edges[5])), 100)
+    short = daily_learned(cut, day_edges(cut), params, prior=prior)
+    np.testing.assert_array_equal(short.caps, warm.caps[:5])
 
 
 def _brute(model: HybridModel, start_day: int, last: int, first_cap: int, later: list[int]) -> tuple[float, float]:

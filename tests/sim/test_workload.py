@@ -1,0 +1,29 @@
+"""Workload helpers (rlsched/sim/workload.py) not covered by the trace readers' tests."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from rlsched.sim.workload import make_workload
+
+
+def test_a_jittered_replay_moves_each_job_a_little_and_keeps_the_jobs() -> None:
+    submit = np.arange(0.0, 5000.0, 100.0)
+    w = make_workload(submit, run=np.arange(len(submit)) + 10.0, procs=np.ones(len(submit), dtype=int),
+                      max_procs=4)
+    j = w.jittered(7, 300.0, name="replay")
+    assert j.name == "replay" and len(j) == len(w)
+    assert np.all(np.diff(j.submit) >= 0) and j.submit.min() >= 0.0
+    # The same jobs (each keeps its own run time), each moved by at most the spread.
+    order = np.argsort(j.job_id)
+    np.testing.assert_array_equal(j.job_id[order], w.job_id)
+    np.testing.assert_array_equal(j.run[order], w.run)
+    assert np.abs(j.submit[order] - w.submit).max() <= 300.0
+    assert not np.array_equal(j.submit[order], w.submit)
+    # A seed gives one replay; another seed another.
+    np.testing.assert_array_equal(w.jittered(7, 300.0).submit, j.submit)
+    assert not np.array_equal(w.jittered(8, 300.0).submit, j.submit)
+    np.testing.assert_array_equal(w.jittered(7, 0.0).submit, w.submit)
+    with pytest.raises(ValueError, match="spread_s"):
+        w.jittered(1, -1.0)
