@@ -15,7 +15,7 @@ def one_window(workload: Workload, text: str) -> Workload:
     from rlsched.workflow.evaluate import split_windows
 
     index, sep, count = text.partition("/")
-    if not sep or not index.strip().isdigit() or not count.strip().isdigit():
+    if not sep or not index.strip().isdecimal() or not count.strip().isdecimal():
         raise click.UsageError(f"--window: expected I/K (window I of K, from 0), got {text!r}")
     i, k = int(index), int(count)
     if not 0 <= i < k:

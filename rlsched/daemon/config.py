@@ -285,7 +285,7 @@ def parse_listen(source: str, value: str) -> tuple[str, int | None]:
     if value in ("", "off"):
         return "127.0.0.1", None
     host, sep, port = value.rpartition(":")
-    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
+    if not sep or not port.isdecimal() or not 0 <= int(port) <= 65535:
         raise _err(source, "metrics.listen", f"expected HOST:PORT, got {value!r}")
     host = host.strip("[]") or "127.0.0.1"
     if not host.isprintable() or any(c.isspace() for c in host):

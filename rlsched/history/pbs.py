@@ -15,8 +15,7 @@ import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from rlsched.backends.pbs.errors import PBSParseError
-from rlsched.backends.pbs.parsers import accounting_job, parse_accounting_line
+from rlsched.backends.pbs.parsers import end_records
 from rlsched.history.records import DropLog, HistoryJob
 
 _DAY_FILE = re.compile(r"^\d{8}$")
@@ -32,18 +31,7 @@ def accounting_files(path: Path) -> list[Path]:
 def read_pbs_accounting(lines: Iterable[str], source: str, log: DropLog,
                         vo_from: str = "project") -> Iterator[HistoryJob]:
     """The jobs of the ``E`` records of an accounting log; a bad line is ``log.bad`` (``FILE:LINE``)."""
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        where = f"{source}:{number}"
-        try:
-            record = parse_accounting_line(line, where)
-            if record.kind != "E":
-                continue
-            job = accounting_job(record, where)
-        except PBSParseError as exc:
-            log.bad(where, exc.message)
-            continue
+    for _, record, job in end_records(lines, source, log.bad):
         if job.array:
             log.dropped["array_placeholder"] += 1
             continue
@@ -54,6 +42,6 @@ def read_pbs_accounting(lines: Iterable[str], source: str, log: DropLog,
         yield HistoryJob(
             job_id=short_id, raw_id=job.job_id, user=job.user, group=job.group, account=job.vo_key(vo_from),
             partition=job.queue, qos="", state="COMPLETED" if job.exit_status == 0 else "FAILED",
-            submit_s=job.submit_s, eligible_s=float(etime) if etime.isdigit() else math.nan,
+            submit_s=job.submit_s, eligible_s=float(etime) if etime.isdecimal() else math.nan,
             start_s=job.start_s, end_s=job.end_s, time_limit_s=job.walltime_s, cpus=job.cpus,
-            nodes=int(nodect) if nodect.isdigit() else 1, req_cpus=job.cpus)
+            nodes=int(nodect) if nodect.isdecimal() else 1, req_cpus=job.cpus)

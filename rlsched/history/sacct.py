@@ -65,7 +65,7 @@ class _Bad(Exception):
 
 
 def _time(text: str, name: str) -> float:
-    if text.isdigit():
+    if text.isdecimal():
         return float(text)                  # SLURM_TIME_FORMAT=%s
     if text in _NO_TIME:
         return math.nan
@@ -76,13 +76,13 @@ def _time(text: str, name: str) -> float:
 
 
 def _count(text: str, name: str) -> int:
-    if not text.isdigit() or len(text) > 9 or int(text) > _MAX_COUNT:
+    if not text.isdecimal() or len(text) > 9 or int(text) > _MAX_COUNT:
         raise _Bad(f"{name}: not a count: {text[:40]!r}")
     return int(text)
 
 
 def _limit_minutes(text: str) -> float:
-    if text.isdigit():
+    if text.isdecimal():
         return 60.0 * int(text)
     if text.upper() in _UNLIMITED or text == "":
         return math.inf
@@ -238,10 +238,10 @@ def _parse_records(records: Iterator[tuple[str, list[str]]], cols: _Columns, log
     nan = math.nan
 
     def when(text: str, name: str) -> float:
-        return float(text) if text.isdigit() else _time(text, name)
+        return float(text) if text.isdecimal() else _time(text, name)
 
     def count(text: str, name: str) -> int:
-        return int(text) if text.isdigit() and len(text) < 9 else _count(text, name)
+        return int(text) if text.isdecimal() and len(text) < 9 else _count(text, name)
 
     for where, f in records:
         f.append("")
@@ -254,7 +254,7 @@ def _parse_records(records: Iterator[tuple[str, list[str]]], cols: _Columns, log
             if placeholder(job_id):
                 log.drop("array_placeholder")
                 continue
-            if raw.isdigit():
+            if raw.isdecimal():
                 raw_id = int(raw)
             else:
                 match = leading_int(raw)
@@ -266,7 +266,7 @@ def _parse_records(records: Iterator[tuple[str, list[str]]], cols: _Columns, log
                 state = state.split(" ", 1)[0]          # "CANCELLED by 0"
             if i_limit_raw >= 0:
                 limit_text = f[i_limit_raw]
-                limit = 60.0 * int(limit_text) if limit_text.isdigit() else _limit_minutes(limit_text)
+                limit = 60.0 * int(limit_text) if limit_text.isdecimal() else _limit_minutes(limit_text)
             elif i_limit >= 0:
                 limit = _limit_duration(f[i_limit])
             else:
@@ -379,7 +379,7 @@ def _json_job(raw: Any) -> HistoryJob | str:
     nodes = _tres(tres, "node", "allocated")
     if nodes is None:
         alloc_nodes = raw.get("allocation_nodes")
-        if isinstance(alloc_nodes, str) and alloc_nodes.isdigit():
+        if isinstance(alloc_nodes, str) and alloc_nodes.isdecimal():
             nodes = int(alloc_nodes)
         else:
             n = _number(alloc_nodes, "allocation_nodes")

@@ -58,7 +58,7 @@ def parse_sacct_starts(text: str) -> dict[int, float]:
         if len(fields) != 3:
             raise SlurmParseError(SACCT, where, f"{len(fields)} fields, expected 3: {line[:80]!r}")
         raw_id, start, _state = fields
-        if not raw_id.isdigit():
+        if not raw_id.isdecimal():
             raise SlurmParseError(SACCT, where, f"bad JobIDRaw {raw_id!r:.40}")
         if start in ("Unknown", "None", ""):
             continue

@@ -29,7 +29,7 @@ import json
 import math
 import re
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -173,7 +173,7 @@ def parse_pbs_time(value: object, command: str = QSTAT_JSON, where: str = "") ->
     if not isinstance(value, str):
         raise PBSParseError(command, where, f"not a time: {value!r:.60}")
     text = value.strip()
-    if text.isdigit() and len(text) <= 12:
+    if text.isdecimal() and len(text) <= 12:
         return float(text)
     parts = text.split()
     if len(parts) != 5 or parts[0] not in _WEEKDAYS:
@@ -211,14 +211,14 @@ def select_cpus(select: str, command: str = QSTAT_JSON, where: str = "") -> int:
         count = 1
         ncpus = 1
         for k, item in enumerate(items):
-            if k == 0 and item.isdigit():
+            if k == 0 and item.isdecimal():
                 count = int(item)
                 continue
             key, sep, val = item.partition("=")
             if not sep or not key:
                 raise PBSParseError(command, where, f"bad select chunk {chunk!r:.60}")
             if key == "ncpus":
-                if not val.isdigit():
+                if not val.isdecimal():
                     raise PBSParseError(command, where, f"bad ncpus in select: {val!r:.30}")
                 ncpus = int(val)
         total += count * ncpus
@@ -450,13 +450,13 @@ def accounting_job(record: AccountingRecord, where: str = "") -> PBSJob:
         value = f.get(key, "")
         if not value:
             return math.nan
-        if not value.isdigit() or len(value) > 12:
+        if not value.isdecimal() or len(value) > 12:
             raise PBSParseError(ACCOUNTING, f"{where} {key}", f"not an epoch time: {value!r:.40}")
         return float(value)
 
     ncpus = f.get("Resource_List.ncpus") or f.get("resources_used.ncpus") or ""
     if ncpus:
-        if not ncpus.isdigit():
+        if not ncpus.isdecimal():
             raise PBSParseError(ACCOUNTING, f"{where} Resource_List.ncpus", f"not a number: {ncpus!r:.30}")
         cpus = int(ncpus)
     else:
@@ -475,11 +475,10 @@ def accounting_job(record: AccountingRecord, where: str = "") -> PBSJob:
         exit_status=int(exit_text) if re.fullmatch(r"-?\d{1,9}", exit_text) else None)
 
 
-def read_accounting(lines: Iterable[str], source: str,
-                    on_bad: Callable[[str, str], None]) -> list[tuple[str, PBSJob]]:
-    """The end records of accounting-log lines as (place, job); ``on_bad(place, reason)`` for the others
-    that cannot be read (records of other types are skipped silently)."""
-    out = []
+def end_records(lines: Iterable[str], source: str,
+                on_bad: Callable[[str, str], None]) -> Iterator[tuple[str, AccountingRecord, PBSJob]]:
+    """The end records of accounting-log lines as (place ``FILE:LINE``, record, job); ``on_bad(place,
+    reason)`` for the lines that cannot be read (blank lines and records of other types are skipped)."""
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
@@ -488,7 +487,14 @@ def read_accounting(lines: Iterable[str], source: str,
             record = parse_accounting_line(line, where)
             if record.kind != "E":
                 continue
-            out.append((where, accounting_job(record, where)))
+            job = accounting_job(record, where)
         except PBSParseError as exc:
             on_bad(where, exc.message)
-    return out
+            continue
+        yield where, record, job
+
+
+def read_accounting(lines: Iterable[str], source: str,
+                    on_bad: Callable[[str, str], None]) -> list[tuple[str, PBSJob]]:
+    """The end records of accounting-log lines as (place, job) (see :func:`end_records`)."""
+    return [(where, job) for where, _, job in end_records(lines, source, on_bad)]

@@ -74,10 +74,10 @@ def _weight_sum(config: dict[str, str]) -> int:
     total = 0
     for key in _PRIORITY_WEIGHTS:
         value = config.get(key, "0")
-        total += int(value) if value.isdigit() else 0
+        total += int(value) if value.isdecimal() else 0
     for item in config.get("PriorityWeightTRES", "").split(","):      # "CPU=1000,Mem=2000"
         _, _, value = item.partition("=")
-        total += int(float(value)) if value.replace(".", "", 1).isdigit() else 0
+        total += int(float(value)) if value.replace(".", "", 1).isdecimal() else 0
     return total
 
 

@@ -696,9 +696,9 @@ def parse_sacct(text: str) -> list[CompletedJob]:
             raise SlurmParseError(SACCT, where, f"{len(fields)} fields, expected {n_fields}: {line[:80]!r}")
         raw_id, account, partition, qos, cpus_s, limit, submit, start, end, state = fields
         state = state.split(" ")[0]          # "CANCELLED by 0"
-        if not raw_id.isdigit():
+        if not raw_id.isdecimal():
             raise SlurmParseError(SACCT, where, f"bad JobIDRaw {raw_id!r:.40}")
-        if not cpus_s.isdigit():
+        if not cpus_s.isdecimal():
             raise SlurmParseError(SACCT, where, f"bad AllocCPUS {cpus_s!r:.40}")
         if state not in FINISHED_STATES:
             continue

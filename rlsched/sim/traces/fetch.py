@@ -193,7 +193,7 @@ def _download(url: str, target: Path, expected: str | None, label: str, timeout_
         first = b""
         with os.fdopen(fd, "wb") as out, _open_url(url, label, timeout_s) as response:
             length = response.headers.get("Content-Length")
-            total = int(length) if length and length.isdigit() else None
+            total = int(length) if length and length.isdecimal() else None
             while True:
                 try:
                     chunk = response.read(_CHUNK)

@@ -82,7 +82,7 @@ def read_sidecar(csv_path: Path) -> tuple[dict[int, tuple[str, int]], list[str]]
             if len(row) != width:
                 raise SwfFormatError(f"{csv_path}:{line}: {len(row)} fields, the header has {width}")
             job_text, vo, cls_name = row[i_job], row[i_vo], row[i_class]
-            if not job_text.isdigit():
+            if not job_text.isdecimal():
                 raise SwfFormatError(f"{csv_path}:{line}: swf_job is not a job number: {job_text[:40]!r}")
             cls = CLASS_NAMES.get(cls_name)
             if cls is None:

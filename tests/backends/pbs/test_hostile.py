@@ -8,7 +8,7 @@ import math
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from rlsched.backends.pbs.backend import pbs_id_of
@@ -94,6 +94,8 @@ def test_accounting_any_end_record_fields_parse_or_raise(fields: dict[str, str])
 
 @settings(max_examples=200, deadline=None)
 @given(st.text(max_size=40) | st.integers() | st.floats() | st.none() | st.booleans())
+@example("¹")  # str.isdigit() is true for superscripts, which float() refuses: found by this test
+@example("²:³")
 def test_times_durations_select_any_value(value: object) -> None:
     for parse in (parse_pbs_time, parse_walltime):
         try:
