@@ -8,11 +8,13 @@ the start of the workload.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
+from rlsched.core.classify import ClassRule
 from rlsched.core.view import INTERACTIVE_THRESHOLD_S, BoolArray, FloatArray, IntArray, JobClass
 
 #: The per-job columns, in the order they are printed and saved.
@@ -191,3 +193,31 @@ def make_workload(
         run=run_a[order], req_time=req[order], procs=np.asarray(procs, dtype=np.int64)[order],
         user=minus_one, group=minus_one.copy(), queue=minus_one.copy(), partition=minus_one.copy(),
         recorded_wait=np.full(n, np.nan), vo=vo_a[order], job_class=cls[order], vo_names=vo_names)
+
+
+def classify_by_rule(workload: Workload, rule: ClassRule, *, qos: Sequence[str] | None = None,
+             partition: Sequence[str] | None = None) -> np.ndarray:
+    """The class of every job by ``rule`` from its time limit (requested time), QOS and partition."""
+    n = len(workload)
+    # A sidecar trace names its QOS (the SWF queue column) and partitions; a plain SWF has neither name.
+    qos_s = list(qos) if qos is not None else (workload.names_of("queue") if "queue" in workload.id_names
+                                               else [""] * n)
+    part_s = list(partition) if partition is not None else workload.names_of("partition")
+    if len(qos_s) != n or len(part_s) != n:
+        raise ValueError(f"workload {workload.name!r}: {len(qos_s)} QOS / {len(part_s)} partition values for "
+                         f"{n} jobs")
+    limits = workload.req_time.tolist()
+    # One call per distinct (qos, partition, limit): traces repeat them a lot.
+    cache: dict[tuple[str, str, float], int] = {}
+    out = np.empty(n, dtype=np.int64)
+    for i, key in enumerate(zip(qos_s, part_s, limits, strict=True)):
+        found = cache.get(key)
+        if found is None:
+            found = cache[key] = int(rule.classify(*key))
+        out[i] = found
+    return out
+
+
+def with_class_rule(workload: Workload, rule: ClassRule) -> Workload:
+    """``workload`` with its classes by ``rule`` (its VOs unchanged): what a trace without a config gets."""
+    return replace(workload, job_class=classify_by_rule(workload, rule))

@@ -57,8 +57,8 @@ from rlsched.core.view import JobClass
 from rlsched.sim.engine import DEFAULT_OVERRUN, Overrun, Schedule
 from rlsched.sim.policies import simulate_policy, workload_vos
 from rlsched.sim.schedulers import with_recorded_waits
-from rlsched.sim.workload import Workload
-from rlsched.workflow.site import Site, site_view, trace_class_rule, with_class_rule
+from rlsched.sim.workload import Workload, with_class_rule
+from rlsched.workflow.site import Site, site_view, trace_class_rule
 
 #: Measures of a group: key, title, True when higher is better.
 GROUP_MEASURES: tuple[tuple[str, str, bool], ...] = (

@@ -29,6 +29,7 @@ import numpy as np
 
 from rlsched.core.classify import ClassRule, VOMapping
 from rlsched.sim.workload import Workload
+from rlsched.sim.workload import classify_by_rule as classify
 
 
 @dataclass(frozen=True)
@@ -59,29 +60,6 @@ def load_site(path: str | os.PathLike[str]) -> Site:
     return Site(rule, tuple(backend.vos), backend.vo_shares, mapping, str(path))
 
 
-def classify(workload: Workload, rule: ClassRule, *, qos: Sequence[str] | None = None,
-             partition: Sequence[str] | None = None) -> np.ndarray:
-    """The class of every job by ``rule`` from its time limit (requested time), QOS and partition."""
-    n = len(workload)
-    # A sidecar trace names its QOS (the SWF queue column) and partitions; a plain SWF has neither name.
-    qos_s = list(qos) if qos is not None else (workload.names_of("queue") if "queue" in workload.id_names
-                                               else [""] * n)
-    part_s = list(partition) if partition is not None else workload.names_of("partition")
-    if len(qos_s) != n or len(part_s) != n:
-        raise ValueError(f"workload {workload.name!r}: {len(qos_s)} QOS / {len(part_s)} partition values for "
-                         f"{n} jobs")
-    limits = workload.req_time.tolist()
-    # One call per distinct (qos, partition, limit): traces repeat them a lot.
-    cache: dict[tuple[str, str, float], int] = {}
-    out = np.empty(n, dtype=np.int64)
-    for i, key in enumerate(zip(qos_s, part_s, limits, strict=True)):
-        found = cache.get(key)
-        if found is None:
-            found = cache[key] = int(rule.classify(*key))
-        out[i] = found
-    return out
-
-
 def trace_class_rule(workload: Workload) -> ClassRule:
     """The rule a trace without a daemon config is classed by: the one its import recorded (``rlsched history
     import --config``), else the default (time limit <= 900 s)."""
@@ -91,11 +69,6 @@ def trace_class_rule(workload: Workload) -> ClassRule:
         return ClassRule.from_dict(workload.class_rule)
     except ValueError as exc:
         raise ValueError(f"workload {workload.name!r}: the recorded {exc}") from None
-
-
-def with_class_rule(workload: Workload, rule: ClassRule) -> Workload:
-    """``workload`` with its classes by ``rule`` (its VOs unchanged): what a trace without a config gets."""
-    return replace(workload, job_class=classify(workload, rule))
 
 
 def site_view(workload: Workload, site: Site, *, qos: Sequence[str] | None = None,

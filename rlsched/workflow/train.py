@@ -40,8 +40,8 @@ from rlsched.core.agents import SchedulingAgent
 from rlsched.core.policies import PolicyError, PolicySpec, entry, load_policy, read_policy_spec, resolve
 from rlsched.sim.engine import DEFAULT_OVERRUN, Overrun
 from rlsched.sim.policies import simulate_policy, workload_vos
-from rlsched.sim.workload import Workload
-from rlsched.workflow.site import Site, site_view, trace_class_rule, with_class_rule
+from rlsched.sim.workload import Workload, with_class_rule
+from rlsched.workflow.site import Site, site_view, trace_class_rule
 
 #: Key of the training progress inside a checkpoint's policy metadata.
 TRAINING_KEY = "training"

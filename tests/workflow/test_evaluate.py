@@ -13,6 +13,7 @@ from rlsched.core.measures import responsiveness
 from rlsched.core.view import JobClass
 from rlsched.sim.policies import simulate_policy
 from rlsched.sim.traces.swf import read_swf
+from rlsched.sim.workload import with_class_rule
 from rlsched.workflow.evaluate import (
     Evaluation,
     _spread,
@@ -23,7 +24,7 @@ from rlsched.workflow.evaluate import (
     split_windows,
     write_outputs,
 )
-from rlsched.workflow.site import load_site, with_class_rule
+from rlsched.workflow.site import load_site
 from rlsched.workflow.train import run_tasks, train_plan, write_models
 
 

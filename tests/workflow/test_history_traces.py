@@ -10,7 +10,8 @@ from click.testing import CliRunner
 from rlsched.cli import main
 from rlsched.core.view import JobClass
 from rlsched.sim.traces.sidecar import read_trace
-from rlsched.workflow.site import load_site, site_view, trace_class_rule, with_class_rule
+from rlsched.sim.workload import with_class_rule
+from rlsched.workflow.site import load_site, site_view, trace_class_rule
 
 SAMPLE = Path(__file__).resolve().parents[1] / "data" / "history" / "sacct-parsable2.txt"
 

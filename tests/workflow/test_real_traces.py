@@ -12,8 +12,8 @@ import pytest
 from rlsched.core.classify import ClassRule
 from rlsched.sim.policies import simulate_policy
 from rlsched.sim.traces.swf import read_swf
+from rlsched.sim.workload import with_class_rule
 from rlsched.workflow.evaluate import evaluate, parse_contender, text_table
-from rlsched.workflow.site import with_class_rule
 
 
 @pytest.mark.slow

@@ -10,7 +10,8 @@ import pytest
 from rlsched.core.classify import ClassRule
 from rlsched.core.view import JobClass
 from rlsched.sim.traces.swf import read_swf
-from rlsched.workflow.site import classify, load_site, site_view, with_class_rule
+from rlsched.sim.workload import with_class_rule
+from rlsched.workflow.site import classify, load_site, site_view
 
 
 def test_the_class_comes_from_the_time_limit_never_the_runtime(small_swf: Path) -> None:

@@ -304,7 +304,7 @@ def seen_by_policies(w: Workload, protocol: str) -> Workload:
     if protocol not in ("product", PROTOCOL_BOTH):
         raise ValueError(f"perez: unknown protocol {protocol!r}; known: {', '.join((*PROTOCOLS, PROTOCOL_BOTH))}")
     from rlsched.core.classify import ClassRule
-    from rlsched.workflow.site import with_class_rule
+    from rlsched.sim.workload import with_class_rule
 
     product = with_class_rule(w, ClassRule())
     if protocol == PROTOCOL_BOTH:
