@@ -31,9 +31,9 @@ from rlsched.core.leasing import (
     remaining_work,
     runtime_ratio,
 )
-from rlsched.core.view import FloatArray, IntArray
+from rlsched.core.view import FloatArray
 from rlsched.sim.leasing.hybrid import UNBOUNDED, HybridModel, HybridState
-from rlsched.sim.leasing.runs import RATIO_LAG_S, Trajectory, _period_end, _StateAwareController
+from rlsched.sim.leasing.runs import RATIO_LAG_S, Group, Trajectory, _period_end, _StateAwareController, advance_groups
 
 DAY_S = 86_400.0
 #: The daily features, in order (see :func:`day_features`).
@@ -110,27 +110,10 @@ def _counterfactual(model: HybridModel, starts: list[HybridState], edges: FloatA
     end states share their continuation; a clone whose state meets the actual one at a day's end has
     the actual future from there on, so it stops and takes the actual costs.
     """
-    waits = np.zeros(len(caps))
-    cloud = np.zeros(len(caps))
-    until = _period_end(edges, day)
     # Clones that end the day in the same state share their continuation (their day's costs may differ).
-    outcomes: dict[tuple[object, ...], tuple[HybridState, list[int]]] = {}
-    i = 0
-    while i < len(caps):
-        clone = starts[0].copy()
-        result = model.advance(clone, caps[i], until)
-        j = i
-        while j < len(caps) and caps[j] <= result.cap_hi:
-            j += 1
-        waits[i:j] += result.twt
-        cloud[i:j] += result.cost
-        key = clone.key()
-        if key in outcomes:
-            outcomes[key][1].extend(range(i, j))
-        else:
-            outcomes[key] = (clone, list(range(i, j)))
-        i = j
-    for clone, members in outcomes.values():
+    outcomes, waits, cloud, _ = advance_groups(model, [(starts[0], np.arange(len(caps)))],
+                                               np.asarray(caps, dtype=np.int64), _period_end(edges, day))
+    for clone, members in outcomes:
         wait = spent = 0.0
         for k, d in enumerate(range(day, last + 1)):
             if k > 0:
@@ -156,28 +139,11 @@ def _held_counterfactual(model: HybridModel, start: HybridState, edges: FloatArr
     values = np.asarray(caps, dtype=np.int64)
     waits = np.zeros(len(caps))
     cloud = np.zeros(len(caps))
-    groups: list[tuple[HybridState, IntArray]] = [(start, np.arange(len(caps)))]
+    groups: list[Group] = [(start, np.arange(len(caps)))]
     for d in range(day, last + 1):
-        until = _period_end(edges, d)
-        merged: dict[tuple[object, ...], tuple[HybridState, list[IntArray]]] = {}
-        for state, members in groups:
-            idx = 0
-            while idx < len(members):
-                clone = state.copy()
-                result = model.advance(clone, int(values[members[idx]]), until)
-                stop = idx + 1
-                while stop < len(members) and values[members[stop]] <= result.cap_hi:
-                    stop += 1
-                covered = members[idx:stop]
-                waits[covered] += result.twt
-                cloud[covered] += result.cost
-                idx = stop
-                key = clone.key()
-                if key in merged:
-                    merged[key][1].append(covered)
-                else:
-                    merged[key] = (clone, [covered])
-        groups = [(st, np.concatenate(parts)) for st, parts in merged.values()]
+        groups, twt, cost, _ = advance_groups(model, groups, values, _period_end(edges, d))
+        waits += twt
+        cloud += cost
     return waits, cloud
 
 

@@ -61,12 +61,49 @@ def _period_end(edges: FloatArray, d: int) -> float:
     return float(edges[d + 1]) if d + 1 < len(edges) - 1 else INF
 
 
+Group = tuple[HybridState, IntArray]
+
+
+def advance_groups(model: HybridModel, groups: list[Group], caps: IntArray, until: float
+                   ) -> tuple[list[Group], FloatArray, FloatArray, int]:
+    """One period for runs grouped by shared state: run r uses cap ``caps[r]`` until ``until``.
+
+    A group is split into the certificate intervals its members' caps fall in (one simulation
+    each, see :mod:`.evaluate`); at the end groups whose states are equal merge again (their
+    futures are identical).  Returns the new groups, each run's twt and cost for the period
+    (indexed by run) and the number of simulations.
+    """
+    twt = np.zeros(len(caps))
+    cost = np.zeros(len(caps))
+    sims = 0
+    merged: dict[tuple[object, ...], tuple[HybridState, list[IntArray]]] = {}
+    for state, members in groups:
+        day_caps = caps[members]
+        order = np.argsort(day_caps, kind="stable")
+        members, day_caps = members[order], day_caps[order]
+        idx = 0
+        while idx < len(members):
+            clone = state.copy()
+            result = model.advance(clone, int(day_caps[idx]), until)
+            sims += 1
+            stop = int(np.searchsorted(day_caps, result.cap_hi, side="right"))
+            covered = members[idx:stop]
+            twt[covered] = result.twt
+            cost[covered] = result.cost
+            idx = stop
+            key = clone.key()
+            if key in merged:
+                merged[key][1].append(covered)
+            else:
+                merged[key] = (clone, [covered])
+    return [(s, np.concatenate(parts)) for s, parts in merged.values()], twt, cost, sims
+
+
 def grouped_runs(model: HybridModel, edges: FloatArray, caps: IntArray) -> RunSet:
     """Replay R runs; run r uses cap ``caps[r, d]`` during period d (``edges[d]..edges[d+1]``).
 
-    Runs are grouped by state: a group shares one state and is split, each day, into the
-    certificate intervals its members' caps fall in; at the end of the day groups whose
-    states are equal merge again (their futures are identical).
+    Runs are grouped by state (:func:`advance_groups`): simulated once per certificate interval,
+    merged again when their states meet at a day's end.
     """
     t0 = time.perf_counter()
     runs, days = caps.shape
@@ -74,32 +111,12 @@ def grouped_runs(model: HybridModel, edges: FloatArray, caps: IntArray) -> RunSe
         raise ValueError(f"caps cover {days} periods, the edges {len(edges) - 1}")
     twt = np.zeros((runs, days))
     cost = np.zeros((runs, days))
-    groups: list[tuple[HybridState, IntArray]] = [(model.initial_state(), np.arange(runs))]
+    groups: list[Group] = [(model.initial_state(), np.arange(runs))]
     sims = 0
     max_groups = 1
     for d in range(days):
-        until = _period_end(edges, d)
-        merged: dict[tuple[object, ...], tuple[HybridState, list[IntArray]]] = {}
-        for state, members in groups:
-            day_caps = caps[members, d]
-            order = np.argsort(day_caps, kind="stable")
-            members, day_caps = members[order], day_caps[order]
-            idx = 0
-            while idx < len(members):
-                clone = state.copy()
-                result = model.advance(clone, int(day_caps[idx]), until)
-                sims += 1
-                stop = int(np.searchsorted(day_caps, result.cap_hi, side="right"))
-                covered = members[idx:stop]
-                twt[covered, d] = result.twt
-                cost[covered, d] = result.cost
-                idx = stop
-                key = clone.key()
-                if key in merged:
-                    merged[key][1].append(covered)
-                else:
-                    merged[key] = (clone, [covered])
-        groups = [(s, np.concatenate(parts)) for s, parts in merged.values()]
+        groups, twt[:, d], cost[:, d], n = advance_groups(model, groups, caps[:, d], _period_end(edges, d))
+        sims += n
         max_groups = max(max_groups, len(groups))
     return RunSet(twt=twt, cost=cost, caps=caps.astype(np.int64), simulations=sims,
                   wall_s=time.perf_counter() - t0, info={"max_groups": float(max_groups)})

@@ -96,6 +96,26 @@ def test_a_prior_from_another_trace_sets_the_first_days(kth_cut: HybridModel) ->
     np.testing.assert_array_equal(short.caps, warm.caps[:5])
 
 
+def test_held_clones_match_holding_each_cap_alone_when_groups_merge() -> None:
+    """Caps held for 8 days from states reached with V = 14: clones whose states meet merge, and a merged
+    group's caps are no longer in order — each must still match its own simulation exactly (an earlier
+    version covered a lower cap with a higher one's certificate there)."""
+    from rlsched.sim.traces.swf import read_swf
+
+    model = HybridModel(read_swf(shared_trace("kth")).cut(0, 40 * DAY), 100)
+    edges = day_edges(model)
+    caps = daily_cap_set(100)
+    state = model.initial_state()
+    for day in range(30):
+        if day % 5 == 0:
+            waits, cloud = _held_counterfactual(model, state, edges, day, day + 7, caps)
+            for i, cap in enumerate(caps):
+                alone = state.copy()
+                steps = [model.advance(alone, cap, _period_end(edges, d)) for d in range(day, day + 8)]
+                assert (waits[i], cloud[i]) == (sum(s.twt for s in steps), sum(s.cost for s in steps)), (day, cap)
+        model.advance(state, 14, _period_end(edges, day))
+
+
 def _brute(model: HybridModel, start_day: int, last: int, first_cap: int, later: list[int]) -> tuple[float, float]:
     edges = day_edges(model)
     state = model.initial_state()
