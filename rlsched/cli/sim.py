@@ -282,8 +282,11 @@ def policies_command(as_json: bool) -> None:
 @click.option("--n-seeds", type=click.IntRange(min=1), default=None,
               help="Reporting seeds SEED .. SEED+N-1 (the experiment's default when omitted).")
 @click.option("--json", "as_json", is_flag=True, help="With 'list': print [{name, help}] as JSON.")
+@click.option("--report-only", is_flag=True,
+              help="Rewrite report.md from the results.json already in --out, with the current report code "
+                   "(no simulation).")
 def experiment_command(name: str, out_dir: Path | None, quick: bool, seed: int, n_seeds: int | None,
-                       as_json: bool) -> None:
+                       as_json: bool, report_only: bool) -> None:
     """Regenerate a paper's tables and figures (see `rlsched sim experiment list`); prints results as JSON."""
     from rlsched.sim.experiments import registry
     from rlsched.sim.experiments.harness import ExperimentOptions
@@ -303,6 +306,13 @@ def experiment_command(name: str, out_dir: Path | None, quick: bool, seed: int, 
         raise click.UsageError("--out DIR is required")
     if out_dir.exists() and not out_dir.is_dir():
         raise click.BadParameter(f"{out_dir} exists and is not a directory", param_hint="--out")
+    if report_only:
+        try:
+            written = experiments[name].rerender(out_dir)
+        except ValueError as exc:
+            raise click.ClickException(str(exc)) from exc
+        click.echo(f"wrote {written}")
+        return
     options = ExperimentOptions(out_dir, quick=quick, seed=seed, n_seeds=n_seeds)
     try:
         experiments[name].kwargs(options)

@@ -297,6 +297,11 @@ def _held_out(name: str, balances: dict[str, dict[Any, float]], names: tuple[str
     return settings[int(np.argmax(means))], others
 
 
+def render_report(payload: dict[str, Any]) -> str:
+    """report.md of a results.json (its setups in their order)."""
+    return report.report_markdown(payload, tuple(payload["setups"]))
+
+
 def _experiment(parts: set[str], setups: tuple[str, ...] | None = None) -> Any:
     def run(out_dir: str | Path, *, quick: bool = False, seed: int = 0, **options: Any) -> dict[str, Any]:
         options.setdefault("setups", None if quick else setups)
@@ -306,15 +311,16 @@ def _experiment(parts: set[str], setups: tuple[str, ...] | None = None) -> Any:
 
 EXPERIMENTS = {
     "fh-references": Experiment("fh-references", "FH Tables 2-3 and Fig. 5: best constant V and random V "
-                                "(1000 runs) on KTH, CTC, SDSC", _experiment({"references"})),
+                                "(1000 runs) on KTH, CTC, SDSC", _experiment({"references"}), render_report),
     "fh-qlearning": Experiment("fh-qlearning", "FH Table 4 and Fig. 6: the Q-learning leasing policy beside "
-                               "the references", _experiment({"references", "qlearning"})),
+                               "the references", _experiment({"references", "qlearning"}), render_report),
     "fh-ours": Experiment("fh-ours", "our leasing policies (daily learned cap, state-aware rule held for a day, "
                           "per-pass rule) beside FH's references and Q-learning",
-                          _experiment({"references", "qlearning", "daily", "ours", "spread"})),
+                          _experiment({"references", "qlearning", "daily", "ours", "spread"}), render_report),
     "fh-daily": Experiment("fh-daily", "the daily caps only (constant, random, FH Q-learning, daily learned) on "
-                           "KTH, CTC, SDSC", _experiment({"references", "qlearning", "daily", "spread"})),
+                           "KTH, CTC, SDSC", _experiment({"references", "qlearning", "daily", "spread"}),
+                           render_report),
     "fh-ours-file": Experiment("fh-ours-file", "everything of fh-ours on CTC with the file's M=338 and on "
                                "SDSC-DS over all 13 months",
-                               _experiment({"references", "qlearning", "daily", "ours"}, FILE_SETUPS)),
+                               _experiment({"references", "qlearning", "daily", "ours"}, FILE_SETUPS), render_report),
 }

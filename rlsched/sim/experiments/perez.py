@@ -739,8 +739,8 @@ EXPERIMENTS = {
         "perez-rigid", "Perez et al. P-grid Tables 2-3: SARSA-ESN (oracle/estimated, λ=0.5/1; also with the "
         "keep-idle action) vs FCFS, EASY, EASY-SJF, interactive-first (-sjf, keeping 2 cores), multifactor "
         "fair-share (and the recorded native schedule on LPC-EGEE), rigid pool; paper and product information "
-        "protocols, and a held-out LPC-EGEE window", run_rigid),
+        "protocols, and a held-out LPC-EGEE window", run_rigid, report.report_markdown),
     "perez-elastic": Experiment(
         "perez-elastic", "Perez et al. P-grid Tables 4-5: SARSA-ESN choosing the pool size every period "
-        "(≥ 15 min, ≥ 30 cores, ≥ running jobs) on the LAL-like workload", run_elastic),
+        "(≥ 15 min, ≥ 30 cores, ≥ running jobs) on the LAL-like workload", run_elastic, report.report_markdown),
 }

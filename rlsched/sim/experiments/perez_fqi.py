@@ -30,7 +30,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from rlsched.sim.experiments import Experiment
+from rlsched.sim.experiments import Experiment, perez_report
 from rlsched.sim.experiments.perez import (
     CLASSIC_POLICIES,
     PROTOCOLS,
@@ -67,5 +67,6 @@ def run_fqi(out_dir: Path, *, quick: bool = False, seed: int = 0, n_seeds: int |
 EXPERIMENTS = {
     "perez-fqi": Experiment(
         "perez-fqi", "Perez et al. P-fqi Tables 2-3: ESN vs FFNN fitted-Q iteration (oracle/estimated, λ=0.5/1) "
-        "vs FCFS, EASY, EASY-SJF (and the recorded native schedule on LPC-EGEE)", run_fqi),
+        "vs FCFS, EASY, EASY-SJF (and the recorded native schedule on LPC-EGEE)", run_fqi,
+        perez_report.report_markdown),
 }
