@@ -9,10 +9,14 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    from tests.daemon.live_daemon import DaemonProcess
 
 # The real local Slurm cluster and OpenPBS server fixtures (tests/slurm_cluster.py, tests/pbs_cluster.py).
 pytest_plugins = ["tests.slurm_cluster", "tests.pbs_cluster"]
@@ -76,3 +80,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """Run the OpenPBS tests last: on a first run their server is still building in the background
     (scripts/test.sh), and every other test can go on meanwhile.  The order is otherwise kept."""
     items.sort(key=lambda item: item.get_closest_marker("pbs") is not None)
+
+
+@pytest.fixture
+def daemons() -> Iterator[list[DaemonProcess]]:
+    """Daemon processes a live test starts (tests/daemon/live_daemon.py); any still running are killed."""
+    started: list[DaemonProcess] = []
+    yield started
+    for d in started:
+        if d.alive():
+            d.proc.kill()
+            d.proc.wait(10)

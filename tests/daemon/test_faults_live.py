@@ -19,10 +19,9 @@ from typing import Any
 
 import pytest
 
-from tests.daemon.test_live import (  # noqa: F401
+from tests.daemon.test_live import (
     WATCHDOG,
     DaemonProcess,
-    daemons,
     free_port,
     held,
     slurmctld_pid,
@@ -76,7 +75,7 @@ def assert_clean_end(cluster: SlurmTestCluster, counted: int, what: str, finishe
 
 
 @pytest.fixture
-def hostile_daemons(daemons: list[DaemonProcess]) -> Iterator[list[DaemonProcess]]:  # noqa: F811
+def hostile_daemons(daemons: list[DaemonProcess]) -> Iterator[list[DaemonProcess]]:
     yield daemons
 
 

@@ -18,21 +18,20 @@ import sys
 import time
 import urllib.parse
 import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-pytest.register_assert_rewrite("tests.slurm_cluster")
+pytest.register_assert_rewrite("tests.slurm_cluster", "tests.daemon.live_daemon")
 
 from rlsched.core.policies import read_policy_spec  # noqa: E402
+from tests.daemon.live_daemon import ROOT, DaemonProcess, start  # noqa: E402
 from tests.slurm_cluster import SlurmTestCluster, wait_for  # noqa: E402
 
 pytest_plugins = ["tests.slurm_cluster"]
 pytestmark = [pytest.mark.slurm, pytest.mark.timeout(180)]
 
-ROOT = Path(__file__).resolve().parents[2]
 WATCHDOG = ROOT / "plugins" / "slurm" / "rlsched-gate-watchdog"
 
 
@@ -76,50 +75,6 @@ checkpoint_every_s = 0
 stale_after_s = {stale_after_s}
 """)
     return path
-
-
-class DaemonProcess:
-    def __init__(self, config: Path, cluster: SlurmTestCluster) -> None:
-        self.log = config.parent / "daemon.log"
-        self.proc = subprocess.Popen([sys.executable, "-m", "rlsched", "-v", "daemon", "--config", str(config)],
-                                     cwd=ROOT, env=cluster.env, stdout=subprocess.DEVNULL,
-                                     stderr=self.log.open("w"))
-        self.heartbeat = config.parent / "state" / "heartbeat.json"
-
-    def alive(self) -> bool:
-        return self.proc.poll() is None
-
-    def stop(self, sig: int = signal.SIGTERM, timeout_s: float = 60) -> int:
-        self.proc.send_signal(sig)
-        return self.proc.wait(timeout_s)
-
-    def cycles(self) -> int:
-        try:
-            data = json.loads((self.heartbeat.parent / "daemon.json").read_text())
-        except (OSError, ValueError):
-            return 0
-        return int(data["counters"]["cycles"])
-
-    def text(self) -> str:
-        return self.log.read_text()
-
-
-@pytest.fixture
-def daemons() -> Iterator[list[DaemonProcess]]:
-    started: list[DaemonProcess] = []
-    yield started
-    for d in started:
-        if d.alive():
-            d.proc.kill()
-            d.proc.wait(10)
-
-
-def start(daemons: list[DaemonProcess], config: Path, cluster: SlurmTestCluster) -> DaemonProcess:
-    d = DaemonProcess(config, cluster)
-    daemons.append(d)
-    wait_for(lambda: d.cycles() >= 1 or not d.alive(), 30, "the daemon's first cycle")
-    assert d.alive(), d.text()[-2000:]
-    return d
 
 
 def start_time(cluster: SlurmTestCluster, job_id: int) -> str:

@@ -15,20 +15,19 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-pytest.register_assert_rewrite("tests.pbs_cluster", "tests.slurm_cluster")
+pytest.register_assert_rewrite("tests.pbs_cluster", "tests.slurm_cluster", "tests.daemon.live_daemon")
 
+from tests.daemon.live_daemon import ROOT, DaemonProcess, start  # noqa: E402
 from tests.pbs_cluster import PBSTestServer  # noqa: E402
 from tests.slurm_cluster import wait_for  # noqa: E402
 
 # func_only: the first use builds OpenPBS in the session fixture (minutes), which no test timeout should cut.
 pytestmark = [pytest.mark.pbs, pytest.mark.timeout(240, func_only=True)]
 
-ROOT = Path(__file__).resolve().parents[2]
 WATCHDOG = ROOT / "plugins" / "slurm" / "rlsched-gate-watchdog"
 
 
@@ -68,51 +67,6 @@ def agent_table(agent: str) -> str:
     if agent.startswith(("sarsa-", "fqi-")):
         return f'kind = "{agent}"\npretrain_decisions = 2'
     return f'kind = "{agent}"'
-
-
-class DaemonProcess:
-    def __init__(self, config: Path) -> None:
-        self.log = config.parent / "daemon.log"
-        self.proc = subprocess.Popen([sys.executable, "-m", "rlsched", "-v", "daemon", "--config", str(config)],
-                                     cwd=ROOT, stdout=subprocess.DEVNULL, stderr=self.log.open("w"))
-        self.heartbeat = config.parent / "state" / "heartbeat.json"
-
-    def alive(self) -> bool:
-        return self.proc.poll() is None
-
-    def stop(self, sig: int = signal.SIGTERM, timeout_s: float = 60) -> int:
-        self.proc.send_signal(sig)
-        return self.proc.wait(timeout_s)
-
-    def counters(self) -> dict[str, object]:
-        try:
-            return dict(json.loads((self.heartbeat.parent / "daemon.json").read_text())["counters"])
-        except (OSError, ValueError, KeyError):
-            return {}
-
-    def cycles(self) -> int:
-        return int(self.counters().get("cycles", 0))     # type: ignore[call-overload]
-
-    def text(self) -> str:
-        return self.log.read_text()
-
-
-@pytest.fixture
-def daemons() -> Iterator[list[DaemonProcess]]:
-    started: list[DaemonProcess] = []
-    yield started
-    for d in started:
-        if d.alive():
-            d.proc.kill()
-            d.proc.wait(10)
-
-
-def start(daemons: list[DaemonProcess], config: Path) -> DaemonProcess:
-    d = DaemonProcess(config)
-    daemons.append(d)
-    wait_for(lambda: d.cycles() >= 1 or not d.alive(), 30, "the daemon's first cycle")
-    assert d.alive(), d.text()[-2000:]
-    return d
 
 
 def snapshot(pbs: PBSTestServer) -> dict[str, tuple[str, int, str]]:

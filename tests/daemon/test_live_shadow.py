@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.daemon.test_live import ROOT, DaemonProcess, daemons, start, write_config  # noqa: F401  (fixture)
+from tests.daemon.test_live import ROOT, DaemonProcess, start, write_config
 from tests.slurm_cluster import SlurmTestCluster, wait_for
 
 pytest_plugins = ["tests.slurm_cluster"]
@@ -32,7 +32,7 @@ def log_lines(path: Path) -> int:
 
 
 def test_shadow_mode_with_a_model_logs_its_decisions_changes_nothing_and_is_reported(
-        slurm: SlurmTestCluster, tmp_path: Path, daemons: list[DaemonProcess]) -> None:  # noqa: F811
+        slurm: SlurmTestCluster, tmp_path: Path, daemons: list[DaemonProcess]) -> None:
     model = tmp_path / "m.npz"
     trained = subprocess.run([sys.executable, "-m", "rlsched", "sim", "run", "--workload", "lal", "--scale", "0.05",
                               "--policy", "sarsa-esn:pretrain_decisions=20", "--save-model", str(model)],

@@ -21,7 +21,7 @@ import pytest
 
 pytest.register_assert_rewrite("tests.slurm_cluster")
 
-from tests.daemon.test_live import ROOT, DaemonProcess, daemons, start  # noqa: E402, F401  (fixture)
+from tests.daemon.test_live import ROOT, DaemonProcess, start  # noqa: E402
 from tests.slurm_cluster import SlurmTestCluster, wait_for  # noqa: E402
 
 pytest_plugins = ["tests.slurm_cluster"]
@@ -84,7 +84,7 @@ def decision_lines(path: Path) -> list[dict[str, object]]:
 
 
 def test_from_history_to_shadow_and_boost(slurm: SlurmTestCluster, tmp_path: Path,
-                                          daemons: list[DaemonProcess]) -> None:  # noqa: F811
+                                          daemons: list[DaemonProcess]) -> None:
     if "accounting_storage/slurmdbd" not in slurm.run("scontrol", "show", "config").stdout:
         pytest.fail("the test cluster has no slurmdbd: scripts/slurm-up.sh sets it up")
     begin = time.time()
