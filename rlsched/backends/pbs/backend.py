@@ -29,10 +29,11 @@ import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
+from rlsched.backends.common.base import CLIBackend
 from rlsched.backends.common.record import UndoRecordWriter
 from rlsched.backends.common.runner import CommandExecutor, CommandResult, CommandRunner, SubprocessRunner
 from rlsched.backends.pbs.completions import CompletionFeed
@@ -77,8 +78,13 @@ def pbs_id_of(job_id: int) -> str:
     return str(job_id)
 
 
-class PBSBackend:
+class PBSBackend(CLIBackend[PBSJob]):
     """PBS through its CLI (see the module docstring).  ``runner`` and ``clock`` are injectable."""
+
+    config: PBSBackendConfig
+    vanished_messages = _VANISHED_MESSAGES
+    held_fields: ClassVar[dict[str, Any]] = {"state": "H"}
+    released_fields: ClassVar[dict[str, Any]] = {"state": "Q"}
 
     def __init__(self, config: PBSBackendConfig | None = None, runner: CommandRunner | None = None,
                  clock: Callable[[], float] = time.time, sleep: Callable[[float], None] = time.sleep) -> None:
@@ -105,33 +111,15 @@ class PBSBackend:
         self._load_record()
 
     # -------------------------------------------------------------------------------------- commands
-    def _cmd(self, name: str) -> str:
-        return str(Path(self.config.bin_dir) / name) if self.config.bin_dir else name
-
-    @property
-    def errors(self) -> Counter[str]:
-        return self.executor.errors
-
     def _pbs_id(self, job_id: int) -> str:
         job = self._jobs.get(job_id)
         return job.pbs_id if job is not None else self.pbs_ids.get(job_id, pbs_id_of(job_id))
 
-    def _job_action(self, job_id: int, argv: list[str], kind: str) -> bool:
-        """Run one action on one job; False (logged, counted) when the job has vanished."""
-        def vanished(result: CommandResult) -> PBSError | None:
-            message = (result.stderr + result.stdout).strip()
-            if any(m.lower() in message.lower() for m in _VANISHED_MESSAGES):
-                return VanishedJobError(argv, self._pbs_id(job_id), message.splitlines()[0] if message else "")
-            return None
+    def _vanished_error(self, argv: Sequence[str], job_id: int, detail: str) -> VanishedJobError:
+        return VanishedJobError(argv, self._pbs_id(job_id), detail)
 
-        try:
-            self.executor.run(argv, lambda r: None, permanent=vanished)
-        except VanishedJobError as exc:
-            log.info("%s", exc)
-            self._jobs.pop(job_id, None)
-            return False
-        self.actions[kind] += 1
-        return True
+    def _replace_job(self, job: PBSJob, changes: dict[str, Any]) -> PBSJob:
+        return dataclasses.replace(job, **changes)
 
     # -------------------------------------------------------------------------------------- view
     def _in_scope(self, queue: str) -> bool:
@@ -222,10 +210,6 @@ class PBSBackend:
                            vo_shares=self.vo_mapping.shares, cloud=None)
 
     # -------------------------------------------------------------------------------------- daemon's questions
-    @property
-    def boost_limit(self) -> int:
-        return self.config.max_boosted
-
     def queue_counts(self) -> dict[QueueKey, int]:
         counts: Counter[QueueKey] = Counter()
         for job in self._polled:
@@ -354,48 +338,20 @@ class PBSBackend:
             self.pbs_ids.pop(job_id, None)
 
     # -------------------------------------------------------------------------------------- hold/release
-    def hold(self, job_id: int) -> None:
-        job = self._jobs.get(int(job_id))
-        if job is not None and not job.pending and not job.active:
-            log.info("qhold %s: vanished_job: the job has ended", job.pbs_id)
-            self.executor.count("vanished_job")
-            return
-        if job is not None and (job.held or not job.pending):
-            return                      # already held, or running: holding a running job is meaningless
-        pbs_id = self._pbs_id(int(job_id))
-        # Recorded before the hold: a crash between the two leaves a record whose undo releases a job that was
-        # never held (a counted no-op), never a held job nobody releases.
-        self.held_by_rlsched.add(int(job_id))
-        self.pbs_ids[int(job_id)] = pbs_id
-        if not self._try_save_record():        # no record, no hold: nothing could release it after a crash
-            self._drop_hold_record(int(job_id))
-            log.warning("qhold %s: not held, the undo record cannot be written", pbs_id)
-            return
-        # A failure (a timeout may come after the server held the job) keeps the record: undo will release it.
-        if self._job_action(int(job_id), [self._cmd("qhold"), "-h", "u", pbs_id], "hold"):
-            self._update_cached(int(job_id), state="H")
-        else:
-            self._drop_hold_record(int(job_id))
+    def _hold_argv(self, job_id: int) -> list[str]:
+        return [self._cmd("qhold"), "-h", "u", self._pbs_id(job_id)]
 
-    def _drop_hold_record(self, job_id: int) -> None:
+    def _release_argv(self, job_id: int) -> list[str]:
+        return [self._cmd("qrls"), "-h", "u", self._pbs_id(job_id)]
+
+    def _remember_hold(self, job_id: int) -> None:
+        self.pbs_ids[job_id] = self._pbs_id(job_id)     # the undo record releases it by its full id
+        self.held_by_rlsched.add(job_id)
+
+    def _forget_hold(self, job_id: int) -> None:
         self.held_by_rlsched.discard(job_id)
         if job_id not in self.original_priority:
             self.pbs_ids.pop(job_id, None)
-        self._try_save_record()
-
-    def release(self, job_id: int) -> None:
-        if self._job_action(int(job_id), [self._cmd("qrls"), "-h", "u", self._pbs_id(int(job_id))], "release"):
-            self._update_cached(int(job_id), state="Q")
-        if int(job_id) in self.held_by_rlsched:       # released, or vanished: either way not held any more
-            self.held_by_rlsched.discard(int(job_id))
-            if int(job_id) not in self.original_priority:
-                self.pbs_ids.pop(int(job_id), None)
-            self._try_save_record()     # a stale entry only makes a later release repeat this one
-
-    def _update_cached(self, job_id: int, **changes: Any) -> None:
-        job = self._jobs.get(job_id)
-        if job is not None:
-            self._jobs[job_id] = dataclasses.replace(job, **changes)
 
     def set_lease_cap(self, n: int) -> None:
         """PBS has no leasable cloud nodes here: nothing to cap."""
@@ -424,14 +380,6 @@ class PBSBackend:
                 "held_by_rlsched": sorted(self.held_by_rlsched),
                 "pbs_ids": {str(k): v for k, v in sorted(self.pbs_ids.items())},
                 "completion_feed": self._feed.state() if self._feed is not None else self._saved_feed}
-
-    def _save_record(self) -> None:
-        self._record_writer.save(self.config.state_file, self._record())   # atomic: a crash never tears it
-
-    def _try_save_record(self) -> bool:
-        """Write the undo record; False (counted as ``state_write_failed``) when the state dir is read-only,
-        full or gone."""
-        return self._record_writer.try_save(self.config.state_file, self._record())
 
     def _load_record(self) -> None:
         if not self.config.state_file or not Path(self.config.state_file).exists():

@@ -35,16 +35,17 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import msgspec
 import numpy as np
 
+from rlsched.backends.common.base import CLIBackend
 from rlsched.backends.common.record import UndoRecordWriter
-from rlsched.backends.common.runner import CommandExecutor, CommandResult, CommandRunner, SubprocessRunner
+from rlsched.backends.common.runner import CommandExecutor, CommandRunner, SubprocessRunner
 from rlsched.backends.slurm.completions import CompletionFeed, detect_source
 from rlsched.backends.slurm.config import SlurmBackendConfig
-from rlsched.backends.slurm.errors import SlurmCommandError, SlurmError, SlurmParseError, VanishedJobError
+from rlsched.backends.slurm.errors import SlurmCommandError, SlurmParseError, VanishedJobError
 from rlsched.backends.slurm.parsers import (
     ACTIVE_STATES,
     HELD_REASONS,
@@ -106,8 +107,13 @@ def slurm_node_state(node: SlurmNode) -> NodeState:
                      drained="DRAIN" in flags, reason=node.reason)
 
 
-class SlurmBackend:
+class SlurmBackend(CLIBackend[SlurmJob]):
     """Slurm through its CLI (see the module docstring).  ``runner`` and ``clock`` are injectable."""
+
+    config: SlurmBackendConfig
+    vanished_messages = _VANISHED_MESSAGES
+    held_fields: ClassVar[dict[str, Any]] = {"reason": "JobHeldAdmin", "priority": 0}
+    released_fields: ClassVar[dict[str, Any]] = {"reason": "None"}
 
     def __init__(self, config: SlurmBackendConfig | None = None, runner: CommandRunner | None = None,
                  clock: Callable[[], float] = time.time, sleep: Callable[[float], None] = time.sleep) -> None:
@@ -138,14 +144,6 @@ class SlurmBackend:
         self._load_record()
 
     # -------------------------------------------------------------------------------------- commands
-    def _cmd(self, name: str) -> str:
-        return str(Path(self.config.bin_dir) / name) if self.config.bin_dir else name
-
-    @property
-    def errors(self) -> Counter[str]:
-        """Failures by kind (``timeout``, ``nonzero_exit``, ``parse_error``, ``vanished_job``, …)."""
-        return self.executor.errors
-
     def slurm_config(self) -> dict[str, str]:
         """``scontrol show config``, read once (retried at the next call if it failed)."""
         if self._slurm_config is None:
@@ -153,22 +151,11 @@ class SlurmBackend:
                 [self._cmd("scontrol"), "show", "config"], lambda r: parse_scontrol_config(r.stdout))
         return self._slurm_config
 
-    def _job_action(self, job_id: int, argv: list[str], kind: str) -> bool:
-        """Run an scontrol action on one job; False (logged, counted) when the job has vanished."""
-        def vanished(result: CommandResult) -> SlurmError | None:
-            message = (result.stderr + result.stdout).strip()
-            if any(m.lower() in message.lower() for m in _VANISHED_MESSAGES):
-                return VanishedJobError(argv, job_id, message.splitlines()[0] if message else "")
-            return None
+    def _vanished_error(self, argv: Sequence[str], job_id: int, detail: str) -> VanishedJobError:
+        return VanishedJobError(argv, job_id, detail)
 
-        try:
-            self.executor.run(argv, lambda r: None, permanent=vanished)
-        except VanishedJobError as exc:
-            log.info("%s", exc)
-            self._jobs.pop(job_id, None)
-            return False
-        self.actions[kind] += 1
-        return True
+    def _replace_job(self, job: SlurmJob, changes: dict[str, Any]) -> SlurmJob:
+        return msgspec.structs.replace(job, **changes)
 
     # -------------------------------------------------------------------------------------- view
     def _in_scope(self, partitions: str | Iterable[str]) -> bool:
@@ -273,10 +260,6 @@ class SlurmBackend:
                            vo_shares=self.vo_mapping.shares, cloud=cloud)
 
     # -------------------------------------------------------------------------------------- daemon's questions
-    @property
-    def boost_limit(self) -> int:
-        return self.config.max_boosted
-
     def queue_counts(self) -> dict[QueueKey, int]:
         """Jobs of the last poll in scope by (partition, account, class, state) for ``rlsched_queue_jobs``."""
         classify = self.config.class_rule.classify
@@ -393,39 +376,11 @@ class SlurmBackend:
         self.applied_nice.pop(job_id, None)
 
     # -------------------------------------------------------------------------------------- hold/release
-    def hold(self, job_id: int) -> None:
-        job = self._jobs.get(int(job_id))
-        if job is not None and not job.pending and not job.active:
-            log.info("scontrol hold %d: vanished_job: the job has ended", int(job_id))
-            self.executor.count("vanished_job")
-            return
-        if job is not None and (job.held or not job.pending):
-            return                      # already held, or running: holding a running job is meaningless
-        # Recorded before it is held: a hold the undo record does not know could be stranded (the watchdog and
-        # the next start release what the record lists).  No record, no hold.
-        self.held_by_rlsched.add(int(job_id))
-        if not self._try_save_record():
-            self.held_by_rlsched.discard(int(job_id))
-            log.warning("scontrol hold %d: not held, the undo record cannot be written", int(job_id))
-            return
-        if self._job_action(int(job_id), [self._cmd("scontrol"), "hold", str(int(job_id))], "hold"):
-            self._update_cached(int(job_id), reason="JobHeldAdmin", priority=0)
-        else:
-            self.held_by_rlsched.discard(int(job_id))
-            self._try_save_record()
+    def _hold_argv(self, job_id: int) -> list[str]:
+        return [self._cmd("scontrol"), "hold", str(job_id)]
 
-    def release(self, job_id: int) -> None:
-        if self._job_action(int(job_id), [self._cmd("scontrol"), "release", str(int(job_id))], "release"):
-            self._update_cached(int(job_id), reason="None")
-        if int(job_id) in self.held_by_rlsched:       # released, or vanished: either way not held any more
-            self.held_by_rlsched.discard(int(job_id))
-            self._try_save_record()     # a stale entry only makes a later release repeat this one
-
-    def _update_cached(self, job_id: int, **changes: Any) -> None:
-        """Keep the last poll's copy of a job in step with what rlsched just did to it."""
-        job = self._jobs.get(job_id)
-        if job is not None:
-            self._jobs[job_id] = msgspec.structs.replace(job, **changes)
+    def _release_argv(self, job_id: int) -> list[str]:
+        return [self._cmd("scontrol"), "release", str(job_id)]
 
     # -------------------------------------------------------------------------------------- lease cap
     @property
@@ -582,14 +537,6 @@ class SlurmBackend:
                 "drain_reasons": dict(sorted(self.drain_reasons.items())),
                 "lease_cap": self.lease_cap,
                 "completion_feed": self._feed.state() if self._feed is not None else self._saved_feed}
-
-    def _save_record(self) -> None:
-        self._record_writer.save(self.config.state_file, self._record())
-
-    def _try_save_record(self) -> bool:
-        """Write the undo record; False (counted as ``state_write_failed``) when the state dir is read-only,
-        full or gone."""
-        return self._record_writer.try_save(self.config.state_file, self._record())
 
     def _load_record(self) -> None:
         if not self.config.state_file or not Path(self.config.state_file).exists():
