@@ -40,11 +40,16 @@ from rlsched.cli.sim import load_workload, progress_bar
 @click.option("--random-runs", type=click.IntRange(min=0), default=100, show_default=True,
               help="--leasing: random-V runs (FH: 1000); 0 skips them.")
 @click.option("--no-daily", is_flag=True, help="--leasing: skip the daily learned cap.")
+@click.option("--daily-prior-from", default="", metavar="SETUPS",
+              help="--leasing: start the daily learned cap from a prior built on these FH setups' daily clones "
+                   "(comma-separated, e.g. kth,ctc,sdsc; their traces must be in RLSCHED_TRACE_DIR).")
+@click.option("--daily-transfer-days", type=click.FloatRange(min=0, min_open=True), default=30.0, show_default=True,
+              help="--leasing with --daily-prior-from: how many days' worth of the prior the estimates start from.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
 def evaluate(workload_spec: str, policies: tuple[str, ...], out: Path, config_path: Path | None, windows: int,
              seeds: int, seed: int, cores: int | None, no_figures: bool, as_json: bool, leasing: bool,
              cloud_nodes: int | None, thetas: str, no_qlearning: bool, random_runs: int, no_daily: bool,
-             quiet: bool) -> None:
+             daily_prior_from: str, daily_transfer_days: float, quiet: bool) -> None:
     """Replay a trace under each policy and judge them on the same jobs (docs/workflow.md)."""
     from rlsched.workflow.evaluate import evaluate as run_evaluation
     from rlsched.workflow.evaluate import parse_contender, text_table, to_json, verdict_lines, write_outputs
@@ -72,11 +77,13 @@ def evaluate(workload_spec: str, policies: tuple[str, ...], out: Path, config_pa
             data = to_json(ev)
         if leasing:
             assert cloud_nodes is not None
-            from rlsched.workflow.leasing import evaluate_leasing, write_leasing
+            from rlsched.workflow.leasing import daily_prior_from_setups, evaluate_leasing, write_leasing
 
+            daily_params, prior = (daily_prior_from_setups(daily_prior_from, daily_transfer_days)
+                                   if daily_prior_from.strip() and not no_daily else (None, None))
             lease = evaluate_leasing(workload, cloud_nodes, cores=cores, thetas=theta_grid,
                                      qlearning=not no_qlearning, random_runs=random_runs, seed=seed,
-                                     daily=not no_daily)
+                                     daily=not no_daily, daily_params=daily_params, daily_prior=prior)
             data["leasing"] = write_leasing(lease, out, figures=not no_figures)
     except (ValueError, FileNotFoundError, OSError) as exc:
         raise click.ClickException(" ".join(str(exc).split())) from exc

@@ -7,7 +7,9 @@ trace's M cores plus capped transfer to cloud nodes) replays the trace under
 - random V (FH §3: V uniform in 0 … N each day; mean and best of ``random_runs`` runs),
 - FH's Q-learning over V ∈ 0 … N (:func:`rlsched.sim.leasing.runs.fh_qlearning`), unless skipped,
 - the daily learned cap (:func:`rlsched.sim.leasing.daily.daily_learned`) with the hyper-parameters
-  chosen on the FH traces (:data:`rlsched.core.leasing.DailyLearnerParams` defaults), never on this one,
+  chosen on the FH traces (:data:`rlsched.core.leasing.DailyLearnerParams` defaults), never on this one;
+  with ``--daily-prior-from kth,ctc,sdsc`` it starts from those traces' daily clones
+  (:func:`daily_prior_from_setups`),
 - the state-aware rule evaluated at each day's start and held for the day, at each θ of a grid,
 - the state-aware rule at every scheduling pass (:func:`rlsched.sim.leasing.runs.state_aware`, the
   live controller's ``state-aware``) at each θ — a per-pass transfer rule, not a daily cap —
@@ -23,6 +25,7 @@ leave-one-trace-out across traces).
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,7 +33,14 @@ from typing import Any
 
 import numpy as np
 
-from rlsched.core.leasing import DailyLearnerParams, StateAwareParams, balance, cost_pct, twt_improvement_pct
+from rlsched.core.leasing import (
+    DailyLearnerParams,
+    DailyPrior,
+    StateAwareParams,
+    balance,
+    cost_pct,
+    twt_improvement_pct,
+)
 from rlsched.sim.leasing.daily import daily_learned, state_aware_daily
 from rlsched.sim.leasing.hybrid import HybridModel, day_edges
 from rlsched.sim.leasing.runs import constant_sweep, fh_qlearning, grouped_runs, random_caps, state_aware, unbounded_run
@@ -76,10 +86,33 @@ class LeasingEvaluation:
 RANDOM_RUNS = 100
 
 
+def daily_prior_from_setups(names: str, transfer_days: float,
+                            params: DailyLearnerParams | None = None) -> tuple[DailyLearnerParams, DailyPrior]:
+    """The daily learner's setting with a prior from the FH setups ``names`` ("kth,ctc,sdsc"): each setup run
+    once by the cold learner (:func:`rlsched.sim.leasing.daily.daily_prior`).  ``ValueError`` (one line)
+    for an unknown setup; a missing trace names ``rlsched trace fetch``."""
+    from rlsched.sim.leasing.daily import daily_prior
+    from rlsched.sim.leasing.setups import FH_SETUPS, load_model, setup
+
+    sources = tuple(n.strip() for n in names.split(",") if n.strip())
+    if not sources:
+        raise ValueError("--daily-prior-from: name at least one setup, e.g. kth,ctc,sdsc")
+    for name in sources:
+        try:
+            setup(name)
+        except ValueError:
+            known = ", ".join(FH_SETUPS)
+            raise ValueError(f"--daily-prior-from: unknown setup {name!r}; choose from {known}") from None
+    base = params or DailyLearnerParams()
+    with_prior = dataclasses.replace(base, transfer_days=transfer_days)
+    return with_prior, daily_prior({name: load_model(name) for name in sources}, with_prior)
+
+
 def evaluate_leasing(workload: Workload, cloud_nodes: int, *, cores: int | None = None,
                      thetas: tuple[float, ...] = THETAS, qlearning: bool = True, random_runs: int = RANDOM_RUNS,
                      seed: int = 0, daily: bool = True,
-                     daily_params: DailyLearnerParams | None = None) -> LeasingEvaluation:
+                     daily_params: DailyLearnerParams | None = None,
+                     daily_prior: DailyPrior | None = None) -> LeasingEvaluation:
     """Run the leasing policies on ``workload`` with ``cloud_nodes`` cloud nodes (see the module docstring)."""
     if cloud_nodes < 1:
         raise ValueError(f"--cloud-nodes must be >= 1, got {cloud_nodes}")
@@ -125,8 +158,11 @@ def evaluate_leasing(workload: Workload, cloud_nodes: int, *, cores: int | None 
     if daily:
         params = daily_params or DailyLearnerParams()
         t = time.perf_counter()
-        traj = daily_learned(model, edges, params, max_cap=cloud_nodes)
-        ev.rows.append(row("daily-learned", params.label(), float(traj.twt.sum()), float(traj.cost.sum()),
+        traj = daily_learned(model, edges, params, max_cap=cloud_nodes, prior=daily_prior)
+        setting = params.label()
+        if daily_prior is not None and params.transfer_days > 0:
+            setting += f", prior from {'+'.join(daily_prior.sources)}"
+        ev.rows.append(row("daily-learned", setting, float(traj.twt.sum()), float(traj.cost.sum()),
                            time.perf_counter() - t))
     for theta in thetas:
         t = time.perf_counter()

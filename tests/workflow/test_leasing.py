@@ -76,3 +76,20 @@ def test_write_leasing_is_the_json_it_returns(busy_swf: Path, tmp_path: Path) ->
     ev = evaluate_leasing(read_swf(busy_swf), 3, thetas=(1.0,), qlearning=False)
     data = write_leasing(ev, tmp_path, figures=False)
     assert json.loads((tmp_path / "leasing.json").read_text()) == data
+
+
+def test_the_daily_learner_can_start_from_other_traces(busy_swf: Path, tmp_path: Path) -> None:
+    """--daily-prior-from: the FH setups' daily clones as the learner's prior, named in the row."""
+    from rlsched.workflow.leasing import daily_prior_from_setups
+    from tests.conftest import shared_trace
+
+    shared_trace("kth")
+    params, prior = daily_prior_from_setups("kth-quick", 10.0)
+    assert params.transfer_days == 10.0 and prior.sources == ("kth-quick",) and prior.counts.sum() > 0
+    ev = evaluate_leasing(read_swf(busy_swf), 4, thetas=(1.0,), qlearning=False, random_runs=0,
+                          daily_params=params, daily_prior=prior)
+    (row,) = [r for r in ev.rows if r.policy == "daily-learned"]
+    assert row.setting.endswith("transfer=10, prior from kth-quick")
+    bad = CliRunner().invoke(main, ["evaluate", "--workload", str(busy_swf), "--leasing", "--cloud-nodes", "4",
+                                    "--daily-prior-from", "kth,nowhere", "--out", str(tmp_path / "x")])
+    assert bad.exit_code == 1 and "unknown setup 'nowhere'" in bad.output and "Traceback" not in bad.output
