@@ -73,6 +73,9 @@ class Task:
     #: > 0: a jittered replay of the setup (see rlsched.sim.leasing.setups.JITTER_S); the prior's
     #: setups are never jittered.
     jitter_seed: int = 0
+    #: ``daily`` only: the learner's estimates are those of its own trace's clones from the start (an upper
+    #: reference that knows the whole trace, like the best constant V in hindsight; not a policy).
+    hindsight: bool = False
 
     def __post_init__(self) -> None:
         if self.policy not in POLICIES:
@@ -88,11 +91,17 @@ class Task:
             if self.transfer_days > 0 and not self.transfer_from:
                 raise ValueError("a daily task with transfer_days > 0 needs the setups to transfer from")
             if self.setup in self.transfer_from:
-                raise ValueError(f"setup {self.setup!r} cannot be its own prior")
+                raise ValueError(f"setup {self.setup!r} cannot be its own prior (that is hindsight=True)")
+            if self.hindsight and (self.transfer_from or self.jitter_seed):
+                raise ValueError("a hindsight task takes no other prior and no jittered replay")
 
     def daily_params(self) -> DailyLearnerParams:
         return DailyLearnerParams(horizon_days=self.horizon_days, bins=self.bins, prior_days=self.prior_days,
                                   continuation=self.continuation, transfer_days=self.transfer_days)
+
+
+#: The prior weight of a hindsight run: the trace's own clones outweigh anything it learns on the way.
+HINDSIGHT_DAYS = 1e9
 
 
 @functools.lru_cache(maxsize=8)
@@ -136,6 +145,9 @@ def run_task(task: Task) -> dict[str, Any]:
         params = task.daily_params()
         prior = transfer_prior(task.transfer_from, dataclasses.replace(params, transfer_days=0.0),
                                task.cost_weight) if params.transfer_days > 0 else None
+        if task.hindsight:
+            params = dataclasses.replace(params, transfer_days=HINDSIGHT_DAYS)
+            prior = transfer_prior((task.setup,), dataclasses.replace(params, transfer_days=0.0), task.cost_weight)
         result = daily_learned(model, edges, params, cost_weight=task.cost_weight, prior=prior)
         twt, cost = np.array([result.twt.sum()]), np.array([result.cost.sum()])
         labels = [None]

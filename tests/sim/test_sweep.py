@@ -48,3 +48,13 @@ def test_executors_agree(tasks: list[Task]) -> None:
 def test_dask_needs_an_address(tasks: list[Task]) -> None:
     with pytest.raises(ValueError, match="scheduler-address"):
         execute(tasks[:1], executor="dask")
+
+
+def test_daily_tasks_refuse_a_prior_they_cannot_have() -> None:
+    with pytest.raises(ValueError, match="needs the setups"):
+        Task("kth", "daily", transfer_days=5.0)
+    with pytest.raises(ValueError, match="its own prior"):
+        Task("kth", "daily", transfer_days=5.0, transfer_from=("kth", "ctc"))
+    with pytest.raises(ValueError, match="hindsight task"):
+        Task("kth", "daily", hindsight=True, jitter_seed=2)
+    assert Task("kth", "daily", hindsight=True).hindsight

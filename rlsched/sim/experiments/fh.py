@@ -178,6 +178,7 @@ def run_fh(out_dir: str | Path, parts: set[str], *, quick: bool = False, seed: i
                          "cost_pct": d["cost_pct"][0], "balance": d["balance"][0], "wall_s": d["wall_s"],
                          "params": params.label(), "chosen_on": chosen_on,
                          "prior_from": list(others) if g[4] > 0 else [],
+                         "gap_by_period": _gap_by_period(d, const, best),
                          "balance_by_params": {_daily_label(name, g2, others): b
                                                for g2, b in tuned["daily"][name].items()}})
         if "ours" in parts:
@@ -192,6 +193,10 @@ def run_fh(out_dir: str | Path, parts: set[str], *, quick: bool = False, seed: i
         figures += report.figures(out, name, by)
     spread = (_spread(names, rows, chosen, workers, jitter_seeds)
               if "spread" in parts and chosen and len(names) > 1 and jitter_seeds else {})
+    if "spread" in parts and chosen:
+        for extra in _hindsight_rows(names, chosen, workers):
+            at = next(i for i, r in enumerate(rows) if (r["trace"], r["policy"]) == (extra["trace"], "daily-learned"))
+            rows.insert(at + 1, extra)
     wall = time.perf_counter() - t_start
     payload = {"rows": rows, "timing": timing, "wall_s": wall, "workers": workers, "quick": quick,
                "setups": {n: SETUPS[n].note for n in names},
@@ -241,6 +246,36 @@ def _spread(names: tuple[str, ...], rows: list[dict[str, Any]], chosen: dict[str
             entry.update(constant_held_out=held, against_held_out=_paired(learned, held))
         out["traces"][name] = entry
     return out
+
+
+def _hindsight_rows(names: tuple[str, ...], chosen: dict[str, DailySetting], workers: int) -> list[dict[str, Any]]:
+    """The daily learner at its held-out setting, its estimates from its own trace's clones from day one:
+    what its decision rule could do knowing the whole trace (an upper reference, like the best constant V)."""
+    tasks = [Task(name, "daily", hindsight=True, **_daily_fields(_cold(chosen[name]))) for name in names]
+    results = execute(tasks, executor="serial" if workers <= 1 else "process", workers=workers)
+    return [{"trace": task.setup, "policy": "daily-hindsight", "V": None, "twt_imp_pct": r["twt_imp_pct"][0],
+             "cost_pct": r["cost_pct"][0], "balance": r["balance"][0], "wall_s": r["wall_s"],
+             "params": task.daily_params().label() + ", its own trace's clones from day one"}
+            for task, r in zip(tasks, results, strict=True)]
+
+
+#: Where the gap of the daily learner to the best constant V is split (its first month is learning).
+GAP_SPLIT_DAYS = 30
+
+
+def _gap_by_period(learned: dict[str, Any], const: dict[str, Any], best: int) -> dict[str, float]:
+    """Learned − best constant V in balance points, over the first GAP_SPLIT_DAYS days and the rest (each day's
+    wait and cost against the whole-trace references, so the two parts add up to the total gap)."""
+    twt = np.asarray(learned["day_twt"][0]) - np.asarray(const["day_twt"][best])
+    cost = np.asarray(learned["day_cost"][0]) - np.asarray(const["day_cost"][best])
+    day = -100.0 * (twt / learned["twt_ref"] + cost / learned["c_ref"])
+    return {f"first {GAP_SPLIT_DAYS} days": float(day[:GAP_SPLIT_DAYS].sum()),
+            f"day {GAP_SPLIT_DAYS} to the end": float(day[GAP_SPLIT_DAYS:].sum())}
+
+
+def _cold(setting: DailySetting) -> DailySetting:
+    h, b, m, c, _ = setting
+    return h, b, m, c, 0.0
 
 
 def _paired(a: list[float], b: list[float]) -> dict[str, Any]:

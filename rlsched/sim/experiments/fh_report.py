@@ -131,6 +131,7 @@ TABLE_HEAD = ["| trace | policy | V | setting (held out) | twt_imp % | cost % | 
 def _verdict(rows: list[dict[str, Any]], names: tuple[str, ...]) -> list[str]:
     """The daily learned cap against the best constant V (hindsight) and FH's Q-learner, in balance points."""
     by = {(r["trace"], r["policy"]): r["balance"] for r in rows}
+    gaps = {r["trace"]: r.get("gap_by_period") for r in rows if r["policy"] == "daily-learned"}
     out: list[str] = []
     for n in names:
         learned = by.get((n, "daily-learned"))
@@ -141,7 +142,15 @@ def _verdict(rows: list[dict[str, Any]], names: tuple[str, ...]) -> list[str]:
             parts.append(f"{learned - by[(n, 'constant-held-out')]:+.2f} against the held-out constant V")
         if (n, "qlearning") in by:
             parts.append(f"{learned - by[(n, 'qlearning')]:+.2f} against FH's Q-learning")
-        out.append(f"- {n}: daily-learned {learned:.2f}, " + ", ".join(parts))
+        line = f"- {n}: daily-learned {learned:.2f}, " + ", ".join(parts)
+        gap = gaps.get(n)
+        if gap:
+            line += "; the gap to the best constant V by period: " + ", ".join(
+                f"{period} {value:+.2f}" for period, value in gap.items())
+        if (n, "daily-hindsight") in by:
+            line += (f"; the same learner knowing its whole trace (`daily-hindsight`): {by[(n, 'daily-hindsight')]:.2f}"
+                     f" ({by[(n, 'daily-hindsight')] - by[(n, 'constant-best')]:+.2f} against the best constant V)")
+        out.append(line)
     return ["", "Daily learned cap, in balance points:", "", *out] if out else []
 
 
@@ -200,7 +209,9 @@ def report_markdown(payload: dict[str, Any], names: tuple[str, ...]) -> str:
     lines += ["", "`constant-best` is FH's upper reference: the V with the best balance on the trace itself, "
               "chosen in hindsight. `constant-held-out` is a constant V chosen like every other setting here: "
               "the fraction of M with the best mean balance on the *other* traces. A `daily-learned` setting "
-              "with a prior starts from the other traces' daily clones (never from the trace it is reported on)."]
+              "with a prior starts from the other traces' daily clones (never from the trace it is reported on). "
+              "`daily-hindsight` is not a policy but an upper reference, like `constant-best`: the daily learner at "
+              "its held-out setting whose estimates come, from the first day, from the clones of its whole trace."]
     lines += _verdict(rows, names)
     lines += _spread_lines(payload.get("spread") or {})
     if per_pass:

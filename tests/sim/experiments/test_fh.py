@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from rlsched.cli import main
@@ -18,7 +19,7 @@ def test_fh_ours_quick(tmp_path: Path) -> None:
     saved = json.loads((tmp_path / "results.json").read_text())
     policies = [r["policy"] for r in saved["rows"]]
     assert policies == ["constant-best", "random-mean", "random-best", "qlearning", "qlearning-accrued",
-                        "daily-learned", "per-pass-held-daily", "per-pass-rule"]
+                        "daily-learned", "daily-hindsight", "per-pass-held-daily", "per-pass-rule"]
     for row in saved["rows"]:
         assert {"trace", "policy", "V", "twt_imp_pct", "cost_pct", "balance", "wall_s"} <= set(row)
     by = {r["policy"]: r for r in result["rows"]}
@@ -72,8 +73,14 @@ def test_fh_daily_held_out_prior_and_jittered_replays(tmp_path: Path) -> None:
                                    "above" if diff["mean"] > 0 else "below")
         # Hindsight is the best constant on each replay: the held-out one never beats it.
         assert all(h <= b for h, b in zip(spread["constant_held_out"], spread["constant_best"], strict=True))
+        # The gap to the best constant V, split by period, adds up to the whole gap.
+        gap = learned["gap_by_period"]
+        assert sum(gap.values()) == pytest.approx(learned["balance"] - by[(name, "constant-best")]["balance"])
+        # Knowing its whole trace, the learner's estimates no longer depend on what it learns on the way.
+        assert by[(name, "daily-hindsight")]["params"].endswith("its own trace's clones from day one")
     report = (tmp_path / "report.md").read_text()
     assert "## Spread over jittered replays" in report and "| ctc-quick | constant-held-out |" in report
+    assert "the gap to the best constant V by period: first 30 days" in report
 
 
 def test_sweep_command(tmp_path: Path) -> None:
