@@ -270,8 +270,9 @@ class DailyLearnerParams:
     worth of the context-free estimate a bin's estimate is shrunk towards.
 
     The defaults are the setting with the best mean balance over the three FH traces in
-    ``rlsched sim experiment fh-ours`` (KTH, CTC, SDSC: 28.02, 23.63, 18.27); ``rlsched evaluate
-    --leasing`` uses them on traces outside those, which were never tuned on.
+    ``rlsched sim experiment fh-ours`` (KTH, CTC, SDSC: 27.45, 24.49, 19.23; no setting with a prior
+    has a better mean); ``rlsched evaluate --leasing`` uses them on traces outside those, which were
+    never tuned on.
     """
 
     horizon_days: int = 7
