@@ -17,9 +17,14 @@ Our policies, in two kinds:
   reported apart because it decides with information no daily cap has.
 
 Protocol (never tuned on what is reported): every hyper-parameter (the daily learner's
-horizon, bins and prior; the rules' θ) is chosen, for each FH trace, as the setting with the
-best mean balance on the *other* FH traces (leave one trace out); the reported row is the
-held-out trace at that setting, and the report prints the choice and every setting's balance.
+horizon, bins, shrinkage and prior from other traces; the rules' θ; the fraction of M of
+``constant-held-out``) is chosen, for each FH trace, as the setting with the best mean balance on
+the *other* FH traces (leave one trace out); the reported row is the held-out trace at that
+setting, and the report prints the choice and every setting's balance.  Beside them, two upper
+references that know the whole trace: FH's ``constant-best`` and ``daily-hindsight`` (the daily
+learner whose estimates come from its own trace's clones from day one).  Because one run of a
+trace cannot tell a small difference from chance, the daily learner and the constant V are also
+run on jittered replays of each trace (:func:`_spread`), and compared per replay.
 """
 
 from __future__ import annotations
