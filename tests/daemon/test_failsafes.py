@@ -146,6 +146,19 @@ def test_the_watchdog_releases_what_the_undo_record_holds_whatever_the_mode(tmp_
     assert w.gated_partitions({**hb, "mode": "gate", "gated_partitions": None}) == ["debug"]   # old heartbeat
 
 
+def test_the_watchdog_reads_the_pbs_undo_record_by_short_id(tmp_path: Path) -> None:
+    record = tmp_path / "pbs-record.json"
+    record.write_text(json.dumps({"version": 1, "held_by_rlsched": [12, 2013, True],
+                                  "pbs_ids": {"12": "12.pbshost", "2013": "13[].pbshost", "14": "14.pbshost"}}))
+    w = watchdog()
+    hb = {"mode": "boost", "batch_system": "pbs", "queues": ["workq"], "gated_partitions": [],
+          "undo_record": str(record)}
+    assert w.recorded_pbs_holds(hb) == {"12", "13[]"}      # 14 is boosted, not held; True is no job id
+    record.write_text("{not json")
+    assert w.recorded_pbs_holds(hb) == set()
+    assert w.recorded_pbs_holds({**hb, "undo_record": None}) == set()
+
+
 def write_config(path: Path, daemon: Daemon, mode: str, extra: str = "") -> None:
     path.write_text(f"""
 [backend]

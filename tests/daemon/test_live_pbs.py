@@ -189,6 +189,29 @@ def test_gate_failsafe_when_rlsched_is_removed(pbs: PBSTestServer, tmp_path: Pat
     assert not pbs.held(job) and pbs.held(other)
 
 
+def test_the_watchdog_releases_the_holds_of_the_undo_record_in_any_queue(pbs: PBSTestServer, tmp_path: Path) -> None:
+    """A gate daemon restarted in boost mode has no gated queue; what its undo record lists as held by rlsched is
+    still released (in whatever queue), a hold the record does not list is the user's and stays."""
+    blocker(pbs, 60)
+    pbs.run("qmgr", "-c", "create queue rlsched_other queue_type=execution,enabled=true,started=true",
+            check=False)
+    ours = pbs.qsub("-h", "-q", "rlsched_other", ncpus=2, walltime_min=3)
+    users = pbs.qsub("-h", "-q", "rlsched_other", ncpus=2, walltime_min=3)
+    record = tmp_path / "pbs-record.json"
+    number = int(ours.split(".", 1)[0])
+    record.write_text(json.dumps({"version": 1, "held_by_rlsched": [number], "pbs_ids": {str(number): ours}}))
+    heartbeat = tmp_path / "heartbeat.json"
+    heartbeat.write_text(json.dumps({"mode": "boost", "time": time.time() - 600, "stale_after_s": 120,
+                                     "stopped": False, "batch_system": "pbs", "queues": ["workq"],
+                                     "gated_partitions": [], "command_prefix": pbs.command_prefix,
+                                     "bin_dir": pbs.bin_dir, "undo_record": str(record)}))
+    done = subprocess.run([sys.executable, str(WATCHDOG), "--heartbeat", str(heartbeat)],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert not pbs.held(ours) and pbs.held(users)
+    assert "1 in the undo record" in done.stderr
+
+
 # ---------------------------------------------------------------------------------------------- rewards
 def test_completed_jobs_produce_rewards(pbs: PBSTestServer, tmp_path: Path, daemons: list[DaemonProcess]) -> None:
     # A learning agent in gate mode (as test_live.py's Prometheus test): it releases the held jobs, and each

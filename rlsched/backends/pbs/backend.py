@@ -239,7 +239,8 @@ class PBSBackend(CLIBackend[PBSJob]):
     def heartbeat_fields(self) -> dict[str, object]:
         """Where the gate watchdog (``plugins/slurm/rlsched-gate-watchdog``) finds the gated PBS jobs."""
         return {"batch_system": "pbs", "queues": sorted(self.config.queues),
-                "command_prefix": list(self.config.command_prefix), "bin_dir": self.config.bin_dir}
+                "command_prefix": list(self.config.command_prefix), "bin_dir": self.config.bin_dir,
+                "undo_record": self.config.state_file}
 
     def describe(self) -> str:
         record = self.config.state_file or "memory only"

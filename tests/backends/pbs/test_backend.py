@@ -204,7 +204,8 @@ def test_release_gated_releases_the_held_jobs_of_the_gated_queues() -> None:
     backend = make(runner, queues=frozenset({"workq"}))
     assert backend.release_gated() == 1 and acted(runner, "qrls") == [("qrls", "-h", "u", "4.pbshost")]
     fields = backend.heartbeat_fields()
-    assert fields == {"batch_system": "pbs", "queues": ["workq"], "command_prefix": [], "bin_dir": None}
+    assert fields == {"batch_system": "pbs", "queues": ["workq"], "command_prefix": [], "bin_dir": None,
+                      "undo_record": None}
 
 
 def test_the_history_feed_delivers_each_completion_once_and_nothing_from_before() -> None:
