@@ -91,3 +91,17 @@ def daemons() -> Iterator[list[DaemonProcess]]:
         if d.alive():
             d.proc.kill()
             d.proc.wait(10)
+
+
+@pytest.fixture(scope="session")
+def lal_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A SARSA-ESN model saved by ``rlsched sim run --save-model`` on a small LAL-like workload (VOs vo1…vo7)."""
+    from click.testing import CliRunner
+
+    from rlsched.cli import main
+
+    path = tmp_path_factory.mktemp("model") / "m.npz"
+    result = CliRunner().invoke(main, ["sim", "run", "--workload", "lal", "--scale", "0.05", "--policy",
+                                       "sarsa-esn:pretrain_decisions=20", "--save-model", str(path)])
+    assert result.exit_code == 0, result.output
+    return path

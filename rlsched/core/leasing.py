@@ -358,12 +358,6 @@ class DailyPrior:
         self.sums[context] += row
         self.counts[context] += 1.0
 
-    def merged(self, other: DailyPrior) -> DailyPrior:
-        if (other.bins, other.features, other.fractions) != (self.bins, self.features, self.fractions):
-            raise ValueError("priors with different bins, features or fractions cannot be merged")
-        return DailyPrior(self.bins, self.features, self.fractions, self.sources + other.sources,
-                          self.sums + other.sums, self.counts + other.counts)
-
     def means(self, fraction_index: IntArray) -> tuple[FloatArray, FloatArray, FloatArray, float]:
         """Per-bin means (bins, 2, caps), their counts, the pooled mean (2, caps) and its count, for the caps
         ``fraction_index`` stands for."""

@@ -106,9 +106,9 @@ HINDSIGHT_DAYS = 1e9
 
 @functools.lru_cache(maxsize=8)
 def transfer_prior(sources: tuple[str, ...], params: DailyLearnerParams, cost_weight: float) -> DailyPrior:
-    """The daily prior of ``sources`` (each run cold with ``params``), once per process."""
-    return daily_prior({name: load_model(name) for name in sources},
-                       dataclasses.replace(params, transfer_days=0.0), cost_weight=cost_weight)
+    """The daily prior of ``sources`` (each run cold with ``params``), once per process: callers pass the
+    cold ``params`` (``transfer_days=0``), so settings that differ only in the prior's weight share it."""
+    return daily_prior({name: load_model(name) for name in sources}, params, cost_weight=cost_weight)
 
 
 @functools.lru_cache(maxsize=8)

@@ -7,7 +7,6 @@ import json
 import socket
 from pathlib import Path
 
-import pytest
 from click.testing import CliRunner
 
 from rlsched.cli import main
@@ -56,21 +55,12 @@ def test_a_missing_file_is_one_line(tmp_path: Path) -> None:
     assert code == 1 and "cannot read" in output and output.count("\n") == 1
 
 
-@pytest.fixture(scope="module")
-def model(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("model") / "m.npz"
-    result = CliRunner().invoke(main, ["sim", "run", "--workload", "lal", "--scale", "0.05", "--policy",
-                                       "sarsa-esn:pretrain_decisions=20", "--save-model", str(path)])
-    assert result.exit_code == 0, result.output
-    return path
-
-
-def test_the_model_is_loaded_and_checked_against_the_vo_list(model: Path, tmp_path: Path) -> None:
+def test_the_model_is_loaded_and_checked_against_the_vo_list(lal_model: Path, tmp_path: Path) -> None:
     state = f'[state]\ndir = "{tmp_path / "state"}"\n[metrics]\nlisten = "off"\n'
-    good = write(tmp_path, f'vos = {json.dumps(LAL_VOS)}\ndefault_vo = "vo1"\n[agent]\nmodel = "{model}"\n' + state,
+    good = write(tmp_path, f'vos = {json.dumps(LAL_VOS)}\ndefault_vo = "vo1"\n[agent]\nmodel = "{lal_model}"\n' + state,
                  "good.toml")
     assert check_config(good)["ok"], check_config(good)["problems"]
-    other = write(tmp_path, f'vos = ["a", "b"]\ndefault_vo = "a"\n[agent]\nmodel = "{model}"\n' + state, "bad.toml")
+    other = write(tmp_path, f'vos = ["a", "b"]\ndefault_vo = "a"\n[agent]\nmodel = "{lal_model}"\n' + state, "bad.toml")
     result = check_config(other)
     assert not result["ok"] and len(result["problems"]) == 1
     assert "key 'agent'" in result["problems"][0] and "was built for VOs" in result["problems"][0]

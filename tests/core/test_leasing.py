@@ -162,10 +162,6 @@ def test_a_prior_fills_merged_fractions_and_refuses_other_shapes() -> None:
     np.testing.assert_allclose(pooled, [[3.0, 1.0, 1.0], [0.0, 2.0, 2.0]])
     assert total == 1.0 and counts.tolist() == [1.0]
     np.testing.assert_allclose(per_bin[0], pooled)
-    both = prior.merged(prior)
-    assert float(both.counts.sum()) == 2.0
-    with pytest.raises(ValueError, match="cannot be merged"):
-        prior.merged(DailyPrior(bins=2, features=1, fractions=(0.0, 0.5, 1.0)))
     with pytest.raises(ValueError, match="bins"):
         DailyCapLearner((0, 1, 2), 1, DailyLearnerParams(bins=2, transfer_days=1.0), prior=prior,
                         fraction_index=np.arange(3))

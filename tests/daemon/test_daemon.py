@@ -4,8 +4,6 @@ status, and the gate watchdog's decision rule."""
 
 from __future__ import annotations
 
-import importlib.machinery
-import importlib.util
 import json
 import os
 import signal
@@ -27,9 +25,7 @@ from rlsched.core.view import ClusterView, Decisions, FinishedJobs, JobClass, Pe
 from rlsched.daemon import ConfigError, config_from_dict, load_config
 from rlsched.daemon.state import load_counters
 from tests.fakes.slurm import NOW_S, SyntheticSlurm, make_daemon, slurm_of, synthetic_squeue_json
-
-ROOT = Path(__file__).resolve().parents[2]
-WATCHDOG = ROOT / "plugins" / "slurm" / "rlsched-gate-watchdog"
+from tests.scripts import ROOT, WATCHDOG, load_script
 
 
 # ------------------------------------------------------------------------------------------ config
@@ -275,12 +271,7 @@ def test_status_lists_pending_jobs_in_the_agents_order(tmp_path: Path) -> None:
 
 # ------------------------------------------------------------------------------------------ watchdog
 def _watchdog_module() -> Any:
-    loader = importlib.machinery.SourceFileLoader("rlsched_gate_watchdog", str(WATCHDOG))
-    spec = importlib.util.spec_from_loader(loader.name, loader)
-    assert spec is not None
-    module = importlib.util.module_from_spec(spec)
-    loader.exec_module(module)
-    return module
+    return load_script(WATCHDOG, "rlsched_gate_watchdog")
 
 
 def test_watchdog_verdicts() -> None:

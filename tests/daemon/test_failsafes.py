@@ -6,8 +6,6 @@ are in tests/daemon/test_faults_live.py."""
 from __future__ import annotations
 
 import dataclasses
-import importlib.machinery
-import importlib.util
 import json
 import threading
 import time
@@ -16,18 +14,11 @@ from typing import Any
 
 from rlsched.daemon.loop import Daemon
 from tests.fakes.slurm import SyntheticSlurm, make_daemon, slurm_of, synthetic_squeue_json
-
-ROOT = Path(__file__).resolve().parents[2]
-WATCHDOG = ROOT / "plugins" / "slurm" / "rlsched-gate-watchdog"
+from tests.scripts import WATCHDOG, load_script
 
 
 def watchdog() -> Any:
-    loader = importlib.machinery.SourceFileLoader("rlsched_gate_watchdog_failsafes", str(WATCHDOG))
-    spec = importlib.util.spec_from_loader(loader.name, loader)
-    assert spec is not None
-    module = importlib.util.module_from_spec(spec)
-    loader.exec_module(module)
-    return module
+    return load_script(WATCHDOG, "rlsched_gate_watchdog_failsafes")
 
 
 def heartbeat(daemon: Daemon) -> dict[str, Any]:

@@ -19,24 +19,15 @@ from tests.workflow.conftest import write_swf
 LAL_VOS = tuple(f"vo{k}" for k in range(1, 8))
 
 
-@pytest.fixture(scope="module")
-def model(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("model") / "m.npz"
-    result = CliRunner().invoke(main, ["sim", "run", "--workload", "lal", "--scale", "0.05", "--policy",
-                                       "sarsa-esn:pretrain_decisions=20", "--save-model", str(path)])
-    assert result.exit_code == 0, result.output
-    return path
-
-
 @pytest.mark.parametrize("mode", ["gate", "boost", "shadow"])
-def test_the_daemon_loads_a_simulator_trained_model_and_uses_it(model: Path, tmp_path: Path, mode: str) -> None:
+def test_the_daemon_loads_a_simulator_trained_model_and_uses_it(lal_model: Path, tmp_path: Path, mode: str) -> None:
     runner = SyntheticSlurm(synthetic_squeue_json(12, n_running=0, held_fraction=1.0))
-    daemon = make_daemon(runner, str(tmp_path), mode=mode, model=str(model), vos=LAL_VOS,
+    daemon = make_daemon(runner, str(tmp_path), mode=mode, model=str(lal_model), vos=LAL_VOS,
                          partitions=frozenset({"debug", "short"}))
     agent = daemon.agent.agent
     assert isinstance(agent, SchedulingAgent) and not agent.pretraining and agent.decisions > 20
-    assert daemon.agent.spec is not None and daemon.agent.spec.source == {"path": str(model),
-                                                                          "sha256": file_sha256(model)}
+    assert daemon.agent.spec is not None and daemon.agent.spec.source == {"path": str(lal_model),
+                                                                          "sha256": file_sha256(lal_model)}
     report = daemon.cycle()
     assert report.decisions is not None
     if mode == "gate":
@@ -48,17 +39,17 @@ def test_the_daemon_loads_a_simulator_trained_model_and_uses_it(model: Path, tmp
     assert order.size and all(s == s for s in scores.tolist())
 
 
-def test_the_daemon_checkpoint_records_its_source_and_resumes_from_it(model: Path, tmp_path: Path) -> None:
+def test_the_daemon_checkpoint_records_its_source_and_resumes_from_it(lal_model: Path, tmp_path: Path) -> None:
     runner = SyntheticSlurm(synthetic_squeue_json(12, n_running=0, held_fraction=1.0))
-    daemon = make_daemon(runner, str(tmp_path), mode="gate", model=str(model), vos=LAL_VOS,
+    daemon = make_daemon(runner, str(tmp_path), mode="gate", model=str(lal_model), vos=LAL_VOS,
                          partitions=frozenset({"debug", "short"}))
     daemon.cycle()
     daemon._checkpoint(force=True)
     checkpoint = tmp_path / "agent.npz"
     spec, _ = read_policy_spec(checkpoint)
-    assert spec.source == {"path": str(model), "sha256": file_sha256(model)} and spec.vos == LAL_VOS
+    assert spec.source == {"path": str(lal_model), "sha256": file_sha256(lal_model)} and spec.vos == LAL_VOS
     decisions = daemon.agent.agent.decisions  # type: ignore[attr-defined]
-    again = make_daemon(runner, str(tmp_path), mode="gate", model=str(model), vos=LAL_VOS,
+    again = make_daemon(runner, str(tmp_path), mode="gate", model=str(lal_model), vos=LAL_VOS,
                         partitions=frozenset({"debug"}))
     assert again.agent.agent.decisions == decisions > 0  # type: ignore[attr-defined]
     # A config asking for a fresh learner refuses the checkpoint of the model, in one line.
@@ -68,11 +59,11 @@ def test_the_daemon_checkpoint_records_its_source_and_resumes_from_it(model: Pat
     assert "\n" not in str(info.value)
 
 
-def test_a_model_for_other_vos_is_refused_in_one_line(model: Path, tmp_path: Path) -> None:
+def test_a_model_for_other_vos_is_refused_in_one_line(lal_model: Path, tmp_path: Path) -> None:
     runner = SyntheticSlurm(synthetic_squeue_json(3))
     with pytest.raises(AgentStartError) as info:
-        make_daemon(runner, str(tmp_path), mode="boost", model=str(model))
-    assert str(info.value) == (f"model {model} was built for VOs ({', '.join(LAL_VOS)}); the config has "
+        make_daemon(runner, str(tmp_path), mode="boost", model=str(lal_model))
+    assert str(info.value) == (f"model {lal_model} was built for VOs ({', '.join(LAL_VOS)}); the config has "
                                "(atlas, cms, lhcb, alice, biomed)")
 
 

@@ -11,8 +11,6 @@ through ResumeProgram → hook → provider → slurmd, runs a job, and is relea
 
 from __future__ import annotations
 
-import importlib.machinery
-import importlib.util
 import json
 import os
 import subprocess
@@ -27,6 +25,7 @@ import pytest
 
 pytest.register_assert_rewrite("tests.slurm_cluster")
 
+from tests.scripts import load_script  # noqa: E402
 from tests.slurm_cluster import SlurmTestCluster, wait_for  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -47,13 +46,7 @@ sys.exit(int(open(status).read()) if status and os.path.exists(status) else 0)
 
 def load_hook_module() -> ModuleType:
     """rlsched-resume as a module, for its pure functions (it has no .py suffix)."""
-    loader = importlib.machinery.SourceFileLoader("rlsched_resume_under_test", str(RESUME))
-    spec = importlib.util.spec_from_loader(loader.name, loader)
-    assert spec is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[loader.name] = module
-    loader.exec_module(module)
-    return module
+    return load_script(RESUME, "rlsched_resume_under_test")
 
 
 class HookSite:
