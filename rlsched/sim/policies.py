@@ -23,7 +23,7 @@ The result carries the agent, so a learned policy can be saved afterwards
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -109,16 +109,16 @@ def _read(path: str, what: str) -> str:
 def expand_site_files(spec: PolicySpec) -> PolicySpec:
     """``multifactor`` with its ``slurm_conf=`` and ``sshare=`` files read into explicit parameters.
 
-    The file's Priority* keys replace the registry defaults; a parameter given with a value other
-    than its default wins over the file.  Account shares come from the sshare file's account rows
-    (``shares=`` entries win).  Settings the emulation does not follow are listed in the error
-    message only if the file uses PriorityType other than priority/multifactor.
+    The file's Priority* keys replace the registry defaults; a parameter the spec names wins over
+    the file, even where its value equals the default (``PolicySpec.explicit``).  Account shares
+    come from the sshare file's account rows (``shares=`` entries win).  A file whose PriorityType
+    is not priority/multifactor is refused.
     """
     p = dict(spec.params)
     conf_path, sshare_path = str(p.get("slurm_conf") or ""), str(p.get("sshare") or "")
     if not conf_path and not sshare_path:
         return spec
-    defaults = {prm.name: prm.default for prm in entry(spec.name).params}
+    named = spec.explicit if spec.explicit is not None else frozenset(spec.params)
     if conf_path:
         conf_text = _read(conf_path, "slurm_conf")
         try:
@@ -129,7 +129,7 @@ def expand_site_files(spec: PolicySpec) -> PolicySpec:
             raise PolicyError(f"policy 'multifactor': {conf_path}: PriorityType={site.priority_type}, "
                               "not priority/multifactor")
         for key, value in site.params.items():
-            if p.get(key) == defaults.get(key):
+            if key not in named:
                 p[key] = value
     if sshare_path:
         sshare_text = _read(sshare_path, "sshare")
@@ -143,7 +143,7 @@ def expand_site_files(spec: PolicySpec) -> PolicySpec:
         p["shares"] = "/".join(filter(None, [str(p.get("shares") or ""), *extra]))
     p["slurm_conf"] = ""
     p["sshare"] = ""
-    return PolicySpec(spec.name, p, spec.vos, spec.features, spec.source)
+    return replace(spec, params=p)
 
 
 def bind(spec: PolicySpec | str, workload: Workload) -> PolicySpec:

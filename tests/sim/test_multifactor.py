@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 from rlsched.core.multifactor import params_from_policy
-from rlsched.core.policies import PolicyError, parse_policy
+from rlsched.core.policies import PolicyError, entry, parse_policy
 from rlsched.sim.engine import Simulator
 from rlsched.sim.multifactor import MultifactorPriority
-from rlsched.sim.policies import expand_site_files, simulate_policy
+from rlsched.sim.policies import bind, expand_site_files, simulate_policy
 from rlsched.sim.workload import make_workload
 from rlsched.sim.workloads.lal import generate_lal
 
@@ -77,6 +77,17 @@ def test_slurm_conf_and_sshare_files_set_the_parameters(tmp_path: Path) -> None:
     assert (p["weight_age"], p["max_age_s"], p["fair_tree"], p["weight_qos"]) == (7.0, 86400.0, False, 9.0)
     assert p["shares"] == "b:4/a:5"      # given shares win over the file's
     assert p["slurm_conf"] == p["sshare"] == ""
+
+
+def test_a_parameter_named_at_its_default_value_still_wins_over_the_file(tmp_path: Path) -> None:
+    conf = tmp_path / "slurm.conf"
+    conf.write_text("PriorityType=priority/multifactor\nPriorityWeightAge=7\nPriorityWeightFairshare=3\n")
+    default_age = entry("multifactor").param("weight_age").default
+    assert default_age != 7.0
+    spec = bind(f"multifactor:slurm_conf={conf},weight_age={default_age:g}", generate_lal(3, scale=0.01))
+    expanded = expand_site_files(spec)
+    # named on purpose: kept although it is the registry default; the file fills what was not named
+    assert (expanded.params["weight_age"], expanded.params["weight_fairshare"]) == (default_age, 3.0)
 
 
 def test_bad_site_files_are_one_line_errors(tmp_path: Path) -> None:

@@ -519,7 +519,8 @@ def resolve(spec: PolicySpec | str, **overrides: Any) -> PolicySpec:
     params = {p.name: p.default for p in e.params}
     for key, value in given.items():
         params[key] = e.param(key).coerce(e.name, value)
-    return PolicySpec(e.name, params, spec.vos, spec.features, spec.source, spec.class_rule)
+    named = (spec.explicit if spec.explicit is not None else frozenset(spec.params)) | overrides.keys()
+    return PolicySpec(e.name, params, spec.vos, spec.features, spec.source, spec.class_rule, named)
 
 
 def parse_policy(text: str) -> PolicySpec:

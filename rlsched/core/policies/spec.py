@@ -40,9 +40,15 @@ class PolicySpec:
     #: :mod:`rlsched.core.classify`: which jobs its ``job_class`` column calls
     #: interactive); None when the training trace was classed otherwise (by runtime, P-grid §4.2).
     class_rule: Mapping[str, Any] | None = None
+    #: The parameters the user named (the rest are registry defaults), kept by
+    #: :func:`~rlsched.core.policies.registry.resolve` so that a site file read later
+    #: (``multifactor:slurm_conf=``) replaces defaults only: a value given on purpose wins even
+    #: where it equals the default.  None: not resolved yet (every parameter present counts as given).
+    explicit: frozenset[str] | None = field(default=None, compare=False)
 
     def with_params(self, **params: Any) -> PolicySpec:
-        return replace(self, params={**self.params, **params})
+        named = self.explicit | params.keys() if self.explicit is not None else None
+        return replace(self, params={**self.params, **params}, explicit=named)
 
     def bound(self, vos: tuple[str, ...], features: Mapping[str, Any] | None) -> PolicySpec:
         """The same policy bound to a VO list and a feature layout."""
