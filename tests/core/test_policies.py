@@ -140,6 +140,33 @@ def test_save_then_load_gives_identical_decisions(name: str, tmp_path: Path) -> 
         assert loaded.decide(view).boost == again.decide(view).boost
 
 
+def test_the_replay_memory_keeps_its_bound_while_learning_and_after_a_reload(tmp_path: Path) -> None:
+    spec = bound("sarsa-esn", pretrain_decisions=3, seed=4, memory=5)
+    agent = build_agent(spec, BuildContext(shares=(0.5, 0.5)))
+    assert isinstance(agent, SchedulingAgent)
+    for t in range(12):
+        agent.decide(live_view(seed=t, time_s=5000.0 + 10 * t))
+    memory = agent.learner.memory
+    assert len(memory) <= 5 and memory.offset > 0      # the oldest decisions went
+    path = tmp_path / "m.npz"
+    save_policy(agent, spec, path)
+    loaded, _ = load_policy(path)
+    assert loaded.learner.memory.max_transitions == 5
+    for t in range(12):
+        loaded.decide(live_view(seed=40 + t, time_s=6000.0 + 10 * t))
+    assert len(loaded.learner.memory) <= 5
+    # A model saved before the parameter existed carries no bound: it gets the default one.
+    unbounded = bound("sarsa-esn", pretrain_decisions=3, seed=4)
+    old_spec = PolicySpec(unbounded.name, {k: v for k, v in unbounded.params.items() if k != "memory"},
+                          unbounded.vos, unbounded.features)
+    save_policy(agent, old_spec, tmp_path / "old.npz")
+    reloaded, reloaded_spec = load_policy(tmp_path / "old.npz")
+    assert reloaded.learner.memory.max_transitions == reloaded_spec.params["memory"] == entry("sarsa-esn").param(
+        "memory").default
+    with pytest.raises(PolicyError, match="memory"):
+        resolve("sarsa-esn:memory=1")
+
+
 def test_mismatching_models_are_refused_in_one_line(tmp_path: Path) -> None:
     agent, spec = _trained("sarsa-esn", tmp_path)
     path = tmp_path / "m.npz"

@@ -132,5 +132,8 @@ def load_policy(path: str | os.PathLike[str], *, expect_vos: Sequence[str] | Non
         agent.load_state(path)
     except (ValueError, KeyError, TypeError) as exc:
         raise PolicyError(_one_line(f"model {path}: cannot restore ({exc})")) from None
+    # The spec's bound, not the file's: a model saved before `memory` existed (no bound) gets the
+    # default one when it goes on learning.
+    agent.learner.memory.max_transitions = spec.params["memory"] or None
     agent.policy = spec.to_dict()
     return agent, spec

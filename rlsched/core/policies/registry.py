@@ -322,12 +322,16 @@ def make_q(kind: str, state_dim: int, action_dim: int, seed: int) -> QFunction:
     raise PolicyError(f"unknown Q-function {kind!r}")
 
 
-def make_learner(learner: str, q: QFunction, seed: int) -> BatchLearner:
-    """SARSA (P-grid §3.3) or fitted Q iteration (P-fqi Alg. 1) with the core's defaults."""
+def make_learner(learner: str, q: QFunction, seed: int, memory: int = 0) -> BatchLearner:
+    """SARSA (P-grid §3.3) or fitted Q iteration (P-fqi Alg. 1) with the core's defaults.
+
+    ``memory``: the most recent transitions the replay memory keeps (0: all of them).
+    """
+    bound = memory or None
     if learner == "sarsa":
-        return SarsaLearner(q, seed=seed)
+        return SarsaLearner(q, seed=seed, max_transitions=bound)
     if learner == "fqi":
-        return FittedQLearner(q, seed=seed)
+        return FittedQLearner(q, seed=seed, max_transitions=bound)
     raise PolicyError(f"unknown learner {learner!r}")
 
 
@@ -354,17 +358,25 @@ def _learned_builder(learner_kind: str, q_kind: str) -> Callable[[PolicySpec, Bu
                 raise PolicyError(f"policy {spec.name!r}: elastic=true needs the rigid pool size")
             max_cores = p["pool_max_cores"] or 2 * ctx.total_cores
             learner = make_learner(learner_kind, make_q(q_kind, enc.state_dim, enc.action_dim + 1, p["seed"]),
-                                   p["seed"])
+                                   p["seed"], p["memory"])
             return ElasticSchedulingAgent(
                 learner, enc, runtime,
                 pool_options=range(p["pool_min_cores"], max_cores + 1, p["pool_step_cores"]),
                 initial_cores=ctx.total_cores, start_s=ctx.start_s, min_cores=p["pool_min_cores"],
                 hold_s=p["pool_hold_s"], lam=p["lam"], mode=ctx.mode, pretrain_decisions=p["pretrain_decisions"],
                 keep_idle_cores=p["keep_idle_cores"])
-        learner = make_learner(learner_kind, make_q(q_kind, enc.state_dim, enc.action_dim, p["seed"]), p["seed"])
+        learner = make_learner(learner_kind, make_q(q_kind, enc.state_dim, enc.action_dim, p["seed"]), p["seed"],
+                               p["memory"])
         return SchedulingAgent(learner, enc, runtime, shares=ctx.shares, lam=p["lam"], mode=ctx.mode,
                                pretrain_decisions=p["pretrain_decisions"], keep_idle_cores=p["keep_idle_cores"])
     return build
+
+
+#: The replay memory's default bound.  Above every experiment's decision count (LAL-like 9,500 jobs, the
+#: LPC-EGEE windows 12,000, CTC-SP2 77,222), so the papers' runs keep all their experience; what it bounds
+#: is a daemon learning for months, whose re-fits (one pass over the memory) and model file would
+#: otherwise grow without end (all of LPC-EGEE, 220,695 jobs: 226 MB unbounded).
+DEFAULT_MEMORY_TRANSITIONS = 100_000
 
 
 def _learned_params(keep_idle_default: int) -> tuple[Param, ...]:
@@ -377,6 +389,9 @@ def _learned_params(keep_idle_default: int) -> tuple[Param, ...]:
         Param("pretrain_decisions", int, 500, "EDF decisions before the learned policy acts (P-grid §3.3)",
               check=_non_negative),
         Param("seed", int, 0, "random seed (exploration, ESN reservoir, FFNN weights)"),
+        Param("memory", int, DEFAULT_MEMORY_TRANSITIONS,
+              "replay memory: the most recent transitions kept and re-fitted on (0: all; the oldest tenth "
+              "goes when it is full)", check=lambda v: None if v == 0 or v >= 2 else f"must be 0 or ≥ 2, got {v}"),
         Param("elastic", bool, False, "simulator only: also choose the pool size every period (P-grid §3.2/§4.1)"),
         Param("pool_min_cores", int, ELASTIC_MIN_CORES, "elastic: smallest pool (P-grid §4.1)",
               check=lambda v: None if v >= 1 else f"must be ≥ 1, got {v}"),
