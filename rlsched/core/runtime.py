@@ -122,6 +122,8 @@ class EstimatedRuntime:
 
     def observe_finished(self, job_class: IntArray, run_s: FloatArray) -> None:
         """Add finished jobs (in completion order) to the per-class windows."""
+        if run_s.size == 0:  # most views: nothing finished since the last one
+            return
         for cls in range(len(JobClass)):
             runs = run_s[(job_class == cls) & np.isfinite(run_s)]
             if runs.size == 0:
@@ -138,8 +140,9 @@ class EstimatedRuntime:
         return self._median.copy()
 
     def _estimate(self, job_class: IntArray, req_time_s: FloatArray) -> FloatArray:
-        cls = np.clip(job_class, 0, len(JobClass) - 1)
-        median = self._median[cls]
+        median = np.take(self._median, job_class, mode="clip")
+        if self._count.all():  # every class has a median: the requested times are not needed
+            return median
         return np.where(np.isnan(median), _usable_requested(req_time_s, job_class), median)
 
     def pending(self, jobs: PendingJobs) -> FloatArray:
