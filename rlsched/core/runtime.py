@@ -20,6 +20,7 @@ saw pending (a job submitted and started between two views).
 
 from __future__ import annotations
 
+import bisect
 from typing import Literal, Protocol
 
 import numpy as np
@@ -99,6 +100,14 @@ class RequestedRuntime:
         return _usable_requested(jobs.req_time_s, jobs.job_class)
 
 
+def _sorted_median(values: list[float]) -> float:
+    """``np.median`` of a sorted, non-empty list (the same arithmetic: the two middle values' mean)."""
+    half = len(values) // 2
+    if len(values) % 2:
+        return values[half]
+    return (values[half - 1] + values[half]) / 2
+
+
 class EstimatedRuntime:
     """Median runtime of the job's class over the last ``window`` finished jobs of that class.
 
@@ -116,6 +125,8 @@ class EstimatedRuntime:
         self._ring = np.zeros((n_classes, window), dtype=np.float64)
         self._count = np.zeros(n_classes, dtype=np.int64)  # total ever seen per class
         self._median = np.full(n_classes, np.nan)
+        # Each window's runtimes, kept sorted: a finished job costs a binary search, not a median.
+        self._sorted: list[list[float]] = [[] for _ in range(n_classes)]
 
     def observe(self, view: ClusterView) -> None:
         self.observe_finished(view.finished.job_class, view.finished.run_s)
@@ -128,12 +139,15 @@ class EstimatedRuntime:
             runs = run_s[(job_class == cls) & np.isfinite(run_s)]
             if runs.size == 0:
                 continue
-            runs = runs[-self.window:]  # older ones would be overwritten anyway
-            slots = (self._count[cls] + np.arange(runs.size)) % self.window
-            self._ring[cls, slots] = runs
-            self._count[cls] += runs.size
-            filled = min(int(self._count[cls]), self.window)
-            self._median[cls] = float(np.median(self._ring[cls, :filled]))
+            window = self._sorted[cls]
+            for run in runs[-self.window:].tolist():  # older ones would be overwritten anyway
+                slot = int(self._count[cls]) % self.window
+                if self._count[cls] >= self.window:
+                    del window[bisect.bisect_left(window, float(self._ring[cls, slot]))]
+                bisect.insort(window, run)
+                self._ring[cls, slot] = run
+                self._count[cls] += 1
+            self._median[cls] = _sorted_median(window)
 
     def class_medians(self) -> FloatArray:
         """Current median per class (NaN where no job of that class has finished)."""
@@ -162,6 +176,8 @@ class EstimatedRuntime:
         self._ring = arrays["ring"].astype(np.float64)
         self._count = arrays["count"].astype(np.int64)
         self._median = arrays["median"].astype(np.float64)
+        self._sorted = [sorted(self._ring[cls, :min(int(self._count[cls]), self.window)].tolist())
+                        for cls in range(len(JobClass))]
 
 
 class OracleRuntime:

@@ -162,6 +162,25 @@ def test_replay_memory_drops_oldest_and_keeps_ids() -> None:
     np.testing.assert_allclose(memory.gram, ready_rows.T @ ready_rows)
 
 
+@pytest.mark.parametrize("bound", [None, 6])
+def test_the_pending_ready_count_follows_every_update(bound: int | None) -> None:
+    # Kept incrementally (the learner asks at every decision); it must equal the count over the
+    # whole memory after appends, rewards in any order (also re-set or cleared), syncs and drops.
+    rng = np.random.default_rng(bound or 0)
+    memory = ReplayMemory(3, max_transitions=bound)
+    ids: list[int] = []
+    for _ in range(400):
+        op = rng.integers(0, 10)
+        if op < 4 or not ids:
+            ids.append(memory.append(rng.random(3)))
+        elif op < 8:
+            reward = np.nan if rng.random() < 0.1 else float(rng.random())
+            memory.set_reward(int(rng.choice(ids)), reward)
+        elif op < 9:
+            memory.sync_gram()
+        assert memory.pending_ready() == int((memory.ready() & ~memory._in_gram[:memory.size]).sum())
+
+
 def test_learner_checkpoint_round_trip(tmp_path: Path) -> None:
     q = EchoStateQ(N_STATES, 1, seed=8)
     learner = SarsaLearner(q, epsilon=0.2, seed=9)

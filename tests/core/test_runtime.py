@@ -54,6 +54,28 @@ def test_estimated_median_over_sliding_window() -> None:
     np.testing.assert_allclose(model.class_medians()[[BAT, INT]], [5000.0, 60.0])
 
 
+@pytest.mark.parametrize("window", [1, 4, 7])
+def test_the_estimate_is_numpys_median_of_the_window_through_wraps_and_a_reload(window: int) -> None:
+    rng = np.random.default_rng(window)
+    model = EstimatedRuntime(window=window)
+    seen: dict[int, list[float]] = {BAT: [], INT: []}
+    for step in range(60):
+        n = int(rng.integers(0, 2 * window + 2))    # batches shorter and longer than the window
+        classes = rng.integers(0, 2, n).tolist()
+        runs = rng.choice([5.0, 60.0, 61.0, 3600.0, np.nan], n).tolist()   # ties and unusable runs
+        model.observe(view(float(step), pending([], []), fin=finished(classes, runs)))
+        for cls, run in zip(classes, runs, strict=True):
+            if np.isfinite(run):
+                seen[cls].append(run)
+        for cls, values in seen.items():
+            if values:
+                assert model.class_medians()[cls] == np.median(values[-window:])
+        if step == 30:      # a checkpoint and a restore in the middle of the stream
+            state = model.state_arrays()
+            model = EstimatedRuntime(window=window)
+            model.load_state_arrays(state)
+
+
 def test_estimated_prior_without_history_or_request() -> None:
     model = EstimatedRuntime()
     jobs = pending([INT, BAT], [np.nan, 0.0])

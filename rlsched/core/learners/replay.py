@@ -46,6 +46,9 @@ class ReplayMemory:
         self._cand_count = np.zeros(cap, dtype=np.int64)
         self._in_gram = np.zeros(cap, dtype=bool)
         self.gram = np.zeros((design_dim, design_dim))
+        # Ready transitions not yet in the Gram matrix, kept by every update: the learner asks at
+        # every decision, and counting over the whole memory each time grew with the memory.
+        self._pending_ready = 0
 
     # -- views ----------------------------------------------------------------------------
     @property
@@ -97,6 +100,8 @@ class ReplayMemory:
             self._drop_oldest(self.size - self.max_transitions + max(self.max_transitions // 10, 1))
         if self.size == self._rows.shape[0]:
             self._grow()
+        if self.size and self._counts_as_pending(self.size - 1):
+            self._pending_ready += 1      # the last decision now has a successor
         i = self.size
         self._rows[i] = row
         self._reward[i] = np.nan
@@ -117,8 +122,14 @@ class ReplayMemory:
             return False
         if i >= self.size:
             raise KeyError(f"replay memory: unknown decision id {decision_id}")
+        before = i < self.size - 1 and self._counts_as_pending(i)
         self._reward[i] = reward
+        self._pending_ready += int(i < self.size - 1 and self._counts_as_pending(i)) - int(before)
         return True
+
+    def _counts_as_pending(self, i: int) -> bool:
+        """Entry ``i`` has its reward and is not in the Gram matrix (ready once it has a successor)."""
+        return bool(np.isfinite(self._reward[i])) and not self._in_gram[i]
 
     def sync_gram(self) -> int:
         """Add the newly ready rows to the Gram matrix; returns how many were added."""
@@ -131,10 +142,14 @@ class ReplayMemory:
             z = self._rows[run[0]:run[-1] + 1]
             self.gram += z.T @ z
         self._in_gram[new] = True
+        self._pending_ready = 0
         return int(new.size)
 
     def pending_ready(self) -> int:
         """Ready transitions not yet in the Gram matrix."""
+        return self._pending_ready
+
+    def _count_pending_ready(self) -> int:
         return int((self.ready() & ~self._in_gram[:self.size]).sum())
 
     def _drop_oldest(self, count: int) -> None:
@@ -150,6 +165,7 @@ class ReplayMemory:
         self.offset += count
         z = self._rows[:n][self._in_gram[:n]]
         self.gram = z.T @ z
+        self._pending_ready = self._count_pending_ready()
 
     # -- persistence ----------------------------------------------------------------------
     def to_arrays(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
