@@ -43,9 +43,11 @@ def _empty_float() -> FloatArray:
 
 
 def _check_lengths(obj: object, names: Sequence[str]) -> None:
-    lengths = {name: len(getattr(obj, name)) for name in names}
-    if len(set(lengths.values())) > 1:
-        raise ValueError(f"{type(obj).__name__}: columns differ in length: {lengths}")
+    first = len(getattr(obj, names[0]))
+    for name in names:                  # every view checks this: a plain loop, the message only on failure
+        if len(getattr(obj, name)) != first:
+            lengths = {name: len(getattr(obj, name)) for name in names}
+            raise ValueError(f"{type(obj).__name__}: columns differ in length: {lengths}")
 
 
 @dataclass(frozen=True)
