@@ -15,13 +15,12 @@ from pathlib import Path
 
 import pytest
 
+from rlsched.sim.workloads.lal import LAL_VO_NAMES
 from tests.daemon.test_live import ROOT, DaemonProcess, start, write_config
 from tests.slurm_cluster import SlurmTestCluster, wait_for
 
 pytest_plugins = ["tests.slurm_cluster"]
 pytestmark = [pytest.mark.slurm, pytest.mark.timeout(240)]
-
-LAL_VOS = tuple(f"vo{k}" for k in range(1, 8))
 
 
 def log_lines(path: Path) -> int:
@@ -43,7 +42,7 @@ def test_shadow_mode_with_a_model_logs_its_decisions_changes_nothing_and_is_repo
     wait_for(lambda: slurm.state(blocker) == "RUNNING", 20, "the blocker to run")
     # Four whole-node jobs wait behind the blocker, then run one after the other: Slurm picks each next start.
     jobs = [slurm.sbatch("-c", "16", "-t", limit, sleep_s=2) for limit in ("10", "6", "2", "4")]
-    config = write_config(tmp_path / "rlsched.toml", slurm, "shadow", model=model, vos=LAL_VOS)
+    config = write_config(tmp_path / "rlsched.toml", slurm, "shadow", model=model, vos=LAL_VO_NAMES)
     log = tmp_path / "state" / "decisions.jsonl"
     d = start(daemons, config, slurm)
     wait_for(lambda: log_lines(log) >= 3, 20, "three decision log lines")

@@ -12,17 +12,17 @@ from rlsched.core.agents import SchedulingAgent
 from rlsched.core.classify import ClassRule
 from rlsched.core.policies import file_sha256, read_policy_spec
 from rlsched.daemon import AgentStartError, ConfigError, config_from_dict
+from rlsched.sim.workloads.lal import LAL_VO_NAMES
 from tests.fakes.slurm import SyntheticSlurm, make_daemon, synthetic_squeue_json
 from tests.workflow.conftest import write_swf
 
 #: The VOs of the LAL-like workload, which the saved model is built for.
-LAL_VOS = tuple(f"vo{k}" for k in range(1, 8))
 
 
 @pytest.mark.parametrize("mode", ["gate", "boost", "shadow"])
 def test_the_daemon_loads_a_simulator_trained_model_and_uses_it(lal_model: Path, tmp_path: Path, mode: str) -> None:
     runner = SyntheticSlurm(synthetic_squeue_json(12, n_running=0, held_fraction=1.0))
-    daemon = make_daemon(runner, str(tmp_path), mode=mode, model=str(lal_model), vos=LAL_VOS,
+    daemon = make_daemon(runner, str(tmp_path), mode=mode, model=str(lal_model), vos=LAL_VO_NAMES,
                          partitions=frozenset({"debug", "short"}))
     agent = daemon.agent.agent
     assert isinstance(agent, SchedulingAgent) and not agent.pretraining and agent.decisions > 20
@@ -41,20 +41,20 @@ def test_the_daemon_loads_a_simulator_trained_model_and_uses_it(lal_model: Path,
 
 def test_the_daemon_checkpoint_records_its_source_and_resumes_from_it(lal_model: Path, tmp_path: Path) -> None:
     runner = SyntheticSlurm(synthetic_squeue_json(12, n_running=0, held_fraction=1.0))
-    daemon = make_daemon(runner, str(tmp_path), mode="gate", model=str(lal_model), vos=LAL_VOS,
+    daemon = make_daemon(runner, str(tmp_path), mode="gate", model=str(lal_model), vos=LAL_VO_NAMES,
                          partitions=frozenset({"debug", "short"}))
     daemon.cycle()
     daemon._checkpoint(force=True)
     checkpoint = tmp_path / "agent.npz"
     spec, _ = read_policy_spec(checkpoint)
-    assert spec.source == {"path": str(lal_model), "sha256": file_sha256(lal_model)} and spec.vos == LAL_VOS
+    assert spec.source == {"path": str(lal_model), "sha256": file_sha256(lal_model)} and spec.vos == LAL_VO_NAMES
     decisions = daemon.agent.agent.decisions  # type: ignore[attr-defined]
-    again = make_daemon(runner, str(tmp_path), mode="gate", model=str(lal_model), vos=LAL_VOS,
+    again = make_daemon(runner, str(tmp_path), mode="gate", model=str(lal_model), vos=LAL_VO_NAMES,
                         partitions=frozenset({"debug"}))
     assert again.agent.agent.decisions == decisions > 0  # type: ignore[attr-defined]
     # A config asking for a fresh learner refuses the checkpoint of the model, in one line.
     with pytest.raises(AgentStartError, match="holds the model of") as info:
-        make_daemon(runner, str(tmp_path), mode="gate", agent="sarsa-esn", vos=LAL_VOS,
+        make_daemon(runner, str(tmp_path), mode="gate", agent="sarsa-esn", vos=LAL_VO_NAMES,
                     partitions=frozenset({"debug"}))
     assert "\n" not in str(info.value)
 
@@ -63,7 +63,7 @@ def test_a_model_for_other_vos_is_refused_in_one_line(lal_model: Path, tmp_path:
     runner = SyntheticSlurm(synthetic_squeue_json(3))
     with pytest.raises(AgentStartError) as info:
         make_daemon(runner, str(tmp_path), mode="boost", model=str(lal_model))
-    assert str(info.value) == (f"model {lal_model} was built for VOs ({', '.join(LAL_VOS)}); the config has "
+    assert str(info.value) == (f"model {lal_model} was built for VOs ({', '.join(LAL_VO_NAMES)}); the config has "
                                "(atlas, cms, lhcb, alice, biomed)")
 
 
@@ -99,7 +99,7 @@ def trained(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A model from `rlsched train --config` for the VOs and class rule of a slurm config."""
     folder = tmp_path_factory.mktemp("trained")
     config = folder / "rlsched.toml"
-    config.write_text('[backend]\nkind = "slurm"\nvos = ["' + '", "'.join(LAL_VOS) + '"]\ndefault_vo = "vo7"\n'
+    config.write_text('[backend]\nkind = "slurm"\nvos = ["' + '", "'.join(LAL_VO_NAMES) + '"]\ndefault_vo = "vo7"\n'
                       'interactive_max_time_s = 900\n[agent]\nkind = "sarsa-esn"\n')
     path = folder / "m.npz"
     swf = write_swf(folder / "t.swf", n=200)
@@ -111,7 +111,7 @@ def trained(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_the_daemon_loads_a_model_trained_for_its_class_rule(trained: Path, tmp_path: Path) -> None:
     runner = SyntheticSlurm(synthetic_squeue_json(12, n_running=0, held_fraction=1.0))
-    daemon = make_daemon(runner, str(tmp_path), mode="boost", model=str(trained), vos=LAL_VOS,
+    daemon = make_daemon(runner, str(tmp_path), mode="boost", model=str(trained), vos=LAL_VO_NAMES,
                          class_rule=ClassRule(interactive_max_time_s=900))
     assert daemon.agent.spec is not None and daemon.agent.spec.class_rule == ClassRule().to_dict()
 
@@ -119,7 +119,7 @@ def test_the_daemon_loads_a_model_trained_for_its_class_rule(trained: Path, tmp_
 def test_a_model_for_another_class_rule_is_refused_in_one_line(trained: Path, tmp_path: Path) -> None:
     runner = SyntheticSlurm(synthetic_squeue_json(3))
     with pytest.raises(AgentStartError) as info:
-        make_daemon(runner, str(tmp_path), mode="boost", model=str(trained), vos=LAL_VOS,
+        make_daemon(runner, str(tmp_path), mode="boost", model=str(trained), vos=LAL_VO_NAMES,
                     class_rule=ClassRule(interactive_qos=frozenset({"debug"})))
     assert str(info.value) == (
         f"model {trained} was built for the class rule (interactive_max_time_s=900.0, interactive_partitions=[], "
