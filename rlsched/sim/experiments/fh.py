@@ -362,5 +362,6 @@ EXPERIMENTS = {
                            render_report),
     "fh-ours-file": Experiment("fh-ours-file", "everything of fh-ours on CTC with the file's M=338 and on "
                                "SDSC-DS over all 13 months",
-                               _experiment({"references", "qlearning", "daily", "ours"}, FILE_SETUPS), render_report),
+                               _experiment({"references", "qlearning", "daily", "ours", "spread"}, FILE_SETUPS),
+                               render_report),
 }
