@@ -15,7 +15,7 @@ from rlsched.sim.experiments import registry
 RESULTS = Path(__file__).resolve().parents[3] / "docs" / "results"
 #: Committed folder → the experiment that wrote it.
 COMMITTED = {"perez-rigid": "perez-rigid", "perez-fqi": "perez-fqi", "perez-elastic": "perez-elastic",
-             "fh": "fh-ours"}
+             "fh": "fh-ours", "fh-file": "fh-ours-file"}
 
 
 @pytest.mark.parametrize("folder", sorted(COMMITTED))
