@@ -88,6 +88,10 @@ def test_a_parameter_named_at_its_default_value_still_wins_over_the_file(tmp_pat
     expanded = expand_site_files(spec)
     # named on purpose: kept although it is the registry default; the file fills what was not named
     assert (expanded.params["weight_age"], expanded.params["weight_fairshare"]) == (default_age, 3.0)
+    # A parameter set later in code counts as named too.
+    default_fairshare = entry("multifactor").param("weight_fairshare").default
+    again = expand_site_files(spec.with_params(weight_fairshare=default_fairshare))
+    assert again.params["weight_fairshare"] == default_fairshare and again.params["weight_age"] == default_age
 
 
 def test_bad_site_files_are_one_line_errors(tmp_path: Path) -> None:

@@ -534,7 +534,7 @@ def resolve(spec: PolicySpec | str, **overrides: Any) -> PolicySpec:
     params = {p.name: p.default for p in e.params}
     for key, value in given.items():
         params[key] = e.param(key).coerce(e.name, value)
-    named = (spec.explicit if spec.explicit is not None else frozenset(spec.params)) | overrides.keys()
+    named = (spec.explicit if spec.explicit is not None else frozenset(spec.params)).union(overrides)
     return PolicySpec(e.name, params, spec.vos, spec.features, spec.source, spec.class_rule, named)
 
 

@@ -47,7 +47,7 @@ class PolicySpec:
     explicit: frozenset[str] | None = field(default=None, compare=False)
 
     def with_params(self, **params: Any) -> PolicySpec:
-        named = self.explicit | params.keys() if self.explicit is not None else None
+        named = self.explicit.union(params) if self.explicit is not None else None
         return replace(self, params={**self.params, **params}, explicit=named)
 
     def bound(self, vos: tuple[str, ...], features: Mapping[str, Any] | None) -> PolicySpec:
