@@ -400,15 +400,15 @@ class DailyCapLearner:
         self.counts = np.zeros(n_bins)
         self.pooled = np.zeros((2, len(caps)))
         self.pooled_count = 0.0
-        self.prior: tuple[FloatArray, FloatArray, FloatArray, float] | None = None
+        self.prior: tuple[FloatArray, FloatArray, FloatArray] | None = None  # per bin, counts, pooled
         if prior is not None and params.transfer_days > 0:
             if (prior.bins, prior.features) != (params.bins, features):
                 raise ValueError(f"the prior has {prior.bins} bins × {prior.features} features, "
                                  f"the learner {params.bins} × {features}")
             if fraction_index is None or len(fraction_index) != len(caps):
                 raise ValueError("a prior needs the fraction index of every cap (cap_fraction_index)")
-            per_bin, counts, pooled, total = prior.means(fraction_index)
-            self.prior = (per_bin, counts, pooled, total)
+            per_bin, counts, pooled, _ = prior.means(fraction_index)
+            self.prior = (per_bin, counts, pooled)
 
     def observe(self, features: FloatArray) -> int:
         """The bin of a new day's features (each one's quantile among the earlier days, mixed radix);
@@ -437,7 +437,7 @@ class DailyCapLearner:
         """
         m = self.params.prior_days
         if self.prior is not None:
-            per_bin, counts, pooled_prior, _ = self.prior
+            per_bin, counts, pooled_prior = self.prior
             t = self.params.transfer_days
             t_bin = t if counts[context] > 0 else 0.0
             if self.pooled_count == 0:

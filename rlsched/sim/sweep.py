@@ -143,11 +143,13 @@ def run_task(task: Task) -> dict[str, Any]:
         labels = [None]
     elif task.policy == "daily":
         params = task.daily_params()
-        prior = transfer_prior(task.transfer_from, dataclasses.replace(params, transfer_days=0.0),
-                               task.cost_weight) if params.transfer_days > 0 else None
+        cold = dataclasses.replace(params, transfer_days=0.0)   # the prior's key: shared across its weights
+        prior: DailyPrior | None = None
         if task.hindsight:
             params = dataclasses.replace(params, transfer_days=HINDSIGHT_DAYS)
-            prior = transfer_prior((task.setup,), dataclasses.replace(params, transfer_days=0.0), task.cost_weight)
+            prior = transfer_prior((task.setup,), cold, task.cost_weight)
+        elif params.transfer_days > 0:
+            prior = transfer_prior(task.transfer_from, cold, task.cost_weight)
         result = daily_learned(model, edges, params, cost_weight=task.cost_weight, prior=prior)
         twt, cost = np.array([result.twt.sum()]), np.array([result.cost.sum()])
         labels = [None]

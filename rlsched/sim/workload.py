@@ -196,7 +196,7 @@ def make_workload(
 
 
 def classify_by_rule(workload: Workload, rule: ClassRule, *, qos: Sequence[str] | None = None,
-             partition: Sequence[str] | None = None) -> np.ndarray:
+                     partition: Sequence[str] | None = None) -> np.ndarray:
     """The class of every job by ``rule`` from its time limit (requested time), QOS and partition."""
     n = len(workload)
     # A sidecar trace names its QOS (the SWF queue column) and partitions; a plain SWF has neither name.

@@ -52,7 +52,6 @@ class Experiment:
         """Run with the shared options (see :meth:`kwargs`), into ``options.out_dir`` (created)."""
         return self.run(options.output(), **self.kwargs(options))
 
-
     def rerender(self, out_dir: str | Path) -> Path:
         """Rewrite ``report.md`` in ``out_dir`` from the ``results.json`` there, with the current report code
         (no simulation).  Raises ``ValueError`` (one line) when there is nothing to render from."""

@@ -79,7 +79,7 @@ def _tasks(setups: tuple[str, ...], parts: set[str], random_runs: int, seed: int
             tasks.append(Task(name, "qlearning", per_day=True))
             tasks.append(Task(name, "qlearning", day_wait="accrued", per_day=True))
         if "daily" in parts:
-            others = tuple(n for n in setups if n != name)
+            others = _others(name, setups)
             tasks.extend(Task(name, "daily", per_day=True, **_daily_fields(g, others))
                          for g in daily_grid if g[4] == 0 or others)
         if "ours" in parts:
@@ -128,7 +128,7 @@ def run_fh(out_dir: str | Path, parts: set[str], *, quick: bool = False, seed: i
                 tuned[policy][name] = {th: _merge(results, name, policy, threshold=th)["balance"][0]
                                        for th in thresholds}
         if "daily" in parts:
-            others = tuple(n for n in names if n != name)
+            others = _others(name, names)
             tuned["daily"][name] = {g: _merge(results, name, "daily", **_daily_fields(g, others))["balance"][0]
                                     for g in grid if g[4] == 0 or others}
     chosen: dict[str, DailySetting] = {}  # the daily learner's held-out setting per trace
@@ -143,7 +143,7 @@ def run_fh(out_dir: str | Path, parts: set[str], *, quick: bool = False, seed: i
         held = _constant_held_out(name, {n: _merge(results, n, "constant") for n in names}, names)
         if held is not None:
             fraction, chosen_on = held
-            v = min(round(fraction * model_cores(name)), model_cores(name))
+            v = _cap_at(fraction, name)
             i = const["V"].index(v)
             rows.append({"trace": name, "policy": "constant-held-out", "V": v, "fraction": fraction,
                          "twt_imp_pct": const["twt_imp_pct"][i], "cost_pct": const["cost_pct"][i],
@@ -175,7 +175,7 @@ def run_fh(out_dir: str | Path, parts: set[str], *, quick: bool = False, seed: i
         if "daily" in parts:
             g, chosen_on = _held_out(name, tuned["daily"], names, grid)
             chosen[name] = g
-            others = tuple(n for n in names if n != name)
+            others = _others(name, names)
             d = _merge(results, name, "daily", **_daily_fields(g, others))
             by["daily"] = d
             params = Task(name, "daily", **_daily_fields(g, others)).daily_params()
@@ -222,7 +222,7 @@ def _spread(names: tuple[str, ...], rows: list[dict[str, Any]], chosen: dict[str
     """
     tasks: list[Task] = []
     for name in names:
-        others = tuple(n for n in names if n != name)
+        others = _others(name, names)
         for seed in seeds:
             tasks.append(Task(name, "constant", caps=tuple(range(model_cores(name) + 1)), jitter_seed=seed))
             tasks.append(Task(name, "daily", jitter_seed=seed, **_daily_fields(chosen[name], others)))
@@ -296,6 +296,16 @@ def model_cores(name: str) -> int:
     return SETUPS[name].cores
 
 
+def _cap_at(fraction: float, name: str) -> int:
+    """The constant V a fraction of M stands for on a setup."""
+    return min(round(fraction * model_cores(name)), model_cores(name))
+
+
+def _others(name: str, names: tuple[str, ...]) -> tuple[str, ...]:
+    """The setups a setting reported on ``name`` is chosen on (leave one trace out)."""
+    return tuple(n for n in names if n != name)
+
+
 def _daily_fields(setting: DailySetting, others: tuple[str, ...] = ()) -> dict[str, Any]:
     """A grid setting as Task fields; a setting with a prior transfers from ``others``."""
     h, b, m, c, t = setting
@@ -311,14 +321,13 @@ def _constant_held_out(name: str, constants: dict[str, dict[str, Any]], names: t
                        ) -> tuple[float, list[str]] | None:
     """The fraction f of M whose constant V = round(f·M) has the best mean balance on the *other* setups:
     a constant V chosen without the trace it is reported on (None alone, in quick mode)."""
-    others = [n for n in names if n != name]
+    others = list(_others(name, names))
     if not others:
         return None
 
     def at(n: str, f: float) -> float:
         const = constants[n]
-        top = model_cores(n)
-        return float(const["balance"][const["V"].index(min(round(f * top), top))])
+        return float(const["balance"][const["V"].index(_cap_at(f, n))])
 
     means = [float(np.mean([at(n, f) for n in others])) for f in CONSTANT_FRACTIONS]
     return CONSTANT_FRACTIONS[int(np.argmax(means))], others
@@ -330,7 +339,7 @@ def _held_out(name: str, balances: dict[str, dict[Any, float]], names: tuple[str
 
     Alone (quick mode) there is nothing to tune on: ``default`` (else the first setting), untuned.
     """
-    others = [n for n in names if n != name]
+    others = list(_others(name, names))
     if not others:
         return (settings[0] if default is None else default), []
     means = [float(np.mean([balances[n][k] for n in others])) for k in settings]

@@ -76,7 +76,7 @@ def test_fh_daily_held_out_prior_and_jittered_replays(tmp_path: Path) -> None:
         # The gap to the best constant V, split by period, adds up to the whole gap.
         gap = learned["gap_by_period"]
         assert sum(gap.values()) == pytest.approx(learned["balance"] - by[(name, "constant-best")]["balance"])
-        # Knowing its whole trace, the learner's estimates no longer depend on what it learns on the way.
+        # The hindsight reference (its own trace's clones from day one) is reported beside the learner.
         assert by[(name, "daily-hindsight")]["params"].endswith("its own trace's clones from day one")
     report = (tmp_path / "report.md").read_text()
     assert "## Spread over jittered replays" in report and "| ctc-quick | constant-held-out |" in report
