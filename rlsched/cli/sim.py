@@ -6,11 +6,11 @@ import csv
 import json
 import os
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import click
 import numpy as np
@@ -74,8 +74,15 @@ def classed(workload: Workload, class_by: str = "time-limit") -> tuple[Workload,
     return with_class_rule(workload, rule), rule_text(rule)
 
 
+class Progress(Protocol):
+    """What :func:`progress_bar` yields: ``done`` so far, and when they change the ``total`` and the ``label``
+    (what is running now).  A plain ``Callable[[int], None]`` progress (the simulator's) is one of these."""
+
+    def __call__(self, done: int, total: int | None = None, label: str | None = None) -> None: ...
+
+
 @contextmanager
-def progress_bar(total: int, label: str, quiet: bool = False) -> Iterator[Callable[[int], None] | None]:
+def progress_bar(total: int, label: str, quiet: bool = False) -> Iterator[Progress | None]:
     """A progress callback drawing a bar on stderr when it is a terminal and not ``quiet``; None otherwise."""
     if quiet or not sys.stderr.isatty():
         yield None
@@ -83,8 +90,12 @@ def progress_bar(total: int, label: str, quiet: bool = False) -> Iterator[Callab
     with click.progressbar(length=total, label=label, file=sys.stderr, show_pos=True) as bar:
         shown = 0
 
-        def update(done: int) -> None:
+        def update(done: int, total: int | None = None, label: str | None = None) -> None:
             nonlocal shown
+            if total is not None:
+                bar.length = total
+            if label is not None:
+                bar.label = label
             bar.update(done - shown)
             shown = done
 

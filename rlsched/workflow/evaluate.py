@@ -244,8 +244,10 @@ def prepare(workload: Workload, contenders: Sequence[Contender], site: Site | No
 
 def evaluate(workload: Workload, contenders: Sequence[Contender], *, site: Site | None = None, windows: int = 1,
              seeds: int = 1, seed: int = 0, cores: int | None = None, overrun: Overrun = DEFAULT_OVERRUN,
-             progress: Callable[[int], None] | None = None) -> Evaluation:
-    """Replay ``workload`` under each contender on every window (and seed); tables and verdicts."""
+             progress: Callable[[int, int], None] | None = None) -> Evaluation:
+    """Replay ``workload`` under each contender on every window (and seed); tables and verdicts.
+
+    ``progress(jobs_done, jobs_total)``: jobs replayed so far over all runs (a run's jobs as it goes)."""
     if not contenders:
         raise ValueError("no policy to evaluate: give --policy at least once")
     labels = [c.label for c in contenders]
@@ -260,6 +262,12 @@ def evaluate(workload: Workload, contenders: Sequence[Contender], *, site: Site 
     ev = Evaluation(workload.name, len(seen), cores or seen.max_procs, windows, seeds, rule_text(rule), vos, shares,
                     list(contenders), dropped=dict(seen.dropped), fixed=dict(seen.fixed))
     done = 0
+    # The jobs every run replays (runs of the same window replay the same jobs): the progress's total.
+    jobs_total = len(seen) * sum(seeds if c.seeded else 1 for c in contenders)
+
+    def run_progress(before: int) -> Callable[[int], None] | None:
+        return None if progress is None else lambda jobs: progress(before + jobs, jobs_total)
+
     for c in contenders:
         for k, part in enumerate(parts):
             for s in (range(seed, seed + seeds) if c.seeded else [None]):
@@ -271,15 +279,17 @@ def evaluate(workload: Workload, contenders: Sequence[Contender], *, site: Site 
                                               total_cores=cores or part.max_procs,
                                               start_s=float(part.submit[0]) if len(part) else 0.0)
                     agent.learn = False
-                    ran = simulate_policy(part, spec, cores, overrun=overrun, agent=agent, name=c.label)
+                    ran = simulate_policy(part, spec, cores, overrun=overrun, agent=agent, name=c.label,
+                                          progress=run_progress(done))
                 else:
                     assert c.spec is not None
                     spec = c.spec.with_params(seed=s) if s is not None else c.spec
-                    ran = simulate_policy(part, spec, cores, overrun=overrun, name=c.label)
+                    ran = simulate_policy(part, spec, cores, overrun=overrun, name=c.label,
+                                          progress=run_progress(done))
                 ev.runs.append(Run(c.label, k, s, ran.schedule, time.perf_counter() - t))
-                done += 1
+                done += len(part)
                 if progress is not None:
-                    progress(done)
+                    progress(done, jobs_total)
     tabulate(ev)
     return ev
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -112,12 +113,29 @@ def evaluate_leasing(workload: Workload, cloud_nodes: int, *, cores: int | None 
                      thetas: tuple[float, ...] = THETAS, qlearning: bool = True, random_runs: int = RANDOM_RUNS,
                      seed: int = 0, daily: bool = True,
                      daily_params: DailyLearnerParams | None = None,
-                     daily_prior: DailyPrior | None = None) -> LeasingEvaluation:
-    """Run the leasing policies on ``workload`` with ``cloud_nodes`` cloud nodes (see the module docstring)."""
+                     daily_prior: DailyPrior | None = None,
+                     progress: Callable[[int, int, str], None] | None = None) -> LeasingEvaluation:
+    """Run the leasing policies on ``workload`` with ``cloud_nodes`` cloud nodes (see the module docstring).
+
+    ``progress(steps_done, steps_total, running)`` before each step (one step per policy and setting, the
+    references with the constant sweep), and once at the end: the whole run takes minutes on a real trace."""
     if cloud_nodes < 1:
         raise ValueError(f"--cloud-nodes must be >= 1, got {cloud_nodes}")
     if random_runs < 0:
         raise ValueError(f"--random-runs must be >= 0, got {random_runs}")
+    steps = ([f"references and constant V 0..{cloud_nodes}"]
+             + ([f"random V ({random_runs} runs)"] if random_runs else [])
+             + (["Q-learning"] if qlearning else []) + (["daily learned cap"] if daily else [])
+             + [f"state-aware held daily θ={theta:g}" for theta in thetas]
+             + [f"state-aware per pass θ={theta:g}" for theta in thetas])
+    step = iter(range(len(steps) + 1))
+
+    def starting() -> None:
+        k = next(step)
+        if progress is not None:
+            progress(k, len(steps), f"{workload.name} leasing: " + (steps[k] if k < len(steps) else "done"))
+
+    starting()
     model = HybridModel(workload, cores)
     edges = day_edges(model)
     t0 = time.perf_counter()
@@ -138,6 +156,7 @@ def evaluate_leasing(workload: Workload, cloud_nodes: int, *, cores: int | None 
         ev.rows.append(r)
         ev.constant_balance.append(r.balance)
     if random_runs:
+        starting()
         t = time.perf_counter()
         rnd = grouped_runs(model, edges, random_caps(cloud_nodes, random_runs, len(edges) - 1, seed))
         seconds = (time.perf_counter() - t) / random_runs
@@ -151,11 +170,13 @@ def evaluate_leasing(workload: Workload, cloud_nodes: int, *, cores: int | None 
         ev.rows.append(LeasingRow("random-best", f"seed {seed}, {best.setting}", best.twt_s, best.cost_core_s,
                                   best.twt_imp_pct, best.cost_pct, best.balance, seconds))
     if qlearning:
+        starting()
         t = time.perf_counter()
         traj = fh_qlearning(model, edges, max_cap=cloud_nodes)
         ev.rows.append(row("qlearning", f"V∈0..{cloud_nodes}", float(traj.twt.sum()), float(traj.cost.sum()),
                            time.perf_counter() - t))
     if daily:
+        starting()
         params = daily_params or DailyLearnerParams()
         t = time.perf_counter()
         traj = daily_learned(model, edges, params, max_cap=cloud_nodes, prior=daily_prior)
@@ -165,15 +186,18 @@ def evaluate_leasing(workload: Workload, cloud_nodes: int, *, cores: int | None 
         ev.rows.append(row("daily-learned", setting, float(traj.twt.sum()), float(traj.cost.sum()),
                            time.perf_counter() - t))
     for theta in thetas:
+        starting()
         t = time.perf_counter()
         traj = state_aware_daily(model, edges, StateAwareParams(threshold=theta), max_cap=cloud_nodes)
         ev.rows.append(row("per-pass-held-daily", f"θ={theta:g}", float(traj.twt.sum()), float(traj.cost.sum()),
                            time.perf_counter() - t))
     for theta in thetas:
+        starting()
         t = time.perf_counter()
         traj = state_aware(model, edges, StateAwareParams(threshold=theta), max_cap=cloud_nodes)
         ev.rows.append(row("state-aware", f"θ={theta:g}", float(traj.twt.sum()), float(traj.cost.sum()),
                            time.perf_counter() - t))
+    starting()
     return ev
 
 

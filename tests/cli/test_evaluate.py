@@ -1,0 +1,89 @@
+"""`rlsched evaluate` on a trace no one tuned on (issue 24, items 9–12): progress, refusals, files, messages."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from rlsched.cli import main
+from tests.workflow.conftest import write_swf
+
+
+@pytest.fixture
+def swf(tmp_path: Path) -> Path:
+    return write_swf(tmp_path / "t.swf", n=300)
+
+
+@pytest.fixture
+def busy_swf(tmp_path: Path) -> Path:
+    # Several days with a queue on 8 cores (tests/workflow/test_leasing.py's trace).
+    return write_swf(tmp_path / "busy.swf", n=500, seed=3, max_procs=8, interarrival_s=700.0)
+
+
+class BarRecorder:
+    """Stands for the terminal progress bar (CliRunner's stderr is no terminal): records what it is shown."""
+
+    def __init__(self) -> None:
+        self.bars: list[dict[str, Any]] = []
+
+    @contextmanager
+    def __call__(self, total: int, label: str, quiet: bool = False) -> Iterator[Any]:
+        bar: dict[str, Any] = {"total": total, "label": label, "done": 0, "labels": [label]}
+        self.bars.append(bar)
+
+        def update(done: int, total: int | None = None, label: str | None = None) -> None:
+            assert done >= bar["done"], "a progress bar never goes back"
+            bar["done"] = done
+            if total is not None:
+                bar["total"] = total
+            if label is not None:
+                bar["labels"].append(label)
+
+        yield update
+
+
+def test_the_evaluate_bar_counts_jobs(swf: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    bars = BarRecorder()
+    monkeypatch.setattr("rlsched.cli.evaluate.progress_bar", bars)
+    result = CliRunner().invoke(main, ["evaluate", "--workload", str(swf), "--policy", "easy", "--policy", "fcfs",
+                                       "--windows", "3", "--no-figures", "--out", str(tmp_path / "e")])
+    assert result.exit_code == 0, result.output
+    (bar,) = bars.bars
+    # Two policies, each replaying all 300 jobs (over 3 windows): 600 jobs, not 6 runs.
+    assert bar["total"] == 600 and bar["done"] == 600 and "jobs" in bar["label"]
+
+
+def test_evaluate_leasing_shows_its_progress(busy_swf: Path, tmp_path: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    bars = BarRecorder()
+    monkeypatch.setattr("rlsched.cli.evaluate.progress_bar", bars)
+    result = CliRunner().invoke(main, ["evaluate", "--workload", str(busy_swf), "--leasing", "--cloud-nodes", "3",
+                                       "--thetas", "1,2", "--random-runs", "5", "--no-figures",
+                                       "--out", str(tmp_path / "lease")])
+    assert result.exit_code == 0, result.output
+    (bar,) = bars.bars
+    steps = [label.split("leasing: ", 1)[1] for label in bar["labels"][1:]]
+    assert steps == ["references and constant V 0..3", "random V (5 runs)", "Q-learning", "daily learned cap",
+                     "state-aware held daily θ=1", "state-aware held daily θ=2", "state-aware per pass θ=1",
+                     "state-aware per pass θ=2", "done"]
+    assert bar["done"] == bar["total"] == 8
+
+
+@pytest.mark.parametrize(("extra", "named"), [
+    (["--cloud-nodes", "4"], "--cloud-nodes goes with --leasing"),
+    (["--cloud-nodes", "4", "--no-daily"], "--cloud-nodes, --no-daily go with --leasing"),
+    (["--thetas", "1,2"], "--thetas goes with --leasing"),
+])
+def test_a_leasing_option_without_leasing_is_refused(swf: Path, tmp_path: Path, extra: list[str],
+                                                     named: str) -> None:
+    result = CliRunner().invoke(main, ["evaluate", "--workload", str(swf), "--policy", "easy", *extra,
+                                       "--out", str(tmp_path / "e")])
+    assert result.exit_code == 2, result.output
+    error = result.output.strip().splitlines()
+    assert len(error) == 1 and named in error[0], result.output
+    assert not (tmp_path / "e").exists()
