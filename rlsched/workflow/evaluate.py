@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -552,15 +553,26 @@ def save_figures(ev: Evaluation, out: Path) -> list[str]:
     return names
 
 
+def umask_mode() -> int:
+    """The mode the process's umask gives a new file (0644 under the usual 022): what the figures get.
+
+    Result files are published for a site's users beside the figures; the atomic writes' temporary
+    file would otherwise leave them owner-only."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
 def write_outputs(ev: Evaluation, out: Path, *, figures: bool = True) -> dict[str, Path]:
-    """``results.json``, ``table.md``-style ``report.md`` and the figures in ``out`` (atomic writes)."""
+    """``results.json``, ``table.md``-style ``report.md`` and the figures in ``out`` (atomic writes, the mode
+    the umask gives, as the figures)."""
     from rlsched.core.atomic import atomic_write
 
     out.mkdir(parents=True, exist_ok=True)
     names = save_figures(ev, out) if figures else []
     data = json.dumps(to_json(ev), indent=2, default=float) + "\n"
-    atomic_write(out / "results.json", lambda fh: fh.write(data.encode()))
+    atomic_write(out / "results.json", lambda fh: fh.write(data.encode()), umask_mode())
     report = report_markdown(ev, names)
-    atomic_write(out / "report.md", lambda fh: fh.write(report.encode()))
+    atomic_write(out / "report.md", lambda fh: fh.write(report.encode()), umask_mode())
     return {"results": out / "results.json", "report": out / "report.md", **{n: out / n for n in names}}
 

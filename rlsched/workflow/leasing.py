@@ -263,13 +263,14 @@ def write_leasing(ev: LeasingEvaluation, out: Path, *, figures: bool = True) -> 
     import json
 
     from rlsched.core.atomic import atomic_write
+    from rlsched.workflow.evaluate import umask_mode
 
     out.mkdir(parents=True, exist_ok=True)
     data = leasing_json(ev)
     text = json.dumps(data, indent=2) + "\n"
-    atomic_write(out / "leasing.json", lambda fh: fh.write(text.encode()))
+    atomic_write(out / "leasing.json", lambda fh: fh.write(text.encode()), umask_mode())
     figure = save_leasing_figure(ev, out) if figures else None
     report = "\n".join([f"# Leasing on {ev.workload}", "", "```", leasing_table(ev), "```", ""]
                        + ([f"![balance]({figure})", ""] if figure else []))
-    atomic_write(out / "leasing.md", lambda fh: fh.write(report.encode()))
+    atomic_write(out / "leasing.md", lambda fh: fh.write(report.encode()), umask_mode())
     return data

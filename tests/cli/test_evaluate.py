@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -87,3 +89,20 @@ def test_a_leasing_option_without_leasing_is_refused(swf: Path, tmp_path: Path, 
     error = result.output.strip().splitlines()
     assert len(error) == 1 and named in error[0], result.output
     assert not (tmp_path / "e").exists()
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o027])
+def test_the_result_files_follow_the_umask_like_the_figures(busy_swf: Path, tmp_path: Path, umask: int) -> None:
+    out = tmp_path / "e"
+    old = os.umask(umask)
+    try:
+        result = CliRunner().invoke(main, ["evaluate", "--workload", str(busy_swf), "--policy", "easy", "--leasing",
+                                           "--cloud-nodes", "2", "--thetas", "1", "--random-runs", "2",
+                                           "--no-qlearning", "--no-daily", "--out", str(out)])
+    finally:
+        os.umask(old)
+    assert result.exit_code == 0, result.output
+    modes = {path.name: stat.S_IMODE(path.stat().st_mode) for path in out.iterdir()}
+    assert {"report.md", "results.json", "leasing.md", "leasing.json", "wait_cdf.png",
+            "leasing_balance.png"} <= modes.keys()
+    assert set(modes.values()) == {0o666 & ~umask}, modes
