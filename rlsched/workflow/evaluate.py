@@ -77,6 +77,11 @@ RUN_MEASURES: tuple[tuple[str, str, bool], ...] = (
 #: Time-grid points of the fairness and share series.
 GRID_POINTS = 200
 RECORDED = "recorded"
+#: VOs shown one by one in report.md and the VO figure (the largest target shares); the rest are folded
+#: into one "other" group (a supercomputer log's SWF group field gives 158 VOs).  results.json keeps them all.
+SHOWN_VOS = 12
+#: The group of the folded VOs (parentheses: no VO name from a trace or a config looks like it).
+OTHER_VOS = "vo:(other VOs)"
 
 
 @dataclass(frozen=True)
@@ -184,6 +189,16 @@ def target_shares(workload: Workload) -> tuple[float, ...]:
     return tuple(float(x) for x in work / work.sum())
 
 
+def folded_vos(shares: Sequence[float]) -> tuple[list[int], list[int]]:
+    """The VOs shown one by one (the :data:`SHOWN_VOS` largest target shares, in VO order) and those folded
+    into :data:`OTHER_VOS` (none when there are at most :data:`SHOWN_VOS` + 1: folding one VO hides nothing)."""
+    n = len(shares)
+    if n <= SHOWN_VOS + 1:
+        return list(range(n)), []
+    by_share = sorted(range(n), key=lambda k: (-shares[k], k))
+    return sorted(by_share[:SHOWN_VOS]), sorted(by_share[SHOWN_VOS:])
+
+
 def run_measures(schedule: Schedule, shares: Sequence[float], vos: Sequence[str]) -> dict[str, dict[str, Any]]:
     """The measures of one schedule: group → measure → value (see the module docstring)."""
     w = schedule.workload
@@ -195,6 +210,9 @@ def run_measures(schedule: Schedule, shares: Sequence[float], vos: Sequence[str]
                                      "batch": w.job_class == int(JobClass.BATCH)}
     for k, name in enumerate(vos):
         groups[f"vo:{name}"] = w.vo == k
+    folded = folded_vos(shares)[1]
+    if folded:
+        groups[OTHER_VOS] = np.isin(w.vo, folded)
     work = core_seconds(run, w.procs)
     out: dict[str, dict[str, Any]] = {}
     for name, mask in groups.items():
@@ -443,7 +461,11 @@ def verdict_lines(ev: Evaluation) -> list[str]:
 
 
 def report_markdown(ev: Evaluation, figures: Sequence[str]) -> str:
-    vo_groups = [f"vo:{name}" for name in ev.vos]
+    shown, folded = folded_vos(ev.shares)
+    vo_groups = [f"vo:{ev.vos[k]}" for k in shown] + ([OTHER_VOS] if folded else [])
+    targets = [f"{ev.vos[k]} {ev.shares[k]:.3f}" for k in shown]
+    if folded:
+        targets.append(f"{len(folded)} other VOs {sum(ev.shares[k] for k in folded):.3f}")
     spread = (f"{ev.windows} consecutive windows" if ev.windows > 1 else "one window") + (
         f", {ev.seeds} seeds for the learned policies run by name" if ev.seeds > 1 else "")
     parts = [
@@ -454,7 +476,7 @@ def report_markdown(ev: Evaluation, figures: Sequence[str]) -> str:
         "F: VO fairness of the cumulative delivered service, averaged over the run; util: utilization; CPU "
         "share: the VO's share of the delivered core-seconds.",
         "",
-        f"Target shares of F: {', '.join(f'{n} {s:.3f}' for n, s in zip(ev.vos, ev.shares, strict=True))}.",
+        f"Target shares of F: {', '.join(targets)}.",
         "",
         "## What each policy sees",
         "",
@@ -471,7 +493,11 @@ def report_markdown(ev: Evaluation, figures: Sequence[str]) -> str:
               "deviation; with one window, within the sum of the seed standard deviations.", ""]
     parts += verdict_lines(ev)
     parts += ["", "## By class", "", markdown_table(ev, ("all", "interactive", "batch")), "",
-              "## By VO", "", markdown_table(ev, vo_groups), ""]
+              "## By VO", ""]
+    if folded:
+        parts += [f"{len(ev.vos)} VOs: the {len(shown)} with the largest target shares, the other {len(folded)} "
+                  f"together as {OTHER_VOS} (each VO is in results.json).", ""]
+    parts += [markdown_table(ev, vo_groups), ""]
     if figures:
         parts += ["## Figures", ""] + [f"![{name}]({name})" for name in figures] + [""]
     return "\n".join(parts)
@@ -534,23 +560,37 @@ def save_figures(ev: Evaluation, out: Path) -> list[str]:
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     names.append(save_figure(fig, out / "fairness_over_time.png"))
-    # Per-VO share of the service delivered in each grid interval, one panel per policy.
-    fig, axes = plt.subplots(len(labels), 1, figsize=(10, 2.2 * len(labels) + 0.6), sharex=True, squeeze=False)
+    names.append(save_figure(vo_share_figure(ev, origin), out / "vo_share_over_time.png"))
+    return names
+
+
+def vo_share_figure(ev: Evaluation, origin: float) -> Any:
+    """Per-VO share of the service delivered in each grid interval, one panel per policy: the
+    :data:`SHOWN_VOS` largest target shares one by one, the rest as one grey "other" band, each its own
+    colour, the legend beside the panels (not over them)."""
+    from rlsched.sim.experiments.harness import pyplot
+
+    plt = pyplot()
+    labels = [c.label for c in ev.contenders]
+    shown, folded = folded_vos(ev.shares)
+    bands = [ev.vos[k] for k in shown] + ([f"{len(folded)} other VOs"] if folded else [])
+    colors = [plt.get_cmap("tab20")(k) for k in range(len(shown))] + (["0.6"] if folded else [])
+    fig, axes = plt.subplots(len(labels), 1, figsize=(12, 2.2 * len(labels) + 0.6), sharex=True, squeeze=False)
     for ax, label in zip(axes[:, 0], labels, strict=True):
         for r in first_seed(parts_of(ev, label)):
             grid = fairness_grid(r.schedule)
             w = r.schedule.workload
             service = service_by_vo(grid, r.schedule.start, r.schedule.end, w.procs, w.vo, len(ev.vos))
             frac = service_fraction(np.diff(service, axis=0))
-            ax.stackplot((grid[1:] - origin) / 86400, frac.T, labels=list(ev.vos) if r.window == 0 else (),
-                         colors=[plt.get_cmap("tab20")(k % 20) for k in range(len(ev.vos))])
+            columns = [frac[:, k] for k in shown] + ([frac[:, folded].sum(axis=1)] if folded else [])
+            ax.stackplot((grid[1:] - origin) / 86400, np.vstack(columns), labels=bands if r.window == 0 else (),
+                         colors=colors)
         ax.set_ylabel(label, fontsize=8)
         ax.set_ylim(0, 1)
     axes[0, 0].set_title("each VO's share of the service delivered per interval")
-    axes[0, 0].legend(fontsize=7, ncol=min(len(ev.vos), 8), loc="upper right")
+    axes[0, 0].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     axes[-1, 0].set_xlabel("days")
-    names.append(save_figure(fig, out / "vo_share_over_time.png"))
-    return names
+    return fig
 
 
 def umask_mode() -> int:

@@ -242,20 +242,32 @@ def leasing_json(ev: LeasingEvaluation) -> dict[str, Any]:
             "rows": [r.__dict__ for r in ev.rows]}
 
 
-def save_leasing_figure(ev: LeasingEvaluation, out: Path) -> str:
-    """Balance against V for the constant caps, with the state-aware θ and Q-learning as lines."""
-    from rlsched.sim.experiments.harness import pyplot, save_figure
+def leasing_figure(ev: LeasingEvaluation) -> Any:
+    """Balance against V for the constant caps (on top), with the other policies as horizontal lines, each its
+    own colour; the legend beside the axes: with a θ grid it has 17 entries, which inside hid the curve."""
+    from rlsched.sim.experiments.harness import pyplot
 
     plt = pyplot()
-    fig, ax = plt.subplots(figsize=(8, 4))
-    ax.plot(range(len(ev.constant_balance)), ev.constant_balance, label="constant V", color="black")
-    for k, r in enumerate(r for r in ev.rows if r.policy != "constant"):
-        ax.axhline(r.balance, color=plt.get_cmap("tab10")(k % 10), linestyle="--", label=f"{r.policy} {r.setting}")
+    fig, ax = plt.subplots(figsize=(11, 4.5))
+    ax.plot(range(len(ev.constant_balance)), ev.constant_balance, label="constant V", color="black", marker=".",
+            zorder=3)
+    others = [r for r in ev.rows if r.policy != "constant"]
+    palette = plt.get_cmap("tab20" if len(others) > 10 else "tab10")
+    for k, r in enumerate(others):
+        ax.axhline(r.balance, color=palette(k % palette.N), linestyle="--", linewidth=1,
+                   label=f"{r.policy} {r.setting}")
     ax.set_xlabel("cap V (cloud nodes)")
     ax.set_ylabel("balance (twt_imp % − cost %)")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7)
-    return save_figure(fig, out / "leasing_balance.png")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    return fig
+
+
+def save_leasing_figure(ev: LeasingEvaluation, out: Path) -> str:
+    """:func:`leasing_figure` as ``leasing_balance.png`` in ``out``."""
+    from rlsched.sim.experiments.harness import save_figure
+
+    return save_figure(leasing_figure(ev), out / "leasing_balance.png")
 
 
 def write_leasing(ev: LeasingEvaluation, out: Path, *, figures: bool = True) -> dict[str, Any]:

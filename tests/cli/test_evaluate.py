@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 from collections.abc import Iterator
@@ -9,6 +10,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
@@ -106,3 +108,52 @@ def test_the_result_files_follow_the_umask_like_the_figures(busy_swf: Path, tmp_
     assert {"report.md", "results.json", "leasing.md", "leasing.json", "wait_cdf.png",
             "leasing_balance.png"} <= modes.keys()
     assert set(modes.values()) == {0o666 & ~umask}, modes
+
+
+def many_vo_swf(path: Path, groups: int, n: int = 600) -> Path:
+    """The small trace with its jobs spread over ``groups`` SWF groups (VOs), group g with weight 1/g."""
+    rng = np.random.default_rng(11)
+    weights = 1.0 / np.arange(1, groups + 1)
+    group = rng.choice(np.arange(1, groups + 1), n, p=weights / weights.sum())
+    lines = write_swf(path, n=n).read_text().splitlines()
+    jobs = [line.split() for line in lines if not line.startswith(";")]
+    for fields, g in zip(jobs, group, strict=True):
+        fields[12] = str(g)
+    path.write_text("\n".join([line for line in lines if line.startswith(";")] + [" ".join(f) for f in jobs]) + "\n")
+    return path
+
+
+def test_beyond_a_dozen_vos_the_report_shows_the_top_ones_and_folds_the_rest(tmp_path: Path) -> None:
+    swf = many_vo_swf(tmp_path / "vos.swf", groups=40)
+    out = tmp_path / "e"
+    result = CliRunner().invoke(main, ["evaluate", "--workload", str(swf), "--policy", "easy", "--policy", "fcfs",
+                                       "--no-figures", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    results = json.loads((out / "results.json").read_text())
+    vos, shares = results["vos"], results["shares"]
+    assert len(vos) == 40, "results.json keeps every VO"
+    top = sorted(range(len(vos)), key=lambda k: -shares[k])[:12]
+    report = (out / "report.md").read_text()
+    by_vo = report.split("## By VO", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in by_vo.splitlines() if line.startswith("| easy ") or line.startswith("| fcfs ")]
+    assert len(rows) == 2 * 13
+    easy_groups = [row.split("|")[2].strip() for row in rows if row.startswith("| easy ")]
+    assert easy_groups == [f"vo:{vos[k]}" for k in sorted(top)] + ["vo:(other VOs)"]
+    # The "other" row is the folded VOs together.
+    table = results["table"]["easy"]
+    folded = [f"vo:{vos[k]}" for k in range(len(vos)) if k not in top]
+    assert table["vo:(other VOs)"]["jobs"]["total"] == sum(table[g]["jobs"]["total"] for g in folded)
+    targets = next(line for line in report.splitlines() if line.startswith("Target shares of F:"))
+    assert targets.count(",") == 12 and "28 other VOs" in targets
+    assert len(report.splitlines()) < 100
+
+
+def test_a_dozen_vos_and_one_are_not_folded(tmp_path: Path) -> None:
+    swf = many_vo_swf(tmp_path / "vos.swf", groups=13, n=1200)
+    out = tmp_path / "e"
+    result = CliRunner().invoke(main, ["evaluate", "--workload", str(swf), "--policy", "easy", "--no-figures",
+                                       "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert len(json.loads((out / "results.json").read_text())["vos"]) == 13
+    report = (out / "report.md").read_text()
+    assert "other VOs" not in report and report.count("| easy | vo:") == 13
