@@ -253,6 +253,9 @@ def run_command(workload_spec: str, policy: str | None, scheduler: str | None, b
         agent: Agent | None = None
         spec: Any = text
         if _is_model_path(text):
+            from rlsched.workflow.evaluate import check_model
+
+            check_model(Path(text), workload_vos(workload), None, None, workload.name)
             loaded, spec = load_policy(text, expect_vos=workload_vos(workload))
             loaded.learn = False  # evaluate the model as it is
             agent = loaded

@@ -18,6 +18,8 @@ def one_window(workload: Workload, text: str) -> Workload:
     if not sep or not index.strip().isdecimal() or not count.strip().isdecimal():
         raise click.UsageError(f"--window: expected I/K (window I of K, from 0), got {text!r}")
     i, k = int(index), int(count)
+    if k == 0:
+        raise click.UsageError(f"--window {text}: K, the number of windows, must be at least 1")
     if not 0 <= i < k:
         raise click.UsageError(f"--window {text}: I must lie in 0..{k - 1}")
     return split_windows(workload, k)[i]

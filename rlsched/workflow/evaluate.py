@@ -53,7 +53,7 @@ from rlsched.core.measures import (
     service_fraction,
     utilization,
 )
-from rlsched.core.policies import PolicyError, PolicySpec, entry, load_policy, resolve
+from rlsched.core.policies import PolicyError, PolicySpec, entry, load_policy, read_policy_spec, resolve
 from rlsched.core.view import JobClass
 from rlsched.sim.engine import DEFAULT_OVERRUN, Overrun, Schedule
 from rlsched.sim.policies import simulate_policy, workload_vos
@@ -261,6 +261,28 @@ def prepare(workload: Workload, contenders: Sequence[Contender], site: Site | No
     return seen, rule
 
 
+def _names(names: Sequence[str], most: int = SHOWN_VOS) -> str:
+    """``(a, b, c)``, or the first ``most`` and the count when there are more (one line, still readable)."""
+    if len(names) <= most:
+        return "(" + ", ".join(names) + ")"
+    return "(" + ", ".join(names[:most]) + f", … {len(names)} VOs)"
+
+
+def check_model(path: Path, vos: Sequence[str], rule: ClassRule | None, site: Site | None, workload: str) -> None:
+    """Refuse a saved model built for other VOs or another class rule, before any replay: one line naming both
+    sides — the daemon config's with ``--config``, else the trace's own (there is no config to blame)."""
+    spec, _ = read_policy_spec(path)
+    if site is not None:
+        has, fix = f"the config {site.source} has", ""
+    else:
+        has, fix = f"the trace {workload} has", " (no --config: give the daemon config the model was trained with)"
+    if tuple(spec.vos) != tuple(vos):
+        raise PolicyError(f"model {path} was built for VOs {_names(spec.vos)}; {has} {_names(vos)}{fix}")
+    if rule is not None and spec.class_rule is not None and dict(spec.class_rule) != rule.to_dict():
+        built = rule_text(ClassRule.from_dict(spec.class_rule))
+        raise PolicyError(f"model {path} was built for {built}; {has} {rule_text(rule)}{fix}")
+
+
 def evaluate(workload: Workload, contenders: Sequence[Contender], *, site: Site | None = None, windows: int = 1,
              seeds: int = 1, seed: int = 0, cores: int | None = None, overrun: Overrun = DEFAULT_OVERRUN,
              progress: Callable[[int, int], None] | None = None) -> Evaluation:
@@ -276,6 +298,9 @@ def evaluate(workload: Workload, contenders: Sequence[Contender], *, site: Site 
         raise ValueError(f"--seeds must be >= 1, got {seeds}")
     seen, rule = prepare(workload, contenders, site)
     vos = workload_vos(seen)
+    for c in contenders:
+        if c.model_path is not None:
+            check_model(c.model_path, vos, rule, site, workload.name)
     shares = target_shares(seen)
     parts = split_windows(seen, windows)
     ev = Evaluation(workload.name, len(seen), cores or seen.max_procs, windows, seeds, rule_text(rule), vos, shares,

@@ -232,8 +232,21 @@ def daemon_settings(ev: LeasingEvaluation) -> list[str]:
     out = ["for the daemon config (docs/leasing-live.md):", "[leasing]", 'policy = "state-aware"',
            f"exchange_rate = {ev.exchange_rate:.6g}   # κ = twt_ref / c_ref: seconds of wait per cloud core-second"]
     if best_theta is not None:
-        out.append(f"threshold = {best_theta.setting.split('=')[1]}   # the best θ on this trace (in-sample)")
+        out.append(f"threshold = {best_theta.setting.split('=')[1]}   # {theta_note(ev, best_theta)}")
     return out
+
+
+def theta_note(ev: LeasingEvaluation, best: LeasingRow) -> str:
+    """What the best θ is: the grid's best, inside it — or at its edge, where the optimum may lie beyond."""
+    thetas = sorted(float(r.setting.split("=")[1]) for r in ev.rows if r.policy == "state-aware")
+    theta = float(best.setting.split("=")[1])
+    if len(thetas) == 1:
+        return "the only θ tried (in-sample): run a grid with --thetas to choose one"
+    if theta in (thetas[0], thetas[-1]):
+        side, beyond = ("smallest", "below") if theta == thetas[0] else ("largest", "above")
+        return (f"the best of the θ tried on this trace (in-sample), but the grid's {side}: the optimum may lie "
+                f"{beyond} {theta:g}; extend --thetas")
+    return "the best θ on this trace (in-sample)"
 
 
 def leasing_json(ev: LeasingEvaluation) -> dict[str, Any]:

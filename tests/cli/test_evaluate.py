@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from rlsched.cli import main
-from tests.workflow.conftest import write_swf
+from tests.workflow.conftest import CONFIG, write_swf
 
 
 @pytest.fixture
@@ -157,3 +157,46 @@ def test_a_dozen_vos_and_one_are_not_folded(tmp_path: Path) -> None:
     assert len(json.loads((out / "results.json").read_text())["vos"]) == 13
     report = (out / "report.md").read_text()
     assert "other VOs" not in report and report.count("| easy | vo:") == 13
+
+
+def test_a_model_for_other_vos_without_config_names_the_trace(swf: Path, tmp_path: Path) -> None:
+    config = tmp_path / "rlsched.toml"
+    config.write_text(CONFIG)
+    model = tmp_path / "m.npz"
+    trained = CliRunner().invoke(main, ["train", "--workload", str(swf), "--policy",
+                                        "sarsa-esn:pretrain_decisions=30", "--config", str(config), "--out",
+                                        str(model)])
+    assert trained.exit_code == 0, trained.output
+    result = CliRunner().invoke(main, ["evaluate", "--workload", str(swf), "--policy", str(model), "--policy",
+                                       "easy", "--no-figures", "--out", str(tmp_path / "e")])
+    assert result.exit_code == 1, result.output
+    error = result.output.strip().splitlines()
+    assert len(error) == 1, result.output
+    assert (f"model {model} was built for VOs (physics, chem, other); the trace t has (g1, g2) (no --config: "
+            "give the daemon config the model was trained with)") in error[0]
+    assert "the config" not in error[0].replace("the daemon config", "")
+    # With the config it was trained for, the model runs.
+    fits = CliRunner().invoke(main, ["evaluate", "--workload", str(swf), "--config", str(config), "--policy",
+                                     str(model), "--no-figures", "--out", str(tmp_path / "e")])
+    assert fits.exit_code == 0, fits.output
+    # `sim run` names the trace too.
+    sim = CliRunner().invoke(main, ["sim", "run", "--workload", str(swf), "--policy", str(model)])
+    assert sim.exit_code == 1 and "the trace t has (g1, g2)" in sim.output, sim.output
+
+
+@pytest.mark.parametrize(("thetas", "note"), [
+    ("0.25,0.5", "# the best of the θ tried on this trace (in-sample), but the grid's largest: the optimum may lie "
+                 "above 0.5; extend --thetas"),
+    ("0.5,1,1.5", "# the best θ on this trace (in-sample)"),
+    ("1", "# the only θ tried (in-sample): run a grid with --thetas to choose one"),
+])
+def test_the_best_theta_at_the_grid_edge_says_the_optimum_may_lie_beyond(busy_swf: Path, tmp_path: Path,
+                                                                         thetas: str, note: str) -> None:
+    result = CliRunner().invoke(main, ["evaluate", "--workload", str(busy_swf), "--leasing", "--cloud-nodes", "6",
+                                       "--thetas", thetas, "--no-qlearning", "--no-daily", "--random-runs", "0",
+                                       "--no-figures", "--out", str(tmp_path / "lease")])
+    assert result.exit_code == 0, result.output
+    line = next(line for line in result.output.splitlines() if line.startswith("threshold = "))
+    best = {"0.25,0.5": "0.5", "0.5,1,1.5": "1", "1": "1"}[thetas]
+    assert line.split("#")[0].strip() == f"threshold = {best}" and line.endswith(note), line
+    assert note in (tmp_path / "lease" / "leasing.md").read_text()

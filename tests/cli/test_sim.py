@@ -162,3 +162,15 @@ def test_sim_run_classes_by_the_time_limit_and_names_the_rule(tmp_path: Path) ->
                                  "--class-by", "runtime"))
     assert runtime["by_class"]["interactive"]["jobs"] == int((run < 900).sum())
     assert "runtime < 900 s" in runtime["class_rule"]
+
+
+def test_the_unknown_policy_message_names_every_policy_and_alias() -> None:
+    from rlsched.core.policies import ALIASES, POLICIES
+
+    result = CliRunner().invoke(main, ["sim", "run", "--policy", "nope"])
+    assert result.exit_code == 1, result.output
+    (error,) = result.output.strip().splitlines()
+    assert "unknown policy 'nope'" in error
+    named = error.split("known: ", 1)[1].replace(";", ",").replace("aliases:", ",")
+    listed = {word.strip().split(" ")[0] for word in named.split(",") if word.strip()}
+    assert set(POLICIES) | set(ALIASES) <= listed and "recorded" in listed
