@@ -82,12 +82,13 @@ class Progress(Protocol):
 
 
 @contextmanager
-def progress_bar(total: int, label: str, quiet: bool = False) -> Iterator[Progress | None]:
-    """A progress callback drawing a bar on stderr when it is a terminal and not ``quiet``; None otherwise."""
+def progress_bar(total: int, label: str, quiet: bool = False, show_eta: bool = True) -> Iterator[Progress | None]:
+    """A progress callback drawing a bar on stderr when it is a terminal and not ``quiet``; None otherwise.
+    ``show_eta=False`` when the caller puts its own estimate in the label (click's is linear in the count)."""
     if quiet or not sys.stderr.isatty():
         yield None
         return
-    with click.progressbar(length=total, label=label, file=sys.stderr, show_pos=True) as bar:
+    with click.progressbar(length=total, label=label, file=sys.stderr, show_pos=True, show_eta=show_eta) as bar:
         shown = 0
 
         def update(done: int, total: int | None = None, label: str | None = None) -> None:
