@@ -190,13 +190,14 @@ def target_shares(workload: Workload) -> tuple[float, ...]:
 
 
 def folded_vos(shares: Sequence[float]) -> tuple[list[int], list[int]]:
-    """The VOs shown one by one (the :data:`SHOWN_VOS` largest target shares, in VO order) and those folded
-    into :data:`OTHER_VOS` (none when there are at most :data:`SHOWN_VOS` + 1: folding one VO hides nothing)."""
+    """The VOs shown one by one (the :data:`SHOWN_VOS` largest target shares, largest first) and those folded
+    into :data:`OTHER_VOS` (none when there are at most :data:`SHOWN_VOS` + 1: folding one VO hides nothing;
+    then every VO is shown, in VO order)."""
     n = len(shares)
     if n <= SHOWN_VOS + 1:
         return list(range(n)), []
     by_share = sorted(range(n), key=lambda k: (-shares[k], k))
-    return sorted(by_share[:SHOWN_VOS]), sorted(by_share[SHOWN_VOS:])
+    return by_share[:SHOWN_VOS], sorted(by_share[SHOWN_VOS:])
 
 
 def run_measures(schedule: Schedule, shares: Sequence[float], vos: Sequence[str]) -> dict[str, dict[str, Any]]:
