@@ -44,7 +44,8 @@ class TimeLeft:
     Every re-fit of a learned policy passes over its replay memory, so the time per job grows with the
     jobs done until the memory's bound ``M``, then stays: ``T(n) = a·n + b·G(n)`` with ``G(n) = n²/2``
     up to ``M`` and ``M²/2 + M·(n − M)`` beyond (fqi-esn on LPC-EGEE: 4,000 jobs 42 s, 8,000 jobs
-    122 s).  A job-count bar's linear ETA is then far too short (10× at a tenth of the way).  The fit
+    122 s).  A job-count bar's linear ETA is then far too short (when the time per job grows in proportion
+    to the jobs done, 11× too short a tenth of the way in).  The fit
     uses differences from the first report, so a run resumed from a checkpoint is estimated as well.
     With two reports ``a`` and ``b`` cannot be told apart and all growth is assumed: an upper bound.
     """
