@@ -19,8 +19,10 @@
   partitions is released and the backend undoes what it changed (Nice values, its holds, drained nodes),
   a last checkpoint is written, and the heartbeat is marked stopped.
 - **Reload** (SIGHUP): the cycle in progress finishes and the config file is read again.  A bad file is
-  logged and the running config kept.  Same mode, state dir and backend: the checkpoint is written and the
-  new config goes on from it (holds and boosts stay); anything else: a full stop first (release, undo).
+  logged, counted and the running config kept — and so is a file that drops a table or key the running
+  config set (half-written: :func:`rlsched.daemon.config.reload_problem`).  Same mode, state dir and
+  backend: the checkpoint is written and the new config goes on from it (holds and boosts stay); anything
+  else: a full stop first (release, undo).
 - **Crash** (kill -9): checkpoints are atomic, so the previous one loads; in gate mode the watchdog
   releases the held jobs once the heartbeat goes stale.
 """
@@ -49,7 +51,7 @@ from rlsched.core.live import LiveBackend, NodeControl, QueueKey
 from rlsched.core.measures import responsiveness
 from rlsched.core.view import ClusterView, Decisions, apply
 from rlsched.daemon.agents import policy_info, start_agent
-from rlsched.daemon.config import ConfigError, DaemonConfig, load_config
+from rlsched.daemon.config import ConfigError, DaemonConfig, load_config, reload_problem
 from rlsched.daemon.decision_log import DecisionLog, decision_record
 from rlsched.daemon.notify import Notifier
 from rlsched.daemon.state import load_counters, read_heartbeat, save_counters
@@ -359,14 +361,19 @@ class Daemon:
             return False
         self.reload_requested = False
         try:
-            self.reload_config = load_config(self.config.source)
-        except ConfigError as exc:
-            log.error("reload refused, the running config stays: %s", exc)
+            new = load_config(self.config.source, require_mode=True)
+            problem = reload_problem(self.config, new)
+            if problem is not None:
+                raise ConfigError(problem)
+        except Exception as exc:                    # never fatal: whatever the file holds, the running config stays
+            reason = str(exc) if isinstance(exc, ConfigError) else f"{self.config.source}: {type(exc).__name__}: {exc}"
+            log.error("reload refused, the running config stays: %s", reason)
             with self.exporter.lock:                # rlsched_cycle_failures_total{phase="reload"}
                 self.counters.cycle_failures["reload"] += 1
                 self._dirty = True
             self.stop_event.clear()
             return False
+        self.reload_config = new
         return True
 
     def _reload_keeps_changes(self) -> bool:

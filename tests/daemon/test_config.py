@@ -1,5 +1,6 @@
 """Config validation of issue 16: finite numbers, integers, written paths outside the system directories,
-bounds, the heartbeat limit against retried calls, a loopback metrics address, and ``[log]``."""
+bounds, the heartbeat limit against retried calls, a loopback metrics address, and ``[log]``; of issue 24: a
+file that is empty, binary, nested too deeply or has no explicit mode, and a reload that drops a key."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Any
 import pytest
 
 from rlsched.daemon import ConfigError, config_from_dict, load_config
-from rlsched.daemon.config import SYSTEM_DIRS, is_loopback, system_dir_of, worst_call_s
+from rlsched.daemon.config import SYSTEM_DIRS, is_loopback, reload_problem, system_dir_of, worst_call_s
 
 
 def _error(data: dict[str, Any]) -> str:
@@ -132,3 +133,64 @@ def test_the_example_config_passes_every_check() -> None:
     config = load_config(root / "etc" / "rlsched.toml")
     assert not config.metrics_remote and config.log.level == "info"
     logging.getLogger(__name__).debug("example config: %s", config.source)
+
+
+def _file_error(path: Path, require_mode: bool = True) -> str:
+    with pytest.raises(ConfigError) as info:
+        load_config(path, require_mode=require_mode)
+    message = str(info.value)
+    assert message.startswith(f"{path}: ") and "\n" not in message, message
+    return message
+
+
+@pytest.mark.parametrize("require_mode", [True, False])
+@pytest.mark.parametrize(("content", "expected"), [
+    (b"", "empty"),
+    (b"\n# only a comment\n  \n", "empty"),
+    (b"\x89PNG\r\n\x1a\n\xff\xfe[backend]\n", "not UTF-8"),
+    (b'[backend]\nmode = "gate"\n# caf\xe9 in Latin-1\n', "not UTF-8"),
+    (b"[backend]\nvos = " + b"[" * 5000 + b"]" * 5000 + b"\n", "nested too deeply"),
+    (b"[backend]\nmode = \"gate", "not valid TOML"),
+])
+def test_an_unreadable_file_is_one_line_naming_it(tmp_path: Path, content: bytes, expected: str,
+                                                   require_mode: bool) -> None:
+    path = tmp_path / "rlsched.toml"
+    path.write_bytes(content)
+    assert expected in _file_error(path, require_mode)
+
+
+@pytest.mark.parametrize("content", ["[backend]\n", '[backend]\nkind = "slurm"\n[state]\ndir = "/srv/rlsched"\n',
+                                     '[state]\ndir = "/srv/rlsched"\n'])
+def test_a_daemon_config_names_its_mode_explicitly(tmp_path: Path, content: str) -> None:
+    path = tmp_path / "rlsched.toml"
+    path.write_text(content)
+    message = _file_error(path)
+    assert "key 'backend.mode'" in message and "explicitly" in message
+    if content != "[backend]\n":
+        assert load_config(path).mode == "shadow"          # a reader of the site settings only needs no mode
+    path.write_text('[backend]\nmode = "shadow"\n' + content.replace("[backend]\n", ""))
+    assert load_config(path, require_mode=True).mode == "shadow"
+
+
+def test_the_keys_a_file_set_are_kept_and_a_reload_must_not_drop_one(tmp_path: Path) -> None:
+    path = tmp_path / "rlsched.toml"
+    whole = ('[backend]\nmode = "boost"\nmax_boosted = 8\n[state]\ndir = "/srv/rlsched"\n'
+             '[gate]\nstale_after_s = 200\n[agent]\nkind = "sarsa-esn"\nlam = 0.3\n[metrics]\n')
+    vos = 'vos = ["a"]\ndefault_vo = "a"\n'
+    path.write_text(whole.replace("max_boosted = 8\n", "max_boosted = 8\n" + vos))
+    running = load_config(path, require_mode=True)
+    assert {"backend.mode", "backend.max_boosted", "gate", "gate.stale_after_s", "metrics", "agent.lam"} <= running.keys
+    assert reload_problem(running, running) is None
+    cases = {
+        "gate": whole.split("[gate]")[0],                                   # cut before a table
+        "gate.stale_after_s": whole.replace("stale_after_s = 200\n", ""),   # cut inside one
+        "metrics": whole.replace("[metrics]\n", ""),                        # an empty table counts too
+    }
+    for dropped, text in cases.items():
+        path.write_text(text.replace("max_boosted = 8\n", "max_boosted = 8\n" + vos))
+        problem = reload_problem(running, load_config(path, require_mode=True))
+        assert problem is not None and f"{dropped!r}" in problem and "\n" not in problem, (dropped, problem)
+    # Another policy: the old one's parameters may go with it.
+    path.write_text(whole.replace("max_boosted = 8\n", "max_boosted = 8\n" + vos)
+                    .replace('kind = "sarsa-esn"\nlam = 0.3', 'kind = "fcfs"'))
+    assert reload_problem(running, load_config(path, require_mode=True)) is None
