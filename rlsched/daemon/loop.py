@@ -55,6 +55,7 @@ from rlsched.daemon.config import ConfigError, DaemonConfig, load_config, reload
 from rlsched.daemon.decision_log import DecisionLog, decision_record
 from rlsched.daemon.notify import Notifier
 from rlsched.daemon.state import load_counters, read_heartbeat, save_counters
+from rlsched.faultlog import FaultLog
 from rlsched.leasing import LeaseStatus, LeasingService
 from rlsched.metrics import CLASS_NAMES, Exporter
 
@@ -109,7 +110,8 @@ class Daemon:
         self.decision_log: DecisionLog | None = (
             DecisionLog(config.decision_log_file, shadow.max_bytes, shadow.keep)
             if shadow.enabled and config.mode in shadow.modes else None)
-        self._decision_log_failing = False
+        #: Persistent faults (a phase failing every cycle, the decision log), logged once then at a bounded rate.
+        self.faults = FaultLog(log)
         self.counters, self.model_saved_s = load_counters(config.counters_file)
         self.stop_event = threading.Event()
         self.leasing: LeasingService | None = None
@@ -147,10 +149,12 @@ class Daemon:
             report.failed.append(name)
             with self.exporter.lock:
                 self.counters.cycle_failures[name] += 1
-            if name == "view":
-                log.warning("cycle: %s failed: %s", name, exc)
-            else:
-                log.exception("cycle: %s failed: %s", name, exc)
+            # Once with its traceback, then a reminder at a bounded rate: a fault of every cycle (an unwritable
+            # checkpoint) must not bury the rest of the log.  Every failure is counted all the same.
+            self.faults.failed(f"phase {name}", logging.WARNING if name == "view" else logging.ERROR,
+                               "cycle: %s failed: %s", name, exc, exc_info=name != "view")
+        else:
+            self.faults.recovered(f"phase {name}", "cycle: %s works again", name)
         finally:
             report.seconds[name] = time.perf_counter() - t0
 
@@ -214,14 +218,11 @@ class Daemon:
             with self.exporter.lock:
                 self.counters.decision_log["failed"] += 1
                 self._dirty = True
-            if not self._decision_log_failing:
-                log.error("decision log %s: cannot append (counted in rlsched_decision_log_lines_total"
-                          "{outcome=\"failed\"}; scheduling goes on): %s", self.decision_log.path, exc)
-            self._decision_log_failing = True
+            self.faults.failed("decision log", logging.ERROR, "decision log %s: cannot append (counted in "
+                               "rlsched_decision_log_lines_total{outcome=\"failed\"}; scheduling goes on): %s",
+                               self.decision_log.path, exc)
             return False
-        if self._decision_log_failing:
-            log.warning("decision log %s: appends work again", self.decision_log.path)
-        self._decision_log_failing = False
+        self.faults.recovered("decision log", "decision log %s: appends work again", self.decision_log.path)
         with self.exporter.lock:
             self.counters.decision_log["written"] += 1
             self._dirty = True

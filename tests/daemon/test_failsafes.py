@@ -1,19 +1,22 @@
 """The daemon's failsafes with an in-memory Slurm (tests.fakes.slurm): a heartbeat that stands for the last
 working cycle, ``--once``'s exit status, an unwritable undo record, a gate-mode run's partitions carried
 over a restart in another mode, and SIGHUP's reload (issue 16) — which refuses an empty, half-written or
-binary file (issue 24).  The same scenarios against the real Slurm
+binary file, and a fault of every cycle logged once (issue 24).  The same scenarios against the real Slurm
 are in tests/daemon/test_faults_live.py."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import os
 import signal
 import threading
 import time
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from rlsched.backends.slurm import SlurmBackend
 from rlsched.backends.slurm.config import SlurmBackendConfig
@@ -261,9 +264,9 @@ def test_sighup_with_an_empty_a_half_written_or_a_binary_config_leaves_the_gate_
         for n, (name, content) in enumerate(faults.items(), 1):
             path.write_bytes(content)
             os.kill(os.getpid(), signal.SIGHUP)
-            wait_until(lambda n=n: daemon.counters.cycle_failures["reload"] == n)       # type: ignore[misc]
+            wait_until(lambda n=n: daemon.counters.cycle_failures["reload"] == n)
             cycles = daemon.counters.cycles
-            wait_until(lambda c=cycles: daemon.counters.cycles >= c + 2)          # type: ignore[misc]
+            wait_until(lambda c=cycles: daemon.counters.cycles >= c + 2)
             assert thread.is_alive(), name
             assert daemon.reload_config is None and daemon.config is running_config, name
             assert daemon.config.mode == "gate" and daemon.config.poll_interval_s == 1.0, name
@@ -295,3 +298,21 @@ def test_a_reload_that_drops_a_key_of_the_running_config_is_refused(tmp_path: Pa
     daemon.reload_requested = True
     assert daemon._take_reload() is True
     assert daemon.reload_config is not None and daemon.reload_config.poll_interval_s == 2.0
+
+
+def test_a_checkpoint_failing_every_cycle_is_logged_once_and_its_recovery_once(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    runner = SyntheticSlurm(synthetic_squeue_json(20))
+    daemon = make_daemon(runner, str(tmp_path), mode="boost")
+    daemon.config.counters_file.mkdir()          # a directory where the counters go: every write fails, even root's
+    with caplog.at_level(logging.INFO):
+        reports = [daemon.cycle() for _ in range(20)]
+        assert all(r.failed == ["checkpoint"] for r in reports)
+        assert daemon.counters.cycle_failures["checkpoint"] == 20              # every failure counted
+        failures = [r for r in caplog.records if r.getMessage().startswith("cycle: checkpoint failed")]
+        assert len(failures) == 1 and failures[0].levelno == logging.ERROR and failures[0].exc_info is not None
+        daemon.config.counters_file.rmdir()
+        assert not daemon.cycle().failed
+        daemon.cycle()
+    recovered = [m for m in caplog.messages if m.startswith("cycle: checkpoint works again")]
+    assert len(recovered) == 1

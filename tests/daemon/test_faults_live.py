@@ -170,7 +170,7 @@ def test_an_account_named_with_a_newline_blinds_neither_the_gate_nor_the_boost(
         port = free_port()
         d = start(hostile_daemons, write_config(tmp_path / "gate.toml", slurm, "gate", port=port,
                                                 partitions=("short",), stale_after_s=30), slurm)
-        evil = slurm.sbatch("-p", "debug", "-A", account, "-c", "1", "-t", "5", sleep_s=1)
+        evil = slurm.sbatch("-p", "wide", "-A", account, "-c", "1", "-t", "5", sleep_s=1)     # not on node1
         wait_for(lambda: slurm.state(evil) in ("COMPLETED", "GONE"), 30, "the job under the account to end")
         out = slurm.run("sacct", "-X", "-n", "-P", "-a", "-j", str(evil), "--format=JobIDRaw,Account,State").stdout
         assert f"{evil}|evil\nacct|" in out            # the record's line is split in two

@@ -178,7 +178,8 @@ class SlurmBackend(CLIBackend[SlurmJob]):
     def _skip_job(self, exc: SlurmParseError) -> None:
         """One job of ``squeue --json`` is unreadable or absurd: the view goes on without it, counted."""
         self.executor.count("job_skipped")
-        log.warning("view: skipping one job: %s", exc)
+        # The job is in every view while it is queued: logged once, then at a bounded rate.
+        self.executor.faults.failed(f"skip {exc}", logging.WARNING, "view: skipping one job: %s", exc)
 
     def _completion_feed(self) -> CompletionFeed:
         if self._feed is None:
