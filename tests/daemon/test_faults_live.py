@@ -289,11 +289,28 @@ def test_sighup_refuses_a_bad_config_then_reloads_another_mode_releasing_the_gat
     port = free_port()
     d = start(hostile_daemons, write_config(config, slurm, "gate", port=port, partitions=("short",)), slurm)
     good = config.read_text()
-    config.write_text(good.replace('mode = "gate"', 'mode = "fast"'))
-    d.proc.send_signal(signal.SIGHUP)
-    wait_for(lambda: "reload refused" in d.text(), 20, "the bad config to be refused")
-    assert d.alive() and all(held(slurm, j) for j in jobs)          # still gating with the running config
-    refused = metrics(port)['rlsched_cycle_failures_total{phase="reload"}']
+    bad_files = {"bad mode": good.replace('mode = "gate"', 'mode = "fast"').encode(),
+                 # issue 24: each of these once turned the gate daemon into a shadow one with every default
+                 "empty": b"", "half-written": good.split("[agent]")[0].encode(),
+                 "binary": b"\x89PNG\r\n\x1a\n\xff\xfe[backend]\n"}
+    def refused(n: int) -> bool:
+        return metrics(port).get('rlsched_cycle_failures_total{phase="reload"}', 0) >= n
+
+    def written() -> float:
+        return float(json.loads(d.heartbeat.read_text())["written"])
+
+    for n, (name, content) in enumerate(bad_files.items(), 1):
+        config.write_bytes(content)
+        d.proc.send_signal(signal.SIGHUP)
+        wait_for(lambda: refused(n), 20, f"the {name} config to be refused")    # noqa: B023 (called at once)
+        before = written()
+        wait_for(lambda: written() > before, 20, "another cycle")                # noqa: B023
+        hb = json.loads(d.heartbeat.read_text())
+        assert d.alive() and hb["mode"] == "gate" and not hb["stopped"], (name, hb)
+        assert all(held(slurm, j) for j in jobs), name          # still gating with the running config
+    assert "Traceback" not in d.text()
+    refusals = metrics(port)['rlsched_cycle_failures_total{phase="reload"}']
+    assert refusals == len(bad_files)
     write_config(config, slurm, "shadow", port=port)
     d.proc.send_signal(signal.SIGHUP)
     # Another mode: the gate's jobs are released and its changes undone before the shadow daemon starts.
@@ -301,7 +318,7 @@ def test_sighup_refuses_a_bad_config_then_reloads_another_mode_releasing_the_gat
     assert d.alive() and not any(held(slurm, j) for j in jobs)
     assert "releasing and undoing first" in d.text()
     assert d.stop() == 0, d.text()[-2000:]
-    assert_clean_end(slurm, int(refused), "reload failures", sum(counters(tmp_path).get("finished", {}).values()),
+    assert_clean_end(slurm, int(refusals), "reload failures", sum(counters(tmp_path).get("finished", {}).values()),
                      real_ended=len(jobs))
 
 
