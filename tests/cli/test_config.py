@@ -4,6 +4,7 @@ nothing of the cluster touched (the configs point at a bin_dir without Slurm com
 from __future__ import annotations
 
 import json
+import shutil
 import socket
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from click.testing import CliRunner
 
 from rlsched.cli import main
 from rlsched.cli.config import check_config
+from tests.core.policies.test_io import add_zeros_member
 
 ROOT = Path(__file__).resolve().parents[2]
 LAL_VOS = [f"vo{k}" for k in range(1, 8)]
@@ -148,3 +150,15 @@ def test_a_hostile_file_is_one_line_naming_it(tmp_path: Path, content: bytes, ex
     code, output = check(path)
     assert code == 1 and output.count("\n") == 1, output
     assert output.startswith(f"{path}: ") and expected in output and "internal error" not in output, output
+
+
+def test_a_model_with_a_deflated_bomb_is_refused_in_one_line(lal_model: Path, tmp_path: Path) -> None:
+    model = tmp_path / "model.npz"
+    shutil.copyfile(lal_model, model)
+    add_zeros_member(model, "replay/extra.npy", 256 << 20)        # ~250 KB on disk, 256 MiB inflated
+    (tmp_path / "state").mkdir(mode=0o755)
+    state = f'[state]\ndir = "{tmp_path / "state"}"\n[metrics]\nlisten = "off"\n'
+    path = write(tmp_path, f'vos = {json.dumps(LAL_VOS)}\ndefault_vo = "vo1"\n[agent]\nmodel = "{model}"\n' + state)
+    code, output = check(path)
+    assert code == 1 and output.count("\n") == 1, output
+    assert "key 'agent'" in output and "member 'replay/extra.npy' inflates" in output
