@@ -6,8 +6,9 @@ tracebacks in 20 s).  :class:`FaultLog` logs the first occurrence as it is (with
 then at most one reminder every ``remind_every_s`` saying how often it recurred, and the recovery once.
 Counting is the metrics' job, not this one's: callers count every occurrence as before.
 
-Used by the daemon loop (its phases, the decision log) and by the live backends' command runner and
-completion feed; it depends on nothing else of rlsched.
+Used by the daemon loop (its phases, the decision log), the live backends' command runner (invalid UTF-8
+in every answer) and the Slurm backend's view (a job skipped by every view); it depends on nothing else of
+rlsched.
 """
 
 from __future__ import annotations
@@ -40,9 +41,6 @@ class FaultLog:
         self.remind_every_s = remind_every_s
         self.clock = clock
         self._faults: dict[str, _Fault] = {}
-
-    def failing(self, key: str) -> bool:
-        return key in self._faults
 
     def failed(self, key: str, level: int, message: str, *args: object, exc_info: bool = False) -> bool:
         """Log ``message % args`` if the fault ``key`` is new, or as a reminder when ``remind_every_s`` has

@@ -24,8 +24,9 @@ A file must be whole (issue 24): it is UTF-8 TOML (a binary file or one nested t
 naming the file, not a traceback), it is not empty, and a daemon's (``load_config(require_mode=True)``)
 names ``[backend] mode`` explicitly, so that an empty or half-written file is refused instead of running
 with every default.  On reload (SIGHUP) a file that drops
-a table or a key the running config set is refused too (:func:`reload_problem`): an editor or a
-config-management tool that writes the file in two steps must not reset what the admin set.
+a table the running config set, or a key of the table the file ends with, is refused too
+(:func:`reload_problem`): an editor or a config-management tool that writes the file in two steps must not
+reset what the admin set.
 """
 
 from __future__ import annotations
@@ -160,8 +161,9 @@ class DaemonConfig:
     max_backoff_s: float = 300.0
     shadow: DecisionLogConfig = field(default_factory=DecisionLogConfig)
     log: LogConfig = field(default_factory=LogConfig)
-    #: The tables and keys the file set (dotted: ``gate``, ``gate.stale_after_s``): a reload must not drop one.
-    keys: frozenset[str] = field(default=frozenset(), compare=False, repr=False)
+    #: The tables and keys the file set, in file order (dotted: ``gate``, ``gate.stale_after_s``): what a
+    #: reload must not drop (:func:`reload_problem`).
+    keys: tuple[str, ...] = field(default=(), compare=False, repr=False)
 
     @property
     def metrics_remote(self) -> bool:
@@ -401,7 +403,7 @@ def config_from_dict(data: Mapping[str, Any], source: str = "config") -> DaemonC
                         metrics_host=host, metrics_port=port, metrics_allow_remote=allow_remote,
                         state_dir=state_dir,
                         checkpoint_every_s=float(state_kw.get("checkpoint_every_s", 60.0)), gate=gate,
-                        leasing=leasing, shadow=shadow, log=log_config, keys=frozenset(_set_keys(data)))
+                        leasing=leasing, shadow=shadow, log=log_config, keys=tuple(_set_keys(data)))
 
 
 def _set_keys(data: Mapping[str, Any], prefix: str = "") -> Iterator[str]:
@@ -420,19 +422,23 @@ _KINDED_TABLES = ("backend", "agent")
 def reload_problem(running: DaemonConfig, new: DaemonConfig) -> str | None:
     """Why ``new`` (re-read on SIGHUP) must not replace ``running``, or None.
 
-    ``new`` must keep every table and key ``running`` set: a file caught half-written (an editor saving in
-    two steps, a config-management tool writing it) reads as valid TOML with the rest at its defaults,
-    which would silently undo the admin's settings (a gate daemon became a shadow one, issue 24).  To
-    return a key to its default, write the default; or restart the daemon.  The keys of a table whose
-    ``kind`` changed (another backend, another policy) are that kind's, so they may differ.
+    A file caught half-written (an editor saving in two steps, a config-management tool writing it) reads
+    as valid TOML with the rest at its defaults, which would silently undo the admin's settings (a gate
+    daemon became a shadow one, issue 24).  Such a file has lost the tables after the cut and the keys at
+    the end of the table it was cut in, so ``new`` is refused when it lacks a table ``running`` has, or a
+    key ``running`` set in the table ``new`` ends with.  A key dropped from another table is a deliberate
+    edit (its default applies).  To drop the last table's key, write its default, or restart the daemon.
+    The keys of a table whose ``kind`` changed (another backend, another policy) are that kind's.
     """
     changed = {table for table in _KINDED_TABLES if getattr(running, table).kind != getattr(new, table).kind}
-    dropped = sorted(key for key in running.keys - new.keys
-                     if not (key.partition(".")[0] in changed and "." in key))
-    if not dropped:
+    new_keys = set(new.keys)
+    tables = [key for key in running.keys if "." not in key and key not in new_keys]
+    last = next((key for key in reversed(new.keys) if "." not in key), None)
+    cut = [key for key in running.keys if last is not None and last not in changed
+           and key.startswith(f"{last}.") and key not in new_keys]
+    shown = tables or cut             # a whole table gone: name the tables, not each of their keys
+    if not shown:
         return None
-    tables = [key for key in dropped if "." not in key]
-    shown = tables or dropped         # a whole table gone: name the tables, not each of their keys
     names = ", ".join(repr(key) for key in shown[:4]) + (f" and {len(shown) - 4} more" if len(shown) > 4 else "")
     what = ("table" if tables else "key") + ("s" if len(shown) > 1 else "")
     verb = "are" if len(shown) > 1 else "is"

@@ -19,8 +19,8 @@
   partitions is released and the backend undoes what it changed (Nice values, its holds, drained nodes),
   a last checkpoint is written, and the heartbeat is marked stopped.
 - **Reload** (SIGHUP): the cycle in progress finishes and the config file is read again.  A bad file is
-  logged, counted and the running config kept — and so is a file that drops a table or key the running
-  config set (half-written: :func:`rlsched.daemon.config.reload_problem`).  Same mode, state dir and
+  logged, counted and the running config kept — and so is a file that looks cut short (a table of the
+  running config missing, or a key of the table it ends with: :func:`rlsched.daemon.config.reload_problem`).  Same mode, state dir and
   backend: the checkpoint is written and the new config goes on from it (holds and boosts stay); anything
   else: a full stop first (release, undo).
 - **Crash** (kill -9): checkpoints are atomic, so the previous one loads; in gate mode the watchdog
@@ -368,7 +368,7 @@ class Daemon:
                 raise ConfigError(problem)
         except Exception as exc:                    # never fatal: whatever the file holds, the running config stays
             reason = str(exc) if isinstance(exc, ConfigError) else f"{self.config.source}: {type(exc).__name__}: {exc}"
-            log.error("reload refused, the running config stays: %s", reason)
+            log.error("reload refused, the running config stays: %s", " ".join(reason.split()))
             with self.exporter.lock:                # rlsched_cycle_failures_total{phase="reload"}
                 self.counters.cycle_failures["reload"] += 1
                 self._dirty = True

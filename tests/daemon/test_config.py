@@ -172,25 +172,31 @@ def test_a_daemon_config_names_its_mode_explicitly(tmp_path: Path, content: str)
     assert load_config(path, require_mode=True).mode == "shadow"
 
 
-def test_the_keys_a_file_set_are_kept_and_a_reload_must_not_drop_one(tmp_path: Path) -> None:
+def test_a_reload_must_not_drop_a_table_nor_a_key_of_the_table_it_ends_with(tmp_path: Path) -> None:
     path = tmp_path / "rlsched.toml"
-    whole = ('[backend]\nmode = "boost"\nmax_boosted = 8\n[state]\ndir = "/srv/rlsched"\n'
-             '[gate]\nstale_after_s = 200\n[agent]\nkind = "sarsa-esn"\nlam = 0.3\n[metrics]\n')
-    vos = 'vos = ["a"]\ndefault_vo = "a"\n'
-    path.write_text(whole.replace("max_boosted = 8\n", "max_boosted = 8\n" + vos))
+    whole = ('[backend]\nmode = "boost"\nmax_boosted = 8\nvos = ["a"]\ndefault_vo = "a"\n[state]\n'
+             'dir = "/srv/rlsched"\n[metrics]\n[agent]\nkind = "sarsa-esn"\nlam = 0.3\n[gate]\nstale_after_s = 200\n')
+
+    def problem(text: str) -> str | None:
+        path.write_text(text)
+        return reload_problem(running, load_config(path, require_mode=True))
+
+    path.write_text(whole)
     running = load_config(path, require_mode=True)
-    assert {"backend.mode", "backend.max_boosted", "gate", "gate.stale_after_s", "metrics", "agent.lam"} <= running.keys
-    assert reload_problem(running, running) is None
-    cases = {
-        "gate": whole.split("[gate]")[0],                                   # cut before a table
-        "gate.stale_after_s": whole.replace("stale_after_s = 200\n", ""),   # cut inside one
-        "metrics": whole.replace("[metrics]\n", ""),                        # an empty table counts too
-    }
-    for dropped, text in cases.items():
-        path.write_text(text.replace("max_boosted = 8\n", "max_boosted = 8\n" + vos))
-        problem = reload_problem(running, load_config(path, require_mode=True))
-        assert problem is not None and f"{dropped!r}" in problem and "\n" not in problem, (dropped, problem)
-    # Another policy: the old one's parameters may go with it.
-    path.write_text(whole.replace("max_boosted = 8\n", "max_boosted = 8\n" + vos)
-                    .replace('kind = "sarsa-esn"\nlam = 0.3', 'kind = "fcfs"'))
-    assert reload_problem(running, load_config(path, require_mode=True)) is None
+    assert running.keys[:2] == ("backend", "backend.mode") and running.keys[-2:] == ("gate", "gate.stale_after_s")
+    assert problem(whole) is None
+    # A file cut short: the tables after the cut, and the keys at the end of the table it ends in.
+    for dropped, text in {"'agent', 'gate'": whole.split("[agent]")[0],
+                          "'gate.stale_after_s'": whole.removesuffix("stale_after_s = 200\n"),
+                          "'metrics'": whole.replace("[metrics]\n", "")}.items():       # an empty table too
+        found = problem(text)
+        assert found is not None and dropped in found and "\n" not in found, (dropped, found)
+    # A key dropped from a table the file does not end with is an edit: its default applies.
+    assert problem(whole.replace("max_boosted = 8\n", "")) is None
+    # The file ending with [agent]: another policy takes the old one's parameters with it.
+    agent_last = whole.replace('[gate]\nstale_after_s = 200\n', '').replace('[metrics]\n', '[metrics]\n[gate]\n'
+                                                                             'stale_after_s = 200\n')
+    path.write_text(agent_last)
+    running = load_config(path, require_mode=True)
+    assert problem(agent_last.replace("lam = 0.3\n", "")) is not None
+    assert problem(agent_last.replace('kind = "sarsa-esn"\nlam = 0.3', 'kind = "fcfs"')) is None

@@ -232,10 +232,10 @@ poll_interval_s = 1
 [state]
 dir = "{tmp_path}"
 checkpoint_every_s = 0
-[gate]
-stale_after_s = 100
 [metrics]
 listen = "off"
+[gate]
+stale_after_s = 100
 """)
     config = load_config(path, require_mode=True)
     assert isinstance(config.backend, SlurmBackendConfig)
@@ -288,7 +288,7 @@ def test_a_reload_that_drops_a_key_of_the_running_config_is_refused(tmp_path: Pa
     runner = SyntheticSlurm(synthetic_squeue_json(5))
     daemon, path = file_gate_daemon(tmp_path, runner)
     good = path.read_text()
-    # Cut inside [gate]: stale_after_s would fall back to 120 s.
+    # Cut inside [gate], the last table: stale_after_s would fall back to 120 s.
     path.write_text(good.replace("stale_after_s = 100\n", ""))
     daemon.reload_requested = True
     assert daemon._take_reload() is False and daemon.reload_config is None
