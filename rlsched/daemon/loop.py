@@ -20,9 +20,9 @@
   a last checkpoint is written, and the heartbeat is marked stopped.
 - **Reload** (SIGHUP): the cycle in progress finishes and the config file is read again.  A bad file is
   logged, counted and the running config kept — and so is a file that looks cut short (a table of the
-  running config missing, or a key of the table it ends with: :func:`rlsched.daemon.config.reload_problem`).  Same mode, state dir and
-  backend: the checkpoint is written and the new config goes on from it (holds and boosts stay); anything
-  else: a full stop first (release, undo).
+  running config missing, or a key of the table it ends with: :func:`rlsched.daemon.config.reload_problem`).
+  Same mode, state dir and backend: the checkpoint is written and the new config goes on from it (holds and
+  boosts stay); anything else: a full stop first (release, undo).
 - **Crash** (kill -9): checkpoints are atomic, so the previous one loads; in gate mode the watchdog
   releases the held jobs once the heartbeat goes stale.
 """
