@@ -324,7 +324,9 @@ def _field_static(formula: str) -> Callable[[Mapping[str, Any]], KeyFunction | N
             return None
         if formula == "sjf":
             return _sjf_key           # the request as given: sjf and easy-sjf order exactly as before
-        return static_rule_key(formula, float(params.get("origin_s", 0.0)))
+        key = static_rule_key(formula, float(params.get("origin_s", 0.0)))
+        KEY_FIELDS.setdefault(key, ((f"{formula} score", "", None),))     # what `rlsched explain` shows
+        return key
     return static
 
 

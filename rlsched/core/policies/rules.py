@@ -19,6 +19,7 @@ priority (:mod:`rlsched.sim.rules`) sorts in a replay, with the same ties (submi
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING, Literal
 
 import numpy as np
@@ -91,7 +92,9 @@ def rule_priority(score: FloatArray) -> FloatArray:
     one function live and in a replay.  Scores within float32's precision (about 6e-8 relative) tie and
     fall back to submit order.
     """
-    want = np.nan_to_num(-np.asarray(score, dtype=np.float64), nan=-np.inf).astype(np.float32)
+    want64 = -np.asarray(score, dtype=np.float64)
+    top = float(np.finfo(np.float32).max)           # beyond float32's range: its largest value (a tie)
+    want = np.clip(np.where(np.isnan(want64), -np.inf, want64), -top, top).astype(np.float32)
     bits = want.view(np.uint32).astype(np.int64)
     ordered = np.where(bits & _SIGN_BIT, _ALL_BITS - bits, bits | _SIGN_BIT)
     out: FloatArray = np.clip(ordered, 1, _ALL_BITS - 1).astype(np.float64)
@@ -103,8 +106,10 @@ def order_by_priority(priority: FloatArray, submit_s: FloatArray, job_id: IntArr
     return np.lexsort((job_id, submit_s, -priority)).astype(np.int64)
 
 
+@functools.lru_cache(maxsize=64)
 def static_rule_key(rule: str, origin_s: float = 0.0) -> KeyFunction:
-    """The static key of ``rule`` on the request (not for the wait-reading rules)."""
+    """The static key of ``rule`` on the request (not for the wait-reading rules); one function per
+    (rule, origin), so ``rlsched explain`` finds its fields by identity."""
     if rule in WAIT_RULES:
         raise ValueError(f"rule {rule!r} reads the current wait: it has no static key")
 
