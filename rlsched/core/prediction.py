@@ -68,6 +68,11 @@ class RuntimePredictor(Protocol):
 
     name: PredictorName
 
+    @property
+    def unseen_finished(self) -> int:
+        """Finished jobs it was told of but never predicted (live: submitted, run and ended between two polls)."""
+        ...
+
     def predict(self, job_id: int, user: int, vo: int, cores: int, request_s: float, submit_s: float) -> float:
         """The job's predicted runtime (seconds, in [1, request]); made once, the same on every later call.
 

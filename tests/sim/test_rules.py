@@ -10,6 +10,7 @@ import pytest
 
 from rlsched.core.policies import BuildContext, build_agent, parse_policy
 from rlsched.core.policies.registry import RuleSetup, rule_setup
+from rlsched.core.runtime import PredictedRuntime
 from rlsched.core.view import ClusterView, FinishedJobs, FloatArray, IntArray, PendingJobs, RunningJobs
 from rlsched.sim.engine import Overrun, Simulator
 from rlsched.sim.policies import simulate_policy
@@ -148,3 +149,14 @@ def test_every_rule_runs_every_job(spec: str) -> None:
     w = _busy_workload(11)
     s = simulate_policy(w, spec).schedule
     assert np.all(np.isfinite(s.start)) and np.all(s.start >= w.submit)
+
+
+@pytest.mark.parametrize("model", ["user-last2", "learned"])
+def test_a_learned_policy_takes_a_predicted_runtime(model: str) -> None:
+    # The ESN agent's per-job runtime input comes from the same predictor, fed by the replay's views.
+    w = _busy_workload(5, n=60)
+    run = simulate_policy(w, f"sarsa-esn:runtime_model={model},pretrain_decisions=10")
+    assert np.all(np.isfinite(run.schedule.start))
+    runtime = run.agent.runtime  # type: ignore[union-attr]
+    assert isinstance(runtime, PredictedRuntime) and runtime.name == model
+    assert runtime.predictor.unseen_finished == 0                  # every finished job had been predicted
