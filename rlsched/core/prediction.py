@@ -160,6 +160,7 @@ class _UserHistory:
     ratios: list[float]             # log(run / request) of the last three finished jobs, newest first
     runs: list[float]               # log runtime of the same jobs
     last_request_s: float = math.nan
+    last_cores: int = -1
     mean_ratio: float = 0.0         # exponentially weighted mean of the log ratios
     count: int = 0
 
@@ -170,6 +171,7 @@ class _Facts:
 
     user: int
     vo: int
+    cores: int
     request_s: float
     x: FloatArray
 
@@ -184,7 +186,7 @@ RIDGE = 0.01
 FORGETTING = 0.9999
 #: Weight of the newest job in a user's (and a VO's) running mean of log ratios.
 RATIO_EWMA = 0.3
-N_FEATURES = 16
+N_FEATURES = 19
 _LOG_SCALE = 10.0       # log-seconds divided by this are about 1
 _DAY_S = 86400.0
 
@@ -194,11 +196,11 @@ class OnlineRegression:
 
     Features (:meth:`features`): the request and the cores (log); the user's last three finished runtimes
     relative to this request, their mean of two (EASY++'s guess, in log), whether the user has one/two finished
-    jobs and how many; the user's and the VO's running mean of log(runtime/request); whether the request
-    repeats the user's last one (the same script again); the last job's own ratio; the time of day (the
-    submit clock: epoch seconds live, the trace's clock in a replay).  The loss weighs under-predictions
-    :data:`UNDER_PREDICTION_WEIGHT` times more: each update weighs the job by the sign of its residual
-    (an online expectile regression).
+    jobs and how many; the user's and the VO's running mean of log(runtime/request); whether the request and
+    the cores repeat the user's last job's (the same script again), and the last runtimes weighed by that; the
+    last job's own ratio; the time of day (the submit clock: epoch seconds live, the trace's clock in a replay).
+    The loss weighs under-predictions :data:`UNDER_PREDICTION_WEIGHT` times more: each update weighs the job by
+    the sign of its residual (an online expectile regression).
     """
 
     name: PredictorName = "learned"
@@ -229,6 +231,7 @@ class OnlineRegression:
         mean_two = 0.0
         last_ratio = 0.0
         same_request = 0.0
+        same_cores = 0.0
         count = 0
         user_ratio = 0.0
         if h is not None:
@@ -239,6 +242,7 @@ class OnlineRegression:
                 mean_two = min(math.log((math.exp(h.runs[0]) + math.exp(h.runs[1])) / 2.0) - log_req, 0.0)
             last_ratio = h.ratios[0] if h.ratios else 0.0
             same_request = 1.0 if h.last_request_s == request_s else 0.0
+            same_cores = 1.0 if h.last_cores == cores else 0.0
             user_ratio = h.mean_ratio
         phase = 2.0 * math.pi * (submit_s % _DAY_S) / _DAY_S
         return np.array([
@@ -246,7 +250,9 @@ class OnlineRegression:
             rel[0] / _LOG_SCALE, rel[1] / _LOG_SCALE, rel[2] / _LOG_SCALE, mean_two / _LOG_SCALE,
             1.0 if count >= 1 else 0.0, 1.0 if count >= 2 else 0.0, math.log1p(count) / _LOG_SCALE,
             user_ratio / _LOG_SCALE, self._vo_ratio.get(vo, 0.0) / _LOG_SCALE, same_request,
-            last_ratio / _LOG_SCALE, math.sin(phase), math.cos(phase)])
+            last_ratio / _LOG_SCALE, math.sin(phase), math.cos(phase),
+            # The same script again (same request, same cores): the last runtime says more.
+            same_cores, same_request * rel[0] / _LOG_SCALE, same_request * same_cores * mean_two / _LOG_SCALE])
 
     def predict(self, job_id: int, user: int, vo: int, cores: int, request_s: float, submit_s: float) -> float:
         known = self._remembered.get(job_id)
@@ -255,7 +261,7 @@ class OnlineRegression:
         x = self.features(user, vo, cores, request_s, submit_s)
         log_ratio = min(float(self.theta @ x) * _LOG_SCALE, 0.0)
         prediction = _clamp(request_s * math.exp(log_ratio), request_s)
-        self._remembered.put(job_id, prediction, _Facts(user, vo, request_s, x))
+        self._remembered.put(job_id, prediction, _Facts(user, vo, cores, request_s, x))
         return prediction
 
     def finished(self, job_id: int, run_s: float) -> bool:
@@ -276,6 +282,7 @@ class OnlineRegression:
         h.runs.insert(0, math.log(run))
         del h.ratios[3:], h.runs[3:]
         h.last_request_s = facts.request_s
+        h.last_cores = facts.cores
         h.count += 1
         vo_ratio = self._vo_ratio.get(facts.vo)
         self._vo_ratio[facts.vo] = ratio if vo_ratio is None else vo_ratio + RATIO_EWMA * (ratio - vo_ratio)
