@@ -118,3 +118,8 @@ def test_rule_priority_keeps_the_order_of_distinct_scores() -> None:
     priority = rule_priority(score)
     assert np.all((priority >= 1) & (priority < 2 ** 32 - 1)) and np.all(priority == np.floor(priority))
     assert np.array_equal(np.argsort(-priority, kind="stable"), np.argsort(score, kind="stable"))
+
+
+def test_zero_scores_of_either_sign_tie() -> None:
+    # WFP3 and UNICEP score −0.0 for a job that has not waited: it must tie with 0.0 (then submit order decides).
+    assert rule_priority(np.array([0.0]))[0] == rule_priority(np.array([-0.0]))[0]

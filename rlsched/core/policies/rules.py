@@ -92,7 +92,7 @@ def rule_priority(score: FloatArray) -> FloatArray:
     one function live and in a replay.  Scores within float32's precision (about 6e-8 relative) tie and
     fall back to submit order.
     """
-    want64 = -np.asarray(score, dtype=np.float64)
+    want64 = -np.asarray(score, dtype=np.float64) + 0.0     # + 0.0: −0.0 becomes 0.0, so zero scores tie
     top = float(np.finfo(np.float32).max)           # beyond float32's range: its largest value (a tie)
     want = np.clip(np.where(np.isnan(want64), -np.inf, want64), -top, top).astype(np.float32)
     bits = want.view(np.uint32).astype(np.int64)
