@@ -11,7 +11,8 @@ reaches it through :class:`rlsched.core.runtime.PredictedRuntime`, as ``Estimate
   Trystram (SC'15): features of the job and of its user's recent history, a loss that weighs
   under-prediction more than over-prediction, learned job by job from finished jobs.  Here the target is
   ``log(runtime / request)`` and the learner is weighted recursive least squares (exact online least squares,
-  a few 16×16 products a job), so the untrained model predicts the request itself and needs no step size.
+  a few 19×19 products a job), so the untrained model predicts the request itself and needs no step size.
+  Per user it hands over to EASY++'s guess while that has been the closer one on the user's recent jobs.
 
 A prediction is made once per job, the first time the job is seen (at submit in the simulator, at the first
 poll after submit live), and kept: EASY++ predicts at submit.  A running job that outlives its prediction gets
@@ -162,6 +163,8 @@ class _UserHistory:
     last_request_s: float = math.nan
     last_cores: int = -1
     mean_ratio: float = 0.0         # exponentially weighted mean of the log ratios
+    error_model: float = 0.0        # exponentially weighted absolute error (s) of the regression on this user
+    error_last2: float = 0.0        # … and of EASY++'s mean of the last two
     count: int = 0
 
 
@@ -174,6 +177,8 @@ class _Facts:
     cores: int
     request_s: float
     x: FloatArray
+    model_s: float              # the regression's prediction
+    last2_s: float              # EASY++'s
 
 
 #: How much more an under-prediction (the job runs longer than predicted) costs than an over-prediction of the
@@ -186,6 +191,8 @@ RIDGE = 0.01
 FORGETTING = 0.9999
 #: Weight of the newest job in a user's (and a VO's) running mean of log ratios.
 RATIO_EWMA = 0.3
+#: Weight of the newest job in a user's running absolute errors of the two predictions (the per-user choice).
+ERROR_EWMA = 0.3
 N_FEATURES = 19
 _LOG_SCALE = 10.0       # log-seconds divided by this are about 1
 _DAY_S = 86400.0
@@ -201,6 +208,10 @@ class OnlineRegression:
     last job's own ratio; the time of day (the submit clock: epoch seconds live, the trace's clock in a replay).
     The loss weighs under-predictions :data:`UNDER_PREDICTION_WEIGHT` times more: each update weighs the job by
     the sign of its residual (an online expectile regression).
+
+    Per user, the prediction is the regression's or EASY++'s (the mean of the last two), whichever has had the
+    lower absolute error on that user's recent jobs (exponentially weighted, :data:`ERROR_EWMA`): an online
+    choice of model per user.  Some users repeat one job (EASY++ is then hard to beat), others drift.
     """
 
     name: PredictorName = "learned"
@@ -260,8 +271,15 @@ class OnlineRegression:
             return known
         x = self.features(user, vo, cores, request_s, submit_s)
         log_ratio = min(float(self.theta @ x) * _LOG_SCALE, 0.0)
-        prediction = _clamp(request_s * math.exp(log_ratio), request_s)
-        self._remembered.put(job_id, prediction, _Facts(user, vo, cores, request_s, x))
+        model = _clamp(request_s * math.exp(log_ratio), request_s)
+        h = self._users.get(user)
+        last2 = request_s
+        if h is not None and len(h.runs) >= 2:
+            last2 = (math.exp(h.runs[0]) + math.exp(h.runs[1])) / 2.0
+        last2 = _clamp(last2, request_s)
+        # Per user, whichever of the two has been closer on the user's recent jobs.
+        prediction = last2 if h is not None and h.error_last2 < h.error_model else model
+        self._remembered.put(job_id, prediction, _Facts(user, vo, cores, request_s, x, model, last2))
         return prediction
 
     def finished(self, job_id: int, run_s: float) -> bool:
@@ -278,6 +296,8 @@ class OnlineRegression:
             h.mean_ratio = ratio
         else:
             h.mean_ratio += RATIO_EWMA * (ratio - h.mean_ratio)
+        h.error_model += ERROR_EWMA * (abs(facts.model_s - run) - h.error_model)
+        h.error_last2 += ERROR_EWMA * (abs(facts.last2_s - run) - h.error_last2)
         h.ratios.insert(0, ratio)
         h.runs.insert(0, math.log(run))
         del h.ratios[3:], h.runs[3:]

@@ -82,6 +82,17 @@ def test_the_regression_learns_users_ratios_and_beats_the_request() -> None:
     assert np.mean(np.abs(learned[tail] - run[tail])) < 0.5 * np.mean(np.abs(req[tail] - run[tail]))
 
 
+def test_the_learned_predictor_hands_a_regular_user_to_easy_plus_plus() -> None:
+    # A regression that cannot move (an enormous ridge) keeps predicting the request; user 5 always runs 100 s
+    # of 1000: once EASY++'s mean of two has been closer on the user's jobs, the user gets it.
+    p = OnlineRegression(ridge=1e9)
+    for job in range(1, 5):
+        p.predict(job, 5, 0, 1, 1000.0, 0.0)
+        p.finished(job, 100.0)
+    assert p.predict(5, 5, 0, 1, 1000.0, 0.0) == pytest.approx(100.0)
+    assert p.predict(6, 6, 0, 1, 1000.0, 0.0) == pytest.approx(1000.0)        # no history: the model's
+
+
 def test_weighing_under_predictions_more_predicts_fewer_too_short() -> None:
     jobs = _stream(2)
     run = np.array([r for *_, r in jobs])
