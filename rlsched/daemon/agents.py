@@ -298,4 +298,5 @@ def policy_info(handle: AgentHandle, config: AgentConfig) -> dict[str, Any]:
 def _subset(pend: PendingJobs, rows: IntArray) -> PendingJobs:
     return PendingJobs(job_id=pend.job_id[rows], vo=pend.vo[rows], job_class=pend.job_class[rows],
                        cores=pend.cores[rows], req_time_s=pend.req_time_s[rows], submit_s=pend.submit_s[rows],
-                       oracle_run_s=pend.oracle_run_s[rows], held=pend.held[rows])
+                       oracle_run_s=pend.oracle_run_s[rows], held=pend.held[rows],
+                       user=pend.user[rows] if len(pend.user) else pend.user)

@@ -17,7 +17,7 @@ from rlsched.backends.pbs import PBSBackend, PBSBackendConfig, PBSError
 from rlsched.backends.pbs.completions import CompletionFeed
 from rlsched.backends.pbs.parsers import SUBJOB_ID_BASE, parse_qstat_json
 from rlsched.core.live import LiveBackend, NodeControl
-from rlsched.core.view import JobClass
+from rlsched.core.view import JobClass, user_id
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "pbs"
 LIVE = (DATA / "qstat-live.json").read_text()
@@ -94,6 +94,15 @@ def test_the_view_of_the_recorded_server() -> None:
     counts = backend.queue_counts()
     assert counts[("workq", "lhcb", "batch", "held")] == 1 and counts[("workq", "cms", "interactive", "running")] == 1
     assert backend.job_labels()[3] == ("workq", "atlas")
+
+
+def test_the_view_carries_each_jobs_user_for_the_runtime_predictors() -> None:
+    backend = make(ScriptedRunner(), queues=frozenset({"workq"}))
+    view = backend.view()
+    names = {job.job_id: job.user for job in backend._polled}
+    assert all(names[j] for j in view.pending.job_id.tolist())
+    assert view.pending.user.tolist() == [user_id(names[j]) for j in view.pending.job_id.tolist()]
+    assert view.running.user.tolist() == [user_id(names[j]) for j in view.running.job_id.tolist()]
 
 
 def test_out_of_scope_queues_are_left_out_and_no_job_table_is_an_empty_queue() -> None:

@@ -17,7 +17,7 @@ from rlsched.backends.slurm import SlurmBackend, SlurmBackendConfig, SlurmComman
 from rlsched.backends.slurm.completions import SACCT_PARTITION_WAIT_S, CompletionFeed, detect_source
 from rlsched.core.classify import ClassRule, VOMapping
 from rlsched.core.live import LiveBackend, NodeControl
-from rlsched.core.view import Backend, JobClass
+from rlsched.core.view import Backend, JobClass, user_id
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "slurm"
 SQUEUE = (DATA / "squeue-mixed.json").read_text()
@@ -134,6 +134,15 @@ def test_view_from_recorded_samples() -> None:
     assert set(view.finished.job_id.tolist()) == {1, 3, 6}
     assert (view.finished.run_s >= 0).all() and (view.finished.wait_s >= 0).all()
     assert len(b.view().finished) == 0          # delivered once
+
+
+def test_the_view_carries_each_jobs_user_for_the_runtime_predictors() -> None:
+    b = make(FakeRunner())
+    view = b.view()
+    names = {job.job_id: job.user for job in b._polled}
+    assert all(names[j] for j in view.pending.job_id.tolist())          # the sample names every user
+    assert view.pending.user.tolist() == [user_id(names[j]) for j in view.pending.job_id.tolist()]
+    assert view.running.user.tolist() == [user_id(names[j]) for j in view.running.job_id.tolist()]
 
 
 def test_partition_scope_filters_jobs_and_nodes() -> None:

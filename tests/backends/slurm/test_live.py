@@ -17,7 +17,8 @@ pytest.register_assert_rewrite("tests.slurm_cluster")
 
 from rlsched.backends.slurm import SlurmBackend, SlurmBackendConfig  # noqa: E402
 from rlsched.core.classify import ClassRule  # noqa: E402
-from rlsched.core.view import JobClass  # noqa: E402
+from rlsched.core.policies import BuildContext, build_agent, parse_policy  # noqa: E402
+from rlsched.core.view import JobClass, user_id  # noqa: E402
 from tests.slurm_cluster import SlurmTestCluster, wait_for  # noqa: E402
 
 # The fixtures (the lead also lists this plugin in conftest.py; pytest registers a plugin once).
@@ -169,3 +170,18 @@ def test_lease_cap_drains_cloud_nodes_above_it_and_undo_resumes_them(slurm: Slur
     assert b.undo() == 2
     states = slurm.run("sinfo", "-h", "-N", "-p", "cloud", "-o", "%T").stdout.split()
     assert not any("drain" in s for s in states), states
+
+
+def test_a_field_rule_ranks_the_live_queue_with_each_jobs_user(slurm: SlurmTestCluster) -> None:
+    # The view names each job's user (squeue's user name, as user_id); a rule on user-last2 predictions runs on
+    # it live.  Without finished jobs of the user the prediction is the request: SAF puts 4 × 30 min first.
+    blocker = slurm.sbatch("-c", "16")
+    wait_for(lambda: slurm.state(blocker) == "RUNNING", 20, "the blocker to run")
+    longer = slurm.sbatch("-c", "4", "-t", "60")
+    shorter = slurm.sbatch("-c", "4", "-t", "30")
+    view = backend(slurm).view()
+    users = slurm.squeue("%i %u")
+    assert view.pending.user.tolist() == [user_id(users[j][0]) for j in view.pending.job_id.tolist()]
+    assert view.running.user.tolist() == [user_id(users[blocker][0])]
+    agent = build_agent(parse_policy("saf:runtime_model=user-last2"), BuildContext(mode="boost", live=True))
+    assert agent.decide(view).boost == (shorter, longer)
