@@ -525,6 +525,8 @@ class Simulator:
                     raise SimulationError(
                         f"{len(self._qjobs) + len(self._held)} jobs still pending at t={now} with nothing "
                         f"running and nothing left to submit (held jobs never released?)")
+                if agent is not None and not self.every_event and self._finished_since_view:
+                    agent.decide(self.view())   # the next poll shows the last finishes (a learner's rewards)
                 break
         if progress is not None:
             progress(self._done)
@@ -537,14 +539,14 @@ class Simulator:
         """A daemon's poll (``every_event=False``): the agent sees the queue the native scheduler left and
         acts; a changed order gets a scheduling pass at once.  Returns the next tick.
 
-        With nothing queued the ticks until the next submit or finish are skipped: their polls could change
-        nothing.  With ``skip_quiet_polls`` so are the ticks after a poll at which nothing had been
-        submitted, started or finished since the previous one: the agent would rank the same queue, and
-        a rule ranks it the same way (a learned agent's ranking may move with the jobs' ages alone: that
-        re-ranking is what skipping leaves out).
+        With nothing queued and no finish the agent has not seen, the ticks until the next submit or finish
+        are skipped: their polls could change nothing.  With ``skip_quiet_polls`` so are the ticks at which
+        nothing was submitted, started or finished since the previous poll: the agent would rank the same
+        queue, and a rule ranks it the same way (a learned agent's ranking may move with the jobs' ages
+        alone: that re-ranking is what skipping leaves out).
         """
         quiet = self.skip_quiet_polls and self._events == self._events_at_poll
-        if (self._qjobs or self._held) and not quiet:
+        if (self._qjobs or self._held or self._finished_since_view) and not quiet:
             self._events_at_poll = self._events
             self.polls += 1
             self._reordered = False
