@@ -220,3 +220,56 @@ def test_boost_settings_are_checked() -> None:
         BoostSettings(max_boosted=0)
     with pytest.raises(ValueError, match="base"):
         BoostSettings(base="sjf")
+
+
+# The scenario of the live comparison (tests/backends/slurm/test_boost_live.py), worked by hand.  16 cores;
+# R1 (12 cores, asks 600 s, runs 30) and R2 (4 cores, runs 10) fill them; then A..G queue.  The agent ranks
+# C, B, E, F, G, D, A; two are boosted at a time; the base order is multifactor (bigger jobs first here).
+#: name → (cores, requested minutes, runtime s); R1 and R2 are submitted at 0, the others at 1, 2, … in order.
+LIVE_JOBS: dict[str, tuple[int, int, float]] = {
+    "R1": (12, 10, 30.0), "R2": (4, 10, 10.0),
+    "A": (2, 30, 60.0), "B": (4, 2, 10.0), "C": (16, 5, 10.0), "D": (4, 30, 60.0), "E": (4, 1, 20.0),
+    "F": (8, 30, 60.0), "G": (4, 30, 60.0),
+}
+LIVE_RANKING = ("C", "B", "E", "F", "G", "D", "A")
+
+
+def live_scenario_workload() -> Workload:
+    names = list(LIVE_JOBS)
+    submit = [0.0, 0.0, *range(1, len(names) - 1)]
+    return make_workload(submit=submit, run=[LIVE_JOBS[n][2] for n in names],
+                         req_time=[60.0 * LIVE_JOBS[n][1] for n in names], procs=[LIVE_JOBS[n][0] for n in names],
+                         max_procs=16, name="boost-live")
+
+
+def start_waves(labels: Sequence[str], start_s: Sequence[float], gap_s: float = 0.0) -> list[set[str]]:
+    """The jobs by start, grouped into waves: starts at most ``gap_s`` after the previous one join its wave."""
+    waves: list[set[str]] = []
+    last = -np.inf
+    for t, label in sorted(zip(start_s, labels, strict=True)):
+        if t - last > gap_s or not waves:
+            waves.append(set())
+        waves[-1].add(label)
+        last = t
+    return waves
+
+
+def simulate_live_scenario(base: str) -> list[set[str]]:
+    w = live_scenario_workload()
+    names = list(LIVE_JOBS)
+    agent = FixedOrderAgent([names.index(n) + 1 for n in LIVE_RANKING])       # make_workload numbers jobs 1..n
+    run = simulate_policy(w, "fcfs", mode="boost", agent=agent,
+                          boost=BoostSettings(poll_interval_s=1.0, max_boosted=2, base=base))
+    return start_waves(names, run.schedule.start.tolist())
+
+
+def test_the_live_scenario_worked_by_hand() -> None:
+    waves = simulate_live_scenario("multifactor:weight_age=1000,weight_job_size=1000,max_age_s=600")
+    # 10: R2 ends; C (boosted first) needs 16 and gets a reservation at R1's requested end (600): B (boosted
+    # second, asks 120 s) backfills.  20: B ends; E (now boosted) asks 60 s: backfills.  30: R1 ends, 12 cores
+    # free, but C's reservation is E's requested end (80): F, boosted second, would overrun it and waits.
+    # 40: E ends, C starts.  50: C ends; F and G (boosted) start, then the base order: D (4 cores) before the
+    # older A (2 cores), since multifactor's job size factor favours bigger jobs; A waits.
+    assert waves == [{"R1", "R2"}, {"B"}, {"E"}, {"C"}, {"F", "G", "D"}, {"A"}]
+    # Over FIFO the oldest goes first at 50: A (2 cores) takes the place D had.
+    assert simulate_live_scenario("fifo")[4] == {"F", "G", "A"}
