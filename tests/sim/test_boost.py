@@ -7,6 +7,7 @@ rest, and what EASY's reservation (from the requested time) allows.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 
 import numpy as np
@@ -68,17 +69,38 @@ SERIAL = make_workload(submit=[0, 1, 2, 3, 195], run=[100] * 5, procs=[4] * 5, m
 @pytest.mark.parametrize("quiet_polls", [False, True])
 def test_the_ranking_is_refreshed_only_at_polls(quiet_polls: bool) -> None:
     agent = FixedOrderAgent([5, 4, 3, 2, 1])
-    _, schedule = run_boost(SERIAL, agent, poll_s=50.0, max_boosted=2, quiet_polls=quiet_polls)
-    # Poll 50 boosts J4 > J3 (ids 4, 3); J3 starts at 100.  J4 (id 5) arrives at 195 but is only ranked by the
+    _, schedule = run_boost(SERIAL, agent, poll_s=20.0, max_boosted=2, quiet_polls=quiet_polls)
+    # Poll 20 boosts J4 > J3 (ids 4, 3); J3 starts at 100.  J4 (id 5) arrives at 195 but is only ranked by the
     # poll at 200, which comes after that instant's scheduling pass: J2 (boosted at 100) starts at 200, J4 next.
     assert starts(schedule) == {1: 0.0, 4: 100.0, 3: 200.0, 5: 300.0, 2: 400.0}
-    assert all(t % 50.0 == 0.0 for t in agent.calls)           # never at a submit or a finish between polls
+    assert all(t % 20.0 == 0.0 for t in agent.calls)           # never at a submit or a finish between polls
     if quiet_polls:
-        assert agent.calls == [50.0, 100.0, 150.0, 200.0, 250.0, 300.0, 350.0]
+        assert agent.calls == [20.0 * k for k in range(1, 20)]  # every poll with a job waiting
     else:
-        # Only the polls with something new since the last one (and never with nothing queued).
-        assert agent.calls == [50.0, 100.0, 200.0, 300.0]
+        # The polls at which nothing had happened and nothing could start are deferred: only the last of them
+        # before an event is made (with the view of its own instant), then the poll after the event.
+        assert agent.calls == [20.0, 80.0, 100.0, 180.0, 200.0, 280.0, 300.0, 380.0]
     assert schedule.mode == ""                                  # a bare engine run names no mode
+
+
+def test_deferring_quiet_polls_changes_no_fixed_agents_schedule() -> None:
+    # A learned model that no longer learns ranks by Q, which moves with the jobs' ages between events; the
+    # deferred polls must still give the schedule of every poll.
+    rng = np.random.default_rng(5)
+    n = 600
+    w = make_workload(submit=np.cumsum(rng.exponential(100, n)), run=rng.exponential(600, n),
+                      procs=rng.integers(1, 9, n), req_time=rng.exponential(900, n) + 300, max_procs=16)
+    model = simulate_policy(w, "sarsa-esn:pretrain_decisions=100").agent
+    model.mode, model.learn = "boost", False                     # type: ignore[union-attr]
+    schedules = []
+    for quiet_polls in (False, True):
+        fixed = copy.deepcopy(model)                # a run moves its runtime model and fairness service on
+        run = simulate_policy(w, "sarsa-esn", mode="boost", agent=fixed,
+                              boost=BoostSettings(poll_interval_s=10.0, max_boosted=4, quiet_polls=quiet_polls))
+        schedules.append(run.schedule.start)
+    np.testing.assert_array_equal(schedules[0], schedules[1])
+    easy = simulate_policy(w, "easy").schedule.start
+    assert not np.array_equal(schedules[0], easy)               # the model's ranking moved jobs
 
 
 def test_only_the_top_max_boosted_jobs_move() -> None:
