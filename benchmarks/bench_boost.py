@@ -4,8 +4,8 @@ Run:  RLSCHED_TRACE_DIR=/path/to/traces .venv/bin/python benchmarks/bench_boost.
 
 Prints, per policy and mode: wall time of the replay, mean bounded slowdown, mean W and mean wait, so
 the speed cost of boost mode (:mod:`rlsched.sim.boost`) is measured with the result it gives.
-``--quiet-polls`` also runs boost mode with every poll (``BoostSettings.quiet_polls``), the exact but slow
-reading of a learned agent's ranking between events.
+``--quiet-polls`` also runs boost mode with every poll made (``BoostSettings.quiet_polls``), the reference
+the skipped and deferred polls must agree with.
 """
 
 from __future__ import annotations

@@ -60,6 +60,9 @@ DEFAULT_OVERRUN: Overrun = "kill"
 #: loop is cheaper than the fixed cost of the array calls; measured with benchmarks/bench_sim.py).
 VECTOR_SCAN_MIN_QUEUE = 96
 
+#: What becomes of a poll before which nothing happened (``Simulator(quiet_polls=…)``).
+QuietPolls = Literal["all", "defer", "skip"]
+
 #: With periodic ticks, how many ticks a gate-mode agent may leave an empty machine idle
 #: while it holds jobs before the run is declared stuck.
 MAX_IDLE_TICKS = 10_000
@@ -207,8 +210,10 @@ class Simulator:
             :class:`BoostablePriority` (boost mode: the agent's ranking moves jobs within it).
         every_event: call the agent after every batch of events (default); False: only at the ``tick_s``
             ticks, after the native scheduler's pass, as a daemon polls (boost mode, :mod:`rlsched.sim.boost`).
-        skip_quiet_polls: with ``every_event=False``, defer the polls that can change nothing now (see
-            :meth:`_poll`): only the last of them before the next event is made, just before it.
+        quiet_polls: with ``every_event=False``, what becomes of a poll before which nothing was submitted,
+            started or finished (:meth:`_poll`): ``all`` makes it; ``defer`` makes only the last of those at
+            which nothing fits the idle cores, just before the next event; ``skip`` makes none (exact when the
+            agent's ranking is a function of the queue alone, as a static key's).
         name: label stored in the resulting :class:`Schedule`.
     """
 
@@ -225,7 +230,7 @@ class Simulator:
         tick_s: float | None = None,
         dynamic: DynamicPriority | None = None,
         every_event: bool = True,
-        skip_quiet_polls: bool = False,
+        quiet_polls: QuietPolls = "all",
         name: str = "",
     ) -> None:
         self.workload = workload
@@ -256,7 +261,9 @@ class Simulator:
         self.hold_on_submit = hold_on_submit
         self.tick_s = tick_s
         self.every_event = every_event
-        self.skip_quiet_polls = skip_quiet_polls
+        if quiet_polls not in ("all", "defer", "skip"):
+            raise ValueError(f"quiet_polls must be 'all', 'defer' or 'skip', not {quiet_polls!r}")
+        self.quiet_polls: QuietPolls = quiet_polls
         self.name = name
         # Checked once: isinstance against a runtime protocol costs tens of microseconds.
         self._boostable = dynamic if isinstance(dynamic, BoostablePriority) else None
@@ -479,7 +486,7 @@ class Simulator:
         idle_ticks = 0
         dyn = self.dynamic
         next_pass = inf
-        deferred_poll = inf       # a poll put off until something happens (skip_quiet_polls; see _poll)
+        deferred_poll = inf       # a poll put off until something happens (quiet_polls="defer"; see _poll)
         while True:
             i = self._next_submit
             t_sub = submit[i] if i < n else inf
@@ -549,19 +556,22 @@ class Simulator:
         was deferred.
 
         With nothing queued and no finish the agent has not seen, the ticks until the next submit or finish
-        are skipped: their polls could change nothing.  With ``skip_quiet_polls`` a poll is deferred when
-        nothing was submitted, started or finished since the previous one and no queued job fits the idle
-        cores: whatever its boost, nothing can start now, so only the order it leaves matters, and only
-        the last such poll's order reaches the next event.  That poll is made just before the next event
-        or priority pass, with the view of its own instant (:meth:`_deferred_poll`; the state has not
-        changed since).  Exact for any agent that keeps no state between polls (a rule, a fixed model); a
-        learner draws its exploration at fewer polls, and over multifactor a job re-niced by a dropped poll
-        only keeps its older priority until the next pass.
+        are skipped: their polls could change nothing.  A quiet poll (nothing submitted, started or finished
+        since the previous one) is skipped with ``quiet_polls="skip"``: the queue is the same, and an agent
+        whose ranking is a function of the queue ranks it the same way.  With ``"defer"`` it is deferred
+        when also no queued job fits the idle cores: whatever its boost, nothing can start now, so only the
+        order it leaves matters, and only the last such poll's order reaches the next event.  That poll is
+        made just before the next event or priority pass, with the view of its own instant
+        (:meth:`_deferred_poll`; the state has not changed since).  Exact for any agent that keeps no state
+        between polls (a rule, a fixed model); a learner draws its exploration at fewer polls, and over
+        multifactor a job re-niced by a dropped poll only keeps its older priority until the next pass.
         """
         pending = self._qjobs or self._held or self._finished_since_view
-        if pending and self.skip_quiet_polls and self._events == self._events_at_poll and (
-                not self._qjobs or self._qsizes[0] > self.free):
-            return next_tick, True
+        if pending and self.quiet_polls != "all" and self._events == self._events_at_poll:
+            if self.quiet_polls == "skip":
+                return next_tick, False
+            if not self._qjobs or self._qsizes[0] > self.free:
+                return next_tick, True
         if pending:
             self._events_at_poll = self._events
             self.polls += 1

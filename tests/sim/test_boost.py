@@ -18,7 +18,7 @@ from rlsched.core.agents import FixedRankAgent
 from rlsched.core.policies import POLICIES, PolicyError, resolve
 from rlsched.core.view import ClusterView, IntArray
 from rlsched.sim.boost import DEFAULT_MAX_BOOSTED, BoostPriority, BoostSettings, nice_step
-from rlsched.sim.engine import Schedule, Simulator
+from rlsched.sim.engine import QuietPolls, Schedule, Simulator
 from rlsched.sim.policies import simulate_policy
 from rlsched.sim.workload import Workload, make_workload
 
@@ -44,9 +44,9 @@ def starts(schedule: Schedule) -> dict[int, float]:
 
 
 def run_boost(workload: Workload, agent: FixedOrderAgent, *, poll_s: float, max_boosted: int,
-              quiet_polls: bool = False) -> tuple[Simulator, Schedule]:
+              quiet_polls: QuietPolls = "defer") -> tuple[Simulator, Schedule]:
     sim = Simulator(workload, dynamic=BoostPriority(len(workload), None, max_boosted=max_boosted, bound=0.0),
-                    agent=agent, tick_s=poll_s, every_event=False, skip_quiet_polls=not quiet_polls)
+                    agent=agent, tick_s=poll_s, every_event=False, quiet_polls=quiet_polls)
     sim.reservation_log = []
     return sim, sim.run()
 
@@ -66,20 +66,22 @@ def test_the_ladder_step_is_a_power_of_ten_above_the_base_priorities() -> None:
 SERIAL = make_workload(submit=[0, 1, 2, 3, 195], run=[100] * 5, procs=[4] * 5, max_procs=4)
 
 
-@pytest.mark.parametrize("quiet_polls", [False, True])
-def test_the_ranking_is_refreshed_only_at_polls(quiet_polls: bool) -> None:
+@pytest.mark.parametrize("quiet_polls", ["all", "defer", "skip"])
+def test_the_ranking_is_refreshed_only_at_polls(quiet_polls: QuietPolls) -> None:
     agent = FixedOrderAgent([5, 4, 3, 2, 1])
     _, schedule = run_boost(SERIAL, agent, poll_s=20.0, max_boosted=2, quiet_polls=quiet_polls)
     # Poll 20 boosts J4 > J3 (ids 4, 3); J3 starts at 100.  J4 (id 5) arrives at 195 but is only ranked by the
     # poll at 200, which comes after that instant's scheduling pass: J2 (boosted at 100) starts at 200, J4 next.
     assert starts(schedule) == {1: 0.0, 4: 100.0, 3: 200.0, 5: 300.0, 2: 400.0}
     assert all(t % 20.0 == 0.0 for t in agent.calls)           # never at a submit or a finish between polls
-    if quiet_polls:
+    if quiet_polls == "all":
         assert agent.calls == [20.0 * k for k in range(1, 20)]  # every poll with a job waiting
-    else:
+    elif quiet_polls == "defer":
         # The polls at which nothing had happened and nothing could start are deferred: only the last of them
         # before an event is made (with the view of its own instant), then the poll after the event.
         assert agent.calls == [20.0, 80.0, 100.0, 180.0, 200.0, 280.0, 300.0, 380.0]
+    else:
+        assert agent.calls == [20.0, 100.0, 200.0, 300.0]      # only the polls with something new
     assert schedule.mode == ""                                  # a bare engine run names no mode
 
 
@@ -179,9 +181,12 @@ def test_a_fifo_ranking_over_fifo_is_easy() -> None:
     boosted = simulate_policy(w, "easy", mode="boost").schedule
     np.testing.assert_array_equal(boosted.start, easy.start)
     assert easy.mode == "gate" and boosted.mode == "boost"
-    # SJF ranked into a FIFO base differs from both (the ranking does move jobs).
+    # SJF ranked into a FIFO base differs from both (the ranking does move jobs) …
     sjf = simulate_policy(w, "easy-sjf", mode="boost").schedule
     assert not np.array_equal(sjf.start, easy.start)
+    # … and a static key ranks a queue the same way whenever it is the same: skipping the quiet polls is exact.
+    every_poll = simulate_policy(w, "easy-sjf", mode="boost", boost=BoostSettings(quiet_polls=True)).schedule
+    np.testing.assert_array_equal(sjf.start, every_poll.start)
 
 
 def _small_workload() -> Workload:
