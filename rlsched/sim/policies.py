@@ -221,13 +221,12 @@ def simulate_policy(workload: Workload, spec: PolicySpec | str, cores: int | Non
     """Replay ``workload`` under ``spec`` (see the module docstring for the path each policy takes).
 
     ``mode``: ``gate`` (the paths above) or ``boost`` (:mod:`rlsched.sim.boost`, with ``boost``'s settings,
-    default :class:`BoostSettings`).  ``agent``: a ready agent for ``spec`` (a loaded model, built for that
+    default :class:`BoostSettings`; gate mode does not read them, so a caller may pass a site's settings
+    whatever the mode).  ``agent``: a ready agent for ``spec`` (a loaded model, built for that
     mode); built from the registry otherwise.  ``name`` labels the schedule (default: the policy name).
     """
     if mode not in ("gate", "boost"):
         raise PolicyError(f"mode must be 'gate' or 'boost', got {mode!r}")
-    if boost is not None and mode != "boost":
-        raise PolicyError("boost settings are for mode='boost'")
     bound = bind(spec, workload)
     label = name if name is not None else bound.name
     family = entry(bound.name).family
