@@ -192,6 +192,43 @@ def test_boost_mode_ranks_every_pending_job() -> None:
     assert decisions.release == () and decisions.boost is not None
 
 
+def _running(ids: list[int], start: list[float]) -> RunningJobs:
+    n = len(ids)
+    return RunningJobs(job_id=np.array(ids), vo=np.array([i % 2 for i in ids]), job_class=np.full(n, BAT),
+                       cores=np.ones(n, dtype=np.int64), req_time_s=np.full(n, 1e4), submit_s=np.zeros(n),
+                       start_s=np.array(start, dtype=float))
+
+
+@pytest.mark.parametrize("learn", [True, False])
+def test_boost_mode_learns_from_the_starts_that_follow_its_ranking(learn: bool) -> None:
+    agent = make_agent(1)
+    agent.mode = "boost"
+    agent.learn = learn
+    pend = pending([1, 2, 3, 4], [BAT, INT, BAT, INT], [10, 20, 5, 30], [5000, 100, 7000, 50], held=[False] * 4)
+    first = ClusterView(time_s=100.0, total_cores=4, idle_cores=0, pending=pend,
+                        running=_running([1000, 1001, 1002, 1003], [0.0] * 4), finished=FinishedJobs(),
+                        vos=("a", "b"), vo_shares=(0.5, 0.5))
+    assert agent.decide(first).boost is not None and agent.decisions == 0
+    # By the next view jobs 3 and 2 have started (3 first), and job 5, which no ranking saw, too.
+    finished = FinishedJobs(job_id=np.array([1000, 1001, 1002]), vo=np.zeros(3, dtype=np.int64),
+                            job_class=np.full(3, BAT), cores=np.ones(3, dtype=np.int64), submit_s=np.zeros(3),
+                            start_s=np.zeros(3), end_s=np.full(3, 102.0))
+    second = ClusterView(time_s=110.0, total_cores=4, idle_cores=0,
+                         pending=pending([1, 4], [BAT, INT], [10, 30], [5000, 50], held=[False] * 2),
+                         running=_running([1003, 2, 3, 5], [0.0, 105.0, 103.0, 106.0]), finished=finished,
+                         vos=("a", "b"), vo_shares=(0.5, 0.5))
+    agent.decide(second)
+    assert agent.decisions == 2                      # the two ranked jobs that started; job 5 was not ranked
+    if learn:
+        assert agent.learner.memory.size == 2
+        assert [agent._open[3].decision_id, agent._open[2].decision_id] == [0, 1]   # in start order
+    else:
+        assert agent.learner.memory.size == 0 and not agent._open
+    # A third view with nothing new started records nothing more.
+    agent.decide(second)
+    assert agent.decisions == 2
+
+
 def test_agent_checkpoint_round_trip(tmp_path: Path) -> None:
     cluster = toy_workload(seed=3, n=200)
     agent = make_agent(2)
@@ -254,6 +291,7 @@ def test_pending_scores_order_the_jobs_as_boost_mode_does_and_change_nothing() -
     agent = make_agent(0)
     agent.pretraining = False
     agent.mode = "boost"
+    agent.learner.epsilon = 0.0                 # a learning agent's boost explores its top job; not here
     q_fn = agent.learner.q
     assert isinstance(q_fn, EchoStateQ)
     q_fn.readout[:] = np.random.default_rng(1).normal(size=q_fn.readout.shape)     # a model with opinions
