@@ -25,9 +25,9 @@ The metrics (types and labels; ``docs/daemon.md`` has the full table):
 - ``rlsched_build_info{version}`` (gauge, always 1): the running rlsched version;
 - ``rlsched_last_successful_cycle_timestamp_seconds`` (gauge, seconds since the epoch; 0 until the first
   cycle without a failed phase): ``time() - …`` is how long the daemon has not worked;
-- ``rlsched_model_verdict{outcome,rule,objective}`` (gauge, 1; served when ``[agent] model`` is set): the
-  verdict ``rlsched train`` wrote into the model — ``beats``, ``ties`` or ``loses`` against the best rule
-  ``rule`` on the validation window by ``objective``, ``none`` for a model without one — and
+- ``rlsched_model_verdict{outcome,rule,objective}`` (gauge, 1): the verdict ``rlsched train`` wrote into
+  the ``[agent] model`` — ``beats``, ``ties`` or ``loses`` against the best rule ``rule`` on the validation
+  window by ``objective``, ``none`` for a model without one, ``no_model`` when a registry policy runs — and
   ``rlsched_model_verdict_gain`` (gauge): the model's relative gain over that rule (> 0: the model is
   better; NaN without a verdict);
 - ``rlsched_held_job_oldest_seconds`` (gauge): how long the oldest held pending job of the last view has
@@ -268,20 +268,20 @@ class Exporter:
         modes = Gauge(PREFIX + "mode", "1 for the daemon's mode.", ["mode"], registry=r)
         for name in ("shadow", "boost", "gate"):
             modes.labels(mode=name).set(1.0 if name == mode else 0.0)
-        if model:
-            self._export_verdict(verdict)
+        self._export_verdict(verdict, model)
         r.register(_CounterCollector(counters, self.lock))
         if lease_snapshot is not None:
             r.register(_LeaseCollector(lease_snapshot, self.lock))
         self._queue_keys: set[QueueKey] = set()
         self.server: Any = None
 
-    def _export_verdict(self, verdict: Mapping[str, Any] | None) -> None:
+    def _export_verdict(self, verdict: Mapping[str, Any] | None, model: bool) -> None:
         """The loaded model's verdict (set once: a model does not change under a running daemon)."""
-        v = verdict or {}
+        v = verdict or {"outcome": "none" if model else "no_model"}
         objective = v.get("objective")
         Gauge(PREFIX + "model_verdict", "The model's verdict (rlsched train) against the best rule on its "
-              "validation window: outcome beats/ties/loses (none: no verdict).", ["outcome", "rule", "objective"],
+              "validation window: outcome beats/ties/loses (none: a model without one; no_model: a registry "
+              "policy runs).", ["outcome", "rule", "objective"],
               registry=self.registry).labels(
             outcome=str(v.get("outcome", "none")), rule=str(v.get("rule", "")),
             objective=str(objective.get("name", "")) if isinstance(objective, Mapping) else "").set(1.0)

@@ -129,7 +129,8 @@ def train(workload_spec: str, policy: str, out: Path, config_path: Path | None, 
         mean_w = f"{r.mean_w:.3f}" if r.mean_w is not None else "-"
         per_epoch = " ".join(f"{v:.4g}" for v in r.validation_scores)
         mark = "  <- selected" if r.seed == selected["seed"] else ""
-        click.echo(f"seed {r.seed}: {r.label}  jobs {r.jobs} x {r.epochs} passes  decisions {r.decisions}  "
+        click.echo(f"seed {r.seed}: {r.label}  jobs {r.jobs} x {r.epochs} passes  chunks {r.chunks}  "
+                   f"decisions {r.decisions}  "
                    f"training mean W {mean_w}  validation {choices.objective.name} by pass [{per_epoch}], best "
                    f"pass {r.best_epoch + 1}  {r.seconds:.1f} s{mark}")
     click.echo(f"{out}: the model of seed {selected['seed']}, pass {selected['epoch'] + 1}")

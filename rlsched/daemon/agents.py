@@ -125,7 +125,6 @@ def start_agent(config: AgentConfig, mode: Mode, vos: Sequence[str], vo_shares: 
     """
     how = agent_mode(mode)
     features = live_features(vos)
-    verdict, warning = model_verdict(config)
     try:
         if config.model is not None:
             model = Path(config.model)
@@ -139,6 +138,9 @@ def start_agent(config: AgentConfig, mode: Mode, vos: Sequence[str], vo_shares: 
             agent.policy = spec.to_dict()
             where = (f"resumed from {checkpoint} (continued learning of model {model})" if start_from == checkpoint
                      else f"loaded model {model} (sha256 {sha[:12]})")
+            # After the checks of fit (VOs, features, class rule): a model that cannot run here is refused for
+            # that first, whatever its verdict.
+            verdict, warning = model_verdict(config)
             handle = AgentHandle(agent, len(vos), spec)
             handle.verdict, handle.warnings = verdict, [warning] if warning else []
             return handle, f"policy {spec.name}: {where}"

@@ -80,7 +80,9 @@ class TrainTask:
     #: The validation window (seen through the same site as ``workload``); None: no selection, the last pass.
     validation: Workload | None = None
     epochs: int = 1
-    deployment: Deployment = field(default_factory=Deployment)
+    #: The library's default is the simulator's gate mode, as before modes were chosen; the commands default
+    #: to the config's mode, boost without one.
+    deployment: Deployment = field(default_factory=lambda: Deployment("gate"))
     objective: Objective = field(default_factory=Objective)
 
     @property
@@ -183,7 +185,7 @@ def train_plan(workload: Workload, policy: str | PolicySpec, out: Path, *, seeds
         tasks.append(TrainTask(workload, spec.with_params(seed=int(seed)), path,
                                checkpoint_path_for(path) if checkpoint_every else None, checkpoint_every,
                                cores, overrun, fresh, validation=validation, epochs=epochs,
-                               deployment=deployment or Deployment(), objective=objective or Objective()))
+                               deployment=deployment or Deployment("gate"), objective=objective or Objective()))
     return tasks
 
 
