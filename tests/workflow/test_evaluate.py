@@ -126,3 +126,38 @@ def test_learned_policies_by_name_are_seeded(small_swf: Path) -> None:
     ev = evaluate(w, [parse_contender("sarsa-esn:pretrain_decisions=50"), parse_contender("easy")], seeds=2)
     runs = [(r.contender, r.seed) for r in ev.runs]
     assert runs == [("sarsa-esn:pretrain_decisions=50", 0), ("sarsa-esn:pretrain_decisions=50", 1), ("easy", None)]
+
+
+def test_with_a_split_only_the_test_window_is_replayed_ranked_by_the_objective(small_swf: Path) -> None:
+    from rlsched.core.objective import Objective
+    from rlsched.workflow.split import Deployment, TimeSplit
+
+    w = read_swf(small_swf)
+    ev = evaluate(w, [parse_contender("fcfs"), parse_contender("easy-sjf")], split=TimeSplit(),
+                  deployment=Deployment("gate"), objective=Objective("wait"))
+    assert ev.jobs == 100 and ev.window is not None and ev.window["jobs"] == [300, 400]
+    (run,) = [r for r in ev.runs if r.contender == "fcfs"]
+    assert np.array_equal(run.schedule.workload.submit, w.submit[300:])
+    # Ranked by mean wait (the objective) first: the table lists the lower first, its verdict comes first.
+    means = {label: ev.table[label]["all"]["objective"]["mean"] for label in ev.table}
+    assert list(ev.table) == sorted(means, key=means.get)
+    assert ev.verdicts[0]["measure"] == "objective" and ev.verdicts[0]["best"] == next(iter(ev.table))
+    assert means["fcfs"] == pytest.approx(ev.table["fcfs"]["all"]["mean_wait_s"]["mean"])
+    assert all("in gate mode" in c.information(ev.class_rule) for c in ev.contenders)
+
+
+def test_a_model_is_refused_on_a_test_window_overlapping_its_training(small_swf: Path, tmp_path: Path) -> None:
+    from rlsched.workflow.split import Deployment, SplitError, TimeSplit
+    from rlsched.workflow.train import judge_and_write
+
+    w = read_swf(small_swf)
+    split = TimeSplit()
+    tasks = train_plan(split.window(w, "train"), "sarsa-esn:pretrain_decisions=50", tmp_path / "m.npz",
+                       validation=split.window(w, "validation"), deployment=Deployment("gate"))
+    judge_and_write(run_tasks(tasks), tasks, tmp_path / "m.npz",
+                    about={"workload": w.name, "jobs": len(w), "split": split.to_dict(), "windows": split.windows(w)})
+    model = parse_contender(str(tmp_path / "m.npz"))
+    ev = evaluate(w, [model], split=split, deployment=Deployment("gate"))
+    assert ev.contenders[0].provenance is not None and "trained on jobs 0–199" in ev.contenders[0].provenance
+    with pytest.raises(SplitError, match="selected on jobs 200–299"):
+        evaluate(w, [model], split=TimeSplit.parse("40/20/40"), deployment=Deployment("gate"))
