@@ -140,7 +140,7 @@ def test_with_a_split_only_the_test_window_is_replayed_ranked_by_the_objective(s
     assert np.array_equal(run.schedule.workload.submit, w.submit[300:])
     # Ranked by mean wait (the objective) first: the table lists the lower first, its verdict comes first.
     means = {label: ev.table[label]["all"]["objective"]["mean"] for label in ev.table}
-    assert list(ev.table) == sorted(means, key=means.get)
+    assert list(ev.table) == sorted(means, key=lambda label: means[label])
     assert ev.verdicts[0]["measure"] == "objective" and ev.verdicts[0]["best"] == next(iter(ev.table))
     assert means["fcfs"] == pytest.approx(ev.table["fcfs"]["all"]["mean_wait_s"]["mean"])
     assert all("in gate mode" in c.information(ev.class_rule) for c in ev.contenders)

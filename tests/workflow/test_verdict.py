@@ -12,7 +12,7 @@ from rlsched.core.objective import Objective
 from rlsched.core.policies import POLICIES, read_verdict, resolve
 from rlsched.sim.policies import simulate_policy
 from rlsched.sim.traces.swf import read_swf
-from rlsched.sim.workload import with_class_rule
+from rlsched.sim.workload import Workload, with_class_rule
 from rlsched.workflow.site import trace_class_rule
 from rlsched.workflow.split import Deployment, TimeSplit
 from rlsched.workflow.train import (
@@ -30,7 +30,8 @@ POLICY = "sarsa-esn:pretrain_decisions=50"
 GATE = Deployment("gate")
 
 
-def windows(path: Path) -> tuple:  # type: ignore[type-arg]
+def windows(path: Path) -> tuple[Workload, Workload, Workload]:
+    """The train and validation windows of the default split, and the whole trace."""
     w = read_swf(path)
     return TimeSplit().window(w, "train"), TimeSplit().window(w, "validation"), w
 
