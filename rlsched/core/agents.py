@@ -34,6 +34,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from rlsched.core.blas import single_blas_thread
 from rlsched.core.explain import RankKey
 from rlsched.core.features import FeatureConfig, FeatureEncoder, StateAggregates
 from rlsched.core.learners.base import BatchLearner
@@ -365,6 +366,7 @@ class SchedulingAgent:
         return view.total_cores
 
     # -- observing ------------------------------------------------------------------------
+    @single_blas_thread
     def observe(self, view: ClusterView) -> None:
         """Learn from ``view``: runtimes, fairness accounting, rewards of finished jobs, re-fits."""
         self.runtime.observe(view)
@@ -433,6 +435,7 @@ class SchedulingAgent:
         self._interval_loss = 0.0
 
     # -- deciding -------------------------------------------------------------------------
+    @single_blas_thread
     def decide(self, view: ClusterView) -> Decisions:
         self.observe(view)
         pend = view.pending
@@ -453,6 +456,7 @@ class SchedulingAgent:
         released = self._gate(view, agg, base_actions, run_s, candidates, pool)
         return Decisions(release=released, lease_cap=new_pool)
 
+    @single_blas_thread
     def pending_scores(self, view: ClusterView) -> FloatArray:
         """Q(s, a) of every pending job under the current model, as boost mode ranks them (no learning)."""
         pend = view.pending

@@ -36,6 +36,7 @@ from typing import Literal, Protocol
 
 import numpy as np
 
+from rlsched.core.blas import single_blas_thread
 from rlsched.core.view import (
     Agent,
     ClusterView,
@@ -423,6 +424,7 @@ class Simulator:
             self._start_job(j, now)
 
     # ------------------------------------------------------------------ the event loop
+    @single_blas_thread  # an agent's learned numbers must not depend on the caller's BLAS threads (issue 22)
     def run(self, progress: Callable[[int], None] | None = None, progress_every: int = 5000) -> Schedule:
         """Replay the whole workload; ``progress(jobs_finished)`` is called now and then."""
         t0 = time.perf_counter()

@@ -23,6 +23,7 @@ from rlsched.core.approximators.base import (
     read_checkpoint,
     save_checkpoint,
 )
+from rlsched.core.blas import single_blas_thread
 from rlsched.core.learners.replay import ReplayMemory
 from rlsched.core.view import FloatArray
 
@@ -49,6 +50,7 @@ class BatchLearner(ABC):
         self.refits = 0
 
     # -- acting ---------------------------------------------------------------------------
+    @single_blas_thread
     def select(self, state: FloatArray, actions: FloatArray, explore: bool = True) -> int:
         """ε-greedy index into ``actions`` (P-grid Alg. 1: argmax with probability 1 − ε).
 
@@ -64,6 +66,7 @@ class BatchLearner(ABC):
             return int(self.rng.integers(n))
         return int(np.argmax(self.q.scores(state, actions)))
 
+    @single_blas_thread
     def record(self, state: FloatArray, actions: FloatArray, chosen: int) -> int:
         """Store the decision ``actions[chosen]`` taken in ``state``; advance the Q memory; return its id."""
         rows = self.q.encode(state, actions[chosen:chosen + 1])
@@ -112,6 +115,7 @@ class BatchLearner(ABC):
         self.refit()
         return True
 
+    @single_blas_thread
     def refit(self, sweeps: int | None = None) -> None:
         """Re-fit the Q-function on every ready transition (``sweeps`` times)."""
         self.memory.sync_gram()

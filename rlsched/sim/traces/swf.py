@@ -44,6 +44,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from rlsched.core.view import INTERACTIVE_THRESHOLD_S
+from rlsched.sim.traces import alea
 from rlsched.sim.traces.fetch import CATALOGUE, cache_dir, lookup_catalogue
 from rlsched.sim.workload import Workload, classify_by_runtime
 
@@ -246,7 +247,11 @@ def read_swf(path: str | os.PathLike[str], *, name: str | None = None, max_procs
         raise ValueError(f"{display}: max_procs must be >= 1, got {max_procs}")
     text = _read_text(file_path)
     header = parse_header(text)
-    table = _parse_numbers(text, display)
+    id_names: dict[str, dict[int, str]] = {}
+    if alea.is_alea(text):  # Alea's extended SWF (MetaCentrum): rlsched/sim/traces/alea.py says what it keeps
+        table, id_names["queue"], header = _read_alea(text, file_path, header)
+    else:
+        table = _parse_numbers(text, display)
     machine = max_procs if max_procs is not None else header_int(header, "MaxProcs")
     if machine is not None and machine < 1:
         machine = None  # "-1" (unknown) in the header
@@ -318,7 +323,27 @@ def read_swf(path: str | os.PathLike[str], *, name: str | None = None, max_procs
         fixed=fixed,
         header=header,
         unix_start_time=header_int(header, "UnixStartTime"),
+        id_names=id_names,
     )
+
+
+def _read_alea(text: str, path: Path, header: dict[str, str]) -> tuple[NDArray[np.float64], dict[int, str],
+                                                                        dict[str, str]]:
+    """An extended SWF file's table (submit times from the first job), queue names and a header saying so."""
+    try:
+        table, queues = alea.parse_alea(text, path.name, N_FIELDS)
+        cores = alea.machine_cores(path)
+    except alea.AleaFormatError as exc:
+        raise SwfFormatError(str(exc)) from None
+    header = {**header, "Format": "Alea extended SWF", "Dropped": alea.DROPPED_FIELDS}
+    submitted = table[:, _COL["submit"]]
+    if len(table) and (submitted >= 0).any():
+        epoch = int(submitted[submitted >= 0].min())
+        table[:, _COL["submit"]] = np.where(submitted >= 0, submitted - epoch, submitted)
+        header.setdefault("UnixStartTime", str(epoch))
+    if cores is not None:
+        header.setdefault("MaxProcs", str(cores))
+    return table, queues, header
 
 
 # --------------------------------------------------------------------------------------------
@@ -347,8 +372,8 @@ def trace_search_dirs() -> list[Path]:
 
 
 def resolve_trace(name_or_path: str) -> Path:
-    """An existing file path, or a trace name/alias (``kth``, ``KTH-SP2-1996-2.1-cln``) found in
-    :func:`trace_search_dirs` as ``<NAME>.swf.gz`` or ``<NAME>.swf``.
+    """An existing file path, or a trace name/alias (``kth``, ``KTH-SP2-1996-2.1-cln``,
+    ``metacentrum/wagap-2013``) found in :func:`trace_search_dirs` as ``<NAME>.swf.gz`` or ``<NAME>.swf``.
 
     Raises FileNotFoundError with one line listing every place it looked.
     """
@@ -356,7 +381,8 @@ def resolve_trace(name_or_path: str) -> Path:
     if direct.is_file():
         return direct
     entry = lookup_catalogue(name_or_path)
-    stem = entry.name if entry else _trace_name(Path(name_or_path))
+    # A name may keep its sub-folder of the trace directory (``metacentrum/wagap-2013``).
+    stem = entry.name if entry else str(Path(name_or_path).parent / _trace_name(Path(name_or_path)))
     tried: list[str] = [str(direct)]
     for folder in trace_search_dirs():
         for suffix in _SUFFIXES:
