@@ -9,8 +9,8 @@ problem; ``--json`` prints ``{"config", "ok", "problems", "warnings"}``.  What i
 2. the agent: ``[agent] model`` is loaded and checked against ``[backend] vos``, the live feature layout
    and the class rule, and so is the daemon's own checkpoint (``<state dir>/agent.npz``) when there is one
    — exactly what the daemon does at start (:func:`rlsched.daemon.agents.start_agent`); nothing is written;
-   a model whose verdict is a loss to a rule is a problem unless ``[agent] allow_losing_model = true``, one
-   without a verdict a warning;
+   a model whose verdict is a loss to a rule is a problem in boost and gate mode unless ``[agent]
+   allow_losing_model = true`` (a warning in shadow mode), one without a verdict a warning;
 3. file modes: the config file and the state dir are not writable by group or others (the daemon runs as
    root and acts on what they say); with ``[leasing] enabled``, the files the Slurm hooks read as
    ``SlurmUser`` (the config, the heartbeat, the lease permit) are readable by others and the state dir is
@@ -90,7 +90,7 @@ def _agent_warnings(config: DaemonConfig) -> list[str]:
     from rlsched.daemon.agents import AgentStartError, model_verdict
 
     try:
-        _, warning = model_verdict(config.agent)
+        _, warning = model_verdict(config.agent, config.mode)
     except AgentStartError:
         return []                   # already a problem
     return [f"{config.source}: key 'agent.model': {warning}"] if warning else []

@@ -54,12 +54,14 @@ class AgentStartError(ValueError):
     """The configured policy or model cannot start (one line for the user)."""
 
 
-def model_verdict(config: AgentConfig) -> tuple[dict[str, Any] | None, str | None]:
+def model_verdict(config: AgentConfig, mode: Mode) -> tuple[dict[str, Any] | None, str | None]:
     """The verdict ``[agent] model`` records (``rlsched train``) and a warning to log, if any.
 
-    A model that loses to a rule on its validation window is refused (:class:`AgentStartError`, naming
-    the rule to deploy instead) unless ``[agent] allow_losing_model = true``; a model without a verdict
-    (trained before models carried one) starts with a warning.  (None, None) without a model.
+    A model that loses to a rule on its validation window is refused in ``boost`` and ``gate`` mode
+    (:class:`AgentStartError`, naming the rule to deploy instead) unless ``[agent] allow_losing_model =
+    true``; ``shadow`` mode, which changes nothing in the batch system, runs it with a warning (watching a
+    model decide is how a site checks it).  A model without a verdict (trained before models carried one)
+    starts with a warning.  (None, None) without a model.
     """
     if config.model is None or not Path(config.model).is_file():
         return None, None       # no model, or a missing one: load_policy says so in its own words
@@ -73,6 +75,9 @@ def model_verdict(config: AgentConfig) -> tuple[dict[str, Any] | None, str | Non
     if verdict.get("outcome") != "loses":
         return verdict, None
     line = " ".join(str(verdict.get("line") or f"model loses to {verdict.get('rule')}").split())
+    if mode == "shadow" and not config.allow_losing_model:
+        return verdict, (f"model {config.model}: {line}; shadow mode only watches it (boost and gate refuse it "
+                         "unless [agent] allow_losing_model = true)")
     if not config.allow_losing_model:
         raise AgentStartError(f"model {config.model}: {line}; set [agent] allow_losing_model = true to run it "
                               "anyway")
@@ -140,7 +145,7 @@ def start_agent(config: AgentConfig, mode: Mode, vos: Sequence[str], vo_shares: 
                      else f"loaded model {model} (sha256 {sha[:12]})")
             # After the checks of fit (VOs, features, class rule): a model that cannot run here is refused for
             # that first, whatever its verdict.
-            verdict, warning = model_verdict(config)
+            verdict, warning = model_verdict(config, mode)
             handle = AgentHandle(agent, len(vos), spec)
             handle.verdict, handle.warnings = verdict, [warning] if warning else []
             return handle, f"policy {spec.name}: {where}"

@@ -46,6 +46,14 @@ def test_a_losing_model_is_refused_naming_the_rule_to_deploy(lal_model: Path, tm
     assert "allow_losing_model = true" in message
 
 
+def test_shadow_mode_watches_a_losing_model_with_a_warning(lal_model: Path, tmp_path: Path,
+                                                          caplog: pytest.LogCaptureFixture) -> None:
+    runner = SyntheticSlurm(synthetic_squeue_json(6, n_running=0))
+    make_daemon(runner, str(tmp_path / "state"), mode="shadow", model=str(judged(lal_model, tmp_path, LOSS)),
+                vos=LAL_VO_NAMES)
+    assert any("shadow mode only watches it" in r.message for r in caplog.records if r.levelname == "WARNING")
+
+
 def test_allowed_it_starts_with_a_warning_and_exports_the_loss(lal_model: Path, tmp_path: Path,
                                                                 caplog: pytest.LogCaptureFixture) -> None:
     daemon = daemon_with(judged(lal_model, tmp_path, LOSS), tmp_path, allow=True)
@@ -73,8 +81,9 @@ def test_a_model_without_a_verdict_loads_with_a_warning(lal_model: Path, tmp_pat
 def config(tmp_path: Path, model: Path, extra: str = "") -> Path:
     (tmp_path / "no-bin").mkdir(exist_ok=True)
     path = tmp_path / "rlsched.toml"
-    path.write_text(f'[backend]\nbin_dir = "{tmp_path / "no-bin"}"\nvos = {json.dumps(list(LAL_VO_NAMES))}\n'
-                    f'default_vo = "vo1"\n[agent]\nmodel = "{model}"\n{extra}[state]\ndir = "{tmp_path / "state"}"\n'
+    path.write_text(f'[backend]\nmode = "boost"\nbin_dir = "{tmp_path / "no-bin"}"\n'
+                    f'vos = {json.dumps(list(LAL_VO_NAMES))}\ndefault_vo = "vo1"\n[agent]\nmodel = "{model}"\n{extra}'
+                    f'[state]\ndir = "{tmp_path / "state"}"\n'
                     '[metrics]\nlisten = "off"\n')
     path.chmod(0o644)
     return path
