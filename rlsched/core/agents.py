@@ -10,7 +10,10 @@ Two ways of acting, chosen per agent (``mode``):
   Output: ``Decisions(release=(ids in decision order))``.
 - ``boost``: the agent ranks every pending job and the backend makes them start in that
   order.  Output: ``Decisions(boost=(ranked ids))``.  Learning agents rank with their
-  current Q-function but learn only in gate mode, where each start is their decision.
+  current Q-function (EDF while pretraining, the top job ε-greedy) and learn from what
+  started: at the next view, each job of the last ranking that has started since is one
+  decision (the state of that view, the jobs it ranked still waiting as the candidates),
+  recorded in start order as gate mode records its releases (:class:`SchedulingAgent`).
 
 Agents here:
 
@@ -240,6 +243,22 @@ class _OpenDecision:
     other_part: float | None = None
 
 
+@dataclass
+class _Ranking:
+    """What boost mode needs of its last ranking to learn from the starts that follow it: the view's
+    aggregates and each ranked job's action row, cores, belief of runtime, VO, class and rank."""
+
+    job_id: IntArray
+    actions: FloatArray
+    agg: StateAggregates
+    cores: IntArray
+    run_s: FloatArray
+    vo: IntArray
+    job_class: IntArray
+    rank: IntArray
+    service: FloatArray | None
+
+
 class SchedulingAgent:
     """The RL scheduler: picks which pending job goes next with a learned Q-function.
 
@@ -250,6 +269,13 @@ class SchedulingAgent:
     sweeps using the collected rewards, the network can start to take its own
     decisions"); then ``pretrain_sweeps`` re-fits run and ε-greedy control begins.
     Set ``pretrain_decisions=0`` to skip pretraining (for example after loading a model).
+
+    In boost mode the agent ranks and the batch system starts; a decision is then a start
+    observed at the next view (:meth:`_record_starts`): the state is that of the view that
+    ranked (updated job by job as gate mode updates it between releases), the candidates
+    are the jobs it ranked that had not started, the choice the job that did — whether the
+    ranking, the base order or the backfill started it.  Rewards and credit are gate
+    mode's.
 
     Credit of the responsiveness part (``credit``):
 
@@ -340,6 +366,7 @@ class SchedulingAgent:
         self._interval_group: list[_OpenDecision] = []
         self._interval_loss = 0.0
         self._loss_clock_s: float | None = None
+        self._ranking: _Ranking | None = None     # boost mode: the last ranking, until the next view
 
     # -- hooks for the elastic variant ----------------------------------------------------
     def _extra_action_columns(self) -> int:
@@ -376,6 +403,8 @@ class SchedulingAgent:
                 # Nothing queued loses W any more: settle now rather than at the next electing view,
                 # which on a quiet live system may be hours away (the reward would wait with it).
                 self._close_interval()
+        if self.mode == "boost":
+            self._record_starts(view)       # before the finished jobs: a job may have started and ended since
         fin = view.finished
         if self.learn and len(fin) and self._open:
             w_all = responsiveness(fin.run_s, fin.wait_s)
@@ -449,12 +478,72 @@ class SchedulingAgent:
         if self.mode == "boost":
             if len(pend) == 0:
                 return Decisions(lease_cap=new_pool)
-            state = self.encoder.state_vector(agg)
-            scores = self.learner.q.scores(state, self._with_pool(base_actions[order], pool))
-            ranked = order[np.argsort(-scores, kind="stable")]
+            ranked = self._rank(view, agg, self._with_pool(base_actions[order], pool), run_s, order)
             return Decisions(boost=tuple(pend.job_id[ranked].tolist()), lease_cap=new_pool)
         released = self._gate(view, agg, base_actions, run_s, candidates, pool)
         return Decisions(release=released, lease_cap=new_pool)
+
+    def _rank(self, view: ClusterView, agg: StateAggregates, actions: FloatArray, run_s: FloatArray,
+              order: IntArray) -> IntArray:
+        """Boost mode: indices of ``view.pending``, best first (``actions``: the rows of ``order``).
+
+        While pretraining, EDF's order (P-grid §3.3, as gate mode's first decisions); then by Q, with the top
+        job ε-greedy when learning (one uniform draw per ranking, as gate mode's ``select``).  The ranking is
+        kept for :meth:`_record_starts`.
+        """
+        pend = view.pending
+        if self.pretraining:
+            by = np.argsort(edf_deadline(pend, run_s, self.edf_w_target)[order], kind="stable")
+        else:
+            scores = self.learner.q.scores(self.encoder.state_vector(agg), actions)
+            by = np.argsort(-scores, kind="stable")
+            rng = self.learner.rng
+            if self.learn and rng.random() < self.learner.epsilon:
+                pick = int(rng.integers(order.size))
+                by = np.concatenate([[pick], by[by != pick]])
+        rank = np.empty(order.size, dtype=np.int64)
+        rank[by] = np.arange(order.size, dtype=np.int64)
+        self._ranking = _Ranking(
+            job_id=pend.job_id[order], actions=actions, agg=agg, cores=pend.cores[order], run_s=run_s[order],
+            vo=pend.vo[order], job_class=pend.job_class[order], rank=rank,
+            service=self.fairness.service_now(view) if self.use_fairness else None)
+        ranked: IntArray = order[by]
+        return ranked
+
+    def _record_starts(self, view: ClusterView) -> None:
+        """Boost mode: the jobs of the last ranking that started since, as decisions in start order (ties
+        by rank).  Learning records them (rewards as in gate mode); a fixed model moves its memory."""
+        ranking, self._ranking = self._ranking, None
+        if ranking is None:
+            return
+        started_ids = np.concatenate([view.running.job_id, view.finished.job_id])
+        started_at = np.concatenate([view.running.start_s, view.finished.start_s])
+        hit = np.isin(ranking.job_id, started_ids)
+        if not hit.any():
+            return
+        at = dict(zip(started_ids.tolist(), started_at.tolist(), strict=True))
+        picks = np.flatnonzero(hit)
+        picks = picks[np.lexsort((ranking.rank[picks], [at[j] for j in ranking.job_id[picks].tolist()]))]
+        if self.learn and self.credit == "incurred":
+            self._close_interval()
+        agg = ranking.agg
+        available = np.ones(ranking.job_id.size, dtype=bool)
+        for idx in picks.tolist():
+            state = self.encoder.state_vector(agg)
+            if self.learn:
+                sub = np.flatnonzero(available)
+                decision_id = self.learner.record(state, ranking.actions[sub], int(np.searchsorted(sub, idx)))
+                opened = _OpenDecision(decision_id, ranking.service)
+                self._open[int(ranking.job_id[idx])] = opened
+                if self.credit == "incurred":
+                    self._interval_group.append(opened)
+            else:
+                self.learner.q.advance(self.learner.q.encode(state, ranking.actions[idx:idx + 1])[0])
+            available[idx] = False
+            cores = int(ranking.cores[idx])
+            agg.idle_cores = max(agg.idle_cores, cores)     # it started: its cores were free (some freed since)
+            agg.start(cores, float(ranking.run_s[idx]), int(ranking.vo[idx]), int(ranking.job_class[idx]))
+            self.decisions += 1
 
     @single_blas_thread
     def pending_scores(self, view: ClusterView) -> FloatArray:

@@ -32,7 +32,7 @@ from bisect import bisect_left, bisect_right, insort
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Literal, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -87,6 +87,19 @@ class DynamicPriority(Protocol):
     def next_pass(self, now: float) -> float: ...
 
 
+@runtime_checkable
+class BoostablePriority(DynamicPriority, Protocol):
+    """A dynamic priority the ``boost`` lever can steer (boost mode: :class:`rlsched.sim.boost.BoostPriority`).
+
+    :meth:`boost` takes the queued rows of the agent's ranking, best first, and returns the new priority of
+    every row whose priority it changed (the engine re-sorts only those).
+    """
+
+    max_boosted: int
+
+    def boost(self, rows: Sequence[int], now: float) -> dict[int, float]: ...
+
+
 class SimulationError(RuntimeError):
     """The simulation cannot go on (for instance jobs held forever with nothing running)."""
 
@@ -102,6 +115,9 @@ class Schedule:
     killed_at_limit: int
     sim_seconds: float
     scheduler: str = ""
+    #: How the policy acted: ``gate`` or ``boost`` (:func:`rlsched.sim.policies.simulate_policy`), ``recorded``
+    #: for the trace's own schedule; empty for a bare engine run.
+    mode: str = ""
 
     @property
     def wait(self) -> FloatArray:
@@ -188,7 +204,12 @@ class Simulator:
             through the Backend levers (boost, hold, release).
         hold_on_submit: gate mode — every job arrives held and waits for the agent's release.
         tick_s: also call the agent every ``tick_s`` seconds (periodic decisions).
-        dynamic: a :class:`DynamicPriority` instead of the static ``priority`` (not with an agent).
+        dynamic: a :class:`DynamicPriority` instead of the static ``priority``; with an agent it must be a
+            :class:`BoostablePriority` (boost mode: the agent's ranking moves jobs within it).
+        every_event: call the agent after every batch of events (default); False: only at the ``tick_s``
+            ticks, after the native scheduler's pass, as a daemon polls (boost mode, :mod:`rlsched.sim.boost`).
+        skip_quiet_polls: with ``every_event=False``, skip the ticks at which no job was submitted, started or
+            finished since the previous poll (the agent sees the same queue; see :meth:`_poll`).
         name: label stored in the resulting :class:`Schedule`.
     """
 
@@ -204,6 +225,8 @@ class Simulator:
         hold_on_submit: bool = False,
         tick_s: float | None = None,
         dynamic: DynamicPriority | None = None,
+        every_event: bool = True,
+        skip_quiet_polls: bool = False,
         name: str = "",
     ) -> None:
         self.workload = workload
@@ -218,8 +241,13 @@ class Simulator:
             raise ValueError("hold_on_submit needs an agent to release the jobs")
         if tick_s is not None and tick_s <= 0:
             raise ValueError("tick_s must be positive")
-        if dynamic is not None and (agent is not None or priority is not None):
-            raise ValueError("a dynamic priority replaces both the static priority and an agent")
+        if dynamic is not None and priority is not None:
+            raise ValueError("a dynamic priority replaces the static priority")
+        if dynamic is not None and agent is not None and (hold_on_submit or not isinstance(dynamic, BoostablePriority)):
+            raise ValueError("an agent steers a dynamic priority only by boosting it (a BoostablePriority, "
+                             "no hold on submit)")
+        if not every_event and (agent is None or tick_s is None):
+            raise ValueError("every_event=False asks the agent at the ticks only: it needs an agent and tick_s")
         if dynamic is not None and len(workload) * 2.0 ** 32 >= 2.0 ** 53:
             raise ValueError("a dynamic priority needs fewer than 2^21 jobs (its queue keys are exact floats)")
         self.dynamic = dynamic
@@ -228,7 +256,11 @@ class Simulator:
         self.agent = agent
         self.hold_on_submit = hold_on_submit
         self.tick_s = tick_s
+        self.every_event = every_event
+        self.skip_quiet_polls = skip_quiet_polls
         self.name = name
+        if isinstance(dynamic, BoostablePriority):
+            self.boost_limit = dynamic.max_boosted
         n = len(workload)
         run_eff, self._killed = effective_runtimes(workload, overrun)
         # Python lists: scalar access in the event loop is several times faster than NumPy indexing.
@@ -266,6 +298,11 @@ class Simulator:
         self._held: dict[int, None] = {}  # insertion-ordered set of held rows
         self._key_of: dict[int, float] = {}  # keys that differ from the static rank (boost, gate order)
         self._boosted: list[int] = []
+        self._reordered = False     # a boost changed the queue order since the flag was cleared
+        self._events = 0            # submits, starts and finishes so far (a poll with none since the last is quiet)
+        self._events_at_poll = -1
+        #: Polls at which the agent was asked (``every_event=False``).
+        self.polls = 0
         self._release_seq = 0
         # Running jobs sorted by expected end (start + requested), for the shadow time.
         self._rexp: list[float] = []
@@ -354,6 +391,7 @@ class Simulator:
         self._qkeys = keys[order].tolist()
 
     def _start_job(self, j: int, now: float) -> None:
+        self._events += 1
         if self.dynamic is not None:
             self.dynamic.started(j, now)
         p = self._procs[j]
@@ -368,6 +406,7 @@ class Simulator:
         self._rjob.insert(pos, j)
 
     def _finish_job(self, j: int) -> None:
+        self._events += 1
         if self.dynamic is not None:
             self.dynamic.ended(j, self._end[j])
         self.free += self._procs[j]
@@ -462,12 +501,18 @@ class Simulator:
                         self._rank_arr[i] = self._dynamic_key(dyn.submit_priority(i, now), i)
                     self._enqueue(i)
                 i += 1
+            self._events += i - self._next_submit
             self._next_submit = i
+            polled = False
             if agent is not None:
                 if now >= next_tick:
                     next_tick += tick  # type: ignore[operator]
-                apply(agent.decide(self.view()), self)
+                    polled = True
+                if self.every_event:
+                    apply(agent.decide(self.view()), self)
             self._schedule(now)
+            if polled and not self.every_event:
+                next_tick = self._poll(agent, now, next_tick)  # type: ignore[arg-type]
             if dyn is not None:
                 # Passes matter only while jobs wait; the usage they track is kept by the hook itself.
                 next_pass = dyn.next_pass(now) if self._qjobs else inf
@@ -482,6 +527,8 @@ class Simulator:
                     raise SimulationError(
                         f"{len(self._qjobs) + len(self._held)} jobs still pending at t={now} with nothing "
                         f"running and nothing left to submit (held jobs never released?)")
+                if agent is not None and not self.every_event and self._finished_since_view:
+                    agent.decide(self.view())   # the next poll shows the last finishes (a learner's rewards)
                 break
         if progress is not None:
             progress(self._done)
@@ -489,6 +536,34 @@ class Simulator:
             workload=self.workload, cores=self.cores,
             start=np.array(self._start, dtype=np.float64), end=np.array(self._end, dtype=np.float64),
             killed_at_limit=self._killed, sim_seconds=time.perf_counter() - t0, scheduler=self.name)
+
+    def _poll(self, agent: Agent, now: float, next_tick: float) -> float:
+        """A daemon's poll (``every_event=False``): the agent sees the queue the native scheduler left and
+        acts; a changed order gets a scheduling pass at once.  Returns the next tick.
+
+        With nothing queued and no finish the agent has not seen, the ticks until the next submit or finish
+        are skipped: their polls could change nothing.  With ``skip_quiet_polls`` so are the ticks at which
+        nothing was submitted, started or finished since the previous poll: the agent would rank the same
+        queue, and a rule ranks it the same way (a learned agent's ranking may move with the jobs' ages
+        alone: that re-ranking is what skipping leaves out).
+        """
+        quiet = self.skip_quiet_polls and self._events == self._events_at_poll
+        if (self._qjobs or self._held or self._finished_since_view) and not quiet:
+            self._events_at_poll = self._events
+            self.polls += 1
+            self._reordered = False
+            apply(agent.decide(self.view()), self)
+            if self._reordered:
+                self._schedule(now)
+            return next_tick
+        i = self._next_submit
+        upcoming = min(self._submit[i] if i < len(self._submit) else math.inf,
+                       self._finish_heap[0][0] if self._finish_heap else math.inf)
+        tick = self.tick_s
+        assert tick is not None
+        if upcoming > next_tick and upcoming < math.inf:
+            next_tick += math.ceil((upcoming - next_tick) / tick) * tick
+        return next_tick
 
     # ------------------------------------------------------------------ Backend interface
     #: A boost ranks every job it is given.
@@ -543,7 +618,14 @@ class Simulator:
         self._qsizes = sorted(self._procs[j] for j in self._qjobs)
 
     def boost(self, ranked_job_ids: Sequence[int]) -> None:
-        """These jobs go first, in this order; the previous boost is undone."""
+        """These jobs go first, in this order; the previous boost is undone.
+
+        With a :class:`BoostablePriority` (boost mode) the queued jobs of the ranking go to it, which moves
+        (at most its ``max_boosted`` of) them; the others stay where their priority puts them.
+        """
+        if self.dynamic is not None:
+            self._boost_dynamic(ranked_job_ids)
+            return
         for j in self._boosted:
             self._key_of.pop(j, None)
         rows = [j for j in map(self._live_row, ranked_job_ids) if j is not None]
@@ -553,6 +635,30 @@ class Simulator:
             self._key_of[j] = base + pos
         self._boosted = rows
         self._requeue_all()
+
+    def _boost_dynamic(self, ranked_job_ids: Sequence[int]) -> None:
+        dyn = self.dynamic
+        if not isinstance(dyn, BoostablePriority):
+            raise SimulationError("this dynamic priority cannot be boosted")
+        qprocs = self._qprocs_by_row
+        rows: list[int] = []
+        # As the Slurm backend does: the first max_boosted queued jobs of the ranking (no need to read further).
+        for job_id in ranked_job_ids:
+            j = self._live_row(job_id)
+            if j is not None and qprocs[j] != math.inf and j not in rows:   # running jobs have no order to change
+                rows.append(j)
+                if len(rows) == dyn.max_boosted:
+                    break
+        self.actions["boost"] += len(rows)
+        changed = dyn.boost(rows, self.now)
+        for j, priority in changed.items():
+            if qprocs[j] == math.inf:
+                continue
+            self._dequeue_job(j)
+            self._rank_arr[j] = self._dynamic_key(priority, j)
+            self._enqueue(j)
+        self._boosted = rows[:dyn.max_boosted]
+        self._reordered = self._reordered or bool(changed)
 
     def hold(self, job_id: int) -> None:
         """Take a queued job out of the queue until it is released (no effect on running jobs)."""
@@ -587,7 +693,9 @@ class Simulator:
     def undo(self) -> int:
         """Drop the boost and release the jobs held through :meth:`hold` (not the gate's submit holds)."""
         undone = len(self._boosted) + len(self._held_by_agent)
-        if self._boosted:
+        if self._boosted and self.dynamic is not None:
+            self._boost_dynamic(())
+        elif self._boosted:
             for j in self._boosted:
                 self._key_of.pop(j, None)
             self._boosted = []

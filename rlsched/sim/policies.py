@@ -15,6 +15,11 @@
   (:class:`rlsched.sim.multifactor.MultifactorPriority`: re-prioritised every PriorityCalcPeriod,
   EASY backfilling), its ``slurm_conf=``/``sshare=`` files read by :func:`expand_site_files`.
 
+That is ``mode="gate"`` (the default).  ``mode="boost"`` runs every rule and learned policy as the daemon's
+boost mode deploys it (:mod:`rlsched.sim.boost`): its core agent ranks the queue every
+``BoostSettings.poll_interval_s``, the top ``max_boosted`` go first, the rest keep the site's base order
+(``fifo`` or ``multifactor``), with EASY backfilling.  The schedule records the mode it ran in.
+
 The result carries the agent, so a learned policy can be saved afterwards
 (:func:`rlsched.core.policies.save_policy`); a model loaded with
 :func:`rlsched.core.policies.load_policy` runs through the same function (``agent=``).
@@ -25,11 +30,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 
 from rlsched.core.agents import ElasticSchedulingAgent
-from rlsched.core.multifactor import params_from_policy, parse_slurm_conf, parse_sshare
+from rlsched.core.multifactor import MultifactorParams, params_from_policy, parse_slurm_conf, parse_sshare
 from rlsched.core.policies import (
     BuildContext,
     JobColumns,
@@ -43,21 +49,29 @@ from rlsched.core.policies import (
     static_key,
 )
 from rlsched.core.view import Agent, FloatArray, IntArray
+from rlsched.sim.boost import BoostSettings, simulate_boost
 from rlsched.sim.elastic import ElasticSimulator, PoolHistory
 from rlsched.sim.engine import DEFAULT_OVERRUN, Overrun, Schedule, Simulator
 from rlsched.sim.multifactor import MultifactorPriority
 from rlsched.sim.schedulers import replay_native
 from rlsched.sim.workload import Workload
 
+Mode = Literal["gate", "boost"]
+
 
 @dataclass
 class PolicyRun:
-    """A simulated policy: its schedule, the agent that decided (None on the native path) and its spec."""
+    """A simulated policy: its schedule, the agent that decided (None on the native path), its spec and the
+    mode it ran in (``schedule.mode`` too)."""
 
     schedule: Schedule
     spec: PolicySpec
     agent: Agent | None = None
     pool_history: PoolHistory | None = None
+
+    @property
+    def mode(self) -> str:
+        return self.schedule.mode
 
 
 def workload_vos(workload: Workload) -> tuple[str, ...]:
@@ -154,30 +168,83 @@ def bind(spec: PolicySpec | str, workload: Workload) -> PolicySpec:
     return resolved.bound(workload_vos(workload), resolved.features)
 
 
+def _multifactor(spec: PolicySpec, workload: Workload, pool: int) -> tuple[PolicySpec, MultifactorPriority]:
+    """A ``multifactor`` spec with its site files read, and its dynamic priority over ``workload``."""
+    spec = expand_site_files(spec)
+    try:
+        params = params_from_policy(spec.params)
+    except ValueError as exc:
+        raise PolicyError(f"policy 'multifactor': {exc}") from None
+    return spec, MultifactorPriority(workload, params, pool, users=bool(spec.params["users"]),
+                                     cores_per_node=int(spec.params["cores_per_node"]))
+
+
+def _weight_sum(params: MultifactorParams) -> float:
+    """The largest priority multifactor can give (each factor lies in [0, 1]): what sets the boost step."""
+    return (params.weight_age + params.weight_fairshare + params.weight_job_size + params.weight_partition
+            + params.weight_qos)
+
+
+def _simulate_boost(workload: Workload, bound: PolicySpec, cores: int | None, settings: BoostSettings,
+                    agent: Agent | None, overrun: Overrun, progress: Callable[[int], None] | None,
+                    label: str) -> PolicyRun:
+    """Boost mode (:mod:`rlsched.sim.boost`): the policy's agent ranks, the base order and EASY do the rest."""
+    pool = cores if cores is not None else int(workload.max_procs)
+    if agent is None:
+        start = float(workload.submit[0]) if len(workload) else 0.0
+        agent = build_agent(bound, BuildContext(mode="boost", shares=workload_shares(workload), total_cores=pool,
+                                                start_s=start))
+    if isinstance(agent, ElasticSchedulingAgent):
+        raise PolicyError(f"policy {bound.name!r}: elastic=true resizes the pool by holding jobs; it runs in gate "
+                          "mode only")
+    agent_mode = getattr(agent, "mode", "boost")     # the core agents say how they act; others only boost
+    if agent_mode != "boost":
+        raise PolicyError(f"policy {bound.name!r}: the agent was built for {agent_mode!r} mode; load or build it "
+                          "with mode='boost'")
+    if settings.base_is_fifo:
+        schedule, _ = simulate_boost(workload, agent, settings, None, 0.0, cores, overrun=overrun,
+                                     progress=progress, name=label)
+    else:
+        base_spec, base = _multifactor(resolve(settings.base), workload, pool)
+        schedule, _ = simulate_boost(workload, agent, settings, base, _weight_sum(base.params), cores,
+                                     backfill=backfill(base_spec), overrun=overrun, progress=progress, name=label)
+    return PolicyRun(schedule, bound, agent)
+
+
 def simulate_policy(workload: Workload, spec: PolicySpec | str, cores: int | None = None, *,
+                    mode: Mode = "gate", boost: BoostSettings | None = None,
                     overrun: Overrun = DEFAULT_OVERRUN, agent: Agent | None = None,
                     progress: Callable[[int], None] | None = None, name: str | None = None) -> PolicyRun:
     """Replay ``workload`` under ``spec`` (see the module docstring for the path each policy takes).
 
-    ``agent``: a ready agent for ``spec`` (a loaded model); built from the registry otherwise.
-    ``name`` labels the schedule (default: the policy name).
+    ``mode``: ``gate`` (the paths above) or ``boost`` (:mod:`rlsched.sim.boost`, with ``boost``'s settings,
+    default :class:`BoostSettings`).  ``agent``: a ready agent for ``spec`` (a loaded model, built for that
+    mode); built from the registry otherwise.  ``name`` labels the schedule (default: the policy name).
     """
+    if mode not in ("gate", "boost"):
+        raise PolicyError(f"mode must be 'gate' or 'boost', got {mode!r}")
+    if boost is not None and mode != "boost":
+        raise PolicyError("boost settings are for mode='boost'")
     bound = bind(spec, workload)
     label = name if name is not None else bound.name
     family = entry(bound.name).family
     if family == "replay":
         if agent is not None:
             raise PolicyError(f"policy {bound.name!r} replays the recorded schedule; it takes no agent")
-        return PolicyRun(replay_native(workload), bound)
+        return PolicyRun(replace(replay_native(workload), mode="recorded"), bound)
+    if mode == "boost":
+        return _simulate_boost(workload, bound, cores, boost or BoostSettings(), agent, overrun, progress, label)
+    run = _simulate_gate(workload, bound, cores, overrun, agent, progress, label)
+    run.schedule = replace(run.schedule, mode="gate")
+    return run
+
+
+def _simulate_gate(workload: Workload, bound: PolicySpec, cores: int | None, overrun: Overrun,
+                   agent: Agent | None, progress: Callable[[int], None] | None, label: str) -> PolicyRun:
+    """Gate mode: the native fast paths, else the agent releasing held jobs (the module docstring)."""
     if bound.name == "multifactor" and agent is None:
-        bound = expand_site_files(bound)
-        try:
-            params = params_from_policy(bound.params)
-        except ValueError as exc:
-            raise PolicyError(f"policy 'multifactor': {exc}") from None
         pool = cores if cores is not None else int(workload.max_procs)
-        dynamic = MultifactorPriority(workload, params, pool, users=bool(bound.params["users"]),
-                                      cores_per_node=int(bound.params["cores_per_node"]))
+        bound, dynamic = _multifactor(bound, workload, pool)
         sim = Simulator(workload, cores, dynamic=dynamic, backfill=backfill(bound), overrun=overrun, name=label)
         return PolicyRun(sim.run(progress=progress), bound)
     key = static_key(bound) if agent is None else None
