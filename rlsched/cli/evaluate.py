@@ -28,6 +28,9 @@ from rlsched.cli.sim import load_workload, progress_bar
 @click.option("--mode", type=click.Choice(["gate", "boost"]), default=None,
               help="The mode every policy runs in (default: the config's [backend] mode; boost without one, or "
                    "for shadow).")
+@click.option("--boost-base", default=None, metavar="fifo|multifactor[:k=v,...]",
+              help="Boost mode: Slurm's own order under the boosted jobs (default fifo; e.g. "
+                   "multifactor:slurm_conf=/etc/slurm/slurm.conf).")
 @click.option("--objective", type=click.Choice(["bsld", "wait", "W"]), default=None,
               help="What ranks the policies first (default: the config's [agent] objective, else bsld).")
 @click.option("--class-weight", "class_weights", multiple=True, metavar="CLASS=W",
@@ -57,7 +60,8 @@ from rlsched.cli.sim import load_workload, progress_bar
               help="--leasing with --daily-prior-from: how many days' worth of the prior the estimates start from.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
 def evaluate(workload_spec: str, policies: tuple[str, ...], out: Path, config_path: Path | None,
-             split_text: str | None, windows: int, mode: str | None, objective: str | None,
+             split_text: str | None, windows: int, mode: str | None, boost_base: str | None,
+             objective: str | None,
              class_weights: tuple[str, ...], seeds: int, seed: int, cores: int | None, no_figures: bool,
              as_json: bool, leasing: bool,
              cloud_nodes: int | None, thetas: str, no_qlearning: bool, random_runs: int, no_daily: bool,
@@ -91,7 +95,7 @@ def evaluate(workload_spec: str, policies: tuple[str, ...], out: Path, config_pa
         contenders = [parse_contender(p) for p in policies]
         workload = load_workload(workload_spec, max_procs=cores)
         if contenders:
-            choices = site_choices(config_path, mode, objective, parse_class_weights(class_weights))
+            choices = site_choices(config_path, mode, objective, parse_class_weights(class_weights), boost_base)
             split = TimeSplit.parse(split_text) if split_text is not None else recorded_split(contenders)
             total = windows * sum(seeds if c.seeded else 1 for c in contenders)
             with progress_bar(total, f"{workload.name} evaluate", quiet) as progress:

@@ -36,6 +36,9 @@ def seed_list(seed: int, seeds: int) -> list[int]:
 @click.option("--mode", type=click.Choice(["gate", "boost"]), default=None,
               help="The mode to train and judge in (default: the config's [backend] mode; boost without one, "
                    "or for shadow).")
+@click.option("--boost-base", default=None, metavar="fifo|multifactor[:k=v,...]",
+              help="Boost mode: Slurm's own order under the boosted jobs (default fifo; e.g. "
+                   "multifactor:slurm_conf=/etc/slurm/slurm.conf).")
 @click.option("--objective", type=click.Choice(["bsld", "wait", "W"]), default=None,
               help="What selects the model and judges it (default: the config's [agent] objective, else bsld).")
 @click.option("--class-weight", "class_weights", multiple=True, metavar="CLASS=W",
@@ -70,7 +73,8 @@ def seed_list(seed: int, seeds: int) -> list[int]:
               help="--dask-slurm: the address the scheduler and workers listen on (e.g. 127.0.0.1).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
 def train(workload_spec: str, policy: str, out: Path, config_path: Path | None, split_text: str, epochs: int,
-          mode: str | None, objective: str | None, class_weights: tuple[str, ...], window: str | None, seed: int,
+          mode: str | None, boost_base: str | None, objective: str | None, class_weights: tuple[str, ...],
+          window: str | None, seed: int,
           seeds: int,
           checkpoint_every: int, fresh: bool, cores: int | None, workers: int, dask_address: str | None,
           dask_slurm: bool, slurm_cores: int, slurm_memory: str, slurm_walltime: str, slurm_partition: str | None,
@@ -89,7 +93,7 @@ def train(workload_spec: str, policy: str, out: Path, config_path: Path | None, 
     check_output_file(out, "--out")          # before hours of training, not after
     try:
         split = TimeSplit.parse(split_text)
-        choices = site_choices(config_path, mode, objective, parse_class_weights(class_weights))
+        choices = site_choices(config_path, mode, objective, parse_class_weights(class_weights), boost_base)
         site = load_site(config_path) if config_path is not None else None
         whole = load_workload(workload_spec, max_procs=cores)
         workload = split.window(whole, "train")

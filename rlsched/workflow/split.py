@@ -20,7 +20,6 @@ mode``; ``shadow`` is judged as ``boost``, the mode a shadowed ranking is deploy
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -31,6 +30,7 @@ import numpy as np
 from rlsched.core.objective import Objective
 from rlsched.core.policies import PolicySpec
 from rlsched.core.view import Agent
+from rlsched.sim.boost import BASE_FIFO, DEFAULT_MAX_BOOSTED, BoostSettings
 from rlsched.sim.engine import DEFAULT_OVERRUN, Overrun
 from rlsched.sim.policies import PolicyRun, simulate_policy, workload_vos
 from rlsched.sim.workload import Workload
@@ -39,9 +39,8 @@ WINDOW_NAMES = ("train", "validation", "test")
 DEFAULT_SPLIT = (50, 25, 25)
 SimMode = Literal["gate", "boost"]
 SIM_MODES: tuple[SimMode, ...] = ("gate", "boost")
-#: The daemon's defaults (``[backend] poll_interval_s``; Slurm's ``max_boosted``).
+#: The daemon's default ``[backend] poll_interval_s`` (``max_boosted``'s is the simulator's, Slurm's 32).
 DEFAULT_POLL_INTERVAL_S = 10.0
-DEFAULT_MAX_BOOSTED = 32
 
 
 class SplitError(ValueError):
@@ -122,30 +121,49 @@ def describe_window(windows: Mapping[str, Any], name: str) -> str:
 
 @dataclass(frozen=True)
 class Deployment:
-    """The mode a policy is simulated (and will be deployed) in, with boost mode's two knobs."""
+    """The mode a policy is simulated (and will be deployed) in, with boost mode's settings.
+
+    ``base``: the order Slurm keeps for the jobs rlsched does not boost — ``fifo`` or a ``multifactor``
+    spec (``multifactor:slurm_conf=/etc/slurm/slurm.conf``) — :class:`rlsched.sim.boost.BoostSettings`.
+    """
 
     mode: SimMode = "boost"
     poll_interval_s: float = DEFAULT_POLL_INTERVAL_S
     max_boosted: int = DEFAULT_MAX_BOOSTED
+    base: str = BASE_FIFO
+
+    def __post_init__(self) -> None:
+        if self.mode == "boost":
+            try:
+                self.settings()
+            except ValueError as exc:
+                raise SplitError(" ".join(str(exc).split())) from None
+
+    def settings(self) -> BoostSettings:
+        return BoostSettings(poll_interval_s=self.poll_interval_s, max_boosted=self.max_boosted, base=self.base)
 
     def label(self) -> str:
         if self.mode == "gate":
             return "gate"
-        return f"boost (top {self.max_boosted} re-ranked every {self.poll_interval_s:g} s)"
+        return (f"boost (top {self.max_boosted} re-ranked every {self.poll_interval_s:g} s over Slurm's "
+                f"{self.base} order)")
 
     def to_dict(self) -> dict[str, Any]:
-        return {"mode": self.mode, "poll_interval_s": self.poll_interval_s, "max_boosted": self.max_boosted}
+        return {"mode": self.mode, "poll_interval_s": self.poll_interval_s, "max_boosted": self.max_boosted,
+                "base": self.base}
 
 
 def deployment_of(config_mode: str, poll_interval_s: float | None = None,
-                  max_boosted: int | None = None, override: str | None = None) -> Deployment:
+                  max_boosted: int | None = None, override: str | None = None,
+                  base: str | None = None) -> Deployment:
     """The deployment a config (``[backend] mode``) or ``--mode`` (``override``, wins) asks for."""
     mode = override or ("gate" if config_mode == "gate" else "boost")
     if mode not in SIM_MODES:
         raise SplitError(f"--mode {mode!r}: expected one of {', '.join(SIM_MODES)}")
     return Deployment("gate" if mode == "gate" else "boost",
                       float(poll_interval_s) if poll_interval_s is not None else DEFAULT_POLL_INTERVAL_S,
-                      int(max_boosted) if max_boosted is not None else DEFAULT_MAX_BOOSTED)
+                      int(max_boosted) if max_boosted is not None else DEFAULT_MAX_BOOSTED,
+                      base if base is not None else BASE_FIFO)
 
 
 @dataclass(frozen=True)
@@ -157,8 +175,9 @@ class SiteChoices:
 
 
 def site_choices(config_path: str | Path | None, mode: str | None, objective: str | None,
-                 class_weights: Mapping[str, float] | None) -> SiteChoices:
-    """The deployment and objective from the config, the command line's options winning."""
+                 class_weights: Mapping[str, float] | None, boost_base: str | None = None) -> SiteChoices:
+    """The deployment and objective from the config, the command line's options winning (``boost_base``:
+    Slurm's order under the boosted jobs, ``fifo`` by default)."""
     config_mode, poll, boosted = "boost", None, None
     config_objective = Objective()
     if config_path is not None:
@@ -170,23 +189,13 @@ def site_choices(config_path: str | Path | None, mode: str | None, objective: st
         config_objective = config.agent.objective
     chosen = Objective(objective if objective is not None else config_objective.name,
                        dict(class_weights) if class_weights else dict(config_objective.class_weights))
-    return SiteChoices(deployment_of(config_mode, poll, boosted, mode), chosen)
-
-
-def _boost_settings(deployment: Deployment) -> Any:
-    try:
-        module = importlib.import_module("rlsched.sim.boost")
-    except ImportError:
-        raise SplitError("this version does not simulate boost mode yet: pass --mode gate") from None
-    return module.BoostSettings(poll_interval_s=deployment.poll_interval_s, max_boosted=deployment.max_boosted)
+    return SiteChoices(deployment_of(config_mode, poll, boosted, mode, boost_base), chosen)
 
 
 def simulate_in(deployment: Deployment, workload: Workload, spec: PolicySpec | str, cores: int | None = None, *,
                 overrun: Overrun = DEFAULT_OVERRUN, agent: Agent | None = None,
                 progress: Callable[[int], None] | None = None, name: str | None = None) -> PolicyRun:
     """:func:`rlsched.sim.policies.simulate_policy` in ``deployment``'s mode."""
-    extra: dict[str, Any] = {}
-    if deployment.mode == "boost":
-        extra = {"mode": "boost", "boost": _boost_settings(deployment)}
-    return simulate_policy(workload, spec, cores, overrun=overrun, agent=agent, progress=progress, name=name,
-                           **extra)
+    boost = deployment.settings() if deployment.mode == "boost" else None
+    return simulate_policy(workload, spec, cores, mode=deployment.mode, boost=boost, overrun=overrun, agent=agent,
+                           progress=progress, name=name)

@@ -22,11 +22,14 @@ def test_train_then_evaluate(swf: Path, tmp_path: Path) -> None:
     config.write_text(CONFIG)
     model = tmp_path / "m.npz"
     argv = ["train", "--workload", str(swf), "--policy", "sarsa-esn:pretrain_decisions=30", "--config", str(config),
-            "--out", str(model), "--checkpoint-every", "100", "--epochs", "2", "--mode", "gate"]
+            "--out", str(model), "--checkpoint-every", "100", "--epochs", "2"]
     result = CliRunner().invoke(main, argv)
     assert result.exit_code == 0, result.output
     # 300 jobs, split 50/25/25: 150 to train on (two chunks of at most 100), 75 to select on, 75 held out.
     assert "train jobs 0–149, validation jobs 150–224, test jobs 225–299" in result.output
+    # The config's mode is shadow: trained and judged in boost mode, the mode a shadowed model goes live in.
+    assert "mode boost (top 32 re-ranked every 10 s over Slurm's fifo order)" in result.output
+    assert "boost mode)" in result.output.strip().splitlines()[-1]
     assert "jobs 150 x 2 passes" in result.output and "chunks 2" in result.output
     assert "VOs (physics, chem, other)" in result.output
     verdict_line = result.output.strip().splitlines()[-1]
@@ -43,12 +46,12 @@ def test_train_then_evaluate(swf: Path, tmp_path: Path) -> None:
     out = tmp_path / "eval"
     result = CliRunner().invoke(main, ["evaluate", "--workload", str(swf), "--config", str(config), "--policy",
                                        str(model), "--policy", "easy", "--policy", "easy-sjf", "--policy", "recorded",
-                                       "--windows", "2", "--out", str(out), "--mode", "gate"])
+                                       "--windows", "2", "--out", str(out)])
     assert result.exit_code == 0, result.output
     for label in ("m ", "easy ", "easy-sjf ", "recorded "):
         assert label in result.output
     assert "test window only: jobs 225–299 of 300 (split 50/25/25" in result.output
-    assert "Mode: gate" in result.output
+    assert "Mode: boost" in result.output
     report = (out / "report.md").read_text()
     assert "trained on jobs 0–149, selected on jobs 150–224 of t (300 jobs, split 50/25/25)" in report
     assert (out / "report.md").is_file() and (out / "wait_cdf.png").is_file()
@@ -57,7 +60,7 @@ def test_train_then_evaluate(swf: Path, tmp_path: Path) -> None:
     assert js.exit_code == 0 and js.output.lstrip().startswith("{")
     # A test window that reaches into the jobs the model was selected on is refused in one line.
     overlap = CliRunner().invoke(main, ["evaluate", "--workload", str(swf), "--config", str(config), "--policy",
-                                        str(model), "--split", "40/20/40", "--mode", "gate", "--out", str(out)])
+                                        str(model), "--split", "40/20/40", "--out", str(out)])
     assert overlap.exit_code == 1
     assert overlap.output.count("\n") == 1 and "selected on jobs 150–224" in overlap.output
 

@@ -135,3 +135,17 @@ def test_the_best_seed_is_judged_against_every_rule_and_the_verdict_written(smal
     assert recorded is not None and recorded["outcome"] == verdict.outcome and recorded["rule"] == verdict.rule
     assert recorded["windows"]["validation"]["jobs"] == [200, 300] and recorded["mode"]["mode"] == "gate"
     assert recorded["objective"] == {"name": "bsld", "class_weights": {}}
+
+
+def test_in_boost_mode_the_rules_are_replayed_as_the_daemon_would_run_them(small_swf: Path) -> None:
+    from rlsched.workflow.verdict import score_rules
+
+    _, validation, _ = windows(small_swf)
+    seen = with_class_rule(validation, trace_class_rule(validation))
+    boost = Deployment("boost", poll_interval_s=30.0, max_boosted=4)
+    scores = score_rules(seen, boost, Objective())
+    direct = simulate_policy(seen, "easy-sjf", mode="boost", boost=boost.settings()).schedule
+    assert direct.mode == "boost"
+    assert scores.scores["easy-sjf"] == pytest.approx(Objective().score(direct.run, direct.wait,
+                                                                         direct.workload.job_class))
+    assert "interactive-first-keepidle" not in scores.scores
