@@ -533,7 +533,7 @@ def window_line(ev: Evaluation) -> str:
     if ev.split is not None and ev.window is not None:
         lo, hi = ev.window["jobs"]
         where = (f"test window only: jobs {lo}–{hi - 1} of {ev.window['of_jobs']} (split {ev.split.text()}: "
-                 "train/validation/test; no row saw these jobs in training or selection)")
+                 "train/validation/test; no saved model was trained or selected on these jobs)")
     else:
         where = "the whole workload given (no train/validation/test split)"
     mode = ev.deployment.label() if ev.deployment is not None else "gate (the simulator's default)"

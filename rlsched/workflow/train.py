@@ -450,7 +450,6 @@ def write_models(results: Sequence[TrainResult]) -> None:
         atomic_write(result.model_path, _writer(result.model))
 
 
-
 def select(results: Sequence[TrainResult], objective: Objective) -> TrainResult:
     """The seed whose selected pass scores best on the validation window (the first seed on a tie)."""
     if not results:
