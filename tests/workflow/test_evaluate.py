@@ -161,3 +161,19 @@ def test_a_model_is_refused_on_a_test_window_overlapping_its_training(small_swf:
     assert ev.contenders[0].provenance is not None and "trained on jobs 0–199" in ev.contenders[0].provenance
     with pytest.raises(SplitError, match="selected on jobs 200–299"):
         evaluate(w, [model], split=TimeSplit.parse("40/20/40"), deployment=Deployment("gate"))
+
+
+def test_evaluate_takes_the_split_the_models_record_and_refuses_two(lal_model: Path, tmp_path: Path) -> None:
+    from rlsched.core.policies import VERDICT_KEY, add_policy_metadata
+    from rlsched.workflow.evaluate import recorded_split
+    from rlsched.workflow.split import SplitError, TimeSplit
+
+    paths = []
+    for name, split in (("a", TimeSplit(60, 20, 20)), ("b", TimeSplit(50, 25, 25))):
+        path = tmp_path / f"{name}.npz"
+        add_policy_metadata(lal_model, path, {VERDICT_KEY: {"split": split.to_dict()}})
+        paths.append(path)
+    assert recorded_split([parse_contender(str(paths[0])), parse_contender("easy")]) == TimeSplit(60, 20, 20)
+    assert recorded_split([parse_contender("easy"), parse_contender(str(lal_model))]) == TimeSplit()
+    with pytest.raises(SplitError, match="different splits"):
+        recorded_split([parse_contender(str(p)) for p in paths])
