@@ -123,9 +123,16 @@ class Contender:
         return what
 
 
+def _is_file(text: str) -> bool:
+    try:
+        return Path(text).is_file()
+    except OSError:             # a policy spec longer than a file name can be
+        return False
+
+
 def parse_contender(text: str) -> Contender:
     """``easy``, ``edf:w_target=0.5``, ``recorded`` or ``path/model.npz``; one-line errors."""
-    if text.endswith(".npz") or Path(text).is_file():
+    if text.endswith(".npz") or _is_file(text):
         path = Path(text)
         if not path.is_file():
             raise PolicyError(f"model {text}: no such file")

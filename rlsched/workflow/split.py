@@ -28,11 +28,11 @@ from typing import Any, Literal
 import numpy as np
 
 from rlsched.core.objective import Objective
-from rlsched.core.policies import PolicySpec
+from rlsched.core.policies import PolicySpec, resolve
 from rlsched.core.view import Agent
 from rlsched.sim.boost import BASE_FIFO, DEFAULT_MAX_BOOSTED, BoostSettings
 from rlsched.sim.engine import DEFAULT_OVERRUN, Overrun
-from rlsched.sim.policies import PolicyRun, simulate_policy, workload_vos
+from rlsched.sim.policies import PolicyRun, expand_site_files, simulate_policy, workload_vos
 from rlsched.sim.workload import Workload
 
 WINDOW_NAMES = ("train", "validation", "test")
@@ -197,5 +197,10 @@ def simulate_in(deployment: Deployment, workload: Workload, spec: PolicySpec | s
                 progress: Callable[[int], None] | None = None, name: str | None = None) -> PolicyRun:
     """:func:`rlsched.sim.policies.simulate_policy` in ``deployment``'s mode."""
     boost = deployment.settings() if deployment.mode == "boost" else None
+    resolved = resolve(spec) if isinstance(spec, str) else spec
+    if agent is None and resolved.name == "multifactor":
+        # Its slurm_conf=/sshare= files read here: the boost path builds the agent from the spec, which
+        # refuses file names (the gate path reads them itself).
+        spec = expand_site_files(resolve(resolved))
     return simulate_policy(workload, spec, cores, mode=deployment.mode, boost=boost, overrun=overrun, agent=agent,
                            progress=progress, name=name)

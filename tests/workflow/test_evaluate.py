@@ -177,3 +177,21 @@ def test_evaluate_takes_the_split_the_models_record_and_refuses_two(lal_model: P
     assert recorded_split([parse_contender("easy"), parse_contender(str(lal_model))]) == TimeSplit()
     with pytest.raises(SplitError, match="different splits"):
         recorded_split([parse_contender(str(p)) for p in paths])
+
+
+def test_multifactor_from_a_slurm_conf_runs_in_boost_mode(small_swf: Path, tmp_path: Path) -> None:
+    from rlsched.workflow.split import Deployment, TimeSplit
+
+    conf = tmp_path / "slurm.conf"
+    conf.write_text("PriorityType=priority/multifactor\nPriorityWeightAge=7\nPriorityMaxAge=1-0\n")
+    from rlsched.core.policies import resolve
+    from rlsched.sim.policies import expand_site_files
+
+    w = read_swf(small_swf)
+    # The file read into explicit values (its absent keys at Slurm's defaults): what the named file must give.
+    explicit = expand_site_files(resolve(f"multifactor:slurm_conf={conf}"))
+    assert explicit.params["weight_age"] == 7.0
+    ev = evaluate(w, [parse_contender(f"multifactor:slurm_conf={conf}"), parse_contender(explicit.label())],
+                  split=TimeSplit(), deployment=Deployment("boost"))
+    a, b = (r.schedule for r in ev.runs)
+    assert a.mode == b.mode == "boost" and np.array_equal(a.start, b.start)
