@@ -24,7 +24,7 @@ def seed_list(seed: int, seeds: int) -> list[int]:
 @click.option("--policy", required=True, metavar="NAME[:k=v,...]",
               help="A learned registry policy with parameters (see `rlsched sim policies`).")
 @click.option("--out", "out", required=True, type=click.Path(dir_okay=False, path_type=Path),
-              help="The model file (.npz); with several seeds model.seedN.npz beside it.")
+              help="The model file (.npz): the seed and pass that score best on validation, with its verdict.")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False, exists=True, path_type=Path), default=None,
               help="A daemon config: the jobs are classed by its class rule and mapped to its VO list, and the "
                    "model records both (the daemon refuses a model that does not match its config).")
@@ -46,7 +46,7 @@ def seed_list(seed: int, seeds: int) -> list[int]:
 @click.option("--window", "window", default=None, hidden=True)
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="The first seed.")
 @click.option("--seeds", type=click.IntRange(min=1), default=1, show_default=True,
-              help="Train this many seeds (SEED … SEED+N-1), one model each.")
+              help="Train this many seeds (SEED … SEED+N-1) and keep the best on validation.")
 @click.option("--checkpoint-every", type=click.IntRange(min=0), default=0, show_default=True,
               help="Train on consecutive chunks of N jobs, checkpointing after each (MODEL.ckpt.npz); a rerun "
                    "with the same arguments resumes after the last finished chunk. 0: one run, no checkpoint.")
