@@ -155,8 +155,9 @@ class Verdict:
             return f"model beats {self.rule} by {pct} {where} ({scores})"
         if self.outcome == "loses":
             return f"model loses to {self.rule} by {pct} {where}: deploy {self.rule} (`{self.rule_config}`) ({scores})"
-        return (f"model ties with {self.rule} {where}: the {pct} difference is within the spread over seeds; "
-                f"{self.rule} (`{self.rule_config}`) does as well ({scores})")
+        why = ("the scores are equal" if self.model_score == self.rule_score
+               else f"the {pct} difference is within the spread over seeds")
+        return f"model ties with {self.rule} {where}: {why}; {self.rule} (`{self.rule_config}`) does as well ({scores})"
 
     def to_dict(self) -> dict[str, Any]:
         return {"outcome": self.outcome, "objective": self.objective.to_dict(), "mode": self.deployment.to_dict(),

@@ -70,6 +70,10 @@ def test_the_verdict_is_against_the_best_rule_and_ties_within_the_seed_spread() 
     # 0.4 worse, but the seeds spread by more: a tie, not a loss.
     ties = judge(bsld, GATE, 10.4, [10.4, 11.4, 9.6], field)
     assert ties.outcome == "ties" and ties.spread == pytest.approx(np.std([10.4, 11.4, 9.6]))
+    assert "the 4 % difference is within the spread over seeds" in ties.line()
+    # Equal scores tie whatever the spread (one seed: none).
+    equal = judge(bsld, GATE, 10.0, [10.0], field)
+    assert equal.outcome == "ties" and "ties with easy-sjf on validation bsld: the scores are equal" in equal.line()
     # Higher is better for W.
     w = judge(Objective("W"), GATE, 0.9, [0.9], rules(easy=0.8, fcfs=0.7))
     assert w.outcome == "beats" and w.rule == "easy"
