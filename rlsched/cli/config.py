@@ -42,7 +42,7 @@ def check_config(path: str | Path) -> dict[str, Any]:
     problems: list[str] = []
     warnings: list[str] = []
     try:
-        config = load_config(path)
+        config = load_config(path, require_mode=True)
     except ConfigError as exc:
         problems.append(str(exc))
         return _result(path, problems, warnings)

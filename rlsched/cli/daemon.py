@@ -37,7 +37,7 @@ def _fail(exc: Exception) -> None:
 def daemon(config_path: str, once: bool, undo: bool) -> None:
     """Run the rlsched daemon: view, decide, act (not in shadow mode), learn, checkpoint, export."""
     try:
-        config = load_config(config_path)
+        config = load_config(config_path, require_mode=True)
         configure_logging(config.log)      # [log] level and format; -v/-vv can only add to it
         if config.metrics_remote:
             log.warning("metrics on %s:%s are reachable from the network (metrics.allow_remote): firewall the "

@@ -6,8 +6,13 @@ import json
 from pathlib import Path
 
 import click
+from click.core import ParameterSource
 
 from rlsched.cli.sim import load_workload, progress_bar
+
+#: The options that only mean something with --leasing (their parameter names).
+LEASING_OPTIONS = ("cloud_nodes", "thetas", "no_qlearning", "random_runs", "no_daily", "daily_prior_from",
+                   "daily_transfer_days")
 
 
 @click.command("evaluate")
@@ -83,6 +88,14 @@ def evaluate(workload_spec: str, policies: tuple[str, ...], out: Path, config_pa
 
     if not policies and not leasing:
         raise click.UsageError("give --policy at least once, or --leasing")
+    if not leasing:
+        # A leasing option alone would be silently ignored: the user meant --leasing, or a typo.
+        context = click.get_current_context()
+        given = [f"--{name.replace('_', '-')}" for name in LEASING_OPTIONS
+                 if context.get_parameter_source(name) not in (None, ParameterSource.DEFAULT)]
+        if given:
+            raise click.UsageError(f"{', '.join(given)} {'goes' if len(given) == 1 else 'go'} with --leasing "
+                                   "(add --leasing to run the leasing policies)")
     if leasing and cloud_nodes is None:
         raise click.UsageError("--leasing needs --cloud-nodes N")
     try:
@@ -97,8 +110,10 @@ def evaluate(workload_spec: str, policies: tuple[str, ...], out: Path, config_pa
         if contenders:
             choices = site_choices(config_path, mode, objective, parse_class_weights(class_weights), boost_base)
             split = TimeSplit.parse(split_text) if split_text is not None else recorded_split(contenders)
-            total = windows * sum(seeds if c.seeded else 1 for c in contenders)
-            with progress_bar(total, f"{workload.name} evaluate", quiet) as progress:
+            # In jobs replayed (the evaluation sets the exact total: the test window, and `recorded` keeps the
+            # jobs with a start).
+            total = len(workload) * sum(seeds if c.seeded else 1 for c in contenders)
+            with progress_bar(total, f"{workload.name} evaluate (jobs)", quiet) as progress:
                 ev = run_evaluation(workload, contenders, site=site, windows=windows, seeds=seeds, seed=seed,
                                     cores=cores, progress=progress, split=split, deployment=choices.deployment,
                                     objective=choices.objective)
@@ -108,11 +123,18 @@ def evaluate(workload_spec: str, policies: tuple[str, ...], out: Path, config_pa
             assert cloud_nodes is not None
             from rlsched.workflow.leasing import daily_prior_from_setups, evaluate_leasing, write_leasing
 
-            daily_params, prior = (daily_prior_from_setups(daily_prior_from, daily_transfer_days)
-                                   if daily_prior_from.strip() and not no_daily else (None, None))
-            lease = evaluate_leasing(workload, cloud_nodes, cores=cores, thetas=theta_grid,
-                                     qlearning=not no_qlearning, random_runs=random_runs, seed=seed,
-                                     daily=not no_daily, daily_params=daily_params, daily_prior=prior)
+            # A bar over the leasing steps (policies and settings), naming the one running: minutes on a real trace.
+            with progress_bar(1, f"{workload.name} leasing", quiet) as lease_progress:
+                if daily_prior_from.strip() and not no_daily:
+                    if lease_progress is not None:
+                        lease_progress(0, None, f"{workload.name} leasing: the daily prior from {daily_prior_from}")
+                    daily_params, prior = daily_prior_from_setups(daily_prior_from, daily_transfer_days)
+                else:
+                    daily_params, prior = None, None
+                lease = evaluate_leasing(workload, cloud_nodes, cores=cores, thetas=theta_grid,
+                                         qlearning=not no_qlearning, random_runs=random_runs, seed=seed,
+                                         daily=not no_daily, daily_params=daily_params, daily_prior=prior,
+                                         progress=lease_progress)
             data["leasing"] = write_leasing(lease, out, figures=not no_figures)
     except (ValueError, FileNotFoundError, OSError) as exc:
         raise click.ClickException(" ".join(str(exc).split())) from exc

@@ -6,14 +6,16 @@ import csv
 import json
 import os
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import click
 import numpy as np
 
+from rlsched.core.view import INTERACTIVE_THRESHOLD_S
 from rlsched.sim.engine import DEFAULT_OVERRUN, Schedule
 from rlsched.sim.workload import Workload
 
@@ -45,17 +47,56 @@ def load_workload(spec: str, *, seed: int = 0, max_procs: int | None = None,
     return workload
 
 
+#: ``--class-by`` values: the time limit (what a live scheduler knows at submit, the daemon's rule) or the runtime.
+CLASS_BY = ("time-limit", "runtime")
+
+
+def classed(workload: Workload, class_by: str = "time-limit") -> tuple[Workload, str]:
+    """``workload`` with its classes by one rule, and the text naming that rule (every output prints it).
+
+    ``time-limit`` (the default everywhere, as in ``train`` and ``evaluate``): the rule the trace's import
+    recorded, else the daemon's default — interactive iff the time limit is at most 900 s — so that the
+    counts agree with what the daemon will see.  ``runtime``: P-grid §4.2's rule on the actual runtime
+    (interactive iff < 900 s), which no live scheduler knows at submit: for reproducing the papers.
+    """
+    from rlsched.sim.workload import classify_by_runtime, with_class_rule
+    from rlsched.workflow.evaluate import rule_text
+    from rlsched.workflow.site import trace_class_rule
+
+    if class_by == "runtime":
+        runtime_classes = classify_by_runtime(workload.run)
+        return (replace(workload, job_class=runtime_classes),
+                f"the runtime (interactive iff runtime < {INTERACTIVE_THRESHOLD_S:g} s, P-grid §4.2; not the "
+                "daemon's rule)")
+    if class_by != "time-limit":
+        raise ValueError(f"--class-by: expected one of {', '.join(CLASS_BY)}, got {class_by!r}")
+    rule = trace_class_rule(workload)
+    return with_class_rule(workload, rule), rule_text(rule)
+
+
+class Progress(Protocol):
+    """What :func:`progress_bar` yields: ``done`` so far, and when they change the ``total`` and the ``label``
+    (what is running now).  A plain ``Callable[[int], None]`` progress (the simulator's) is one of these."""
+
+    def __call__(self, done: int, total: int | None = None, label: str | None = None) -> None: ...
+
+
 @contextmanager
-def progress_bar(total: int, label: str, quiet: bool = False) -> Iterator[Callable[[int], None] | None]:
-    """A progress callback drawing a bar on stderr when it is a terminal and not ``quiet``; None otherwise."""
+def progress_bar(total: int, label: str, quiet: bool = False, show_eta: bool = True) -> Iterator[Progress | None]:
+    """A progress callback drawing a bar on stderr when it is a terminal and not ``quiet``; None otherwise.
+    ``show_eta=False`` when the caller puts its own estimate in the label (click's is linear in the count)."""
     if quiet or not sys.stderr.isatty():
         yield None
         return
-    with click.progressbar(length=total, label=label, file=sys.stderr, show_pos=True) as bar:
+    with click.progressbar(length=total, label=label, file=sys.stderr, show_pos=True, show_eta=show_eta) as bar:
         shown = 0
 
-        def update(done: int) -> None:
+        def update(done: int, total: int | None = None, label: str | None = None) -> None:
             nonlocal shown
+            if total is not None:
+                bar.length = total
+            if label is not None:
+                bar.label = label
             bar.update(done - shown)
             shown = done
 
@@ -108,6 +149,8 @@ def format_summary(summary: dict[str, Any]) -> str:
     dropped = summary["jobs_dropped"]
     if dropped:
         lines.append("dropped: " + ", ".join(f"{k} {v}" for k, v in sorted(dropped.items())))
+    if summary.get("class_rule"):
+        lines.append(f"classes by {summary['class_rule']}")
     if summary.get("killed_at_limit"):
         lines.append(f"killed at their requested time: {summary['killed_at_limit']} jobs")
     lines.append("")
@@ -182,9 +225,13 @@ def _is_model_path(policy: str) -> bool:
                    "the file PATH (--json PATH; the table is printed too).")
 @click.option("--schedule", "schedule_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Write one CSV row per job (job_id, submit, start, end, procs, …).")
+@click.option("--class-by", "class_by", type=click.Choice(CLASS_BY), default="time-limit", show_default=True,
+              help="Class jobs by their time limit (the daemon's rule, as train and evaluate do) or by their "
+                   "runtime (P-grid §4.2's rule, for reproducing the papers).")
 def run_command(workload_spec: str, policy: str | None, scheduler: str | None, backfill: bool | None,
                 cores: int | None, seed: int, scale: float | None, trim: int, overrun: str,
-                model_path: Path | None, json_path: Path | None, schedule_path: Path | None) -> None:
+                model_path: Path | None, json_path: Path | None, schedule_path: Path | None,
+                class_by: str) -> None:
     """Replay a workload under a policy (a rule, a learned agent, or a saved model) and print the metrics.
 
     The folders of --json PATH, --schedule and --save-model must exist: they are checked before the run."""
@@ -199,13 +246,17 @@ def run_command(workload_spec: str, policy: str | None, scheduler: str | None, b
     check_output_file(schedule_path, "--schedule")
     check_output_file(model_path, "--save-model")
     try:
-        workload = load_workload(workload_spec, seed=seed, max_procs=cores, scale=scale)
+        workload, class_rule = classed(load_workload(workload_spec, seed=seed, max_procs=cores, scale=scale),
+                                       class_by)
         if 2 * trim >= len(workload):
             raise click.BadParameter(f"{trim} leaves none of the {len(workload)} jobs in the statistics (the first "
                                      f"and last {trim} are left out)", param_hint="--trim")
         agent: Agent | None = None
         spec: Any = text
         if _is_model_path(text):
+            from rlsched.workflow.evaluate import check_model
+
+            check_model(Path(text), workload_vos(workload), None, None, workload.name)
             loaded, spec = load_policy(text, expect_vos=workload_vos(workload))
             loaded.learn = False  # evaluate the model as it is
             agent = loaded
@@ -219,7 +270,7 @@ def run_command(workload_spec: str, policy: str | None, scheduler: str | None, b
                 raise PolicyError(f"--save-model: policy {ran.spec.name!r} trained no model here (only learned "
                                   "policies run by name do)")
             save_policy(ran.agent, ran.spec, model_path)  # type: ignore[arg-type]
-        summary = summarize(ran.schedule, trim=trim)
+        summary = {**summarize(ran.schedule, trim=trim), "class_rule": class_rule}
         if summary["jobs"] == 0:
             raise ValueError(f"no job left in the statistics of {workload.name} (simulated "
                              f"{summary['jobs_simulated']}, trimmed {summary['jobs_trimmed']}, dropped "

@@ -10,6 +10,7 @@ from typing import Any
 
 import click
 
+from rlsched.cli.sim import CLASS_BY, classed
 from rlsched.sim.traces.fetch import CATALOGUE, FetchError, cache_dir, fetch_trace, sha256_of
 from rlsched.sim.traces.swf import SwfFormatError, resolve_trace
 
@@ -96,7 +97,10 @@ def _progress_printer() -> Any:
 @click.option("--max-procs", type=click.IntRange(min=1), help="Override the header's MaxProcs.")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
               help="Seed, for the synthetic 'lal' workload.")
-def info(path_or_name: str, as_json: bool, max_procs: int | None, seed: int) -> None:
+@click.option("--class-by", "class_by", type=click.Choice(CLASS_BY), default="time-limit", show_default=True,
+              help="Count interactive and batch jobs by their time limit (the daemon's rule, as train and "
+                   "evaluate class them) or by their runtime (P-grid §4.2's rule).")
+def info(path_or_name: str, as_json: bool, max_procs: int | None, seed: int, class_by: str) -> None:
     """Header fields and job statistics of a trace (a file, a name found by `trace fetch`, or 'lal')."""
     try:
         started = time.perf_counter()
@@ -113,9 +117,10 @@ def info(path_or_name: str, as_json: bool, max_procs: int | None, seed: int) -> 
             path = resolve_trace(path_or_name)
             workload = read_trace(path, max_procs=max_procs)     # an imported trace's classes and VOs
         load_s = time.perf_counter() - started
+        workload, class_rule = classed(workload, class_by)
     except (OSError, SwfFormatError, ValueError) as exc:  # OSError: not found / unreadable (names the path)
         raise click.ClickException(" ".join(str(exc).split())) from None
-    summary = workload.summary()
+    summary = _with_class_rule(workload.summary(), class_rule)
     if len(workload) == 0:
         dropped = ", ".join(f"{reason} {n}" for reason, n in summary.get("dropped", {}).items())
         raise click.ClickException(f"{path}: the trace holds no job"
@@ -143,6 +148,18 @@ def info(path_or_name: str, as_json: bool, max_procs: int | None, seed: int) -> 
             _echo_row("(none)", "0")
         for reason, count in counts.items():
             _echo_row(reason, f"{count:,}")
+
+
+def _with_class_rule(summary: dict[str, Any], class_rule: str) -> dict[str, Any]:
+    """The summary with ``class_rule`` just before the class counts it produced (the counts mean nothing
+    without it: by the time limit and by the runtime they differ several-fold on a grid site)."""
+    out: dict[str, Any] = {}
+    for key, value in summary.items():
+        if key == "interactive_jobs":
+            out["class_rule"] = class_rule
+        out[key] = value
+    out.setdefault("class_rule", class_rule)
+    return out
 
 
 def _echo_row(key: str, value: str) -> None:

@@ -19,6 +19,14 @@ hold for every section (issue 16):
 (:func:`rlsched.backends.backend_config_from_table`; Slurm's is
 :meth:`rlsched.backends.slurm.config.SlurmBackendConfig.from_table`).  See ``docs/daemon.md`` and
 ``etc/rlsched.toml``.  ``[leasing]`` is checked by :meth:`rlsched.leasing.LeasingConfig.from_table`.
+
+A file must be whole (issue 24): it is UTF-8 TOML (a binary file or one nested too deeply is one line
+naming the file, not a traceback), it is not empty, and a daemon's (``load_config(require_mode=True)``)
+names ``[backend] mode`` explicitly, so that an empty or half-written file is refused instead of running
+with every default.  On reload (SIGHUP) a file that drops
+a table the running config set, or a key of the table the file ends with, is refused too
+(:func:`reload_problem`): an editor or a config-management tool that writes the file in two steps must not
+reset what the admin set.
 """
 
 from __future__ import annotations
@@ -160,6 +168,9 @@ class DaemonConfig:
     max_backoff_s: float = 300.0
     shadow: DecisionLogConfig = field(default_factory=DecisionLogConfig)
     log: LogConfig = field(default_factory=LogConfig)
+    #: The tables and keys the file set, in file order (dotted: ``gate``, ``gate.stale_after_s``): what a
+    #: reload must not drop (:func:`reload_problem`).
+    keys: tuple[str, ...] = field(default=(), compare=False, repr=False)
 
     @property
     def metrics_remote(self) -> bool:
@@ -399,7 +410,47 @@ def config_from_dict(data: Mapping[str, Any], source: str = "config") -> DaemonC
                         metrics_host=host, metrics_port=port, metrics_allow_remote=allow_remote,
                         state_dir=state_dir,
                         checkpoint_every_s=float(state_kw.get("checkpoint_every_s", 60.0)), gate=gate,
-                        leasing=leasing, shadow=shadow, log=log_config)
+                        leasing=leasing, shadow=shadow, log=log_config, keys=tuple(_set_keys(data)))
+
+
+def _set_keys(data: Mapping[str, Any], prefix: str = "") -> Iterator[str]:
+    """The dotted names of the tables and keys of parsed TOML (not into arrays or inline values)."""
+    for key, value in data.items():
+        name = f"{prefix}{key}"
+        yield name
+        if isinstance(value, Mapping):
+            yield from _set_keys(value, f"{name}.")
+
+
+#: Tables whose ``kind`` says what their other keys mean: when it changes, those keys may change freely.
+_KINDED_TABLES = ("backend", "agent")
+
+
+def reload_problem(running: DaemonConfig, new: DaemonConfig) -> str | None:
+    """Why ``new`` (re-read on SIGHUP) must not replace ``running``, or None.
+
+    A file caught half-written (an editor saving in two steps, a config-management tool writing it) reads
+    as valid TOML with the rest at its defaults, which would silently undo the admin's settings (a gate
+    daemon became a shadow one, issue 24).  Such a file has lost the tables after the cut and the keys at
+    the end of the table it was cut in, so ``new`` is refused when it lacks a table ``running`` has, or a
+    key ``running`` set in the table ``new`` ends with.  A key dropped from another table is a deliberate
+    edit (its default applies).  To drop the last table's key, write its default, or restart the daemon.
+    The keys of a table whose ``kind`` changed (another backend, another policy) are that kind's.
+    """
+    changed = {table for table in _KINDED_TABLES if getattr(running, table).kind != getattr(new, table).kind}
+    new_keys = set(new.keys)
+    tables = [key for key in running.keys if "." not in key and key not in new_keys]
+    last = next((key for key in reversed(new.keys) if "." not in key), None)
+    cut = [key for key in running.keys if last is not None and last not in changed
+           and key.startswith(f"{last}.") and key not in new_keys]
+    shown = tables or cut             # a whole table gone: name the tables, not each of their keys
+    if not shown:
+        return None
+    names = ", ".join(repr(key) for key in shown[:4]) + (f" and {len(shown) - 4} more" if len(shown) > 4 else "")
+    what = ("table" if tables else "key") + ("s" if len(shown) > 1 else "")
+    verb = "are" if len(shown) > 1 else "is"
+    return (f"{new.source}: {what} {names} of the running config {verb} missing from the file (half-written?); "
+            "write it again (its default value to mean the default), or restart the daemon to drop it")
 
 
 def shadow_config(table: Mapping[str, Any], source: str) -> DecisionLogConfig:
@@ -500,15 +551,39 @@ def _judging(table: Mapping[str, Any], source: str) -> dict[str, Any]:
     return {"objective": objective, "allow_losing_model": allow}
 
 
-def load_config(path: str | Path) -> DaemonConfig:
-    """Read and check a TOML config file; every problem is a one-line :class:`ConfigError`."""
+def load_config(path: str | Path, *, require_mode: bool = False) -> DaemonConfig:
+    """Read and check a TOML config file; every problem is a one-line :class:`ConfigError`.
+
+    ``require_mode``: the file is to run a daemon (start, reload, ``rlsched config check``), so it must name
+    ``[backend] mode`` explicitly; readers of the site settings only (``history import --config``,
+    ``train``/``evaluate --config``) do not need it.  An empty file is refused either way.
+    """
     source = str(path)
     try:
-        text = Path(path).read_text()
+        raw = Path(path).read_bytes()
     except OSError as exc:
         raise ConfigError(f"{source}: cannot read: {exc.strerror or exc}") from None
     try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        # TOML is UTF-8: a binary file (or one in another encoding) is refused, not a traceback.
+        raise ConfigError(f"{source}: not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset {exc.start}): a TOML "
+                          "config is UTF-8") from None
+    try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{source}: not valid TOML: {exc}") from None
-    return config_from_dict(data, source)
+        raise ConfigError(f"{source}: not valid TOML: {' '.join(str(exc).split())}") from None
+    except RecursionError:
+        raise ConfigError(f"{source}: not valid TOML: arrays or tables nested too deeply") from None
+    if not data:
+        raise ConfigError(f"{source}: the file is empty: a config names at least [backend] mode (shadow, boost "
+                          "or gate)")
+    backend = data.get("backend")
+    if require_mode and (not isinstance(backend, Mapping) or "mode" not in backend):
+        # Explicit, never the default: a file cut short before its mode would otherwise run in shadow mode.
+        raise _err(source, "backend.mode", "missing: a config names its mode explicitly (shadow, boost or gate); "
+                                           "is the file half-written?")
+    try:
+        return config_from_dict(data, source)
+    except RecursionError:
+        raise ConfigError(f"{source}: values nested too deeply") from None

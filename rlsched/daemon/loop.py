@@ -19,8 +19,10 @@
   partitions is released and the backend undoes what it changed (Nice values, its holds, drained nodes),
   a last checkpoint is written, and the heartbeat is marked stopped.
 - **Reload** (SIGHUP): the cycle in progress finishes and the config file is read again.  A bad file is
-  logged and the running config kept.  Same mode, state dir and backend: the checkpoint is written and the
-  new config goes on from it (holds and boosts stay); anything else: a full stop first (release, undo).
+  logged, counted and the running config kept — and so is a file that looks cut short (a table of the
+  running config missing, or a key of the table it ends with: :func:`rlsched.daemon.config.reload_problem`).
+  Same mode, state dir and backend: the checkpoint is written and the new config goes on from it (holds and
+  boosts stay); anything else: a full stop first (release, undo).
 - **Crash** (kill -9): checkpoints are atomic, so the previous one loads; in gate mode the watchdog
   releases the held jobs once the heartbeat goes stale.
 """
@@ -49,10 +51,11 @@ from rlsched.core.live import LiveBackend, NodeControl, QueueKey
 from rlsched.core.measures import responsiveness
 from rlsched.core.view import ClusterView, Decisions, apply
 from rlsched.daemon.agents import policy_info, start_agent
-from rlsched.daemon.config import ConfigError, DaemonConfig, load_config
+from rlsched.daemon.config import ConfigError, DaemonConfig, load_config, reload_problem
 from rlsched.daemon.decision_log import DecisionLog, decision_record
 from rlsched.daemon.notify import Notifier
 from rlsched.daemon.state import load_counters, read_heartbeat, save_counters
+from rlsched.faultlog import FaultLog
 from rlsched.leasing import LeaseStatus, LeasingService
 from rlsched.metrics import CLASS_NAMES, Exporter
 
@@ -109,7 +112,8 @@ class Daemon:
         self.decision_log: DecisionLog | None = (
             DecisionLog(config.decision_log_file, shadow.max_bytes, shadow.keep)
             if shadow.enabled and config.mode in shadow.modes else None)
-        self._decision_log_failing = False
+        #: Persistent faults (a phase failing every cycle, the decision log), logged once then at a bounded rate.
+        self.faults = FaultLog(log)
         self.counters, self.model_saved_s = load_counters(config.counters_file)
         self.stop_event = threading.Event()
         self.leasing: LeasingService | None = None
@@ -149,10 +153,12 @@ class Daemon:
             report.failed.append(name)
             with self.exporter.lock:
                 self.counters.cycle_failures[name] += 1
-            if name == "view":
-                log.warning("cycle: %s failed: %s", name, exc)
-            else:
-                log.exception("cycle: %s failed: %s", name, exc)
+            # Once with its traceback, then a reminder at a bounded rate: a fault of every cycle (an unwritable
+            # checkpoint) must not bury the rest of the log.  Every failure is counted all the same.
+            self.faults.failed(f"phase {name}", logging.WARNING if name == "view" else logging.ERROR,
+                               "cycle: %s failed: %s", name, exc, exc_info=name != "view")
+        else:
+            self.faults.recovered(f"phase {name}", "cycle: %s works again", name)
         finally:
             report.seconds[name] = time.perf_counter() - t0
 
@@ -216,14 +222,11 @@ class Daemon:
             with self.exporter.lock:
                 self.counters.decision_log["failed"] += 1
                 self._dirty = True
-            if not self._decision_log_failing:
-                log.error("decision log %s: cannot append (counted in rlsched_decision_log_lines_total"
-                          "{outcome=\"failed\"}; scheduling goes on): %s", self.decision_log.path, exc)
-            self._decision_log_failing = True
+            self.faults.failed("decision log", logging.ERROR, "decision log %s: cannot append (counted in "
+                               "rlsched_decision_log_lines_total{outcome=\"failed\"}; scheduling goes on): %s",
+                               self.decision_log.path, exc)
             return False
-        if self._decision_log_failing:
-            log.warning("decision log %s: appends work again", self.decision_log.path)
-        self._decision_log_failing = False
+        self.faults.recovered("decision log", "decision log %s: appends work again", self.decision_log.path)
         with self.exporter.lock:
             self.counters.decision_log["written"] += 1
             self._dirty = True
@@ -363,14 +366,19 @@ class Daemon:
             return False
         self.reload_requested = False
         try:
-            self.reload_config = load_config(self.config.source)
-        except ConfigError as exc:
-            log.error("reload refused, the running config stays: %s", exc)
+            new = load_config(self.config.source, require_mode=True)
+            problem = reload_problem(self.config, new)
+            if problem is not None:
+                raise ConfigError(problem)
+        except Exception as exc:                    # never fatal: whatever the file holds, the running config stays
+            reason = str(exc) if isinstance(exc, ConfigError) else f"{self.config.source}: {type(exc).__name__}: {exc}"
+            log.error("reload refused, the running config stays: %s", " ".join(reason.split()))
             with self.exporter.lock:                # rlsched_cycle_failures_total{phase="reload"}
                 self.counters.cycle_failures["reload"] += 1
                 self._dirty = True
             self.stop_event.clear()
             return False
+        self.reload_config = new
         return True
 
     def _reload_keeps_changes(self) -> bool:

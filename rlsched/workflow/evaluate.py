@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -60,7 +61,7 @@ from rlsched.core.measures import (
     utilization,
 )
 from rlsched.core.objective import Objective
-from rlsched.core.policies import PolicyError, PolicySpec, entry, load_policy, read_verdict, resolve
+from rlsched.core.policies import PolicyError, PolicySpec, entry, load_policy, read_policy_spec, read_verdict, resolve
 from rlsched.core.view import JobClass
 from rlsched.sim.engine import DEFAULT_OVERRUN, Overrun, Schedule
 from rlsched.sim.policies import PolicyRun, simulate_policy, workload_vos
@@ -85,6 +86,11 @@ RUN_MEASURES: tuple[tuple[str, str, bool], ...] = (
 #: Time-grid points of the fairness and share series.
 GRID_POINTS = 200
 RECORDED = "recorded"
+#: VOs shown one by one in report.md and the VO figure (the largest target shares); the rest are folded
+#: into one "other" group (a supercomputer log's SWF group field gives 158 VOs).  results.json keeps them all.
+SHOWN_VOS = 12
+#: The group of the folded VOs (parentheses: no VO name from a trace or a config looks like it).
+OTHER_VOS = "vo:(other VOs)"
 
 
 @dataclass(frozen=True)
@@ -211,6 +217,17 @@ def target_shares(workload: Workload) -> tuple[float, ...]:
     return tuple(float(x) for x in work / work.sum())
 
 
+def folded_vos(shares: Sequence[float]) -> tuple[list[int], list[int]]:
+    """The VOs shown one by one (the :data:`SHOWN_VOS` largest target shares, largest first) and those folded
+    into :data:`OTHER_VOS` (none when there are at most :data:`SHOWN_VOS` + 1: folding one VO hides nothing;
+    then every VO is shown, in VO order)."""
+    n = len(shares)
+    if n <= SHOWN_VOS + 1:
+        return list(range(n)), []
+    by_share = sorted(range(n), key=lambda k: (-shares[k], k))
+    return by_share[:SHOWN_VOS], sorted(by_share[SHOWN_VOS:])
+
+
 def run_measures(schedule: Schedule, shares: Sequence[float], vos: Sequence[str],
                  objective: Objective | None = None) -> dict[str, dict[str, Any]]:
     """The measures of one schedule: group → measure → value (see the module docstring); with an
@@ -224,6 +241,9 @@ def run_measures(schedule: Schedule, shares: Sequence[float], vos: Sequence[str]
                                      "batch": w.job_class == int(JobClass.BATCH)}
     for k, name in enumerate(vos):
         groups[f"vo:{name}"] = w.vo == k
+    folded = folded_vos(shares)[1]
+    if folded:
+        groups[OTHER_VOS] = np.isin(w.vo, folded)
     work = core_seconds(run, w.procs)
     out: dict[str, dict[str, Any]] = {}
     for name, mask in groups.items():
@@ -275,12 +295,36 @@ def prepare(workload: Workload, contenders: Sequence[Contender], site: Site | No
     return seen, rule
 
 
+def _names(names: Sequence[str], most: int = SHOWN_VOS) -> str:
+    """``(a, b, c)``, or the first ``most`` and the count when there are more (one line, still readable)."""
+    if len(names) <= most:
+        return "(" + ", ".join(names) + ")"
+    return "(" + ", ".join(names[:most]) + f", … {len(names)} VOs)"
+
+
+def check_model(path: Path, vos: Sequence[str], rule: ClassRule | None, site: Site | None, workload: str) -> None:
+    """Refuse a saved model built for other VOs or another class rule, before any replay: one line naming both
+    sides — the daemon config's with ``--config``, else the trace's own (there is no config to blame)."""
+    spec, _ = read_policy_spec(path)
+    if site is not None:
+        has, fix = f"the config {site.source} has", ""
+    else:
+        has, fix = f"the trace {workload} has", " (no --config: give the daemon config the model was trained with)"
+    if tuple(spec.vos) != tuple(vos):
+        raise PolicyError(f"model {path} was built for VOs {_names(spec.vos)}; {has} {_names(vos)}{fix}")
+    if rule is not None and spec.class_rule is not None and dict(spec.class_rule) != rule.to_dict():
+        built = rule_text(ClassRule.from_dict(spec.class_rule))
+        raise PolicyError(f"model {path} was built for {built}; {has} {rule_text(rule)}{fix}")
+
+
 def evaluate(workload: Workload, contenders: Sequence[Contender], *, site: Site | None = None, windows: int = 1,
              seeds: int = 1, seed: int = 0, cores: int | None = None, overrun: Overrun = DEFAULT_OVERRUN,
-             progress: Callable[[int], None] | None = None, split: TimeSplit | None = None,
+             progress: Callable[[int, int], None] | None = None, split: TimeSplit | None = None,
              deployment: Deployment | None = None, objective: Objective | None = None) -> Evaluation:
     """Replay ``workload`` (its test window with a ``split``) under each contender on every window (and seed);
-    tables and verdicts.  ``deployment``: the mode every policy runs in (None: the simulator's, gate)."""
+    tables and verdicts.  ``deployment``: the mode every policy runs in (None: the simulator's, gate).
+
+    ``progress(jobs_done, jobs_total)``: jobs replayed so far over all runs (a run's jobs as it goes)."""
     if not contenders:
         raise ValueError("no policy to evaluate: give --policy at least once")
     labels = [c.label for c in contenders]
@@ -298,27 +342,37 @@ def evaluate(workload: Workload, contenders: Sequence[Contender], *, site: Site 
     contenders = [c if c.recorded else replace(c, mode=mode) for c in contenders]
     seen, rule = prepare(workload, contenders, site)
     vos = workload_vos(seen)
+    for c in contenders:
+        if c.model_path is not None:
+            check_model(c.model_path, vos, rule, site, workload.name)
     shares = target_shares(seen)
     parts = split_windows(seen, windows)
     ev = Evaluation(workload.name, len(seen), cores or seen.max_procs, windows, seeds, rule_text(rule), vos, shares,
                     list(contenders), dropped=dict(seen.dropped), fixed=dict(seen.fixed), split=split,
                     window=window, deployment=deployment, objective=objective or Objective())
     done = 0
+    # The jobs every run replays (runs of the same window replay the same jobs): the progress's total.
+    jobs_total = len(seen) * sum(seeds if c.seeded else 1 for c in contenders)
+
+    def run_progress(before: int) -> Callable[[int], None] | None:
+        return None if progress is None else lambda jobs: progress(before + jobs, jobs_total)
+
     for c in contenders:
         for k, part in enumerate(parts):
             for s in (range(seed, seed + seeds) if c.seeded else [None]):
                 t = time.perf_counter()
-                ran = _run_contender(c, part, s, vos, rule, cores, overrun, deployment)
+                ran = _run_contender(c, part, s, vos, rule, cores, overrun, deployment, run_progress(done))
                 ev.runs.append(Run(c.label, k, s, ran.schedule, time.perf_counter() - t))
-                done += 1
+                done += len(part)
                 if progress is not None:
-                    progress(done)
+                    progress(done, jobs_total)
     tabulate(ev)
     return ev
 
 
 def _run_contender(c: Contender, part: Workload, s: int | None, vos: tuple[str, ...], rule: ClassRule,
-                   cores: int | None, overrun: Overrun, deployment: Deployment | None) -> PolicyRun:
+                   cores: int | None, overrun: Overrun, deployment: Deployment | None,
+                   progress: Callable[[int], None] | None) -> PolicyRun:
     """One replicate: a saved model (a fresh greedy copy), a policy by name, or the recorded schedule."""
     if c.model_path is not None:
         # A fresh copy per window: a saved model is evaluated as saved, greedy.
@@ -331,8 +385,8 @@ def _run_contender(c: Contender, part: Workload, s: int | None, vos: tuple[str, 
         assert c.spec is not None
         spec, agent = (c.spec.with_params(seed=s) if s is not None else c.spec), None
     if deployment is None or c.recorded:
-        return simulate_policy(part, spec, cores, overrun=overrun, agent=agent, name=c.label)
-    return simulate_in(deployment, part, spec, cores, overrun=overrun, agent=agent, name=c.label)
+        return simulate_policy(part, spec, cores, overrun=overrun, agent=agent, name=c.label, progress=progress)
+    return simulate_in(deployment, part, spec, cores, overrun=overrun, agent=agent, name=c.label, progress=progress)
 
 
 def recorded_split(contenders: Sequence[Contender]) -> TimeSplit:
@@ -548,7 +602,11 @@ def window_line(ev: Evaluation) -> str:
 
 
 def report_markdown(ev: Evaluation, figures: Sequence[str]) -> str:
-    vo_groups = [f"vo:{name}" for name in ev.vos]
+    shown, folded = folded_vos(ev.shares)
+    vo_groups = [f"vo:{ev.vos[k]}" for k in shown] + ([OTHER_VOS] if folded else [])
+    targets = [f"{ev.vos[k]} {ev.shares[k]:.3f}" for k in shown]
+    if folded:
+        targets.append(f"{len(folded)} other VOs {sum(ev.shares[k] for k in folded):.3f}")
     spread = (f"{ev.windows} consecutive windows" if ev.windows > 1 else "one window") + (
         f", {ev.seeds} seeds for the learned policies run by name" if ev.seeds > 1 else "")
     parts = [
@@ -559,7 +617,7 @@ def report_markdown(ev: Evaluation, figures: Sequence[str]) -> str:
         "F: VO fairness of the cumulative delivered service, averaged over the run; util: utilization; CPU "
         "share: the VO's share of the delivered core-seconds.",
         "",
-        f"Target shares of F: {', '.join(f'{n} {s:.3f}' for n, s in zip(ev.vos, ev.shares, strict=True))}.",
+        f"Target shares of F: {', '.join(targets)}.",
         "",
         window_line(ev),
         "",
@@ -578,7 +636,11 @@ def report_markdown(ev: Evaluation, figures: Sequence[str]) -> str:
               "deviation; with one window, within the sum of the seed standard deviations.", ""]
     parts += verdict_lines(ev)
     parts += ["", "## By class", "", markdown_table(ev, ("all", "interactive", "batch")), "",
-              "## By VO", "", markdown_table(ev, vo_groups), ""]
+              "## By VO", ""]
+    if folded:
+        parts += [f"{len(ev.vos)} VOs: the {len(shown)} with the largest target shares, the other {len(folded)} "
+                  f"together as {OTHER_VOS} (each VO is in results.json).", ""]
+    parts += [markdown_table(ev, vo_groups), ""]
     if figures:
         parts += ["## Figures", ""] + [f"![{name}]({name})" for name in figures] + [""]
     return "\n".join(parts)
@@ -645,34 +707,59 @@ def save_figures(ev: Evaluation, out: Path) -> list[str]:
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     names.append(save_figure(fig, out / "fairness_over_time.png"))
-    # Per-VO share of the service delivered in each grid interval, one panel per policy.
-    fig, axes = plt.subplots(len(labels), 1, figsize=(10, 2.2 * len(labels) + 0.6), sharex=True, squeeze=False)
+    names.append(save_figure(vo_share_figure(ev, origin), out / "vo_share_over_time.png"))
+    return names
+
+
+def vo_share_figure(ev: Evaluation, origin: float) -> Any:
+    """Per-VO share of the service delivered in each grid interval, one panel per policy: the
+    :data:`SHOWN_VOS` largest target shares one by one, the rest as one grey "other" band, each its own
+    colour, the legend beside the panels (not over them)."""
+    from rlsched.sim.experiments.harness import pyplot
+
+    plt = pyplot()
+    labels = [c.label for c in ev.contenders]
+    shown, folded = folded_vos(ev.shares)
+    bands = [ev.vos[k] for k in shown] + ([f"{len(folded)} other VOs"] if folded else [])
+    colors = [plt.get_cmap("tab20")(k) for k in range(len(shown))] + (["0.6"] if folded else [])
+    fig, axes = plt.subplots(len(labels), 1, figsize=(12, 2.2 * len(labels) + 0.6), sharex=True, squeeze=False)
     for ax, label in zip(axes[:, 0], labels, strict=True):
         for r in first_seed(parts_of(ev, label)):
             grid = fairness_grid(r.schedule)
             w = r.schedule.workload
             service = service_by_vo(grid, r.schedule.start, r.schedule.end, w.procs, w.vo, len(ev.vos))
             frac = service_fraction(np.diff(service, axis=0))
-            ax.stackplot((grid[1:] - origin) / 86400, frac.T, labels=list(ev.vos) if r.window == 0 else (),
-                         colors=[plt.get_cmap("tab20")(k % 20) for k in range(len(ev.vos))])
+            columns = [frac[:, k] for k in shown] + ([frac[:, folded].sum(axis=1)] if folded else [])
+            ax.stackplot((grid[1:] - origin) / 86400, np.vstack(columns), labels=bands if r.window == 0 else (),
+                         colors=colors)
         ax.set_ylabel(label, fontsize=8)
         ax.set_ylim(0, 1)
     axes[0, 0].set_title("each VO's share of the service delivered per interval")
-    axes[0, 0].legend(fontsize=7, ncol=min(len(ev.vos), 8), loc="upper right")
+    axes[0, 0].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     axes[-1, 0].set_xlabel("days")
-    names.append(save_figure(fig, out / "vo_share_over_time.png"))
-    return names
+    return fig
+
+
+def umask_mode() -> int:
+    """The mode the process's umask gives a new file (0644 under the usual 022): what the figures get.
+
+    Result files are published for a site's users beside the figures; the atomic writes' temporary
+    file would otherwise leave them owner-only."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
 
 
 def write_outputs(ev: Evaluation, out: Path, *, figures: bool = True) -> dict[str, Path]:
-    """``results.json``, ``table.md``-style ``report.md`` and the figures in ``out`` (atomic writes)."""
+    """``results.json``, ``table.md``-style ``report.md`` and the figures in ``out`` (atomic writes, the mode
+    the umask gives, as the figures)."""
     from rlsched.core.atomic import atomic_write
 
     out.mkdir(parents=True, exist_ok=True)
     names = save_figures(ev, out) if figures else []
     data = json.dumps(to_json(ev), indent=2, default=float) + "\n"
-    atomic_write(out / "results.json", lambda fh: fh.write(data.encode()))
+    atomic_write(out / "results.json", lambda fh: fh.write(data.encode()), umask_mode())
     report = report_markdown(ev, names)
-    atomic_write(out / "report.md", lambda fh: fh.write(report.encode()))
+    atomic_write(out / "report.md", lambda fh: fh.write(report.encode()), umask_mode())
     return {"results": out / "results.json", "report": out / "report.md", **{n: out / n for n in names}}
 

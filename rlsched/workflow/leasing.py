@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -112,12 +113,29 @@ def evaluate_leasing(workload: Workload, cloud_nodes: int, *, cores: int | None 
                      thetas: tuple[float, ...] = THETAS, qlearning: bool = True, random_runs: int = RANDOM_RUNS,
                      seed: int = 0, daily: bool = True,
                      daily_params: DailyLearnerParams | None = None,
-                     daily_prior: DailyPrior | None = None) -> LeasingEvaluation:
-    """Run the leasing policies on ``workload`` with ``cloud_nodes`` cloud nodes (see the module docstring)."""
+                     daily_prior: DailyPrior | None = None,
+                     progress: Callable[[int, int, str], None] | None = None) -> LeasingEvaluation:
+    """Run the leasing policies on ``workload`` with ``cloud_nodes`` cloud nodes (see the module docstring).
+
+    ``progress(steps_done, steps_total, running)`` before each step (one step per policy and setting, the
+    references with the constant sweep), and once at the end: the whole run takes minutes on a real trace."""
     if cloud_nodes < 1:
         raise ValueError(f"--cloud-nodes must be >= 1, got {cloud_nodes}")
     if random_runs < 0:
         raise ValueError(f"--random-runs must be >= 0, got {random_runs}")
+    steps = ([f"references and constant V 0..{cloud_nodes}"]
+             + ([f"random V ({random_runs} runs)"] if random_runs else [])
+             + (["Q-learning"] if qlearning else []) + (["daily learned cap"] if daily else [])
+             + [f"state-aware held daily θ={theta:g}" for theta in thetas]
+             + [f"state-aware per pass θ={theta:g}" for theta in thetas])
+    step = iter(range(len(steps) + 1))
+
+    def starting() -> None:
+        k = next(step)
+        if progress is not None:
+            progress(k, len(steps), f"{workload.name} leasing: " + (steps[k] if k < len(steps) else "done"))
+
+    starting()
     model = HybridModel(workload, cores)
     edges = day_edges(model)
     t0 = time.perf_counter()
@@ -138,6 +156,7 @@ def evaluate_leasing(workload: Workload, cloud_nodes: int, *, cores: int | None 
         ev.rows.append(r)
         ev.constant_balance.append(r.balance)
     if random_runs:
+        starting()
         t = time.perf_counter()
         rnd = grouped_runs(model, edges, random_caps(cloud_nodes, random_runs, len(edges) - 1, seed))
         seconds = (time.perf_counter() - t) / random_runs
@@ -151,11 +170,13 @@ def evaluate_leasing(workload: Workload, cloud_nodes: int, *, cores: int | None 
         ev.rows.append(LeasingRow("random-best", f"seed {seed}, {best.setting}", best.twt_s, best.cost_core_s,
                                   best.twt_imp_pct, best.cost_pct, best.balance, seconds))
     if qlearning:
+        starting()
         t = time.perf_counter()
         traj = fh_qlearning(model, edges, max_cap=cloud_nodes)
         ev.rows.append(row("qlearning", f"V∈0..{cloud_nodes}", float(traj.twt.sum()), float(traj.cost.sum()),
                            time.perf_counter() - t))
     if daily:
+        starting()
         params = daily_params or DailyLearnerParams()
         t = time.perf_counter()
         traj = daily_learned(model, edges, params, max_cap=cloud_nodes, prior=daily_prior)
@@ -165,15 +186,18 @@ def evaluate_leasing(workload: Workload, cloud_nodes: int, *, cores: int | None 
         ev.rows.append(row("daily-learned", setting, float(traj.twt.sum()), float(traj.cost.sum()),
                            time.perf_counter() - t))
     for theta in thetas:
+        starting()
         t = time.perf_counter()
         traj = state_aware_daily(model, edges, StateAwareParams(threshold=theta), max_cap=cloud_nodes)
         ev.rows.append(row("per-pass-held-daily", f"θ={theta:g}", float(traj.twt.sum()), float(traj.cost.sum()),
                            time.perf_counter() - t))
     for theta in thetas:
+        starting()
         t = time.perf_counter()
         traj = state_aware(model, edges, StateAwareParams(threshold=theta), max_cap=cloud_nodes)
         ev.rows.append(row("state-aware", f"θ={theta:g}", float(traj.twt.sum()), float(traj.cost.sum()),
                            time.perf_counter() - t))
+    starting()
     return ev
 
 
@@ -208,8 +232,21 @@ def daemon_settings(ev: LeasingEvaluation) -> list[str]:
     out = ["for the daemon config (docs/leasing-live.md):", "[leasing]", 'policy = "state-aware"',
            f"exchange_rate = {ev.exchange_rate:.6g}   # κ = twt_ref / c_ref: seconds of wait per cloud core-second"]
     if best_theta is not None:
-        out.append(f"threshold = {best_theta.setting.split('=')[1]}   # the best θ on this trace (in-sample)")
+        out.append(f"threshold = {best_theta.setting.split('=')[1]}   # {theta_note(ev, best_theta)}")
     return out
+
+
+def theta_note(ev: LeasingEvaluation, best: LeasingRow) -> str:
+    """What the best θ is: the grid's best, inside it — or at its edge, where the optimum may lie beyond."""
+    thetas = sorted(float(r.setting.split("=")[1]) for r in ev.rows if r.policy == "state-aware")
+    theta = float(best.setting.split("=")[1])
+    if len(thetas) == 1:
+        return "the only θ tried (in-sample): run a grid with --thetas to choose one"
+    if theta in (thetas[0], thetas[-1]):
+        side, beyond = ("smallest", "below") if theta == thetas[0] else ("largest", "above")
+        return (f"the best of the θ tried on this trace (in-sample), but the grid's {side}: the optimum may lie "
+                f"{beyond} {theta:g}; extend --thetas")
+    return "the best θ on this trace (in-sample)"
 
 
 def leasing_json(ev: LeasingEvaluation) -> dict[str, Any]:
@@ -218,20 +255,32 @@ def leasing_json(ev: LeasingEvaluation) -> dict[str, Any]:
             "rows": [r.__dict__ for r in ev.rows]}
 
 
-def save_leasing_figure(ev: LeasingEvaluation, out: Path) -> str:
-    """Balance against V for the constant caps, with the state-aware θ and Q-learning as lines."""
-    from rlsched.sim.experiments.harness import pyplot, save_figure
+def leasing_figure(ev: LeasingEvaluation) -> Any:
+    """Balance against V for the constant caps (on top), with the other policies as horizontal lines, each its
+    own colour; the legend beside the axes: with a θ grid it has 17 entries, which inside hid the curve."""
+    from rlsched.sim.experiments.harness import pyplot
 
     plt = pyplot()
-    fig, ax = plt.subplots(figsize=(8, 4))
-    ax.plot(range(len(ev.constant_balance)), ev.constant_balance, label="constant V", color="black")
-    for k, r in enumerate(r for r in ev.rows if r.policy != "constant"):
-        ax.axhline(r.balance, color=plt.get_cmap("tab10")(k % 10), linestyle="--", label=f"{r.policy} {r.setting}")
+    fig, ax = plt.subplots(figsize=(11, 4.5))
+    ax.plot(range(len(ev.constant_balance)), ev.constant_balance, label="constant V", color="black", marker=".",
+            zorder=3)
+    others = [r for r in ev.rows if r.policy != "constant"]
+    palette = plt.get_cmap("tab20" if len(others) > 10 else "tab10")
+    for k, r in enumerate(others):
+        ax.axhline(r.balance, color=palette(k % palette.N), linestyle="--", linewidth=1,
+                   label=f"{r.policy} {r.setting}")
     ax.set_xlabel("cap V (cloud nodes)")
     ax.set_ylabel("balance (twt_imp % − cost %)")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7)
-    return save_figure(fig, out / "leasing_balance.png")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    return fig
+
+
+def save_leasing_figure(ev: LeasingEvaluation, out: Path) -> str:
+    """:func:`leasing_figure` as ``leasing_balance.png`` in ``out``."""
+    from rlsched.sim.experiments.harness import save_figure
+
+    return save_figure(leasing_figure(ev), out / "leasing_balance.png")
 
 
 def write_leasing(ev: LeasingEvaluation, out: Path, *, figures: bool = True) -> dict[str, Any]:
@@ -239,13 +288,14 @@ def write_leasing(ev: LeasingEvaluation, out: Path, *, figures: bool = True) -> 
     import json
 
     from rlsched.core.atomic import atomic_write
+    from rlsched.workflow.evaluate import umask_mode
 
     out.mkdir(parents=True, exist_ok=True)
     data = leasing_json(ev)
     text = json.dumps(data, indent=2) + "\n"
-    atomic_write(out / "leasing.json", lambda fh: fh.write(text.encode()))
+    atomic_write(out / "leasing.json", lambda fh: fh.write(text.encode()), umask_mode())
     figure = save_leasing_figure(ev, out) if figures else None
     report = "\n".join([f"# Leasing on {ev.workload}", "", "```", leasing_table(ev), "```", ""]
                        + ([f"![balance]({figure})", ""] if figure else []))
-    atomic_write(out / "leasing.md", lambda fh: fh.write(report.encode()))
+    atomic_write(out / "leasing.md", lambda fh: fh.write(report.encode()), umask_mode())
     return data

@@ -4,13 +4,16 @@ nothing of the cluster touched (the configs point at a bin_dir without Slurm com
 from __future__ import annotations
 
 import json
+import shutil
 import socket
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from rlsched.cli import main
 from rlsched.cli.config import check_config
+from tests.core.policies.test_io import add_zeros_member
 
 ROOT = Path(__file__).resolve().parents[2]
 LAL_VOS = [f"vo{k}" for k in range(1, 8)]
@@ -19,7 +22,7 @@ LAL_VOS = [f"vo{k}" for k in range(1, 8)]
 def write(tmp_path: Path, body: str, name: str = "rlsched.toml", mode: int = 0o644) -> Path:
     (tmp_path / "no-bin").mkdir(exist_ok=True)
     path = tmp_path / name
-    path.write_text(f'[backend]\nbin_dir = "{tmp_path / "no-bin"}"\n' + body)
+    path.write_text(f'[backend]\nmode = "shadow"\nbin_dir = "{tmp_path / "no-bin"}"\n' + body)
     path.chmod(mode)
     return path
 
@@ -124,3 +127,38 @@ def test_the_daemon_on_a_busy_metrics_port_is_one_line(tmp_path: Path) -> None:
     errors = [line for line in done.stderr.splitlines() if "Error" in line or "Traceback" in line]
     assert done.returncode != 0 and "Traceback" not in done.stderr
     assert errors == [f"Error: key 'metrics.listen': cannot listen on 127.0.0.1:{port}: Address already in use"]
+
+
+def test_an_empty_file_is_one_line_and_exit_1(tmp_path: Path) -> None:
+    path = tmp_path / "rlsched.toml"
+    path.write_text("")
+    code, output = check(path)
+    assert code == 1 and output.count("\n") == 1 and output.startswith(f"{path}: ") and "empty" in output, output
+    path.write_text("[backend]\n")                 # a file cut right after its first table
+    code, output = check(path)
+    assert code == 1 and output.count("\n") == 1 and "key 'backend.mode'" in output, output
+
+
+@pytest.mark.parametrize(("content", "expected"), [
+    (b"\x7fELF\x02\x01\x01\x00\xff\xff\x00[backend]\n", "not UTF-8"),
+    (b'[backend]\nmode = "shadow"\nvos = ' + b"[" * 5000 + b"]" * 5000 + b"\n", "nested too deeply"),
+    (b'[backend]\nmode = "shadow"\nvos = [' + b"{a = " * 5000 + b"1" + b"}" * 5000 + b"]\n", "nested too deeply"),
+])
+def test_a_hostile_file_is_one_line_naming_it(tmp_path: Path, content: bytes, expected: str) -> None:
+    path = tmp_path / "rlsched.toml"
+    path.write_bytes(content)
+    code, output = check(path)
+    assert code == 1 and output.count("\n") == 1, output
+    assert output.startswith(f"{path}: ") and expected in output and "internal error" not in output, output
+
+
+def test_a_model_with_a_deflated_bomb_is_refused_in_one_line(lal_model: Path, tmp_path: Path) -> None:
+    model = tmp_path / "model.npz"
+    shutil.copyfile(lal_model, model)
+    add_zeros_member(model, "replay/extra.npy", 256 << 20)        # ~250 KB on disk, 256 MiB inflated
+    (tmp_path / "state").mkdir(mode=0o755)
+    state = f'[state]\ndir = "{tmp_path / "state"}"\n[metrics]\nlisten = "off"\n'
+    path = write(tmp_path, f'vos = {json.dumps(LAL_VOS)}\ndefault_vo = "vo1"\n[agent]\nmodel = "{model}"\n' + state)
+    code, output = check(path)
+    assert code == 1 and output.count("\n") == 1, output
+    assert "key 'agent'" in output and "member 'replay/extra.npy' inflates" in output

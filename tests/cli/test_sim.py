@@ -143,3 +143,34 @@ def test_sim_policies_lists_the_registry() -> None:
     text = run_cli("sim", "policies")
     for name in ("interactive-first-sjf", "sarsa-esn", "fqi-table", "native", "state-aware"):
         assert name in text
+
+
+def test_sim_run_classes_by_the_time_limit_and_names_the_rule(tmp_path: Path) -> None:
+    # issue 24, item 8: `sim run` counted by runtime while train/evaluate count by the time limit.
+    from tests.cli.test_trace import swf_columns
+    from tests.workflow.conftest import write_swf
+
+    swf = write_swf(tmp_path / "t.swf", n=300)
+    run, limit = swf_columns(swf)
+    assert int((limit <= 900).sum()) != int((run < 900).sum())
+    text = run_cli("sim", "run", "--workload", str(swf), "--policy", "easy")
+    assert "classes by the class rule (interactive iff time limit <= 900 s)" in text
+    summary = json.loads(run_cli("sim", "run", "--workload", str(swf), "--policy", "easy", "--json"))
+    assert summary["by_class"]["interactive"]["jobs"] == int((limit <= 900).sum())
+    assert "time limit <= 900 s" in summary["class_rule"]
+    runtime = json.loads(run_cli("sim", "run", "--workload", str(swf), "--policy", "easy", "--json",
+                                 "--class-by", "runtime"))
+    assert runtime["by_class"]["interactive"]["jobs"] == int((run < 900).sum())
+    assert "runtime < 900 s" in runtime["class_rule"]
+
+
+def test_the_unknown_policy_message_names_every_policy_and_alias() -> None:
+    from rlsched.core.policies import ALIASES, POLICIES
+
+    result = CliRunner().invoke(main, ["sim", "run", "--policy", "nope"])
+    assert result.exit_code == 1, result.output
+    (error,) = result.output.strip().splitlines()
+    assert "unknown policy 'nope'" in error
+    named = error.split("known: ", 1)[1].replace(";", ",").replace("aliases:", ",")
+    listed = {word.strip().split(" ")[0] for word in named.split(",") if word.strip()}
+    assert set(POLICIES) | set(ALIASES) <= listed and "recorded" in listed

@@ -1,5 +1,6 @@
 """Config validation of issue 16: finite numbers, integers, written paths outside the system directories,
-bounds, the heartbeat limit against retried calls, a loopback metrics address, and ``[log]``."""
+bounds, the heartbeat limit against retried calls, a loopback metrics address, and ``[log]``; of issue 24: a
+file that is empty, binary, nested too deeply or has no explicit mode, and a reload that drops a key."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Any
 import pytest
 
 from rlsched.daemon import ConfigError, config_from_dict, load_config
-from rlsched.daemon.config import SYSTEM_DIRS, is_loopback, system_dir_of, worst_call_s
+from rlsched.daemon.config import SYSTEM_DIRS, is_loopback, reload_problem, system_dir_of, worst_call_s
 
 
 def _error(data: dict[str, Any]) -> str:
@@ -132,3 +133,70 @@ def test_the_example_config_passes_every_check() -> None:
     config = load_config(root / "etc" / "rlsched.toml")
     assert not config.metrics_remote and config.log.level == "info"
     logging.getLogger(__name__).debug("example config: %s", config.source)
+
+
+def _file_error(path: Path, require_mode: bool = True) -> str:
+    with pytest.raises(ConfigError) as info:
+        load_config(path, require_mode=require_mode)
+    message = str(info.value)
+    assert message.startswith(f"{path}: ") and "\n" not in message, message
+    return message
+
+
+@pytest.mark.parametrize("require_mode", [True, False])
+@pytest.mark.parametrize(("content", "expected"), [
+    (b"", "empty"),
+    (b"\n# only a comment\n  \n", "empty"),
+    (b"\x89PNG\r\n\x1a\n\xff\xfe[backend]\n", "not UTF-8"),
+    (b'[backend]\nmode = "gate"\n# caf\xe9 in Latin-1\n', "not UTF-8"),
+    (b"[backend]\nvos = " + b"[" * 5000 + b"]" * 5000 + b"\n", "nested too deeply"),
+    (b"[backend]\nmode = \"gate", "not valid TOML"),
+])
+def test_an_unreadable_file_is_one_line_naming_it(tmp_path: Path, content: bytes, expected: str,
+                                                   require_mode: bool) -> None:
+    path = tmp_path / "rlsched.toml"
+    path.write_bytes(content)
+    assert expected in _file_error(path, require_mode)
+
+
+@pytest.mark.parametrize("content", ["[backend]\n", '[backend]\nkind = "slurm"\n[state]\ndir = "/srv/rlsched"\n',
+                                     '[state]\ndir = "/srv/rlsched"\n'])
+def test_a_daemon_config_names_its_mode_explicitly(tmp_path: Path, content: str) -> None:
+    path = tmp_path / "rlsched.toml"
+    path.write_text(content)
+    message = _file_error(path)
+    assert "key 'backend.mode'" in message and "explicitly" in message
+    if content != "[backend]\n":
+        assert load_config(path).mode == "shadow"          # a reader of the site settings only needs no mode
+    path.write_text('[backend]\nmode = "shadow"\n' + content.replace("[backend]\n", ""))
+    assert load_config(path, require_mode=True).mode == "shadow"
+
+
+def test_a_reload_must_not_drop_a_table_nor_a_key_of_the_table_it_ends_with(tmp_path: Path) -> None:
+    path = tmp_path / "rlsched.toml"
+    whole = ('[backend]\nmode = "boost"\nmax_boosted = 8\nvos = ["a"]\ndefault_vo = "a"\n[state]\n'
+             'dir = "/srv/rlsched"\n[metrics]\n[agent]\nkind = "sarsa-esn"\nlam = 0.3\n[gate]\nstale_after_s = 200\n')
+
+    def problem(text: str) -> str | None:
+        path.write_text(text)
+        return reload_problem(running, load_config(path, require_mode=True))
+
+    path.write_text(whole)
+    running = load_config(path, require_mode=True)
+    assert running.keys[:2] == ("backend", "backend.mode") and running.keys[-2:] == ("gate", "gate.stale_after_s")
+    assert problem(whole) is None
+    # A file cut short: the tables after the cut, and the keys at the end of the table it ends in.
+    for dropped, text in {"'agent', 'gate'": whole.split("[agent]")[0],
+                          "'gate.stale_after_s'": whole.removesuffix("stale_after_s = 200\n"),
+                          "'metrics'": whole.replace("[metrics]\n", "")}.items():       # an empty table too
+        found = problem(text)
+        assert found is not None and dropped in found and "\n" not in found, (dropped, found)
+    # A key dropped from a table the file does not end with is an edit: its default applies.
+    assert problem(whole.replace("max_boosted = 8\n", "")) is None
+    # The file ending with [agent]: another policy takes the old one's parameters with it.
+    agent_last = whole.replace('[gate]\nstale_after_s = 200\n', '').replace('[metrics]\n', '[metrics]\n[gate]\n'
+                                                                             'stale_after_s = 200\n')
+    path.write_text(agent_last)
+    running = load_config(path, require_mode=True)
+    assert problem(agent_last.replace("lam = 0.3\n", "")) is not None
+    assert problem(agent_last.replace('kind = "sarsa-esn"\nlam = 0.3', 'kind = "fcfs"')) is None

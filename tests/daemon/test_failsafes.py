@@ -1,19 +1,36 @@
 """The daemon's failsafes with an in-memory Slurm (tests.fakes.slurm): a heartbeat that stands for the last
 working cycle, ``--once``'s exit status, an unwritable undo record, a gate-mode run's partitions carried
-over a restart in another mode, and SIGHUP's reload (issue 16).  The same scenarios against the real Slurm
+over a restart in another mode, and SIGHUP's reload (issue 16) — which refuses an empty, half-written or
+binary file, and a fault of every cycle logged once (issue 24).  The same scenarios against the real Slurm
 are in tests/daemon/test_faults_live.py."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import logging
+import os
+import signal
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from rlsched.backends.slurm import SlurmBackend
+from rlsched.backends.slurm.config import SlurmBackendConfig
+from rlsched.daemon.config import load_config
 from rlsched.daemon.loop import Daemon
-from tests.fakes.slurm import SyntheticSlurm, make_daemon, slurm_of, synthetic_squeue_json
+from tests.fakes.slurm import (
+    ACCOUNTS,
+    NOW_S,
+    SyntheticSlurm,
+    make_daemon,
+    slurm_of,
+    synthetic_sinfo_json,
+    synthetic_squeue_json,
+)
 from tests.scripts import WATCHDOG, load_script
 
 
@@ -198,3 +215,104 @@ def test_a_reload_keeps_the_changes_only_for_the_same_mode_state_dir_and_backend
                    {"backend": dataclasses.replace(slurm_of(daemon).config, partitions=frozenset({"debug"}))}):
         daemon.reload_config = dataclasses.replace(daemon.config, **change)
         assert not daemon._reload_keeps_changes(), change
+
+
+def file_gate_daemon(tmp_path: Path, runner: SyntheticSlurm) -> tuple[Daemon, Path]:
+    """A gate daemon built from a config file, as ``rlsched daemon`` builds it (the running config knows which
+    tables and keys the file set), over ``runner``."""
+    path = tmp_path / "rlsched.toml"
+    path.write_text(f"""[backend]
+mode = "gate"
+partitions = ["debug", "short"]
+completion_source = "squeue"
+vos = {json.dumps(list(ACCOUNTS))}
+default_vo = "{ACCOUNTS[-1]}"
+state_file = "{tmp_path / 'slurm-record.json'}"
+poll_interval_s = 1
+[state]
+dir = "{tmp_path}"
+checkpoint_every_s = 0
+[metrics]
+listen = "off"
+[gate]
+stale_after_s = 100
+""")
+    config = load_config(path, require_mode=True)
+    assert isinstance(config.backend, SlurmBackendConfig)
+    backend = SlurmBackend(config.backend, runner=runner, sleep=lambda s: None, clock=lambda: float(NOW_S))
+    return Daemon(config, backend=backend), path
+
+
+def test_sighup_with_an_empty_a_half_written_or_a_binary_config_leaves_the_gate_daemon_as_it_was(
+        tmp_path: Path) -> None:
+    # No idle core: a working gate daemon releases nothing, so any release would come from a stop.
+    runner = SyntheticSlurm(synthetic_squeue_json(30, held_fraction=1.0), sinfo=synthetic_sinfo_json(idle_cpus=0))
+    daemon, path = file_gate_daemon(tmp_path, runner)
+    good = path.read_text()
+    running_config = daemon.config
+    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGHUP, signal.SIGTERM, signal.SIGINT)}
+    daemon.install_signal_handlers()              # the main thread's handlers, as in `rlsched daemon`
+    thread = threading.Thread(target=daemon.run, kwargs={"serve_metrics": False}, daemon=True)
+    thread.start()
+    try:
+        wait_until(lambda: daemon.counters.cycles >= 1)
+        assert not runner.actions()
+        faults = {"empty": b"",
+                  # cut right after [backend]'s table: valid TOML, everything else at its default
+                  "half-written": good.split("[state]")[0].encode(),
+                  "binary": b"\x89PNG\r\n\x1a\n\xff\xfe[backend]\n"}
+        for n, (name, content) in enumerate(faults.items(), 1):
+            path.write_bytes(content)
+            os.kill(os.getpid(), signal.SIGHUP)
+            wait_until(lambda n=n: daemon.counters.cycle_failures["reload"] == n)
+            cycles = daemon.counters.cycles
+            wait_until(lambda c=cycles: daemon.counters.cycles >= c + 2)
+            assert thread.is_alive(), name
+            assert daemon.reload_config is None and daemon.config is running_config, name
+            assert daemon.config.mode == "gate" and daemon.config.poll_interval_s == 1.0, name
+            hb = heartbeat(daemon)
+            assert hb["mode"] == "gate" and hb["stopped"] is False, name
+            assert hb["gated_partitions"] == ["debug", "short"] and hb["stale_after_s"] == 100, name
+            assert not runner.actions(), (name, runner.actions())       # nothing released, nothing undone
+        assert daemon.counters.cycle_failures["reload"] == 3
+    finally:
+        daemon.request_stop()
+        thread.join(20)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    assert not thread.is_alive()
+    assert daemon.reload_config is None
+
+
+def test_a_reload_that_drops_a_key_of_the_running_config_is_refused(tmp_path: Path) -> None:
+    runner = SyntheticSlurm(synthetic_squeue_json(5))
+    daemon, path = file_gate_daemon(tmp_path, runner)
+    good = path.read_text()
+    # Cut inside [gate], the last table: stale_after_s would fall back to 120 s.
+    path.write_text(good.replace("stale_after_s = 100\n", ""))
+    daemon.reload_requested = True
+    assert daemon._take_reload() is False and daemon.reload_config is None
+    assert daemon.counters.cycle_failures["reload"] == 1
+    # The same file whole again (a new poll interval): taken.
+    path.write_text(good.replace("poll_interval_s = 1\n", "poll_interval_s = 2\n"))
+    daemon.reload_requested = True
+    assert daemon._take_reload() is True
+    assert daemon.reload_config is not None and daemon.reload_config.poll_interval_s == 2.0
+
+
+def test_a_checkpoint_failing_every_cycle_is_logged_once_and_its_recovery_once(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    runner = SyntheticSlurm(synthetic_squeue_json(20))
+    daemon = make_daemon(runner, str(tmp_path), mode="boost")
+    daemon.config.counters_file.mkdir()          # a directory where the counters go: every write fails, even root's
+    with caplog.at_level(logging.INFO):
+        reports = [daemon.cycle() for _ in range(20)]
+        assert all(r.failed == ["checkpoint"] for r in reports)
+        assert daemon.counters.cycle_failures["checkpoint"] == 20              # every failure counted
+        failures = [r for r in caplog.records if r.getMessage().startswith("cycle: checkpoint failed")]
+        assert len(failures) == 1 and failures[0].levelno == logging.ERROR and failures[0].exc_info is not None
+        daemon.config.counters_file.rmdir()
+        assert not daemon.cycle().failed
+        daemon.cycle()
+    recovered = [m for m in caplog.messages if m.startswith("cycle: checkpoint works again")]
+    assert len(recovered) == 1

@@ -56,7 +56,7 @@ def test_the_daemon_writes_json_lines_from_the_config(tmp_path: Path) -> None:
     # No Slurm commands in bin_dir: the cycle's view fails and is logged; every stderr line is one JSON object.
     (tmp_path / "no-bin").mkdir()
     config = tmp_path / "rlsched.toml"
-    config.write_text(f'[backend]\nbin_dir = "{tmp_path / "no-bin"}"\nretry_attempts = 1\n'
+    config.write_text(f'[backend]\nmode = "shadow"\nbin_dir = "{tmp_path / "no-bin"}"\nretry_attempts = 1\n'
                       f'[state]\ndir = "{tmp_path / "state"}"\n[metrics]\nlisten = "off"\n'
                       '[log]\nlevel = "info"\nformat = "json"\n')
     done = subprocess.run([sys.executable, "-m", "rlsched", "daemon", "--once", "--config", str(config)],

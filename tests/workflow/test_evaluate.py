@@ -195,3 +195,24 @@ def test_multifactor_from_a_slurm_conf_runs_in_boost_mode(small_swf: Path, tmp_p
                   split=TimeSplit(), deployment=Deployment("boost"))
     a, b = (r.schedule for r in ev.runs)
     assert a.mode == b.mode == "boost" and np.array_equal(a.start, b.start)
+
+
+def test_the_vo_figure_folds_beyond_a_dozen_vos_and_keeps_its_legend_off_the_panels(tmp_path: Path) -> None:
+    from matplotlib.colors import to_rgba
+
+    from rlsched.workflow.evaluate import vo_share_figure
+    from tests.cli.test_evaluate import many_vo_swf
+
+    w = read_swf(many_vo_swf(tmp_path / "vos.swf", groups=40))
+    ev = evaluate(w, [parse_contender("easy"), parse_contender("fcfs")])
+    fig = vo_share_figure(ev, float(w.submit.min()))
+    fig.tight_layout()
+    fig.canvas.draw()
+    legend = fig.axes[0].get_legend()
+    names = [t.get_text() for t in legend.get_texts()]
+    assert len(names) == 13 and names[-1] == "28 other VOs"
+    colours = [to_rgba(h.get_facecolor()) for h in legend.legend_handles]
+    assert len(set(colours)) == 13, "every band its own colour"
+    box = legend.get_window_extent()
+    for ax in fig.axes:
+        assert not box.overlaps(ax.get_window_extent()), "the legend covers a panel"

@@ -93,3 +93,18 @@ def test_the_daily_learner_can_start_from_other_traces(busy_swf: Path, tmp_path:
     bad = CliRunner().invoke(main, ["evaluate", "--workload", str(busy_swf), "--leasing", "--cloud-nodes", "4",
                                     "--daily-prior-from", "kth,nowhere", "--out", str(tmp_path / "x")])
     assert bad.exit_code == 1 and "unknown setup 'nowhere'" in bad.output and "Traceback" not in bad.output
+
+
+def test_the_leasing_legend_does_not_hide_the_constant_v_curve(busy_swf: Path) -> None:
+    from rlsched.workflow.leasing import leasing_figure
+
+    ev = evaluate_leasing(read_swf(busy_swf), 6, random_runs=5)      # the default θ grid: 17 legend entries
+    fig = leasing_figure(ev)
+    fig.tight_layout()
+    fig.canvas.draw()
+    (ax,) = fig.axes
+    legend = ax.get_legend()
+    assert len(legend.get_texts()) == 17
+    assert not legend.get_window_extent().overlaps(ax.get_window_extent())
+    curve = next(line for line in ax.get_lines() if line.get_label() == "constant V")
+    assert curve.get_zorder() > max(line.get_zorder() for line in ax.get_lines() if line is not curve)

@@ -21,6 +21,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
+from rlsched.faultlog import FaultLog
+
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
@@ -208,6 +210,7 @@ class CommandExecutor:
         self.error_class = error_class
         self.errors: Counter[str] = Counter()
         self.calls: Counter[str] = Counter()
+        self.faults = FaultLog(log)
 
     def count(self, kind: str, n: int = 1) -> None:
         self.errors[kind] += n
@@ -226,10 +229,14 @@ class CommandExecutor:
         except OSError as exc:
             self.count("os_error")
             raise self.error_class("os_error", argv, str(exc)) from exc
+        key = f"decode {argv[0]}"
         if result.decode_replacements:
             self.count("decode_replacement", result.decode_replacements)
-            log.warning("%s: %d invalid UTF-8 sequence(s) in its output, replaced", argv[0],
-                        result.decode_replacements)
+            # A queued job's bad name is in every squeue answer: logged once, then at a bounded rate.
+            self.faults.failed(key, logging.WARNING, "%s: %d invalid UTF-8 sequence(s) in its output, replaced",
+                               argv[0], result.decode_replacements)
+        else:
+            self.faults.recovered(key, "%s: its output is valid UTF-8 again", argv[0])
         return result
 
     def run(self, argv: Sequence[str], parse: Callable[[CommandResult], T],

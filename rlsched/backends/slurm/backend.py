@@ -63,8 +63,9 @@ log = logging.getLogger(__name__)
 
 #: scontrol's messages for a job that is gone or no longer in a state the action applies to.
 _VANISHED_MESSAGES = ("Invalid job id", "already finished", "Job is no longer pending", "completing")
-#: Slurm stores nice + NICE_OFFSET (2^31) in 32 bits: |nice| must stay below 2^31 − 3.
-_MAX_NICE = 2**31 - 4
+#: Slurm stores nice + NICE_OFFSET (2^31) in 32 bits and takes |nice| <= NICE_OFFSET − 3 (sbatch, scontrol
+#: update): 2147483645 is a Nice a user may submit with, and a restore must give it back exactly (issue 24).
+_MAX_NICE = 2**31 - 3
 _PRIORITY_WEIGHTS = ("PriorityWeightAge", "PriorityWeightAssoc", "PriorityWeightFairShare",
                      "PriorityWeightJobSize", "PriorityWeightPartition", "PriorityWeightQOS")
 LEASE_DRAIN_REASON = "rlsched_lease_cap"
@@ -177,7 +178,8 @@ class SlurmBackend(CLIBackend[SlurmJob]):
     def _skip_job(self, exc: SlurmParseError) -> None:
         """One job of ``squeue --json`` is unreadable or absurd: the view goes on without it, counted."""
         self.executor.count("job_skipped")
-        log.warning("view: skipping one job: %s", exc)
+        # The job is in every view while it is queued: logged once, then at a bounded rate.
+        self.executor.faults.failed(f"skip {exc}", logging.WARNING, "view: skipping one job: %s", exc)
 
     def _completion_feed(self) -> CompletionFeed:
         if self._feed is None:
@@ -367,7 +369,7 @@ class SlurmBackend(CLIBackend[SlurmJob]):
             self._try_save_record()
 
     def _restore_nice(self, job_id: int) -> None:
-        # Slurm takes back no Nice outside its range (a job submitted with --nice=2147483645): the nearest.
+        # Slurm takes back no Nice outside its range: the nearest (an original is always inside: Slurm gave it).
         original = min(max(self.original_nice[job_id], -_MAX_NICE), _MAX_NICE)
         # A vanished job needs no restoring; a failure raises and keeps the record for the next try.
         if self._set_nice(job_id, original, "nice_restored"):

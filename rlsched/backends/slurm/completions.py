@@ -2,7 +2,10 @@
 
 Three sources, chosen by configuration or auto-detected from ``scontrol show config``:
 
-- ``sacct`` where accounting storage (slurmdbd) is configured — production sites;
+- ``sacct`` where accounting storage (slurmdbd) is configured — production sites; its records are read
+  by the reader of ``rlsched history import`` (:func:`rlsched.history.sacct.read_sacct_text`), so one
+  malformed record (an account named with a newline splits its line) is skipped and counted as
+  ``parse_error``, never the whole answer (issue 24);
 - the ``jobcomp/filetxt`` file (``JobCompLoc``) otherwise: read from where the previous read stopped
   (``sacct -c`` misreads its SubmitTime, so the file is parsed directly);
 - ``squeue``: finished jobs stay in ``squeue --json`` for ``MinJobAge`` seconds, so a poll interval
@@ -27,14 +30,16 @@ from rlsched.backends.slurm.errors import SlurmError, SlurmParseError
 from rlsched.backends.slurm.parsers import (
     FINISHED_STATES,
     JOBCOMP_FILE,
+    SACCT,
     SACCT_FORMAT,
     CompletedJob,
     SlurmJob,
     jobcomp_chunk_job_id,
     parse_jobcomp_line,
-    parse_sacct,
     split_jobcomp_records,
 )
+from rlsched.history.records import DropLog
+from rlsched.history.sacct import read_sacct_text
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +62,33 @@ def detect_source(config: Mapping[str, str], jobcomp_path: str | None = None) ->
     if config.get("JobCompType") == "jobcomp/filetxt" and path and os.access(path, os.R_OK):
         return "jobcomp"
     return "squeue"
+
+
+class RecordLog(DropLog):
+    """A :class:`DropLog` that keeps every malformed record's reason (the feed counts each one once)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reasons: list[str] = []
+
+    def bad(self, where: str, reason: str) -> None:
+        super().bad(where, reason)
+        self.reasons.append(reason)
+
+
+def read_sacct_completions(text: str, log: DropLog) -> list[CompletedJob]:
+    """``sacct -X -n -P --format=SACCT_FORMAT`` (``SLURM_TIME_FORMAT=%s``): the finished jobs that ran.
+
+    Read by the history import's reader; a record it cannot read is ``log.bad`` and skipped."""
+    jobs = []
+    for job in read_sacct_text(text.split("\n"), SACCT, log, columns=SACCT_FORMAT.split(",")):
+        if job.state not in FINISHED_STATES or job.cpus <= 0 or math.isnan(job.start_s) or math.isnan(job.end_s):
+            continue                     # still running, or never ran
+        jobs.append(CompletedJob(
+            job_id=job.raw_id, state=job.state, account=job.account, partition=job.partition, qos=job.qos,
+            cpus=job.cpus, time_limit_s=job.time_limit_s, submit_s=job.submit_s, start_s=job.start_s,
+            end_s=job.end_s))
+    return jobs
 
 
 def completed_from_squeue(job: SlurmJob) -> CompletedJob | None:
@@ -87,6 +119,8 @@ class CompletionFeed:
         self.wait_for_partition = wait_for_partition
         # (job id, end time): a requeued job that runs twice is two completions.
         self.seen: set[tuple[int, float]] = set()
+        #: sacct: the malformed records already counted, by reason (each is re-read while in sacct's window).
+        self.bad_seen: dict[str, float] = {}
         self.since_s = clock()
         self.offset: int | None = None
         self.inode: int | None = None
@@ -135,7 +169,15 @@ class CompletionFeed:
         start = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(self.since_s - SACCT_OVERLAP_S))
         argv = [self.sacct, "-X", "-n", "-P", "-a", f"--format={SACCT_FORMAT}", "-S", start, "-E", "now",
                 "-s", "CD,F,TO,CA,NF,OOM,PR,BF,DL"]
-        jobs = self.executor.run(argv, lambda r: parse_sacct(r.stdout))
+        records = RecordLog()
+        jobs = self.executor.run(argv, lambda r: read_sacct_completions(r.stdout, records))
+        for reason in records.reasons:
+            if reason not in self.bad_seen:
+                # One bad record must not blind the loop: skipped, counted and logged once.
+                self.bad_seen[reason] = now
+                self.executor.count("parse_error")
+                log.warning("sacct: skipping a malformed record (counted in rlsched_backend_errors_total"
+                            "{kind=\"parse_error\"}): %s", reason)
         fresh = []
         for job in jobs:          # the windows overlap: drop what an earlier poll delivered
             if job.end_s < self.floor_s:
@@ -153,6 +195,7 @@ class CompletionFeed:
         self.since_s = now
         horizon = now - 2 * SACCT_OVERLAP_S
         self.seen = {key for key in self.seen if key[1] >= horizon}
+        self.bad_seen = {reason: when for reason, when in self.bad_seen.items() if when >= horizon}
         return fresh
 
     def _from_jobcomp(self, squeue_jobs: Iterable[SlurmJob]) -> list[CompletedJob]:
@@ -228,8 +271,12 @@ class CompletionFeed:
                 done = completed_from_squeue(found) if found is not None else None
                 if done is not None:
                     out.append(done)
-                else:
+                elif found is None:
                     log.warning("%s: job %d: its record is unreadable and squeue no longer has it", path, job_id)
+                elif not found.finished:
+                    # A record naming a job that has not ended (a forged line): not its completion.
+                    log.warning("%s: job %d: its record is unreadable and squeue lists the job as %s, not "
+                                "finished: the record is ignored", path, job_id, found.state)
         return self._dedup(out)
 
     def _dedup(self, jobs: list[CompletedJob]) -> list[CompletedJob]:

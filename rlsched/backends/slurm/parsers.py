@@ -669,46 +669,6 @@ def parse_jobcomp_line(line: str, where: str = "") -> CompletedJob | None:
         start_s=record.start_s, end_s=record.end_s)
 
 
-#: The ``--format`` that :func:`parse_sacct` reads (no free-text field, so ``|`` cannot occur in a value).
+#: The ``--format`` the completion feed asks sacct for (read by
+#: :func:`rlsched.backends.slurm.completions.read_sacct_completions`; no free-text field).
 SACCT_FORMAT = "JobIDRaw,Account,Partition,QOS,AllocCPUS,Timelimit,Submit,Start,End,State"
-
-
-def _sacct_epoch(text: str, where: str) -> float:
-    if text in ("Unknown", "None", ""):
-        return math.nan
-    try:
-        return float(int(text))
-    except ValueError:
-        raise SlurmParseError(SACCT, where,
-                              f"not epoch seconds: {text!r:.40} (is SLURM_TIME_FORMAT=%s set?)") from None
-
-
-def parse_sacct(text: str) -> list[CompletedJob]:
-    """``sacct -X -n -P --format=SACCT_FORMAT`` with ``SLURM_TIME_FORMAT=%s``: finished jobs that ran."""
-    jobs = []
-    n_fields = SACCT_FORMAT.count(",") + 1
-    for lineno, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        where = f"line {lineno}"
-        fields = line.split("|")
-        if len(fields) != n_fields:
-            raise SlurmParseError(SACCT, where, f"{len(fields)} fields, expected {n_fields}: {line[:80]!r}")
-        raw_id, account, partition, qos, cpus_s, limit, submit, start, end, state = fields
-        state = state.split(" ")[0]          # "CANCELLED by 0"
-        if not raw_id.isdecimal():
-            raise SlurmParseError(SACCT, where, f"bad JobIDRaw {raw_id!r:.40}")
-        if not cpus_s.isdecimal():
-            raise SlurmParseError(SACCT, where, f"bad AllocCPUS {cpus_s!r:.40}")
-        if state not in FINISHED_STATES:
-            continue
-        start_s, end_s = _sacct_epoch(start, where), _sacct_epoch(end, where)
-        if int(cpus_s) == 0 or math.isnan(start_s) or math.isnan(end_s):
-            continue                     # never ran
-        jobs.append(CompletedJob(
-            job_id=int(raw_id), state=state, account=account, partition=partition, qos=qos, cpus=int(cpus_s),
-            # slurmdbd stores no limit for some jobs (seen for jobs cancelled while running): sacct prints "".
-            time_limit_s=parse_duration_s(limit, SACCT, where) if limit.strip() else math.inf,
-            submit_s=_sacct_epoch(submit, where),
-            start_s=start_s, end_s=end_s))
-    return jobs

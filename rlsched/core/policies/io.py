@@ -7,18 +7,29 @@ its input columns mean the same thing: the caller passes the VO list and feature
 its configuration, and a model built for others is refused with a one-line error naming
 both.  Files are written atomically (:mod:`rlsched.core.atomic`, through the learner's
 checkpoint).
+
+Loading reads a model's zip directory first and inflates nothing it has not bounded (issue 24: a
+10.7 MB file with a deflated 1 GiB member was loaded whole).  Every member must be one a model has
+(``__meta__`` and the arrays of its Q-function, replay memory and agent: :data:`MEMBER_PREFIXES`),
+each declares at most :data:`MAX_MEMBER_BYTES` and inflates to at most :data:`MAX_INFLATION` times
+what it takes in the file (models are written uncompressed), and its array header must describe
+exactly the bytes it declares.  :func:`read_policy_spec` then inflates ``__meta__`` alone.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
+import zipfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from rlsched.core.agents import Mode, SchedulingAgent
-from rlsched.core.approximators.base import read_checkpoint, save_checkpoint
+from rlsched.core.approximators.base import FORMAT_VERSION, read_checkpoint, save_checkpoint
 from rlsched.core.features import FeatureConfig
 from rlsched.core.policies.registry import BuildContext, build_agent, entry, feature_config, resolve
 from rlsched.core.policies.spec import PolicyError, PolicySpec
@@ -83,14 +94,96 @@ def _features_text(config: FeatureConfig) -> str:
     return "(" + ", ".join(f"{k}={v}" for k, v in config.to_dict().items()) + ")"
 
 
+#: The members of a model file besides ``__meta__``: the arrays of the Q-function, the replay memory and the
+#: agent (:meth:`rlsched.core.learners.base.BatchLearner.save`).
+MEMBER_PREFIXES = ("q/", "replay/", "agent/")
+_META_MEMBER = "__meta__.npy"
+#: The most one member may hold once inflated: 16 times the largest model the registry builds (a
+#: ``fqi-table``'s value and visit tables take 64 MiB each; a 100,000-transition replay memory ~12 MB).
+MAX_MEMBER_BYTES = 1 << 30
+#: How many times its size in the file a compressed member may inflate to.  rlsched writes models
+#: uncompressed (``np.savez``: ×1); ``np.savez_compressed`` of float arrays gives a few; a deflate
+#: bomb ×1000.
+MAX_INFLATION = 64
+#: Members of a model: a few dozen at most (an FFNN's layers, the replay arrays, the agent's).
+MAX_MEMBERS = 512
+#: ``__meta__`` is JSON text (the spec, the hyper-parameters, the random state): kilobytes.
+MAX_META_BYTES = 16 << 20
+
+
+def check_model_members(path: str | os.PathLike[str]) -> None:
+    """Refuse, in one line, a model file with a member it should not have or that could inflate beyond its
+    bound — before anything is inflated but the members' array headers (a few hundred bytes each)."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            members = archive.infolist()
+            if len(members) > MAX_MEMBERS:
+                raise PolicyError(f"model {path}: {len(members)} members, a model has at most {MAX_MEMBERS}")
+            names = {info.filename for info in members}
+            if _META_MEMBER not in names:
+                raise PolicyError(f"model {path}: no {_META_MEMBER} member (not an rlsched model)")
+            for info in members:
+                _check_member(path, archive, info)
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, NotImplementedError, OSError) as exc:
+        raise PolicyError(_one_line(f"model {path}: not a readable model file ({exc})")) from None
+
+
+def _check_member(path: str | os.PathLike[str], archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> None:
+    name = info.filename
+    where = f"model {path}: member {name!r}"
+    if name != _META_MEMBER and not (name.startswith(MEMBER_PREFIXES) and name.endswith(".npy")):
+        raise PolicyError(f"{where} is not part of a model (a model holds {_META_MEMBER} and "
+                          f"{', '.join(p + '*.npy' for p in MEMBER_PREFIXES)})")
+    bound = MAX_META_BYTES if name == _META_MEMBER else MAX_MEMBER_BYTES
+    if info.file_size > bound:
+        raise PolicyError(f"{where} declares {info.file_size} bytes, more than the {bound} a model member may hold")
+    if info.compress_type != zipfile.ZIP_STORED and info.file_size > MAX_INFLATION * max(info.compress_size, 1):
+        raise PolicyError(f"{where} inflates {info.compress_size} bytes to {info.file_size} (more than "
+                          f"x{MAX_INFLATION}): not a model rlsched wrote")
+    # The array header must describe exactly the bytes the member declares: numpy allocates what the header
+    # says before it reads (a small member could otherwise claim a huge shape).
+    with archive.open(info) as member:
+        try:
+            version = np.lib.format.read_magic(member)
+            if version == (1, 0):
+                shape, _, dtype = np.lib.format.read_array_header_1_0(member)
+            else:
+                shape, _, dtype = np.lib.format.read_array_header_2_0(member)
+        except ValueError as exc:
+            raise PolicyError(_one_line(f"{where}: not a numpy array ({exc})")) from None
+        if dtype.hasobject:
+            raise PolicyError(f"{where}: an array of Python objects (a model holds numbers and text)")
+        data_bytes = int(np.prod(shape, dtype=np.float64)) * dtype.itemsize
+        header_bytes = member.tell()
+    if header_bytes + data_bytes != info.file_size:
+        raise PolicyError(f"{where}: its header describes {data_bytes} bytes of data, the member holds "
+                          f"{info.file_size - header_bytes}")
+
+
+def _read_meta(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """The ``__meta__`` of a model file whose members were checked; only that member is inflated."""
+    check_model_members(path)
+    try:
+        with zipfile.ZipFile(path) as archive, archive.open(_META_MEMBER) as member:
+            text = np.lib.format.read_array(member, allow_pickle=False)
+        meta = json.loads(str(text))
+    except (ValueError, OSError, zipfile.BadZipFile, RecursionError) as exc:
+        raise PolicyError(_one_line(f"model {path}: {_META_MEMBER} is unreadable ({exc})")) from None
+    if not isinstance(meta, dict):
+        raise PolicyError(f"model {path}: {_META_MEMBER} is not a JSON object")
+    if meta.get("format_version") != FORMAT_VERSION:
+        raise PolicyError(f"model {path}: format_version {meta.get('format_version')!r} is not supported "
+                          f"(expected {FORMAT_VERSION})")
+    return meta
+
+
 def read_policy_spec(path: str | os.PathLike[str]) -> tuple[PolicySpec, dict[str, Any]]:
-    """The spec a model file carries and its agent metadata; one-line :class:`PolicyError` otherwise."""
+    """The spec a model file carries and its agent metadata; one-line :class:`PolicyError` otherwise.
+
+    The file's members are checked first (:func:`check_model_members`) and only ``__meta__`` is inflated."""
     if not Path(path).is_file():
         raise PolicyError(f"model {path}: no such file")
-    try:
-        meta, _ = read_checkpoint(path)
-    except (ValueError, OSError) as exc:
-        raise PolicyError(_one_line(f"model {path}: {exc}")) from None
+    meta = _read_meta(path)
     agent_meta = meta.get("agent")
     if not isinstance(agent_meta, dict) or "policy" not in agent_meta:
         raise PolicyError(f"model {path} is an old checkpoint without a policy spec (saved before models carried "

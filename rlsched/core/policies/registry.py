@@ -521,7 +521,8 @@ def entry(name: str) -> PolicyEntry:
     """The registry entry ``name`` (or alias); a one-line :class:`PolicyError` naming the known ones."""
     found = POLICIES.get(ALIASES.get(name, name))
     if found is None:
-        raise PolicyError(f"unknown policy {name!r}; known: {', '.join(POLICIES)}")
+        aliases = ", ".join(f"{alias} (= {target})" for alias, target in ALIASES.items())
+        raise PolicyError(f"unknown policy {name!r}; known: {', '.join(POLICIES)}; aliases: {aliases}")
     return found
 
 

@@ -72,9 +72,9 @@ def test_extreme_nice_of_one_job_does_not_stop_the_others_boost() -> None:
     updates = [c[2:] for c in runner.calls if c[:2] == ("scontrol", "update")]
     assert updates == [("JobId=9", "Nice=-30000"), ("JobId=10", "Nice=-20000"), ("JobId=8", "Nice=-10000")]
     runner.calls.clear()
-    b.boost([])                                # restored to the nearest Nice Slurm takes
+    b.boost([])                                # given back exactly: Slurm takes |Nice| up to 2**31 - 3
     restores = {c[2]: c[3] for c in runner.calls if c[:2] == ("scontrol", "update")}
-    assert restores["JobId=9"] == f"Nice={2**31 - 4}"
+    assert restores["JobId=9"] == "Nice=2147483645"
 
 
 def test_priorities_beyond_the_nice_range_still_boost_within_it() -> None:
@@ -84,7 +84,7 @@ def test_priorities_beyond_the_nice_range_still_boost_within_it() -> None:
     b.view()
     b.boost([10, 8, 9])
     nices = [int(c[3].split("=")[1]) for c in runner.calls if c[:2] == ("scontrol", "update")]
-    assert nices and all(-(2**31 - 4) <= n < 0 for n in nices)
+    assert nices and all(-(2**31 - 3) <= n < 0 for n in nices)
     assert nices == sorted(nices)             # still a ladder, top first
 
 

@@ -14,17 +14,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from rlsched.backends.slurm.completions import read_sacct_completions
 from rlsched.backends.slurm.errors import SlurmParseError
 from rlsched.backends.slurm.parsers import (
     parse_duration_s,
     parse_jobcomp_line,
-    parse_sacct,
     parse_scontrol_config,
     parse_sinfo_json,
     parse_sinfo_json_reference,
     parse_squeue_json,
     parse_squeue_json_reference,
 )
+from rlsched.history.records import DropLog
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "slurm"
 SQUEUE = (DATA / "squeue-mixed.json").read_text()
@@ -92,23 +93,6 @@ def test_durations(text: str, seconds: float) -> None:
     assert parse_duration_s(text) == seconds
 
 
-def test_sacct_parsable() -> None:
-    text = ("101|atlas|debug|normal|4|01:00:00|1700000000|1700000060|1700000360|COMPLETED\n"
-            "102|cms|short|high|0|00:10:00|1700000000|None|1700000010|CANCELLED by 0\n"
-            "103|cms|short|high|2|00:10:00|1700000000|1700000005|1700000100|CANCELLED by 0\n"
-            "104|cms|short|high|2|00:10:00|1700000000|1700000005|Unknown|RUNNING\n"
-            "105|cms|debug|normal|2||1700000000|1700000005|1700000100|CANCELLED by 0\n")
-    jobs = parse_sacct(text)
-    assert [j.job_id for j in jobs] == [101, 103, 105]
-    assert jobs[2].time_limit_s == math.inf      # slurmdbd recorded no limit
-    assert jobs[0].start_s - jobs[0].submit_s == 60 and jobs[0].time_limit_s == 3600
-    assert jobs[1].state == "CANCELLED" and jobs[1].qos == "high"
-    with pytest.raises(SlurmParseError, match="sacct: bad output at line 1: 3 fields"):
-        parse_sacct("1|2|3\n")
-    with pytest.raises(SlurmParseError, match="SLURM_TIME_FORMAT"):
-        parse_sacct("1|a|p|q|1|10|2024-01-01T00:00:00|1|2|COMPLETED\n")
-
-
 def test_errors_reported_by_slurm_are_parse_errors() -> None:
     doc = json.dumps({"meta": {}, "errors": [{"error": "Unable to contact slurm controller"}], "jobs": []})
     with pytest.raises(SlurmParseError, match=r"squeue --json.*Unable to contact"):
@@ -160,9 +144,10 @@ def _mutate(doc: Any, path: list[Any], value: Any) -> Any:
 @settings(max_examples=300, deadline=None)
 @given(st.text(max_size=200))
 def test_random_text_parses_or_raises_parse_error(text: str) -> None:
-    for parser in (parse_squeue_json, parse_sinfo_json, parse_scontrol_config, parse_sacct):
+    for parser in (parse_squeue_json, parse_sinfo_json, parse_scontrol_config):
         with contextlib.suppress(SlurmParseError):
             parser(text)
+    read_sacct_completions(text, DropLog())          # never raises: a bad record is counted and skipped
     with contextlib.suppress(SlurmParseError):
         parse_jobcomp_line(text)
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import gzip
 import math
 import re
-import time
 from pathlib import Path
 
 import numpy as np
@@ -403,9 +402,9 @@ def _count_job_lines(path: Path) -> tuple[int, int]:
 @pytest.mark.parametrize("short", ["kth", "ctc", "sdsc", "lpc"])
 def test_shared_trace_loads(trace_path, short: str) -> None:
     path = trace_path(short)
-    started = time.perf_counter()
+    # The reading speed is measured by benchmarks/bench_sim.py, not asserted here: a timed unit test
+    # fails on a loaded machine, not on a slow reader.
     w = read_swf(path)
-    elapsed = time.perf_counter() - started
     lines, missing_run = _count_job_lines(path)
     assert len(w) + sum(w.dropped.values()) == lines
     assert w.dropped.get("runtime_missing", 0) == missing_run
@@ -427,5 +426,3 @@ def test_shared_trace_loads(trace_path, short: str) -> None:
     if short == "lpc":
         assert all(p == 1 for p in w.procs[:1000])  # "Jobs are always serial"
         assert len(w.vo_names) > 1
-    # generous bound: the target is far lower (see docs/traces.md), this only catches a slow path
-    assert elapsed < 3.0

@@ -1,0 +1,66 @@
+"""`rlsched train`'s argument messages (issue 24, item 12)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from rlsched.cli import main
+from tests.workflow.conftest import write_swf
+
+
+@pytest.mark.parametrize(("window", "message"), [
+    ("0/0", "--window 0/0: K, the number of windows, must be at least 1"),
+    ("3/2", "--window 3/2: I must lie in 0..1"),
+])
+def test_a_bad_window_is_one_line_that_makes_sense(tmp_path: Path, window: str, message: str) -> None:
+    swf = write_swf(tmp_path / "t.swf", n=50)
+    result = CliRunner().invoke(main, ["train", "--workload", str(swf), "--policy", "sarsa-esn", "--window", window,
+                                       "--out", str(tmp_path / "m.npz")])
+    assert result.exit_code == 2, result.output
+    error = result.output.strip().splitlines()
+    assert len(error) == 1 and message in error[0] and "-1" not in error[0], result.output
+
+
+def test_time_left_follows_the_growth_of_the_refits() -> None:
+    from rlsched.cli.train import TimeLeft
+
+    def cost(n: float, a: float = 2e-3, b: float = 1e-6, memory: float = 6000) -> float:
+        growth = n * n / 2 if n <= memory else memory * memory / 2 + memory * (n - memory)
+        return a * n + b * growth
+
+    # Resumed at job 1,000 (the clock starts there): the fit uses differences from the first report.
+    estimate = TimeLeft(10_000, 6000)
+    for n in (1000, 2000, 3000, 4000):
+        estimate.add(n, cost(n) - cost(1000))
+    seconds, bound = estimate.left()  # type: ignore[misc]
+    assert not bound and seconds == pytest.approx(cost(10_000) - cost(4000))
+    two = TimeLeft(10_000, 6000)
+    two.add(1000, 0.0)
+    two.add(2000, cost(2000) - cost(1000))
+    upper, bound = two.left()  # type: ignore[misc]
+    assert bound and upper >= cost(10_000) - cost(2000)
+    assert TimeLeft(10, None).left() is None
+
+
+def test_train_prints_the_time_left_in_its_log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Not a terminal (CliRunner): the estimate goes to stderr as a log line, at most every ESTIMATE_EVERY_S.
+    ticks = iter(range(0, 10_000, 7))
+    monkeypatch.setattr("rlsched.cli.train.clock", lambda: float(next(ticks)))
+    monkeypatch.setattr("rlsched.cli.train.ESTIMATE_EVERY_S", 0.0)
+    monkeypatch.setattr("rlsched.cli.train.LONG_TRAINING_JOBS", 300)
+    swf = write_swf(tmp_path / "t.swf", n=300)
+    result = CliRunner().invoke(main, ["train", "--workload", str(swf), "--policy", "sarsa-esn:pretrain_decisions=30",
+                                       "--checkpoint-every", "50", "--out", str(tmp_path / "m.npz")])
+    assert result.exit_code == 0, result.output
+    log = result.stderr.splitlines()
+    assert log[0].startswith("t sarsa-esn: 300 jobs; each re-fit passes over the replay memory"), log
+    estimates = [line for line in log if " of 300 jobs in " in line]
+    assert estimates and estimates[0].startswith("t sarsa-esn: 100 of 300 jobs in 14 s; up to "), log
+    assert all(line.endswith(" left") for line in estimates)
+    assert any(" about " in line for line in estimates), "three reports or more: a fit, not a bound"
+    quiet = CliRunner().invoke(main, ["train", "--workload", str(swf), "--policy", "sarsa-esn:pretrain_decisions=30",
+                                      "--checkpoint-every", "50", "--fresh", "-q", "--out", str(tmp_path / "q.npz")])
+    assert quiet.exit_code == 0 and quiet.stderr == "", quiet.output
