@@ -16,7 +16,8 @@ Here the same happens in the engine (:class:`rlsched.sim.engine.Simulator`):
   jobs; a boosted job's base priority is re-computed when its offset changes (Slurm re-computes a job's
   priority when its Nice is updated), every other job keeps its priority until the next base pass;
 - the agent is asked only every ``poll_interval_s`` of simulated time (``Simulator(every_event=False)``),
-  after the scheduler's pass at that instant; a changed order gets a scheduling pass at once.  Jobs that
+  after the scheduler's pass at that instant; a changed order gets a scheduling pass at once (polls that
+  can change nothing are deferred, see ``BoostSettings.quiet_polls``).  Jobs that
   arrive between polls queue in the base order until the next poll; a boosted job that starts keeps
   nothing, the others keep their offsets until the next poll re-ranks;
 - EASY backfilling behind the queue head, with reservations and kill times from the requested time (the
@@ -34,7 +35,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from rlsched.core.view import Agent, FloatArray, IntArray
-from rlsched.sim.engine import DEFAULT_OVERRUN, DynamicPriority, Overrun, Schedule, Simulator
+from rlsched.sim.engine import DEFAULT_OVERRUN, DynamicPriority, Overrun, QuietPolls, Schedule, Simulator
 from rlsched.sim.workload import Workload
 
 #: The Slurm backend's default ``max_boosted`` (``SlurmBackendConfig``; a test keeps the two equal — the
@@ -55,10 +56,11 @@ class BoostSettings:
     - ``base``: the site's own order: ``fifo``, or a ``multifactor`` policy spec (``multifactor``,
       ``multifactor:slurm_conf=/etc/slurm/slurm.conf``, ``multifactor:weight_age=5000,…``), whose
       ``backfill`` parameter also decides backfilling (``fifo``: EASY backfilling).
-    - ``quiet_polls``: also ask the agent at the polls before which no job was submitted, started or
-      finished since the previous poll.  Off by default: the queue is the same, so a rule ranks it the same
-      way and skipping is exact; a learned agent's ranking may still move with the jobs' ages alone, which
-      only these polls would show (measured in docs/slurm.md; much slower).
+    - ``quiet_polls``: make every poll when it falls due.  Off by default: a poll before which nothing was
+      submitted, started or finished and at which no queued job fits the idle cores can start nothing, so it
+      is deferred and only the last such poll before the next event is made (at its own instant's view):
+      the same schedule for any agent that keeps no state between polls (a rule, a fixed model), in less
+      time; a learner draws its exploration at fewer polls (``Simulator._poll``).
     """
 
     poll_interval_s: float = 10.0
@@ -171,15 +173,17 @@ class BoostPriority:
 
 
 def simulate_boost(workload: Workload, agent: Agent, settings: BoostSettings, base: DynamicPriority | None,
-                   bound: float, cores: int | None = None, *, backfill: bool = True,
+                   bound: float, cores: int | None = None, *, backfill: bool = True, ranks_queue_only: bool = False,
                    overrun: Overrun = DEFAULT_OVERRUN, progress: Callable[[int], None] | None = None,
                    name: str = "") -> tuple[Schedule, BoostPriority]:
     """Replay ``workload`` with ``agent`` (built for boost mode) ranking every ``settings.poll_interval_s``
-    over ``base`` (None: FIFO; ``bound``: its largest priority).  Returns the schedule (``mode="boost"``)
-    and the overlay (its counters)."""
+    over ``base`` (None: FIFO; ``bound``: its largest priority).  ``ranks_queue_only``: the agent's ranking
+    is a function of the pending jobs alone (a static key), so quiet polls are skipped, not deferred.
+    Returns the schedule (``mode="boost"``) and the overlay (its counters)."""
     priority = BoostPriority(len(workload), base, max_boosted=settings.max_boosted, bound=bound)
+    quiet: QuietPolls = "all" if settings.quiet_polls else "skip" if ranks_queue_only else "defer"
     sim = Simulator(workload, cores, dynamic=priority, agent=agent, tick_s=settings.poll_interval_s,
-                    every_event=False, skip_quiet_polls=not settings.quiet_polls, backfill=backfill,
+                    every_event=False, quiet_polls=quiet, backfill=backfill,
                     overrun=overrun, name=name)
     schedule = sim.run(progress=progress)
     return replace(schedule, mode="boost"), priority

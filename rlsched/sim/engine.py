@@ -61,6 +61,9 @@ DEFAULT_OVERRUN: Overrun = "kill"
 #: loop is cheaper than the fixed cost of the array calls; measured with benchmarks/bench_sim.py).
 VECTOR_SCAN_MIN_QUEUE = 96
 
+#: What becomes of a poll before which nothing happened (``Simulator(quiet_polls=…)``).
+QuietPolls = Literal["all", "defer", "skip"]
+
 #: With periodic ticks, how many ticks a gate-mode agent may leave an empty machine idle
 #: while it holds jobs before the run is declared stuck.
 MAX_IDLE_TICKS = 10_000
@@ -208,8 +211,10 @@ class Simulator:
             :class:`BoostablePriority` (boost mode: the agent's ranking moves jobs within it).
         every_event: call the agent after every batch of events (default); False: only at the ``tick_s``
             ticks, after the native scheduler's pass, as a daemon polls (boost mode, :mod:`rlsched.sim.boost`).
-        skip_quiet_polls: with ``every_event=False``, skip the ticks at which no job was submitted, started or
-            finished since the previous poll (the agent sees the same queue; see :meth:`_poll`).
+        quiet_polls: with ``every_event=False``, what becomes of a poll before which nothing was submitted,
+            started or finished (:meth:`_poll`): ``all`` makes it; ``defer`` makes only the last of those at
+            which nothing fits the idle cores, just before the next event; ``skip`` makes none (exact when the
+            agent's ranking is a function of the queue alone, as a static key's).
         name: label stored in the resulting :class:`Schedule`.
     """
 
@@ -226,7 +231,7 @@ class Simulator:
         tick_s: float | None = None,
         dynamic: DynamicPriority | None = None,
         every_event: bool = True,
-        skip_quiet_polls: bool = False,
+        quiet_polls: QuietPolls = "all",
         name: str = "",
     ) -> None:
         self.workload = workload
@@ -257,10 +262,14 @@ class Simulator:
         self.hold_on_submit = hold_on_submit
         self.tick_s = tick_s
         self.every_event = every_event
-        self.skip_quiet_polls = skip_quiet_polls
+        if quiet_polls not in ("all", "defer", "skip"):
+            raise ValueError(f"quiet_polls must be 'all', 'defer' or 'skip', not {quiet_polls!r}")
+        self.quiet_polls: QuietPolls = quiet_polls
         self.name = name
-        if isinstance(dynamic, BoostablePriority):
-            self.boost_limit = dynamic.max_boosted
+        # Checked once: isinstance against a runtime protocol costs tens of microseconds.
+        self._boostable = dynamic if isinstance(dynamic, BoostablePriority) else None
+        if self._boostable is not None:
+            self.boost_limit = self._boostable.max_boosted
         n = len(workload)
         run_eff, self._killed = effective_runtimes(workload, overrun)
         # Python lists: scalar access in the event loop is several times faster than NumPy indexing.
@@ -479,6 +488,7 @@ class Simulator:
         idle_ticks = 0
         dyn = self.dynamic
         next_pass = inf
+        deferred_poll = inf       # a poll put off until something happens (quiet_polls="defer"; see _poll)
         while True:
             i = self._next_submit
             t_sub = submit[i] if i < n else inf
@@ -488,6 +498,10 @@ class Simulator:
                 break
             if now < self.now:
                 raise SimulationError(f"time went backwards: {now} < {self.now}")
+            if deferred_poll < now and min(t_sub, t_fin, next_pass) <= now:
+                # Something happens now: the deferred poll first (a bare tick defers again, replacing it).
+                self._deferred_poll(agent, deferred_poll)  # type: ignore[arg-type]
+                deferred_poll = inf
             self.now = now
             while heap and heap[0][0] <= now:
                 self._finish_job(heapq.heappop(heap)[1])
@@ -512,7 +526,8 @@ class Simulator:
                     apply(agent.decide(self.view()), self)
             self._schedule(now)
             if polled and not self.every_event:
-                next_tick = self._poll(agent, now, next_tick)  # type: ignore[arg-type]
+                next_tick, deferred = self._poll(agent, now, next_tick)  # type: ignore[arg-type]
+                deferred_poll = now if deferred else inf
             if dyn is not None:
                 # Passes matter only while jobs wait; the usage they track is kept by the hook itself.
                 next_pass = dyn.next_pass(now) if self._qjobs else inf
@@ -537,25 +552,36 @@ class Simulator:
             start=np.array(self._start, dtype=np.float64), end=np.array(self._end, dtype=np.float64),
             killed_at_limit=self._killed, sim_seconds=time.perf_counter() - t0, scheduler=self.name)
 
-    def _poll(self, agent: Agent, now: float, next_tick: float) -> float:
+    def _poll(self, agent: Agent, now: float, next_tick: float) -> tuple[float, bool]:
         """A daemon's poll (``every_event=False``): the agent sees the queue the native scheduler left and
-        acts; a changed order gets a scheduling pass at once.  Returns the next tick.
+        acts; a changed order gets a scheduling pass at once.  Returns the next tick, and whether the poll
+        was deferred.
 
         With nothing queued and no finish the agent has not seen, the ticks until the next submit or finish
-        are skipped: their polls could change nothing.  With ``skip_quiet_polls`` so are the ticks at which
-        nothing was submitted, started or finished since the previous poll: the agent would rank the same
-        queue, and a rule ranks it the same way (a learned agent's ranking may move with the jobs' ages
-        alone: that re-ranking is what skipping leaves out).
+        are skipped: their polls could change nothing.  A quiet poll (nothing submitted, started or finished
+        since the previous one) is skipped with ``quiet_polls="skip"``: the queue is the same, and an agent
+        whose ranking is a function of the queue ranks it the same way.  With ``"defer"`` it is deferred
+        when also no queued job fits the idle cores: whatever its boost, nothing can start now, so only the
+        order it leaves matters, and only the last such poll's order reaches the next event.  That poll is
+        made just before the next event or priority pass, with the view of its own instant
+        (:meth:`_deferred_poll`; the state has not changed since).  Exact for any agent that keeps no state
+        between polls (a rule, a fixed model); a learner draws its exploration at fewer polls, and over
+        multifactor a job re-niced by a dropped poll only keeps its older priority until the next pass.
         """
-        quiet = self.skip_quiet_polls and self._events == self._events_at_poll
-        if (self._qjobs or self._held or self._finished_since_view) and not quiet:
+        pending = self._qjobs or self._held or self._finished_since_view
+        if pending and self.quiet_polls != "all" and self._events == self._events_at_poll:
+            if self.quiet_polls == "skip":
+                return next_tick, False
+            if not self._qjobs or self._qsizes[0] > self.free:
+                return next_tick, True
+        if pending:
             self._events_at_poll = self._events
             self.polls += 1
             self._reordered = False
             apply(agent.decide(self.view()), self)
             if self._reordered:
                 self._schedule(now)
-            return next_tick
+            return next_tick, False
         i = self._next_submit
         upcoming = min(self._submit[i] if i < len(self._submit) else math.inf,
                        self._finish_heap[0][0] if self._finish_heap else math.inf)
@@ -563,7 +589,16 @@ class Simulator:
         assert tick is not None
         if upcoming > next_tick and upcoming < math.inf:
             next_tick += math.ceil((upcoming - next_tick) / tick) * tick
-        return next_tick
+        return next_tick, False
+
+    def _deferred_poll(self, agent: Agent, at: float) -> None:
+        """The poll of instant ``at``, deferred until now (see :meth:`_poll`): nothing has happened since and
+        nothing fits the idle cores, so it only sets the order the next event's scheduling pass uses."""
+        now, self.now = self.now, at
+        self._events_at_poll = self._events
+        self.polls += 1
+        apply(agent.decide(self.view()), self)
+        self.now = now
 
     # ------------------------------------------------------------------ Backend interface
     #: A boost ranks every job it is given.
@@ -637,15 +672,17 @@ class Simulator:
         self._requeue_all()
 
     def _boost_dynamic(self, ranked_job_ids: Sequence[int]) -> None:
-        dyn = self.dynamic
-        if not isinstance(dyn, BoostablePriority):
+        dyn = self._boostable
+        if dyn is None:
             raise SimulationError("this dynamic priority cannot be boosted")
         qprocs = self._qprocs_by_row
+        start, held = self._start, self._held
         rows: list[int] = []
         # As the Slurm backend does: the first max_boosted queued jobs of the ranking (no need to read further).
         for job_id in ranked_job_ids:
             j = self._live_row(job_id)
-            if j is not None and qprocs[j] != math.inf and j not in rows:   # running jobs have no order to change
+            # Queued: neither running (no order to change) nor held.
+            if j is not None and math.isnan(start[j]) and j not in held and j not in rows:
                 rows.append(j)
                 if len(rows) == dyn.max_boosted:
                     break

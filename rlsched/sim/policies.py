@@ -190,6 +190,8 @@ def _simulate_boost(workload: Workload, bound: PolicySpec, cores: int | None, se
                     label: str) -> PolicyRun:
     """Boost mode (:mod:`rlsched.sim.boost`): the policy's agent ranks, the base order and EASY do the rest."""
     pool = cores if cores is not None else int(workload.max_procs)
+    # A static key ranks the pending jobs the same way whenever they are the same (quiet polls can be skipped).
+    ranks_queue_only = agent is None and static_key(bound) is not None
     if agent is None:
         start = float(workload.submit[0]) if len(workload) else 0.0
         agent = build_agent(bound, BuildContext(mode="boost", shares=workload_shares(workload), total_cores=pool,
@@ -202,12 +204,13 @@ def _simulate_boost(workload: Workload, bound: PolicySpec, cores: int | None, se
         raise PolicyError(f"policy {bound.name!r}: the agent was built for {agent_mode!r} mode; load or build it "
                           "with mode='boost'")
     if settings.base_is_fifo:
-        schedule, _ = simulate_boost(workload, agent, settings, None, 0.0, cores, overrun=overrun,
-                                     progress=progress, name=label)
+        schedule, _ = simulate_boost(workload, agent, settings, None, 0.0, cores, ranks_queue_only=ranks_queue_only,
+                                     overrun=overrun, progress=progress, name=label)
     else:
         base_spec, base = _multifactor(resolve(settings.base), workload, pool)
         schedule, _ = simulate_boost(workload, agent, settings, base, _weight_sum(base.params), cores,
-                                     backfill=backfill(base_spec), overrun=overrun, progress=progress, name=label)
+                                     backfill=backfill(base_spec), ranks_queue_only=ranks_queue_only,
+                                     overrun=overrun, progress=progress, name=label)
     return PolicyRun(schedule, bound, agent)
 
 

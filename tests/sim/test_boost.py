@@ -7,6 +7,7 @@ rest, and what EASY's reservation (from the requested time) allows.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 
 import numpy as np
@@ -17,7 +18,7 @@ from rlsched.core.agents import FixedRankAgent
 from rlsched.core.policies import POLICIES, PolicyError, resolve
 from rlsched.core.view import ClusterView, IntArray
 from rlsched.sim.boost import DEFAULT_MAX_BOOSTED, BoostPriority, BoostSettings, nice_step
-from rlsched.sim.engine import Schedule, Simulator
+from rlsched.sim.engine import QuietPolls, Schedule, Simulator
 from rlsched.sim.policies import simulate_policy
 from rlsched.sim.workload import Workload, make_workload
 
@@ -43,9 +44,9 @@ def starts(schedule: Schedule) -> dict[int, float]:
 
 
 def run_boost(workload: Workload, agent: FixedOrderAgent, *, poll_s: float, max_boosted: int,
-              quiet_polls: bool = False) -> tuple[Simulator, Schedule]:
+              quiet_polls: QuietPolls = "defer") -> tuple[Simulator, Schedule]:
     sim = Simulator(workload, dynamic=BoostPriority(len(workload), None, max_boosted=max_boosted, bound=0.0),
-                    agent=agent, tick_s=poll_s, every_event=False, skip_quiet_polls=not quiet_polls)
+                    agent=agent, tick_s=poll_s, every_event=False, quiet_polls=quiet_polls)
     sim.reservation_log = []
     return sim, sim.run()
 
@@ -65,20 +66,43 @@ def test_the_ladder_step_is_a_power_of_ten_above_the_base_priorities() -> None:
 SERIAL = make_workload(submit=[0, 1, 2, 3, 195], run=[100] * 5, procs=[4] * 5, max_procs=4)
 
 
-@pytest.mark.parametrize("quiet_polls", [False, True])
-def test_the_ranking_is_refreshed_only_at_polls(quiet_polls: bool) -> None:
+@pytest.mark.parametrize("quiet_polls", ["all", "defer", "skip"])
+def test_the_ranking_is_refreshed_only_at_polls(quiet_polls: QuietPolls) -> None:
     agent = FixedOrderAgent([5, 4, 3, 2, 1])
-    _, schedule = run_boost(SERIAL, agent, poll_s=50.0, max_boosted=2, quiet_polls=quiet_polls)
-    # Poll 50 boosts J4 > J3 (ids 4, 3); J3 starts at 100.  J4 (id 5) arrives at 195 but is only ranked by the
+    _, schedule = run_boost(SERIAL, agent, poll_s=20.0, max_boosted=2, quiet_polls=quiet_polls)
+    # Poll 20 boosts J4 > J3 (ids 4, 3); J3 starts at 100.  J4 (id 5) arrives at 195 but is only ranked by the
     # poll at 200, which comes after that instant's scheduling pass: J2 (boosted at 100) starts at 200, J4 next.
     assert starts(schedule) == {1: 0.0, 4: 100.0, 3: 200.0, 5: 300.0, 2: 400.0}
-    assert all(t % 50.0 == 0.0 for t in agent.calls)           # never at a submit or a finish between polls
-    if quiet_polls:
-        assert agent.calls == [50.0, 100.0, 150.0, 200.0, 250.0, 300.0, 350.0]
+    assert all(t % 20.0 == 0.0 for t in agent.calls)           # never at a submit or a finish between polls
+    if quiet_polls == "all":
+        assert agent.calls == [20.0 * k for k in range(1, 20)]  # every poll with a job waiting
+    elif quiet_polls == "defer":
+        # The polls at which nothing had happened and nothing could start are deferred: only the last of them
+        # before an event is made (with the view of its own instant), then the poll after the event.
+        assert agent.calls == [20.0, 80.0, 100.0, 180.0, 200.0, 280.0, 300.0, 380.0]
     else:
-        # Only the polls with something new since the last one (and never with nothing queued).
-        assert agent.calls == [50.0, 100.0, 200.0, 300.0]
+        assert agent.calls == [20.0, 100.0, 200.0, 300.0]      # only the polls with something new
     assert schedule.mode == ""                                  # a bare engine run names no mode
+
+
+def test_deferring_quiet_polls_changes_no_fixed_agents_schedule() -> None:
+    # A learned model that no longer learns ranks by Q, which moves with the jobs' ages between events; the
+    # deferred polls must still give the schedule of every poll.
+    rng = np.random.default_rng(5)
+    n = 600
+    w = make_workload(submit=np.cumsum(rng.exponential(100, n)), run=rng.exponential(600, n),
+                      procs=rng.integers(1, 9, n), req_time=rng.exponential(900, n) + 300, max_procs=16)
+    model = simulate_policy(w, "sarsa-esn:pretrain_decisions=100").agent
+    model.mode, model.learn = "boost", False                     # type: ignore[union-attr]
+    schedules = []
+    for quiet_polls in (False, True):
+        fixed = copy.deepcopy(model)                # a run moves its runtime model and fairness service on
+        run = simulate_policy(w, "sarsa-esn", mode="boost", agent=fixed,
+                              boost=BoostSettings(poll_interval_s=10.0, max_boosted=4, quiet_polls=quiet_polls))
+        schedules.append(run.schedule.start)
+    np.testing.assert_array_equal(schedules[0], schedules[1])
+    easy = simulate_policy(w, "easy").schedule.start
+    assert not np.array_equal(schedules[0], easy)               # the model's ranking moved jobs
 
 
 def test_only_the_top_max_boosted_jobs_move() -> None:
@@ -157,9 +181,12 @@ def test_a_fifo_ranking_over_fifo_is_easy() -> None:
     boosted = simulate_policy(w, "easy", mode="boost").schedule
     np.testing.assert_array_equal(boosted.start, easy.start)
     assert easy.mode == "gate" and boosted.mode == "boost"
-    # SJF ranked into a FIFO base differs from both (the ranking does move jobs).
+    # SJF ranked into a FIFO base differs from both (the ranking does move jobs) …
     sjf = simulate_policy(w, "easy-sjf", mode="boost").schedule
     assert not np.array_equal(sjf.start, easy.start)
+    # … and a static key ranks a queue the same way whenever it is the same: skipping the quiet polls is exact.
+    every_poll = simulate_policy(w, "easy-sjf", mode="boost", boost=BoostSettings(quiet_polls=True)).schedule
+    np.testing.assert_array_equal(sjf.start, every_poll.start)
 
 
 def _small_workload() -> Workload:
@@ -220,3 +247,56 @@ def test_boost_settings_are_checked() -> None:
         BoostSettings(max_boosted=0)
     with pytest.raises(ValueError, match="base"):
         BoostSettings(base="sjf")
+
+
+# The scenario of the live comparison (tests/backends/slurm/test_boost_live.py), worked by hand.  16 cores;
+# R1 (12 cores, asks 600 s, runs 30) and R2 (4 cores, runs 10) fill them; then A..G queue.  The agent ranks
+# C, B, E, F, G, D, A; two are boosted at a time; the base order is multifactor (bigger jobs first here).
+#: name → (cores, requested minutes, runtime s); R1 and R2 are submitted at 0, the others at 1, 2, … in order.
+LIVE_JOBS: dict[str, tuple[int, int, float]] = {
+    "R1": (12, 10, 30.0), "R2": (4, 10, 10.0),
+    "A": (2, 30, 60.0), "B": (4, 2, 10.0), "C": (16, 5, 10.0), "D": (4, 30, 60.0), "E": (4, 1, 20.0),
+    "F": (8, 30, 60.0), "G": (4, 30, 60.0),
+}
+LIVE_RANKING = ("C", "B", "E", "F", "G", "D", "A")
+
+
+def live_scenario_workload() -> Workload:
+    names = list(LIVE_JOBS)
+    submit = [0.0, 0.0, *range(1, len(names) - 1)]
+    return make_workload(submit=submit, run=[LIVE_JOBS[n][2] for n in names],
+                         req_time=[60.0 * LIVE_JOBS[n][1] for n in names], procs=[LIVE_JOBS[n][0] for n in names],
+                         max_procs=16, name="boost-live")
+
+
+def start_waves(labels: Sequence[str], start_s: Sequence[float], gap_s: float = 0.0) -> list[set[str]]:
+    """The jobs by start, grouped into waves: starts at most ``gap_s`` after the previous one join its wave."""
+    waves: list[set[str]] = []
+    last = -np.inf
+    for t, label in sorted(zip(start_s, labels, strict=True)):
+        if t - last > gap_s or not waves:
+            waves.append(set())
+        waves[-1].add(label)
+        last = t
+    return waves
+
+
+def simulate_live_scenario(base: str) -> list[set[str]]:
+    w = live_scenario_workload()
+    names = list(LIVE_JOBS)
+    agent = FixedOrderAgent([names.index(n) + 1 for n in LIVE_RANKING])       # make_workload numbers jobs 1..n
+    run = simulate_policy(w, "fcfs", mode="boost", agent=agent,
+                          boost=BoostSettings(poll_interval_s=1.0, max_boosted=2, base=base))
+    return start_waves(names, run.schedule.start.tolist())
+
+
+def test_the_live_scenario_worked_by_hand() -> None:
+    waves = simulate_live_scenario("multifactor:weight_age=1000,weight_job_size=1000,max_age_s=600")
+    # 10: R2 ends; C (boosted first) needs 16 and gets a reservation at R1's requested end (600): B (boosted
+    # second, asks 120 s) backfills.  20: B ends; E (now boosted) asks 60 s: backfills.  30: R1 ends, 12 cores
+    # free, but C's reservation is E's requested end (80): F, boosted second, would overrun it and waits.
+    # 40: E ends, C starts.  50: C ends; F and G (boosted) start, then the base order: D (4 cores) before the
+    # older A (2 cores), since multifactor's job size factor favours bigger jobs; A waits.
+    assert waves == [{"R1", "R2"}, {"B"}, {"E"}, {"C"}, {"F", "G", "D"}, {"A"}]
+    # Over FIFO the oldest goes first at 50: A (2 cores) takes the place D had.
+    assert simulate_live_scenario("fifo")[4] == {"F", "G", "A"}
