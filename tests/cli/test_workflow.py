@@ -87,3 +87,21 @@ def test_the_retired_window_option_is_refused_in_one_line(swf: Path, tmp_path: P
                                        "--out", str(tmp_path / "m.npz")])
     assert result.exit_code == 2 and "--window is replaced by --split" in result.output
     assert not (tmp_path / "m.npz").exists()
+
+
+def test_the_objective_from_the_command_line_is_recorded_and_judged_by(swf: Path, tmp_path: Path) -> None:
+    model = tmp_path / "w.npz"
+    result = CliRunner().invoke(main, ["train", "--workload", str(swf), "--policy", "sarsa-esn:pretrain_decisions=30",
+                                       "--out", str(model), "--epochs", "1", "--mode", "gate", "--objective", "W",
+                                       "--class-weight", "interactive=3"])
+    assert result.exit_code == 0, result.output
+    assert "objective W (interactive ×3)" in result.output
+    assert "on validation W (interactive ×3)" in result.output.strip().splitlines()[-1]
+    _, meta = read_policy_spec(model)
+    verdict = meta["policy"]["verdict"]
+    assert verdict["objective"] == {"name": "W", "class_weights": {"interactive": 3.0}}
+    # W: higher is better, so the best rule is the highest-scoring one.
+    assert verdict["rule_score"] == max(verdict["rules"].values())
+    bad = CliRunner().invoke(main, ["train", "--workload", str(swf), "--policy", "sarsa-esn", "--out", str(model),
+                                    "--class-weight", "gpu=2"])
+    assert bad.exit_code == 1 and "class weight 'gpu'" in bad.output and bad.output.count("\n") == 1

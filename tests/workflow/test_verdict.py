@@ -153,3 +153,15 @@ def test_in_boost_mode_the_rules_are_replayed_as_the_daemon_would_run_them(small
     assert scores.scores["easy-sjf"] == pytest.approx(Objective().score(direct.run, direct.wait,
                                                                          direct.workload.job_class))
     assert "interactive-first-keepidle" not in scores.scores
+
+
+def test_a_higher_is_better_objective_keeps_the_highest_pass(small_swf: Path, tmp_path: Path) -> None:
+    train, validation, _ = windows(small_swf)
+    objective = Objective("W", {"interactive": 3})
+    (task,) = train_plan(train, POLICY, tmp_path / "m.npz", validation=validation, epochs=2, deployment=GATE,
+                         objective=objective)
+    result = train_one(task)
+    assert result.best_epoch == int(np.argmax(result.validation_scores))
+    path = tmp_path / "best.npz"
+    path.write_bytes(result.model)
+    assert validation_score(path, task) == pytest.approx(max(result.validation_scores))
