@@ -160,10 +160,13 @@ def deployment_of(config_mode: str, poll_interval_s: float | None = None,
     mode = override or ("gate" if config_mode == "gate" else "boost")
     if mode not in SIM_MODES:
         raise SplitError(f"--mode {mode!r}: expected one of {', '.join(SIM_MODES)}")
-    return Deployment("gate" if mode == "gate" else "boost",
-                      float(poll_interval_s) if poll_interval_s is not None else DEFAULT_POLL_INTERVAL_S,
-                      int(max_boosted) if max_boosted is not None else DEFAULT_MAX_BOOSTED,
-                      base if base is not None else BASE_FIFO)
+    try:
+        return Deployment("gate" if mode == "gate" else "boost",
+                          float(poll_interval_s) if poll_interval_s is not None else DEFAULT_POLL_INTERVAL_S,
+                          int(max_boosted) if max_boosted is not None else DEFAULT_MAX_BOOSTED,
+                          base if base is not None else BASE_FIFO)
+    except SplitError as exc:
+        raise SplitError(f"--boost-base {base!r}: {exc}" if base is not None else str(exc)) from None
 
 
 @dataclass(frozen=True)
