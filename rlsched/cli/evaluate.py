@@ -112,7 +112,8 @@ def evaluate(workload_spec: str, policies: tuple[str, ...], out: Path, config_pa
             split = TimeSplit.parse(split_text) if split_text is not None else recorded_split(contenders)
             # In jobs replayed (the evaluation sets the exact total: the test window, and `recorded` keeps the
             # jobs with a start).
-            total = len(workload) * sum(seeds if c.seeded else 1 for c in contenders)
+            lo, hi = split.bounds(len(workload))["test"]
+            total = (hi - lo) * sum(seeds if c.seeded else 1 for c in contenders)
             with progress_bar(total, f"{workload.name} evaluate (jobs)", quiet) as progress:
                 ev = run_evaluation(workload, contenders, site=site, windows=windows, seeds=seeds, seed=seed,
                                     cores=cores, progress=progress, split=split, deployment=choices.deployment,

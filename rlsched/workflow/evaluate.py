@@ -333,6 +333,7 @@ def evaluate(workload: Workload, contenders: Sequence[Contender], *, site: Site 
     if seeds < 1:
         raise ValueError(f"--seeds must be >= 1, got {seeds}")
     window: dict[str, Any] | None = None
+    trace = workload.name           # what the one-line errors name (the window's name is trace[test])
     if split is not None:
         window = {"name": "test", **split.windows(workload)["test"], "of_jobs": len(workload)}
         contenders = [replace(c, provenance=model_provenance(c.model_path, workload, split))
@@ -344,7 +345,7 @@ def evaluate(workload: Workload, contenders: Sequence[Contender], *, site: Site 
     vos = workload_vos(seen)
     for c in contenders:
         if c.model_path is not None:
-            check_model(c.model_path, vos, rule, site, workload.name)
+            check_model(c.model_path, vos, rule, site, trace)
     shares = target_shares(seen)
     parts = split_windows(seen, windows)
     ev = Evaluation(workload.name, len(seen), cores or seen.max_procs, windows, seeds, rule_text(rule), vos, shares,
