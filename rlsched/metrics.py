@@ -25,6 +25,11 @@ The metrics (types and labels; ``docs/daemon.md`` has the full table):
 - ``rlsched_build_info{version}`` (gauge, always 1): the running rlsched version;
 - ``rlsched_last_successful_cycle_timestamp_seconds`` (gauge, seconds since the epoch; 0 until the first
   cycle without a failed phase): ``time() - …`` is how long the daemon has not worked;
+- ``rlsched_model_verdict{outcome,rule,objective}`` (gauge, 1): the verdict ``rlsched train`` wrote into
+  the ``[agent] model`` — ``beats``, ``ties`` or ``loses`` against the best rule ``rule`` on the validation
+  window by ``objective``, ``none`` for a model without one, ``no_model`` when a registry policy runs — and
+  ``rlsched_model_verdict_gain`` (gauge): the model's relative gain over that rule (> 0: the model is
+  better; NaN without a verdict);
 - ``rlsched_held_job_oldest_seconds`` (gauge): how long the oldest held pending job of the last view has
   waited since its submission (0 when none is held) — in gate mode, the longest a gated job has been kept;
 - leasing (served when ``[leasing] enabled``): ``rlsched_lease_cap{source}`` (gauge: ``enforced`` V and
@@ -82,7 +87,8 @@ METRIC_NAMES = frozenset({
     "rlsched_lease_budget_left_node_hours", "rlsched_lease_budget_exhausted", "rlsched_lease_enforcing",
     "rlsched_lease_reconcile_actions_total", "rlsched_lease_provider_errors_total",
     "rlsched_decision_log_lines_total", "rlsched_build_info", "rlsched_last_successful_cycle_timestamp_seconds",
-    "rlsched_held_job_oldest_seconds", "rlsched_lease_budget_left_seconds",
+    "rlsched_held_job_oldest_seconds", "rlsched_lease_budget_left_seconds", "rlsched_model_verdict",
+    "rlsched_model_verdict_gain",
 })
 #: Outcomes of a decision log append (``rlsched_decision_log_lines_total{outcome}``).
 DECISION_LOG_OUTCOMES = ("written", "failed")
@@ -230,7 +236,8 @@ class Exporter:
 
     def __init__(self, state_names: Sequence[str], counters: Callable[[], Counters], mode: str,
                  registry: CollectorRegistry | None = None, clock: Callable[[], float] = time.time,
-                 lease_snapshot: Callable[[], Mapping[str, Any] | None] | None = None) -> None:
+                 lease_snapshot: Callable[[], Mapping[str, Any] | None] | None = None,
+                 verdict: Mapping[str, Any] | None = None, model: bool = False) -> None:
         self.registry = registry or CollectorRegistry(auto_describe=True)
         self.lock = threading.Lock()
         self.clock = clock
@@ -261,11 +268,27 @@ class Exporter:
         modes = Gauge(PREFIX + "mode", "1 for the daemon's mode.", ["mode"], registry=r)
         for name in ("shadow", "boost", "gate"):
             modes.labels(mode=name).set(1.0 if name == mode else 0.0)
+        self._export_verdict(verdict, model)
         r.register(_CounterCollector(counters, self.lock))
         if lease_snapshot is not None:
             r.register(_LeaseCollector(lease_snapshot, self.lock))
         self._queue_keys: set[QueueKey] = set()
         self.server: Any = None
+
+    def _export_verdict(self, verdict: Mapping[str, Any] | None, model: bool) -> None:
+        """The loaded model's verdict (set once: a model does not change under a running daemon)."""
+        v = verdict or {"outcome": "none" if model else "no_model"}
+        objective = v.get("objective")
+        Gauge(PREFIX + "model_verdict", "The model's verdict (rlsched train) against the best rule on its "
+              "validation window: outcome beats/ties/loses (none: a model without one; no_model: a registry "
+              "policy runs).", ["outcome", "rule", "objective"],
+              registry=self.registry).labels(
+            outcome=str(v.get("outcome", "none")), rule=str(v.get("rule", "")),
+            objective=str(objective.get("name", "")) if isinstance(objective, Mapping) else "").set(1.0)
+        gain = v.get("gain")
+        Gauge(PREFIX + "model_verdict_gain", "The model's relative gain over the best rule on validation "
+              "(> 0: the model is better; NaN: no verdict).", registry=self.registry).set(
+            float(gain) if isinstance(gain, int | float) and not isinstance(gain, bool) else float("nan"))
 
     def _checkpoint_age(self) -> float:
         return float("nan") if self.last_checkpoint_s is None else max(self.clock() - self.last_checkpoint_s, 0.0)

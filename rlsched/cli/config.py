@@ -9,6 +9,8 @@ problem; ``--json`` prints ``{"config", "ok", "problems", "warnings"}``.  What i
 2. the agent: ``[agent] model`` is loaded and checked against ``[backend] vos``, the live feature layout
    and the class rule, and so is the daemon's own checkpoint (``<state dir>/agent.npz``) when there is one
    — exactly what the daemon does at start (:func:`rlsched.daemon.agents.start_agent`); nothing is written;
+   a model whose verdict is a loss to a rule is a problem in boost and gate mode unless ``[agent]
+   allow_losing_model = true`` (a warning in shadow mode), one without a verdict a warning;
 3. file modes: the config file and the state dir are not writable by group or others (the daemon runs as
    root and acts on what they say); with ``[leasing] enabled``, the files the Slurm hooks read as
    ``SlurmUser`` (the config, the heartbeat, the lease permit) are readable by others and the state dir is
@@ -47,7 +49,10 @@ def check_config(path: str | Path) -> dict[str, Any]:
     if config.metrics_remote:
         warnings.append(f"{path}: key 'metrics.listen': the exporter listens on {config.metrics_host} (not "
                         "loopback; allowed by metrics.allow_remote): firewall the port")
-    problems += _agent_problems(config)
+    agent_problems = _agent_problems(config)
+    problems += agent_problems
+    if not agent_problems:
+        warnings += _agent_warnings(config)
     file_problems, file_warnings = _file_modes(Path(path), config)
     problems += file_problems
     warnings += file_warnings
@@ -78,6 +83,17 @@ def _agent_problems(config: DaemonConfig) -> list[str]:
     except (OSError, ValueError) as exc:
         return [f"{config.source}: key 'agent': cannot load: {' '.join(str(exc).split())}"]
     return []
+
+
+def _agent_warnings(config: DaemonConfig) -> list[str]:
+    """What the daemon would log as a warning about its model (no verdict; a loss allowed)."""
+    from rlsched.daemon.agents import AgentStartError, model_verdict
+
+    try:
+        _, warning = model_verdict(config.agent, config.mode)
+    except AgentStartError:
+        return []                   # already a problem
+    return [f"{config.source}: key 'agent.model': {warning}"] if warning else []
 
 
 def _mode_of(path: Path) -> int | None:

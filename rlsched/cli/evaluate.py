@@ -25,8 +25,21 @@ LEASING_OPTIONS = ("cloud_nodes", "thetas", "no_qlearning", "random_runs", "no_d
               help="Directory for report.md, results.json and the figures.")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False, exists=True, path_type=Path), default=None,
               help="A daemon config: jobs classed by its class rule, VOs and target shares from it.")
+@click.option("--split", "split_text", default=None, metavar="TRAIN/VALIDATION/TEST",
+              help="The split of `rlsched train`; only the test window is replayed (default: the split the models "
+                   "record, else 50/25/25).")
 @click.option("--windows", type=click.IntRange(min=1), default=1, show_default=True,
-              help="Split the trace into K consecutive windows (the spread is over them).")
+              help="Cut the test window into K consecutive windows (the spread is over them).")
+@click.option("--mode", type=click.Choice(["gate", "boost"]), default=None,
+              help="The mode every policy runs in (default: the config's [backend] mode; boost without one, or "
+                   "for shadow).")
+@click.option("--boost-base", default=None, metavar="fifo|multifactor[:k=v,...]",
+              help="Boost mode: Slurm's own order under the boosted jobs (default fifo; e.g. "
+                   "multifactor:slurm_conf=/etc/slurm/slurm.conf).")
+@click.option("--objective", type=click.Choice(["bsld", "wait", "W"]), default=None,
+              help="What ranks the policies first (default: the config's [agent] objective, else bsld).")
+@click.option("--class-weight", "class_weights", multiple=True, metavar="CLASS=W",
+              help="Weigh a class's jobs W times in the objective (repeat; e.g. interactive=3).")
 @click.option("--seeds", type=click.IntRange(min=1), default=1, show_default=True,
               help="Seeds for the learned policies run by name (they learn online).")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="The first seed.")
@@ -51,14 +64,27 @@ LEASING_OPTIONS = ("cloud_nodes", "thetas", "no_qlearning", "random_runs", "no_d
 @click.option("--daily-transfer-days", type=click.FloatRange(min=0, min_open=True), default=30.0, show_default=True,
               help="--leasing with --daily-prior-from: how many days' worth of the prior the estimates start from.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
-def evaluate(workload_spec: str, policies: tuple[str, ...], out: Path, config_path: Path | None, windows: int,
-             seeds: int, seed: int, cores: int | None, no_figures: bool, as_json: bool, leasing: bool,
+def evaluate(workload_spec: str, policies: tuple[str, ...], out: Path, config_path: Path | None,
+             split_text: str | None, windows: int, mode: str | None, boost_base: str | None,
+             objective: str | None,
+             class_weights: tuple[str, ...], seeds: int, seed: int, cores: int | None, no_figures: bool,
+             as_json: bool, leasing: bool,
              cloud_nodes: int | None, thetas: str, no_qlearning: bool, random_runs: int, no_daily: bool,
              daily_prior_from: str, daily_transfer_days: float, quiet: bool) -> None:
     """Replay a trace under each policy and judge them on the same jobs (docs/workflow.md)."""
+    from rlsched.core.objective import parse_class_weights
     from rlsched.workflow.evaluate import evaluate as run_evaluation
-    from rlsched.workflow.evaluate import parse_contender, text_table, to_json, verdict_lines, write_outputs
+    from rlsched.workflow.evaluate import (
+        parse_contender,
+        recorded_split,
+        text_table,
+        to_json,
+        verdict_lines,
+        window_line,
+        write_outputs,
+    )
     from rlsched.workflow.site import load_site
+    from rlsched.workflow.split import TimeSplit, site_choices
 
     if not policies and not leasing:
         raise click.UsageError("give --policy at least once, or --leasing")
@@ -82,11 +108,16 @@ def evaluate(workload_spec: str, policies: tuple[str, ...], out: Path, config_pa
         contenders = [parse_contender(p) for p in policies]
         workload = load_workload(workload_spec, max_procs=cores)
         if contenders:
-            # In jobs replayed (the evaluation sets the exact total: `recorded` keeps the jobs with a start).
-            total = len(workload) * sum(seeds if c.seeded else 1 for c in contenders)
+            choices = site_choices(config_path, mode, objective, parse_class_weights(class_weights), boost_base)
+            split = TimeSplit.parse(split_text) if split_text is not None else recorded_split(contenders)
+            # In jobs replayed (the evaluation sets the exact total: the test window, and `recorded` keeps the
+            # jobs with a start).
+            lo, hi = split.bounds(len(workload))["test"]
+            total = (hi - lo) * sum(seeds if c.seeded else 1 for c in contenders)
             with progress_bar(total, f"{workload.name} evaluate (jobs)", quiet) as progress:
                 ev = run_evaluation(workload, contenders, site=site, windows=windows, seeds=seeds, seed=seed,
-                                    cores=cores, progress=progress)
+                                    cores=cores, progress=progress, split=split, deployment=choices.deployment,
+                                    objective=choices.objective)
             written = write_outputs(ev, out, figures=not no_figures)
             data = to_json(ev)
         if leasing:
@@ -113,6 +144,7 @@ def evaluate(workload_spec: str, policies: tuple[str, ...], out: Path, config_pa
         return
     if contenders:
         click.echo(f"{ev.workload}: {ev.jobs} jobs, {ev.cores} cores, classes by {ev.class_rule}")
+        click.echo(window_line(ev))
         click.echo(text_table(ev))
         click.echo("")
         click.echo("\n".join(verdict_lines(ev)))

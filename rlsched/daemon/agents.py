@@ -33,6 +33,7 @@ from rlsched.core.policies import (
     format_policy,
     load_policy,
     read_policy_spec,
+    read_verdict,
     save_policy,
 )
 from rlsched.core.policies import build_agent as build_policy
@@ -51,6 +52,36 @@ class RankingAgent(Protocol):
 
 class AgentStartError(ValueError):
     """The configured policy or model cannot start (one line for the user)."""
+
+
+def model_verdict(config: AgentConfig, mode: Mode) -> tuple[dict[str, Any] | None, str | None]:
+    """The verdict ``[agent] model`` records (``rlsched train``) and a warning to log, if any.
+
+    A model that loses to a rule on its validation window is refused in ``boost`` and ``gate`` mode
+    (:class:`AgentStartError`, naming the rule to deploy instead) unless ``[agent] allow_losing_model =
+    true``; ``shadow`` mode, which changes nothing in the batch system, runs it with a warning (watching a
+    model decide is how a site checks it).  A model without a verdict (trained before models carried one)
+    starts with a warning.  (None, None) without a model.
+    """
+    if config.model is None or not Path(config.model).is_file():
+        return None, None       # no model, or a missing one: load_policy says so in its own words
+    try:
+        verdict = read_verdict(config.model)
+    except PolicyError as exc:
+        raise AgentStartError(str(exc)) from None
+    if verdict is None:
+        return None, (f"model {config.model} records no verdict (trained before `rlsched train` measured models "
+                      "against the rules): nothing shows it beats them; retrain it to get one")
+    if verdict.get("outcome") != "loses":
+        return verdict, None
+    line = " ".join(str(verdict.get("line") or f"model loses to {verdict.get('rule')}").split())
+    if mode == "shadow" and not config.allow_losing_model:
+        return verdict, (f"model {config.model}: {line}; shadow mode only watches it (boost and gate refuse it "
+                         "unless [agent] allow_losing_model = true)")
+    if not config.allow_losing_model:
+        raise AgentStartError(f"model {config.model}: {line}; set [agent] allow_losing_model = true to run it "
+                              "anyway")
+    return verdict, f"model {config.model}: {line}; running it anyway ([agent] allow_losing_model = true)"
 
 
 def agent_mode(mode: Mode) -> Literal["gate", "boost"]:
@@ -112,7 +143,12 @@ def start_agent(config: AgentConfig, mode: Mode, vos: Sequence[str], vo_shares: 
             agent.policy = spec.to_dict()
             where = (f"resumed from {checkpoint} (continued learning of model {model})" if start_from == checkpoint
                      else f"loaded model {model} (sha256 {sha[:12]})")
-            return AgentHandle(agent, len(vos), spec), f"policy {spec.name}: {where}"
+            # After the checks of fit (VOs, features, class rule): a model that cannot run here is refused for
+            # that first, whatever its verdict.
+            verdict, warning = model_verdict(config, mode)
+            handle = AgentHandle(agent, len(vos), spec)
+            handle.verdict, handle.warnings = verdict, [warning] if warning else []
+            return handle, f"policy {spec.name}: {where}"
         spec = config.spec.bound(tuple(vos), features.to_dict())
         if entry(spec.name).family == "learned" and checkpoint.exists():
             saved = _checkpoint_spec(checkpoint)
@@ -139,6 +175,9 @@ class AgentHandle:
         self.agent = agent
         #: The policy that runs (bound to the config's VOs; with ``source`` when it came from a model file).
         self.spec = spec
+        #: A model's verdict (``rlsched train``; None: a rule, or a model without one) and what to warn about.
+        self.verdict: dict[str, Any] | None = None
+        self.warnings: list[str] = []
         if isinstance(agent, SchedulingAgent):
             self.encoder = agent.encoder
             self.runtime: RuntimeModel = agent.runtime

@@ -43,6 +43,7 @@ from typing import Any, Literal
 from rlsched.backends import UnknownBackendError, backend_config_from_table
 from rlsched.backends.common.runner import RetryPolicy
 from rlsched.core.live import LiveBackendConfig
+from rlsched.core.objective import OBJECTIVES, Objective, ObjectiveError
 from rlsched.core.policies import POLICIES, PolicyError, PolicySpec, entry, format_policy, resolve
 from rlsched.daemon.decision_log import DecisionLogConfig
 from rlsched.leasing.config import LeasingConfig
@@ -94,11 +95,17 @@ class AgentConfig:
     - ``model``: the path of a saved model (``rlsched sim run --policy NAME --save-model PATH``);
       the model carries its policy and parameters, and must have been built for the
       ``[backend] vos`` of this config.  Relative paths are relative to the config file.
+    - ``objective`` (``bsld``, ``wait`` or ``W``) and ``class_weights`` (``{interactive = 3}``): what
+      ``rlsched train`` and ``evaluate`` judge policies by (:mod:`rlsched.core.objective`).
+    - ``allow_losing_model``: start a model whose verdict (``rlsched train``) is that a rule beats it;
+      refused by default.
     """
 
     kind: str = DEFAULT_AGENT_KIND
     params: Mapping[str, Any] = field(default_factory=dict)
     model: str | None = None
+    objective: Objective = field(default_factory=Objective)
+    allow_losing_model: bool = False
 
     @property
     def spec(self) -> PolicySpec:
@@ -496,7 +503,8 @@ def agent_config(table: Mapping[str, Any], source: str) -> AgentConfig:
                                          f"{', '.join(n for n, e in POLICIES.items() if e.live)})") from None
     if not found.live:
         raise _err(source, "agent.kind", f"{kind!r} replays a trace's recorded schedule; it cannot run live")
-    params = {k: v for k, v in table.items() if k not in ("kind", "model")}
+    judging = _judging(table, source)
+    params = {k: v for k, v in table.items() if k not in ("kind", "model", *JUDGING_KEYS)}
     if model is not None:
         if params:
             key = sorted(params)[0]
@@ -505,7 +513,7 @@ def agent_config(table: Mapping[str, Any], source: str) -> AgentConfig:
         path = Path(model)
         if not path.is_absolute() and Path(source).is_file():
             path = Path(source).resolve().parent / path
-        return AgentConfig(kind=kind, model=str(path))
+        return AgentConfig(kind=kind, model=str(path), **judging)
     checked: dict[str, Any] = {}
     for key, value in params.items():
         try:
@@ -518,7 +526,29 @@ def agent_config(table: Mapping[str, Any], source: str) -> AgentConfig:
                                                   "knows; use 'estimated' or 'requested'")
     if checked.get("elastic"):
         raise _err(source, "agent.elastic", "the elastic pool runs only in the simulator")
-    return AgentConfig(kind=found.name, params=checked)
+    return AgentConfig(kind=found.name, params=checked, **judging)
+
+
+#: ``[agent]`` keys about judging a policy, not parameters of it.
+JUDGING_KEYS = ("objective", "class_weights", "allow_losing_model")
+
+
+def _judging(table: Mapping[str, Any], source: str) -> dict[str, Any]:
+    """``[agent] objective``, ``class_weights`` and ``allow_losing_model``, checked (one-line errors)."""
+    allow = table.get("allow_losing_model", False)
+    if not isinstance(allow, bool):
+        raise _err(source, "agent.allow_losing_model", f"expected true or false, got {allow!r}")
+    name = table.get("objective", Objective().name)
+    weights = table.get("class_weights", {})
+    if not isinstance(name, str):
+        raise _err(source, "agent.objective", f"expected a string, got {name!r}")
+    if not isinstance(weights, Mapping):
+        raise _err(source, "agent.class_weights", f"expected a table (e.g. {{interactive = 3}}), got {weights!r}")
+    try:
+        objective = Objective(name, dict(weights))
+    except ObjectiveError as exc:
+        raise _err(source, "agent.class_weights" if name in OBJECTIVES else "agent.objective", str(exc)) from None
+    return {"objective": objective, "allow_losing_model": allow}
 
 
 def load_config(path: str | Path, *, require_mode: bool = False) -> DaemonConfig:

@@ -104,6 +104,8 @@ class Daemon:
                                                backend_config.vo_shares, config.model_file,
                                                class_rule.to_dict() if class_rule is not None else None)
         log.info("agent: %s", agent_origin)
+        for warning in self.agent.warnings:
+            log.warning("agent: %s", warning)
         #: What runs (policy, model path, sha256, when trained): in the heartbeat and every decision log line.
         self.policy_info = policy_info(self.agent, config.agent)
         shadow = config.shadow
@@ -123,7 +125,9 @@ class Daemon:
                                           enforce=config.mode != "shadow")
         leasing = self.leasing
         self.exporter = Exporter(self.agent.state_names, lambda: self.counters, config.mode, clock=clock,
-                                 lease_snapshot=None if leasing is None else leasing.snapshot)
+                                 lease_snapshot=None if leasing is None else leasing.snapshot,
+                                 verdict=self.agent.verdict if config.agent.model is not None else None,
+                                 model=config.agent.model is not None)
         self.exporter.last_checkpoint_s = self.model_saved_s
         self.consecutive_failures = 0
         self._seen_errors: Counter[str] = Counter(self.backend.errors)

@@ -8,6 +8,13 @@ simulator's native path, learned agents and saved models through their core agen
 :func:`rlsched.sim.policies.simulate_policy`), except ``recorded``: the start times the trace
 recorded (when ``recorded`` is asked for, every policy runs on the jobs that have one).
 
+The window (issue 23): with a split (:class:`rlsched.workflow.split.TimeSplit`, what ``rlsched
+evaluate`` always passes) only the test window is replayed — never the jobs a model was trained
+or selected on; a saved model that records its windows (``rlsched train``) is refused when the test
+window overlaps them, and every row says which windows trained and selected it.  Every policy runs
+in one mode (:class:`~rlsched.workflow.split.Deployment`: ``boost`` or ``gate``, what the daemon
+will run), and the policies are ranked first by the site's objective (:mod:`rlsched.core.objective`).
+
 Replicates: ``windows`` consecutive windows of equal job counts (each simulated from an empty
 machine), and ``seeds`` seeds for the policies that draw random numbers (learned policies by
 name, which learn online as they run; saved models run greedy and are deterministic).  Every
@@ -35,7 +42,7 @@ import math
 import os
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -53,13 +60,15 @@ from rlsched.core.measures import (
     service_fraction,
     utilization,
 )
-from rlsched.core.policies import PolicyError, PolicySpec, entry, load_policy, read_policy_spec, resolve
+from rlsched.core.objective import Objective
+from rlsched.core.policies import PolicyError, PolicySpec, entry, load_policy, read_policy_spec, read_verdict, resolve
 from rlsched.core.view import JobClass
 from rlsched.sim.engine import DEFAULT_OVERRUN, Overrun, Schedule
-from rlsched.sim.policies import simulate_policy, workload_vos
+from rlsched.sim.policies import PolicyRun, simulate_policy, workload_vos
 from rlsched.sim.schedulers import with_recorded_waits
 from rlsched.sim.workload import Workload, with_class_rule
 from rlsched.workflow.site import Site, site_view, trace_class_rule
+from rlsched.workflow.split import Deployment, SplitError, TimeSplit, describe_window, simulate_in
 
 #: Measures of a group: key, title, True when higher is better.
 GROUP_MEASURES: tuple[tuple[str, str, bool], ...] = (
@@ -91,6 +100,10 @@ class Contender:
     label: str
     spec: PolicySpec | None
     model_path: Path | None = None
+    #: Which windows of which trace trained and selected a saved model (set by :func:`evaluate`).
+    provenance: str | None = None
+    #: The mode the row ran in (set by :func:`evaluate`; None: the simulator's default, gate).
+    mode: str | None = None
 
     @property
     def recorded(self) -> bool:
@@ -106,16 +119,26 @@ class Contender:
         if self.recorded:
             return "the trace's recorded start times (what the site's scheduler did)"
         what = f"submit time, cores, requested time, VO, class by {rule_text}; simulated schedule"
+        if self.mode is not None:
+            what += f" in {self.mode} mode"
         if self.model_path is not None:
-            return what + f"; saved model {self.model_path} (greedy, not learning)"
+            return what + f"; saved model {self.model_path} (greedy, not learning)" + (
+                f"; {self.provenance}" if self.provenance else "")
         if self.seeded:
             return what + "; learns online from the replay (EDF pretraining)"
         return what
 
 
+def _is_file(text: str) -> bool:
+    try:
+        return Path(text).is_file()
+    except OSError:             # a policy spec longer than a file name can be
+        return False
+
+
 def parse_contender(text: str) -> Contender:
     """``easy``, ``edf:w_target=0.5``, ``recorded`` or ``path/model.npz``; one-line errors."""
-    if text.endswith(".npz") or Path(text).is_file():
+    if text.endswith(".npz") or _is_file(text):
         path = Path(text)
         if not path.is_file():
             raise PolicyError(f"model {text}: no such file")
@@ -155,6 +178,11 @@ class Evaluation:
     verdicts: list[dict[str, Any]] = field(default_factory=list)
     dropped: dict[str, int] = field(default_factory=dict)
     fixed: dict[str, int] = field(default_factory=dict)
+    #: The split and the window replayed (None: the whole workload given).
+    split: TimeSplit | None = None
+    window: dict[str, Any] | None = None
+    deployment: Deployment | None = None
+    objective: Objective = field(default_factory=Objective)
 
 
 def rule_text(rule: ClassRule) -> str:
@@ -200,8 +228,10 @@ def folded_vos(shares: Sequence[float]) -> tuple[list[int], list[int]]:
     return by_share[:SHOWN_VOS], sorted(by_share[SHOWN_VOS:])
 
 
-def run_measures(schedule: Schedule, shares: Sequence[float], vos: Sequence[str]) -> dict[str, dict[str, Any]]:
-    """The measures of one schedule: group → measure → value (see the module docstring)."""
+def run_measures(schedule: Schedule, shares: Sequence[float], vos: Sequence[str],
+                 objective: Objective | None = None) -> dict[str, dict[str, Any]]:
+    """The measures of one schedule: group → measure → value (see the module docstring); with an
+    ``objective``, its value on the whole run as ``all``'s ``objective``."""
     w = schedule.workload
     wait, run = schedule.wait, schedule.run
     resp = responsiveness(run, wait)
@@ -232,6 +262,9 @@ def run_measures(schedule: Schedule, shares: Sequence[float], vos: Sequence[str]
     fair = fairness_of_service(service, np.asarray(shares, dtype=np.float64))
     delivered = service.sum(axis=1) > 0
     out["all"]["fairness"] = float(fair[delivered].mean()) if delivered.any() else None
+    if objective is not None:
+        value = objective.score(run, wait, w.job_class)
+        out["all"]["objective"] = value if math.isfinite(value) else None
     return out
 
 
@@ -286,8 +319,10 @@ def check_model(path: Path, vos: Sequence[str], rule: ClassRule | None, site: Si
 
 def evaluate(workload: Workload, contenders: Sequence[Contender], *, site: Site | None = None, windows: int = 1,
              seeds: int = 1, seed: int = 0, cores: int | None = None, overrun: Overrun = DEFAULT_OVERRUN,
-             progress: Callable[[int, int], None] | None = None) -> Evaluation:
-    """Replay ``workload`` under each contender on every window (and seed); tables and verdicts.
+             progress: Callable[[int, int], None] | None = None, split: TimeSplit | None = None,
+             deployment: Deployment | None = None, objective: Objective | None = None) -> Evaluation:
+    """Replay ``workload`` (its test window with a ``split``) under each contender on every window (and seed);
+    tables and verdicts.  ``deployment``: the mode every policy runs in (None: the simulator's, gate).
 
     ``progress(jobs_done, jobs_total)``: jobs replayed so far over all runs (a run's jobs as it goes)."""
     if not contenders:
@@ -297,15 +332,25 @@ def evaluate(workload: Workload, contenders: Sequence[Contender], *, site: Site 
         raise ValueError(f"a policy is given twice: {', '.join(labels)}")
     if seeds < 1:
         raise ValueError(f"--seeds must be >= 1, got {seeds}")
+    window: dict[str, Any] | None = None
+    trace = workload.name           # what the one-line errors name (the window's name is trace[test])
+    if split is not None:
+        window = {"name": "test", **split.windows(workload)["test"], "of_jobs": len(workload)}
+        contenders = [replace(c, provenance=model_provenance(c.model_path, workload, split))
+                      if c.model_path is not None else c for c in contenders]
+        workload = split.window(workload, "test")
+    mode = deployment.mode if deployment is not None else None
+    contenders = [c if c.recorded else replace(c, mode=mode) for c in contenders]
     seen, rule = prepare(workload, contenders, site)
     vos = workload_vos(seen)
     for c in contenders:
         if c.model_path is not None:
-            check_model(c.model_path, vos, rule, site, workload.name)
+            check_model(c.model_path, vos, rule, site, trace)
     shares = target_shares(seen)
     parts = split_windows(seen, windows)
     ev = Evaluation(workload.name, len(seen), cores or seen.max_procs, windows, seeds, rule_text(rule), vos, shares,
-                    list(contenders), dropped=dict(seen.dropped), fixed=dict(seen.fixed))
+                    list(contenders), dropped=dict(seen.dropped), fixed=dict(seen.fixed), split=split,
+                    window=window, deployment=deployment, objective=objective or Objective())
     done = 0
     # The jobs every run replays (runs of the same window replay the same jobs): the progress's total.
     jobs_total = len(seen) * sum(seeds if c.seeded else 1 for c in contenders)
@@ -317,26 +362,73 @@ def evaluate(workload: Workload, contenders: Sequence[Contender], *, site: Site 
         for k, part in enumerate(parts):
             for s in (range(seed, seed + seeds) if c.seeded else [None]):
                 t = time.perf_counter()
-                if c.model_path is not None:
-                    # A fresh copy per window: a saved model is evaluated as saved, greedy.
-                    agent, spec = load_policy(c.model_path, expect_vos=vos, expect_class_rule=rule.to_dict(),
-                                              mode="gate",
-                                              total_cores=cores or part.max_procs,
-                                              start_s=float(part.submit[0]) if len(part) else 0.0)
-                    agent.learn = False
-                    ran = simulate_policy(part, spec, cores, overrun=overrun, agent=agent, name=c.label,
-                                          progress=run_progress(done))
-                else:
-                    assert c.spec is not None
-                    spec = c.spec.with_params(seed=s) if s is not None else c.spec
-                    ran = simulate_policy(part, spec, cores, overrun=overrun, name=c.label,
-                                          progress=run_progress(done))
+                ran = _run_contender(c, part, s, vos, rule, cores, overrun, deployment, run_progress(done))
                 ev.runs.append(Run(c.label, k, s, ran.schedule, time.perf_counter() - t))
                 done += len(part)
                 if progress is not None:
                     progress(done, jobs_total)
     tabulate(ev)
     return ev
+
+
+def _run_contender(c: Contender, part: Workload, s: int | None, vos: tuple[str, ...], rule: ClassRule,
+                   cores: int | None, overrun: Overrun, deployment: Deployment | None,
+                   progress: Callable[[int], None] | None) -> PolicyRun:
+    """One replicate: a saved model (a fresh greedy copy), a policy by name, or the recorded schedule."""
+    if c.model_path is not None:
+        # A fresh copy per window: a saved model is evaluated as saved, greedy.
+        agent, spec = load_policy(c.model_path, expect_vos=vos, expect_class_rule=rule.to_dict(),
+                                  mode=deployment.mode if deployment is not None else "gate",
+                                  total_cores=cores or part.max_procs,
+                                  start_s=float(part.submit[0]) if len(part) else 0.0)
+        agent.learn = False
+    else:
+        assert c.spec is not None
+        spec, agent = (c.spec.with_params(seed=s) if s is not None else c.spec), None
+    if deployment is None or c.recorded:
+        return simulate_policy(part, spec, cores, overrun=overrun, agent=agent, name=c.label, progress=progress)
+    return simulate_in(deployment, part, spec, cores, overrun=overrun, agent=agent, name=c.label, progress=progress)
+
+
+def recorded_split(contenders: Sequence[Contender]) -> TimeSplit:
+    """The split the saved models among ``contenders`` were trained with (the default when none records one);
+    a one-line error when two record different ones."""
+    found: dict[str, TimeSplit] = {}
+    for c in contenders:
+        if c.model_path is None:
+            continue
+        verdict = read_verdict(c.model_path)
+        if verdict is not None and isinstance(verdict.get("split"), dict):
+            found[str(c.model_path)] = TimeSplit.from_dict(verdict["split"])
+    splits = set(found.values())
+    if len(splits) > 1:
+        raise SplitError("the models were trained with different splits (" + ", ".join(
+            f"{path}: {split.text()}" for path, split in found.items()) + "): evaluate them separately")
+    return splits.pop() if splits else TimeSplit()
+
+
+def model_provenance(path: Path, workload: Workload, split: TimeSplit) -> str:
+    """Which windows trained and selected the model at ``path``; a one-line error when the test window of
+    ``split`` overlaps them (the same trace: same name and job count)."""
+    verdict = read_verdict(path)
+    if verdict is None or "windows" not in verdict:
+        return ("trained on unrecorded windows (a model saved before models recorded them): nothing shows the "
+                "test window is out of sample")
+    trained = verdict["windows"]
+    where = (f"trained on {describe_window(trained, 'train')}, selected on {describe_window(trained, 'validation')}"
+             f" of {verdict.get('workload')} ({verdict.get('jobs')} jobs, split "
+             f"{TimeSplit.from_dict(verdict['split']).text() if 'split' in verdict else '?'})")
+    if verdict.get("workload") != workload.name or verdict.get("jobs") != len(workload):
+        return where + f": another trace than {workload.name} ({len(workload)} jobs)"
+    lo, hi = split.bounds(len(workload))["test"]
+    for name in ("train", "validation"):
+        used_lo, used_hi = trained[name]["jobs"]
+        if lo < used_hi and used_lo < hi:
+            raise SplitError(f"model {path} was {'trained' if name == 'train' else 'selected'} on jobs "
+                             f"{used_lo}–{used_hi - 1} of {workload.name}, which the test window of --split "
+                             f"{split.text()} (jobs {lo}–{hi - 1}) overlaps: evaluate it with the split it was "
+                             "trained with (leave --split out)")
+    return where
 
 
 def parts_of(ev: Evaluation, label: str) -> list[Run]:
@@ -353,7 +445,8 @@ def tabulate(ev: Evaluation) -> None:
     """Fill ``ev.table`` (means and spreads over replicates) and ``ev.verdicts``."""
     per_run: dict[str, list[tuple[int, dict[str, dict[str, Any]]]]] = {}
     for r in ev.runs:
-        per_run.setdefault(r.contender, []).append((r.window, run_measures(r.schedule, ev.shares, ev.vos)))
+        per_run.setdefault(r.contender, []).append((r.window, run_measures(r.schedule, ev.shares, ev.vos,
+                                                                           ev.objective)))
     ev.table = {}
     for label, runs in per_run.items():
         groups = runs[0][1].keys()
@@ -362,7 +455,18 @@ def tabulate(ev: Evaluation) -> None:
         per_window = len(runs) // max(len({window for window, _ in runs}), 1)
         for g in groups:
             ev.table[label][g]["jobs"]["total"] = sum(int(m[g]["jobs"]) for _, m in runs) // max(per_window, 1)
+    # Ranked by the site's objective first: the table lists the best policy first, its verdict comes first.
+    def rank(label: str) -> float:
+        mean = ev.table[label]["all"].get("objective", {}).get("mean")
+        if mean is None:
+            return math.inf
+        return -mean if ev.objective.higher_is_better else mean
+    ev.table = {label: ev.table[label] for label in sorted(ev.table, key=rank)}
     ev.verdicts = []
+    objective_verdict = judge(ev, per_run, "all", "objective", ev.objective.higher_is_better)
+    if objective_verdict is not None:
+        ev.verdicts.append({"group": "all", "measure": "objective",
+                            "title": f"objective {ev.objective.label()}", **objective_verdict})
     for group in ("all", "interactive", "batch"):
         for key, title, higher in GROUP_MEASURES + (RUN_MEASURES if group == "all" else ()):
             verdict = judge(ev, per_run, group, key, higher)
@@ -486,6 +590,18 @@ def verdict_lines(ev: Evaluation) -> list[str]:
     return lines
 
 
+def window_line(ev: Evaluation) -> str:
+    """Which jobs were replayed, in which mode, ranked by what (the first line under every table)."""
+    if ev.split is not None and ev.window is not None:
+        lo, hi = ev.window["jobs"]
+        where = (f"test window only: jobs {lo}–{hi - 1} of {ev.window['of_jobs']} (split {ev.split.text()}: "
+                 "train/validation/test; no saved model was trained or selected on these jobs)")
+    else:
+        where = "the whole workload given (no train/validation/test split)"
+    mode = ev.deployment.label() if ev.deployment is not None else "gate (the simulator's default)"
+    return f"Replayed: {where}. Mode: {mode} for every simulated row. Ranked by the objective {ev.objective.label()}."
+
+
 def report_markdown(ev: Evaluation, figures: Sequence[str]) -> str:
     shown, folded = folded_vos(ev.shares)
     vo_groups = [f"vo:{ev.vos[k]}" for k in shown] + ([OTHER_VOS] if folded else [])
@@ -503,6 +619,8 @@ def report_markdown(ev: Evaluation, figures: Sequence[str]) -> str:
         "share: the VO's share of the delivered core-seconds.",
         "",
         f"Target shares of F: {', '.join(targets)}.",
+        "",
+        window_line(ev),
         "",
         "## What each policy sees",
         "",
@@ -533,8 +651,12 @@ def to_json(ev: Evaluation) -> dict[str, Any]:
     return {"workload": ev.workload, "jobs": ev.jobs, "cores": ev.cores, "windows": ev.windows, "seeds": ev.seeds,
             "class_rule": ev.class_rule, "vos": list(ev.vos), "shares": list(ev.shares), "dropped": ev.dropped,
             "fixed": ev.fixed,
+            "split": ev.split.to_dict() if ev.split is not None else None, "window": ev.window,
+            "mode": ev.deployment.to_dict() if ev.deployment is not None else None,
+            "objective": ev.objective.to_dict(),
             "policies": [{"label": c.label, "policy": c.spec.label() if c.spec is not None else None,
                           "model": str(c.model_path) if c.model_path is not None else None,
+                          "mode": c.mode, "trained": c.provenance,
                           "information": c.information(ev.class_rule)} for c in ev.contenders],
             "runs": [{"policy": r.contender, "window": r.window, "seed": r.seed, "seconds": r.seconds}
                      for r in ev.runs],

@@ -21,6 +21,13 @@ its last job ends, so the jobs of two consecutive chunks never queue together; t
 its experience, its runtime estimates and its fairness service carry over.  With chunks of a
 few thousand jobs the boundaries are a small fraction of the decisions; the learned models
 differ from a single run's (tests check that both learn and that resume equals uninterrupted).
+
+Epochs and selection (issue 23): with a validation window (:mod:`rlsched.workflow.split`) a task
+makes ``epochs`` passes over its training window, the agent continuing from one pass to the next
+(each pass after the first starts from the agent's file, like a chunk); after each pass a greedy
+copy of the agent is replayed on the validation window in the deployment mode and scored by the
+objective, and the task keeps the best pass.  :func:`select` then picks the best seed, and
+:mod:`rlsched.workflow.verdict` measures it against the rules.
 """
 
 from __future__ import annotations
@@ -29,19 +36,24 @@ import hashlib
 import json
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import numpy as np
 
 from rlsched.core.agents import SchedulingAgent
+from rlsched.core.objective import Objective
 from rlsched.core.policies import PolicyError, PolicySpec, entry, load_policy, read_policy_spec, resolve
 from rlsched.sim.engine import DEFAULT_OVERRUN, Overrun
-from rlsched.sim.policies import simulate_policy, workload_vos
+from rlsched.sim.policies import workload_vos
 from rlsched.sim.workload import Workload, with_class_rule
 from rlsched.workflow.site import Site, site_view, trace_class_rule
+from rlsched.workflow.split import Deployment, simulate_in
+
+if TYPE_CHECKING:
+    from rlsched.workflow.verdict import Verdict
 
 #: Key of the training progress inside a checkpoint's policy metadata.
 TRAINING_KEY = "training"
@@ -65,6 +77,13 @@ class TrainTask:
     fresh: bool = False
     #: Tests only: stop after this many chunks (a killed run), leaving the checkpoint behind.
     stop_after_chunks: int | None = None
+    #: The validation window (seen through the same site as ``workload``); None: no selection, the last pass.
+    validation: Workload | None = None
+    epochs: int = 1
+    #: The library's default is the simulator's gate mode, as before modes were chosen; the commands default
+    #: to the config's mode, boost without one.
+    deployment: Deployment = field(default_factory=lambda: Deployment("gate"))
+    objective: Objective = field(default_factory=Objective)
 
     @property
     def seed(self) -> int:
@@ -78,8 +97,15 @@ class TrainTask:
             digest.update(np.ascontiguousarray(column).tobytes())
         spec = self.spec.to_dict()
         spec.pop("source", None)
+        v = self.validation
+        if v is not None:
+            for column in (v.submit, v.run, v.req_time, v.procs, v.job_class, v.vo):
+                digest.update(np.ascontiguousarray(column).tobytes())
         digest.update(json.dumps({"spec": spec, "every": self.checkpoint_every, "cores": self.cores,
-                                  "overrun": self.overrun, "max_procs": w.max_procs, "jobs": len(w)},
+                                  "overrun": self.overrun, "max_procs": w.max_procs, "jobs": len(w),
+                                  "epochs": self.epochs, "deployment": self.deployment.to_dict(),
+                                  "objective": self.objective.to_dict(),
+                                  "validation": len(v) if v is not None else None},
                                  sort_keys=True, default=str).encode())
         return digest.hexdigest()[:16]
 
@@ -99,6 +125,15 @@ class TrainResult:
     seconds: float
     mean_w: float | None = None
     notes: list[str] = field(default_factory=list)
+    epochs: int = 1
+    #: The objective on the validation window after each pass (empty without a validation window).
+    validation_scores: list[float] = field(default_factory=list)
+    #: The pass whose model ``model`` is (from 0; the last one without a validation window).
+    best_epoch: int = 0
+
+    @property
+    def best_score(self) -> float | None:
+        return self.validation_scores[self.best_epoch] if self.validation_scores else None
 
 
 def seeded_path(path: Path, seed: int, n_seeds: int) -> Path:
@@ -115,8 +150,14 @@ def checkpoint_path_for(model_path: Path) -> Path:
 
 def train_plan(workload: Workload, policy: str | PolicySpec, out: Path, *, seeds: Sequence[int] = (0,),
                site: Site | None = None, checkpoint_every: int = 0, cores: int | None = None,
-               overrun: Overrun = DEFAULT_OVERRUN, fresh: bool = False) -> list[TrainTask]:
-    """One :class:`TrainTask` per seed (see the module docstring); one-line errors for bad arguments."""
+               overrun: Overrun = DEFAULT_OVERRUN, fresh: bool = False, validation: Workload | None = None,
+               epochs: int = 1, deployment: Deployment | None = None,
+               objective: Objective | None = None) -> list[TrainTask]:
+    """One :class:`TrainTask` per seed (see the module docstring); one-line errors for bad arguments.
+
+    ``workload`` is the training window, ``validation`` the validation window (both as loaded: the
+    site's class rule and VOs are applied here to both).
+    """
     spec = resolve(policy)
     if entry(spec.name).family != "learned":
         raise TrainError(f"policy {spec.name!r} is a {entry(spec.name).family}, not a learned policy: nothing to "
@@ -125,10 +166,17 @@ def train_plan(workload: Workload, policy: str | PolicySpec, out: Path, *, seeds
         raise TrainError(f"--checkpoint-every must be >= 0, got {checkpoint_every}")
     if not seeds:
         raise TrainError("no seed to train")
+    if epochs < 1:
+        raise TrainError(f"--epochs must be >= 1, got {epochs}")
     # Jobs are classed as the daemon will class them: by a class rule on what is known at submit,
     # the site's (--config) or the default one (time limit <= 900 s), never by the runtime.
     rule = site.class_rule if site is not None else trace_class_rule(workload)
     workload = site_view(workload, site) if site is not None else with_class_rule(workload, rule)
+    if validation is not None:
+        validation = site_view(validation, site) if site is not None else with_class_rule(validation, rule)
+        if workload_vos(validation) != workload_vos(workload):
+            raise TrainError(f"the validation window has VOs ({', '.join(workload_vos(validation))}), the training "
+                             f"window ({', '.join(workload_vos(workload))}): cut both with TimeSplit.window")
     spec = spec.with_class_rule(rule.to_dict())
     spec = spec.bound(workload_vos(workload), spec.features)
     tasks = []
@@ -136,7 +184,8 @@ def train_plan(workload: Workload, policy: str | PolicySpec, out: Path, *, seeds
         path = seeded_path(out, seed, len(seeds))
         tasks.append(TrainTask(workload, spec.with_params(seed=int(seed)), path,
                                checkpoint_path_for(path) if checkpoint_every else None, checkpoint_every,
-                               cores, overrun, fresh))
+                               cores, overrun, fresh, validation=validation, epochs=epochs,
+                               deployment=deployment or Deployment("gate"), objective=objective or Objective()))
     return tasks
 
 
@@ -150,12 +199,15 @@ def _pool(task: TrainTask) -> int:
     return task.cores if task.cores is not None else int(task.workload.max_procs)
 
 
-def _write_checkpoint(agent: SchedulingAgent, task: TrainTask, chunk: int, path: Path) -> None:
+def _write_checkpoint(agent: SchedulingAgent, task: TrainTask, chunk: int, path: Path,
+                      validation_scores: Sequence[float] = ()) -> None:
     # save_policy's binding, plus the training progress inside the same (atomically written) file.
+    # ``chunk`` counts the chunks of every pass so far (pass p, chunk k: p × chunks per pass + k).
     features = agent.encoder.config.to_dict()
     agent.policy = {**task.spec.bound(task.spec.vos, features).to_dict(),
                     TRAINING_KEY: {"fingerprint": task.fingerprint(), "chunk": chunk,
-                                   "checkpoint_every": task.checkpoint_every}}
+                                   "checkpoint_every": task.checkpoint_every,
+                                   "validation_scores": [float(v) for v in validation_scores]}}
     agent.save(path)
 
 
@@ -171,16 +223,30 @@ def read_progress(path: Path) -> dict[str, Any] | None:
     return progress if isinstance(progress, dict) else None
 
 
-def _load(path: Path, task: TrainTask) -> SchedulingAgent:
-    agent, _ = load_policy(path, expect_vos=task.spec.vos, mode="gate", total_cores=_pool(task),
-                           start_s=float(task.workload.submit[0]) if len(task.workload) else 0.0)
-    agent.learn = True
+def best_path_for(checkpoint: Path) -> Path:
+    """``model.ckpt.npz`` → ``model.ckpt.best.npz``: the best pass so far, beside the checkpoint."""
+    return checkpoint.with_name(f"{checkpoint.stem}.best{checkpoint.suffix or '.npz'}")
+
+
+def _load(path: Path, task: TrainTask, *, learn: bool = True, workload: Workload | None = None) -> SchedulingAgent:
+    w = workload if workload is not None else task.workload
+    agent, _ = load_policy(path, expect_vos=task.spec.vos, mode=task.deployment.mode, total_cores=_pool(task),
+                           start_s=float(w.submit[0]) if len(w) else 0.0)
+    agent.learn = learn
     return agent
 
 
 def _chunks(n: int, every: int) -> Iterator[tuple[int, int]]:
     for start in range(0, n, every):
         yield start, min(start + every, n)
+
+
+def validation_score(path: Path, task: TrainTask) -> float:
+    """The objective of the model in ``path``, greedy (not learning), on the task's validation window."""
+    assert task.validation is not None
+    agent = _load(path, task, learn=False, workload=task.validation)
+    ran = simulate_in(task.deployment, task.validation, task.spec, task.cores, overrun=task.overrun, agent=agent)
+    return task.objective.score(ran.schedule.run, ran.schedule.wait, ran.schedule.workload.job_class)
 
 
 def train_one(task: TrainTask, progress: Callable[[int], None] | None = None) -> TrainResult:
@@ -190,70 +256,99 @@ def train_one(task: TrainTask, progress: Callable[[int], None] | None = None) ->
     if len(w) == 0:
         raise TrainError(f"workload {w.name!r} has no job to train on")
     notes: list[str] = []
+    from rlsched.core.policies import save_policy
+
     with tempfile.TemporaryDirectory(prefix="rlsched-train-") as tmp:
         final = Path(tmp) / "model.npz"
+        # Without checkpoints the passes still hand the agent on through a file (as chunks do), so a pass
+        # starts from exactly the state a resumed run would.
+        state = task.checkpoint_path if task.checkpoint_every else Path(tmp) / "state.npz"
+        assert state is not None
+        best_file = best_path_for(state)
+        every = task.checkpoint_every or len(w)
+        bounds = list(_chunks(len(w), every))
+        per_pass = len(bounds)
         resumed: int | None = None
-        if not task.checkpoint_every:
-            ran = simulate_policy(w, task.spec, task.cores, overrun=task.overrun, progress=progress)
-            agent = ran.agent
-            assert isinstance(agent, SchedulingAgent)
-            waits, runs = ran.schedule.wait, ran.schedule.run
-            chunks = 1
-        else:
-            ckpt = task.checkpoint_path
-            assert ckpt is not None
-            done = -1
-            recorded = read_progress(ckpt)
-            if recorded is not None:
-                if recorded.get("fingerprint") != task.fingerprint():
-                    if not task.fresh:
-                        raise TrainError(f"checkpoint {ckpt} was written by a training with other arguments "
-                                         f"(fingerprint {recorded.get('fingerprint')}, these give "
-                                         f"{task.fingerprint()}): remove it, or pass --fresh to start afresh")
-                    notes.append(f"checkpoint {ckpt} was for other arguments: started afresh")
-                else:
-                    done = int(recorded["chunk"])
-                    resumed = done
-                    notes.append(f"resumed from {ckpt} after chunk {done + 1}")
-            bounds = list(_chunks(len(w), task.checkpoint_every))
-            chunks = len(bounds)
-            wait_parts: list[np.ndarray] = []
-            run_parts: list[np.ndarray] = []
-            agent_now: SchedulingAgent | None = None
-            for k, (lo, hi) in enumerate(bounds):
-                if k <= done:
-                    continue
-                if task.stop_after_chunks is not None and k >= task.stop_after_chunks:
-                    raise TrainError(f"stopped after {k} chunks (test hook)")
-                part = w.select(np.arange(lo, hi))
-                # Every chunk after the first starts from the checkpoint file, also in an uninterrupted
-                # run: a resumed run then continues from exactly the state an uninterrupted one does.
-                start_agent = None if k == 0 else _load(ckpt, task)
+        done = -1
+        scores: list[float] = []
+        recorded = read_progress(state) if task.checkpoint_every else None
+        if recorded is not None:
+            if recorded.get("fingerprint") != task.fingerprint():
+                if not task.fresh:
+                    raise TrainError(f"checkpoint {state} was written by a training with other arguments "
+                                     f"(fingerprint {recorded.get('fingerprint')}, these give "
+                                     f"{task.fingerprint()}): remove it, or pass --fresh to start afresh")
+                notes.append(f"checkpoint {state} was for other arguments: started afresh")
+            else:
+                done = int(recorded["chunk"])
+                resumed = done
+                scores = [float(v) for v in recorded.get("validation_scores", [])]
+                notes.append(f"resumed from {state} after chunk {done + 1}")
+        agent: SchedulingAgent | None = None
+        waits, runs = np.zeros(0), np.zeros(0)
+        wait_parts: list[np.ndarray] = []
+        run_parts: list[np.ndarray] = []
+        for k in range(task.epochs * per_pass):
+            epoch, (lo, hi) = k // per_pass, bounds[k % per_pass]
+            if k <= done:
+                continue
+            if task.stop_after_chunks is not None and k >= task.stop_after_chunks:
+                raise TrainError(f"stopped after {k} chunks (test hook)")
+            part = w if (lo, hi) == (0, len(w)) else w.select(np.arange(lo, hi))
+            # Every chunk after the first starts from the state file, also in an uninterrupted run: a
+            # resumed run then continues from exactly the state an uninterrupted one does.
+            start_agent = None if k == 0 else _load(state, task)
 
-                def chunk_progress(n: int, lo: int = lo) -> None:
-                    if progress is not None:
-                        progress(lo + n)
-                ran = simulate_policy(part, task.spec, task.cores, overrun=task.overrun, agent=start_agent,
-                                      progress=chunk_progress)
-                agent_now = ran.agent  # type: ignore[assignment]
-                assert isinstance(agent_now, SchedulingAgent)
-                wait_parts.append(ran.schedule.wait)
-                run_parts.append(ran.schedule.run)
-                _write_checkpoint(agent_now, task, k, ckpt)
-            if agent_now is None:  # every chunk was done before: the checkpoint holds the final model
-                agent_now = _load(ckpt, task)
+            def chunk_progress(n: int, lo: int = lo, epoch: int = epoch) -> None:
+                if progress is not None:
+                    progress(epoch * len(w) + lo + n)
+            ran = simulate_in(task.deployment, part, task.spec, task.cores, overrun=task.overrun,
+                              agent=start_agent, progress=chunk_progress)
+            agent_now = ran.agent
+            assert isinstance(agent_now, SchedulingAgent)
             agent = agent_now
+            if k % per_pass == 0:
+                wait_parts, run_parts = [], []
+            wait_parts.append(ran.schedule.wait)
+            run_parts.append(ran.schedule.run)
+            last_of_pass = k % per_pass == per_pass - 1
+            if last_of_pass and task.validation is not None:
+                save_policy(agent_now, task.spec, final)
+                score = validation_score(final, task)
+                if not scores or task.objective.better(score, scores[int(np.argmax(_ranked(scores, task)))]):
+                    from rlsched.core.atomic import atomic_write
+
+                    atomic_write(best_file, _writer(final.read_bytes()))
+                scores.append(score)
+            _write_checkpoint(agent_now, task, k, state, scores)
+        if agent is None:  # every chunk was done before: the checkpoint holds the final model
+            agent = _load(state, task)
+        else:
             waits = np.concatenate(wait_parts) if wait_parts else np.zeros(0)
             runs = np.concatenate(run_parts) if run_parts else np.zeros(0)
-        from rlsched.core.policies import save_policy
-
-        save_policy(agent, task.spec, final)
-        model = final.read_bytes()
+        if task.validation is not None:
+            best = int(np.argmax(_ranked(scores, task)))
+            model = best_file.read_bytes()
+        else:
+            best = task.epochs - 1
+            save_policy(agent, task.spec, final)
+            model = final.read_bytes()
     from rlsched.core.measures import responsiveness
 
     mean_w = float(responsiveness(runs, waits).mean()) if len(waits) else None
-    return TrainResult(task.seed, task.model_path, model, task.spec.label(), len(w), int(agent.decisions), chunks,
-                       resumed, time.perf_counter() - t0, mean_w, notes)
+    return TrainResult(task.seed, task.model_path, model, task.spec.label(), len(w), int(agent.decisions),
+                       per_pass, resumed, time.perf_counter() - t0, mean_w, notes, task.epochs, scores, best)
+
+
+def _writer(data: bytes) -> Callable[[IO[bytes]], object]:
+    return lambda fh: fh.write(data)
+
+
+def _ranked(scores: Sequence[float], task: TrainTask) -> np.ndarray:
+    """Scores turned so that the largest is the best (nan last)."""
+    arr = np.asarray(scores, dtype=np.float64)
+    arr = arr if task.objective.higher_is_better else -arr
+    return np.where(np.isnan(arr), -np.inf, arr)
 
 
 def _train_quiet(task: TrainTask) -> TrainResult:
@@ -351,9 +446,47 @@ def write_models(results: Sequence[TrainResult]) -> None:
     """Write each result's model to its path, atomically."""
     from rlsched.core.atomic import atomic_write
 
-    def writer(data: bytes) -> Callable[[IO[bytes]], object]:
-        return lambda fh: fh.write(data)
-
     for result in results:
-        atomic_write(result.model_path, writer(result.model))
+        atomic_write(result.model_path, _writer(result.model))
 
+
+def select(results: Sequence[TrainResult], objective: Objective) -> TrainResult:
+    """The seed whose selected pass scores best on the validation window (the first seed on a tie)."""
+    if not results:
+        raise TrainError("no trained model to select from")
+    if any(r.best_score is None for r in results):
+        raise TrainError("a model was trained without a validation window: nothing to select it by")
+    best = results[0]
+    for r in results[1:]:
+        assert r.best_score is not None and best.best_score is not None
+        if objective.better(r.best_score, best.best_score):
+            best = r
+    return best
+
+
+def judge_and_write(results: Sequence[TrainResult], tasks: Sequence[TrainTask], out: Path, *,
+                    about: Mapping[str, Any], progress: Callable[[int], None] | None = None) -> Verdict:
+    """Select the model (:func:`select`), judge it against every rule on the validation window, and write it
+    to ``out`` (atomically) with its verdict; ``about``: what the verdict records of the trace and the split."""
+    from rlsched.core.policies import VERDICT_KEY, add_policy_metadata
+    from rlsched.workflow.verdict import judge, score_rules
+
+    task = tasks[0]
+    if task.validation is None:
+        raise TrainError("no validation window: nothing to judge the model on")
+    chosen = select(results, task.objective)
+    assert chosen.best_score is not None
+    rules = score_rules(task.validation, task.deployment, task.objective, cores=task.cores, overrun=task.overrun,
+                        progress=progress)
+    extra = {**dict(about),
+             "selected": {"seed": chosen.seed, "epoch": chosen.best_epoch, "epochs": chosen.epochs},
+             "seed_scores": {str(r.seed): r.best_score for r in results},
+             "epoch_scores": {str(r.seed): r.validation_scores for r in results},
+             "rules": rules.scores, "rules_left_out": rules.skipped}
+    verdict = judge(task.objective, task.deployment, chosen.best_score,
+                    [r.best_score for r in results if r.best_score is not None], rules, extra)
+    with tempfile.TemporaryDirectory(prefix="rlsched-train-") as tmp:
+        raw = Path(tmp) / "selected.npz"
+        raw.write_bytes(chosen.model)
+        add_policy_metadata(raw, out, {VERDICT_KEY: verdict.to_dict(), "trained_at": time.time()})
+    return verdict

@@ -58,8 +58,9 @@ def test_the_evaluate_bar_counts_jobs(swf: Path, tmp_path: Path, monkeypatch: py
                                        "--windows", "3", "--no-figures", "--out", str(tmp_path / "e")])
     assert result.exit_code == 0, result.output
     (bar,) = bars.bars
-    # Two policies, each replaying all 300 jobs (over 3 windows): 600 jobs, not 6 runs.
-    assert bar["total"] == 600 and bar["done"] == 600 and "jobs" in bar["label"]
+    # Two policies, each replaying the 75 jobs of the test window (split 50/25/25 of 300, cut into 3 windows):
+    # 150 jobs, not 6 runs.
+    assert bar["total"] == 150 and bar["done"] == 150 and "jobs" in bar["label"]
 
 
 def test_evaluate_leasing_shows_its_progress(busy_swf: Path, tmp_path: Path,

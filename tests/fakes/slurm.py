@@ -97,16 +97,18 @@ class SyntheticSlurm:
 
 
 def make_daemon(runner: SyntheticSlurm, state_dir: str, mode: str = "boost", agent: str = "interactive-first-sjf",
-                leasing: LeasingConfig | None = None, model: str | None = None, **backend: Any) -> Daemon:
+                leasing: LeasingConfig | None = None, model: str | None = None, allow_losing_model: bool = False,
+                **backend: Any) -> Daemon:
     """A daemon over ``runner`` (completions from squeue, so no jobcomp file is needed).
 
-    ``agent``: a registry policy name (learned ones start without EDF pretraining); ``model``: a saved model.
+    ``agent``: a registry policy name (learned ones start without EDF pretraining); ``model``: a saved model
+    (``allow_losing_model``: ``[agent] allow_losing_model``).
     """
     vos = backend.pop("vos", ACCOUNTS)
     bcfg = SlurmBackendConfig(completion_source="squeue", vos=tuple(vos), default_vo=vos[-1],
                               state_file=str(Path(state_dir) / "slurm-record.json"), **backend)
     learned = model is None and entry(agent).family == "learned"
-    agent_config = (AgentConfig(kind=agent, model=model) if model is not None
+    agent_config = (AgentConfig(kind=agent, model=model, allow_losing_model=allow_losing_model) if model is not None
                     else AgentConfig(kind=agent, params={"pretrain_decisions": 0} if learned else {}))
     config = DaemonConfig(source="bench", mode=mode, poll_interval_s=1.0, backend=bcfg,  # type: ignore[arg-type]
                           agent=agent_config, metrics_port=None,

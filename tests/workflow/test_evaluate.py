@@ -128,6 +128,75 @@ def test_learned_policies_by_name_are_seeded(small_swf: Path) -> None:
     assert runs == [("sarsa-esn:pretrain_decisions=50", 0), ("sarsa-esn:pretrain_decisions=50", 1), ("easy", None)]
 
 
+def test_with_a_split_only_the_test_window_is_replayed_ranked_by_the_objective(small_swf: Path) -> None:
+    from rlsched.core.objective import Objective
+    from rlsched.workflow.split import Deployment, TimeSplit
+
+    w = read_swf(small_swf)
+    ev = evaluate(w, [parse_contender("fcfs"), parse_contender("easy-sjf")], split=TimeSplit(),
+                  deployment=Deployment("gate"), objective=Objective("wait"))
+    assert ev.jobs == 100 and ev.window is not None and ev.window["jobs"] == [300, 400]
+    (run,) = [r for r in ev.runs if r.contender == "fcfs"]
+    assert np.array_equal(run.schedule.workload.submit, w.submit[300:])
+    # Ranked by mean wait (the objective) first: the table lists the lower first, its verdict comes first.
+    means = {label: ev.table[label]["all"]["objective"]["mean"] for label in ev.table}
+    assert list(ev.table) == sorted(means, key=lambda label: means[label])
+    assert ev.verdicts[0]["measure"] == "objective" and ev.verdicts[0]["best"] == next(iter(ev.table))
+    assert means["fcfs"] == pytest.approx(ev.table["fcfs"]["all"]["mean_wait_s"]["mean"])
+    assert all("in gate mode" in c.information(ev.class_rule) for c in ev.contenders)
+
+
+def test_a_model_is_refused_on_a_test_window_overlapping_its_training(small_swf: Path, tmp_path: Path) -> None:
+    from rlsched.workflow.split import Deployment, SplitError, TimeSplit
+    from rlsched.workflow.train import judge_and_write
+
+    w = read_swf(small_swf)
+    split = TimeSplit()
+    tasks = train_plan(split.window(w, "train"), "sarsa-esn:pretrain_decisions=50", tmp_path / "m.npz",
+                       validation=split.window(w, "validation"), deployment=Deployment("gate"))
+    judge_and_write(run_tasks(tasks), tasks, tmp_path / "m.npz",
+                    about={"workload": w.name, "jobs": len(w), "split": split.to_dict(), "windows": split.windows(w)})
+    model = parse_contender(str(tmp_path / "m.npz"))
+    ev = evaluate(w, [model], split=split, deployment=Deployment("gate"))
+    assert ev.contenders[0].provenance is not None and "trained on jobs 0–199" in ev.contenders[0].provenance
+    with pytest.raises(SplitError, match="selected on jobs 200–299"):
+        evaluate(w, [model], split=TimeSplit.parse("40/20/40"), deployment=Deployment("gate"))
+
+
+def test_evaluate_takes_the_split_the_models_record_and_refuses_two(lal_model: Path, tmp_path: Path) -> None:
+    from rlsched.core.policies import VERDICT_KEY, add_policy_metadata
+    from rlsched.workflow.evaluate import recorded_split
+    from rlsched.workflow.split import SplitError, TimeSplit
+
+    paths = []
+    for name, split in (("a", TimeSplit(60, 20, 20)), ("b", TimeSplit(50, 25, 25))):
+        path = tmp_path / f"{name}.npz"
+        add_policy_metadata(lal_model, path, {VERDICT_KEY: {"split": split.to_dict()}})
+        paths.append(path)
+    assert recorded_split([parse_contender(str(paths[0])), parse_contender("easy")]) == TimeSplit(60, 20, 20)
+    assert recorded_split([parse_contender("easy"), parse_contender(str(lal_model))]) == TimeSplit()
+    with pytest.raises(SplitError, match="different splits"):
+        recorded_split([parse_contender(str(p)) for p in paths])
+
+
+def test_multifactor_from_a_slurm_conf_runs_in_boost_mode(small_swf: Path, tmp_path: Path) -> None:
+    from rlsched.workflow.split import Deployment, TimeSplit
+
+    conf = tmp_path / "slurm.conf"
+    conf.write_text("PriorityType=priority/multifactor\nPriorityWeightAge=7\nPriorityMaxAge=1-0\n")
+    from rlsched.core.policies import resolve
+    from rlsched.sim.policies import expand_site_files
+
+    w = read_swf(small_swf)
+    # The file read into explicit values (its absent keys at Slurm's defaults): what the named file must give.
+    explicit = expand_site_files(resolve(f"multifactor:slurm_conf={conf}"))
+    assert explicit.params["weight_age"] == 7.0
+    ev = evaluate(w, [parse_contender(f"multifactor:slurm_conf={conf}"), parse_contender(explicit.label())],
+                  split=TimeSplit(), deployment=Deployment("boost"))
+    a, b = (r.schedule for r in ev.runs)
+    assert a.mode == b.mode == "boost" and np.array_equal(a.start, b.start)
+
+
 def test_the_vo_figure_folds_beyond_a_dozen_vos_and_keeps_its_legend_off_the_panels(tmp_path: Path) -> None:
     from matplotlib.colors import to_rgba
 

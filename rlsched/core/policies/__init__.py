@@ -11,7 +11,16 @@ static key needs only the key function; anything else a builder returning a core
 simulator, the experiments and the daemon then all know its name.
 """
 
-from rlsched.core.policies.io import check_compatible, file_sha256, load_policy, read_policy_spec, save_policy
+from rlsched.core.policies.io import (
+    VERDICT_KEY,
+    add_policy_metadata,
+    check_compatible,
+    file_sha256,
+    load_policy,
+    read_policy_spec,
+    read_verdict,
+    save_policy,
+)
 from rlsched.core.policies.registry import (
     ALIASES,
     DISPATCH_POLICIES,
@@ -43,6 +52,7 @@ __all__ = [
     "LIVE_LEASE_POLICIES",
     "POLICIES",
     "SIM_LEASE_POLICIES",
+    "VERDICT_KEY",
     "BuildContext",
     "JobColumns",
     "KeyFunction",
@@ -51,6 +61,7 @@ __all__ = [
     "PolicyError",
     "PolicySpec",
     "StaticKeyAgent",
+    "add_policy_metadata",
     "backfill",
     "build_agent",
     "check_compatible",
@@ -62,6 +73,7 @@ __all__ = [
     "order_by_key",
     "parse_policy",
     "read_policy_spec",
+    "read_verdict",
     "resolve",
     "save_policy",
     "split_policy",

@@ -29,17 +29,23 @@ from typing import Any
 import numpy as np
 
 from rlsched.core.agents import Mode, SchedulingAgent
-from rlsched.core.approximators.base import FORMAT_VERSION
+from rlsched.core.approximators.base import FORMAT_VERSION, read_checkpoint, save_checkpoint
 from rlsched.core.features import FeatureConfig
 from rlsched.core.policies.registry import BuildContext, build_agent, entry, feature_config, resolve
 from rlsched.core.policies.spec import PolicyError, PolicySpec
 
+#: Key of a model's verdict (``rlsched train``: the model against the rules on the validation window)
+#: inside its policy metadata.
+VERDICT_KEY = "verdict"
 
-def save_policy(agent: SchedulingAgent, spec: PolicySpec, path: str | os.PathLike[str]) -> None:
+
+def save_policy(agent: SchedulingAgent, spec: PolicySpec, path: str | os.PathLike[str],
+                metadata: Mapping[str, Any] | None = None) -> None:
     """Write ``agent`` (a learned policy) with ``spec`` to one ``.npz``, atomically.
 
     ``spec`` is bound to the agent's feature layout before it is written (its VO names are
-    the caller's; without them the VOs are named by index).
+    the caller's; without them the VOs are named by index).  ``metadata``: more keys of the
+    policy metadata (the verdict, :data:`VERDICT_KEY`).
     """
     if not isinstance(agent, SchedulingAgent):
         raise PolicyError(f"policy {spec.name!r} has no model to save (only learned policies do)")
@@ -48,8 +54,28 @@ def save_policy(agent: SchedulingAgent, spec: PolicySpec, path: str | os.PathLik
     if len(vos) != agent.encoder.config.n_vos:
         raise PolicyError(f"policy {spec.name!r}: {len(vos)} VO names for a model with "
                           f"{agent.encoder.config.n_vos} VO columns")
-    agent.policy = spec.bound(vos, features).to_dict()
+    agent.policy = {**spec.bound(vos, features).to_dict(), **(metadata or {})}
     agent.save(path)
+
+
+def add_policy_metadata(source: str | os.PathLike[str], target: str | os.PathLike[str],
+                        metadata: Mapping[str, Any]) -> None:
+    """Copy the model ``source`` to ``target`` (atomically) with ``metadata`` added to its policy metadata."""
+    read_policy_spec(source)                     # a model with a spec, or a one-line PolicyError
+    try:
+        meta, arrays = read_checkpoint(source)
+    except (ValueError, OSError) as exc:
+        raise PolicyError(_one_line(f"model {source}: {exc}")) from None
+    meta.pop("format_version", None)
+    meta["agent"]["policy"] = {**meta["agent"]["policy"], **metadata}
+    save_checkpoint(target, meta, arrays)
+
+
+def read_verdict(path: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """The verdict a model records (:data:`VERDICT_KEY`), None for a model trained without one."""
+    _, agent_meta = read_policy_spec(path)
+    verdict = agent_meta["policy"].get(VERDICT_KEY)
+    return dict(verdict) if isinstance(verdict, Mapping) else None
 
 
 def file_sha256(path: str | os.PathLike[str]) -> str:

@@ -1,0 +1,192 @@
+"""Never deploy a loser: the trained model against every rule, on the validation window, in the deployment mode.
+
+``rlsched train`` selects one model among its epochs and seeds by the objective on the
+validation window (:mod:`rlsched.workflow.train`), then replays the same window under every
+rule of the registry (:func:`candidate_rules`: each ``rule``-family entry with its defaults,
+and once more per live ``runtime_model`` it accepts — so rules added to the registry join
+without a change here), in the mode the daemon will run it, and writes the outcome into the
+model file (:data:`rlsched.core.policies.VERDICT_KEY`): the best rule, both scores, the spread
+of the model's score over the seeds, the objective, the mode and the windows.
+
+Outcome: a difference within the spread over seeds (the standard deviation of each seed's
+selected validation score) is a tie; otherwise the model ``beats`` or ``loses to`` the best
+rule.  With one seed there is no spread and any difference decides.  The daemon and
+``rlsched config check`` refuse a model whose verdict is ``loses`` unless ``[agent]
+allow_losing_model = true``.
+
+The validation window also selected the model, so its score there is optimistic; the
+out-of-sample figure is ``rlsched evaluate``'s, on the test window.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from rlsched.core.objective import Objective
+from rlsched.core.policies import POLICIES, BuildContext, PolicyError, PolicySpec, build_agent, entry, resolve
+from rlsched.core.policies.spec import _format_value
+from rlsched.sim.engine import DEFAULT_OVERRUN, Overrun, Schedule
+from rlsched.sim.policies import workload_vos
+from rlsched.sim.workload import Workload
+from rlsched.workflow.split import Deployment, simulate_in
+
+OUTCOMES = ("beats", "ties", "loses")
+
+
+def schedule_score(objective: Objective, schedule: Schedule) -> float:
+    """The objective of one simulated schedule."""
+    return objective.score(schedule.run, schedule.wait, schedule.workload.job_class)
+
+
+def candidate_rules(vos: Sequence[str], deployment: Deployment) -> tuple[list[PolicySpec], list[str]]:
+    """Every registry rule the daemon could run in ``deployment``'s mode, and why the others are left out.
+
+    Each rule with its default parameters, plus one variant per other runtime model it accepts
+    that a live system has (``oracle`` is simulator-only: building it live fails, so it drops out).
+    """
+    specs: list[PolicySpec] = []
+    skipped: list[str] = []
+    for e in POLICIES.values():
+        if e.family != "rule":
+            continue
+        variants = [resolve(e.name)]
+        runtime = next((p for p in e.params if p.name == "runtime_model"), None)
+        if runtime is not None and runtime.choices is not None:
+            variants += [resolve(e.name, runtime_model=c) for c in runtime.choices if c != runtime.default]
+        for spec in variants:
+            try:
+                build_agent(spec.bound(tuple(vos), None), BuildContext(mode=deployment.mode, live=True))
+            except (PolicyError, ValueError) as exc:
+                skipped.append(f"{spec_text(spec)}: {' '.join(str(exc).split())}")
+                continue
+            specs.append(spec)
+    return specs, skipped
+
+
+def spec_text(spec: PolicySpec) -> str:
+    """A rule with its non-default parameters (``edf:runtime_model=requested``)."""
+    e = entry(spec.name)
+    named = {k: v for k, v in spec.params.items() if e.param(k).default != v}
+    return spec.name + (":" + ",".join(f"{k}={_format_value(v)}" for k, v in sorted(named.items())) if named else "")
+
+
+def config_line(spec: PolicySpec) -> str:
+    """How a daemon config chooses this rule: ``[agent] kind = "edf", runtime_model = "requested"``."""
+    e = entry(spec.name)
+    parts = [f'kind = "{spec.name}"']
+    for k, v in sorted(spec.params.items()):
+        if e.param(k).default != v:
+            parts.append(f"{k} = " + (f'"{v}"' if isinstance(v, str) else _format_value(v)))
+    return "[agent] " + ", ".join(parts)
+
+
+@dataclass
+class RuleScores:
+    """Every candidate rule's score on the validation window."""
+
+    scores: dict[str, float] = field(default_factory=dict)
+    specs: dict[str, PolicySpec] = field(default_factory=dict)
+    skipped: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def best(self, objective: Objective) -> str | None:
+        real = [(label, s) for label, s in self.scores.items() if math.isfinite(s)]
+        if not real:
+            return None
+        return (max if objective.higher_is_better else min)(real, key=lambda item: item[1])[0]
+
+
+def score_rules(validation: Workload, deployment: Deployment, objective: Objective, *, cores: int | None = None,
+                overrun: Overrun = DEFAULT_OVERRUN, progress: Callable[[int], None] | None = None) -> RuleScores:
+    """Replay ``validation`` under every candidate rule in ``deployment``'s mode."""
+    t0 = time.perf_counter()
+    specs, skipped = candidate_rules(workload_vos(validation), deployment)
+    out = RuleScores(skipped=skipped)
+    for i, spec in enumerate(specs):
+        label = spec_text(spec)
+        try:
+            ran = simulate_in(deployment, validation, spec, cores, overrun=overrun, name=label)
+        except PolicyError as exc:
+            out.skipped.append(f"{label}: {' '.join(str(exc).split())}")
+            continue
+        out.scores[label] = schedule_score(objective, ran.schedule)
+        out.specs[label] = spec
+        if progress is not None:
+            progress(i + 1)
+    out.seconds = time.perf_counter() - t0
+    return out
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The selected model against the best rule on the validation window (see the module docstring)."""
+
+    outcome: str
+    objective: Objective
+    deployment: Deployment
+    model_score: float
+    spread: float
+    seeds: int
+    rule: str
+    rule_score: float
+    rule_config: str
+    #: (rule − model) / |rule| when lower is better, (model − rule) / |rule| otherwise: > 0, the model is better.
+    gain: float
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def loses(self) -> bool:
+        return self.outcome == "loses"
+
+    def line(self) -> str:
+        """The one line ``rlsched train`` prints."""
+        where = f"on validation {self.objective.label()}"
+        spread = f"spread over {self.seeds} seeds ±{_num(self.spread)}" if self.seeds > 1 else "one seed: no spread"
+        scores = (f"model {_num(self.model_score)}, {self.rule} {_num(self.rule_score)}, {spread}, "
+                  f"{self.deployment.mode} mode")
+        pct = f"{100 * abs(self.gain):.0f} %"
+        if self.outcome == "beats":
+            return f"model beats {self.rule} by {pct} {where} ({scores})"
+        if self.outcome == "loses":
+            return f"model loses to {self.rule} by {pct} {where}: deploy {self.rule} (`{self.rule_config}`) ({scores})"
+        why = ("the scores are equal" if self.model_score == self.rule_score
+               else f"the {pct} difference is within the spread over seeds")
+        return f"model ties with {self.rule} {where}: {why}; {self.rule} (`{self.rule_config}`) does as well ({scores})"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"outcome": self.outcome, "objective": self.objective.to_dict(), "mode": self.deployment.to_dict(),
+                "window": "validation", "model_score": self.model_score, "spread": self.spread, "seeds": self.seeds,
+                "rule": self.rule, "rule_score": self.rule_score, "rule_config": self.rule_config, "gain": self.gain,
+                "line": self.line(), **dict(self.extra)}
+
+
+def _num(v: float) -> str:
+    if not math.isfinite(v):
+        return str(v)
+    if abs(v) >= 1000:
+        return f"{v:,.0f}"
+    return f"{v:.3g}" if abs(v) < 10 else f"{v:.1f}"
+
+
+def judge(objective: Objective, deployment: Deployment, model_score: float, seed_scores: Sequence[float],
+          rules: RuleScores, extra: Mapping[str, Any] | None = None) -> Verdict:
+    """The verdict of a model scoring ``model_score`` (its seeds ``seed_scores``) against the best rule."""
+    best = rules.best(objective)
+    if best is None:
+        raise ValueError("no rule could be replayed on the validation window: nothing to judge the model against")
+    rule_score = rules.scores[best]
+    real = [s for s in seed_scores if math.isfinite(s)]
+    spread = float(np.std(real)) if len(real) > 1 else 0.0
+    diff = (model_score - rule_score) if objective.higher_is_better else (rule_score - model_score)
+    gain = diff / abs(rule_score) if rule_score else (0.0 if diff == 0 else math.copysign(math.inf, diff))
+    # A difference within the spread over seeds is a tie (with one seed: only an exact one).
+    outcome = "ties" if diff == 0 or abs(diff) <= spread else "beats" if diff > 0 else "loses"
+    return Verdict(outcome, objective, deployment, float(model_score), spread, len(seed_scores), best,
+                   float(rule_score), config_line(rules.specs[best]), float(gain), dict(extra or {}))
+

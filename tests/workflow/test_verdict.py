@@ -1,0 +1,167 @@
+"""Never deploy a loser: epochs selected on validation, the candidate rules from the registry, the verdict."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rlsched.core.objective import Objective
+from rlsched.core.policies import POLICIES, read_verdict, resolve
+from rlsched.sim.policies import simulate_policy
+from rlsched.sim.traces.swf import read_swf
+from rlsched.sim.workload import Workload, with_class_rule
+from rlsched.workflow.site import trace_class_rule
+from rlsched.workflow.split import Deployment, TimeSplit
+from rlsched.workflow.train import (
+    TrainError,
+    checkpoint_path_for,
+    judge_and_write,
+    run_tasks,
+    train_one,
+    train_plan,
+    validation_score,
+)
+from rlsched.workflow.verdict import RuleScores, candidate_rules, config_line, judge, spec_text
+
+POLICY = "sarsa-esn:pretrain_decisions=50"
+GATE = Deployment("gate")
+
+
+def windows(path: Path) -> tuple[Workload, Workload, Workload]:
+    """The train and validation windows of the default split, and the whole trace."""
+    w = read_swf(path)
+    return TimeSplit().window(w, "train"), TimeSplit().window(w, "validation"), w
+
+
+def test_the_candidates_are_the_registrys_rules_and_new_ones_join(monkeypatch: pytest.MonkeyPatch) -> None:
+    specs, skipped = candidate_rules(("vo0",), GATE)
+    names = {s.name for s in specs}
+    assert names == {n for n, e in POLICIES.items() if e.family == "rule"}
+    # A rule taking a runtime model runs once per live one; the oracle (simulator-only) is left out, saying why.
+    assert {spec_text(s) for s in specs if s.name == "edf"} == {"edf", "edf:runtime_model=requested"}
+    assert any(line.startswith("edf:runtime_model=oracle") and "only a simulator" in line for line in skipped)
+    monkeypatch.setitem(POLICIES, "newrule", replace(POLICIES["sjf"], name="newrule"))
+    assert "newrule" in {s.name for s in candidate_rules(("vo0",), GATE)[0]}
+
+
+def test_boost_mode_leaves_out_the_rules_that_need_gate_mode() -> None:
+    specs, skipped = candidate_rules(("vo0",), Deployment("boost"))
+    assert "interactive-first-keepidle" not in {s.name for s in specs}
+    assert any(line.startswith("interactive-first-keepidle") and "gate mode" in line for line in skipped)
+
+
+def rules(**scores: float) -> RuleScores:
+    return RuleScores(scores=dict(scores), specs={k: resolve(k) for k in scores})
+
+
+def test_the_verdict_is_against_the_best_rule_and_ties_within_the_seed_spread() -> None:
+    bsld = Objective("bsld")
+    field = rules(easy=20.0, **{"easy-sjf": 10.0})
+    beats = judge(bsld, GATE, 8.8, [8.8, 9.0, 9.2], field)
+    assert beats.outcome == "beats" and beats.rule == "easy-sjf" and beats.gain == pytest.approx(0.12)
+    assert beats.line().startswith("model beats easy-sjf by 12 % on validation bsld")
+    loses = judge(bsld, GATE, 10.4, [10.4], field)
+    assert loses.outcome == "loses" and loses.loses
+    assert loses.line().startswith('model loses to easy-sjf by 4 % on validation bsld: deploy easy-sjf '
+                                   '(`[agent] kind = "easy-sjf"`)')
+    # 0.4 worse, but the seeds spread by more: a tie, not a loss.
+    ties = judge(bsld, GATE, 10.4, [10.4, 11.4, 9.6], field)
+    assert ties.outcome == "ties" and ties.spread == pytest.approx(np.std([10.4, 11.4, 9.6]))
+    assert "the 4 % difference is within the spread over seeds" in ties.line()
+    # Equal scores tie whatever the spread (one seed: none).
+    equal = judge(bsld, GATE, 10.0, [10.0], field)
+    assert equal.outcome == "ties" and "ties with easy-sjf on validation bsld: the scores are equal" in equal.line()
+    # Higher is better for W.
+    w = judge(Objective("W"), GATE, 0.9, [0.9], rules(easy=0.8, fcfs=0.7))
+    assert w.outcome == "beats" and w.rule == "easy"
+
+
+def test_the_config_line_names_the_rules_parameters() -> None:
+    assert config_line(resolve("edf:runtime_model=requested")) == '[agent] kind = "edf", runtime_model = "requested"'
+    assert config_line(resolve("easy")) == '[agent] kind = "easy"'
+
+
+def test_each_pass_is_scored_on_validation_and_the_best_one_is_kept(small_swf: Path, tmp_path: Path) -> None:
+    train, validation, _ = windows(small_swf)
+    (task,) = train_plan(train, POLICY, tmp_path / "m.npz", validation=validation, epochs=3, deployment=GATE)
+    result = train_one(task)
+    assert len(result.validation_scores) == 3 and result.epochs == 3
+    assert result.best_epoch == int(np.argmin(result.validation_scores))
+    # The model returned is that pass's: replayed greedy on validation it scores what was recorded for it.
+    path = tmp_path / "best.npz"
+    path.write_bytes(result.model)
+    assert validation_score(path, task) == pytest.approx(result.validation_scores[result.best_epoch])
+
+
+def test_a_killed_run_with_passes_resumes_to_the_same_model_and_scores(small_swf: Path, tmp_path: Path) -> None:
+    train, validation, _ = windows(small_swf)
+    (whole,) = train_plan(train, POLICY, tmp_path / "a.npz", validation=validation, epochs=2, checkpoint_every=120,
+                          deployment=GATE)
+    uninterrupted = train_one(whole)
+    (task,) = train_plan(train, POLICY, tmp_path / "b.npz", validation=validation, epochs=2, checkpoint_every=120,
+                         deployment=GATE)
+    with pytest.raises(TrainError, match="stopped"):
+        train_one(replace(task, stop_after_chunks=3))      # killed in the second pass
+    assert checkpoint_path_for(tmp_path / "b.npz").is_file()
+    resumed = train_one(task)
+    assert resumed.resumed_after_chunk == 2
+    assert resumed.validation_scores == uninterrupted.validation_scores
+    assert resumed.best_epoch == uninterrupted.best_epoch
+    assert resumed.model == uninterrupted.model
+
+
+def test_the_best_seed_is_judged_against_every_rule_and_the_verdict_written(small_swf: Path,
+                                                                             tmp_path: Path) -> None:
+    train, validation, whole = windows(small_swf)
+    tasks = train_plan(train, POLICY, tmp_path / "m.npz", seeds=[0, 1], validation=validation, epochs=2,
+                       deployment=GATE)
+    results = run_tasks(tasks)
+    out = tmp_path / "m.npz"
+    verdict = judge_and_write(results, tasks, out, about={"workload": whole.name, "jobs": len(whole),
+                                                           "split": TimeSplit().to_dict(),
+                                                           "windows": TimeSplit().windows(whole)})
+    best = min(results, key=lambda r: r.best_score or np.inf)
+    assert verdict.model_score == best.best_score and verdict.extra["selected"]["seed"] == best.seed
+    assert verdict.seeds == 2
+    # The rules' scores are their replays of the validation window, by the objective.
+    seen = with_class_rule(validation, trace_class_rule(validation))
+    easy = simulate_policy(seen, "easy").schedule
+    assert verdict.extra["rules"]["easy"] == pytest.approx(Objective().score(easy.run, easy.wait,
+                                                                              easy.workload.job_class))
+    assert verdict.rule == min(verdict.extra["rules"], key=verdict.extra["rules"].get)
+    expected = ("ties" if abs(verdict.model_score - verdict.rule_score) <= verdict.spread
+                else "beats" if verdict.model_score < verdict.rule_score else "loses")
+    assert verdict.outcome == expected
+    recorded = read_verdict(out)
+    assert recorded is not None and recorded["outcome"] == verdict.outcome and recorded["rule"] == verdict.rule
+    assert recorded["windows"]["validation"]["jobs"] == [200, 300] and recorded["mode"]["mode"] == "gate"
+    assert recorded["objective"] == {"name": "bsld", "class_weights": {}}
+
+
+def test_in_boost_mode_the_rules_are_replayed_as_the_daemon_would_run_them(small_swf: Path) -> None:
+    from rlsched.workflow.verdict import score_rules
+
+    _, validation, _ = windows(small_swf)
+    seen = with_class_rule(validation, trace_class_rule(validation))
+    boost = Deployment("boost", poll_interval_s=30.0, max_boosted=4)
+    scores = score_rules(seen, boost, Objective())
+    direct = simulate_policy(seen, "easy-sjf", mode="boost", boost=boost.settings()).schedule
+    assert direct.mode == "boost"
+    assert scores.scores["easy-sjf"] == pytest.approx(Objective().score(direct.run, direct.wait,
+                                                                         direct.workload.job_class))
+    assert "interactive-first-keepidle" not in scores.scores
+
+
+def test_a_higher_is_better_objective_keeps_the_highest_pass(small_swf: Path, tmp_path: Path) -> None:
+    train, validation, _ = windows(small_swf)
+    objective = Objective("W", {"interactive": 3})
+    (task,) = train_plan(train, POLICY, tmp_path / "m.npz", validation=validation, epochs=2, deployment=GATE,
+                         objective=objective)
+    result = train_one(task)
+    assert result.best_epoch == int(np.argmax(result.validation_scores))
+    path = tmp_path / "best.npz"
+    path.write_bytes(result.model)
+    assert validation_score(path, task) == pytest.approx(max(result.validation_scores))
