@@ -6,8 +6,9 @@
   seconds), ``mode``, ``policy`` and ``model_sha256``, ``vos``, ``pending`` (how many jobs were pending),
   ``idle_cores``/``total_cores``, ``state`` (the P-grid §3.2 state vector by name), ``ranked`` (best first,
   at most ``max_jobs`` rows of ``[job_id, score, cores, vo index, class]``, score null when not finite) and
-  ``would`` (``top``: the first job; ``release``/``hold``: what the agent decided this cycle — what gate mode
-  would do).
+  ``would`` (``top``: the first job of the boost order the agent chose this cycle — a learning agent may
+  explore another than its best-scored — else the first ranked job; ``release``/``hold``: what the agent
+  decided this cycle — what gate mode would do).
 - **Crash-safe appends**: each record is one ``write`` of one line on an ``O_APPEND`` descriptor, then
   ``fsync``.  A kill in the middle of a write can leave a torn last line; before the next append a missing
   final newline is written first, so the torn line stays a line of its own, and the reader skips and
@@ -152,7 +153,10 @@ def decision_record(view: ClusterView, order: IntArray, scores: FloatArray, stat
         "total_cores": int(view.total_cores),
         "state": {name: _score(float(v)) for name, v in zip(state_names, state, strict=True)},
         "ranked": ranked,
-        "would": {"top": ranked[0][0] if ranked else None, "release": [int(j) for j in d.release],
+        # The top of the order the agent chose to apply where it chose one (boost): a learning agent explores
+        # its top pick now and then, and the log says what Slurm was (or would have been) told.
+        "would": {"top": int(d.boost[0]) if d.boost else (ranked[0][0] if ranked else None),
+                  "release": [int(j) for j in d.release],
                   "hold": [int(j) for j in d.hold]},
     }
 

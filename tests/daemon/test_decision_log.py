@@ -8,13 +8,21 @@ import os
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 from prometheus_client import generate_latest
 
 from rlsched.cli.daemon import _daemon_line, running_daemon, status_report
+from rlsched.core.view import ClusterView, Decisions, FinishedJobs, PendingJobs, RunningJobs
 from rlsched.daemon import ConfigError, config_from_dict
-from rlsched.daemon.decision_log import DecisionLog, DecisionLogConfig, log_files, read_decision_log
+from rlsched.daemon.decision_log import (
+    DecisionLog,
+    DecisionLogConfig,
+    decision_record,
+    log_files,
+    read_decision_log,
+)
 from tests.fakes.slurm import SyntheticSlurm, make_daemon, synthetic_squeue_json
 
 
@@ -227,3 +235,18 @@ def test_a_model_in_shadow_mode_logs_its_q_values_and_the_heartbeat_names_the_mo
     beat = json.loads((tmp_path / "state" / "heartbeat.json").read_text())
     assert beat["model"] == str(model) and beat["model_sha256"] == file_sha256(model)
     assert beat["model_trained_from"] == "file mtime" and beat["model_trained"].endswith("Z")
+
+
+def test_the_logged_top_is_the_boost_order_the_agent_chose_not_its_best_score() -> None:
+    """A learning agent in boost mode explores its top pick now and then: the log names what Slurm was told."""
+    pend = PendingJobs(job_id=np.array([11, 12, 13]), vo=np.zeros(3, dtype=np.int64),
+                       job_class=np.zeros(3, dtype=np.int64), cores=np.ones(3, dtype=np.int64),
+                       req_time_s=np.full(3, 60.0), submit_s=np.arange(3.0), oracle_run_s=np.full(3, np.nan),
+                       held=np.zeros(3, dtype=bool))
+    view = ClusterView(time_s=10.0, total_cores=4, idle_cores=0, pending=pend, running=RunningJobs(),
+                       finished=FinishedJobs(), vos=("a",))
+    order, scores = np.array([0, 1, 2]), np.array([3.0, 2.0, 1.0])   # job 11 scores best
+    explored = decision_record(view, order, scores, [], [], Decisions(boost=(13, 11, 12)), "boost", {}, 10)
+    assert explored["would"]["top"] == 13 and explored["ranked"][0][0] == 11
+    shadow_gate = decision_record(view, order, scores, [], [], Decisions(release=(12,)), "gate", {}, 10)
+    assert shadow_gate["would"]["top"] == 11 and shadow_gate["would"]["release"] == [12]
