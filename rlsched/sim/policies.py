@@ -80,7 +80,7 @@ def job_columns(workload: Workload) -> JobColumns:
     """The columns a static key reads, with the row index as the job id (the simulator's tie-break)."""
     n = len(workload)
     return JobColumns(np.arange(n, dtype=np.int64), workload.job_class, workload.submit.astype(np.float64),
-                      workload.req_time.astype(np.float64))
+                      workload.req_time.astype(np.float64), workload.procs)
 
 
 def static_priority(key: KeyFunction, workload: Workload) -> FloatArray | None:

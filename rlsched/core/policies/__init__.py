@@ -11,7 +11,15 @@ static key needs only the key function; anything else a builder returning a core
 simulator, the experiments and the daemon then all know its name.
 """
 
-from rlsched.core.policies.io import check_compatible, file_sha256, load_policy, read_policy_spec, save_policy
+from rlsched.core.policies.io import (
+    check_compatible,
+    file_sha256,
+    load_model,
+    load_policy,
+    read_policy_spec,
+    save_policy,
+    save_scored_model,
+)
 from rlsched.core.policies.registry import (
     ALIASES,
     DISPATCH_POLICIES,
@@ -58,12 +66,14 @@ __all__ = [
     "entry",
     "file_sha256",
     "format_policy",
+    "load_model",
     "load_policy",
     "order_by_key",
     "parse_policy",
     "read_policy_spec",
     "resolve",
     "save_policy",
+    "save_scored_model",
     "split_policy",
     "static_key",
 ]

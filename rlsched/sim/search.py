@@ -1,0 +1,307 @@
+"""Direct policy search: the weights of a scoring function found by the cross-entropy method on the simulator.
+
+The policy is a :class:`rlsched.core.scoring.ScoringFunction` (a weighted sum of job features, lower
+first); its fitness is the simulated objective itself — the mean bounded slowdown (τ = 10 s) of a
+replay with EASY backfilling, every job's reservation from its requested time — so the search
+optimises exactly what it is judged on, with no reward shaping and no value function.
+
+The search (:func:`search_scoring`), NumPy only and deterministic for a seed:
+
+1. Each generation samples ``population`` weight vectors around the current mean (Gaussian, one
+   standard deviation per weight) and scales each to unit length: ranking by a score is ranking by any
+   positive multiple of it, so only the direction counts.  The current mean is always member 0.
+2. Every member is replayed on the same ``sequences`` windows of ``sequence_jobs`` consecutive jobs of
+   the training workload (drawn anew each generation from the seed: common random numbers within a
+   generation, no over-fit to fixed windows), each from an empty machine; its fitness is the mean
+   bounded slowdown over all their jobs.  ``sequence_jobs = 0`` replays the whole training window.
+3. The best ``elite_fraction`` set the next mean and standard deviations (smoothed; a floor keeps the
+   search exploring).
+4. Selection: the mean of every generation and the best member of every generation are replayed on the
+   whole validation window; the lowest validation bounded slowdown is the result.  The test window is
+   never seen here.
+
+Every policy runs on the simulator's static-key path (a priority per job, :class:`rlsched.sim.engine.Simulator`):
+the features are known at submit and the wait enters linearly (as the submit time, see
+:mod:`rlsched.core.scoring`), so one fitness evaluation of 3,000 jobs costs about 20 ms.  A wait term that is
+not linear (WFP3's (w/r)³) would need the engine's dynamic-priority pass and is not searched here.
+
+:func:`split_experiment` is the measurement of ``docs/results/scoring``: train on the first half of a trace,
+select on the next quarter, report the last quarter against easy, easy-sjf and F1–F4.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rlsched.core.measures import bounded_slowdown
+from rlsched.core.policies import PolicySpec, resolve, save_scored_model
+from rlsched.core.scoring import CARASTAN_SANTOS, LOG_FAMILY, ScoringFunction, format_weights
+from rlsched.core.view import FloatArray
+from rlsched.sim.engine import DEFAULT_OVERRUN, Overrun, Schedule, Simulator
+from rlsched.sim.policies import simulate_policy
+from rlsched.sim.workload import Workload
+
+
+@dataclass(frozen=True)
+class SearchConfig:
+    """The cross-entropy search's settings (see the module docstring)."""
+
+    features: tuple[str, ...] = LOG_FAMILY
+    #: Where the search starts: one weight per feature (default: log_req alone, the easy-sjf order).
+    initial: tuple[float, ...] | None = None
+    population: int = 24
+    generations: int = 12
+    elite_fraction: float = 0.25
+    initial_std: float = 0.5
+    #: Floor of every weight's standard deviation (the search never stops exploring entirely).
+    min_std: float = 0.02
+    #: Weight of the new elite statistics against the old ones in each update.
+    smoothing: float = 0.7
+    sequences: int = 4
+    sequence_jobs: int = 3000
+    backfill: bool = True
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.population < 2:
+            raise ValueError(f"population must be >= 2, got {self.population}")
+        if self.generations < 1:
+            raise ValueError(f"generations must be >= 1, got {self.generations}")
+        if not 0 < self.elite_fraction <= 1:
+            raise ValueError(f"elite_fraction must lie in (0, 1], got {self.elite_fraction}")
+        if self.sequences < 1 or self.sequence_jobs < 0:
+            raise ValueError("sequences must be >= 1 and sequence_jobs >= 0")
+        if self.initial is not None and len(self.initial) != len(self.features):
+            raise ValueError(f"{len(self.initial)} initial weights for {len(self.features)} features")
+
+    def start(self) -> FloatArray:
+        if self.initial is not None:
+            return _unit(np.asarray(self.initial, dtype=np.float64))
+        start = np.zeros(len(self.features))
+        start[self.features.index("log_req") if "log_req" in self.features else 0] = 1.0
+        return start
+
+
+def _unit(weights: FloatArray) -> FloatArray:
+    norm = float(np.linalg.norm(weights))
+    return weights / norm if norm > 0 else weights
+
+
+def simulate_scores(workload: Workload, function: ScoringFunction, cores: int | None = None, *,
+                    backfill: bool = True, overrun: Overrun = DEFAULT_OVERRUN) -> Schedule:
+    """Replay ``workload`` with ``function`` as the static priority (``log_submit`` counts from its first submit).
+
+    The same order as ``simulate_policy(workload, scored spec)`` (ties by row, i.e. submit order, then job).
+    """
+    origin = float(workload.submit[0]) if len(workload) else 0.0
+    priority = function.with_origin(origin).score_jobs(workload.req_time, workload.procs, workload.submit,
+                                                       workload.job_class)
+    return Simulator(workload, cores, priority=priority, backfill=backfill, overrun=overrun).run()
+
+
+def mean_bsld(schedule: Schedule) -> float:
+    return float(bounded_slowdown(schedule.run, schedule.wait).mean())
+
+
+def _fitness(parts: Sequence[Workload], function: ScoringFunction, cores: int, backfill: bool,
+             overrun: Overrun) -> float:
+    """Mean bounded slowdown over all jobs of all ``parts`` (each replayed from an empty machine)."""
+    total, count = 0.0, 0
+    for part in parts:
+        s = simulate_scores(part, function, cores, backfill=backfill, overrun=overrun)
+        b = bounded_slowdown(s.run, s.wait)
+        total += float(b.sum())
+        count += b.size
+    return total / max(count, 1)
+
+
+def _sequences(workload: Workload, config: SearchConfig, generation: int) -> list[Workload]:
+    n = len(workload)
+    if config.sequence_jobs == 0 or config.sequence_jobs >= n:
+        return [workload]
+    rng = np.random.default_rng([config.seed, generation, 1])
+    starts = np.sort(rng.integers(0, n - config.sequence_jobs + 1, size=config.sequences))
+    return [workload.select(np.arange(s, s + config.sequence_jobs)) for s in starts.tolist()]
+
+
+@dataclass
+class SearchResult:
+    """What :func:`search_scoring` found and how (one row of ``history`` per generation)."""
+
+    function: ScoringFunction
+    validation_bsld: float
+    #: Which candidate won the selection: ("mean" | "best", generation).
+    chosen: tuple[str, int]
+    config: SearchConfig
+    history: list[dict[str, Any]] = field(default_factory=list)
+    evaluations: int = 0
+    seconds: float = 0.0
+
+    @property
+    def spec(self) -> PolicySpec:
+        """The registry spec of the found policy (``scored:features=…,weights=…``)."""
+        return resolve(PolicySpec("scored", {"features": "/".join(self.function.features),
+                                             "weights": format_weights(self.function.weights),
+                                             "backfill": self.config.backfill}))
+
+    def summary(self) -> dict[str, Any]:
+        return {"spec": self.spec.label(), "validation_bsld": self.validation_bsld, "chosen": list(self.chosen),
+                "evaluations": self.evaluations, "seconds": round(self.seconds, 2),
+                "config": {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self.config).items()},
+                "history": self.history}
+
+    def save(self, path: str | Path) -> None:
+        """The model file: the spec (it alone rebuilds the policy) and the search's record."""
+        save_scored_model(self.spec, path, search=self.summary(),
+                          arrays={"mean_weights": np.array([h["mean_weights"] for h in self.history]),
+                                  "train_fitness_best": np.array([h["train_best"] for h in self.history])})
+
+
+def search_scoring(train: Workload, validation: Workload, config: SearchConfig = SearchConfig(),
+                   cores: int | None = None, *, overrun: Overrun = DEFAULT_OVERRUN,
+                   progress: Callable[[dict[str, Any]], None] | None = None) -> SearchResult:
+    """The cross-entropy search of the module docstring; deterministic for ``config.seed``.
+
+    ``cores``: the pool (default: the training workload's machine size).  ``progress`` gets each
+    generation's history row.
+    """
+    t0 = time.perf_counter()
+    pool = int(cores if cores is not None else train.max_procs)
+    rng = np.random.default_rng([config.seed, 0])
+    d = len(config.features)
+    mean = config.start()
+    std = np.full(d, config.initial_std)
+    n_elite = max(1, round(config.elite_fraction * config.population))
+    history: list[dict[str, Any]] = []
+    candidates: list[tuple[str, int, FloatArray]] = []
+    evaluations = 0
+
+    def function_of(weights: FloatArray) -> ScoringFunction:
+        return ScoringFunction(config.features, tuple(float(w) for w in weights))
+
+    for g in range(config.generations):
+        parts = _sequences(train, config, g)
+        population = mean + std * rng.standard_normal((config.population, d))
+        population[0] = mean
+        population = np.array([_unit(w) for w in population])
+        fitness = np.array([_fitness(parts, function_of(w), pool, config.backfill, overrun) for w in population])
+        evaluations += config.population
+        # Stable order: equal fitness keeps the lower index (the mean first), so the result does not depend
+        # on how NumPy breaks ties.
+        elite = population[np.argsort(fitness, kind="stable")[:n_elite]]
+        best = int(np.argmin(fitness))
+        candidates += [("mean", g, population[0].copy()), ("best", g, population[best].copy())]
+        row = {"generation": g, "train_mean": float(fitness[0]), "train_best": float(fitness[best]),
+               "train_median": float(np.median(fitness)), "mean_weights": population[0].tolist(),
+               "best_weights": population[best].tolist(), "std": std.tolist()}
+        history.append(row)
+        if progress is not None:
+            progress(row)
+        a = config.smoothing
+        mean = _unit(a * elite.mean(axis=0) + (1 - a) * mean)
+        std = np.maximum(a * elite.std(axis=0) + (1 - a) * std, config.min_std)
+
+    # Selection on the validation window, whole, from an empty machine.
+    scored: list[tuple[float, int]] = []
+    for k, (_, _, w) in enumerate(candidates):
+        s = simulate_scores(validation, function_of(w), pool, backfill=config.backfill, overrun=overrun)
+        scored.append((mean_bsld(s), k))
+        evaluations += 1
+    for (value, k) in scored:
+        what, g, _ = candidates[k]
+        history[g][f"validation_{what}"] = value
+    value, k = min(scored)          # ties: the earlier candidate
+    what, g, w = candidates[k]
+    return SearchResult(function_of(w), value, (what, g), config, history, evaluations, time.perf_counter() - t0)
+
+
+# ------------------------------------------------------------------------------ the measurement
+def split_by_jobs(workload: Workload, fractions: Sequence[float] = (0.5, 0.25, 0.25)) -> list[Workload]:
+    """Consecutive windows of the given shares of the jobs, in submit order (train, validation, test)."""
+    bounds = np.round(np.cumsum([0.0, *fractions]) / sum(fractions) * len(workload)).astype(int)
+    names = ("train", "validation", "test")
+    return [workload.select(np.arange(bounds[i], bounds[i + 1]), name=f"{workload.name}[{names[i]}]")
+            for i in range(len(fractions))]
+
+
+#: The registry rules every measurement compares against (EASY backfilling, requested time).
+REGISTRY_RULES: tuple[str, ...] = ("easy", "easy-sjf")
+
+
+def reference_bsld(workload: Workload, cores: int) -> dict[str, float]:
+    """Mean bounded slowdown of easy, easy-sjf (the registry's) and F1–F4 with EASY (this module's features,
+    ``s`` counted from the window's first submit) on ``workload``."""
+    out = {name: mean_bsld(simulate_policy(workload, name, cores).schedule) for name in REGISTRY_RULES}
+    for name, function in CARASTAN_SANTOS.items():
+        out[f"easy-{name}"] = mean_bsld(simulate_scores(workload, function, cores, backfill=True))
+    return out
+
+
+def split_experiment(workload: Workload, config: SearchConfig, cores: int | None = None,
+                     seeds: Sequence[int] = (0,),
+                     progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Train on the first 50 % of ``workload``, select on the next 25 %, report the last 25 % (see module)."""
+    train, validation, test = split_by_jobs(workload)
+    pool = int(cores if cores is not None else workload.max_procs)
+    out: dict[str, Any] = {"trace": workload.name, "cores": pool, "jobs": len(workload),
+                           "windows": {"train": len(train), "validation": len(validation), "test": len(test)},
+                           "runtime_information": "requested time only (no actual or predicted runtime)",
+                           "rules": {}, "searches": []}
+    on_validation, on_test = reference_bsld(validation, pool), reference_bsld(test, pool)
+    out["rules"] = {name: {"validation_bsld": on_validation[name], "test_bsld": on_test[name]}
+                    for name in on_validation}
+    for seed in seeds:
+        cfg = replace(config, seed=seed)
+        report = None
+        if progress is not None:
+            def report(row: dict[str, Any], seed: int = seed, say: Callable[[str], None] = progress) -> None:
+                say(f"seed {seed} gen {row['generation']}: train mean {row['train_mean']:.2f} "
+                    f"best {row['train_best']:.2f}")
+        result = search_scoring(train, validation, cfg, pool, progress=report)
+        test_bsld = mean_bsld(simulate_scores(test, result.function, pool, backfill=cfg.backfill))
+        out["searches"].append({**result.summary(), "seed": seed, "test_bsld": test_bsld})
+        if progress is not None:
+            progress(f"seed {seed}: validation {result.validation_bsld:.2f} test {test_bsld:.2f} "
+                     f"({result.seconds:.0f} s)")
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """``python -m rlsched.sim.search TRACE [--seeds 0,1,2] [--out DIR]``: the split experiment of one trace."""
+    import argparse
+
+    from rlsched.sim.traces.sidecar import read_trace
+    from rlsched.sim.traces.swf import resolve_trace
+
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("trace")
+    parser.add_argument("--seeds", default="0")
+    parser.add_argument("--features", default="/".join(LOG_FAMILY))
+    parser.add_argument("--generations", type=int, default=SearchConfig.generations)
+    parser.add_argument("--population", type=int, default=SearchConfig.population)
+    parser.add_argument("--sequences", type=int, default=SearchConfig.sequences)
+    parser.add_argument("--sequence-jobs", type=int, default=SearchConfig.sequence_jobs)
+    parser.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args(argv)
+    workload = read_trace(resolve_trace(args.trace))
+    config = SearchConfig(features=tuple(args.features.split("/")), generations=args.generations,
+                          population=args.population, sequences=args.sequences, sequence_jobs=args.sequence_jobs)
+    result = split_experiment(workload, config, seeds=[int(s) for s in args.seeds.split(",")],
+                              progress=lambda line: print(line, flush=True))
+    text = json.dumps(result, indent=1)
+    if args.out is not None:
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / f"{workload.name}.json").write_text(text + "\n")
+    else:
+        print(text)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,118 @@
+"""Direct policy search (rlsched.sim.search): deterministic, improving, and its models reload as they were."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rlsched.core.policies import BuildContext, PolicyError, build_agent, load_model, load_policy, read_policy_spec
+from rlsched.core.scoring import ScoredRankAgent, ScoringFunction
+from rlsched.core.view import ClusterView, FinishedJobs, PendingJobs, RunningJobs
+from rlsched.sim.policies import simulate_policy
+from rlsched.sim.search import SearchConfig, mean_bsld, search_scoring, simulate_scores, split_by_jobs
+from rlsched.sim.workload import Workload, make_workload
+
+CORES = 8
+
+
+def bursty(seed: int, n: int = 600) -> Workload:
+    """Bursts of short narrow jobs behind long wide ones on 8 cores: shortest-first is far better than
+    first-come (and longest-first far worse), so a search that works must find the short-first side."""
+    rng = np.random.default_rng(seed)
+    submit = np.sort(rng.uniform(0, n * 60.0, n))
+    long = rng.random(n) < 0.3
+    run = np.where(long, rng.uniform(3000, 8000, n), rng.uniform(20, 300, n))
+    procs = np.where(long, rng.integers(2, 9, n), rng.integers(1, 3, n))
+    return make_workload(submit, run, procs, req_time=run * rng.uniform(1.0, 3.0, n), max_procs=CORES)
+
+
+@pytest.fixture(scope="module")
+def windows() -> tuple[Workload, Workload]:
+    return bursty(1), bursty(2)
+
+
+def small_config(**kw: object) -> SearchConfig:
+    # Starts from longest-first (log_req weight −1): the search must turn the order around.
+    base = dict(population=12, generations=5, sequences=2, sequence_jobs=300, initial=(-1.0, 0.0, 0.0, 0.0),
+                initial_std=1.0, seed=5)
+    return SearchConfig(**{**base, **kw})  # type: ignore[arg-type]
+
+
+def test_search_is_deterministic_for_a_seed(windows: tuple[Workload, Workload]) -> None:
+    train, validation = windows
+    a = search_scoring(train, validation, small_config(), CORES)
+    b = search_scoring(train, validation, small_config(), CORES)
+    assert a.function == b.function and a.validation_bsld == b.validation_bsld and a.history == b.history
+    c = search_scoring(train, validation, small_config(seed=6), CORES)
+    assert c.history != a.history
+
+
+def test_search_improves_on_a_workload_with_a_known_good_order(windows: tuple[Workload, Workload]) -> None:
+    train, validation = windows
+    longest_first = mean_bsld(simulate_scores(validation, ScoringFunction(("log_req",), (-1.0,)), CORES))
+    shortest_first = mean_bsld(simulate_scores(validation, ScoringFunction(("log_req",), (1.0,)), CORES))
+    assert shortest_first < 0.5 * longest_first          # the workload does have a known good order
+    config = small_config()
+    result = search_scoring(train, validation, config, CORES)
+    start = ScoringFunction(config.features, tuple(config.start().tolist()))
+    # The fitness (bounded slowdown on the training jobs) of what it found, against where it started.
+    assert mean_bsld(simulate_scores(train, result.function, CORES)) < 0.25 * mean_bsld(
+        simulate_scores(train, start, CORES))
+    # Selected on the validation window, it lands near the known good order, far from where it started.
+    assert result.validation_bsld < 0.1 * longest_first
+    assert result.validation_bsld < 1.5 * shortest_first
+    assert result.evaluations == config.generations * (config.population + 2)
+
+
+def test_scored_spec_runs_on_the_fast_path_with_the_search_s_order(windows: tuple[Workload, Workload]) -> None:
+    train, validation = windows
+    result = search_scoring(train, validation, small_config(generations=2), CORES)
+    ran = simulate_policy(validation, result.spec, CORES)
+    assert ran.agent is None                                # the static key, not an agent
+    same = simulate_scores(validation, result.function, CORES)
+    assert np.array_equal(ran.schedule.start, same.start)
+    assert mean_bsld(ran.schedule) == result.validation_bsld
+
+
+def test_saved_model_reloads_with_identical_ranking(windows: tuple[Workload, Workload], tmp_path: Path) -> None:
+    train, validation = windows
+    result = search_scoring(train, validation, small_config(generations=2), CORES)
+    path = tmp_path / "scored.npz"
+    result.save(path)
+    agent, spec = load_model(path, mode="boost", live=True)
+    assert isinstance(agent, ScoredRankAgent) and spec == result.spec and agent.policy == spec.to_dict()
+    fresh = build_agent(result.spec, BuildContext(mode="boost"))
+    assert isinstance(fresh, ScoredRankAgent)
+    _, meta = read_policy_spec(path)
+    assert meta["search"]["validation_bsld"] == result.validation_bsld
+    rng = np.random.default_rng(0)
+    n = 40
+    pend = PendingJobs(job_id=np.arange(n, dtype=np.int64), vo=np.zeros(n, dtype=np.int64),
+                       job_class=np.zeros(n, dtype=np.int64), cores=rng.integers(1, 9, n),
+                       req_time_s=rng.uniform(10, 1e5, n), submit_s=np.sort(rng.uniform(0, 1e5, n)),
+                       oracle_run_s=np.full(n, np.nan), held=np.zeros(n, dtype=bool))
+    view = ClusterView(time_s=2e5, total_cores=CORES, idle_cores=0, pending=pend, running=RunningJobs(),
+                       finished=FinishedJobs(), vos=("default",))
+    assert agent.rank(view).tolist() == fresh.rank(view).tolist()
+    assert np.array_equal(agent.pending_scores(view), fresh.pending_scores(view))
+    # The learning agents' loader says what the file is instead of failing on a missing learner.
+    with pytest.raises(PolicyError, match="load_model"):
+        load_policy(path)
+    # The file runs in the simulator from its spec alone: the same schedule as the search's function.
+    assert np.array_equal(simulate_policy(validation, spec, CORES).schedule.start,
+                          simulate_scores(validation, result.function, CORES).start)
+
+
+def test_split_by_jobs_is_half_quarter_quarter(windows: tuple[Workload, Workload]) -> None:
+    train, validation, test = split_by_jobs(windows[0])
+    assert (len(train), len(validation), len(test)) == (300, 150, 150)
+    assert train.submit[-1] <= validation.submit[0] and validation.submit[-1] <= test.submit[0]
+
+
+def test_bad_configs_are_refused() -> None:
+    with pytest.raises(ValueError, match="population"):
+        SearchConfig(population=1)
+    with pytest.raises(ValueError, match="initial weights"):
+        SearchConfig(initial=(1.0,))
