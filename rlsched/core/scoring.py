@@ -88,6 +88,23 @@ LOG_FAMILY: tuple[str, ...] = ("log_req", "log_cores", "log_req_x_log_cores", "s
 QUADRATIC_FAMILY: tuple[str, ...] = (*LOG_FAMILY, "log_req_sq", "log_cores_sq")
 
 
+#: Rules that are members of the learned family, as weights by feature: where a search may start, and what it
+#: must beat on validation (easy-sjf's order; smallest area first; F4's size term r·√n without its age term;
+#: first come, first served).
+FAMILY_RULES: dict[str, dict[str, float]] = {
+    "sjf": {"log_req": 1.0},
+    "saf": {"log_req": 1.0, "log_cores": 1.0},
+    "f4-size": {"log_req": 1.0, "log_cores": 0.5},
+    "fcfs": {"submit_h": 1.0},
+}
+
+
+def family_rules(features: Sequence[str]) -> dict[str, tuple[float, ...]]:
+    """The :data:`FAMILY_RULES` expressible with ``features``, as weight vectors over them."""
+    return {name: tuple(terms.get(f, 0.0) for f in features) for name, terms in FAMILY_RULES.items()
+            if set(terms) <= set(features)}
+
+
 def feature_matrix(names: Sequence[str], q: JobQuantities) -> FloatArray:
     """One column per feature of ``names``, one row per job."""
     unknown = [n for n in names if n not in FEATURES]

@@ -42,7 +42,7 @@ import numpy as np
 
 from rlsched.core.measures import bounded_slowdown
 from rlsched.core.policies import PolicySpec, resolve, save_scored_model
-from rlsched.core.scoring import CARASTAN_SANTOS, LOG_FAMILY, ScoringFunction, format_weights
+from rlsched.core.scoring import CARASTAN_SANTOS, LOG_FAMILY, ScoringFunction, family_rules, format_weights
 from rlsched.core.view import FloatArray
 from rlsched.sim.engine import DEFAULT_OVERRUN, Overrun, Schedule, Simulator
 from rlsched.sim.policies import simulate_policy
@@ -54,8 +54,15 @@ class SearchConfig:
     """The cross-entropy search's settings (see the module docstring)."""
 
     features: tuple[str, ...] = LOG_FAMILY
-    #: Where the search starts: one weight per feature (default: log_req alone, the easy-sjf order).
+    #: Where the search starts: one weight per feature (default: the best of the family's rules on the training
+    #: window, :data:`rlsched.core.scoring.FAMILY_RULES`; log_req alone, easy-sjf's order, without them).
     initial: tuple[float, ...] | None = None
+    #: The family's rules also stand for selection on validation: the search keeps one only if nothing it found
+    #: does better there.
+    rules: bool = True
+    #: Weights kept ≥ 0 (clipped after sampling): with ``submit_h`` a job never loses rank to an identical job
+    #: submitted after it, so no job starves by design (a negative weight favours the newest jobs).
+    non_negative: tuple[str, ...] = ("submit_h",)
     population: int = 24
     generations: int = 12
     elite_fraction: float = 0.25
@@ -64,8 +71,11 @@ class SearchConfig:
     min_std: float = 0.02
     #: Weight of the new elite statistics against the old ones in each update.
     smoothing: float = 0.7
-    sequences: int = 4
-    sequence_jobs: int = 3000
+    sequences: int = 8
+    sequence_jobs: int = 2000
+    #: ``pooled``: mean bounded slowdown over all sampled jobs; ``ratio``: geometric mean over the sequences of
+    #: the ratio to easy-sjf on the same sequence (a burst in one sequence does not outweigh the others).
+    fitness: str = "ratio"
     backfill: bool = True
     seed: int = 0
 
@@ -78,15 +88,27 @@ class SearchConfig:
             raise ValueError(f"elite_fraction must lie in (0, 1], got {self.elite_fraction}")
         if self.sequences < 1 or self.sequence_jobs < 0:
             raise ValueError("sequences must be >= 1 and sequence_jobs >= 0")
+        if self.fitness not in ("pooled", "ratio"):
+            raise ValueError(f"fitness must be 'pooled' or 'ratio', got {self.fitness!r}")
         if self.initial is not None and len(self.initial) != len(self.features):
             raise ValueError(f"{len(self.initial)} initial weights for {len(self.features)} features")
 
     def start(self) -> FloatArray:
+        """The initial weights when no family rule is tried first."""
         if self.initial is not None:
-            return _unit(np.asarray(self.initial, dtype=np.float64))
+            return self.clip(_unit(np.asarray(self.initial, dtype=np.float64)))
         start = np.zeros(len(self.features))
         start[self.features.index("log_req") if "log_req" in self.features else 0] = 1.0
         return start
+
+    def clip(self, weights: FloatArray) -> FloatArray:
+        """``weights`` (one row, or one per member) with the :attr:`non_negative` ones at 0 or above."""
+        out = np.array(weights, dtype=np.float64)
+        for name in self.non_negative:
+            if name in self.features:
+                k = self.features.index(name)
+                out[..., k] = np.maximum(out[..., k], 0.0)
+        return out
 
 
 def _unit(weights: FloatArray) -> FloatArray:
@@ -110,15 +132,26 @@ def mean_bsld(schedule: Schedule) -> float:
     return float(bounded_slowdown(schedule.run, schedule.wait).mean())
 
 
+#: The reference of the ``ratio`` fitness: easy-sjf's order (requested time, shortest first).
+RATIO_REFERENCE = ScoringFunction(("log_req",), (1.0,))
+
+
 def _fitness(parts: Sequence[Workload], function: ScoringFunction, cores: int, backfill: bool,
-             overrun: Overrun) -> float:
-    """Mean bounded slowdown over all jobs of all ``parts`` (each replayed from an empty machine)."""
+             overrun: Overrun, reference: Sequence[float] | None) -> float:
+    """``pooled``: the mean bounded slowdown over all jobs of all ``parts`` (each replayed from an empty
+    machine).  ``ratio`` (``reference`` given: each part's mean bounded slowdown under easy-sjf): the geometric
+    mean over the parts of the ratio to it, so that each part counts alike whatever its load."""
     total, count = 0.0, 0
-    for part in parts:
+    logs = []
+    for k, part in enumerate(parts):
         s = simulate_scores(part, function, cores, backfill=backfill, overrun=overrun)
         b = bounded_slowdown(s.run, s.wait)
         total += float(b.sum())
         count += b.size
+        if reference is not None:
+            logs.append(np.log(float(b.mean()) / reference[k]))
+    if reference is not None:
+        return float(np.exp(np.mean(logs)))
     return total / max(count, 1)
 
 
@@ -137,10 +170,12 @@ class SearchResult:
 
     function: ScoringFunction
     validation_bsld: float
-    #: Which candidate won the selection: ("mean" | "best", generation).
+    #: Which candidate won the selection: ("mean" | "best", generation), or ("rule:NAME", -1).
     chosen: tuple[str, int]
     config: SearchConfig
     history: list[dict[str, Any]] = field(default_factory=list)
+    #: The family's rules: name → {"weights", "train_bsld" (whole training window), "validation_bsld"}.
+    rules: dict[str, dict[str, Any]] = field(default_factory=dict)
     evaluations: int = 0
     seconds: float = 0.0
 
@@ -153,7 +188,7 @@ class SearchResult:
 
     def summary(self) -> dict[str, Any]:
         return {"spec": self.spec.label(), "validation_bsld": self.validation_bsld, "chosen": list(self.chosen),
-                "evaluations": self.evaluations, "seconds": round(self.seconds, 2),
+                "evaluations": self.evaluations, "seconds": round(self.seconds, 2), "rules": self.rules,
                 "config": {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self.config).items()},
                 "history": self.history}
 
@@ -176,22 +211,40 @@ def search_scoring(train: Workload, validation: Workload, config: SearchConfig =
     pool = int(cores if cores is not None else train.max_procs)
     rng = np.random.default_rng([config.seed, 0])
     d = len(config.features)
-    mean = config.start()
-    std = np.full(d, config.initial_std)
     n_elite = max(1, round(config.elite_fraction * config.population))
     history: list[dict[str, Any]] = []
     candidates: list[tuple[str, int, FloatArray]] = []
+    rules: dict[str, dict[str, Any]] = {}
     evaluations = 0
 
     def function_of(weights: FloatArray) -> ScoringFunction:
         return ScoringFunction(config.features, tuple(float(w) for w in weights))
 
+    mean = config.start()
+    if config.rules:
+        for name, weights in family_rules(config.features).items():
+            w = _unit(np.asarray(weights, dtype=np.float64))
+            s = simulate_scores(train, function_of(w), pool, backfill=config.backfill, overrun=overrun)
+            rules[name] = {"weights": w.tolist(), "train_bsld": mean_bsld(s)}
+            candidates.append((f"rule:{name}", -1, w))
+            evaluations += 1
+        if config.initial is None and rules:
+            best_rule = min(rules, key=lambda name: rules[name]["train_bsld"])
+            mean = np.asarray(rules[best_rule]["weights"], dtype=np.float64)
+    std = np.full(d, config.initial_std)
+
     for g in range(config.generations):
         parts = _sequences(train, config, g)
-        population = mean + std * rng.standard_normal((config.population, d))
+        reference = None
+        if config.fitness == "ratio":
+            reference = [mean_bsld(simulate_scores(p, RATIO_REFERENCE, pool, backfill=config.backfill,
+                                                   overrun=overrun)) for p in parts]
+            evaluations += len(parts)
+        population = config.clip(mean + std * rng.standard_normal((config.population, d)))
         population[0] = mean
         population = np.array([_unit(w) for w in population])
-        fitness = np.array([_fitness(parts, function_of(w), pool, config.backfill, overrun) for w in population])
+        fitness = np.array([_fitness(parts, function_of(w), pool, config.backfill, overrun, reference)
+                            for w in population])
         evaluations += config.population
         # Stable order: equal fitness keeps the lower index (the mean first), so the result does not depend
         # on how NumPy breaks ties.
@@ -205,7 +258,7 @@ def search_scoring(train: Workload, validation: Workload, config: SearchConfig =
         if progress is not None:
             progress(row)
         a = config.smoothing
-        mean = _unit(a * elite.mean(axis=0) + (1 - a) * mean)
+        mean = _unit(config.clip(a * elite.mean(axis=0) + (1 - a) * mean))
         std = np.maximum(a * elite.std(axis=0) + (1 - a) * std, config.min_std)
 
     # Selection on the validation window, whole, from an empty machine.
@@ -216,10 +269,14 @@ def search_scoring(train: Workload, validation: Workload, config: SearchConfig =
         evaluations += 1
     for (value, k) in scored:
         what, g, _ = candidates[k]
-        history[g][f"validation_{what}"] = value
-    value, k = min(scored)          # ties: the earlier candidate
+        if g < 0:
+            rules[what.removeprefix("rule:")]["validation_bsld"] = value
+        else:
+            history[g][f"validation_{what}"] = value
+    value, k = min(scored)          # ties: the earlier candidate (the rules come first)
     what, g, w = candidates[k]
-    return SearchResult(function_of(w), value, (what, g), config, history, evaluations, time.perf_counter() - t0)
+    return SearchResult(function_of(w), value, (what, g), config, history, rules, evaluations,
+                        time.perf_counter() - t0)
 
 
 # ------------------------------------------------------------------------------ the measurement
@@ -288,11 +345,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--population", type=int, default=SearchConfig.population)
     parser.add_argument("--sequences", type=int, default=SearchConfig.sequences)
     parser.add_argument("--sequence-jobs", type=int, default=SearchConfig.sequence_jobs)
+    parser.add_argument("--fitness", default=SearchConfig.fitness, choices=("pooled", "ratio"))
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
     workload = read_trace(resolve_trace(args.trace))
     config = SearchConfig(features=tuple(args.features.split("/")), generations=args.generations,
-                          population=args.population, sequences=args.sequences, sequence_jobs=args.sequence_jobs)
+                          population=args.population, sequences=args.sequences, sequence_jobs=args.sequence_jobs,
+                          fitness=args.fitness)
     result = split_experiment(workload, config, seeds=[int(s) for s in args.seeds.split(",")],
                               progress=lambda line: print(line, flush=True))
     text = json.dumps(result, indent=1)

@@ -76,7 +76,7 @@ def test_registry_key_and_live_agent_give_one_order() -> None:
     # Higher pending score goes first: the daemon's descending sort gives the same order.
     assert np.argsort(-agent.pending_scores(view), kind="stable").tolist() == agent.rank(view).tolist()
     decisions = agent.decide(view)
-    assert list(decisions.boost) == pend.job_id[agent.rank(view)].tolist()
+    assert decisions.boost is not None and list(decisions.boost) == pend.job_id[agent.rank(view)].tolist()
 
 
 def test_weights_round_trip_exactly() -> None:
