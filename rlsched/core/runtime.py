@@ -9,7 +9,9 @@ P-grid §3.2 ("Workload Descriptors") and P-fqi §3.3 compare two models:
   time window".  Here the window is the last ``window`` finished jobs of each class,
   fed from ``view.finished``.
 
-A live backend can also use ``requested``: the user's time limit (``req_time_s``).
+A live backend can also use ``requested``: the user's time limit (``req_time_s``), and the
+predictors of :mod:`rlsched.core.prediction` (:class:`PredictedRuntime`): ``user-last2``
+(EASY++: the mean of the user's last two runtimes) and ``learned`` (an online regression).
 
 Every model answers for pending jobs and for running jobs (the state descriptors of
 P-grid §3.2 need the remaining work of running jobs).  Running jobs carry no oracle
@@ -25,6 +27,7 @@ from typing import Literal, Protocol
 
 import numpy as np
 
+from rlsched.core.prediction import RuntimePredictor, make_predictor, raise_outlived
 from rlsched.core.view import (
     INTERACTIVE_THRESHOLD_S,
     ClusterView,
@@ -33,10 +36,11 @@ from rlsched.core.view import (
     JobClass,
     PendingJobs,
     RunningJobs,
+    users_of,
 )
 
-RuntimeModelName = Literal["oracle", "estimated", "requested"]
-RUNTIME_MODELS: tuple[RuntimeModelName, ...] = ("oracle", "estimated", "requested")
+RuntimeModelName = Literal["oracle", "estimated", "requested", "user-last2", "learned"]
+RUNTIME_MODELS: tuple[RuntimeModelName, ...] = ("oracle", "estimated", "requested", "user-last2", "learned")
 
 #: Before any job of a class has finished and without a usable requested time, the
 #: estimate is this prior: half the 900-s interactive bound of P-grid §4.2 for
@@ -231,8 +235,51 @@ class OracleRuntime:
         return np.where(np.isnan(known), self.fallback.running(jobs), known)
 
 
+class PredictedRuntime:
+    """A :class:`rlsched.core.prediction.RuntimePredictor` as a runtime model (``user-last2``, ``learned``).
+
+    :meth:`observe` feeds the predictor the jobs finished since the previous view (the completion feed live,
+    the replay's ends in the simulator), then predicts the jobs it sees for the first time, in that order —
+    the order in which the simulator's rule priority (:mod:`rlsched.sim.rules`) feeds the same predictor.
+    Pending jobs keep the prediction made when they were first seen; a running job that outlives its
+    prediction gets it raised (:func:`rlsched.core.prediction.raise_outlived`), never past its request.
+    """
+
+    def __init__(self, predictor: RuntimePredictor) -> None:
+        self.predictor = predictor
+        self.name: RuntimeModelName = predictor.name
+        self._now = -np.inf
+
+    def observe(self, view: ClusterView) -> None:
+        self._now = view.time_s
+        done = view.finished
+        for job_id, run in zip(done.job_id.tolist(), done.run_s.tolist(), strict=True):
+            self.predictor.finished(job_id, run)
+        self.pending(view.pending)
+        self.running(view.running)
+
+    def _predict(self, job_id: IntArray, user: IntArray, vo: IntArray, cores: IntArray, request: FloatArray,
+                 submit_s: FloatArray) -> FloatArray:
+        predict = self.predictor.predict
+        return np.array([predict(j, u, v, c, r, s) for j, u, v, c, r, s in zip(
+            job_id.tolist(), user.tolist(), vo.tolist(), cores.tolist(), request.tolist(), submit_s.tolist(),
+            strict=True)], dtype=np.float64)
+
+    def pending(self, jobs: PendingJobs) -> FloatArray:
+        request = _usable_requested(jobs.req_time_s, jobs.job_class)
+        return self._predict(jobs.job_id, users_of(jobs), jobs.vo, jobs.cores, request, jobs.submit_s)
+
+    def running(self, jobs: RunningJobs) -> FloatArray:
+        request = _usable_requested(jobs.req_time_s, jobs.job_class)
+        predicted = self._predict(jobs.job_id, users_of(jobs), jobs.vo, jobs.cores, request, jobs.submit_s)
+        elapsed = np.maximum(self._now - jobs.start_s, 0.0) if np.isfinite(self._now) else np.zeros(len(jobs))
+        return raise_outlived(predicted, elapsed, request)
+
+
 def make_runtime_model(name: str, window: int = DEFAULT_WINDOW_JOBS) -> RuntimeModel:
-    """Build a runtime model by name: ``oracle``, ``estimated`` or ``requested``."""
+    """Build a runtime model by name: ``oracle``, ``estimated``, ``requested``, ``user-last2`` or ``learned``."""
+    if name in ("user-last2", "learned"):
+        return PredictedRuntime(make_predictor(name))
     if name == "oracle":
         return OracleRuntime(window)
     if name == "estimated":

@@ -11,6 +11,7 @@ agent can score thousands of pending jobs in one vectorised call.
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
@@ -50,12 +51,37 @@ def _check_lengths(obj: object, names: Sequence[str]) -> None:
             raise ValueError(f"{type(obj).__name__}: columns differ in length: {lengths}")
 
 
+def _check_optional(obj: PendingJobs | RunningJobs, name: str) -> None:
+    """An optional column is empty (unknown) or has one value per job."""
+    if len(getattr(obj, name)) not in (0, len(obj.job_id)):
+        raise ValueError(f"{type(obj).__name__}: {name} must be empty (unknown) or one per job")
+
+
+#: The user id of a job whose user the view does not know.
+UNKNOWN_USER = -1
+
+
+def users_of(jobs: PendingJobs | RunningJobs) -> IntArray:
+    """The jobs' user ids, :data:`UNKNOWN_USER` for each when the view has no user column."""
+    if len(jobs.user) == len(jobs.job_id):
+        return jobs.user
+    return np.full(len(jobs.job_id), UNKNOWN_USER, dtype=np.int64)
+
+
+def user_id(name: str) -> int:
+    """A live user's id from the name: CRC-32 of it, the same in every process and across restarts (a learned
+    runtime predictor keeps its per-user history by this id)."""
+    return zlib.crc32(name.encode("utf-8"))
+
+
 @dataclass(frozen=True)
 class PendingJobs:
     """Jobs waiting in the queue, in the batch system's current order.
 
     ``oracle_run_s`` is the actual runtime; only a simulator knows it (it is NaN
     on a live backend).  ``held`` marks jobs that wait for an explicit release.
+    ``user`` is the submitting user's id (:func:`user_id` of the name live, the SWF user in a replay); an
+    empty column means unknown (:func:`users_of` reads it).
     """
 
     job_id: IntArray = field(default_factory=_empty_int)
@@ -66,10 +92,12 @@ class PendingJobs:
     submit_s: FloatArray = field(default_factory=_empty_float)
     oracle_run_s: FloatArray = field(default_factory=_empty_float)
     held: BoolArray = field(default_factory=lambda: np.zeros(0, dtype=np.bool_))
+    user: IntArray = field(default_factory=_empty_int)
 
     def __post_init__(self) -> None:
         _check_lengths(self, ("job_id", "vo", "job_class", "cores", "req_time_s", "submit_s",
                               "oracle_run_s", "held"))
+        _check_optional(self, "user")
 
     def __len__(self) -> int:
         return len(self.job_id)
@@ -88,11 +116,14 @@ class RunningJobs:
     start_s: FloatArray = field(default_factory=_empty_float)
     #: Actual runtime, known only to a simulator; NaN on a live backend (an empty array means unknown).
     oracle_run_s: FloatArray = field(default_factory=_empty_float)
+    #: The submitting user's id, as in :class:`PendingJobs` (empty: unknown).
+    user: IntArray = field(default_factory=_empty_int)
 
     def __post_init__(self) -> None:
         _check_lengths(self, ("job_id", "vo", "job_class", "cores", "req_time_s", "submit_s", "start_s"))
         if len(self.oracle_run_s) not in (0, len(self.job_id)):
             raise ValueError("RunningJobs: oracle_run_s must be empty or one per job")
+        _check_optional(self, "user")
 
     def __len__(self) -> int:
         return len(self.job_id)

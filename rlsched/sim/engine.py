@@ -518,12 +518,13 @@ class Simulator:
         pending = PendingJobs(
             job_id=w.job_id[pending_rows], vo=w.vo[pending_rows], job_class=w.job_class[pending_rows],
             cores=w.procs[pending_rows], req_time_s=w.req_time[pending_rows],
-            submit_s=w.submit[pending_rows], oracle_run_s=run_eff[pending_rows], held=held)
+            submit_s=w.submit[pending_rows], oracle_run_s=run_eff[pending_rows], held=held, user=w.user[pending_rows])
         running_start = np.array([start[j] for j in self._rjob], dtype=np.float64)
         running = RunningJobs(
             job_id=w.job_id[running_rows], vo=w.vo[running_rows], job_class=w.job_class[running_rows],
             cores=w.procs[running_rows], req_time_s=w.req_time[running_rows],
-            submit_s=w.submit[running_rows], start_s=running_start, oracle_run_s=run_eff[running_rows])
+            submit_s=w.submit[running_rows], start_s=running_start, oracle_run_s=run_eff[running_rows],
+            user=w.user[running_rows])
         finished_start = np.array([start[j] for j in finished_rows.tolist()], dtype=np.float64)
         finished = FinishedJobs(
             job_id=w.job_id[finished_rows], vo=w.vo[finished_rows], job_class=w.job_class[finished_rows],

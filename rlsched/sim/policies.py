@@ -11,6 +11,9 @@
   submit and released by the agent (``Simulator(agent=…, hold_on_submit=True)``); the
   elastic variant (``elastic=true``) on :class:`rlsched.sim.elastic.ElasticSimulator`;
 - ``native``: the schedule the trace recorded;
+- a field rule that reads the wait (``wfp3``, ``unicep``) or orders by a predicted runtime
+  (``runtime_model=user-last2|learned|oracle``): the engine's dynamic priority
+  (:class:`rlsched.sim.rules.RulePriority`), with the rule's backfill flag;
 - ``multifactor``: Slurm's priority/multifactor as the engine's dynamic priority
   (:class:`rlsched.sim.multifactor.MultifactorPriority`: re-prioritised every PriorityCalcPeriod,
   EASY backfilling), its ``slurm_conf=``/``sshare=`` files read by :func:`expand_site_files`.
@@ -42,10 +45,12 @@ from rlsched.core.policies import (
     resolve,
     static_key,
 )
+from rlsched.core.policies.registry import rule_setup
 from rlsched.core.view import Agent, FloatArray, IntArray
 from rlsched.sim.elastic import ElasticSimulator, PoolHistory
 from rlsched.sim.engine import DEFAULT_OVERRUN, Overrun, Schedule, Simulator
 from rlsched.sim.multifactor import MultifactorPriority
+from rlsched.sim.rules import RulePriority
 from rlsched.sim.schedulers import replay_native
 from rlsched.sim.workload import Workload
 
@@ -80,7 +85,7 @@ def job_columns(workload: Workload) -> JobColumns:
     """The columns a static key reads, with the row index as the job id (the simulator's tie-break)."""
     n = len(workload)
     return JobColumns(np.arange(n, dtype=np.int64), workload.job_class, workload.submit.astype(np.float64),
-                      workload.req_time.astype(np.float64), workload.procs)
+                      workload.req_time.astype(np.float64), workload.procs.astype(np.int64))
 
 
 def static_priority(key: KeyFunction, workload: Workload) -> FloatArray | None:
@@ -181,6 +186,11 @@ def simulate_policy(workload: Workload, spec: PolicySpec | str, cores: int | Non
         sim = Simulator(workload, cores, dynamic=dynamic, backfill=backfill(bound), overrun=overrun, name=label)
         return PolicyRun(sim.run(progress=progress), bound)
     key = static_key(bound) if agent is None else None
+    setup = rule_setup(bound) if agent is None else None
+    if setup is not None and key is None:
+        rules = RulePriority(workload, setup, overrun)
+        sim = Simulator(workload, cores, dynamic=rules, backfill=backfill(bound), overrun=overrun, name=label)
+        return PolicyRun(sim.run(progress=progress), bound)
     if key is not None:
         sim = Simulator(workload, cores, priority=static_priority(key, workload), backfill=backfill(bound),
                         overrun=overrun, name=label)

@@ -49,7 +49,7 @@ from rlsched.backends.pbs.parsers import (
     sched_sort_keys,
 )
 from rlsched.core.live import CHANGE_KINDS, QueueKey
-from rlsched.core.view import ClusterView, FinishedJobs, JobClass, PendingJobs, RunningJobs
+from rlsched.core.view import ClusterView, FinishedJobs, JobClass, PendingJobs, RunningJobs, user_id
 
 log = logging.getLogger(__name__)
 
@@ -195,10 +195,12 @@ class PBSBackend(CLIBackend[PBSJob]):
 
         pending_view = PendingJobs(
             **common(pending), req_time_s=np.array([req(j.walltime_s) for j in pending], dtype=np.float64),
-            oracle_run_s=np.full(len(pending), np.nan), held=np.array([j.held for j in pending], dtype=np.bool_))
+            oracle_run_s=np.full(len(pending), np.nan), held=np.array([j.held for j in pending], dtype=np.bool_),
+            user=np.array([user_id(j.user) for j in pending], dtype=np.int64))
         running_view = RunningJobs(
             **common(running), req_time_s=np.array([req(j.walltime_s) for j in running], dtype=np.float64),
-            start_s=np.array([j.start_s for j in running], dtype=np.float64))
+            start_s=np.array([j.start_s for j in running], dtype=np.float64),
+            user=np.array([user_id(j.user) for j in running], dtype=np.int64))
         finished_view = FinishedJobs(
             **common(finished), start_s=np.array([j.start_s for j in finished], dtype=np.float64),
             end_s=np.array([j.end_s for j in finished], dtype=np.float64))

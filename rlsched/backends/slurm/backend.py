@@ -57,7 +57,15 @@ from rlsched.backends.slurm.parsers import (
     parse_squeue_json,
 )
 from rlsched.core.live import CHANGE_KINDS, NodeState, QueueKey
-from rlsched.core.view import CloudState, ClusterView, FinishedJobs, JobClass, PendingJobs, RunningJobs
+from rlsched.core.view import (
+    CloudState,
+    ClusterView,
+    FinishedJobs,
+    JobClass,
+    PendingJobs,
+    RunningJobs,
+    user_id,
+)
 
 log = logging.getLogger(__name__)
 
@@ -211,6 +219,7 @@ class SlurmBackend(CLIBackend[SlurmJob]):
         # Column by column, names looked up once each: at 50,000 jobs a cycle the few distinct accounts, QOS
         # and partitions repeat (benchmarks/bench_cycle.py).
         vo_of = _Memo(self.vo_mapping.index)
+        user_of = _Memo(user_id)
 
         def common(items: Sequence[SlurmJob] | Sequence[CompletedJob]) -> tuple[dict[str, np.ndarray], np.ndarray]:
             """The columns every job table of the view has (job id, VO, class, cores, submit time), and the
@@ -232,11 +241,13 @@ class SlurmBackend(CLIBackend[SlurmJob]):
         pending_view = PendingJobs(
             **columns, req_time_s=req(limits),
             oracle_run_s=np.full(len(pending), np.nan),
-            held=np.fromiter((j.reason in HELD_REASONS for j in pending), np.bool_, len(pending)))
+            held=np.fromiter((j.reason in HELD_REASONS for j in pending), np.bool_, len(pending)),
+            user=np.fromiter((user_of[j.user] for j in pending), np.int64, len(pending)))
         columns, limits = common(running)
         running_view = RunningJobs(
             **columns, req_time_s=req(limits),
-            start_s=np.fromiter((j.start_s for j in running), np.float64, len(running)))
+            start_s=np.fromiter((j.start_s for j in running), np.float64, len(running)),
+            user=np.fromiter((user_of[j.user] for j in running), np.int64, len(running)))
         columns, _ = common(finished)
         finished_view = FinishedJobs(
             **columns,

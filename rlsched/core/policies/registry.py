@@ -2,10 +2,12 @@
 
 Families:
 
-- ``rule``: a fixed ranking rule.  A rule whose order is a static key of what is known at
-  submit (class, requested time, submit time) exposes that key (:attr:`PolicyEntry.static_key`):
-  the simulator runs it on its native scheduler (a priority per job plus a backfill flag, its
-  fast path) and the live ranking agent sorts the pending jobs by the very same function, ties
+- ``rule``: a fixed ranking rule, among them the field's (``sjf``, ``saf``, ``ljf``, ``smallest``, ``wfp3``,
+  ``unicep``, ``f1``…``f4``: :mod:`rlsched.core.policies.rules`, docs/rules.md), each with ``backfill=`` and
+  ``runtime_model=`` (the request, a prediction, or the oracle in a simulator).  A rule whose order is a
+  static key of what is known at submit (class, requested time, cores, submit time) exposes that key
+  (:attr:`PolicyEntry.static_key`): the simulator runs it on its native scheduler (a priority per job plus
+  a backfill flag, its fast path) and the live ranking agent sorts the pending jobs by the very same function, ties
   broken by submit time, then job id (:func:`order_by_key`).
 - ``learned``: the RL schedulers of P-grid (SARSA) and P-fqi (fitted Q) with an ESN, a
   feed-forward net or a table Q-function (:class:`rlsched.core.agents.SchedulingAgent`, or
@@ -47,6 +49,14 @@ from rlsched.core.explain import RankKey
 from rlsched.core.features import FeatureConfig, FeatureEncoder
 from rlsched.core.learners import BatchLearner, FittedQLearner, SarsaLearner
 from rlsched.core.multifactor import DAY_S, MultifactorAgent, params_from_policy
+from rlsched.core.policies.rules import (
+    CLOCK_RULES,
+    RULE_RUNTIME_MODELS,
+    RUNTIME_FREE_RULES,
+    WAIT_RULES,
+    RuleAgent,
+    static_rule_key,
+)
 from rlsched.core.policies.spec import PolicyError, PolicySpec, split_policy
 from rlsched.core.runtime import RUNTIME_MODELS, make_runtime_model, usable_requested
 from rlsched.core.scoring import (
@@ -75,7 +85,7 @@ KEEP_IDLE_CORES = 2
 
 
 class JobColumns:
-    """What a static key may read: the columns known at submit (a :class:`PendingJobs` has them), cores included.
+    """What a static key may read: the columns known at submit (a :class:`PendingJobs` has them).
 
     The simulator builds one from a workload with the row index as ``job_id`` (its tie-break).
     """
@@ -211,7 +221,7 @@ def edf_requested_key(w_target: float) -> KeyFunction:
     def key(jobs: JobColumns) -> tuple[np.ndarray, ...]:
         pend = PendingJobs(job_id=jobs.job_id, job_class=jobs.job_class, submit_s=jobs.submit_s,
                            req_time_s=jobs.req_time_s, vo=np.zeros(jobs.job_id.size, dtype=np.int64),
-                           cores=np.ones(jobs.job_id.size, dtype=np.int64),
+                           cores=jobs.cores,
                            oracle_run_s=np.full(jobs.job_id.size, np.nan),
                            held=np.zeros(jobs.job_id.size, dtype=bool))
         return (edf_deadline(pend, usable_requested(jobs.req_time_s, jobs.job_class), w_target),)
@@ -279,7 +289,7 @@ def _runtime(spec: PolicySpec, ctx: BuildContext) -> Any:
     name = spec.params["runtime_model"]
     if ctx.live and name == "oracle":
         raise PolicyError(f"policy {spec.name!r}: runtime_model 'oracle' needs the actual runtimes, which only a "
-                          "simulator knows; use 'estimated' or 'requested'")
+                          "simulator knows; use 'requested', 'user-last2' or 'learned'")
     return make_runtime_model(name)
 
 
@@ -289,15 +299,97 @@ def _build_keepidle(spec: PolicySpec, ctx: BuildContext) -> Agent:
     return FCFSAgent(class_first=JobClass.INTERACTIVE, keep_idle_cores=spec.params["keep_idle_cores"])
 
 
-_RUNTIME_PARAM_DOC = "what the policy believes a job's runtime to be (P-grid §3.2): estimated, requested or oracle"
+_RUNTIME_PARAM_DOC = ("what the policy believes a job's runtime to be (P-grid §3.2): estimated, requested, oracle, "
+                      "user-last2 (EASY++) or learned (rlsched.core.prediction)")
+
+# ------------------------------------------------------------------------------ the field's rules
+#: How often the simulator re-prioritises the queue under a wait-reading rule (wfp3, unicep), Slurm's default
+#: PriorityCalcPeriod (60 s costs 5x the time: 24 s for KTH-SP2's 28k jobs); live, the
+#: daemon re-ranks at every poll.
+DEFAULT_RULE_PASS_S = 300.0
+#: The formula (rlsched.core.policies.rules) behind each field-rule name.
+FIELD_RULES: dict[str, str] = {}
+
+
+@dataclass(frozen=True)
+class RuleSetup:
+    """What the simulator's rule priority (rlsched.sim.rules) needs of a field rule's resolved spec."""
+
+    formula: str
+    runtime_model: str
+    origin_s: float
+    pass_s: float
+
+
+def rule_setup(spec: PolicySpec) -> RuleSetup | None:
+    """The field rule behind a resolved spec, None for any other policy."""
+    formula = FIELD_RULES.get(spec.name)
+    if formula is None:
+        return None
+    p = spec.params
+    return RuleSetup(formula, str(p.get("runtime_model", "requested")), float(p.get("origin_s", 0.0)),
+                     float(p.get("pass_s", DEFAULT_RULE_PASS_S)))
+
+
+def _field_static(formula: str) -> Callable[[Mapping[str, Any]], KeyFunction | None]:
+    def static(params: Mapping[str, Any]) -> KeyFunction | None:
+        if formula in WAIT_RULES or params.get("runtime_model", "requested") != "requested":
+            return None
+        if formula == "sjf":
+            return _sjf_key           # the request as given: sjf and easy-sjf order exactly as before
+        key = static_rule_key(formula, float(params.get("origin_s", 0.0)))
+        KEY_FIELDS.setdefault(key, ((f"{formula} score", "", None),))     # what `rlsched explain` shows
+        return key
+    return static
+
+
+def _field_rule(name: str, formula: str, description: str, backfill_default: bool) -> PolicyEntry:
+    """A field rule (rlsched.core.policies.rules): static key on the request, else a :class:`RuleAgent`."""
+    params: list[Param] = []
+    if formula not in RUNTIME_FREE_RULES:
+        params.append(Param("runtime_model", str, "requested", "the runtime r the rule orders by: requested, "
+                            "user-last2 (EASY++), learned (rlsched.core.prediction) or oracle (simulator only)",
+                            RULE_RUNTIME_MODELS))
+    params.append(Param("backfill", bool, backfill_default, "EASY backfilling behind the queue head (live: the "
+                        "batch system's own backfill does it)"))
+    if formula in CLOCK_RULES:
+        params.append(Param("origin_s", float, 0.0, "the instant s counts from, on the submit clock (a trace's "
+                            "clock starts at 0; live, epoch seconds: set it to when the site's accounting began)"))
+    if formula in WAIT_RULES:
+        params.append(Param("pass_s", float, DEFAULT_RULE_PASS_S,
+                            "simulator: seconds between re-prioritisations of the queue", check=_positive))
+    static = _field_static(formula)
+
+    def build(spec: PolicySpec, ctx: BuildContext) -> Agent:
+        key = static(spec.params)
+        if key is not None:
+            return StaticKeyAgent(key, ctx.mode)
+        return RuleAgent(formula, _runtime(spec, ctx), ctx.mode, float(spec.params.get("origin_s", 0.0)))
+
+    FIELD_RULES[name] = formula
+    return PolicyEntry(name, "rule", description, tuple(params), build, static,
+                       lambda params: bool(params["backfill"]))
+
+
+_FIELD_RULE_DOCS: tuple[tuple[str, str], ...] = (
+    ("saf", "smallest area first (r·n)"),
+    ("ljf", "longest job first (−r), for contrast"),
+    ("smallest", "fewest cores first (n; RLScheduler's 'smallest')"),
+    ("wfp3", "WFP3: highest (w/r)³·n first (w the current wait; a dynamic priority)"),
+    ("unicep", "UNICEP: highest w/(log₂(n)·r) first (w the current wait; a dynamic priority)"),
+    ("f1", "F1 (Carastan-Santos & de Camargo SC'17): log₁₀(r)·n + 870·log₁₀(s)"),
+    ("f2", "F2 (SC'17): √r·n + 25600·log₁₀(s)"),
+    ("f3", "F3 (SC'17): r·n + 6,860,000·log₁₀(s)"),
+    ("f4", "F4 (SC'17): r·√n + 530,000·log₁₀(s)"),
+)
 
 RULES: tuple[PolicyEntry, ...] = (
     _static_rule("fcfs", "first come, first served, no backfilling", _no_key, False,
                  lambda ctx: FCFSAgent(ctx.mode)),
     _static_rule("easy", "FCFS order with EASY backfilling (Mu'alem & Feitelson 2001); live, the batch "
                  "system's backfill does the backfilling", _no_key, True, lambda ctx: FCFSAgent(ctx.mode)),
-    _static_rule("sjf", "shortest requested time first, no backfilling", _sjf_key, False),
-    _static_rule("easy-sjf", "shortest requested time first with EASY backfilling", _sjf_key, True),
+    _field_rule("sjf", "sjf", "shortest job first (r), no backfilling unless backfill=true", False),
+    _field_rule("easy-sjf", "sjf", "shortest job first (r) with EASY backfilling", True),
     _static_rule("interactive-first", "interactive jobs first, FCFS inside a class, EASY backfilling (the "
                  "achievable anchor of the LAL-like workload, docs/workloads.md)", _interactive_first_key, True,
                  lambda ctx: FCFSAgent(ctx.mode, class_first=JobClass.INTERACTIVE)),
@@ -321,6 +413,8 @@ RULES: tuple[PolicyEntry, ...] = (
         _build_edf,
         lambda params: edf_requested_key(params["w_target"]) if params["runtime_model"] == "requested" else None,
         lambda params: bool(params["backfill"])),
+    *(_field_rule(name, name, f"{doc}; no backfilling unless backfill=true (docs/rules.md)", False)
+      for name, doc in _FIELD_RULE_DOCS),
 )
 
 

@@ -1,0 +1,144 @@
+"""Runtime predictors (rlsched.core.prediction) and their runtime model (rlsched.core.runtime.PredictedRuntime)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pytest
+
+from rlsched.core.prediction import OnlineRegression, UserLastTwo, make_predictor, raise_outlived
+from rlsched.core.runtime import PredictedRuntime, make_runtime_model
+from rlsched.core.view import ClusterView, FinishedJobs, PendingJobs, RunningJobs
+
+
+def test_user_last2_is_the_request_until_the_user_has_two_finished_jobs() -> None:
+    p = UserLastTwo()
+    assert p.predict(1, 7, 0, 1, 1000.0, 0.0) == 1000.0
+    assert p.finished(1, 100.0)
+    assert p.predict(2, 7, 0, 1, 1000.0, 10.0) == 1000.0         # one finished job is not enough (pyss)
+    assert p.finished(2, 300.0)
+    assert p.predict(3, 7, 0, 1, 1000.0, 20.0) == 200.0          # mean of 100 and 300
+    assert p.predict(4, 8, 0, 1, 1000.0, 20.0) == 1000.0         # another user has no history
+    assert p.predict(5, 7, 0, 1, 150.0, 20.0) == 150.0           # never above the request
+
+
+def test_user_last2_keeps_the_last_two_in_completion_order_and_the_first_prediction() -> None:
+    p = UserLastTwo()
+    for job in (1, 2, 3):
+        p.predict(job, 7, 0, 1, 1000.0, 0.0)
+    p.predict(9, 7, 0, 1, 1000.0, 0.0)                           # predicted now: the request
+    for job, run in ((1, 10.0), (2, 20.0), (3, 60.0)):
+        p.finished(job, run)
+    assert p.predict(9, 7, 0, 1, 1000.0, 0.0) == 1000.0          # made once, at first sight (EASY++: at submit)
+    assert p.predict(10, 7, 0, 1, 1000.0, 0.0) == 40.0           # (60 + 20) / 2: the oldest dropped
+    assert not p.finished(99, 5.0)                               # never predicted: not learned
+    assert p.unseen_finished == 1
+
+
+def test_outlived_predictions_rise_by_tsafrirs_steps_never_past_the_request() -> None:
+    pred = np.array([100.0, 100.0, 100.0, 100.0, 100.0])
+    elapsed = np.array([50.0, 100.0, 170.0, 1000.0, 5000.0])
+    request = np.array([10_000.0, 10_000.0, 10_000.0, 10_000.0, 1500.0])
+    out = raise_outlived(pred, elapsed, request)
+    # 50 s: still short of it; 100 s: reached, +1 min; 170 s: +5 min; 1000 s: +15 min; capped at the request.
+    assert out.tolist() == [100.0, 160.0, 400.0, 1900.0, 1500.0]
+
+
+def test_the_untrained_regression_predicts_the_request() -> None:
+    p = OnlineRegression()
+    assert p.predict(1, 3, 0, 4, 3600.0, 0.0) == pytest.approx(3600.0)
+
+
+def _stream(seed: int, n: int = 3000) -> list[tuple[int, int, float, float]]:
+    """(job, user, request, runtime): each user runs a fixed fraction of its request, with noise."""
+    rng = np.random.default_rng(seed)
+    fraction = {u: f for u, f in enumerate(rng.uniform(0.02, 0.9, 20))}
+    jobs = []
+    for j in range(n):
+        u = int(rng.integers(20))
+        req = float(rng.choice([600.0, 3600.0, 14400.0, 86400.0]))
+        run = min(req, req * fraction[u] * float(rng.lognormal(0.0, 0.3)))
+        jobs.append((j, u, req, run))
+    return jobs
+
+
+def _replay(p: OnlineRegression | UserLastTwo, jobs: list[tuple[int, int, float, float]]) -> np.ndarray:
+    """Predict each job, then learn it (one job at a time): the predictions in order."""
+    out = []
+    for j, u, req, run in jobs:
+        out.append(p.predict(j, u, 0, 1, req, float(j)))
+        p.finished(j, run)
+    return np.array(out)
+
+
+def test_the_regression_learns_users_ratios_and_beats_the_request() -> None:
+    jobs = _stream(1)
+    run = np.array([r for *_, r in jobs])
+    req = np.array([q for _, _, q, _ in jobs])
+    learned = _replay(OnlineRegression(), jobs)
+    assert np.all((learned >= 1.0) & (learned <= req))
+    tail = slice(1000, None)                                   # once it has seen a thousand jobs
+    assert np.mean(np.abs(learned[tail] - run[tail])) < 0.5 * np.mean(np.abs(req[tail] - run[tail]))
+
+
+def test_weighing_under_predictions_more_predicts_fewer_too_short() -> None:
+    jobs = _stream(2)
+    run = np.array([r for *_, r in jobs])
+    plain = _replay(OnlineRegression(under_weight=1.0), jobs)
+    cautious = _replay(OnlineRegression(under_weight=8.0), jobs)
+    assert np.mean(cautious < run) < np.mean(plain < run) - 0.1
+
+
+def test_predictions_are_deterministic() -> None:
+    jobs = _stream(3, 500)
+    assert np.array_equal(_replay(OnlineRegression(), jobs), _replay(OnlineRegression(), jobs))
+
+
+def test_unknown_predictor_is_one_line() -> None:
+    with pytest.raises(ValueError, match="unknown runtime predictor 'psychic'"):
+        make_predictor("psychic")
+
+
+def _view(now: float, pending: Sequence[tuple[int, int, float]], running: Sequence[tuple[int, int, float, float]] = (),
+          finished: Sequence[tuple[int, float, float]] = ()) -> ClusterView:
+    """pending (id, user, request), running (id, user, request, start), finished (id, start, end)."""
+    pend = PendingJobs(job_id=np.array([p[0] for p in pending], dtype=np.int64),
+                       vo=np.zeros(len(pending), dtype=np.int64), job_class=np.zeros(len(pending), dtype=np.int64),
+                       cores=np.ones(len(pending), dtype=np.int64),
+                       req_time_s=np.array([p[2] for p in pending], dtype=np.float64),
+                       submit_s=np.zeros(len(pending)), oracle_run_s=np.full(len(pending), np.nan),
+                       held=np.zeros(len(pending), dtype=bool), user=np.array([p[1] for p in pending], dtype=np.int64))
+    run = RunningJobs(job_id=np.array([r[0] for r in running], dtype=np.int64),
+                      vo=np.zeros(len(running), dtype=np.int64), job_class=np.zeros(len(running), dtype=np.int64),
+                      cores=np.ones(len(running), dtype=np.int64),
+                      req_time_s=np.array([r[2] for r in running], dtype=np.float64),
+                      submit_s=np.zeros(len(running)), start_s=np.array([r[3] for r in running], dtype=np.float64),
+                      user=np.array([r[1] for r in running], dtype=np.int64))
+    done = FinishedJobs(job_id=np.array([f[0] for f in finished], dtype=np.int64),
+                        vo=np.zeros(len(finished), dtype=np.int64), job_class=np.zeros(len(finished), dtype=np.int64),
+                        cores=np.ones(len(finished), dtype=np.int64), submit_s=np.zeros(len(finished)),
+                        start_s=np.array([f[1] for f in finished], dtype=np.float64),
+                        end_s=np.array([f[2] for f in finished], dtype=np.float64))
+    return ClusterView(time_s=now, total_cores=8, idle_cores=0, pending=pend, running=run, finished=done)
+
+
+def test_the_runtime_model_learns_from_the_completion_feed_and_raises_outlived_running_jobs() -> None:
+    model = make_runtime_model("user-last2")
+    assert isinstance(model, PredictedRuntime) and model.name == "user-last2"
+    model.observe(_view(0.0, [(1, 5, 1000.0), (2, 5, 1000.0)]))
+    model.observe(_view(500.0, [], finished=[(1, 0.0, 100.0), (2, 0.0, 300.0)]))
+    model.observe(_view(600.0, [(3, 5, 1000.0)]))
+    assert model.pending(_view(600.0, [(3, 5, 1000.0)]).pending).tolist() == [200.0]
+    # Job 3 started at 600 and has run 250 s at 850 s: past its 200-s prediction, raised by 1 min.
+    model.observe(_view(850.0, [], running=[(3, 5, 1000.0, 600.0)]))
+    assert model.running(_view(850.0, [], running=[(3, 5, 1000.0, 600.0)]).running).tolist() == [260.0]
+
+
+def test_a_view_without_users_predicts_the_request_for_everyone() -> None:
+    model = make_runtime_model("user-last2")
+    view = _view(0.0, [(1, 5, 700.0)])
+    bare = PendingJobs(job_id=view.pending.job_id, vo=view.pending.vo, job_class=view.pending.job_class,
+                       cores=view.pending.cores, req_time_s=view.pending.req_time_s, submit_s=view.pending.submit_s,
+                       oracle_run_s=view.pending.oracle_run_s, held=view.pending.held)
+    assert model.pending(bare).tolist() == [700.0]
