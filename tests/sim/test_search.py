@@ -11,7 +11,14 @@ from rlsched.core.policies import BuildContext, PolicyError, build_agent, load_m
 from rlsched.core.scoring import ScoredRankAgent, ScoringFunction
 from rlsched.core.view import ClusterView, FinishedJobs, PendingJobs, RunningJobs
 from rlsched.sim.policies import simulate_policy
-from rlsched.sim.search import SearchConfig, mean_bsld, search_scoring, simulate_scores, split_by_jobs
+from rlsched.sim.search import (
+    SearchConfig,
+    jittered_replays,
+    mean_bsld,
+    search_scoring,
+    simulate_scores,
+    split_by_jobs,
+)
 from rlsched.sim.workload import Workload, make_workload
 
 CORES = 8
@@ -37,7 +44,7 @@ def small_config(**kw: object) -> SearchConfig:
     # Starts from longest-first (log_req weight −1), the family's rules out of the selection: the search itself
     # must turn the order around.
     base = dict(population=12, generations=5, sequences=2, sequence_jobs=300, initial=(-1.0, 0.0, 0.0, 0.0),
-                initial_std=1.0, rules=False, seed=5)
+                initial_std=1.0, rules=False, validation_replays=1, seed=5)
     return SearchConfig(**{**base, **kw})  # type: ignore[arg-type]
 
 
@@ -124,8 +131,12 @@ def test_bad_configs_are_refused() -> None:
 
 def test_family_rules_start_the_search_and_stand_for_selection(windows: tuple[Workload, Workload]) -> None:
     train, validation = windows
-    config = SearchConfig(population=6, generations=2, sequences=2, sequence_jobs=300, seed=1)
+    config = SearchConfig(population=6, generations=2, sequences=2, sequence_jobs=300, validation_replays=3, seed=1)
     result = search_scoring(train, validation, config, CORES)
+    # Selection reads the validation window as recorded and two jittered replays of it.
+    replays = jittered_replays(validation, 3, config.jitter_s)
+    assert not np.array_equal(replays[1].submit, validation.submit)
+    assert result.validation_bsld == np.mean([mean_bsld(simulate_scores(r, result.function, CORES)) for r in replays])
     assert set(result.rules) == {"sjf", "saf", "f4-size", "fcfs"}
     best_rule = min(result.rules, key=lambda name: result.rules[name]["train_bsld"])
     assert result.history[0]["mean_weights"] == result.rules[best_rule]["weights"]
