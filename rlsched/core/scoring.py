@@ -34,8 +34,9 @@ import numpy as np
 
 from rlsched.core.agents import FixedRankAgent, Mode, tie_break_keys
 from rlsched.core.explain import RankKey
-from rlsched.core.runtime import usable_requested
-from rlsched.core.view import ClusterView, FloatArray, IntArray
+from rlsched.core.policies.rules import order_by_priority, rule_priority
+from rlsched.core.runtime import RuntimeModel, usable_requested
+from rlsched.core.view import ClusterView, Decisions, FloatArray, IntArray
 
 SECONDS_PER_HOUR = 3600.0
 
@@ -48,13 +49,22 @@ class JobQuantities:
     cores: FloatArray      # ≥ 1
     submit_s: FloatArray   # as given (absolute or window-relative)
     origin_s: float        # where ``log_submit`` counts from
+    #: The predicted runtime (≥ 1 s; :mod:`rlsched.core.prediction`), None where the function reads none.
+    pred_s: FloatArray | None = None
 
     @classmethod
     def of(cls, req_time_s: FloatArray, cores: IntArray | FloatArray, submit_s: FloatArray, job_class: IntArray,
-           origin_s: float = 0.0) -> JobQuantities:
+           origin_s: float = 0.0, pred_s: FloatArray | None = None) -> JobQuantities:
         req = np.maximum(usable_requested(np.asarray(req_time_s, dtype=np.float64), job_class), 1.0)
+        pred = None if pred_s is None else np.maximum(np.asarray(pred_s, dtype=np.float64), 1.0)
         return cls(req, np.maximum(np.asarray(cores, dtype=np.float64), 1.0),
-                   np.asarray(submit_s, dtype=np.float64), float(origin_s))
+                   np.asarray(submit_s, dtype=np.float64), float(origin_s), pred)
+
+
+def _log_pred(q: JobQuantities) -> FloatArray:
+    if q.pred_s is None:
+        raise ValueError("feature log_pred needs a predicted runtime (a scoring policy with runtime_model=)")
+    return np.log10(q.pred_s)
 
 
 def _log_req(q: JobQuantities) -> FloatArray:
@@ -78,7 +88,11 @@ FEATURES: dict[str, Callable[[JobQuantities], FloatArray]] = {
     "area": lambda q: q.cores * q.req_s,
     "req_x_sqrt_cores": lambda q: q.req_s * np.sqrt(q.cores),
     "log_submit": lambda q: np.log10(np.maximum(q.submit_s - q.origin_s, 1.0)),
+    "log_pred": _log_pred,
 }
+#: Features that read the predicted runtime: the score of a job is known once its runtime is predicted, at
+#: submit, from the jobs finished before (no static key: the simulator's dynamic priority, :mod:`rlsched.sim.scored`).
+PREDICTED: frozenset[str] = frozenset({"log_pred"})
 #: Features whose ranking depends on where time starts (a learned, deployable function avoids them).
 ORIGIN_DEPENDENT: frozenset[str] = frozenset({"log_submit"})
 
@@ -86,6 +100,8 @@ ORIGIN_DEPENDENT: frozenset[str] = frozenset({"log_submit"})
 LOG_FAMILY: tuple[str, ...] = ("log_req", "log_cores", "log_req_x_log_cores", "submit_h")
 #: The same with the squares of the logs (curvature in the size terms).
 QUADRATIC_FAMILY: tuple[str, ...] = (*LOG_FAMILY, "log_req_sq", "log_cores_sq")
+#: The log family with the predicted runtime beside the request.
+PREDICTED_FAMILY: tuple[str, ...] = (*LOG_FAMILY, "log_pred")
 
 
 #: Rules that are members of the learned family, as weights by feature: where a search may start, and what it
@@ -96,6 +112,8 @@ FAMILY_RULES: dict[str, dict[str, float]] = {
     "saf": {"log_req": 1.0, "log_cores": 1.0},
     "f4-size": {"log_req": 1.0, "log_cores": 0.5},
     "fcfs": {"submit_h": 1.0},
+    "sjf-pred": {"log_pred": 1.0},
+    "saf-pred": {"log_pred": 1.0, "log_cores": 1.0},
 }
 
 
@@ -129,17 +147,30 @@ class ScoringFunction:
         if len(set(self.features)) != len(self.features):
             raise ValueError(f"a scoring feature is named twice: {', '.join(self.features)}")
         feature_matrix(self.features, JobQuantities.of(np.ones(1), np.ones(1), np.zeros(1),
-                                                       np.zeros(1, dtype=np.int64)))
+                                                       np.zeros(1, dtype=np.int64), pred_s=np.ones(1)))
         if not all(np.isfinite(self.weights)):
             raise ValueError(f"scoring weights must be finite, got {self.weights}")
+
+    @property
+    def reads_prediction(self) -> bool:
+        return not PREDICTED.isdisjoint(self.features)
 
     def score(self, q: JobQuantities) -> FloatArray:
         return np.asarray(feature_matrix(self.features, q) @ np.asarray(self.weights, dtype=np.float64))
 
     def score_jobs(self, req_time_s: FloatArray, cores: IntArray | FloatArray, submit_s: FloatArray,
-                   job_class: IntArray) -> FloatArray:
+                   job_class: IntArray, pred_s: FloatArray | None = None) -> FloatArray:
         """The score of each job from its columns (``log_submit`` counts from :attr:`origin_s`)."""
-        return self.score(JobQuantities.of(req_time_s, cores, submit_s, job_class, self.origin_s))
+        return self.score(JobQuantities.of(req_time_s, cores, submit_s, job_class, self.origin_s, pred_s))
+
+    def split(self) -> tuple[ScoringFunction, float]:
+        """The function without its ``log_pred`` term, and that term's weight (0 without one): the replay
+        scores every other feature once for all jobs and adds the prediction's term at each submit."""
+        if "log_pred" not in self.features:
+            return self, 0.0
+        k = self.features.index("log_pred")
+        return (ScoringFunction(self.features[:k] + self.features[k + 1:], self.weights[:k] + self.weights[k + 1:],
+                                self.origin_s), float(self.weights[k]))
 
     def with_origin(self, origin_s: float) -> ScoringFunction:
         return ScoringFunction(self.features, self.weights, float(origin_s))
@@ -182,19 +213,31 @@ class ScoredRankAgent(FixedRankAgent):
     spec it was loaded from (set by :func:`rlsched.core.policies.load_model`).
     """
 
-    def __init__(self, function: ScoringFunction, mode: Mode = "gate") -> None:
+    def __init__(self, function: ScoringFunction, mode: Mode = "gate", runtime: RuntimeModel | None = None) -> None:
         super().__init__(mode)
+        if function.reads_prediction and runtime is None:
+            raise ValueError("a scoring function with log_pred needs a runtime model")
         self.function = function
+        self.runtime = runtime
         self.learn = False
         self.policy: dict[str, Any] | None = None
 
     def scores(self, view: ClusterView) -> FloatArray:
         pend = view.pending
-        return self.function.score_jobs(pend.req_time_s, pend.cores, pend.submit_s, pend.job_class)
+        pred = self.runtime.pending(pend) if self.function.reads_prediction and self.runtime is not None else None
+        return self.function.score_jobs(pend.req_time_s, pend.cores, pend.submit_s, pend.job_class, pred)
 
     def rank(self, view: ClusterView) -> IntArray:
         pend = view.pending
+        if self.function.reads_prediction:
+            # The replay's dynamic priority orders by this integer form of the score (rlsched.sim.scored).
+            return order_by_priority(rule_priority(self.scores(view)), pend.submit_s, pend.job_id)
         return np.lexsort((pend.job_id, pend.submit_s, self.scores(view))).astype(np.int64)
+
+    def decide(self, view: ClusterView) -> Decisions:
+        if self.runtime is not None:
+            self.runtime.observe(view)      # finished jobs feed the predictor before the pending are ranked
+        return super().decide(view)
 
     def pending_scores(self, view: ClusterView) -> FloatArray:
         return -self.scores(view)

@@ -42,10 +42,18 @@ import numpy as np
 
 from rlsched.core.measures import bounded_slowdown
 from rlsched.core.policies import PolicySpec, resolve, save_scored_model
-from rlsched.core.scoring import CARASTAN_SANTOS, LOG_FAMILY, ScoringFunction, family_rules, format_weights
+from rlsched.core.scoring import (
+    CARASTAN_SANTOS,
+    LOG_FAMILY,
+    PREDICTED_FAMILY,
+    ScoringFunction,
+    family_rules,
+    format_weights,
+)
 from rlsched.core.view import FloatArray
 from rlsched.sim.engine import DEFAULT_OVERRUN, Overrun, Schedule, Simulator
 from rlsched.sim.policies import simulate_policy
+from rlsched.sim.scored import ScoredPriority
 from rlsched.sim.workload import Workload
 
 
@@ -73,6 +81,8 @@ class SearchConfig:
     smoothing: float = 0.7
     sequences: int = 8
     sequence_jobs: int = 2000
+    #: The runtime behind ``log_pred`` (user-last2, learned; oracle for an upper bound); requested without it.
+    runtime_model: str = "requested"
     #: ``pooled``: mean bounded slowdown over all sampled jobs; ``ratio``: geometric mean over the sequences of
     #: the ratio to easy-sjf on the same sequence (a burst in one sequence does not outweigh the others).
     fitness: str = "ratio"
@@ -94,6 +104,9 @@ class SearchConfig:
             raise ValueError(f"elite_fraction must lie in (0, 1], got {self.elite_fraction}")
         if self.sequences < 1 or self.sequence_jobs < 0:
             raise ValueError("sequences must be >= 1 and sequence_jobs >= 0")
+        if ("log_pred" in self.features) == (self.runtime_model == "requested"):
+            raise ValueError("log_pred and runtime_model go together (a prediction with log_pred; requested "
+                             "without)")
         if self.validation_replays < 1 or self.jitter_s < 0:
             raise ValueError("validation_replays must be >= 1 and jitter_s >= 0")
         if self.fitness not in ("pooled", "ratio"):
@@ -125,11 +138,17 @@ def _unit(weights: FloatArray) -> FloatArray:
 
 
 def simulate_scores(workload: Workload, function: ScoringFunction, cores: int | None = None, *,
-                    backfill: bool = True, overrun: Overrun = DEFAULT_OVERRUN) -> Schedule:
-    """Replay ``workload`` with ``function`` as the static priority (``log_submit`` counts from its first submit).
+                    backfill: bool = True, overrun: Overrun = DEFAULT_OVERRUN,
+                    runtime_model: str = "requested") -> Schedule:
+    """Replay ``workload`` with ``function`` as the static priority (``log_submit`` counts from its first submit),
+    or, when it reads a predicted runtime, as the dynamic priority of :class:`rlsched.sim.scored.ScoredPriority`
+    with ``runtime_model``'s predictions.
 
     The same order as ``simulate_policy(workload, scored spec)`` (ties by row, i.e. submit order, then job).
     """
+    if function.reads_prediction:
+        scored = ScoredPriority(workload, function, runtime_model, overrun)
+        return Simulator(workload, cores, dynamic=scored, backfill=backfill, overrun=overrun).run()
     origin = float(workload.submit[0]) if len(workload) else 0.0
     priority = function.with_origin(origin).score_jobs(workload.req_time, workload.procs, workload.submit,
                                                        workload.job_class)
@@ -145,14 +164,14 @@ RATIO_REFERENCE = ScoringFunction(("log_req",), (1.0,))
 
 
 def _fitness(parts: Sequence[Workload], function: ScoringFunction, cores: int, backfill: bool,
-             overrun: Overrun, reference: Sequence[float] | None) -> float:
+             overrun: Overrun, reference: Sequence[float] | None, runtime_model: str) -> float:
     """``pooled``: the mean bounded slowdown over all jobs of all ``parts`` (each replayed from an empty
     machine).  ``ratio`` (``reference`` given: each part's mean bounded slowdown under easy-sjf): the geometric
     mean over the parts of the ratio to it, so that each part counts alike whatever its load."""
     total, count = 0.0, 0
     logs = []
     for k, part in enumerate(parts):
-        s = simulate_scores(part, function, cores, backfill=backfill, overrun=overrun)
+        s = simulate_scores(part, function, cores, backfill=backfill, overrun=overrun, runtime_model=runtime_model)
         b = bounded_slowdown(s.run, s.wait)
         total += float(b.sum())
         count += b.size
@@ -193,6 +212,7 @@ class SearchResult:
         """The registry spec of the found policy (``scored:features=…,weights=…``)."""
         return resolve(PolicySpec("scored", {"features": "/".join(self.function.features),
                                              "weights": format_weights(self.function.weights),
+                                             "runtime_model": self.config.runtime_model,
                                              "backfill": self.config.backfill}))
 
     def summary(self) -> dict[str, Any]:
@@ -233,7 +253,8 @@ def search_scoring(train: Workload, validation: Workload, config: SearchConfig =
     if config.rules:
         for name, weights in family_rules(config.features).items():
             w = _unit(np.asarray(weights, dtype=np.float64))
-            s = simulate_scores(train, function_of(w), pool, backfill=config.backfill, overrun=overrun)
+            s = simulate_scores(train, function_of(w), pool, backfill=config.backfill, overrun=overrun,
+                                runtime_model=config.runtime_model)
             rules[name] = {"weights": w.tolist(), "train_bsld": mean_bsld(s)}
             candidates.append((f"rule:{name}", -1, w))
             evaluations += 1
@@ -252,8 +273,8 @@ def search_scoring(train: Workload, validation: Workload, config: SearchConfig =
         population = config.clip(mean + std * rng.standard_normal((config.population, d)))
         population[0] = mean
         population = np.array([_unit(w) for w in population])
-        fitness = np.array([_fitness(parts, function_of(w), pool, config.backfill, overrun, reference)
-                            for w in population])
+        fitness = np.array([_fitness(parts, function_of(w), pool, config.backfill, overrun, reference,
+                                     config.runtime_model) for w in population])
         evaluations += config.population
         # Stable order: equal fitness keeps the lower index (the mean first), so the result does not depend
         # on how NumPy breaks ties.
@@ -274,8 +295,8 @@ def search_scoring(train: Workload, validation: Workload, config: SearchConfig =
     replays = jittered_replays(validation, config.validation_replays, config.jitter_s)
     scored: list[tuple[float, int]] = []
     for k, (_, _, w) in enumerate(candidates):
-        values = [mean_bsld(simulate_scores(r, function_of(w), pool, backfill=config.backfill, overrun=overrun))
-                  for r in replays]
+        values = [mean_bsld(simulate_scores(r, function_of(w), pool, backfill=config.backfill, overrun=overrun,
+                                            runtime_model=config.runtime_model)) for r in replays]
         scored.append((float(np.mean(values)), k))
         evaluations += len(replays)
     for (value, k) in scored:
@@ -310,14 +331,26 @@ REGISTRY_RULES: dict[str, str] = {"easy": "easy", "easy-sjf": "easy-sjf", "easy-
                                   "easy-wfp3": "wfp3:backfill=true", "easy-unicep": "unicep:backfill=true"}
 
 
-def reference_bsld(replays: Sequence[Workload], cores: int) -> dict[str, float]:
+def reference_bsld(replays: Sequence[Workload], cores: int, runtime_model: str = "requested") -> dict[str, float]:
     """Mean over ``replays`` of the mean bounded slowdown of the :data:`REGISTRY_RULES` and of F1–F4 with EASY
-    (this module's features, ``s`` counted from each replay's first submit)."""
-    out = {label: float(np.mean([mean_bsld(simulate_policy(r, spec, cores).schedule) for r in replays]))
-           for label, spec in REGISTRY_RULES.items()}
+    (this module's features, ``s`` counted from each replay's first submit).
+
+    With a predicted ``runtime_model`` also the registry's sjf, saf and F1–F4 on it (``-RUNTIME_MODEL``; F1–F4's
+    ``origin_s`` at each replay's first submit): the rules with the same information as the search.
+    """
+    def mean_of(spec: str, clock: bool = False) -> float:
+        """``spec`` on every replay (``clock``: with F1–F4's origin at the replay's first submit)."""
+        return float(np.mean([mean_bsld(simulate_policy(r, f"{spec},origin_s={float(r.submit[0])!r}" if clock
+                                                        else spec, cores).schedule) for r in replays]))
+
+    out = {label: mean_of(spec) for label, spec in REGISTRY_RULES.items()}
     for name, function in CARASTAN_SANTOS.items():
         out[f"easy-{name}"] = float(np.mean([mean_bsld(simulate_scores(r, function, cores, backfill=True))
                                              for r in replays]))
+    if runtime_model != "requested":
+        for rule in ("sjf", "saf", *CARASTAN_SANTOS):
+            out[f"easy-{rule}-{runtime_model}"] = mean_of(f"{rule}:runtime_model={runtime_model},backfill=true",
+                                                          clock=rule in CARASTAN_SANTOS)
     return out
 
 
@@ -329,11 +362,14 @@ def split_experiment(workload: Workload, config: SearchConfig, cores: int | None
     pool = int(cores if cores is not None else workload.max_procs)
     out: dict[str, Any] = {"trace": workload.name, "cores": pool, "jobs": len(workload),
                            "windows": {"train": len(train), "validation": len(validation), "test": len(test)},
-                           "runtime_information": "requested time only (no actual or predicted runtime)",
+                           "runtime_information": "requested time only (no actual or predicted runtime)"
+                           if config.runtime_model == "requested" else
+                           f"requested time and the {config.runtime_model} prediction (the rules: both)",
                            "rules": {}, "searches": []}
     tests = jittered_replays(test, config.validation_replays, config.jitter_s)
-    on_validation = reference_bsld(jittered_replays(validation, config.validation_replays, config.jitter_s), pool)
-    on_test, on_tests = reference_bsld(tests[:1], pool), reference_bsld(tests, pool)
+    rm = config.runtime_model
+    on_validation = reference_bsld(jittered_replays(validation, config.validation_replays, config.jitter_s), pool, rm)
+    on_test, on_tests = reference_bsld(tests[:1], pool, rm), reference_bsld(tests, pool, rm)
     out["rules"] = {name: {"validation_bsld": on_validation[name], "test_bsld": on_test[name],
                            "test_jittered_bsld": on_tests[name]} for name in on_validation}
     for seed in seeds:
@@ -344,7 +380,8 @@ def split_experiment(workload: Workload, config: SearchConfig, cores: int | None
                 say(f"seed {seed} gen {row['generation']}: train mean {row['train_mean']:.2f} "
                     f"best {row['train_best']:.2f}")
         result = search_scoring(train, validation, cfg, pool, progress=report)
-        found = [mean_bsld(simulate_scores(t, result.function, pool, backfill=cfg.backfill)) for t in tests]
+        found = [mean_bsld(simulate_scores(t, result.function, pool, backfill=cfg.backfill, runtime_model=rm))
+                 for t in tests]
         test_bsld = found[0]
         out["searches"].append({**result.summary(), "seed": seed, "test_bsld": test_bsld,
                                 "test_jittered_bsld": float(np.mean(found))})
@@ -364,7 +401,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=main.__doc__)
     parser.add_argument("trace")
     parser.add_argument("--seeds", default="0")
-    parser.add_argument("--features", default="/".join(LOG_FAMILY))
+    parser.add_argument("--features", default=None, help="default: the log family, with log_pred when "
+                        "--runtime-model predicts")
+    parser.add_argument("--runtime-model", default="requested", choices=("requested", "user-last2", "learned"))
     parser.add_argument("--generations", type=int, default=SearchConfig.generations)
     parser.add_argument("--population", type=int, default=SearchConfig.population)
     parser.add_argument("--sequences", type=int, default=SearchConfig.sequences)
@@ -374,7 +413,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
     workload = read_trace(resolve_trace(args.trace))
-    config = SearchConfig(features=tuple(args.features.split("/")), generations=args.generations,
+    features = args.features or "/".join(LOG_FAMILY if args.runtime_model == "requested" else PREDICTED_FAMILY)
+    config = SearchConfig(features=tuple(features.split("/")), runtime_model=args.runtime_model,
+                          generations=args.generations,
                           population=args.population, sequences=args.sequences, sequence_jobs=args.sequence_jobs,
                           fitness=args.fitness, validation_replays=args.validation_replays)
     result = split_experiment(workload, config, seeds=[int(s) for s in args.seeds.split(",")],

@@ -111,3 +111,28 @@ def test_default_scored_is_easy_sjf_order() -> None:
     sjf = registry_static_key(parse_policy("easy-sjf"))
     assert key is not None and sjf is not None
     assert order_by_key(key, JobColumns.of(pend)).tolist() == order_by_key(sjf, JobColumns.of(pend)).tolist()
+
+
+def test_a_predicted_runtime_feature_orders_by_the_prediction() -> None:
+    """log_pred reads the runtime model (here the oracle, a simulator's): the order is the runtime's, not the
+    request's, in the integer form the replay sorts by; no static key."""
+    pend = queue()
+    pend = PendingJobs(job_id=pend.job_id, vo=pend.vo, job_class=pend.job_class, cores=pend.cores,
+                       req_time_s=pend.req_time_s, submit_s=pend.submit_s,
+                       oracle_run_s=np.array([10.0, 50.0, 40.0, 30.0, 20.0]), held=pend.held)
+    spec = parse_policy("scored:features=log_pred,weights=1,runtime_model=oracle")
+    assert registry_static_key(spec) is None
+    agent = build_agent(spec)
+    assert isinstance(agent, ScoredRankAgent)
+    view = view_of(pend)
+    agent.decide(view)
+    assert agent.rank(view).tolist() == [0, 4, 3, 2, 1]
+    with pytest.raises(PolicyError, match="needs the actual runtimes"):
+        build_agent(spec, BuildContext(live=True))
+
+
+@pytest.mark.parametrize("text", ["scored:features=log_req/log_pred,weights=1/1",
+                                  "scored:features=log_req,weights=1,runtime_model=user-last2"])
+def test_log_pred_and_runtime_model_go_together(text: str) -> None:
+    with pytest.raises(PolicyError, match="log_pred and runtime_model go together"):
+        build_agent(parse_policy(text))

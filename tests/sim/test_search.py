@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -116,6 +117,28 @@ def test_saved_model_reloads_with_identical_ranking(windows: tuple[Workload, Wor
                           simulate_scores(validation, result.function, CORES).start)
 
 
+@pytest.mark.parametrize("runtime_model", ["oracle", "user-last2", "learned"])
+def test_a_predicted_runtime_replays_as_its_spec(windows: tuple[Workload, Workload], runtime_model: str) -> None:
+    """log_pred runs on the engine's dynamic priority (the prediction made at submit), spec and search alike."""
+    validation = replace(windows[1], user=np.random.default_rng(0).integers(0, 5, len(windows[1])))
+    function = ScoringFunction(("log_pred", "log_cores"), (1.0, 0.2))
+    spec = f"scored:features=log_pred/log_cores,weights=1/0.2,runtime_model={runtime_model}"
+    by_spec = simulate_policy(validation, spec, CORES)
+    assert by_spec.agent is None
+    assert np.array_equal(by_spec.schedule.start,
+                          simulate_scores(validation, function, CORES, runtime_model=runtime_model).start)
+
+
+def test_the_oracle_runtime_beats_the_request_here(windows: tuple[Workload, Workload]) -> None:
+    """A sanity check that the prediction is what orders: the actual runtimes order better than requests that
+    overstate them by up to 3x (an upper bound, not a policy)."""
+    validation = windows[1]
+    by_request = mean_bsld(simulate_scores(validation, ScoringFunction(("log_req",), (1.0,)), CORES))
+    by_oracle = mean_bsld(simulate_scores(validation, ScoringFunction(("log_pred",), (1.0,)), CORES,
+                                          runtime_model="oracle"))
+    assert by_oracle < 0.9 * by_request
+
+
 def test_split_by_jobs_is_half_quarter_quarter(windows: tuple[Workload, Workload]) -> None:
     train, validation, test = split_by_jobs(windows[0])
     assert (len(train), len(validation), len(test)) == (300, 150, 150)
@@ -127,6 +150,8 @@ def test_bad_configs_are_refused() -> None:
         SearchConfig(population=1)
     with pytest.raises(ValueError, match="initial weights"):
         SearchConfig(initial=(1.0,))
+    with pytest.raises(ValueError, match="log_pred and runtime_model"):
+        SearchConfig(features=("log_req", "log_pred"))
 
 
 def test_family_rules_start_the_search_and_stand_for_selection(windows: tuple[Workload, Workload]) -> None:

@@ -689,13 +689,19 @@ def scoring_function(params: Mapping[str, Any]) -> ScoringFunction:
     """The scoring function of a resolved ``scored`` spec (its ``features`` and ``weights``); a one-line
     :class:`PolicyError` when they do not match."""
     try:
-        return ScoringFunction(parse_features(params["features"]), parse_weights(params["weights"]))
+        function = ScoringFunction(parse_features(params["features"]), parse_weights(params["weights"]))
     except ValueError as exc:
         raise PolicyError(f"policy 'scored': {exc}") from None
+    if function.reads_prediction == (params["runtime_model"] == "requested"):
+        raise PolicyError("policy 'scored': log_pred and runtime_model go together (runtime_model=user-last2, "
+                          "learned or oracle with log_pred; requested without: the request is log_req)")
+    return function
 
 
-def _scoring_key(params: Mapping[str, Any]) -> KeyFunction:
+def _scoring_key(params: Mapping[str, Any]) -> KeyFunction | None:
     function = scoring_function(params)
+    if function.reads_prediction:
+        return None         # known once the job's runtime is predicted: the simulator's dynamic priority
 
     def key(jobs: JobColumns) -> tuple[np.ndarray, ...]:
         return (function.score_jobs(jobs.req_time_s, jobs.cores, jobs.submit_s, jobs.job_class),)
@@ -723,20 +729,25 @@ def _check_weights(text: str) -> str | None:
 
 
 def _build_scored(spec: PolicySpec, ctx: BuildContext) -> Agent:
-    return ScoredRankAgent(scoring_function(spec.params), ctx.mode)
+    function = scoring_function(spec.params)
+    return ScoredRankAgent(function, ctx.mode, _runtime(spec, ctx) if function.reads_prediction else None)
 
 
 SCORED: tuple[PolicyEntry, ...] = (
     PolicyEntry(
         "scored", "scored",
         "a scoring function of what is known at submit (log requested time, log cores, their product, the "
-        "wait), its weights found by direct policy search on the simulated objective (rlsched.sim.search); "
-        "lower score first, a static key (native fast path), EASY backfilling by default",
+        "wait, optionally a predicted runtime), its weights found by direct policy search on the simulated "
+        "objective (rlsched.sim.search); lower score first, a static key without prediction (native fast "
+        "path), EASY backfilling by default",
         (Param("features", str, "/".join(LOG_FAMILY), "the features, '/'-separated (rlsched.core.scoring.FEATURES)",
                check=_check_features),
          Param("weights", str, format_weights((1.0, 0.0, 0.0, 0.0)),
                "one weight per feature, '/'-separated (the default ranks as easy-sjf)", check=_check_weights),
-         Param("backfill", bool, True, "native path: EASY backfilling behind the queue head")),
+         Param("runtime_model", str, "requested", "the runtime behind log_pred: user-last2, learned "
+               "(rlsched.core.prediction) or oracle (simulator only); requested when no feature reads one",
+               RULE_RUNTIME_MODELS),
+         Param("backfill", bool, True, "EASY backfilling behind the queue head (live: the batch system's own)")),
         _build_scored, _scoring_key, lambda params: bool(params["backfill"])),
 )
 POLICIES.update({e.name: e for e in SCORED})
