@@ -392,7 +392,8 @@ def split_experiment(workload: Workload, config: SearchConfig, cores: int | None
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    """``python -m rlsched.sim.search TRACE [--seeds 0,1,2] [--out DIR]``: the split experiment of one trace."""
+    """``python -m rlsched.sim.search TRACE [--seeds 0,1,2] [--runtime-model M] [--out DIR]``: the split experiment
+    of one trace (DIR gets its JSON and a report.md of every JSON there)."""
     import argparse
 
     from rlsched.sim.traces.sidecar import read_trace
@@ -422,11 +423,50 @@ def main(argv: Sequence[str] | None = None) -> None:
                               progress=lambda line: print(line, flush=True))
     text = json.dumps(result, indent=1)
     if args.out is not None:
+        # One JSON per trace and run; report.md is regenerated from every JSON in the folder.
         args.out.mkdir(parents=True, exist_ok=True)
-        (args.out / f"{workload.name}.json").write_text(text + "\n")
+        suffix = "" if args.runtime_model == "requested" else f"-{args.runtime_model}"
+        (args.out / f"{workload.name}{suffix}.json").write_text(text + "\n")
+        results = [json.loads(p.read_text()) for p in sorted(args.out.glob("*.json"))]
+        (args.out / "report.md").write_text(report_markdown(results))
     else:
         print(text)
 
 
 if __name__ == "__main__":
     main()
+
+
+def report_markdown(results: Sequence[dict[str, Any]]) -> str:
+    """The tables of ``docs/results/scoring/report.md`` from :func:`split_experiment` results (one per trace)."""
+    lines: list[str] = []
+    for res in results:
+        searches = res["searches"]
+        test = np.array([s["test_bsld"] for s in searches])
+        jittered = np.array([s["test_jittered_bsld"] for s in searches])
+        rules = res["rules"]
+        best = min(rules, key=lambda name: rules[name]["test_bsld"])
+        best_jittered = min(rules, key=lambda name: rules[name]["test_jittered_bsld"])
+        lines += [f"### {res['trace']} ({res['jobs']} jobs, {res['cores']} cores; train {res['windows']['train']}, "
+                  f"validation {res['windows']['validation']}, test {res['windows']['test']} jobs)", "",
+                  f"Runtime information: {res['runtime_information']}.  Mean bounded slowdown (τ = 10 s), EASY "
+                  "backfilling; validation = mean over the window as recorded and 3 jittered replays (±300 s), "
+                  "test = the window as recorded, test jittered = the same 4-replay mean on the test window.", "",
+                  "| policy | validation | test | test jittered |", "|---|---|---|---|"]
+        for name, r in sorted(rules.items(), key=lambda kv: kv[1]["test_bsld"]):
+            lines.append(f"| {name} | {r['validation_bsld']:.2f} | {r['test_bsld']:.2f} | "
+                         f"{r['test_jittered_bsld']:.2f} |")
+        for s in searches:
+            lines.append(f"| scored, seed {s['seed']} (chose {s['chosen'][0]}"
+                         + (f", generation {s['chosen'][1]}" if s['chosen'][1] >= 0 else "")
+                         + f") | {s['validation_bsld']:.2f} | {s['test_bsld']:.2f} | {s['test_jittered_bsld']:.2f} |")
+        spread = f" (min {test.min():.2f}, max {test.max():.2f})" if len(test) > 1 else ""
+        lines += ["", f"Scored over {len(searches)} seed(s): test {test.mean():.2f}{spread}; ratio to the best rule "
+                  f"on test ({best}, {rules[best]['test_bsld']:.2f}): {test.mean() / rules[best]['test_bsld']:.2f}×; "
+                  f"on the jittered test replays {jittered.mean():.2f} against {best_jittered} "
+                  f"{rules[best_jittered]['test_jittered_bsld']:.2f}: "
+                  f"{jittered.mean() / rules[best_jittered]['test_jittered_bsld']:.2f}×.", ""]
+        for s in searches:
+            lines.append(f"- seed {s['seed']}: `{s['spec']}` ({s['evaluations']} replays, {s['seconds']:.0f} s)")
+        lines.append("")
+    return "\n".join(lines)

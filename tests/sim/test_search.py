@@ -8,17 +8,27 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rlsched.core.policies import BuildContext, PolicyError, build_agent, load_model, load_policy, read_policy_spec
-from rlsched.core.scoring import ScoredRankAgent, ScoringFunction
+from rlsched.core.policies import (
+    BuildContext,
+    PolicyError,
+    build_agent,
+    load_model,
+    load_policy,
+    parse_policy,
+    read_policy_spec,
+)
+from rlsched.core.scoring import ScoredRankAgent, ScoringFunction, parse_weights
 from rlsched.core.view import ClusterView, FinishedJobs, PendingJobs, RunningJobs
 from rlsched.sim.policies import simulate_policy
 from rlsched.sim.search import (
     SearchConfig,
     jittered_replays,
     mean_bsld,
+    report_markdown,
     search_scoring,
     simulate_scores,
     split_by_jobs,
+    split_experiment,
 )
 from rlsched.sim.workload import Workload, make_workload
 
@@ -170,3 +180,19 @@ def test_family_rules_start_the_search_and_stand_for_selection(windows: tuple[Wo
     # No member ever favours later submissions (submit_h's weight is clipped at 0).
     k = config.features.index("submit_h")
     assert all(h["best_weights"][k] >= 0 and h["mean_weights"][k] >= 0 for h in result.history)
+
+
+def test_split_experiment_reports_the_test_window_against_the_rules() -> None:
+    workload = replace(bursty(3, n=800), name="bursty")
+    config = SearchConfig(population=4, generations=2, sequences=2, sequence_jobs=200, validation_replays=2)
+    result = split_experiment(workload, config, CORES, seeds=(0, 1))
+    assert result["windows"] == {"train": 400, "validation": 200, "test": 200}
+    assert {"easy", "easy-sjf", "easy-saf", "easy-wfp3", "easy-unicep", "easy-f1", "easy-f4"} <= set(result["rules"])
+    _, _, test = split_by_jobs(workload)
+    assert result["rules"]["easy-sjf"]["test_bsld"] == mean_bsld(simulate_policy(test, "easy-sjf", CORES).schedule)
+    for s in result["searches"]:
+        found = ScoringFunction(tuple(s["config"]["features"]), tuple(parse_weights(
+            parse_policy(s["spec"]).params["weights"])))
+        assert s["test_bsld"] == mean_bsld(simulate_scores(test, found, CORES))
+    text = report_markdown([result])
+    assert "### bursty" in text and "ratio to the best rule" in text and "| easy-wfp3 |" in text
