@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from pathlib import Path
 
@@ -23,6 +24,7 @@ from rlsched.sim.policies import simulate_policy
 from rlsched.sim.search import (
     SearchConfig,
     jittered_replays,
+    main,
     mean_bsld,
     report_markdown,
     search_scoring,
@@ -182,7 +184,7 @@ def test_family_rules_start_the_search_and_stand_for_selection(windows: tuple[Wo
     assert all(h["best_weights"][k] >= 0 and h["mean_weights"][k] >= 0 for h in result.history)
 
 
-def test_split_experiment_reports_the_test_window_against_the_rules() -> None:
+def test_split_experiment_reports_the_test_window_against_the_rules(tmp_path: Path) -> None:
     workload = replace(bursty(3, n=800), name="bursty")
     config = SearchConfig(population=4, generations=2, sequences=2, sequence_jobs=200, validation_replays=2)
     result = split_experiment(workload, config, CORES, seeds=(0, 1))
@@ -195,4 +197,9 @@ def test_split_experiment_reports_the_test_window_against_the_rules() -> None:
             parse_policy(s["spec"]).params["weights"])))
         assert s["test_bsld"] == mean_bsld(simulate_scores(test, found, CORES))
     text = report_markdown([result])
-    assert "### bursty" in text and "ratio to the best rule" in text and "| easy-wfp3 |" in text
+    assert "### bursty" in text and "against the best rule on test" in text and "| easy-wfp3 |" in text
+    assert "the rule the validation window picks" in text
+    # The command rewrites report.md from the JSONs of its folder.
+    (tmp_path / "bursty.json").write_text(json.dumps(result))
+    main(["--report-only", "--out", str(tmp_path)])
+    assert (tmp_path / "report.md").read_text().endswith(text)
