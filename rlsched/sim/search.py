@@ -465,7 +465,10 @@ def report_markdown(results: Sequence[dict[str, Any]]) -> str:
         rules = res["rules"]
         best = min(rules, key=lambda name: rules[name]["test_bsld"])
         best_jittered = min(rules, key=lambda name: rules[name]["test_jittered_bsld"])
-        lines += [f"### {res['trace']} ({res['jobs']} jobs, {res['cores']} cores; train {res['windows']['train']}, "
+        predicted = next((s["config"]["runtime_model"] for s in searches
+                          if s["config"].get("runtime_model", "requested") != "requested"), None)
+        lines += [f"### {res['trace']}" + (f", with {predicted} predictions" if predicted else ", requested time")
+                  + f" ({res['jobs']} jobs, {res['cores']} cores; train {res['windows']['train']}, "
                   f"validation {res['windows']['validation']}, test {res['windows']['test']} jobs)", "",
                   f"Runtime information: {res['runtime_information']}.  Mean bounded slowdown (τ = 10 s), EASY "
                   "backfilling; validation = mean over the window as recorded and 3 jittered replays (±300 s), "
