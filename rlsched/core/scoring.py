@@ -4,7 +4,7 @@ A :class:`ScoringFunction` is a list of feature names and one weight per feature
 is the weighted sum of its features and the lower score starts first (ties by submit time, then
 job id, as every rule).  The features are the ones a live scheduler knows at submit: requested
 time ``r`` (seconds, the class prior where the request is missing, at least 1 s), cores ``n``
-(at least 1), and the submit time.
+(at least 1), the submit time, and optionally a predicted runtime.
 
 - ``log_req``, ``log_cores``: log₁₀ r, log₁₀ n.  A weighted sum of logs ranks as a product of
   powers, so ``a·log_req + b·log_cores`` ranks as rᵃ·nᵇ: SJF (a=1, b=0), smallest area first
@@ -13,8 +13,11 @@ time ``r`` (seconds, the class prior where the request is missing, at least 1 s)
 - ``submit_h``: the submit time in hours.  At any instant the wait is now − submit, so a linear
   term in the wait ranks exactly as a linear term in the submit time: this is the wait, and it
   keeps the score a static key of the job (the simulator's fast path, the same order live).
-  With it ``exp`` of the score is rᵃ·nᵇ·10^(d·submit_h): a job's size shrinks by 10× every 1/d
-  hours it waits.  A shift of the origin shifts every score alike, so no origin needs choosing.
+  With it 10 to the score is rᵃ·nᵇ·10^(d·submit_h): a job ranks as if 10× smaller than an identical
+  job submitted 1/d hours after it.  A shift of the origin shifts every score alike, so no origin
+  needs choosing.
+- ``log_pred``: log₁₀ of the predicted runtime (:mod:`rlsched.core.prediction`, made at submit from
+  the jobs finished before); no static key then (:mod:`rlsched.sim.scored` in a replay).
 - ``cores_x_log_req``, ``cores_x_sqrt_req``, ``area``, ``req_x_sqrt_cores`` and ``log_submit``
   (log₁₀ of the seconds since ``origin_s``, at least 1 s): the terms of Carastan-Santos & de
   Camargo's F1–F4 (SC'17; ``../shared/DESIGN.md`` §10), so the same code computes them

@@ -5,28 +5,34 @@ first); its fitness is the simulated objective itself — the mean bounded slowd
 replay with EASY backfilling, every job's reservation from its requested time — so the search
 optimises exactly what it is judged on, with no reward shaping and no value function.
 
-The search (:func:`search_scoring`), NumPy only and deterministic for a seed:
+The search (:func:`search_scoring`), NumPy only and deterministic for a seed (docs/scoring.md):
 
+0. The family's rules (:data:`rlsched.core.scoring.FAMILY_RULES`: SJF, smallest area first, F4's size term
+   r·√n, FCFS) are replayed on the whole training window; the best is the first mean.
 1. Each generation samples ``population`` weight vectors around the current mean (Gaussian, one
-   standard deviation per weight) and scales each to unit length: ranking by a score is ranking by any
-   positive multiple of it, so only the direction counts.  The current mean is always member 0.
+   standard deviation per weight), clips the ``non_negative`` ones (the wait's: no job starves by design)
+   and scales each to unit length: ranking by a score is ranking by any positive multiple of it, so only the
+   direction counts.  The current mean is always member 0.
 2. Every member is replayed on the same ``sequences`` windows of ``sequence_jobs`` consecutive jobs of
    the training workload (drawn anew each generation from the seed: common random numbers within a
-   generation, no over-fit to fixed windows), each from an empty machine; its fitness is the mean
-   bounded slowdown over all their jobs.  ``sequence_jobs = 0`` replays the whole training window.
+   generation, no over-fit to fixed windows), each from an empty machine.  Fitness (``ratio``, the default):
+   the geometric mean over the windows of its mean bounded slowdown over easy-sjf's on the same window;
+   (``pooled``): the mean bounded slowdown over all their jobs.
 3. The best ``elite_fraction`` set the next mean and standard deviations (smoothed; a floor keeps the
    search exploring).
-4. Selection: the mean of every generation and the best member of every generation are replayed on the
-   whole validation window; the lowest validation bounded slowdown is the result.  The test window is
-   never seen here.
+4. Selection: the mean and the best member of every generation, and the family's rules, are replayed on the
+   whole validation window as recorded and jittered (``validation_replays``); the lowest mean bounded
+   slowdown is the result.  The test window is never seen here.
 
-Every policy runs on the simulator's static-key path (a priority per job, :class:`rlsched.sim.engine.Simulator`):
-the features are known at submit and the wait enters linearly (as the submit time, see
-:mod:`rlsched.core.scoring`), so one fitness evaluation of 3,000 jobs costs about 20 ms.  A wait term that is
-not linear (WFP3's (w/r)³) would need the engine's dynamic-priority pass and is not searched here.
+Without ``log_pred`` every policy runs on the simulator's static-key path (a priority per job): the features
+are known at submit and the wait enters linearly (as the submit time, see :mod:`rlsched.core.scoring`), so one
+fitness evaluation of 8 × 2,000 jobs costs about 85 ms of CPU.  With ``log_pred`` (a predicted runtime) the
+score is made at submit by the engine's dynamic priority (:mod:`rlsched.sim.scored`), 5× (``user-last2``) to
+11× (``learned``) that.  A wait term that is not linear (WFP3's (w/r)³) would need re-prioritisation passes
+and is not searched here.
 
 :func:`split_experiment` is the measurement of ``docs/results/scoring``: train on the first half of a trace,
-select on the next quarter, report the last quarter against easy, easy-sjf and F1–F4.
+select on the next quarter, report the last quarter against easy, easy-sjf, saf, wfp3, unicep and F1–F4.
 """
 
 from __future__ import annotations
