@@ -235,7 +235,8 @@ def run_command(workload_spec: str, policy: str | None, scheduler: str | None, b
     """Replay a workload under a policy (a rule, a learned agent, or a saved model) and print the metrics.
 
     The folders of --json PATH, --schedule and --save-model must exist: they are checked before the run."""
-    from rlsched.core.policies import PolicyError, load_policy, save_policy
+    from rlsched.core.agents import SchedulingAgent
+    from rlsched.core.policies import PolicyError, load_model, save_policy
     from rlsched.core.view import Agent
     from rlsched.sim.metrics import summarize
     from rlsched.sim.policies import simulate_policy, workload_vos
@@ -257,9 +258,11 @@ def run_command(workload_spec: str, policy: str | None, scheduler: str | None, b
             from rlsched.workflow.evaluate import check_model
 
             check_model(Path(text), workload_vos(workload), None, None, workload.name)
-            loaded, spec = load_policy(text, expect_vos=workload_vos(workload))
-            loaded.learn = False  # evaluate the model as it is
-            agent = loaded
+            loaded, spec = load_model(text, expect_vos=workload_vos(workload))
+            if isinstance(loaded, SchedulingAgent):
+                loaded.learn = False  # evaluate the model as it is
+                agent = loaded
+            # A scored model runs from its spec alone: a static key, the simulator's native path.
         elif text.split(":", 1)[0] in ("native", "recorded"):
             workload = with_recorded_waits(workload)
         with progress_bar(len(workload), f"{workload.name} {label or text}") as progress:

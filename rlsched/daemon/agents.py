@@ -31,6 +31,7 @@ from rlsched.core.policies import (
     entry,
     file_sha256,
     format_policy,
+    load_model,
     load_policy,
     read_policy_spec,
     read_verdict,
@@ -38,6 +39,7 @@ from rlsched.core.policies import (
 )
 from rlsched.core.policies import build_agent as build_policy
 from rlsched.core.runtime import RequestedRuntime, RuntimeModel
+from rlsched.core.scoring import ScoredRankAgent
 from rlsched.core.view import Agent, ClusterView, Decisions, FloatArray, IntArray, PendingJobs, ScoringAgent
 from rlsched.daemon.config import AgentConfig, Mode
 
@@ -137,10 +139,12 @@ def start_agent(config: AgentConfig, mode: Mode, vos: Sequence[str], vo_shares: 
             source = {"path": str(model), "sha256": sha}
             resumed = _checkpoint_spec(checkpoint)
             start_from = checkpoint if resumed is not None and resumed.source == source else model
-            agent, spec = load_policy(start_from, expect_vos=tuple(vos), expect_features=features,
-                                      expect_class_rule=class_rule, mode=how, live=True)
+            # A learned agent or a scored policy's ranking agent (load_model tells them apart by the file's spec).
+            agent, spec = load_model(start_from, expect_vos=tuple(vos), expect_features=features,
+                                     expect_class_rule=class_rule, mode=how, live=True)
             spec = spec.with_source(str(model), sha)
-            agent.policy = spec.to_dict()
+            if isinstance(agent, SchedulingAgent | ScoredRankAgent):
+                agent.policy = spec.to_dict()
             where = (f"resumed from {checkpoint} (continued learning of model {model})" if start_from == checkpoint
                      else f"loaded model {model} (sha256 {sha[:12]})")
             # After the checks of fit (VOs, features, class rule): a model that cannot run here is refused for

@@ -14,6 +14,8 @@
 - a field rule that reads the wait (``wfp3``, ``unicep``) or orders by a predicted runtime
   (``runtime_model=user-last2|learned|oracle``): the engine's dynamic priority
   (:class:`rlsched.sim.rules.RulePriority`), with the rule's backfill flag;
+- ``scored`` with a predicted runtime (``log_pred``): the engine's dynamic priority
+  (:class:`rlsched.sim.scored.ScoredPriority`; without one it is a static key);
 - ``multifactor``: Slurm's priority/multifactor as the engine's dynamic priority
   (:class:`rlsched.sim.multifactor.MultifactorPriority`: re-prioritised every PriorityCalcPeriod,
   EASY backfilling), its ``slurm_conf=``/``sshare=`` files read by :func:`expand_site_files`.
@@ -51,7 +53,7 @@ from rlsched.core.policies import (
     resolve,
     static_key,
 )
-from rlsched.core.policies.registry import rule_setup
+from rlsched.core.policies.registry import rule_setup, scoring_function
 from rlsched.core.view import Agent, FloatArray, IntArray
 from rlsched.sim.boost import BoostSettings, simulate_boost
 from rlsched.sim.elastic import ElasticSimulator, PoolHistory
@@ -59,6 +61,7 @@ from rlsched.sim.engine import DEFAULT_OVERRUN, Overrun, Schedule, Simulator
 from rlsched.sim.multifactor import MultifactorPriority
 from rlsched.sim.rules import RulePriority
 from rlsched.sim.schedulers import replay_native
+from rlsched.sim.scored import ScoredPriority
 from rlsched.sim.workload import Workload
 
 Mode = Literal["gate", "boost"]
@@ -259,6 +262,11 @@ def _simulate_gate(workload: Workload, bound: PolicySpec, cores: int | None, ove
     if setup is not None and key is None:
         rules = RulePriority(workload, setup, overrun)
         sim = Simulator(workload, cores, dynamic=rules, backfill=backfill(bound), overrun=overrun, name=label)
+        return PolicyRun(sim.run(progress=progress), bound)
+    if key is None and agent is None and entry(bound.name).family == "scored":
+        scored = ScoredPriority(workload, scoring_function(bound.params), str(bound.params["runtime_model"]),
+                                overrun)
+        sim = Simulator(workload, cores, dynamic=scored, backfill=backfill(bound), overrun=overrun, name=label)
         return PolicyRun(sim.run(progress=progress), bound)
     if key is not None:
         sim = Simulator(workload, cores, priority=static_priority(key, workload), backfill=backfill(bound),

@@ -81,4 +81,7 @@ class RulePriority:
         if not self.reads_wait:
             return math.inf
         period = self.setup.pass_s
-        return self.origin + (math.floor((now - self.origin) / period) + 1) * period
+        following = self.origin + (math.floor((now - self.origin) / period) + 1) * period
+        # At a pass instant (now − origin)/period can round to just below its integer: the formula then gives
+        # now again, and the replay would pass at the same instant for ever.
+        return following if following > now else following + period

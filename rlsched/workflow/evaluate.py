@@ -48,6 +48,7 @@ from typing import Any
 
 import numpy as np
 
+from rlsched.core.agents import SchedulingAgent
 from rlsched.core.classify import ClassRule
 from rlsched.core.measures import (
     bounded_slowdown,
@@ -61,7 +62,7 @@ from rlsched.core.measures import (
     utilization,
 )
 from rlsched.core.objective import Objective
-from rlsched.core.policies import PolicyError, PolicySpec, entry, load_policy, read_policy_spec, read_verdict, resolve
+from rlsched.core.policies import PolicyError, PolicySpec, entry, load_model, read_policy_spec, read_verdict, resolve
 from rlsched.core.view import JobClass
 from rlsched.sim.engine import DEFAULT_OVERRUN, Overrun, Schedule
 from rlsched.sim.policies import PolicyRun, simulate_policy, workload_vos
@@ -376,12 +377,16 @@ def _run_contender(c: Contender, part: Workload, s: int | None, vos: tuple[str, 
                    progress: Callable[[int], None] | None) -> PolicyRun:
     """One replicate: a saved model (a fresh greedy copy), a policy by name, or the recorded schedule."""
     if c.model_path is not None:
-        # A fresh copy per window: a saved model is evaluated as saved, greedy.
-        agent, spec = load_policy(c.model_path, expect_vos=vos, expect_class_rule=rule.to_dict(),
+        # A fresh copy per window: a saved model is evaluated as saved, greedy.  A scored model (direct policy
+        # search, rlsched.sim.search) runs from its spec alone, as `sim run` runs it.
+        loaded, spec = load_model(c.model_path, expect_vos=vos, expect_class_rule=rule.to_dict(),
                                   mode=deployment.mode if deployment is not None else "gate",
                                   total_cores=cores or part.max_procs,
                                   start_s=float(part.submit[0]) if len(part) else 0.0)
-        agent.learn = False
+        agent = None
+        if isinstance(loaded, SchedulingAgent):
+            loaded.learn = False
+            agent = loaded
     else:
         assert c.spec is not None
         spec, agent = (c.spec.with_params(seed=s) if s is not None else c.spec), None

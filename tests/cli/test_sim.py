@@ -125,6 +125,22 @@ def test_sim_run_policy_save_model_then_evaluate_it(tmp_path: Path) -> None:
     assert json.loads(out.read_text())["jobs"] > 0
 
 
+def test_sim_run_a_saved_scored_model_runs_as_its_spec(tmp_path: Path) -> None:
+    """A model of the direct policy search runs from the file alone, with the schedule of its spec."""
+    from rlsched.core.policies import parse_policy, save_scored_model
+
+    spec = parse_policy("scored:weights=1/0.5/0/0.01")
+    model = tmp_path / "scored.npz"
+    save_scored_model(spec, model)
+    by_file, by_spec = tmp_path / "file.json", tmp_path / "spec.json"
+    run_cli("sim", "run", "--workload", "lal", "--scale", "0.05", "--policy", str(model), "--json", str(by_file))
+    run_cli("sim", "run", "--workload", "lal", "--scale", "0.05", "--policy", spec.label(), "--json", str(by_spec))
+    file_result, spec_result = json.loads(by_file.read_text()), json.loads(by_spec.read_text())
+    assert file_result["jobs"] > 0
+    assert file_result["mean_bounded_slowdown"] == spec_result["mean_bounded_slowdown"]
+    assert file_result["mean_wait_s"] == spec_result["mean_wait_s"]
+
+
 @pytest.mark.parametrize(("args", "message"), [
     (["--policy", "easy", "--scheduler", "fcfs"], "not both"),
     (["--policy", "sjf", "--backfill"], "--backfill goes with --scheduler"),

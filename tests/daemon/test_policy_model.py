@@ -127,3 +127,29 @@ def test_a_model_for_another_class_rule_is_refused_in_one_line(trained: Path, tm
         f"model {trained} was built for the class rule (interactive_max_time_s=900.0, interactive_partitions=[], "
         "interactive_qos=[]); the config has (interactive_max_time_s=900.0, interactive_partitions=[], "
         "interactive_qos=['debug'])")
+
+
+@pytest.mark.parametrize("mode", ["boost", "shadow"])
+def test_the_daemon_runs_a_saved_scored_model_as_a_ranking_agent(tmp_path: Path, mode: str) -> None:
+    """A model of the direct policy search (rlsched.sim.search) loads by itself and ranks by its score."""
+    from rlsched.core.policies import parse_policy, save_scored_model
+    from rlsched.core.scoring import ScoredRankAgent
+
+    spec = parse_policy("scored:weights=1/0.5/0.25/0.01")
+    path = tmp_path / "scored.npz"
+    save_scored_model(spec, path, search={"validation_bsld": 1.0})
+    runner = SyntheticSlurm(synthetic_squeue_json(12, n_running=0, held_fraction=0.0))
+    daemon = make_daemon(runner, str(tmp_path), mode=mode, model=str(path), vos=LAL_VO_NAMES,
+                         partitions=frozenset({"debug", "short"}))
+    agent = daemon.agent.agent
+    assert isinstance(agent, ScoredRankAgent) and not daemon.agent.learning
+    assert daemon.agent.spec is not None and daemon.agent.spec.params == spec.params
+    assert daemon.agent.spec.source == {"path": str(path), "sha256": file_sha256(path)}
+    report = daemon.cycle()
+    assert report.view is not None
+    order, scores = daemon.agent.ranking(report.view)
+    assert order.tolist() == agent.rank(report.view).tolist()
+    assert scores.tolist() == (-agent.scores(report.view)).tolist()
+    if mode == "boost":
+        assert report.decisions is not None and report.decisions.boost
+    assert not daemon.agent.save(tmp_path / "checkpoint.npz")       # nothing learned, nothing to checkpoint

@@ -160,3 +160,17 @@ def test_a_learned_policy_takes_a_predicted_runtime(model: str) -> None:
     runtime = run.agent.runtime  # type: ignore[union-attr]
     assert isinstance(runtime, PredictedRuntime) and runtime.name == model
     assert runtime.predictor.unseen_finished == 0                  # every finished job had been predicted
+
+
+def test_wait_rule_passes_always_move_forward() -> None:
+    """From a pass instant the next pass is later, also where (now − origin)/period rounds below its integer
+    (here origin 24,123.7 s: the pass at 32,823.7 s gave itself back, and a jittered replay never ended)."""
+    workload = make_workload([24_123.7, 24_200.0], [60.0, 60.0], [1, 1], max_procs=1)
+    setup = rule_setup(parse_policy("wfp3"))
+    assert setup is not None
+    passes = RulePriority(workload, setup, "kill")
+    now = float(workload.submit[0])
+    for _ in range(100):
+        following = passes.next_pass(now)
+        assert following > now
+        now = following

@@ -16,10 +16,12 @@ from rlsched.core.policies.io import (
     add_policy_metadata,
     check_compatible,
     file_sha256,
+    load_model,
     load_policy,
     read_policy_spec,
     read_verdict,
     save_policy,
+    save_scored_model,
 )
 from rlsched.core.policies.registry import (
     ALIASES,
@@ -69,6 +71,7 @@ __all__ = [
     "entry",
     "file_sha256",
     "format_policy",
+    "load_model",
     "load_policy",
     "order_by_key",
     "parse_policy",
@@ -76,6 +79,7 @@ __all__ = [
     "read_verdict",
     "resolve",
     "save_policy",
+    "save_scored_model",
     "split_policy",
     "static_key",
 ]

@@ -1,5 +1,9 @@
 """Models that load anywhere: one ``.npz`` holds a learned policy's spec, weights and experience.
 
+A scored policy (:mod:`rlsched.core.scoring`) is saved too (:func:`save_scored_model`): its spec holds
+its features and weights, and the file adds what the search recorded (fitness per generation, the
+validation scores it was selected on).  :func:`load_model` loads either kind.
+
 Following stable-baselines3's ``Model.load``, :func:`load_policy` rebuilds the right agent
 from the file alone — learner, Q-function, feature layout, runtime model, λ, keep-idle, the
 replay memory and the counters — with no agent built first.  A model is only usable where
@@ -33,6 +37,12 @@ from rlsched.core.approximators.base import FORMAT_VERSION, read_checkpoint, sav
 from rlsched.core.features import FeatureConfig
 from rlsched.core.policies.registry import BuildContext, build_agent, entry, feature_config, resolve
 from rlsched.core.policies.spec import PolicyError, PolicySpec
+from rlsched.core.scoring import ScoredRankAgent
+from rlsched.core.view import Agent
+
+#: The families whose policies are saved as model files: learned agents (weights and experience) and scored
+#: policies (their spec holds the weights; the file adds how the search found them).
+MODEL_FAMILIES: tuple[str, ...] = ("learned", "scored")
 
 #: Key of a model's verdict (``rlsched train``: the model against the rules on the validation window)
 #: inside its policy metadata.
@@ -193,8 +203,8 @@ def read_policy_spec(path: str | os.PathLike[str]) -> tuple[PolicySpec, dict[str
         spec = resolve(PolicySpec.from_dict(agent_meta["policy"]))
     except PolicyError as exc:
         raise PolicyError(_one_line(f"model {path}: {exc}")) from None
-    if entry(spec.name).family != "learned":
-        raise PolicyError(f"model {path}: policy {spec.name!r} is not a learned policy")
+    if entry(spec.name).family not in MODEL_FAMILIES:
+        raise PolicyError(f"model {path}: policy {spec.name!r} is not a learned or scored policy")
     return spec, agent_meta
 
 
@@ -237,6 +247,9 @@ def load_policy(path: str | os.PathLike[str], *, expect_vos: Sequence[str] | Non
     runtime model, the elastic pool).  Every problem is a one-line :class:`PolicyError`.
     """
     spec, agent_meta = read_policy_spec(path)
+    if entry(spec.name).family != "learned":
+        raise PolicyError(f"model {path} holds a {entry(spec.name).family} policy ({spec.name!r}), not a learning "
+                          "agent: load it with rlsched.core.policies.load_model")
     check_compatible(path, spec, expect_vos, expect_features, expect_class_rule)
     shares = agent_meta.get("shares") if agent_meta.get("use_fairness") else None
     pool = total_cores if total_cores is not None else agent_meta.get("pool_cores")
@@ -254,5 +267,40 @@ def load_policy(path: str | os.PathLike[str], *, expect_vos: Sequence[str] | Non
     # The spec's bound, not the file's: a model saved before `memory` existed (no bound) gets the
     # default one when it goes on learning.
     agent.learner.memory.max_transitions = spec.params["memory"] or None
+    agent.policy = spec.to_dict()
+    return agent, spec
+
+
+def save_scored_model(spec: PolicySpec, path: str | os.PathLike[str], search: Mapping[str, Any] | None = None,
+                      arrays: Mapping[str, Any] | None = None) -> None:
+    """Write a ``scored`` policy's spec (and what its search recorded, JSON and arrays) to one ``.npz``, atomically.
+
+    The spec alone rebuilds the policy; ``search`` and ``arrays`` are for the reader (the fitness history, the
+    validation window's scores, the seed).
+    """
+    resolved = resolve(spec)
+    if entry(resolved.name).family != "scored":
+        raise PolicyError(f"policy {resolved.name!r} is not a scored policy")
+    meta = {"agent": {"policy": resolved.to_dict(), "search": dict(search or {})}}
+    save_checkpoint(path, meta, {k: np.asarray(v) for k, v in (arrays or {}).items()})
+
+
+def load_model(path: str | os.PathLike[str], *, expect_vos: Sequence[str] | None = None,
+               expect_features: FeatureConfig | None = None, expect_class_rule: Mapping[str, Any] | None = None,
+               mode: Mode = "gate", live: bool = False,
+               total_cores: int | None = None, start_s: float = 0.0) -> tuple[Agent, PolicySpec]:
+    """Rebuild the agent of any model file: a learned agent (:func:`load_policy`, same arguments) or a
+    scored policy's ranking agent (it reads no VO or feature column, so those checks do not apply; its
+    ``policy`` attribute holds the spec, as a learned agent's does)."""
+    spec, _ = read_policy_spec(path)
+    if entry(spec.name).family == "learned":
+        return load_policy(path, expect_vos=expect_vos, expect_features=expect_features,
+                           expect_class_rule=expect_class_rule, mode=mode, live=live, total_cores=total_cores,
+                           start_s=start_s)
+    try:
+        agent = build_agent(spec, BuildContext(mode=mode, live=live, total_cores=total_cores, start_s=start_s))
+    except PolicyError as exc:
+        raise PolicyError(_one_line(f"model {path}: {exc}")) from None
+    assert isinstance(agent, ScoredRankAgent)
     agent.policy = spec.to_dict()
     return agent, spec

@@ -13,6 +13,9 @@ Families:
   feed-forward net or a table Q-function (:class:`rlsched.core.agents.SchedulingAgent`, or
   :class:`rlsched.core.agents.ElasticSchedulingAgent` with ``elastic=true``).
 - ``replay``: ``native`` (alias ``recorded``), the schedule a trace recorded; simulator only.
+- ``scored``: ``scored``, a weighted sum of job features (:mod:`rlsched.core.scoring`) whose weights a
+  direct policy search found (:mod:`rlsched.sim.search`); a static key like the rules, and a saved
+  model is its spec (:func:`rlsched.core.policies.io.load_model`).
 
 A second small table names the leasing policies (FH §4: ``constant``, ``random``,
 ``qlearning``, ``state-aware``; see :data:`LEASE_POLICIES`).
@@ -56,9 +59,19 @@ from rlsched.core.policies.rules import (
 )
 from rlsched.core.policies.spec import PolicyError, PolicySpec, split_policy
 from rlsched.core.runtime import RUNTIME_MODELS, make_runtime_model, usable_requested
+from rlsched.core.scoring import (
+    FEATURES,
+    LOG_FAMILY,
+    ORIGIN_DEPENDENT,
+    ScoredRankAgent,
+    ScoringFunction,
+    format_weights,
+    parse_features,
+    parse_weights,
+)
 from rlsched.core.view import Agent, ClusterView, FloatArray, IntArray, JobClass, PendingJobs
 
-Family = Literal["rule", "learned", "replay"]
+Family = Literal["rule", "learned", "scored", "replay"]
 #: A static ranking key: the job columns in, the sort keys out, most significant first.
 KeyFunction = Callable[["JobColumns"], tuple[np.ndarray, ...]]
 
@@ -670,3 +683,72 @@ def build_agent(spec: PolicySpec, ctx: BuildContext | None = None) -> Agent:
 def describe() -> list[tuple[str, str, str]]:
     """(name, family, description) of every entry, registry order (``rlsched sim policies``)."""
     return [(e.name, e.family, e.description) for e in POLICIES.values()]
+
+
+# ------------------------------------------------------------------------------ scored (direct policy search)
+def scoring_function(params: Mapping[str, Any]) -> ScoringFunction:
+    """The scoring function of a resolved ``scored`` spec (its ``features`` and ``weights``); a one-line
+    :class:`PolicyError` when they do not match."""
+    try:
+        function = ScoringFunction(parse_features(params["features"]), parse_weights(params["weights"]))
+    except ValueError as exc:
+        raise PolicyError(f"policy 'scored': {exc}") from None
+    if function.reads_prediction == (params["runtime_model"] == "requested"):
+        raise PolicyError("policy 'scored': log_pred and runtime_model go together (runtime_model=user-last2, "
+                          "learned or oracle with log_pred; requested without: the request is log_req)")
+    return function
+
+
+def _scoring_key(params: Mapping[str, Any]) -> KeyFunction | None:
+    function = scoring_function(params)
+    if function.reads_prediction:
+        return None         # known once the job's runtime is predicted: the simulator's dynamic priority
+
+    def key(jobs: JobColumns) -> tuple[np.ndarray, ...]:
+        return (function.score_jobs(jobs.req_time_s, jobs.cores, jobs.submit_s, jobs.job_class),)
+    return key
+
+
+def _check_features(text: str) -> str | None:
+    names = parse_features(text)
+    unknown = [n for n in names if n not in FEATURES]
+    if unknown:
+        return f"unknown feature(s) {', '.join(unknown)}; known: {', '.join(FEATURES)}"
+    tied = sorted(ORIGIN_DEPENDENT.intersection(names))
+    if tied:
+        return (f"{', '.join(tied)} depends on where time starts, which a live scheduler does not have; the "
+                f"wait enters as submit_h")
+    return None if names else "must name at least one feature"
+
+
+def _check_weights(text: str) -> str | None:
+    try:
+        weights = parse_weights(text)
+    except ValueError as exc:
+        return str(exc)
+    return None if all(np.isfinite(weights)) else "must be finite"
+
+
+def _build_scored(spec: PolicySpec, ctx: BuildContext) -> Agent:
+    function = scoring_function(spec.params)
+    return ScoredRankAgent(function, ctx.mode, _runtime(spec, ctx) if function.reads_prediction else None)
+
+
+SCORED: tuple[PolicyEntry, ...] = (
+    PolicyEntry(
+        "scored", "scored",
+        "a scoring function of what is known at submit (log requested time, log cores, their product, the "
+        "wait, optionally a predicted runtime), its weights found by direct policy search on the simulated "
+        "objective (rlsched.sim.search); lower score first, a static key without prediction (native fast "
+        "path), EASY backfilling by default",
+        (Param("features", str, "/".join(LOG_FAMILY), "the features, '/'-separated (rlsched.core.scoring.FEATURES)",
+               check=_check_features),
+         Param("weights", str, format_weights((1.0, 0.0, 0.0, 0.0)),
+               "one weight per feature, '/'-separated (the default ranks as easy-sjf)", check=_check_weights),
+         Param("runtime_model", str, "requested", "the runtime behind log_pred: user-last2, learned "
+               "(rlsched.core.prediction) or oracle (simulator only); requested when no feature reads one",
+               RULE_RUNTIME_MODELS),
+         Param("backfill", bool, True, "EASY backfilling behind the queue head (live: the batch system's own)")),
+        _build_scored, _scoring_key, lambda params: bool(params["backfill"])),
+)
+POLICIES.update({e.name: e for e in SCORED})
