@@ -304,14 +304,16 @@ def _names(names: Sequence[str], most: int = SHOWN_VOS) -> str:
 
 
 def check_model(path: Path, vos: Sequence[str], rule: ClassRule | None, site: Site | None, workload: str) -> None:
-    """Refuse a saved model built for other VOs or another class rule, before any replay: one line naming both
-    sides — the daemon config's with ``--config``, else the trace's own (there is no config to blame)."""
+    """Refuse a saved model built for other VOs (a learned one) or another class rule, before any replay: one
+    line naming both sides — the daemon config's with ``--config``, else the trace's own (there is no config to
+    blame)."""
     spec, _ = read_policy_spec(path)
     if site is not None:
         has, fix = f"the config {site.source} has", ""
     else:
         has, fix = f"the trace {workload} has", " (no --config: give the daemon config the model was trained with)"
-    if tuple(spec.vos) != tuple(vos):
+    # A scored model (direct policy search) reads no VO column: only a learned model is bound to the VOs.
+    if entry(spec.name).family == "learned" and tuple(spec.vos) != tuple(vos):
         raise PolicyError(f"model {path} was built for VOs {_names(spec.vos)}; {has} {_names(vos)}{fix}")
     if rule is not None and spec.class_rule is not None and dict(spec.class_rule) != rule.to_dict():
         built = rule_text(ClassRule.from_dict(spec.class_rule))

@@ -14,7 +14,8 @@ checkpoint).
 
 Loading reads a model's zip directory first and inflates nothing it has not bounded (issue 24: a
 10.7 MB file with a deflated 1 GiB member was loaded whole).  Every member must be one a model has
-(``__meta__`` and the arrays of its Q-function, replay memory and agent: :data:`MEMBER_PREFIXES`),
+(``__meta__`` and the arrays of its Q-function, replay memory and agent, or a scored model's search record:
+:data:`MEMBER_PREFIXES`),
 each declares at most :data:`MAX_MEMBER_BYTES` and inflates to at most :data:`MAX_INFLATION` times
 what it takes in the file (models are written uncompressed), and its array header must describe
 exactly the bytes it declares.  :func:`read_policy_spec` then inflates ``__meta__`` alone.
@@ -106,7 +107,7 @@ def _features_text(config: FeatureConfig) -> str:
 
 #: The members of a model file besides ``__meta__``: the arrays of the Q-function, the replay memory and the
 #: agent (:meth:`rlsched.core.learners.base.BatchLearner.save`).
-MEMBER_PREFIXES = ("q/", "replay/", "agent/")
+MEMBER_PREFIXES = ("q/", "replay/", "agent/", "search/")
 _META_MEMBER = "__meta__.npy"
 #: The most one member may hold once inflated: 16 times the largest model the registry builds (a
 #: ``fqi-table``'s value and visit tables take 64 MiB each; a 100,000-transition replay memory ~12 MB).
@@ -282,7 +283,8 @@ def save_scored_model(spec: PolicySpec, path: str | os.PathLike[str], search: Ma
     if entry(resolved.name).family != "scored":
         raise PolicyError(f"policy {resolved.name!r} is not a scored policy")
     meta = {"agent": {"policy": resolved.to_dict(), "search": dict(search or {})}}
-    save_checkpoint(path, meta, {k: np.asarray(v) for k, v in (arrays or {}).items()})
+    # Under search/ (a member prefix a model may hold): the arrays are the search's record, not the policy.
+    save_checkpoint(path, meta, {f"search/{k}": np.asarray(v) for k, v in (arrays or {}).items()})
 
 
 def load_model(path: str | os.PathLike[str], *, expect_vos: Sequence[str] | None = None,
