@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 from click.core import ParameterSource
 
+from rlsched.cli._options import deployment_options
 from rlsched.cli.sim import load_workload, progress_bar
 
 #: The options that only mean something with --leasing (their parameter names).
@@ -30,16 +31,7 @@ LEASING_OPTIONS = ("cloud_nodes", "thetas", "no_qlearning", "random_runs", "no_d
                    "record, else 50/25/25).")
 @click.option("--windows", type=click.IntRange(min=1), default=1, show_default=True,
               help="Cut the test window into K consecutive windows (the spread is over them).")
-@click.option("--mode", type=click.Choice(["gate", "boost"]), default=None,
-              help="The mode every policy runs in (default: the config's [backend] mode; boost without one, or "
-                   "for shadow).")
-@click.option("--boost-base", default=None, metavar="fifo|multifactor[:k=v,...]",
-              help="Boost mode: Slurm's own order under the boosted jobs (default fifo; e.g. "
-                   "multifactor:slurm_conf=/etc/slurm/slurm.conf).")
-@click.option("--objective", type=click.Choice(["bsld", "wait", "W"]), default=None,
-              help="What ranks the policies first (default: the config's [agent] objective, else bsld).")
-@click.option("--class-weight", "class_weights", multiple=True, metavar="CLASS=W",
-              help="Weigh a class's jobs W times in the objective (repeat; e.g. interactive=3).")
+@deployment_options("The mode every policy runs in", "What ranks the policies first")
 @click.option("--seeds", type=click.IntRange(min=1), default=1, show_default=True,
               help="Seeds for the learned policies run by name (they learn online).")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="The first seed.")

@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 import numpy as np
 
+from rlsched.cli._options import deployment_options
 from rlsched.cli.sim import Progress, check_output_file, load_workload, progress_bar
 
 #: What ``--window I/K`` (the former way to hold data out) became.
@@ -130,16 +131,7 @@ def estimating(progress: Progress | None, total: int, label: str, memory: int | 
                    "against every rule on the second; the third is left for `rlsched evaluate` (same --split).")
 @click.option("--epochs", type=click.IntRange(min=1), default=3, show_default=True,
               help="Passes over the train window, the agent continuing; the best pass on validation is kept.")
-@click.option("--mode", type=click.Choice(["gate", "boost"]), default=None,
-              help="The mode to train and judge in (default: the config's [backend] mode; boost without one, "
-                   "or for shadow).")
-@click.option("--boost-base", default=None, metavar="fifo|multifactor[:k=v,...]",
-              help="Boost mode: Slurm's own order under the boosted jobs (default fifo; e.g. "
-                   "multifactor:slurm_conf=/etc/slurm/slurm.conf).")
-@click.option("--objective", type=click.Choice(["bsld", "wait", "W"]), default=None,
-              help="What selects the model and judges it (default: the config's [agent] objective, else bsld).")
-@click.option("--class-weight", "class_weights", multiple=True, metavar="CLASS=W",
-              help="Weigh a class's jobs W times in the objective (repeat; e.g. interactive=3).")
+@deployment_options("The mode to train and judge in", "What selects the model and judges it")
 @click.option("--window", "window", default=None, hidden=True)
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="The first seed.")
 @click.option("--seeds", type=click.IntRange(min=1), default=1, show_default=True,

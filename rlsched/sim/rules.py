@@ -26,6 +26,44 @@ from rlsched.sim.engine import Overrun, effective_runtimes
 from rlsched.sim.workload import Workload
 
 
+class ReplayedRuntimes:
+    """Each job's runtime as a replayed policy believes it: the request, the oracle's, or a predictor's.
+
+    A predictor (``user-last2``, ``learned``) predicts a job when it is queued (:meth:`predict_at_submit`), from
+    the jobs that had ended before, and learns each job's runtime when it ends (:meth:`started`, :meth:`ended`):
+    the same feed the live agents get from the view.  Shared by the field's rules and the scored policies.
+    """
+
+    def __init__(self, workload: Workload, runtime_model: str, overrun: Overrun, request: FloatArray) -> None:
+        self.predictor: RuntimePredictor | None = None
+        if runtime_model == "requested":
+            self.runtime: FloatArray = request.copy()
+        elif runtime_model == "oracle":
+            self.runtime = effective_runtimes(workload, overrun)[0].astype(np.float64)
+        else:
+            self.predictor = make_predictor(runtime_model)
+            self.runtime = np.full(len(workload), np.nan)
+        self._user: list[int] = workload.user.tolist()
+        self._vo: list[int] = workload.vo.tolist()
+        self._cores: list[int] = workload.procs.tolist()
+        self._request: list[float] = request.tolist()
+        self._submit: list[float] = workload.submit.astype(np.float64).tolist()
+        self._started: dict[int, float] = {}
+
+    def predict_at_submit(self, row: int) -> None:
+        if self.predictor is not None:
+            self.runtime[row] = self.predictor.predict(row, self._user[row], self._vo[row], self._cores[row],
+                                                       self._request[row], self._submit[row])
+
+    def started(self, row: int, now: float) -> None:
+        if self.predictor is not None:
+            self._started[row] = now
+
+    def ended(self, row: int, now: float) -> None:
+        if self.predictor is not None:
+            self.predictor.finished(row, now - self._started.pop(row))
+
+
 class RulePriority:
     """The :class:`rlsched.sim.engine.DynamicPriority` of a field rule (module docstring)."""
 
@@ -36,20 +74,8 @@ class RulePriority:
         self.cores: FloatArray = workload.procs.astype(np.float64)
         self.submit: FloatArray = workload.submit.astype(np.float64)
         self.clock: FloatArray = submit_clock(self.submit, setup.origin_s)
-        self.predictor: RuntimePredictor | None = None
-        if setup.runtime_model == "requested":
-            self.runtime: FloatArray = self.request.copy()
-        elif setup.runtime_model == "oracle":
-            self.runtime = effective_runtimes(workload, overrun)[0].astype(np.float64)
-        else:
-            self.predictor = make_predictor(setup.runtime_model)
-            self.runtime = np.full(len(workload), np.nan)
-        self._user: list[int] = workload.user.tolist()
-        self._vo: list[int] = workload.vo.tolist()
-        self._cores: list[int] = workload.procs.tolist()
-        self._request: list[float] = self.request.tolist()
-        self._submit: list[float] = self.submit.tolist()
-        self._started: dict[int, float] = {}
+        self.runtimes = ReplayedRuntimes(workload, setup.runtime_model, overrun, self.request)
+        self.runtime = self.runtimes.runtime
         self.reads_wait = self.rule in WAIT_RULES
         self.origin = float(self.submit[0]) if len(workload) else 0.0
         self.passes = 0
@@ -60,9 +86,7 @@ class RulePriority:
 
     # ------------------------------------------------------------------ DynamicPriority
     def submit_priority(self, row: int, now: float) -> float:
-        if self.predictor is not None:
-            self.runtime[row] = self.predictor.predict(row, self._user[row], self._vo[row], self._cores[row],
-                                                       self._request[row], self._submit[row])
+        self.runtimes.predict_at_submit(row)
         return float(self._score(np.array([row], dtype=np.int64), now)[0])
 
     def priorities(self, rows: IntArray, now: float) -> FloatArray:
@@ -70,12 +94,10 @@ class RulePriority:
         return self._score(rows, now)
 
     def started(self, row: int, now: float) -> None:
-        if self.predictor is not None:
-            self._started[row] = now
+        self.runtimes.started(row, now)
 
     def ended(self, row: int, now: float) -> None:
-        if self.predictor is not None:
-            self.predictor.finished(row, now - self._started.pop(row))
+        self.runtimes.ended(row, now)
 
     def next_pass(self, now: float) -> float:
         if not self.reads_wait:

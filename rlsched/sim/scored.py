@@ -17,11 +17,11 @@ import math
 import numpy as np
 
 from rlsched.core.policies.rules import rule_priority
-from rlsched.core.prediction import RuntimePredictor, make_predictor
 from rlsched.core.runtime import usable_requested
 from rlsched.core.scoring import ScoringFunction
 from rlsched.core.view import FloatArray, IntArray
-from rlsched.sim.engine import Overrun, effective_runtimes
+from rlsched.sim.engine import Overrun
+from rlsched.sim.rules import ReplayedRuntimes
 from rlsched.sim.workload import Workload
 
 
@@ -39,38 +39,26 @@ class ScoredPriority:
                                                                     workload.submit, workload.job_class)
         self.request: FloatArray = np.maximum(usable_requested(workload.req_time.astype(np.float64),
                                                                workload.job_class), 1.0)
-        self.predictor: RuntimePredictor | None = None
-        if runtime_model == "oracle":
-            self.runtime: FloatArray = np.maximum(effective_runtimes(workload, overrun)[0], 1.0)
-        else:
-            self.predictor = make_predictor(runtime_model)
-            self.runtime = np.full(len(workload), np.nan)
-        self._user: list[int] = workload.user.tolist()
-        self._vo: list[int] = workload.vo.tolist()
-        self._cores: list[int] = workload.procs.tolist()
-        self._request: list[float] = self.request.tolist()
-        self._submit: list[float] = workload.submit.astype(np.float64).tolist()
-        self._started: dict[int, float] = {}
+        if runtime_model not in ("oracle", "user-last2", "learned"):
+            raise ValueError(f"scored: runtime_model {runtime_model!r} is no prediction (oracle, user-last2, learned)")
+        self.runtimes = ReplayedRuntimes(workload, runtime_model, overrun, self.request)
+        self.runtime = self.runtimes.runtime
 
     def _score(self, rows: IntArray) -> FloatArray:
         return np.asarray(self.base[rows] + self.pred_weight * np.log10(np.maximum(self.runtime[rows], 1.0)))
 
     def submit_priority(self, row: int, now: float) -> float:
-        if self.predictor is not None:
-            self.runtime[row] = self.predictor.predict(row, self._user[row], self._vo[row], self._cores[row],
-                                                       self._request[row], self._submit[row])
+        self.runtimes.predict_at_submit(row)
         return float(rule_priority(self._score(np.array([row], dtype=np.int64)))[0])
 
     def priorities(self, rows: IntArray, now: float) -> FloatArray:
         return rule_priority(self._score(rows))
 
     def started(self, row: int, now: float) -> None:
-        if self.predictor is not None:
-            self._started[row] = now
+        self.runtimes.started(row, now)
 
     def ended(self, row: int, now: float) -> None:
-        if self.predictor is not None:
-            self.predictor.finished(row, now - self._started.pop(row))
+        self.runtimes.ended(row, now)
 
     def next_pass(self, now: float) -> float:
         return math.inf
