@@ -115,6 +115,7 @@ def _register() -> None:
     from rlsched.cli.evaluate import evaluate
     from rlsched.cli.explain import explain
     from rlsched.cli.install import install_command
+    from rlsched.cli.learning import learning
     from rlsched.cli.train import train
 
     main.add_command(sim.sim)
@@ -125,6 +126,7 @@ def _register() -> None:
     main.add_command(history.history)
     main.add_command(train)
     main.add_command(evaluate)
+    main.add_command(learning)
     main.add_command(report.report)
     main.add_command(install_command)
     main.add_command(explain)

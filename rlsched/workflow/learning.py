@@ -1,0 +1,434 @@
+"""Issue 23's results table: learned models against every rule, on the test window, in boost mode.
+
+For each trace, :func:`learning_trace` cuts the default split (:class:`rlsched.workflow.split.TimeSplit`,
+50/25/25 by job count) and, in the deployment mode (boost over Slurm's FIFO order, EASY backfilling with
+reservations from the time limit) with the objective (bounded slowdown):
+
+- scores every candidate rule (:func:`rlsched.workflow.verdict.candidate_rules`: the registry's rules and
+  their ``runtime_model`` variants) on the validation window and on the test window; the rule validation
+  picks and the best rule on test (hindsight) are both reported;
+- trains ``sarsa-esn`` with :mod:`rlsched.workflow.train` (train window, ``epochs`` passes, selection of
+  the pass and the seed on validation, the verdict against every rule on validation) and scores each seed's
+  selected model on test; the **deployed choice** is the selected model unless the verdict is a loss, then
+  the verdict's rule;
+- runs the ``scored`` direct policy search (:func:`rlsched.sim.search.search_scoring`, fitness on the train
+  window, selection on validation) per seed and scores what it found on test in the deployment mode;
+- measures the runtime predictors' mean absolute error on the whole trace as recorded
+  (:func:`rlsched.sim.prediction_errors.prediction_errors`).
+
+Rules are deterministic: their spread is 0; a learned row's spread is the standard deviation of its seeds'
+test scores, and a difference inside it is a tie.  :func:`render_report` writes ``report.md`` from the
+``results.json`` data alone (:func:`write_outputs`), so the report regenerates without a rerun.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import tempfile
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rlsched.core.objective import Objective
+from rlsched.sim.prediction_errors import prediction_errors
+from rlsched.sim.search import SearchConfig, search_scoring
+from rlsched.sim.workload import Workload, with_class_rule
+from rlsched.workflow.site import trace_class_rule
+from rlsched.workflow.split import Deployment, TimeSplit, describe_window, simulate_in
+from rlsched.workflow.train import judge_and_write, run_tasks, train_plan, validation_score
+from rlsched.workflow.verdict import schedule_score, score_rules
+
+#: The nine logs of issue 23 (names ``rlsched.sim.traces.swf.resolve_trace`` finds under RLSCHED_TRACE_DIR).
+TRACES = ("KTH-SP2-1996-2.1-cln", "CTC-SP2-1996-3.1-cln", "SDSC-DS-2004-2.1-cln", "LPC-EGEE-2004-1.2-cln",
+          "SDSC-Par-1996-3.1-cln", "LLNL-Thunder-2007-1.1-cln", "OSC-Clust-2000-3.1-cln",
+          "LANL-CM5-1994-4.1-cln", "metacentrum/wagap-2013")
+#: Traces whose jobs never wait at their recorded machine size: replayed on fewer cores (see :func:`replay_cores`).
+FEWER_CORES = ("LLNL-Thunder", "OSC-Clust")
+TARGET_LOAD = 0.8
+LEARNED_POLICY = "sarsa-esn"
+#: The scored search's runtime input (the request: the information every requested-time rule has).
+SCORED_RUNTIME = "requested"
+#: A learned row within this factor of the best rule on test counts as a win of at least 10 %.
+WIN_RATIO = 0.90
+GEOMEAN_GOAL = 0.95
+
+
+@dataclass(frozen=True)
+class LearningSettings:
+    """What one run of the table does (``quick``: a small setting for tests)."""
+
+    seeds: tuple[int, ...] = (0, 1, 2)
+    epochs: int = 3
+    split: TimeSplit = field(default_factory=TimeSplit)
+    deployment: Deployment = field(default_factory=lambda: Deployment("boost"))
+    objective: Objective = field(default_factory=Objective)
+    search: SearchConfig = field(default_factory=SearchConfig)
+    #: Keep only the first ``max_jobs`` jobs of each trace (None: all).
+    max_jobs: int | None = None
+    workers: int = 1
+
+    def to_dict(self) -> dict[str, Any]:
+        s = self.search
+        return {"seeds": list(self.seeds), "epochs": self.epochs, "split": self.split.to_dict(),
+                "deployment": self.deployment.to_dict(), "deployment_label": self.deployment.label(),
+                "objective": self.objective.to_dict(), "objective_label": self.objective.label(),
+                "max_jobs": self.max_jobs, "learned_policy": LEARNED_POLICY,
+                "search": {"features": list(s.features), "population": s.population, "generations": s.generations,
+                           "sequences": s.sequences, "sequence_jobs": s.sequence_jobs,
+                           "validation_replays": s.validation_replays, "runtime_model": s.runtime_model}}
+
+
+def quick_settings(seeds: Sequence[int] = (0, 1, 2), max_jobs: int = 600) -> LearningSettings:
+    """Small enough for a test: the first ``max_jobs`` jobs, one epoch, a tiny search."""
+    search = SearchConfig(population=4, generations=1, sequences=1, sequence_jobs=min(200, max_jobs // 2),
+                          validation_replays=1)
+    return LearningSettings(seeds=tuple(seeds), epochs=1, search=search, max_jobs=max_jobs)
+
+
+def replay_cores(workload: Workload, target_load: float = TARGET_LOAD) -> tuple[int, float]:
+    """(cores, fraction of the recorded machine) for an offered load of about ``target_load``, at least
+    the widest job."""
+    load = float(workload.summary()["offered_load"])
+    cores = max(math.ceil(workload.max_procs * load / target_load), int(np.max(workload.procs)))
+    cores = min(cores, int(workload.max_procs))
+    return cores, cores / float(workload.max_procs)
+
+
+def needs_fewer_cores(name: str) -> bool:
+    return any(name.startswith(prefix) for prefix in FEWER_CORES)
+
+
+def _stats(values: Sequence[float]) -> dict[str, Any]:
+    real = [float(v) for v in values]
+    return {"mean": float(np.mean(real)), "spread": float(np.std(real)) if len(real) > 1 else 0.0, "seeds": real}
+
+
+def _ratio(objective: Objective, value: float, best: float) -> float:
+    """value / best for a lower-is-better objective, best / value otherwise: < 1, ``value`` is better."""
+    if objective.higher_is_better:
+        return best / value if value else math.inf
+    return value / best if best else math.inf
+
+
+def learning_trace(whole: Workload, settings: LearningSettings, *, cores: int | None = None,
+                   core_fraction: float = 1.0, say: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """One trace's row of the table (see the module docstring); ``whole``: the trace as loaded."""
+    t0 = time.perf_counter()
+    note = say or (lambda _text: None)
+    if settings.max_jobs is not None and len(whole) > settings.max_jobs:
+        whole = whole.select(np.arange(settings.max_jobs), name=whole.name)
+    objective, deployment, split = settings.objective, settings.deployment, settings.split
+    train_w, validation_w, test_w = (split.window(whole, name) for name in ("train", "validation", "test"))
+    rule = trace_class_rule(train_w)
+    test_view = with_class_rule(test_w, rule)
+    windows = split.windows(whole)
+    out: dict[str, Any] = {"trace": whole.name, "jobs": len(whole), "cores": int(cores or whole.max_procs),
+                           "recorded_cores": int(whole.max_procs), "core_fraction": core_fraction,
+                           "offered_load": float(whole.summary()["offered_load"]),
+                           "windows": {name: describe_window(windows, name) for name in windows}}
+    note(f"{whole.name}: {len(whole)} jobs on {out['cores']} cores, offered load {out['offered_load']:.2f}")
+
+    # Every rule on test (validation's scores come with the verdict below).
+    t = time.perf_counter()
+    on_test = score_rules(test_view, deployment, objective, cores=cores)
+    out["rules_left_out"] = on_test.skipped
+    note(f"  {len(on_test.scores)} rules on test: {time.perf_counter() - t:.0f} s")
+
+    # sarsa-esn: train's library (epochs, selection on validation, the verdict).
+    t = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="rlsched-learning-") as tmp:
+        model_path = Path(tmp) / "model.npz"
+        tasks = train_plan(train_w, LEARNED_POLICY, model_path, seeds=settings.seeds, cores=cores,
+                           validation=validation_w, epochs=settings.epochs, deployment=deployment,
+                           objective=objective)
+        results = run_tasks(tasks, workers=settings.workers)
+        verdict = judge_and_write(results, tasks, model_path, about={"workload": whole.name, "jobs": len(whole),
+                                                                     "split": split.to_dict(), "windows": windows})
+        model_test: list[float] = []
+        for task, result in zip(tasks, results, strict=True):
+            seed_file = Path(tmp) / f"seed{result.seed}.npz"
+            seed_file.write_bytes(result.model)
+            model_test.append(validation_score(seed_file, replace(task, validation=test_view)))
+    selected_seed = int(verdict.extra["selected"]["seed"])
+    selected_test = model_test[[r.seed for r in results].index(selected_seed)]
+    rules_validation: dict[str, float] = {k: float(v) for k, v in verdict.extra["rules"].items()}
+    out["learned"] = {"policy": LEARNED_POLICY, "test": _stats(model_test),
+                      "validation": _stats([float(r.best_score or math.nan) for r in results]),
+                      "selected": {"seed": selected_seed, "epoch": int(verdict.extra["selected"]["epoch"]),
+                                   "test": selected_test},
+                      "epoch_validation": {str(r.seed): r.validation_scores for r in results},
+                      "train_seconds": [round(r.seconds, 1) for r in results],
+                      "verdict": {"outcome": verdict.outcome, "rule": verdict.rule, "line": verdict.line(),
+                                  "model_score": verdict.model_score, "rule_score": verdict.rule_score,
+                                  "spread": verdict.spread, "rule_config": verdict.rule_config},
+                      "seconds": round(time.perf_counter() - t, 1)}
+    note(f"  {LEARNED_POLICY}: {verdict.line()} ({time.perf_counter() - t:.0f} s)")
+
+    # The scored direct policy search, one search per seed; the seed validation picks is the one deployed.
+    t = time.perf_counter()
+    sign = -1.0 if objective.higher_is_better else 1.0
+    train_view, validation_view = with_class_rule(train_w, rule), with_class_rule(validation_w, rule)
+    searches: list[dict[str, Any]] = []
+    for seed in settings.seeds:
+        found = search_scoring(train_view, validation_view, replace(settings.search, seed=seed), cores)
+        validation_run = simulate_in(deployment, validation_view, found.spec, cores)
+        test_run = simulate_in(deployment, test_view, found.spec, cores)
+        searches.append({"seed": seed, "spec": found.spec.label(), "chosen": list(found.chosen),
+                         "search_validation_bsld": found.validation_bsld,
+                         "validation": schedule_score(objective, validation_run.schedule),
+                         "test": schedule_score(objective, test_run.schedule), "seconds": round(found.seconds, 1)})
+    picked = min(searches, key=lambda s: sign * float(s["validation"]))
+    out["scored"] = {"test": _stats([s["test"] for s in searches]),
+                     "validation": _stats([s["validation"] for s in searches]),
+                     "selected": {"seed": picked["seed"], "test": picked["test"], "spec": picked["spec"]},
+                     "searches": searches, "runtime_model": settings.search.runtime_model,
+                     "seconds": round(time.perf_counter() - t, 1)}
+    note(f"  scored: test {out['scored']['test']['mean']:.3g} ({time.perf_counter() - t:.0f} s)")
+
+    # Rules: validation's pick and test's best (hindsight).
+    rules: dict[str, dict[str, Any]] = {
+        label: {"validation": rules_validation.get(label, math.nan), "test": float(score),
+                "runtime": _runtime_of(label)}
+        for label, score in on_test.scores.items()}
+    best_test = min(rules, key=lambda k: sign * float(rules[k]["test"]))
+    known = [k for k in rules if math.isfinite(rules[k]["validation"])]
+    validation_pick = min(known, key=lambda k: sign * float(rules[k]["validation"])) if known else best_test
+    out["rules"] = rules
+    out["best_rule_test"] = {"rule": best_test, "test": rules[best_test]["test"]}
+    out["validation_pick"] = {"rule": validation_pick, "test": rules[validation_pick]["test"]}
+
+    # The deployed choice by train's verdict.
+    deployed: dict[str, Any]
+    if verdict.loses:
+        deployed = {"kind": "rule", "what": verdict.rule, "test": rules[verdict.rule]["test"]
+                    if verdict.rule in rules else math.nan, "spread": 0.0}
+    else:
+        deployed = {"kind": "model", "what": f"{LEARNED_POLICY} seed {selected_seed}", "test": selected_test,
+                    "spread": out["learned"]["test"]["spread"]}
+    out["deployed"] = deployed
+    best = rules[best_test]["test"]
+    out["ratios"] = {"learned": _ratio(objective, out["learned"]["test"]["mean"], best),
+                     "scored": _ratio(objective, out["scored"]["test"]["mean"], best),
+                     "deployed": _ratio(objective, deployed["test"], best),
+                     "validation_pick": _ratio(objective, rules[validation_pick]["test"], best)}
+
+    # The runtime predictors on their own, on the whole trace as recorded.
+    t = time.perf_counter()
+    out["prediction"] = {s.model: {"mae_s": s.mean_abs_error_s, "under_share": s.under_share}
+                         for s in prediction_errors(whole)}
+    note(f"  prediction MAE: {time.perf_counter() - t:.0f} s")
+    out["seconds"] = round(time.perf_counter() - t0, 1)
+    return out
+
+
+def _runtime_of(label: str) -> str:
+    """The runtime information a rule's label says it used (the request unless a runtime_model is named)."""
+    for part in label.partition(":")[2].split(","):
+        key, _, value = part.partition("=")
+        if key == "runtime_model":
+            return value
+    return "requested"
+
+
+def run_learning(loader: Callable[[str, int | None], Workload], traces: Sequence[str], settings: LearningSettings,
+                 say: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Every trace's row (``loader(name, max_procs)`` loads a trace; traces of :data:`FEWER_CORES` are
+    replayed on :func:`replay_cores`'s fraction) and what was run."""
+    rows = []
+    for name in traces:
+        whole = loader(name, None)
+        cores, fraction = None, 1.0
+        if needs_fewer_cores(whole.name):
+            head = whole if settings.max_jobs is None else whole.select(np.arange(min(len(whole),
+                                                                                      settings.max_jobs)))
+            reduced, fraction = replay_cores(head)
+            if reduced < whole.max_procs:
+                whole, cores = loader(name, reduced), reduced
+        rows.append(learning_trace(whole, settings, cores=cores, core_fraction=fraction, say=say))
+    return {"settings": settings.to_dict(), "traces": rows}
+
+
+# ------------------------------------------------------------------------------ the report
+def _fmt(v: float) -> str:
+    if not math.isfinite(v):
+        return str(v)
+    return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.3g}" if abs(v) < 10 else f"{v:.1f}"
+
+
+def _pm(stats: Mapping[str, Any]) -> str:
+    return f"{_fmt(stats['mean'])} ± {_fmt(stats['spread'])}"
+
+
+def _geomean(values: Sequence[float]) -> float:
+    real = [v for v in values if math.isfinite(v) and v > 0]
+    return float(np.exp(np.mean(np.log(real)))) if real else math.nan
+
+
+def goals(data: Mapping[str, Any]) -> list[str]:
+    """Each goal of issue 23's "What it must show", reached or by how much it is missed, on these rows."""
+    rows = data["traces"]
+    higher = bool(Objective.from_dict(data["settings"]["objective"]).higher_is_better)
+    n = len(rows)
+    out = []
+    # 1. The deployed choice never worse than the best rule beyond the spread.
+    worse = []
+    for r in rows:
+        d, best = r["deployed"], r["best_rule_test"]["test"]
+        gap = (best - d["test"]) if higher else (d["test"] - best)
+        if gap > d["spread"]:
+            worse.append(f"{r['trace']} ({100 * (r['ratios']['deployed'] - 1):+.0f} %)")
+    out.append("**Deployed choice never worse than the best rule on test beyond the spread**: "
+               + ("reached on all " + str(n) + " traces run." if not worse else
+                  f"missed on {len(worse)} of {n}: " + ", ".join(worse) + "."))
+    # 2. The learned model beats the best rule by ≥ 10 % on ≥ 3 traces; geometric mean < 0.95.
+    for key, what in (("learned", f"learned model ({LEARNED_POLICY})"), ("scored", "scored search")):
+        ratios = [r["ratios"][key] for r in rows]
+        wins = [r["trace"] for r in rows if r["ratios"][key] <= WIN_RATIO]
+        g = _geomean(ratios)
+        out.append(f"**{what} ≥ 10 % better than the best rule on ≥ 3 traces**: "
+                   + (f"reached ({', '.join(wins)})." if len(wins) >= 3 else
+                      f"missed: {len(wins)} of {n} traces" + (f" ({', '.join(wins)})" if wins else "")
+                      + f"; best ratio {_fmt(min(ratios))}.")
+                   + f" Geometric-mean ratio over the {n} traces run {_fmt(g)} (goal < {GEOMEAN_GOAL} over the nine): "
+                   + ("below." if g < GEOMEAN_GOAL else f"missed by {_fmt(g - GEOMEAN_GOAL)}."))
+    # 3. The learned predictor's MAE below user-last2 on ≥ 7 of 9; rules on it beat the same rules on user-last2.
+    lower = [r["trace"] for r in rows if r["prediction"]["learned"]["mae_s"] < r["prediction"]["user-last2"]["mae_s"]]
+    out.append(f"**Learned predictor's MAE below user-last2 on ≥ 7 of the nine**: lower on {len(lower)} of the "
+               f"{n} traces run" + (f" ({', '.join(lower)})" if lower else "") + ".")
+    pairs, won = 0, 0
+    for r in rows:
+        for label, v in r["rules"].items():
+            if v["runtime"] != "learned":
+                continue
+            twin = label.replace("runtime_model=learned", "runtime_model=user-last2")
+            if twin in r["rules"]:
+                pairs += 1
+                a, b = v["test"], r["rules"][twin]["test"]
+                won += int(a > b if higher else a < b)
+    out.append(f"**Rules on the learned prediction beat the same rules on user-last2** (test): {won} of {pairs} "
+               "rule × trace pairs" + (" — reached." if pairs and won == pairs else " — not everywhere."))
+    out.append("**`objective = \"W\"` on the grid logs and LAL, and CTC-SP2 training under 15 minutes**: not "
+               "measured by this command (bounded slowdown only).")
+    return out
+
+
+def render_report(data: Mapping[str, Any]) -> str:
+    """``report.md`` from ``results.json``'s data alone."""
+    s = data["settings"]
+    objective = Objective.from_dict(s["objective"])
+    rows = data["traces"]
+    lines = ["# Learned scheduling against the field's rules (issue 23)", "",
+             f"Regenerate: `{data.get('command', 'rlsched learning')}` "
+             "(the report alone: add `--report-only`).", "",
+             f"Mode: {s['deployment_label']}; EASY backfilling with reservations from the time limit. Objective: "
+             f"{objective.label()} (lower is better). Split {TimeSplit.from_dict(s['split']).text()} by job count: "
+             "each learned model is **trained on the train window, its pass and seed selected on the validation "
+             "window; every number below is on the test window only** unless a column says validation. "
+             f"Seeds {', '.join(map(str, s['seeds']))}; {LEARNED_POLICY}: {s['epochs']} epoch(s); scored search: "
+             f"population {s['search']['population']}, {s['search']['generations']} generation(s), "
+             f"{s['search']['sequences']} sequence(s) of {s['search']['sequence_jobs']} jobs, runtime "
+             f"{s['search']['runtime_model']}."
+             + (f" **Quick setting: the first {s['max_jobs']:,} jobs of each trace.**" if s.get("max_jobs") else ""),
+             "", "Rules are deterministic (spread 0); a learned row is mean ± standard deviation over the seeds' "
+             "test scores, and a difference inside it is a tie. Information: the rules say theirs "
+             "(`runtime_model`, the request by default); sarsa-esn sees the request and its own runtime estimate; "
+             "the scored search the request.", "",
+             "## The table (test window)", "",
+             "| trace | jobs (cores) | best rule on test (hindsight) | rule validation picks | sarsa-esn | "
+             "scored search | deployed (train's verdict) | sarsa / best | scored / best | deployed / best | "
+             "wall time |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        frac = f", {100 * r['core_fraction']:.0f} % of {r['recorded_cores']}" if r["core_fraction"] < 1 else ""
+        d = r["deployed"]
+        lines.append(
+            f"| {r['trace']} | {r['jobs']:,} ({r['cores']}{frac}) | {r['best_rule_test']['rule']}: "
+            f"{_fmt(r['best_rule_test']['test'])} | {r['validation_pick']['rule']}: "
+            f"{_fmt(r['validation_pick']['test'])} | {_pm(r['learned']['test'])} | {_pm(r['scored']['test'])} | "
+            f"{d['kind']} {d['what']}: {_fmt(d['test'])} | {_fmt(r['ratios']['learned'])} | "
+            f"{_fmt(r['ratios']['scored'])} | {_fmt(r['ratios']['deployed'])} | {r['seconds']:.0f} s |")
+    lines += ["", f"Geometric means over the {len(rows)} traces: sarsa-esn / best "
+              f"{_fmt(_geomean([r['ratios']['learned'] for r in rows]))}, scored / best "
+              f"{_fmt(_geomean([r['ratios']['scored'] for r in rows]))}, deployed / best "
+              f"{_fmt(_geomean([r['ratios']['deployed'] for r in rows]))}, validation's rule / best "
+              f"{_fmt(_geomean([r['ratios']['validation_pick'] for r in rows]))}.", ""]
+    fewer = [r for r in rows if r["core_fraction"] < 1]
+    if fewer:
+        lines += ["Replayed on fewer cores (the same for every policy, for an offered load of about "
+                  f"{TARGET_LOAD}): " + "; ".join(f"{r['trace']} on {r['cores']} of {r['recorded_cores']} cores "
+                                                   f"({100 * r['core_fraction']:.1f} %)" for r in fewer) + ".", ""]
+    lines += ["## Goals of the issue", ""] + [f"- {g}" for g in goals(data)] + [""]
+    lines += ["## Windows", "", "| trace | train (learns) | validation (selects, verdict) | test (reported) |",
+              "|---|---|---|---|"]
+    lines += [f"| {r['trace']} | {r['windows']['train']} | {r['windows']['validation']} | {r['windows']['test']} |"
+              for r in rows]
+    lines += ["", "## The verdicts (validation window)", ""]
+    lines += [f"- {r['trace']}: {r['learned']['verdict']['line']}" for r in rows]
+    lines += ["", "## Runtime predictors (whole trace as recorded; MAE in s, share under-predicted)", "",
+              "| trace | requested | user-last2 | learned |", "|---|---|---|---|"]
+    for r in rows:
+        p = r["prediction"]
+        lines.append(f"| {r['trace']} | " + " | ".join(
+            f"{_fmt(p[m]['mae_s'])} ({100 * p[m]['under_share']:.0f} %)" if m in p else "-"
+            for m in ("requested", "user-last2", "learned")) + " |")
+    lines += ["", "## Every rule (validation, test)", ""]
+    for r in rows:
+        lines += [f"### {r['trace']}", "", "| rule | runtime used | validation | test |", "|---|---|---|---|"]
+        sign = -1.0 if objective.higher_is_better else 1.0
+        for label, v in sorted(r["rules"].items(), key=lambda kv: (sign * kv[1]["test"], kv[0])):
+            lines.append(f"| {label} | {v['runtime']} | {_fmt(v['validation'])} | {_fmt(v['test'])} |")
+        lines += ["", f"sarsa-esn per seed (test): {', '.join(_fmt(v) for v in r['learned']['test']['seeds'])}; "
+                  f"validation by epoch: {r['learned']['epoch_validation']}; training "
+                  f"{r['learned']['train_seconds']} s per seed.",
+                  f"scored per seed (test): {', '.join(_fmt(x['test']) for x in r['scored']['searches'])}; selected "
+                  f"`{r['scored']['selected']['spec']}`.", ""]
+        if r["rules_left_out"]:
+            lines += ["Left out: " + "; ".join(r["rules_left_out"]), ""]
+    lines += ["![ratios](ratios.png)", ""]
+    return "\n".join(lines)
+
+
+def write_figure(data: Mapping[str, Any], path: Path) -> None:
+    """A bar chart of each row's ratio to the best rule on test."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = data["traces"]
+    names = [r["trace"].split("-19")[0].split("-20")[0] for r in rows]
+    keys = ("learned", "scored", "deployed", "validation_pick")
+    x = np.arange(len(rows))
+    fig, ax = plt.subplots(figsize=(max(4.0, 1.4 * len(rows) + 2), 3.2))
+    for k, key in enumerate(keys):
+        ax.bar(x + (k - 1.5) * 0.2, [r["ratios"][key] for r in rows], 0.2, label=key.replace("_", " "))
+    ax.axhline(1.0, color="black", lw=0.8)
+    ax.axhline(WIN_RATIO, color="grey", lw=0.8, ls="--")
+    ax.set_xticks(x, names)
+    ax.set_ylabel("test score / best rule")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100, metadata={"Software": None})
+    plt.close(fig)
+
+
+def write_outputs(data: Mapping[str, Any], out: Path, *, results: bool = True) -> list[Path]:
+    """``results.json`` (with ``results``), ``report.md`` and ``ratios.png`` in ``out``."""
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    if results:
+        (out / "results.json").write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+        written.append(out / "results.json")
+    (out / "report.md").write_text(render_report(data))
+    write_figure(data, out / "ratios.png")
+    return [*written, out / "report.md", out / "ratios.png"]
+
+
+def read_results(out: Path) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((out / "results.json").read_text())
+    return data

@@ -1,0 +1,31 @@
+"""``rlsched learning``: the table's command writes the three files and regenerates the report alone."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from rlsched.cli import main
+from tests.workflow.conftest import write_swf
+
+
+def test_learning_writes_the_table_and_report_only_regenerates_it(tmp_path: Path) -> None:
+    swf = write_swf(tmp_path / "small.swf", n=200, interarrival_s=60.0)
+    out = tmp_path / "learning"
+    run = CliRunner().invoke(main, ["learning", "--traces", str(swf), "--quick", "--seeds", "2", "--out", str(out)])
+    assert run.exit_code == 0, run.output
+    data = json.loads((out / "results.json").read_text())
+    assert data["settings"]["seeds"] == [0, 1] and data["settings"]["epochs"] == 1
+    assert [r["jobs"] for r in data["traces"]] == [200]
+    report = (out / "report.md").read_text()
+    (out / "report.md").unlink()
+    again = CliRunner().invoke(main, ["learning", "--report-only", "--out", str(out)])
+    assert again.exit_code == 0, again.output
+    assert (out / "report.md").read_text() == report
+
+
+def test_report_only_without_results_is_one_line(tmp_path: Path) -> None:
+    run = CliRunner().invoke(main, ["learning", "--report-only", "--out", str(tmp_path)])
+    assert run.exit_code == 1 and "results.json" in run.output

@@ -1,0 +1,90 @@
+"""Issue 23's table (rlsched/workflow/learning.py): one quick row on a small trace, the report from its data."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rlsched.cli.sim import load_workload
+from rlsched.workflow.learning import (
+    LearningSettings,
+    goals,
+    learning_trace,
+    quick_settings,
+    render_report,
+    replay_cores,
+    write_outputs,
+)
+from tests.workflow.conftest import write_swf
+
+
+@pytest.fixture(scope="module")
+def quick_row(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    swf = write_swf(tmp_path_factory.mktemp("learning") / "small.swf", n=300, interarrival_s=60.0)
+    settings = quick_settings(seeds=(0, 1), max_jobs=300)
+    return {"settings": settings.to_dict(), "traces": [learning_trace(load_workload(str(swf)), settings)]}
+
+
+def test_a_quick_row_scores_every_rule_and_both_learned_policies_on_the_test_window(quick_row: dict[str, Any]) -> None:
+    row = quick_row["traces"][0]
+    assert row["windows"] == {"train": "jobs 0–149", "validation": "jobs 150–224", "test": "jobs 225–299"}
+    rules = row["rules"]
+    assert len(rules) > 20 and {"easy", "f4:runtime_model=user-last2"} <= set(rules)
+    assert {v["runtime"] for v in rules.values()} >= {"requested", "user-last2", "learned"}
+    best = row["best_rule_test"]
+    assert best["test"] == min(v["test"] for v in rules.values()) == rules[best["rule"]]["test"]
+    assert len(row["learned"]["test"]["seeds"]) == len(row["scored"]["searches"]) == 2
+    # The deployed choice follows train's verdict: the verdict's rule when the model loses, the model otherwise.
+    verdict, deployed = row["learned"]["verdict"], row["deployed"]
+    if verdict["outcome"] == "loses":
+        assert deployed == {"kind": "rule", "what": verdict["rule"], "test": rules[verdict["rule"]]["test"],
+                            "spread": 0.0}
+    else:
+        assert deployed["kind"] == "model" and deployed["test"] == row["learned"]["selected"]["test"]
+    assert row["ratios"]["deployed"] == pytest.approx(deployed["test"] / best["test"])
+    assert set(row["prediction"]) == {"requested", "user-last2", "learned"}
+    assert all(math.isfinite(p["mae_s"]) for p in row["prediction"].values())
+
+
+def test_the_report_regenerates_from_results_json_alone(quick_row: dict[str, Any], tmp_path: Path) -> None:
+    write_outputs(quick_row, tmp_path)
+    report = (tmp_path / "report.md").read_text()
+    again = json.loads((tmp_path / "results.json").read_text())
+    assert render_report(again) == report
+    assert "| small |" in report and "test window only" in report and (tmp_path / "ratios.png").stat().st_size > 0
+
+
+def _row(deployed: float, spread: float, best: float = 10.0) -> dict[str, Any]:
+    rules = {"easy": {"validation": best, "test": best, "runtime": "requested"}}
+    return {"trace": "t", "deployed": {"kind": "model", "what": "m", "test": deployed, "spread": spread},
+            "best_rule_test": {"rule": "easy", "test": best},
+            "ratios": {"learned": deployed / best, "scored": 1.0, "deployed": deployed / best,
+                       "validation_pick": 1.0},
+            "rules": rules, "prediction": {"user-last2": {"mae_s": 2.0}, "learned": {"mae_s": 1.0}}}
+
+
+def test_a_deployed_choice_worse_than_the_best_rule_beyond_its_spread_misses_the_goal() -> None:
+    settings = LearningSettings().to_dict()
+    within = goals({"settings": settings, "traces": [_row(11.0, 2.0)]})[0]
+    beyond = goals({"settings": settings, "traces": [_row(11.0, 0.5)]})[0]
+    assert "reached" in within and "missed on 1 of 1: t (+10 %)" in beyond
+
+
+def test_three_wins_of_ten_percent_reach_the_learned_goal_and_two_miss_it() -> None:
+    settings = LearningSettings().to_dict()
+    three = [_row(8.0, 0.1) for _ in range(3)]
+    two = [_row(8.0, 0.1), _row(8.0, 0.1), _row(10.0, 0.1)]
+    assert "reached" in goals({"settings": settings, "traces": three})[1]
+    assert "missed: 2 of 3" in goals({"settings": settings, "traces": two})[1]
+
+
+def test_fewer_cores_bring_the_offered_load_to_about_the_target() -> None:
+    workload = load_workload("lal", scale=0.05)
+    cores, fraction = replay_cores(workload, 0.8)
+    reduced = workload.with_max_procs(cores)
+    assert cores < workload.max_procs and fraction == cores / workload.max_procs
+    assert 0.7 < reduced.summary()["offered_load"] <= 0.8
