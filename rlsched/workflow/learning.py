@@ -336,8 +336,9 @@ def render_report(data: Mapping[str, Any]) -> str:
              + (f" **Quick setting: the first {s['max_jobs']:,} jobs of each trace.**" if s.get("max_jobs") else ""),
              "", "Rules are deterministic (spread 0); a learned row is mean ± standard deviation over the seeds' "
              "test scores, and a difference inside it is a tie. Information: the rules say theirs "
-             "(`runtime_model`, the request by default); sarsa-esn sees the request and its own runtime estimate; "
-             "the scored search the request.", "",
+             "(`runtime_model`, the request by default); sarsa-esn its registry defaults: the request and "
+             "`runtime_model=estimated` (the class median over a sliding window), trained on P-grid's λ-reward and "
+             "selected by the objective; the scored search the request.", "",
              "## The table (test window)", "",
              "| trace | jobs (cores) | best rule on test (hindsight) | rule validation picks | sarsa-esn | "
              "scored search | deployed (train's verdict) | sarsa / best | scored / best | deployed / best | "
