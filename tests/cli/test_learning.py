@@ -29,3 +29,12 @@ def test_learning_writes_the_table_and_report_only_regenerates_it(tmp_path: Path
 def test_report_only_without_results_is_one_line(tmp_path: Path) -> None:
     run = CliRunner().invoke(main, ["learning", "--report-only", "--out", str(tmp_path)])
     assert run.exit_code == 1 and "results.json" in run.output
+
+
+def test_the_committed_learning_report_is_what_its_results_render_to(tmp_path: Path) -> None:
+    source = Path(__file__).resolve().parents[2] / "docs" / "results" / "learning"
+    (tmp_path / "results.json").write_text((source / "results.json").read_text())
+    run = CliRunner().invoke(main, ["learning", "--report-only", "--out", str(tmp_path)])
+    assert run.exit_code == 0, run.output
+    assert (tmp_path / "report.md").read_text() == (source / "report.md").read_text(), (
+        "docs/results/learning/report.md is stale: rerun `rlsched learning --report-only --out docs/results/learning`")
