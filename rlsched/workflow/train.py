@@ -52,6 +52,7 @@ import numpy as np
 from rlsched.core.agents import SchedulingAgent
 from rlsched.core.objective import Objective
 from rlsched.core.policies import PolicyError, PolicySpec, entry, load_policy, read_policy_spec, resolve
+from rlsched.core.policies.registry import PRETRAIN_EDF
 from rlsched.sim.engine import DEFAULT_OVERRUN, Overrun
 from rlsched.sim.policies import workload_vos
 from rlsched.sim.workload import Workload, with_class_rule
@@ -105,6 +106,9 @@ class TrainTask:
             digest.update(np.ascontiguousarray(column).tobytes())
         spec = self.spec.to_dict()
         spec.pop("source", None)
+        if spec["params"].get("pretrain_rule") == PRETRAIN_EDF:
+            # The default, as every checkpoint written before the parameter existed meant: they still resume.
+            del spec["params"]["pretrain_rule"]
         v = self.validation
         if v is not None:
             for column in (v.submit, v.run, v.req_time, v.procs, v.job_class, v.vo):

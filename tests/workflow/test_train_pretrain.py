@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -108,3 +109,15 @@ def test_the_command_pretrains_from_the_best_rule_and_the_model_records_it(tmp_p
     agent, _ = load_policy(out, mode="boost")
     assert agent.pretrain_rule is not None
     assert choice["jobs"] == len(_windows(swf)[0])
+
+
+def test_the_default_leaves_the_checkpoint_fingerprint_as_before(small_swf: Path, tmp_path: Path) -> None:
+    """A checkpoint written before ``pretrain_rule`` existed still resumes; another rule does not."""
+    train, validation, _ = _windows(small_swf)
+    (task,) = train_plan(train, POLICY, tmp_path / "m.npz", validation=validation, checkpoint_every=100)
+    old_params = {k: v for k, v in task.spec.params.items() if k != "pretrain_rule"}
+    before = replace(task, spec=replace(task.spec, params=old_params))
+    assert before.fingerprint() == task.fingerprint()
+    (saf,) = train_plan(train, POLICY, tmp_path / "m.npz", validation=validation, checkpoint_every=100,
+                        pretrain_rule="saf")
+    assert saf.fingerprint() != task.fingerprint()
