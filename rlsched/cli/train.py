@@ -132,6 +132,10 @@ def estimating(progress: Progress | None, total: int, label: str, memory: int | 
 @click.option("--epochs", type=click.IntRange(min=1), default=3, show_default=True,
               help="Passes over the train window, the agent continuing; the best pass on validation is kept.")
 @deployment_options("The mode to train and judge in", "What selects the model and judges it")
+@click.option("--pretrain-rule", "pretrain_rule", default=None, metavar="best|RULE[:k=v;...]",
+              help="The rule the first pretrain_decisions decisions follow and record (the policy's pretrain_rule, "
+                   "default edf): a rule spec, or 'best': every rule of the verdict scored on the train window (never "
+                   "validation or test) in the mode, by the objective, and the best one taken.")
 @click.option("--window", "window", default=None, hidden=True)
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="The first seed.")
 @click.option("--seeds", type=click.IntRange(min=1), default=1, show_default=True,
@@ -163,7 +167,7 @@ def estimating(progress: Progress | None, total: int, label: str, memory: int | 
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
 def train(workload_spec: str, policy: str, out: Path, config_path: Path | None, split_text: str, epochs: int,
           mode: str | None, boost_base: str | None, objective: str | None, class_weights: tuple[str, ...],
-          window: str | None, seed: int,
+          pretrain_rule: str | None, window: str | None, seed: int,
           seeds: int,
           checkpoint_every: int, fresh: bool, cores: int | None, workers: int, dask_address: str | None,
           dask_slurm: bool, slurm_cores: int, slurm_memory: str, slurm_walltime: str, slurm_partition: str | None,
@@ -186,10 +190,13 @@ def train(workload_spec: str, policy: str, out: Path, config_path: Path | None, 
         site = load_site(config_path) if config_path is not None else None
         whole = load_workload(workload_spec, max_procs=cores)
         workload = split.window(whole, "train")
-        tasks = train_plan(workload, policy, out, seeds=seed_list(seed, seeds), site=site,
-                           checkpoint_every=checkpoint_every, cores=cores, fresh=fresh,
-                           validation=split.window(whole, "validation"), epochs=epochs,
-                           deployment=choices.deployment, objective=choices.objective)
+        n_rules = len(candidate_rules(workload_vos(workload), choices.deployment)[0]) if pretrain_rule == "best" else 0
+        with progress_bar(n_rules, f"{workload.name} rules on the train window", quiet or not n_rules) as bar:
+            tasks = train_plan(workload, policy, out, seeds=seed_list(seed, seeds), site=site,
+                               checkpoint_every=checkpoint_every, cores=cores, fresh=fresh,
+                               validation=split.window(whole, "validation"), epochs=epochs,
+                               deployment=choices.deployment, objective=choices.objective,
+                               pretrain_rule=pretrain_rule, pretrain_progress=bar)
         slurm = (DaskSlurm(cores=slurm_cores, memory=slurm_memory, walltime=slurm_walltime, queue=slurm_partition,
                            account=slurm_account, jobs=slurm_jobs or min(len(tasks), workers if workers > 1
                                                                          else len(tasks)), host=dask_host)
@@ -222,6 +229,10 @@ def train(workload_spec: str, policy: str, out: Path, config_path: Path | None, 
                + ", ".join(f"{name} jobs {lo}–{hi - 1}" for name, (lo, hi) in
                            ((n, b["jobs"]) for n, b in bounds.items()) if hi > lo)
                + f"; mode {choices.deployment.label()}; objective {choices.objective.label()}")
+    choice = tasks[0].pretrain_choice
+    if choice is not None:
+        click.echo(f"pretraining on {choice['rule']}: the best of {len(choice['scores'])} rules on the train window "
+                   f"({choices.objective.name} {choice['score']:.4g}, {choice['seconds']:.1f} s)")
     selected = verdict.extra["selected"]
     for r in results:
         for note in r.notes:

@@ -132,6 +132,10 @@ class FixedRankAgent:
         None when the rule cannot say."""
         return None
 
+    def observe(self, view: ClusterView) -> None:
+        """Feed the rule what :meth:`decide` feeds it from every view, whatever is pending (a runtime model's
+        finished jobs); a learned agent pretraining on this rule calls it at every view, then :meth:`rank`."""
+
     def pending_scores(self, view: ClusterView) -> FloatArray:
         """The rank turned around (the first of n jobs scores n, the last 1): a rule has no value function."""
         order = self.rank(view)
@@ -222,8 +226,11 @@ class EDFAgent(FixedRankAgent):
         deadline = edf_deadline(pend, self.runtime.pending(pend), self.w_target)
         return np.lexsort((pend.job_id, pend.submit_s, deadline)).astype(np.int64)
 
-    def decide(self, view: ClusterView) -> Decisions:
+    def observe(self, view: ClusterView) -> None:
         self.runtime.observe(view)
+
+    def decide(self, view: ClusterView) -> Decisions:
+        self.observe(view)
         return super().decide(view)
 
 
@@ -269,6 +276,12 @@ class SchedulingAgent:
     sweeps using the collected rewards, the network can start to take its own
     decisions"); then ``pretrain_sweeps`` re-fits run and ε-greedy control begins.
     Set ``pretrain_decisions=0`` to skip pretraining (for example after loading a model).
+    ``pretrain_rule`` generalises EDF to any ranking rule (issue 23: pretrain from the best
+    rule on the training window): while pretraining the agent follows that rule's ranking
+    (:meth:`FixedRankAgent.observe` at every view, then its ranking) instead of EDF, and records its choices
+    exactly as EDF's — gate mode: the first candidate in the rule's order that fits; boost
+    mode: the rule's whole ranking.  None (the default) is EDF on the agent's own runtime
+    belief, as before.
 
     In boost mode the agent ranks and the batch system starts; a decision is then a start
     observed at the next view (:meth:`_record_starts`): the state is that of the view that
@@ -325,7 +338,8 @@ class SchedulingAgent:
                  shares: Sequence[float] | None = None, *, lam: float = 0.5, mode: Mode = "gate",
                  pretrain_decisions: int = 500, pretrain_sweeps: int = 5,
                  edf_w_target: float = DEFAULT_EDF_W_TARGET, learn: bool = True,
-                 credit: Credit = "incurred", keep_idle_cores: int = 0) -> None:
+                 credit: Credit = "incurred", keep_idle_cores: int = 0,
+                 pretrain_rule: FixedRankAgent | None = None) -> None:
         if mode not in ("gate", "boost"):
             raise ValueError(f"agent mode must be 'gate' or 'boost', got {mode!r}")
         if credit not in CREDITS:
@@ -354,6 +368,8 @@ class SchedulingAgent:
         self.pretrain_decisions = pretrain_decisions
         self.pretrain_sweeps = pretrain_sweeps
         self.edf_w_target = edf_w_target
+        #: The rule followed while pretraining (None: EDF on this agent's runtime belief).
+        self.pretrain_rule = pretrain_rule
         self.learn = learn
         self.decisions = 0
         self.pretraining = learn and pretrain_decisions > 0
@@ -473,27 +489,44 @@ class SchedulingAgent:
         order = fcfs_order(pend)
         candidates = order[pend.held[order]] if self.mode == "gate" else order
         base_actions = self.encoder.actions(pend, run_s, view.time_s, view.total_cores)
+        # The pretraining rule sees every view while it leads, as its own decide would (its runtime model learns
+        # from each), and ranks when something is pending; never after pretraining.
+        rule_rank = None
+        if self.pretraining and self.pretrain_rule is not None:
+            self.pretrain_rule.observe(view)
+            if len(pend):
+                rule_rank = self.pretrain_rule.rank(view)
         new_pool = self._choose_pool(view, agg, base_actions, candidates)
         pool = self._pool_size(view)
         if self.mode == "boost":
             if len(pend) == 0:
                 return Decisions(lease_cap=new_pool)
-            ranked = self._rank(view, agg, self._with_pool(base_actions[order], pool), run_s, order)
+            ranked = self._rank(view, agg, self._with_pool(base_actions[order], pool), run_s, order, rule_rank)
             return Decisions(boost=tuple(pend.job_id[ranked].tolist()), lease_cap=new_pool)
-        released = self._gate(view, agg, base_actions, run_s, candidates, pool)
+        released = self._gate(view, agg, base_actions, run_s, candidates, pool, rule_rank)
         return Decisions(release=released, lease_cap=new_pool)
 
+    def _pretrain_keys(self, pend: PendingJobs, run_s: FloatArray, rule_rank: IntArray | None) -> FloatArray:
+        """While pretraining, each pending job's place in the leading rule's order, lower first: EDF's
+        deadline (:func:`edf_deadline`) without a ``pretrain_rule``, else the job's rank in its ranking."""
+        if rule_rank is None:
+            return edf_deadline(pend, run_s, self.edf_w_target)
+        position = np.empty(len(pend), dtype=np.float64)
+        position[rule_rank] = np.arange(rule_rank.size, dtype=np.float64)
+        return position
+
     def _rank(self, view: ClusterView, agg: StateAggregates, actions: FloatArray, run_s: FloatArray,
-              order: IntArray) -> IntArray:
+              order: IntArray, rule_rank: IntArray | None = None) -> IntArray:
         """Boost mode: indices of ``view.pending``, best first (``actions``: the rows of ``order``).
 
-        While pretraining, EDF's order (P-grid §3.3, as gate mode's first decisions); then by Q, with the top
+        While pretraining, EDF's order (P-grid §3.3, as gate mode's first decisions) or the ranking
+        ``rule_rank`` of the ``pretrain_rule``; then by Q, with the top
         job ε-greedy when learning (one uniform draw per ranking, as gate mode's ``select``).  The ranking is
         kept for :meth:`_record_starts`.
         """
         pend = view.pending
         if self.pretraining:
-            by = np.argsort(edf_deadline(pend, run_s, self.edf_w_target)[order], kind="stable")
+            by = np.argsort(self._pretrain_keys(pend, run_s, rule_rank)[order], kind="stable")
         else:
             scores = self.learner.q.scores(self.encoder.state_vector(agg), actions)
             by = np.argsort(-scores, kind="stable")
@@ -558,7 +591,7 @@ class SchedulingAgent:
         return np.asarray(self.learner.q.scores(self.encoder.state_vector(agg), actions), dtype=np.float64)
 
     def _gate(self, view: ClusterView, agg: StateAggregates, base_actions: FloatArray, run_s: FloatArray,
-              candidates: IntArray, pool: int) -> tuple[int, ...]:
+              candidates: IntArray, pool: int, rule_rank: IntArray | None = None) -> tuple[int, ...]:
         pend = view.pending
         budget = release_budget(view, pool)
         if budget <= 0 or candidates.size == 0:
@@ -568,7 +601,8 @@ class SchedulingAgent:
         actions = self._with_pool(base_actions[candidates], pool)
         cand_cores = pend.cores[candidates]
         available = np.ones(candidates.size, dtype=bool)
-        deadline = edf_deadline(pend, run_s, self.edf_w_target)[candidates] if self.pretraining else None
+        # While pretraining: each candidate's place in EDF's or the pretraining rule's order (lower first).
+        deadline = self._pretrain_keys(pend, run_s, rule_rank)[candidates] if self.pretraining else None
         service = self.fairness.service_now(view) if self.use_fairness else None
         if self.learn and self.credit == "incurred":
             self._close_interval()
@@ -693,7 +727,8 @@ class ElasticSchedulingAgent(SchedulingAgent):
                  pool_options: Sequence[int], initial_cores: int, start_s: float = 0.0, min_cores: int = 30,
                  hold_s: float = 900.0, lam: float = 0.5, mode: Mode = "gate", pretrain_decisions: int = 500,
                  pretrain_sweeps: int = 5, edf_w_target: float = DEFAULT_EDF_W_TARGET,
-                 learn: bool = True, credit: Credit = "incurred", keep_idle_cores: int = 0) -> None:
+                 learn: bool = True, credit: Credit = "incurred", keep_idle_cores: int = 0,
+                 pretrain_rule: FixedRankAgent | None = None) -> None:
         options = np.unique(np.asarray(pool_options, dtype=np.int64))
         if options.size == 0 or options[0] < 1:
             raise ValueError(f"elastic agent: pool options must be positive, got {list(pool_options)}")
@@ -706,7 +741,7 @@ class ElasticSchedulingAgent(SchedulingAgent):
         super().__init__(learner, encoder, runtime, None, lam=lam, mode=mode,
                          pretrain_decisions=pretrain_decisions, pretrain_sweeps=pretrain_sweeps,
                          edf_w_target=edf_w_target, learn=learn, credit=credit,
-                         keep_idle_cores=keep_idle_cores)
+                         keep_idle_cores=keep_idle_cores, pretrain_rule=pretrain_rule)
         self.pool_cores = initial_cores
         self.last_change_s = start_s
         self.utilization = UtilizationTracker(start_s, initial_cores)

@@ -237,9 +237,12 @@ class ScoredRankAgent(FixedRankAgent):
             return order_by_priority(rule_priority(self.scores(view)), pend.submit_s, pend.job_id)
         return np.lexsort((pend.job_id, pend.submit_s, self.scores(view))).astype(np.int64)
 
-    def decide(self, view: ClusterView) -> Decisions:
+    def observe(self, view: ClusterView) -> None:
         if self.runtime is not None:
             self.runtime.observe(view)      # finished jobs feed the predictor before the pending are ranked
+
+    def decide(self, view: ClusterView) -> Decisions:
+        self.observe(view)
         return super().decide(view)
 
     def pending_scores(self, view: ClusterView) -> FloatArray:

@@ -28,6 +28,12 @@ makes ``epochs`` passes over its training window, the agent continuing from one 
 copy of the agent is replayed on the validation window in the deployment mode and scored by the
 objective, and the task keeps the best pass.  :func:`select` then picks the best seed, and
 :mod:`rlsched.workflow.verdict` measures it against the rules.
+
+Pretraining from the best rule (issue 23, item 5): ``pretrain_rule="best"`` scores every candidate rule of
+the verdict (:func:`rlsched.workflow.verdict.score_rules`) on the **training window**, in the deployment mode
+and by the objective, and sets the learned policy's ``pretrain_rule`` to the best one (:func:`best_pretrain_rule`),
+so that its first ``pretrain_decisions`` decisions follow and record that rule instead of EDF.  The validation
+and test windows are never read for it; the choice and the rules' training-window scores go into the verdict.
 """
 
 from __future__ import annotations
@@ -46,6 +52,7 @@ import numpy as np
 from rlsched.core.agents import SchedulingAgent
 from rlsched.core.objective import Objective
 from rlsched.core.policies import PolicyError, PolicySpec, entry, load_policy, read_policy_spec, resolve
+from rlsched.core.policies.registry import PRETRAIN_EDF
 from rlsched.sim.engine import DEFAULT_OVERRUN, Overrun
 from rlsched.sim.policies import workload_vos
 from rlsched.sim.workload import Workload, with_class_rule
@@ -84,6 +91,8 @@ class TrainTask:
     #: to the config's mode, boost without one.
     deployment: Deployment = field(default_factory=lambda: Deployment("gate"))
     objective: Objective = field(default_factory=Objective)
+    #: How ``pretrain_rule`` was chosen (``best``: the rules' scores on the training window), for the verdict.
+    pretrain_choice: Mapping[str, Any] | None = None
 
     @property
     def seed(self) -> int:
@@ -97,6 +106,9 @@ class TrainTask:
             digest.update(np.ascontiguousarray(column).tobytes())
         spec = self.spec.to_dict()
         spec.pop("source", None)
+        if spec["params"].get("pretrain_rule") == PRETRAIN_EDF:
+            # The default, as every checkpoint written before the parameter existed meant: they still resume.
+            del spec["params"]["pretrain_rule"]
         v = self.validation
         if v is not None:
             for column in (v.submit, v.run, v.req_time, v.procs, v.job_class, v.vo):
@@ -152,11 +164,14 @@ def train_plan(workload: Workload, policy: str | PolicySpec, out: Path, *, seeds
                site: Site | None = None, checkpoint_every: int = 0, cores: int | None = None,
                overrun: Overrun = DEFAULT_OVERRUN, fresh: bool = False, validation: Workload | None = None,
                epochs: int = 1, deployment: Deployment | None = None,
-               objective: Objective | None = None) -> list[TrainTask]:
+               objective: Objective | None = None, pretrain_rule: str | None = None,
+               pretrain_progress: Callable[[int], None] | None = None) -> list[TrainTask]:
     """One :class:`TrainTask` per seed (see the module docstring); one-line errors for bad arguments.
 
     ``workload`` is the training window, ``validation`` the validation window (both as loaded: the
-    site's class rule and VOs are applied here to both).
+    site's class rule and VOs are applied here to both).  ``pretrain_rule``: the policy's ``pretrain_rule``
+    (a rule spec, or ``best``: the best rule on the training window, :func:`best_pretrain_rule`); None keeps
+    the policy's own.
     """
     spec = resolve(policy)
     if entry(spec.name).family != "learned":
@@ -179,14 +194,46 @@ def train_plan(workload: Workload, policy: str | PolicySpec, out: Path, *, seeds
                              f"window ({', '.join(workload_vos(workload))}): cut both with TimeSplit.window")
     spec = spec.with_class_rule(rule.to_dict())
     spec = spec.bound(workload_vos(workload), spec.features)
+    choice: dict[str, Any] | None = None
+    if pretrain_rule == BEST_PRETRAIN_RULE:
+        choice = best_pretrain_rule(workload, deployment or Deployment("gate"), objective or Objective(),
+                                    cores=cores, overrun=overrun, progress=pretrain_progress)
+        pretrain_rule = str(choice["rule"])
+    if pretrain_rule is not None:
+        try:
+            spec = resolve(spec, pretrain_rule=pretrain_rule)
+        except PolicyError as exc:
+            raise TrainError(f"--pretrain-rule: {exc}") from None
     tasks = []
     for seed in seeds:
         path = seeded_path(out, seed, len(seeds))
         tasks.append(TrainTask(workload, spec.with_params(seed=int(seed)), path,
                                checkpoint_path_for(path) if checkpoint_every else None, checkpoint_every,
                                cores, overrun, fresh, validation=validation, epochs=epochs,
-                               deployment=deployment or Deployment("gate"), objective=objective or Objective()))
+                               deployment=deployment or Deployment("gate"), objective=objective or Objective(),
+                               pretrain_choice=choice))
     return tasks
+
+
+#: ``pretrain_rule`` value that asks :func:`train_plan` for the best rule on the training window.
+BEST_PRETRAIN_RULE = "best"
+
+
+def best_pretrain_rule(train: Workload, deployment: Deployment, objective: Objective, *, cores: int | None = None,
+                       overrun: Overrun = DEFAULT_OVERRUN,
+                       progress: Callable[[int], None] | None = None) -> dict[str, Any]:
+    """The rule to pretrain from: the verdict's candidate rules replayed on ``train`` (the training window, as
+    the site sees it) in ``deployment``'s mode, best by ``objective``.  Returns what the verdict records:
+    ``rule`` (a ``pretrain_rule`` value), ``score``, ``scores`` (every rule's), ``window`` and ``seconds``."""
+    from rlsched.core.policies.registry import pretrain_rule_text
+    from rlsched.workflow.verdict import score_rules
+
+    rules = score_rules(train, deployment, objective, cores=cores, overrun=overrun, progress=progress)
+    best = rules.best(objective)
+    if best is None:
+        raise TrainError("--pretrain-rule best: no rule could be replayed on the training window")
+    return {"rule": pretrain_rule_text(rules.specs[best]), "label": best, "score": rules.scores[best],
+            "window": "train", "jobs": len(train), "scores": dict(rules.scores), "seconds": rules.seconds}
 
 
 def _learned_names() -> list[str]:
@@ -482,7 +529,10 @@ def judge_and_write(results: Sequence[TrainResult], tasks: Sequence[TrainTask], 
              "selected": {"seed": chosen.seed, "epoch": chosen.best_epoch, "epochs": chosen.epochs},
              "seed_scores": {str(r.seed): r.best_score for r in results},
              "epoch_scores": {str(r.seed): r.validation_scores for r in results},
-             "rules": rules.scores, "rules_left_out": rules.skipped}
+             "rules": rules.scores, "rules_left_out": rules.skipped,
+             "pretrain_rule": str(task.spec.params.get("pretrain_rule", "edf"))}
+    if task.pretrain_choice is not None:
+        extra["pretrain_choice"] = dict(task.pretrain_choice)
     verdict = judge(task.objective, task.deployment, chosen.best_score,
                     [r.best_score for r in results if r.best_score is not None], rules, extra)
     with tempfile.TemporaryDirectory(prefix="rlsched-train-") as tmp:

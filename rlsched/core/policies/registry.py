@@ -57,7 +57,7 @@ from rlsched.core.policies.rules import (
     RuleAgent,
     static_rule_key,
 )
-from rlsched.core.policies.spec import PolicyError, PolicySpec, split_policy
+from rlsched.core.policies.spec import PolicyError, PolicySpec, _format_value, split_policy
 from rlsched.core.runtime import RUNTIME_MODELS, make_runtime_model, usable_requested
 from rlsched.core.scoring import (
     FEATURES,
@@ -454,11 +454,60 @@ def feature_config(spec: PolicySpec) -> FeatureConfig:
     return FeatureConfig(n_vos=max(len(spec.vos), 1))
 
 
+#: ``pretrain_rule``'s default: P-grid §3.3's EDF on the learned agent's own runtime belief (not the ``edf`` rule
+#: of the registry, which reads its own ``runtime_model``), so that models trained before the parameter are unchanged.
+PRETRAIN_EDF = "edf"
+#: Inside ``pretrain_rule`` a rule's own parameters are separated by ``;`` (``,`` separates the learned policy's).
+PRETRAIN_PARAM_SEPARATOR = ";"
+
+
+def pretrain_rule_spec(text: str) -> PolicySpec:
+    """The rule spec a ``pretrain_rule`` value names (``sjf``, ``f4``, ``saf:runtime_model=learned``, parameters
+    separated by ``;``); a one-line :class:`PolicyError` for anything but a ``rule``-family entry."""
+    spec = parse_policy(text.replace(PRETRAIN_PARAM_SEPARATOR, ","))
+    family = entry(spec.name).family
+    if family != "rule":
+        raise PolicyError(f"pretrain_rule {text!r}: {spec.name!r} is a {family} policy; pretraining follows a rule "
+                          f"({', '.join(e.name for e in POLICIES.values() if e.family == 'rule')})")
+    return spec
+
+
+def pretrain_rule_text(spec: PolicySpec) -> str:
+    """The ``pretrain_rule`` value naming ``spec``: its non-default parameters joined by ``;``."""
+    e = entry(spec.name)
+    named = sorted((k, v) for k, v in spec.params.items() if e.param(k).default != v)
+    return spec.name + (":" + PRETRAIN_PARAM_SEPARATOR.join(f"{k}={_format_value(v)}" for k, v in named)
+                        if named else "")
+
+
+def _check_pretrain_rule(text: str) -> str | None:
+    if text == PRETRAIN_EDF:
+        return None
+    try:
+        pretrain_rule_spec(text)
+    except PolicyError as exc:
+        return str(exc)
+    return None
+
+
+def _pretrain_ranker(spec: PolicySpec, ctx: BuildContext) -> FixedRankAgent | None:
+    """The rule agent a learned spec pretrains on, built through the registry in the agent's mode (None: EDF)."""
+    text = spec.params["pretrain_rule"]
+    if text == PRETRAIN_EDF:
+        return None
+    rule = pretrain_rule_spec(text).bound(spec.vos, None)
+    agent = build_agent(rule, ctx)
+    if not isinstance(agent, FixedRankAgent):
+        raise PolicyError(f"policy {spec.name!r}: pretrain_rule {text!r} does not rank jobs")
+    return agent
+
+
 def _learned_builder(learner_kind: str, q_kind: str) -> Callable[[PolicySpec, BuildContext], Agent]:
     def build(spec: PolicySpec, ctx: BuildContext) -> Agent:
         p = spec.params
         enc = FeatureEncoder(feature_config(spec))
         runtime = _runtime(spec, ctx)
+        pretrain_rule = _pretrain_ranker(spec, ctx)
         if p["elastic"]:
             if ctx.live:
                 raise PolicyError(f"policy {spec.name!r}: elastic=true resizes the pool, which only the "
@@ -473,11 +522,12 @@ def _learned_builder(learner_kind: str, q_kind: str) -> Callable[[PolicySpec, Bu
                 pool_options=range(p["pool_min_cores"], max_cores + 1, p["pool_step_cores"]),
                 initial_cores=ctx.total_cores, start_s=ctx.start_s, min_cores=p["pool_min_cores"],
                 hold_s=p["pool_hold_s"], lam=p["lam"], mode=ctx.mode, pretrain_decisions=p["pretrain_decisions"],
-                keep_idle_cores=p["keep_idle_cores"])
+                keep_idle_cores=p["keep_idle_cores"], pretrain_rule=pretrain_rule)
         learner = make_learner(learner_kind, make_q(q_kind, enc.state_dim, enc.action_dim, p["seed"]), p["seed"],
                                p["memory"])
         return SchedulingAgent(learner, enc, runtime, shares=ctx.shares, lam=p["lam"], mode=ctx.mode,
-                               pretrain_decisions=p["pretrain_decisions"], keep_idle_cores=p["keep_idle_cores"])
+                               pretrain_decisions=p["pretrain_decisions"], keep_idle_cores=p["keep_idle_cores"],
+                               pretrain_rule=pretrain_rule)
     return build
 
 
@@ -497,6 +547,11 @@ def _learned_params(keep_idle_default: int) -> tuple[Param, ...]:
               check=_non_negative),
         Param("pretrain_decisions", int, 500, "EDF decisions before the learned policy acts (P-grid §3.3)",
               check=_non_negative),
+        Param("pretrain_rule", str, PRETRAIN_EDF,
+              "the rule followed (and recorded) while pretraining: edf (P-grid §3.3, on the agent's runtime belief) "
+              "or any rule spec, its parameters separated by ';' (saf, f4, sjf:runtime_model=learned); "
+              "`rlsched train --pretrain-rule best` picks the best rule on the training window",
+              check=_check_pretrain_rule),
         Param("seed", int, 0, "random seed (exploration, ESN reservoir, FFNN weights)"),
         Param("memory", int, DEFAULT_MEMORY_TRANSITIONS,
               "replay memory: the most recent transitions kept and re-fitted on (0: all; the oldest tenth "

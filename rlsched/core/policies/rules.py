@@ -151,6 +151,9 @@ class RuleAgent(FixedRankAgent):
         return [RankKey(f"{self.rule} priority", self.priorities(view), higher_first=True),
                 *tie_break_keys(view.pending)]
 
-    def decide(self, view: ClusterView) -> Decisions:
+    def observe(self, view: ClusterView) -> None:
         self.runtime.observe(view)
+
+    def decide(self, view: ClusterView) -> Decisions:
+        self.observe(view)
         return super().decide(view)
