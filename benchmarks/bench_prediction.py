@@ -3,13 +3,7 @@
 Run:  RLSCHED_TRACE_DIR=/path/to/traces nice -n 10 .venv/bin/python benchmarks/bench_prediction.py \
           [--trace CTC-SP2-1996-3.1-cln ...]
 
-Each trace is replayed as it was recorded (a job is submitted at its submit time and ends at submit + recorded
-wait + runtime), the way Tsafrir et al. and Gaussier et al. score predictors: every job is predicted when it is
-submitted, from the jobs that had finished by then, and every finished job is learned in completion order (an
-end and a submit at the same instant: the end first, as in the simulator).  The runtime a job is scored against
-is its recorded runtime capped at its request (a batch system kills it there).  ``requested`` is the request;
-``user-last2`` and ``learned`` are :mod:`rlsched.core.prediction`'s predictors.  Jobs without a recorded wait
-(synthetic traces) are ended at submit + runtime.
+How each trace is replayed and scored: :mod:`rlsched.sim.prediction_errors`, whose
 :func:`rlsched.sim.prediction_errors.prediction_errors` is the function to call.
 """
 
