@@ -58,13 +58,15 @@ def test_the_report_regenerates_from_results_json_alone(quick_row: dict[str, Any
     assert "| small |" in report and "test window only" in report and (tmp_path / "ratios.png").stat().st_size > 0
 
 
-def _row(deployed: float, spread: float, best: float = 10.0) -> dict[str, Any]:
+def _row(deployed: float, spread: float, best: float = 10.0, trace: str = "t",
+         requested_mae: float = 5.0) -> dict[str, Any]:
     rules = {"easy": {"validation": best, "test": best, "runtime": "requested"}}
-    return {"trace": "t", "deployed": {"kind": "model", "what": "m", "test": deployed, "spread": spread},
+    return {"trace": trace, "deployed": {"kind": "model", "what": "m", "test": deployed, "spread": spread},
             "best_rule_test": {"rule": "easy", "test": best},
             "ratios": {"learned": deployed / best, "scored": 1.0, "deployed": deployed / best,
                        "validation_pick": 1.0},
-            "rules": rules, "prediction": {"user-last2": {"mae_s": 2.0}, "learned": {"mae_s": 1.0}}}
+            "rules": rules, "prediction": {"requested": {"mae_s": requested_mae}, "user-last2": {"mae_s": 2.0},
+                                           "learned": {"mae_s": 1.0}}}
 
 
 def test_a_deployed_choice_worse_than_the_best_rule_beyond_its_spread_misses_the_goal() -> None:
@@ -88,3 +90,12 @@ def test_fewer_cores_bring_the_offered_load_to_about_the_target() -> None:
     reduced = workload.with_max_procs(cores)
     assert cores < workload.max_procs and fraction == cores / workload.max_procs
     assert 0.7 < reduced.summary()["offered_load"] <= 0.8
+
+
+def test_the_predictor_goal_leaves_out_a_trace_whose_request_is_the_runtime() -> None:
+    # There the learned predictor, never above the request, is exact by construction: no comparison.
+    settings = LearningSettings().to_dict()
+    rows = [_row(10.0, 0.1, trace="real"), _row(10.0, 0.1, trace="filled", requested_mae=0.4)]
+    line = next(g for g in goals({"settings": settings, "traces": rows}) if g.startswith("**Learned predictor"))
+    assert "lower on 1 of the 1 traces run with a recorded request (real)" in line
+    assert "not compared on filled" in line
