@@ -41,7 +41,7 @@ from rlsched.sim.experiments.tong_common import (
     TRACE_FILE,
     WARMUP_TASKS,
     H,
-    Plan,
+    Sizes,
 )
 from rlsched.sim.hetero.compare import POLICIES, run_policies
 from rlsched.sim.hetero.model import Units
@@ -183,9 +183,9 @@ class _NlpAllocations:
         return self._cache[rate, shift]
 
 
-def _rate_tasks(plan: Plan, seed: int, f: int, nlp: _NlpAllocations) -> Iterator[SmallTask]:
+def _rate_tasks(sizes: Sizes, seed: int, f: int, nlp: _NlpAllocations) -> Iterator[SmallTask]:
     """Figs. 4–5 (the arrival laws) and 8–9 (every policy) for flow ``f`` at every rate."""
-    for rate in plan.rates:
+    for rate in sizes.rates:
         # Figs. 4–5: the learner and the optimiser under the four arrival laws.
         for law in ARRIVAL_LAWS:
             if law in ("exponential", "uniform"):
@@ -212,27 +212,27 @@ def _estimation_tasks(seed: int, f: int, nlp: _NlpAllocations) -> Iterator[Small
                             nlp_probs=nlp(rate, shift), extra={"error": label, "rate_per_h": rate})
 
 
-def _parameter_tasks(plan: Plan, seed: int, f: int) -> Iterator[SmallTask]:
+def _parameter_tasks(sizes: Sizes, seed: int, f: int) -> Iterator[SmallTask]:
     """Fig. 12 and Table 4: the discount factor and the exploration probability (Poisson, λ = 80)."""
-    for gamma in plan.gammas:
+    for gamma in sizes.gammas:
         yield SmallTask("gamma", f"gamma-{gamma:g}", "poisson-80", "exponential", 80.0, f, seed, SWEEP_POLICIES,
                         gamma=gamma, extra={"gamma": gamma})
-    for eps in plan.epsilons:
+    for eps in sizes.epsilons:
         yield SmallTask("epsilon", f"epsilon-{eps:g}", "poisson-80", "exponential", 80.0, f, seed, SWEEP_POLICIES,
                         epsilon=eps, record=True, extra={"epsilon": eps})
 
 
-def small_tasks(plan: Plan, seed: int) -> list[SmallTask]:
+def small_tasks(sizes: Sizes, seed: int) -> list[SmallTask]:
     """Every small-system task, flow by flow (the rows aggregate in this order)."""
     nlp = _NlpAllocations()
     tasks: list[SmallTask] = []
-    for f in range(plan.flows):
+    for f in range(sizes.flows):
         # Fig. 3: convergence of Q(t1, ·) on a Poisson flow at λ = 80.
         tasks.append(SmallTask("convergence", "poisson-80", "poisson-80", "exponential", 80.0, f, seed,
                                LEARNER_VARIANTS, record=True))
-        tasks += _rate_tasks(plan, seed, f, nlp)
+        tasks += _rate_tasks(sizes, seed, f, nlp)
         tasks += _estimation_tasks(seed, f, nlp)
-        tasks += _parameter_tasks(plan, seed, f)
+        tasks += _parameter_tasks(sizes, seed, f)
     return tasks
 
 
@@ -242,12 +242,12 @@ def _trace_directory(trace_dir: Path | None) -> Path | None:
     return Path(os.environ["RLSCHED_TRACE_DIR"]) if os.environ.get("RLSCHED_TRACE_DIR") else None
 
 
-def lpc_tasks(plan: Plan, seed: int, trace_dir: Path | None) -> tuple[list[LpcTask], dict[str, Any]]:
+def lpc_tasks(sizes: Sizes, seed: int, trace_dir: Path | None) -> tuple[list[LpcTask], dict[str, Any]]:
     """The synthetic LPC tasks, and the LPC-EGEE replay's when the trace is found; with what the replay was."""
-    tasks = [LpcTask(f"lpc-{cpus}", LpcSetting(cpus=cpus, days=plan.lpc_days), f, seed)
-             for cpus in (140, 15) for f in range(plan.lpc_flows)]
-    taskshare = LpcSetting(cpus=15, days=plan.lpc_days, burst_fraction=TASK_SHARE_BURST_FRACTION)
-    tasks += [LpcTask("lpc-15-taskshare", taskshare, f, seed) for f in range(plan.lpc_flows)]
+    tasks = [LpcTask(f"lpc-{cpus}", LpcSetting(cpus=cpus, days=sizes.lpc_days), f, seed)
+             for cpus in (140, 15) for f in range(sizes.lpc_flows)]
+    taskshare = LpcSetting(cpus=15, days=sizes.lpc_days, burst_fraction=TASK_SHARE_BURST_FRACTION)
+    tasks += [LpcTask("lpc-15-taskshare", taskshare, f, seed) for f in range(sizes.lpc_flows)]
     info: dict[str, Any] = {}
     directory = _trace_directory(trace_dir)
     if directory is None:
@@ -262,18 +262,18 @@ def lpc_tasks(plan: Plan, seed: int, trace_dir: Path | None) -> tuple[list[LpcTa
     except ImportError as err:
         info["replay"] = f"skipped: SWF reader unavailable ({err})"
         return tasks, info
-    replay = lpc_replay_flow(read_swf(path), plan.replay_days)
+    replay = lpc_replay_flow(read_swf(path), sizes.replay_days)
     info["replay"] = {
         "trace": TRACE_FILE,
         "tasks": len(replay.flow),
         "groups": list(replay.groups),
         "mean_run_h": replay.mean_run_h.tolist(),
         "dropped": replay.dropped,
-        "days": plan.replay_days,
+        "days": sizes.replay_days,
         "type_share": float(np.mean(replay.flow.task_type == 0)),
     }
-    tasks += [LpcTask(f"lpc-egee-{cpus}", LpcSetting(cpus=cpus, days=plan.lpc_days), f, seed, replay)
-              for cpus in (140, 15) for f in range(plan.lpc_flows)]
+    tasks += [LpcTask(f"lpc-egee-{cpus}", LpcSetting(cpus=cpus, days=sizes.lpc_days), f, seed, replay)
+              for cpus in (140, 15) for f in range(sizes.lpc_flows)]
     return tasks, info
 
 
@@ -327,8 +327,8 @@ class TongExperiment(PaperExperiment[SmallTask | LpcTask, list[dict[str, Any]]])
     json_allow_nan = False
 
     @property
-    def sizes(self) -> Plan:
-        return Plan.make(self.quick)
+    def sizes(self) -> Sizes:
+        return Sizes.make(self.quick)
 
     def plan(self) -> list[SmallTask | LpcTask]:
         lpc, self.replay_info = lpc_tasks(self.sizes, self.seed, self.trace_dir)
@@ -367,7 +367,7 @@ class TongExperiment(PaperExperiment[SmallTask | LpcTask, list[dict[str, Any]]])
 
 def run(out_dir: Path, *, quick: bool = False, seed: int = 0, trace_dir: Path | None = None) -> dict[str, Any]:
     """Run every Tong §6 experiment; write results.json, report.md and the figures into ``out_dir``."""
-    return TongExperiment(quick, seed, trace_dir).run(out_dir, Plan.make(quick).workers)
+    return TongExperiment(quick, seed, trace_dir).run(out_dir, Sizes.make(quick).workers)
 
 
 EXPERIMENTS = {

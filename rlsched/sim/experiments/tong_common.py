@@ -58,8 +58,8 @@ TASK_SHARE_BURST_FRACTION = burst_time_fraction(1.0 / 3.0, LpcSetting.burst_rate
 
 
 @dataclass(frozen=True)
-class Plan:
-    """How much to run: the full plan takes minutes on 2 cores, the quick one seconds."""
+class Sizes:
+    """How much Tong §6 to run: the full sizes take minutes on 2 cores, the quick ones seconds."""
 
     flows: int
     rates: tuple[float, ...]
@@ -71,9 +71,9 @@ class Plan:
     workers: int
 
     @staticmethod
-    def make(quick: bool) -> Plan:
+    def make(quick: bool) -> Sizes:
         if quick:
-            return Plan(
+            return Sizes(
                 flows=3,
                 rates=(40.0, 80.0),
                 lpc_days=4.0,
@@ -83,7 +83,7 @@ class Plan:
                 replay_days=4.0,
                 workers=1,
             )
-        return Plan(
+        return Sizes(
             flows=50,
             rates=(20.0, 40.0, 60.0, 80.0, 100.0),
             lpc_days=163.0,

@@ -26,7 +26,7 @@ from rlsched.sim.experiments.tong_common import (
     TASK_SHARE_BURST_FRACTION,
     TASKS_PER_FLOW,
     WARMUP_TASKS,
-    Plan,
+    Sizes,
 )
 from rlsched.sim.hetero.compare import POLICIES
 from rlsched.sim.hetero.workloads import ARRIVAL_LAWS, ESTIMATION_ERRORS, LpcSetting
@@ -74,23 +74,23 @@ def _value(
     return float("nan") if r is None or r.get(key) is None else float(r[key])
 
 
-def figures(out: Path, rows: Rows, raw: Rows, plan: Plan) -> list[str]:
+def figures(out: Path, rows: Rows, raw: Rows, sizes: Sizes) -> list[str]:
     """Figs. 3–12 and Table 4's parameter plot; returns the file names."""
     plt = pyplot()
     written = _fig3_convergence(plt, out, raw)
-    written += _fig4_5_arrival(plt, out, rows, plan)
+    written += _fig4_5_arrival(plt, out, rows, sizes)
     written.append(_fig6_7_estimation(plt, out, rows))
-    written += _fig8_9_all_policies(plt, out, rows, plan)
+    written += _fig8_9_all_policies(plt, out, rows, sizes)
     written += _fig10_11_lpc(plt, out, raw)
-    written.append(_fig12_parameters(plt, out, rows, plan))
+    written.append(_fig12_parameters(plt, out, rows, sizes))
     return written
 
 
-def _by_rate(rows: Rows, plan: Plan, experiment: str, setting_fmt: str,
+def _by_rate(rows: Rows, sizes: Sizes, experiment: str, setting_fmt: str,
              policy: str) -> tuple[list[float], list[float], list[float]]:
-    """(rates, mean response, sd over flows) of one policy over the plan's arrival rates."""
+    """(rates, mean response, sd over flows) of one policy over the arrival rates of ``sizes``."""
     xs, ys, es = [], [], []
-    for rate in plan.rates:
+    for rate in sizes.rates:
         r = _find(rows, experiment, setting_fmt.format(rate=rate), policy)
         if r is not None:
             xs.append(rate)
@@ -124,13 +124,13 @@ def _fig3_convergence(plt: Any, out: Path, raw: Rows) -> list[str]:
     return [save_figure(fig, out / "fig3_convergence.png")]
 
 
-def _fig4_5_arrival(plt: Any, out: Path, rows: Rows, plan: Plan) -> list[str]:
+def _fig4_5_arrival(plt: Any, out: Path, rows: Rows, sizes: Sizes) -> list[str]:
     written = []
     for fig_name, policy in (("fig4_arrival_nlp.png", "nlp"), ("fig5_arrival_qlearning.png", "qlearning-neg-delayed")):
         fig, ax = plt.subplots(figsize=(6, 3.5))
         for law in ARRIVAL_LAWS:
             experiment, fmt = _law_setting(law)
-            xs, ys, _ = _by_rate(rows, plan, experiment, fmt, policy)
+            xs, ys, _ = _by_rate(rows, sizes, experiment, fmt, policy)
             ax.plot(xs, ys, marker="o", label=law)
         ax.set_xlabel("arrival rate λ (tasks/h)")
         ax.set_ylabel("mean response (h)")
@@ -162,12 +162,12 @@ def _fig6_7_estimation(plt: Any, out: Path, rows: Rows) -> str:
     return save_figure(fig, out / "fig6_7_estimation.png")
 
 
-def _fig8_9_all_policies(plt: Any, out: Path, rows: Rows, plan: Plan) -> list[str]:
+def _fig8_9_all_policies(plt: Any, out: Path, rows: Rows, sizes: Sizes) -> list[str]:
     written = []
     for fig_name, law_name in (("fig8_poisson.png", "poisson"), ("fig9_uniform.png", "uniform")):
         fig, ax = plt.subplots(figsize=(7, 4))
         for policy in TABLE_POLICIES:
-            xs, ys, es = _by_rate(rows, plan, "comparison", law_name + "-{rate:g}", policy)
+            xs, ys, es = _by_rate(rows, sizes, "comparison", law_name + "-{rate:g}", policy)
             ax.errorbar(xs, ys, yerr=es, marker="o", capsize=3, label=policy_label(policy))
         ax.set_xlabel("arrival rate λ (tasks/h)")
         ax.set_ylabel("mean response (h), ± sd over flows")
@@ -198,13 +198,13 @@ def _fig10_11_lpc(plt: Any, out: Path, raw: Rows) -> list[str]:
     return written
 
 
-def _fig12_parameters(plt: Any, out: Path, rows: Rows, plan: Plan) -> str:
+def _fig12_parameters(plt: Any, out: Path, rows: Rows, sizes: Sizes) -> str:
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.5))
     for policy in SWEEP_LEARNERS:
-        ys = [_value(rows, "gamma", f"gamma-{g:g}", policy) for g in plan.gammas]
-        axes[0].plot(plan.gammas, ys, marker="o", label=policy_label(policy))
-        ys = [_value(rows, "epsilon", f"epsilon-{e:g}", policy) for e in plan.epsilons]
-        axes[1].plot(plan.epsilons, ys, marker="o", label=policy_label(policy))
+        ys = [_value(rows, "gamma", f"gamma-{g:g}", policy) for g in sizes.gammas]
+        axes[0].plot(sizes.gammas, ys, marker="o", label=policy_label(policy))
+        ys = [_value(rows, "epsilon", f"epsilon-{e:g}", policy) for e in sizes.epsilons]
+        axes[1].plot(sizes.epsilons, ys, marker="o", label=policy_label(policy))
     axes[0].set_xlabel("discount factor γ")
     axes[1].set_xlabel("exploration probability p_e")
     for ax in axes:
@@ -221,9 +221,9 @@ def _fmt(x: float | None, digits: int = 4) -> str:
     return "—" if x is None or not np.isfinite(x) else f"{x:.{digits}f}"
 
 
-def orderings(rows: list[dict[str, Any]], plan: Plan) -> list[tuple[str, bool]]:
+def orderings(rows: list[dict[str, Any]], sizes: Sizes) -> list[tuple[str, bool]]:
     checks = []
-    for rate in plan.rates:
+    for rate in sizes.rates:
         p = f"poisson-{rate:g}"
         u = f"uniform-{rate:g}"
         best_poisson = min(POLICIES, key=lambda pol: _value(rows, "comparison", p, pol))
@@ -302,25 +302,25 @@ def _table(
 def report_markdown(result: dict[str, Any]) -> str:
     """``report.md`` from a results.json: the published numbers beside ours, section by section."""
     rows: Rows = result["rows"]
-    plan = Plan.make(result["quick"])
-    lines = _header(result, plan)
+    sizes = Sizes.make(result["quick"])
+    lines = _header(result, sizes)
     for section in (_primary_section, _orderings_section, _all_policies_section, _arrival_section,
                     _estimation_section, _convergence_section, _parameters_section):
-        lines += section(rows, plan)
-    lines += _lpc_section(rows, plan, result.get("replay"))
+        lines += section(rows, sizes)
+    lines += _lpc_section(rows, sizes, result.get("replay"))
     lines += _decision_cost_section(rows)
     lines += _heading("Figures") + [f"![{f}]({f})" for f in result["figures"]]
     lines += ["", "See docs/tong.md for the model, the departures from the paper and the discussion.", ""]
     return "\n".join(lines)
 
 
-def _header(result: dict[str, Any], plan: Plan) -> list[str]:
+def _header(result: dict[str, Any], sizes: Sizes) -> list[str]:
     quick = result["quick"]
     return [
         "# Tong et al. (2014): proactive dispatch to heterogeneous units — regenerated",
         "",
         f"Mode: {'quick (smoke test, too small to conclude anything)' if quick else 'full'}; seed {result['seed']}; "
-        f"{plan.flows} flows of {TASKS_PER_FLOW} tasks per small-system setting; wall time "
+        f"{sizes.flows} flows of {TASKS_PER_FLOW} tasks per small-system setting; wall time "
         f"{result['wall_time_s']:.0f} s.",
         "",
         "All times are hours (the paper's unit); `results.json` carries seconds too. A cell is the mean over "
@@ -350,13 +350,13 @@ def _lpc_settings(rows: Rows) -> list[str]:
     return sorted({r["setting"] for r in rows if r["experiment"] == "lpc"})
 
 
-def _primary_section(rows: Rows, plan: Plan) -> list[str]:
+def _primary_section(rows: Rows, sizes: Sizes) -> list[str]:
     lines = ["## The primary learner against the heuristics", "",
              "Paper window, Poisson and uniform arrivals; LPC settings: whole run. `qlearning-neg at "
              "completion` is what a live dispatcher can run.", "",
              "| setting | qlearning-neg at completion (primary) | best of min-min / max-min / suffrage | ect | "
              "qlearning-neg at placement (simulation only) |", "|---|---|---|---|---|"]
-    for rate in plan.rates:
+    for rate in sizes.rates:
         for law in ("poisson", "uniform"):
             setting = f"{law}-{rate:g}"
             batch = min(_value(rows, "comparison", setting, p) for p in ("min-min", "max-min", "suffrage"))
@@ -373,17 +373,17 @@ def _primary_section(rows: Rows, plan: Plan) -> list[str]:
     return lines
 
 
-def _orderings_section(rows: Rows, plan: Plan) -> list[str]:
+def _orderings_section(rows: Rows, sizes: Sizes) -> list[str]:
     lines = _heading("Orderings the paper reports, checked on our numbers")
-    for text, ok in orderings(rows, plan):
+    for text, ok in orderings(rows, sizes):
         lines.append(f"- [{'x' if ok else ' '}] {text}")
     return lines
 
 
-def _all_policies_section(rows: Rows, plan: Plan) -> list[str]:
+def _all_policies_section(rows: Rows, sizes: Sizes) -> list[str]:
     lines = _heading("Figs. 8–9: all policies (paper window)")
     for label in ("poisson", "uniform"):
-        settings = [f"{label}-{r:g}" for r in plan.rates]
+        settings = [f"{label}-{r:g}" for r in sizes.rates]
         lines += [f"### {label} arrivals", ""]
         lines += _table(rows, "comparison", settings, TABLE_POLICIES)
         lines += ["", "Long window:", ""]
@@ -392,7 +392,7 @@ def _all_policies_section(rows: Rows, plan: Plan) -> list[str]:
     return lines
 
 
-def _arrival_section(rows: Rows, plan: Plan) -> list[str]:
+def _arrival_section(rows: Rows, sizes: Sizes) -> list[str]:
     lines = [
         "## Figs. 4–5: robustness to the arrival law, λ = 80 (paper window)",
         "",
@@ -406,7 +406,7 @@ def _arrival_section(rows: Rows, plan: Plan) -> list[str]:
     return lines
 
 
-def _estimation_section(rows: Rows, plan: Plan) -> list[str]:
+def _estimation_section(rows: Rows, sizes: Sizes) -> list[str]:
     lines = _heading("Figs. 6–7: service-rate estimation errors, Poisson (paper window)",
                      "The learner reads no estimate, so its numbers are those of the correct case by construction.",
                      "", "| λ | error | nlp | ect | min-min | qlearning-neg at completion (primary) |",
@@ -419,7 +419,7 @@ def _estimation_section(rows: Rows, plan: Plan) -> list[str]:
     return lines
 
 
-def _convergence_section(rows: Rows, plan: Plan) -> list[str]:
+def _convergence_section(rows: Rows, sizes: Sizes) -> list[str]:
     lines = _heading(
         "Fig. 3: convergence",
         f"Published: about {PUBLISHED['convergence_updates']} updates. Ours (criterion of Table 4: every Q "
@@ -435,13 +435,13 @@ def _convergence_section(rows: Rows, plan: Plan) -> list[str]:
     return lines
 
 
-def _parameters_section(rows: Rows, plan: Plan) -> list[str]:
+def _parameters_section(rows: Rows, sizes: Sizes) -> list[str]:
     lines = _heading(
         "Fig. 12 and Table 4: parameters (Poisson, λ = 80, paper window)",
         "| γ | " + " | ".join(policy_label(p) for p in SWEEP_LEARNERS) + " |",
         "|---|" + "---|" * len(SWEEP_LEARNERS),
     )
-    for g in plan.gammas:
+    for g in sizes.gammas:
         lines.append(
             f"| {g:g} | " + " | ".join(_fmt(_value(rows, "gamma", f"gamma-{g:g}", p)) for p in SWEEP_LEARNERS)
             + " |"
@@ -453,7 +453,7 @@ def _parameters_section(rows: Rows, plan: Plan) -> list[str]:
         "ART |",
         "|---|---|---|---|---|---|---|",
     ]
-    for e in plan.epsilons:
+    for e in sizes.epsilons:
         setting = f"epsilon-{e:g}"
         r = _find(rows, "epsilon", setting, "qlearning")
         ci = "—" if r is None else (f"{_fmt(r.get('median_convergence_iteration'), 0)} "
@@ -467,12 +467,12 @@ def _parameters_section(rows: Rows, plan: Plan) -> list[str]:
     return lines
 
 
-def _lpc_section(rows: Rows, plan: Plan, replay: Any) -> list[str]:
+def _lpc_section(rows: Rows, sizes: Sizes, replay: Any) -> list[str]:
     lpc = LpcSetting()
     taskshare = LpcSetting(burst_fraction=TASK_SHARE_BURST_FRACTION)
     lines = _heading(
         "Figs. 10–11: LPC",
-        f"Synthetic LPC (§6.3.2): {plan.lpc_days:g} days, {plan.lpc_flows} flows, mean arrival rate "
+        f"Synthetic LPC (§6.3.2): {sizes.lpc_days:g} days, {sizes.lpc_flows} flows, mean arrival rate "
         f"{lpc.mean_rate_per_h:g}/h; offered load {LpcSetting(cpus=140).offered_load:.2f} on 140 CPUs and "
         f"{LpcSetting(cpus=15).offered_load:.2f} on 15 CPUs. **On 15 CPUs the offered load exceeds 1**, so "
         "under any policy the queues grow for the whole run and the mean over 163 days is dominated by the "
