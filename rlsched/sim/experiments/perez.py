@@ -360,21 +360,31 @@ def plan(*, quick: bool, seeds: Iterable[int], elastic: bool = False, lpc: bool 
         window = lpc_window_days if workload == "lpc-egee" else None
         fixed = (*classic, *(("native",) if workload != "lal" else ()))
         for protocol in workload_protocols:
+            base = RunSpec(workload, "", None, None, 0, wl_scale, window_days=window, protocol=protocol)
+            # A fixed policy on a fixed trace is deterministic: one run, on the first seed.
             for seed in seed_list if workload == "lal" else seed_list[:1]:
-                for policy in fixed:
-                    specs.append(RunSpec(workload, policy, None, None, seed, wl_scale, window_days=window,
-                                         protocol=protocol))
-            models = ("estimated",) if protocol == "product" else RUNTIME_MODELS
-            for seed in seed_list:
-                for policy in learned:
-                    for rm in models:
-                        for lam in LAMBDAS:
-                            if rigid_learned:
-                                specs.append(RunSpec(workload, policy, rm, lam, seed, wl_scale, window_days=window,
-                                                     protocol=protocol))
-                            if elastic and workload == "lal":
-                                specs.append(RunSpec(workload, policy, rm, lam, seed, wl_scale, elastic=True,
-                                                     protocol=protocol))
+                specs += [replace(base, policy=policy, seed=seed) for policy in fixed]
+            specs += _learned_specs(base, seed_list, learned, rigid=rigid_learned,
+                                    elastic=elastic and workload == "lal")
+    return specs
+
+
+def _learned_specs(base: RunSpec, seeds: list[int], learned: Sequence[str], *, rigid: bool,
+                   elastic: bool) -> list[RunSpec]:
+    """Every learned run of one workload and protocol: seed × policy × runtime model × λ, rigid and/or elastic.
+
+    Under the product protocol only estimated runtimes (no policy reads the actual runtime)."""
+    models = ("estimated",) if base.protocol == "product" else RUNTIME_MODELS
+    specs: list[RunSpec] = []
+    for seed in seeds:
+        for policy in learned:
+            for rm in models:
+                for lam in LAMBDAS:
+                    one = replace(base, policy=policy, runtime_model=rm, lam=lam, seed=seed)
+                    if rigid:
+                        specs.append(one)
+                    if elastic:
+                        specs.append(replace(one, elastic=True, window_days=None))
     return specs
 
 
