@@ -28,6 +28,8 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from rlsched.errors import RlschedError
+
 #: The first line after the shebang of the wrapper :func:`plan` writes; an existing ``rlsched`` without it is
 #: not ours (a distribution's package, a pip console script) and is left alone.
 WRAPPER_MARK = "# rlsched console wrapper written by `rlsched install`"
@@ -43,7 +45,7 @@ SHARE = "/usr/share/rlsched"
 HOOKS = ("rlsched-gate-watchdog", "rlsched-resume", "rlsched-suspend")
 
 
-class InstallError(Exception):
+class InstallError(RlschedError):
     """A file cannot be laid out (the message names it)."""
 
 

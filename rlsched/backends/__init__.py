@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, Protocol, cast
 
 from rlsched.core.live import LiveBackend, LiveBackendConfig
+from rlsched.errors import RlschedError
 
 
 class BackendConfigClass(Protocol):
@@ -68,7 +69,7 @@ BACKENDS: dict[str, BackendKind] = {
 }
 
 
-class UnknownBackendError(ValueError):
+class UnknownBackendError(RlschedError, ValueError):
     """A ``[backend] kind`` nobody registered."""
 
 

@@ -16,11 +16,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from rlsched.core.errors import RlschedError
 from rlsched.core.live import CHANGE_KINDS, LiveBackend
 from rlsched.core.view import Backend, ClusterView, JobClass
 
 
-class BackendCheckError(AssertionError):
+class BackendCheckError(RlschedError, AssertionError):
     """A backend produced an inconsistent view."""
 
 

@@ -15,12 +15,13 @@ from pathlib import Path
 from typing import Any
 
 from rlsched.core.atomic import write_json_atomic
+from rlsched.errors import RlschedError
 from rlsched.metrics import Counters
 
 COUNTERS_VERSION = 1
 
 
-class CheckpointError(ValueError):
+class CheckpointError(RlschedError, ValueError):
     """A checkpoint file that cannot be read: one line naming the file and the problem."""
 
 

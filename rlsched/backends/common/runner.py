@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
+from rlsched.errors import RlschedError
 from rlsched.faultlog import FaultLog
 
 log = logging.getLogger(__name__)
@@ -28,7 +29,7 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
-class BackendError(Exception):
+class BackendError(RlschedError):
     """Anything a live backend could not do; ``kind`` is the label of the error counter
     (``rlsched_backend_errors_total{kind}``)."""
 
@@ -139,7 +140,7 @@ def decode_output(data: bytes) -> tuple[str, int]:
         return text, text.count("\ufffd") - data.count("\ufffd".encode())
 
 
-class CommandTimeout(Exception):
+class CommandTimeout(RlschedError):
     """The command did not finish within its timeout (the runner killed it)."""
 
 
