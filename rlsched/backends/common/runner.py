@@ -64,6 +64,15 @@ class BackendCommandError(BackendError):
         super().__init__(f"{' '.join(self.argv)}: {kind}: {detail}")
 
 
+class VanishedJobError(BackendCommandError):
+    """The job named in an action is gone (finished, cancelled) or no longer in the state the action needs;
+    ``job_id`` is the job as the batch system names it (``"12"``, PBS ``"13[2].host"``)."""
+
+    def __init__(self, argv: Sequence[str], job_id: str, detail: str) -> None:
+        self.job_id = job_id
+        super().__init__("vanished_job", argv, detail)
+
+
 class CommandResult:
     """What a finished command left behind.
 
