@@ -11,11 +11,14 @@ when it can lease cloud nodes); the simulator (:mod:`rlsched.sim`) implements th
   and the account → VO mapping.
 
 The registry maps a ``[backend] kind`` to the backend's config class and factory, named by import path and
-imported only when that kind is used: the daemon and the leasing controller import no backend module, so
-adding a batch system means one :func:`register_backend` call (or one entry in :data:`BACKENDS`) and no
-change to them::
+imported only when that kind is used: the daemon and the leasing controller import no backend module.  A
+batch system from another package registers through the entry-point group ``rlsched.backends``, loaded the
+first time the registry is consulted (:func:`load_backend_plugins`; docs/extending.md)::
 
-    register_backend("pbs", config="mysite.pbs:PBSBackendConfig", factory="mysite.pbs:build_pbs_backend")
+    [project.entry-points."rlsched.backends"]
+    toyq = "rlsched_example_backend:BACKEND"    # BACKEND = BackendKind("toyq", config="...", factory="...")
+
+(or code that runs before the daemon builds its backend calls :func:`register_backend`).
 
 The config class has ``from_table(table, source)`` (a one-line ``ValueError`` naming the key for bad input)
 and satisfies :class:`rlsched.core.live.LiveBackendConfig`; the factory is ``factory(config, state_dir)``
@@ -31,6 +34,7 @@ from pathlib import Path
 from typing import Any, Protocol, cast
 
 from rlsched.core.live import LiveBackend, LiveBackendConfig
+from rlsched.core.plugins import PluginError, load_group
 from rlsched.errors import RlschedError
 
 
@@ -70,7 +74,40 @@ BACKENDS: dict[str, BackendKind] = {
 
 
 class UnknownBackendError(RlschedError, ValueError):
-    """A ``[backend] kind`` nobody registered."""
+    """A ``[backend] kind`` nobody registered (or whose plugin cannot be loaded)."""
+
+
+#: The entry-point group through which other packages add backends.
+PLUGIN_GROUP = "rlsched.backends"
+#: Kinds whose plugin could not be loaded, with the one-line error raised when the kind is asked for.
+_BROKEN: dict[str, PluginError] = {}
+_BUILT_IN = frozenset(BACKENDS)
+_plugins_loaded = False
+
+
+def _check_plugin(name: str, value: Any) -> str | None:
+    if not isinstance(value, BackendKind):
+        return f"gives a {type(value).__name__}, not a rlsched.backends.BackendKind"
+    if name in _BUILT_IN:
+        return f"kind {name!r} is built into rlsched"
+    if ":" not in value.config or ":" not in value.factory:
+        return "its config and factory must be 'module:attribute' paths"
+    return None
+
+
+def load_backend_plugins(reload: bool = False) -> None:
+    """Register the backends of the ``rlsched.backends`` entry points (once per process; ``reload``: again,
+    for a package installed since).  Each entry point's name is the ``[backend] kind``."""
+    global _plugins_loaded
+    if _plugins_loaded and not reload:
+        return
+    _plugins_loaded = True
+    for item in load_group(PLUGIN_GROUP, _check_plugin):
+        if item.error is not None:
+            _BROKEN[item.name] = item.error
+        else:
+            _BROKEN.pop(item.name, None)
+            BACKENDS[item.name] = BackendKind(item.name, item.value.config, item.value.factory)
 
 
 def _load(path: str) -> Any:
@@ -87,10 +124,12 @@ def register_backend(name: str, config: str, factory: str) -> None:
 
 
 def backend_kind(name: str) -> BackendKind:
-    try:
+    load_backend_plugins()
+    if name in BACKENDS:
         return BACKENDS[name]
-    except KeyError:
-        raise UnknownBackendError(f"unknown backend kind {name!r} (known: {', '.join(sorted(BACKENDS))})") from None
+    if name in _BROKEN:
+        raise UnknownBackendError(str(_BROKEN[name]))
+    raise UnknownBackendError(f"unknown backend kind {name!r} (known: {', '.join(sorted(BACKENDS))})")
 
 
 def backend_config_from_table(table: Mapping[str, Any], source: str = "config") -> LiveBackendConfig:
@@ -107,5 +146,5 @@ def build_backend(config: LiveBackendConfig, state_dir: str | Path | None) -> Li
     return backend_kind(config.kind).build(config, state_dir)
 
 
-__all__ = ["BACKENDS", "BackendKind", "UnknownBackendError", "backend_config_from_table", "backend_kind",
-           "build_backend", "register_backend"]
+__all__ = ["BACKENDS", "PLUGIN_GROUP", "BackendKind", "UnknownBackendError", "backend_config_from_table",
+           "backend_kind", "build_backend", "load_backend_plugins", "register_backend"]
