@@ -42,7 +42,10 @@ CONFIG = "/etc/rlsched/rlsched.toml"
 DOC = "/usr/share/doc/rlsched"
 SHARE = "/usr/share/rlsched"
 
-HOOKS = ("rlsched-gate-watchdog", "rlsched-resume", "rlsched-suspend")
+#: The hooks installed into LIBEXEC, by where they are shipped (below the checkout or the wheel's ``_dist``).
+HOOKS: dict[str, str] = {"rlsched-gate-watchdog": "plugins/rlsched-gate-watchdog",
+                         "rlsched-resume": "plugins/slurm/rlsched-resume",
+                         "rlsched-suspend": "plugins/slurm/rlsched-suspend"}
 
 
 class InstallError(RlschedError):
@@ -99,8 +102,8 @@ def plan(root: Path | None = None, python: str | None = None, group: str | None 
     """Every file ``rlsched install`` lays out, in order."""
     root = shipped_root() if root is None else root
     entries = [Entry(BIN, 0o755, content=wrapper_script(python or sys.executable))]
-    for hook in HOOKS:
-        entries.append(Entry(f"{LIBEXEC}/{hook}", 0o755, source=root / "plugins" / "slurm" / hook))
+    for hook, shipped in HOOKS.items():
+        entries.append(Entry(f"{LIBEXEC}/{hook}", 0o755, source=root / shipped))
     for unit in sorted((root / "etc" / "systemd").iterdir()):
         entries.append(Entry(f"{UNITS}/{unit.name}", 0o644, source=unit))
     entries.append(Entry(CONFIG, 0o640, source=root / "etc" / "rlsched.toml", keep_existing=True, group=group))

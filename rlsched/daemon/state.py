@@ -4,7 +4,7 @@ the directory; docs/design.md, Reliability), so that a kill -9 at any moment lea
 - ``agent.npz``: the learning agent's model and replay memory (written by the core's checkpoint code);
 - ``daemon.json``: the counters (:class:`rlsched.metrics.Counters`) and when the model was saved;
 - ``heartbeat.json``: pid, time, mode and gated partitions, rewritten every cycle and while waiting; the
-  gate-mode watchdog (``plugins/slurm/rlsched-gate-watchdog``) reads it;
+  gate-mode watchdog (``plugins/rlsched-gate-watchdog``) reads it;
 - ``slurm-record.json``: the Slurm backend's record of what it changed (same atomic writer).
 """
 

@@ -248,7 +248,7 @@ class PBSBackend(CLIBackend[PBSJob, PBSUndoRecord]):
         return len(gated)
 
     def heartbeat_fields(self) -> dict[str, object]:
-        """Where the gate watchdog (``plugins/slurm/rlsched-gate-watchdog``) finds the gated PBS jobs."""
+        """Where the gate watchdog (``plugins/rlsched-gate-watchdog``) finds the gated PBS jobs."""
         return {"batch_system": "pbs", "queues": sorted(self.config.queues),
                 "command_prefix": list(self.config.command_prefix), "bin_dir": self.config.bin_dir,
                 "undo_record": self.config.state_file}

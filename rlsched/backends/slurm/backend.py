@@ -311,7 +311,7 @@ class SlurmBackend(CLIBackend[SlurmJob, SlurmUndoRecord]):
         return len(gated)
 
     def heartbeat_fields(self) -> dict[str, object]:
-        """Where the gate watchdog (``plugins/slurm/rlsched-gate-watchdog``) finds the gated jobs."""
+        """Where the gate watchdog (``plugins/rlsched-gate-watchdog``) finds the gated jobs."""
         return {"partitions": sorted(self.config.partitions), "slurm_conf": self.config.slurm_conf,
                 "bin_dir": self.config.bin_dir, "undo_record": self.config.state_file}
 
