@@ -188,24 +188,38 @@ class CompletionFeed(CompletionFeedState):
         whole next time.
         """
         assert self.jobcomp_path is not None
-        path = self.jobcomp_path
+        data = self._jobcomp_bytes(self.jobcomp_path)
+        if data is None:
+            return []
+        out, ambiguous, self.offset = self._jobcomp_records(data, self.jobcomp_path)
+        if ambiguous:
+            out += self._completed_in_squeue(ambiguous, squeue_jobs)
+        return self._deliver_once(out)
+
+    def _jobcomp_bytes(self, path: str) -> bytes | None:
+        """The file's bytes from the position on; None on the first read (the feed starts at the end, no replay
+        of history) and while the file does not exist.  A rotated or truncated file is read from 0."""
         try:
             with open(path, "rb") as fh:
                 st = os.fstat(fh.fileno())
                 if self.offset is None or self.inode != st.st_ino or st.st_size < self.offset:
-                    # First read: start at the end (no replay of history); rotated or truncated: from 0.
                     fresh_start = self.offset is None
                     self.offset = st.st_size if fresh_start else 0
                     self.inode = st.st_ino
                     if fresh_start:
-                        return []
+                        return None
                 fh.seek(self.offset)
-                data = fh.read()
+                return fh.read()
         except FileNotFoundError:
-            return []       # nothing finished yet: slurmctld creates the file at the first completion
+            return None     # nothing finished yet: slurmctld creates the file at the first completion
         except OSError as exc:
             self.executor.count("jobcomp_read")
             raise SlurmError(f"{JOBCOMP_FILE}: cannot read {path}: {exc}") from exc
+
+    def _jobcomp_records(self, data: bytes, path: str) -> tuple[list[CompletedJob], set[int], int]:
+        """The completions in ``data`` (read at :attr:`offset`), the job ids of the unreadable records, and the
+        offset after the last complete record."""
+        assert self.offset is not None
         end = data.rfind(b"\n") + 1     # a line still being written is read next time
         line_starts: list[int] = []
         texts: list[str] = []
@@ -217,14 +231,17 @@ class CompletionFeed(CompletionFeedState):
             text, bad = decode_output(raw)
             replacements += bad
             texts.append(text)
+        if replacements:
+            self.executor.count("decode_replacement", replacements)
+            log.warning("%s: %d invalid UTF-8 sequence(s), replaced", path, replacements)
         new_offset = self.offset + end
         out: list[CompletedJob] = []
         ambiguous: set[int] = set()
         for chunk in split_jobcomp_records(texts):
-            where = f"{path}, record at byte {line_starts[chunk.line - 1]}"
             if chunk.unfinished:
                 new_offset = line_starts[chunk.line - 1]      # the rest of it is not written yet
                 break
+            where = f"{path}, record at byte {line_starts[chunk.line - 1]}"
             try:
                 if chunk.problem is not None:
                     raise SlurmParseError(JOBCOMP_FILE, where, chunk.problem)
@@ -239,23 +256,23 @@ class CompletionFeed(CompletionFeedState):
                 continue
             if job is not None:
                 out.append(job)
-        self.offset = new_offset
-        if replacements:
-            self.executor.count("decode_replacement", replacements)
-            log.warning("%s: %d invalid UTF-8 sequence(s), replaced", path, replacements)
-        if ambiguous:
-            # squeue's own fields (a JSON document) for the jobs of unreadable records; a job id taken
-            # from a forged line only finds a real job's real completion, if any.
-            by_id = {job.job_id: job for job in squeue_jobs}
-            for job_id in sorted(ambiguous):
-                found = by_id.get(job_id)
-                done = completed_from_squeue(found) if found is not None else None
-                if done is not None:
-                    out.append(done)
-                elif found is None:
-                    log.warning("%s: job %d: its record is unreadable and squeue no longer has it", path, job_id)
-                elif not found.finished:
-                    # A record naming a job that has not ended (a forged line): not its completion.
-                    log.warning("%s: job %d: its record is unreadable and squeue lists the job as %s, not "
-                                "finished: the record is ignored", path, job_id, found.state)
-        return self._deliver_once(out)
+        return out, ambiguous, new_offset
+
+    def _completed_in_squeue(self, job_ids: set[int], squeue_jobs: Iterable[SlurmJob]) -> list[CompletedJob]:
+        """squeue's own fields (a JSON document) for the jobs of unreadable records; a job id taken from a forged
+        line only finds a real job's real completion, if any."""
+        path = self.jobcomp_path
+        by_id = {job.job_id: job for job in squeue_jobs}
+        out = []
+        for job_id in sorted(job_ids):
+            found = by_id.get(job_id)
+            done = completed_from_squeue(found) if found is not None else None
+            if done is not None:
+                out.append(done)
+            elif found is None:
+                log.warning("%s: job %d: its record is unreadable and squeue no longer has it", path, job_id)
+            elif not found.finished:
+                # A record naming a job that has not ended (a forged line): not its completion.
+                log.warning("%s: job %d: its record is unreadable and squeue lists the job as %s, not "
+                            "finished: the record is ignored", path, job_id, found.state)
+        return out
