@@ -61,8 +61,8 @@ def installed(folder: Path, prefix: str = "rlsched_example_backend") -> Iterator
         backends.BACKENDS.update(saved_backends)
         registry.POLICIES.clear()
         registry.POLICIES.update(saved_policies)
-        backends._BROKEN.clear()
-        registry._BROKEN_PLUGINS.clear()
+        backends.PLUGINS.broken.clear()
+        registry.PLUGINS.broken.clear()
 
 
 class ScriptedToyq:

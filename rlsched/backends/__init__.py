@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any, Protocol, cast
 
 from rlsched.core.live import LiveBackend, LiveBackendConfig
-from rlsched.core.plugins import PluginError, load_group
+from rlsched.core.plugins import PluginGroup
 from rlsched.errors import RlschedError
 
 
@@ -79,10 +79,7 @@ class UnknownBackendError(RlschedError, ValueError):
 
 #: The entry-point group through which other packages add backends.
 PLUGIN_GROUP = "rlsched.backends"
-#: Kinds whose plugin could not be loaded, with the one-line error raised when the kind is asked for.
-_BROKEN: dict[str, PluginError] = {}
 _BUILT_IN = frozenset(BACKENDS)
-_plugins_loaded = False
 
 
 def _check_plugin(name: str, value: Any) -> str | None:
@@ -95,19 +92,18 @@ def _check_plugin(name: str, value: Any) -> str | None:
     return None
 
 
+def _add_plugin(name: str, value: BackendKind) -> None:
+    BACKENDS[name] = BackendKind(name, value.config, value.factory)
+
+
+#: The backends of the entry points (each entry point's name is the ``[backend] kind``).
+PLUGINS = PluginGroup(PLUGIN_GROUP, _check_plugin, _add_plugin)
+
+
 def load_backend_plugins(reload: bool = False) -> None:
     """Register the backends of the ``rlsched.backends`` entry points (once per process; ``reload``: again,
-    for a package installed since).  Each entry point's name is the ``[backend] kind``."""
-    global _plugins_loaded
-    if _plugins_loaded and not reload:
-        return
-    _plugins_loaded = True
-    for item in load_group(PLUGIN_GROUP, _check_plugin):
-        if item.error is not None:
-            _BROKEN[item.name] = item.error
-        else:
-            _BROKEN.pop(item.name, None)
-            BACKENDS[item.name] = BackendKind(item.name, item.value.config, item.value.factory)
+    for a package installed since)."""
+    PLUGINS.load(reload)
 
 
 def _load(path: str) -> Any:
@@ -127,8 +123,8 @@ def backend_kind(name: str) -> BackendKind:
     load_backend_plugins()
     if name in BACKENDS:
         return BACKENDS[name]
-    if name in _BROKEN:
-        raise UnknownBackendError(str(_BROKEN[name]))
+    if name in PLUGINS.broken:
+        raise UnknownBackendError(str(PLUGINS.broken[name]))
     raise UnknownBackendError(f"unknown backend kind {name!r} (known: {', '.join(sorted(BACKENDS))})")
 
 

@@ -68,3 +68,28 @@ def load_group(group: str, check: Callable[[str, Any], str | None]) -> list[Load
         log.error("%s", error)
         loaded.append(Loaded(point.name, error=error))
     return loaded
+
+
+class PluginGroup:
+    """One entry-point group, loaded once per process: ``add(name, value)`` takes what each entry point gives
+    (after ``check``), :attr:`broken` keeps the error of each one that gave nothing, by name."""
+
+    def __init__(self, group: str, check: Callable[[str, Any], str | None],
+                 add: Callable[[str, Any], None]) -> None:
+        self.group = group
+        self.check = check
+        self.add = add
+        self.loaded = False
+        self.broken: dict[str, PluginError] = {}
+
+    def load(self, reload: bool = False) -> None:
+        """Load the group (once; ``reload``: again, for a package installed since)."""
+        if self.loaded and not reload:
+            return
+        self.loaded = True
+        for item in load_group(self.group, self.check):
+            if item.error is not None:
+                self.broken[item.name] = item.error
+            else:
+                self.broken.pop(item.name, None)
+                self.add(item.name, item.value)

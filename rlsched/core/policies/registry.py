@@ -49,7 +49,7 @@ from rlsched.core.explain import RankKey
 from rlsched.core.features import FeatureConfig, FeatureEncoder
 from rlsched.core.learners import BatchLearner, FittedQLearner, SarsaLearner
 from rlsched.core.multifactor import DAY_S, MultifactorAgent, params_from_policy
-from rlsched.core.plugins import load_group
+from rlsched.core.plugins import PluginGroup
 from rlsched.core.policies.rules import (
     CLOCK_RULES,
     RULE_RUNTIME_MODELS,
@@ -686,8 +686,8 @@ def entry(name: str) -> PolicyEntry:
     """The registry entry ``name`` (or alias); a one-line :class:`PolicyError` naming the known ones."""
     load_policy_plugins()
     found = POLICIES.get(ALIASES.get(name, name))
-    if found is None and name in _BROKEN_PLUGINS:
-        raise _BROKEN_PLUGINS[name]
+    if found is None and name in PLUGINS.broken:
+        raise PolicyError(str(PLUGINS.broken[name]))
     if found is None:
         aliases = ", ".join(f"{alias} (= {target})" for alias, target in ALIASES.items())
         raise PolicyError(f"unknown policy {name!r}; known: {', '.join(POLICIES)}; aliases: {aliases}")
@@ -819,9 +819,6 @@ POLICIES.update({e.name: e for e in SCORED})
 #: :class:`PolicyEntry` or a tuple of them (docs/extending.md).
 PLUGIN_GROUP = "rlsched.policies"
 _BUILT_IN = frozenset(POLICIES) | frozenset(ALIASES)
-#: Entry points that could not be loaded, by name, with the one-line error raised when the name is asked for.
-_BROKEN_PLUGINS: dict[str, PolicyError] = {}
-_plugins_loaded = False
 
 
 def _plugin_entries(value: Any) -> tuple[Any, ...]:
@@ -837,16 +834,12 @@ def _check_plugin(name: str, value: Any) -> str | None:
     return f"policy {clash[0]!r} is built into rlsched" if clash else None
 
 
+#: The policies of the entry points; the name of one that cannot be loaded is its error (by entry-point name).
+PLUGINS = PluginGroup(PLUGIN_GROUP, _check_plugin,
+                      lambda name, value: POLICIES.update({e.name: e for e in _plugin_entries(value)}))
+
+
 def load_policy_plugins(reload: bool = False) -> None:
     """Add the policies of the ``rlsched.policies`` entry points to the registry (once per process, the
     first time it is consulted; ``reload``: again, for a package installed since)."""
-    global _plugins_loaded
-    if _plugins_loaded and not reload:
-        return
-    _plugins_loaded = True
-    for item in load_group(PLUGIN_GROUP, _check_plugin):
-        if item.error is not None:
-            _BROKEN_PLUGINS[item.name] = PolicyError(str(item.error))
-            continue
-        _BROKEN_PLUGINS.pop(item.name, None)
-        POLICIES.update({e.name: e for e in _plugin_entries(item.value)})
+    PLUGINS.load(reload)
