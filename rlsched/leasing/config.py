@@ -45,6 +45,7 @@ from typing import Any
 
 from rlsched.backends.common.hostlist import expand_hostlist
 from rlsched.core.policies import LIVE_LEASE_POLICIES
+from rlsched.errors import RlschedError
 
 POLICIES = LIVE_LEASE_POLICIES  # the registry's names (rlsched.core.policies)
 
@@ -59,7 +60,7 @@ _SPEC: dict[str, type | tuple[type, ...]] = {
 }
 
 
-class LeasingConfigError(ValueError):
+class LeasingConfigError(RlschedError, ValueError):
     """A bad ``[leasing]`` key: the message is one line naming the file and the key."""
 
 
