@@ -43,8 +43,8 @@ from rlsched.core.measures import fairness_utility, responsiveness
 from rlsched.core.runtime import make_runtime_model
 from rlsched.core.view import FloatArray, JobClass
 from rlsched.sim.engine import Schedule, Simulator
-from rlsched.sim.metrics import trim_mask
 from rlsched.sim.schedulers import simulate
+from rlsched.sim.summary import trim_mask
 from rlsched.sim.workload import Workload
 from rlsched.sim.workloads.lal import generate_lal, interactive_first_priority
 

@@ -238,7 +238,7 @@ def run_command(workload_spec: str, policy: str | None, scheduler: str | None, b
     from rlsched.core.agents import SchedulingAgent
     from rlsched.core.policies import PolicyError, load_model, save_policy
     from rlsched.core.view import Agent
-    from rlsched.sim.metrics import summarize
+    from rlsched.sim.summary import summarize
     from rlsched.sim.policies import simulate_policy, workload_vos
     from rlsched.sim.schedulers import with_recorded_waits
 

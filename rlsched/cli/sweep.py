@@ -86,7 +86,7 @@ def sweep(setups: tuple[str, ...], policies: tuple[str, ...], caps: list[int], c
 
     The --out folder must exist: it is checked before the runs (not created)."""
     from rlsched.cli.sim import check_output_file, progress_bar
-    from rlsched.sim.leasing.setups import setup as check_setup
+    from rlsched.sim.hybrid_cloud.setups import setup as check_setup
     from rlsched.sim.sweep import execute, grid, rows
 
     check_output_file(out_path, "--out")

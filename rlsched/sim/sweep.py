@@ -8,7 +8,7 @@ by dask-jobqueue on Slurm/PBS — see docs/leasing.md).  Results come back in ta
 
 Policies: ``constant`` (cap V all along), ``random`` (V uniform in 0..M each day,
 ``runs`` runs from ``seed``), ``qlearning`` (FH §5), ``daily`` (the daily learned cap,
-:func:`rlsched.sim.leasing.daily.daily_learned`), ``ours-daily`` (the state-aware rule evaluated at
+:func:`rlsched.sim.hybrid_cloud.daily.daily_learned`), ``ours-daily`` (the state-aware rule evaluated at
 the day's start and held for the day), ``ours`` (the state-aware rule at every scheduling pass,
 threshold θ: a per-pass transfer rule, not a daily cap).
 λ (``cost_weight``) weighs the cost term of the balance: balance_λ = twt_imp% − λ·c%
@@ -30,9 +30,9 @@ import numpy as np
 from rlsched.core.leasing import DailyLearnerParams, DailyPrior, StateAwareParams, cost_pct, twt_improvement_pct
 from rlsched.core.policies import SIM_LEASE_POLICIES
 from rlsched.sim.experiments.harness import run_in_pool
-from rlsched.sim.leasing.daily import daily_learned, daily_prior, state_aware_daily
-from rlsched.sim.leasing.hybrid import UNBOUNDED, day_edges
-from rlsched.sim.leasing.runs import (
+from rlsched.sim.hybrid_cloud.daily import daily_learned, daily_prior, state_aware_daily
+from rlsched.sim.hybrid_cloud.hybrid import UNBOUNDED, day_edges
+from rlsched.sim.hybrid_cloud.runs import (
     RunSet,
     Trajectory,
     constant_sweep,
@@ -41,7 +41,7 @@ from rlsched.sim.leasing.runs import (
     state_aware,
     unbounded_run,
 )
-from rlsched.sim.leasing.setups import load_model
+from rlsched.sim.hybrid_cloud.setups import load_model
 
 POLICIES = SIM_LEASE_POLICIES  # the registry's names (rlsched.core.policies)
 EXECUTORS = ("serial", "process", "dask")
@@ -70,7 +70,7 @@ class Task:
     #: Days' worth of a prior from other setups' daily clones (0: start cold), and those setups.
     transfer_days: float = 0.0
     transfer_from: tuple[str, ...] = ()
-    #: > 0: a jittered replay of the setup (see rlsched.sim.leasing.setups.JITTER_S); the prior's
+    #: > 0: a jittered replay of the setup (see rlsched.sim.hybrid_cloud.setups.JITTER_S); the prior's
     #: setups are never jittered.
     jitter_seed: int = 0
     #: ``daily`` only: the learner's estimates are those of its own trace's clones from the start (an upper

@@ -1,17 +1,17 @@
 """``rlsched evaluate --leasing --cloud-nodes N``: the leasing policies on a site's own trace.
 
-The hybrid model of Fölling & Hofmann (:mod:`rlsched.sim.leasing.hybrid`: local EASY on the
+The hybrid model of Fölling & Hofmann (:mod:`rlsched.sim.hybrid_cloud.hybrid`: local EASY on the
 trace's M cores plus capped transfer to cloud nodes) replays the trace under
 
 - every constant cap V = 0 … N (FH §3's sweep; N the site's cloud nodes),
 - random V (FH §3: V uniform in 0 … N each day; mean and best of ``random_runs`` runs),
-- FH's Q-learning over V ∈ 0 … N (:func:`rlsched.sim.leasing.runs.fh_qlearning`), unless skipped,
-- the daily learned cap (:func:`rlsched.sim.leasing.daily.daily_learned`) with the hyper-parameters
+- FH's Q-learning over V ∈ 0 … N (:func:`rlsched.sim.hybrid_cloud.runs.fh_qlearning`), unless skipped,
+- the daily learned cap (:func:`rlsched.sim.hybrid_cloud.daily.daily_learned`) with the hyper-parameters
   chosen on the FH traces (:data:`rlsched.core.leasing.DailyLearnerParams` defaults), never on this one;
   with ``--daily-prior-from kth,ctc,sdsc`` it starts from those traces' daily clones
   (:func:`daily_prior_from_setups`),
 - the state-aware rule evaluated at each day's start and held for the day, at each θ of a grid,
-- the state-aware rule at every scheduling pass (:func:`rlsched.sim.leasing.runs.state_aware`, the
+- the state-aware rule at every scheduling pass (:func:`rlsched.sim.hybrid_cloud.runs.state_aware`, the
   live controller's ``state-aware``) at each θ — a per-pass transfer rule, not a daily cap —
   its cap never above N.
 
@@ -42,9 +42,16 @@ from rlsched.core.leasing import (
     cost_pct,
     twt_improvement_pct,
 )
-from rlsched.sim.leasing.daily import daily_learned, state_aware_daily
-from rlsched.sim.leasing.hybrid import HybridModel, day_edges
-from rlsched.sim.leasing.runs import constant_sweep, fh_qlearning, grouped_runs, random_caps, state_aware, unbounded_run
+from rlsched.sim.hybrid_cloud.daily import daily_learned, state_aware_daily
+from rlsched.sim.hybrid_cloud.hybrid import HybridModel, day_edges
+from rlsched.sim.hybrid_cloud.runs import (
+    constant_sweep,
+    fh_qlearning,
+    grouped_runs,
+    random_caps,
+    state_aware,
+    unbounded_run,
+)
 from rlsched.sim.workload import Workload
 
 #: The θ grid of docs/leasing.md.
@@ -90,10 +97,10 @@ RANDOM_RUNS = 100
 def daily_prior_from_setups(names: str, transfer_days: float,
                             params: DailyLearnerParams | None = None) -> tuple[DailyLearnerParams, DailyPrior]:
     """The daily learner's setting with a prior from the FH setups ``names`` ("kth,ctc,sdsc"): each setup run
-    once by the cold learner (:func:`rlsched.sim.leasing.daily.daily_prior`).  ``ValueError`` (one line)
+    once by the cold learner (:func:`rlsched.sim.hybrid_cloud.daily.daily_prior`).  ``ValueError`` (one line)
     for an unknown setup; a missing trace names ``rlsched trace fetch``."""
-    from rlsched.sim.leasing.daily import daily_prior
-    from rlsched.sim.leasing.setups import FH_SETUPS, load_model, setup
+    from rlsched.sim.hybrid_cloud.daily import daily_prior
+    from rlsched.sim.hybrid_cloud.setups import FH_SETUPS, load_model, setup
 
     sources = tuple(n.strip() for n in names.split(",") if n.strip())
     if not sources:

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from rlsched.sim.engine import Simulator
-from rlsched.sim.metrics import summarize
 from rlsched.sim.schedulers import SCHEDULER_NAMES, simulate, with_recorded_waits
+from rlsched.sim.summary import summarize
 from rlsched.sim.traces.swf import read_swf
 from rlsched.sim.workload import Workload
 from tests.conftest import TRACE_FILES, shared_trace

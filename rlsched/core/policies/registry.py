@@ -673,7 +673,7 @@ SIM_LEASE_POLICIES: tuple[str, ...] = ("constant", "random", "qlearning", "daily
 #: The leasing policies of the live controller (``[leasing] policy``, rlsched.leasing.config).
 LIVE_LEASE_POLICIES: tuple[str, ...] = ("state-aware", "fixed")
 
-#: Tong §6.3's task-to-machine dispatch policies (rlsched.sim.hetero), in the order of Tong Figs. 8–11,
+#: Tong §6.3's task-to-machine dispatch policies (rlsched.sim.dispatch), in the order of Tong Figs. 8–11,
 #: then the learner variants.  Each policy's random stream is spawned by its position here, so new names
 #: go at the end (they leave the streams of the others unchanged).
 DISPATCH_POLICIES: tuple[str, ...] = ("qlearning", "nlp", "ect", "min-min", "max-min", "suffrage", "random",

@@ -38,7 +38,7 @@ import numpy as np
 from rlsched.sim.experiments import Experiment
 from rlsched.sim.experiments import fh_report as report
 from rlsched.sim.experiments.harness import ExperimentOptions, write_results
-from rlsched.sim.leasing.setups import FH_SETUPS, JITTER_S, SETUPS, load_model, load_workload
+from rlsched.sim.hybrid_cloud.setups import FH_SETUPS, JITTER_S, SETUPS, load_model, load_workload
 from rlsched.sim.sweep import Task, execute
 
 #: Random-V runs per trace (FH §3: 1000), split into tasks of this many runs each.

@@ -81,9 +81,9 @@ from rlsched.sim.elastic import (
 from rlsched.sim.experiments import Experiment
 from rlsched.sim.experiments import perez_report as report
 from rlsched.sim.experiments.harness import ExperimentOptions, run_in_pool, write_results
-from rlsched.sim.metrics import trim_mask
 from rlsched.sim.policies import simulate_policy
 from rlsched.sim.schedulers import with_recorded_waits
+from rlsched.sim.summary import trim_mask
 from rlsched.sim.workload import Workload
 
 #: P-grid §4.1: the LAL site's rigid pool.

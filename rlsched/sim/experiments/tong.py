@@ -33,13 +33,11 @@ from typing import Any
 import numpy as np
 
 from rlsched.core.view import FloatArray
-from rlsched.sim.experiments import Experiment
-from rlsched.sim.experiments.harness import ExperimentOptions, run_in_pool, write_results
-from rlsched.sim.hetero.compare import POLICIES, run_policies
-from rlsched.sim.hetero.model import Flow, Units
-from rlsched.sim.hetero.policies import convergence_iteration
-from rlsched.sim.hetero.queueing import optimise_allocation
-from rlsched.sim.hetero.workloads import (
+from rlsched.sim.dispatch.compare import POLICIES, run_policies
+from rlsched.sim.dispatch.model import Flow, Units
+from rlsched.sim.dispatch.policies import convergence_iteration
+from rlsched.sim.dispatch.queueing import optimise_allocation
+from rlsched.sim.dispatch.workloads import (
     ARRIVAL_LAWS,
     ESTIMATION_ERRORS,
     TONG_SERVICE_RATES,
@@ -52,6 +50,8 @@ from rlsched.sim.hetero.workloads import (
     shifted_rates,
     tong_flow,
 )
+from rlsched.sim.experiments import Experiment
+from rlsched.sim.experiments.harness import ExperimentOptions, run_in_pool, write_results
 
 TRACE_FILE = "LPC-EGEE-2004-1.2-cln.swf.gz"
 #: The four learners (see ``rlsched.sim.hetero.compare.LEARNERS``): reward 1/response or

@@ -15,6 +15,8 @@ from typing import Any
 
 import numpy as np
 
+from rlsched.sim.dispatch.compare import POLICIES
+from rlsched.sim.dispatch.workloads import ARRIVAL_LAWS, ESTIMATION_ERRORS, LpcSetting
 from rlsched.sim.experiments.harness import pyplot, save_figure
 from rlsched.sim.experiments.tong import (
     LPC_POLICIES,
@@ -25,8 +27,6 @@ from rlsched.sim.experiments.tong import (
     WARMUP_TASKS,
     Plan,
 )
-from rlsched.sim.hetero.compare import POLICIES
-from rlsched.sim.hetero.workloads import ARRIVAL_LAWS, ESTIMATION_ERRORS, LpcSetting
 
 #: How every table and figure names a policy.  A learner that hears a task's response when the task is
 #: placed reads the realised service times of the tasks queued ahead of it, which only a simulator knows:
