@@ -8,8 +8,8 @@ from pathlib import Path
 import click
 from click.core import ParameterSource
 
+from rlsched.cli._common import load_workload, progress_bar
 from rlsched.cli._options import deployment_options
-from rlsched.cli.sim import load_workload, progress_bar
 
 #: The options that only mean something with --leasing (their parameter names).
 LEASING_OPTIONS = ("cloud_nodes", "thetas", "no_qlearning", "random_runs", "no_daily", "daily_prior_from",
