@@ -14,8 +14,8 @@ import argparse
 import time
 
 from rlsched.sim.boost import BoostSettings
-from rlsched.sim.metrics import summarize
 from rlsched.sim.policies import simulate_policy
+from rlsched.sim.summary import summarize
 from rlsched.sim.traces.swf import read_swf, resolve_trace
 
 TRACE = "CTC-SP2-1996-3.1-cln"

@@ -17,9 +17,9 @@ import argparse
 import tempfile
 import time
 
-from rlsched.sim.leasing.evaluate import state_for, sweep_caps
-from rlsched.sim.leasing.runs import fh_qlearning
-from rlsched.sim.leasing.setups import FH_SETUPS, load_model
+from rlsched.sim.hybrid_cloud.evaluate import state_for, sweep_caps
+from rlsched.sim.hybrid_cloud.runs import fh_qlearning
+from rlsched.sim.hybrid_cloud.setups import FH_SETUPS, load_model
 
 
 def qlearning_run(name: str) -> None:

@@ -13,8 +13,8 @@ from __future__ import annotations
 import argparse
 import time
 
-from rlsched.sim.metrics import summarize
 from rlsched.sim.policies import simulate_policy
+from rlsched.sim.summary import summarize
 from rlsched.sim.traces.swf import read_swf, resolve_trace
 from rlsched.sim.workload import Workload
 

@@ -43,8 +43,8 @@ from rlsched.core.measures import fairness_utility, responsiveness
 from rlsched.core.runtime import make_runtime_model
 from rlsched.core.view import FloatArray, JobClass
 from rlsched.sim.engine import Schedule, Simulator
-from rlsched.sim.metrics import trim_mask
-from rlsched.sim.schedulers import simulate
+from rlsched.sim.policies import simulate_policy
+from rlsched.sim.summary import trim_mask
 from rlsched.sim.workload import Workload
 from rlsched.sim.workloads.lal import generate_lal, interactive_first_priority
 
@@ -103,7 +103,7 @@ def build_agent(policy: str, w: Workload, seed: int, credit: Credit = "incurred"
 def run_policy(policy: str, w: Workload, credit: Credit = "incurred",
                esn: dict[str, float] | None = None, keep_idle_cores: int = 0) -> tuple[Schedule, dict[str, float]]:
     if policy == "fcfs":
-        return simulate(w, "fcfs", cores=LAL_CORES, backfill=False), {}
+        return simulate_policy(w, "fcfs", LAL_CORES).schedule, {}
     if policy == "interactive-first":
         sim = Simulator(w, LAL_CORES, priority=interactive_first_priority(w), backfill=True)
         return sim.run(), {}

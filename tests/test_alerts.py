@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from rlsched.metrics import METRIC_NAMES
+from rlsched.exporter import METRIC_NAMES
 
 ROOT = Path(__file__).resolve().parent.parent
 RULES = ROOT / "etc" / "prometheus" / "rlsched-alerts.yml"

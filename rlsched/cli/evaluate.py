@@ -4,12 +4,19 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 from click.core import ParameterSource
 
+from rlsched.cli._common import load_workload, progress_bar
 from rlsched.cli._options import deployment_options
-from rlsched.cli.sim import load_workload, progress_bar
+
+if TYPE_CHECKING:
+    from rlsched.sim.workload import Workload
+    from rlsched.workflow.evaluate import Contender, Evaluation
+    from rlsched.workflow.leasing import LeasingEvaluation
+    from rlsched.workflow.site import Site
 
 #: The options that only mean something with --leasing (their parameter names).
 LEASING_OPTIONS = ("cloud_nodes", "thetas", "no_qlearning", "random_runs", "no_daily", "daily_prior_from",
@@ -64,70 +71,29 @@ def evaluate(workload_spec: str, policies: tuple[str, ...], out: Path, config_pa
              cloud_nodes: int | None, thetas: str, no_qlearning: bool, random_runs: int, no_daily: bool,
              daily_prior_from: str, daily_transfer_days: float, quiet: bool) -> None:
     """Replay a trace under each policy and judge them on the same jobs (docs/workflow.md)."""
-    from rlsched.core.objective import parse_class_weights
-    from rlsched.workflow.evaluate import evaluate as run_evaluation
-    from rlsched.workflow.evaluate import (
-        parse_contender,
-        recorded_split,
-        text_table,
-        to_json,
-        verdict_lines,
-        window_line,
-        write_outputs,
-    )
+    from rlsched.workflow.evaluate import text_table, to_json, verdict_lines, window_line
     from rlsched.workflow.site import load_site
-    from rlsched.workflow.split import TimeSplit, site_choices
 
-    if not policies and not leasing:
-        raise click.UsageError("give --policy at least once, or --leasing")
-    if not leasing:
-        # A leasing option alone would be silently ignored: the user meant --leasing, or a typo.
-        context = click.get_current_context()
-        given = [f"--{name.replace('_', '-')}" for name in LEASING_OPTIONS
-                 if context.get_parameter_source(name) not in (None, ParameterSource.DEFAULT)]
-        if given:
-            raise click.UsageError(f"{', '.join(given)} {'goes' if len(given) == 1 else 'go'} with --leasing "
-                                   "(add --leasing to run the leasing policies)")
-    if leasing and cloud_nodes is None:
-        raise click.UsageError("--leasing needs --cloud-nodes N")
-    try:
-        theta_grid = tuple(float(t) for t in thetas.split(",") if t.strip())
-    except ValueError:
-        raise click.UsageError(f"--thetas: expected numbers separated by commas, got {thetas!r}") from None
+    theta_grid = _check_usage(policies, leasing, cloud_nodes, thetas)
     data: dict[str, object] = {}
     try:
         site = load_site(config_path) if config_path is not None else None
-        contenders = [parse_contender(p) for p in policies]
+        contenders = _contenders(policies)
         workload = load_workload(workload_spec, max_procs=cores)
         if contenders:
-            choices = site_choices(config_path, mode, objective, parse_class_weights(class_weights), boost_base)
-            split = TimeSplit.parse(split_text) if split_text is not None else recorded_split(contenders)
-            # In jobs replayed (the evaluation sets the exact total: the test window, and `recorded` keeps the
-            # jobs with a start).
-            lo, hi = split.bounds(len(workload))["test"]
-            total = (hi - lo) * sum(seeds if c.seeded else 1 for c in contenders)
-            with progress_bar(total, f"{workload.name} evaluate (jobs)", quiet) as progress:
-                ev = run_evaluation(workload, contenders, site=site, windows=windows, seeds=seeds, seed=seed,
-                                    cores=cores, progress=progress, split=split, deployment=choices.deployment,
-                                    objective=choices.objective)
-            written = write_outputs(ev, out, figures=not no_figures)
+            ev, written = _evaluate_policies(
+                workload, contenders, site, out, config_path=config_path, mode=mode, objective=objective,
+                class_weights=class_weights, boost_base=boost_base, split_text=split_text, windows=windows,
+                seeds=seeds, seed=seed, cores=cores, figures=not no_figures, quiet=quiet)
             data = to_json(ev)
         if leasing:
             assert cloud_nodes is not None
-            from rlsched.workflow.leasing import daily_prior_from_setups, evaluate_leasing, write_leasing
+            from rlsched.workflow.leasing import write_leasing
 
-            # A bar over the leasing steps (policies and settings), naming the one running: minutes on a real trace.
-            with progress_bar(1, f"{workload.name} leasing", quiet) as lease_progress:
-                if daily_prior_from.strip() and not no_daily:
-                    if lease_progress is not None:
-                        lease_progress(0, None, f"{workload.name} leasing: the daily prior from {daily_prior_from}")
-                    daily_params, prior = daily_prior_from_setups(daily_prior_from, daily_transfer_days)
-                else:
-                    daily_params, prior = None, None
-                lease = evaluate_leasing(workload, cloud_nodes, cores=cores, thetas=theta_grid,
-                                         qlearning=not no_qlearning, random_runs=random_runs, seed=seed,
-                                         daily=not no_daily, daily_params=daily_params, daily_prior=prior,
-                                         progress=lease_progress)
+            lease = _evaluate_leasing(workload, cloud_nodes, cores=cores, thetas=theta_grid,
+                                      qlearning=not no_qlearning, random_runs=random_runs, seed=seed,
+                                      daily=not no_daily, daily_prior_from=daily_prior_from,
+                                      daily_transfer_days=daily_transfer_days, quiet=quiet)
             data["leasing"] = write_leasing(lease, out, figures=not no_figures)
     except (ValueError, FileNotFoundError, OSError) as exc:
         raise click.ClickException(" ".join(str(exc).split())) from exc
@@ -146,3 +112,72 @@ def evaluate(workload_spec: str, policies: tuple[str, ...], out: Path, config_pa
 
         click.echo("")
         click.echo(leasing_table(lease))
+
+
+def _check_usage(policies: tuple[str, ...], leasing: bool, cloud_nodes: int | None, thetas: str) -> tuple[float, ...]:
+    """Refuse options that do not go together (one line each); the θ grid of ``--thetas``."""
+    if not policies and not leasing:
+        raise click.UsageError("give --policy at least once, or --leasing")
+    if not leasing:
+        # A leasing option alone would be silently ignored: the user meant --leasing, or a typo.
+        context = click.get_current_context()
+        given = [f"--{name.replace('_', '-')}" for name in LEASING_OPTIONS
+                 if context.get_parameter_source(name) not in (None, ParameterSource.DEFAULT)]
+        if given:
+            raise click.UsageError(f"{', '.join(given)} {'goes' if len(given) == 1 else 'go'} with --leasing "
+                                   "(add --leasing to run the leasing policies)")
+    if leasing and cloud_nodes is None:
+        raise click.UsageError("--leasing needs --cloud-nodes N")
+    try:
+        return tuple(float(t) for t in thetas.split(",") if t.strip())
+    except ValueError:
+        raise click.UsageError(f"--thetas: expected numbers separated by commas, got {thetas!r}") from None
+
+
+def _contenders(policies: tuple[str, ...]) -> list[Contender]:
+    from rlsched.workflow.evaluate import parse_contender
+
+    return [parse_contender(p) for p in policies]
+
+
+def _evaluate_policies(workload: Workload, contenders: list[Contender], site: Site | None, out: Path, *,
+                       config_path: Path | None, mode: str | None, objective: str | None,
+                       class_weights: tuple[str, ...], boost_base: str | None, split_text: str | None, windows: int,
+                       seeds: int, seed: int, cores: int | None, figures: bool,
+                       quiet: bool) -> tuple[Evaluation, dict[str, Path]]:
+    """Replay the test window under every contender; the evaluation and the files written."""
+    from rlsched.core.objective import parse_class_weights
+    from rlsched.workflow.evaluate import evaluate as run_evaluation
+    from rlsched.workflow.evaluate import recorded_split, write_outputs
+    from rlsched.workflow.split import TimeSplit, site_choices
+
+    choices = site_choices(config_path, mode, objective, parse_class_weights(class_weights), boost_base)
+    split = TimeSplit.parse(split_text) if split_text is not None else recorded_split(contenders)
+    # In jobs replayed (the evaluation sets the exact total: the test window, and `recorded` keeps the
+    # jobs with a start).
+    lo, hi = split.bounds(len(workload))["test"]
+    total = (hi - lo) * sum(seeds if c.seeded else 1 for c in contenders)
+    with progress_bar(total, f"{workload.name} evaluate (jobs)", quiet) as progress:
+        ev = run_evaluation(workload, contenders, site=site, windows=windows, seeds=seeds, seed=seed,
+                            cores=cores, progress=progress, split=split, deployment=choices.deployment,
+                            objective=choices.objective)
+    return ev, write_outputs(ev, out, figures=figures)
+
+
+def _evaluate_leasing(workload: Workload, cloud_nodes: int, *, cores: int | None, thetas: tuple[float, ...],
+                      qlearning: bool, random_runs: int, seed: int, daily: bool, daily_prior_from: str,
+                      daily_transfer_days: float, quiet: bool) -> LeasingEvaluation:
+    """FH's leasing policies on the trace (``--leasing``)."""
+    from rlsched.workflow.leasing import daily_prior_from_setups, evaluate_leasing
+
+    # A bar over the leasing steps (policies and settings), naming the one running: minutes on a real trace.
+    with progress_bar(1, f"{workload.name} leasing", quiet) as lease_progress:
+        if daily_prior_from.strip() and daily:
+            if lease_progress is not None:
+                lease_progress(0, None, f"{workload.name} leasing: the daily prior from {daily_prior_from}")
+            daily_params, prior = daily_prior_from_setups(daily_prior_from, daily_transfer_days)
+        else:
+            daily_params, prior = None, None
+        return evaluate_leasing(workload, cloud_nodes, cores=cores, thetas=thetas, qlearning=qlearning,
+                                random_runs=random_runs, seed=seed, daily=daily, daily_params=daily_params,
+                                daily_prior=prior, progress=lease_progress)

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from rlsched.cli.sim import load_workload
+from rlsched.cli._common import load_workload
 
 if TYPE_CHECKING:
     from rlsched.sim.workload import Workload

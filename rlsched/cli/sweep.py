@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from rlsched.core.policies.registry import SIM_LEASE_POLICIES
+from rlsched.core.policies.registry import DEPRECATED_LEASE_POLICIES, SIM_LEASE_POLICIES
 
 
 def _ints(text: str) -> list[int]:
@@ -54,11 +54,20 @@ def _parse_floats(ctx: click.Context, param: click.Parameter, value: str) -> lis
     return _floats(value)
 
 
+def _current_policies(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> tuple[str, ...]:
+    """The policies under their names now; a former name (``ours``, ``ours-daily``) warns once on stderr."""
+    for old in dict.fromkeys(v for v in value if v in DEPRECATED_LEASE_POLICIES):
+        click.echo(f"rlsched: warning: --policy {old} is deprecated, use --policy {DEPRECATED_LEASE_POLICIES[old]} "
+                   "(the old name goes in the next release)", err=True)
+    return tuple(DEPRECATED_LEASE_POLICIES.get(v, v) for v in value)
+
+
 @click.command("sweep")
 @click.option("--setup", "setups", multiple=True, default=("kth",), show_default=True,
               help="Workload setup (kth, ctc, sdsc, ctc-file, sdsc-file, kth-quick); repeatable.")
 @click.option("--policy", "policies", multiple=True, default=("constant",), show_default=True,
-              type=click.Choice(list(SIM_LEASE_POLICIES)), help="Repeatable.")
+              type=click.Choice([*SIM_LEASE_POLICIES, *DEPRECATED_LEASE_POLICIES]),
+              metavar=f"[{'|'.join(SIM_LEASE_POLICIES)}]", callback=_current_policies, help="Repeatable.")
 @click.option("--caps", default="0:100:10", show_default=True, callback=_parse_ints,
               help="Constant V values: '0,8,16' or '0:100:5' (stop included); -1 means unbounded.")
 @click.option("--caps-per-task", type=click.IntRange(min=1), default=8, show_default=True,
@@ -68,7 +77,7 @@ def _parse_floats(ctx: click.Context, param: click.Parameter, value: str) -> lis
 @click.option("--lam", "lams", default="1", show_default=True, callback=_parse_floats,
               help="Cost weights λ of the balance (twt_imp% − λ·c%; FH: 1), comma-separated.")
 @click.option("--threshold", "thresholds", default="1", show_default=True, callback=_parse_floats,
-              help="The state-aware rule's θ values (ours, ours-daily), comma-separated.")
+              help="The state-aware rule's θ values (state-aware, state-aware-daily), comma-separated.")
 @click.option("--period-s", type=click.FloatRange(min=0, min_open=True, max=1e9), default=86_400.0, show_default=True,
               help="The policies' step in seconds (FH: one day).")
 @click.option("--executor", type=click.Choice(["serial", "process", "dask"]), default="process",
@@ -85,8 +94,8 @@ def sweep(setups: tuple[str, ...], policies: tuple[str, ...], caps: list[int], c
     """Run a grid of leasing simulations (V, seeds, λ, θ, policies); results do not depend on --executor.
 
     The --out folder must exist: it is checked before the runs (not created)."""
-    from rlsched.cli.sim import check_output_file, progress_bar
-    from rlsched.sim.leasing.setups import setup as check_setup
+    from rlsched.cli._common import check_output_file, progress_bar
+    from rlsched.sim.hybrid_cloud.setups import setup as check_setup
     from rlsched.sim.sweep import execute, grid, rows
 
     check_output_file(out_path, "--out")
@@ -108,7 +117,7 @@ def sweep(setups: tuple[str, ...], policies: tuple[str, ...], caps: list[int], c
         click.echo(json.dumps({"rows": table}, indent=2))
     for r in table if not as_json else ():
         label = r["V"] if r["V"] is not None else (r["threshold"] if r["threshold"] is not None else r["run"])
-        click.echo(f"{r['trace']:<10} {r['policy']:<10} {label!s:>6} λ={r['lambda']:<4g} "
+        click.echo(f"{r['trace']:<10} {r['policy']:<17} {label!s:>6} λ={r['lambda']:<4g} "
                    f"twt_imp={r['twt_imp_pct']:7.2f}% cost={r['cost_pct']:7.2f}% balance={r['balance']:7.2f}")
     if out_path is not None:
         _write_rows(table, out_path)

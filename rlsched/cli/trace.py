@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from rlsched.cli.sim import CLASS_BY, classed
+from rlsched.cli._common import CLASS_BY, classed
 from rlsched.sim.traces.fetch import CATALOGUE, FetchError, cache_dir, fetch_trace, sha256_of
 from rlsched.sim.traces.swf import SwfFormatError, resolve_trace
 

@@ -22,8 +22,8 @@ possible when the successor arrives is applied *before* the successor's unit is 
 *When* the caller reports the response time is its choice: a live system can only do it
 when the task completes (Tong §5.2(A)); a simulator of FCFS units knows it the moment the
 task is placed, which is how Algorithm 1's synchronous loop reads (see
-``rlsched.sim.hetero.policies.QLearning`` and docs/tong.md).  The same object therefore serves the simulator
-(:mod:`rlsched.sim.hetero`) and a live router that sends jobs to partitions of different
+``rlsched.sim.dispatch.policies.QLearning`` and docs/tong.md).  The same object therefore serves the simulator
+(:mod:`rlsched.sim.dispatch`) and a live router that sends jobs to partitions of different
 speed: neither needs anything but task types, unit indices and response times.
 
 Two documented departures are available, both off by default:

@@ -1,6 +1,6 @@
 """Cloud-leasing decisions, pure: the FH balance, the FH Q-learner over V, and our state-aware cap.
 
-Used by the simulator (:mod:`rlsched.sim.leasing`) and by the live leasing controller:
+Used by the simulator (:mod:`rlsched.sim.hybrid_cloud`) and by the live leasing controller:
 no simulator import, no clock, no subprocess.
 
 References: Fölling & Hofmann, "Learning Cloud Leasing Policies…" (FH): §2.4 the balance
@@ -210,7 +210,7 @@ def state_aware_cap_from_state(*, cores: int, cloud_used: int, queue_cores: IntA
     """:func:`state_aware_cap` from the raw state, with the estimates both controllers use.
 
     The live controller (:func:`state_aware_cap_from_view`) and the simulator
-    (:mod:`rlsched.sim.leasing.runs`) both come here: the queued jobs' expected runtimes are
+    (:mod:`rlsched.sim.hybrid_cloud.runs`) both come here: the queued jobs' expected runtimes are
     their requested times × ``runtime_ratio`` (:func:`runtime_ratio`), the running jobs'
     remaining work is counted to their requested ends (:func:`remaining_work`) × the same ratio.
     """
@@ -278,7 +278,7 @@ class DailyLearnerParams:
     horizon_days: int = 7
     bins: int = 3
     prior_days: float = 3.0
-    #: Which daily features make the context (names of ``rlsched.sim.leasing.daily.DAY_FEATURES``).
+    #: Which daily features make the context (names of ``rlsched.sim.hybrid_cloud.daily.DAY_FEATURES``).
     features: tuple[str, ...] = ("backlog", "arrivals")
     #: After the decision day the clones go on with ``held``: the same cap; ``followed``: the caps
     #: actually chosen on the next days.

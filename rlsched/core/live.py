@@ -46,13 +46,13 @@ class LiveBackend(Backend, Protocol):
     @property
     def errors(self) -> Counter[str]:
         """Failures by kind, monotonic (``timeout``, ``nonzero_exit``, ``parse_error``, ``missing_command``,
-        ``os_error``, ``vanished_job``: :data:`rlsched.metrics.ERROR_KINDS`)."""
+        ``os_error``, ``vanished_job``: :data:`rlsched.exporter.ERROR_KINDS`)."""
         ...
 
     @property
     def actions(self) -> Counter[str]:
         """Changes made, by kind, monotonic (``nice_set``, ``nice_restored``, ``hold``, ``release``,
-        ``node_drain``, ``node_resume``, ``node_power_down``: :data:`rlsched.metrics.ACTION_KINDS`)."""
+        ``node_drain``, ``node_resume``, ``node_power_down``: :data:`rlsched.exporter.ACTION_KINDS`)."""
         ...
 
     @property

@@ -1,6 +1,6 @@
 """One definition of each quantity the papers measure a schedule by (pure, vectorised NumPy).
 
-The simulator's summaries (:mod:`rlsched.sim.metrics`), the experiments, the reward
+The simulator's summaries (:mod:`rlsched.sim.summary`), the experiments, the reward
 trackers (:mod:`rlsched.core.rewards`), the daemon's metrics and the benchmarks all call
 these functions; none of them computes a quantity on its own.
 

@@ -617,6 +617,41 @@ class SiteConf:
     priority_type: str
 
 
+def _partition_factor(pairs: list[tuple[str, str, str]]) -> float:
+    """The job factor of a ``PartitionName=…`` line's ``key=value`` pairs (1 unless it sets PriorityJobFactor)."""
+    factor = 1.0
+    for key, _, value in pairs[1:]:
+        if key.lower() in ("priorityjobfactor", "priority"):
+            factor = float(int(value))
+    return factor
+
+
+def _priority_setting(key: str, value: str, params: dict[str, object], not_modelled: list[str]) -> str | None:
+    """Apply one ``key=value`` line (``key`` lower case) to ``params`` / ``not_modelled``; the PriorityType if
+    the line sets it."""
+    if key in SLURM_CONF_WEIGHTS:
+        params[SLURM_CONF_WEIGHTS[key]] = float(int(value))
+    elif key in SLURM_CONF_TIMES:
+        pname, unit = SLURM_CONF_TIMES[key]
+        params[pname] = slurm_duration_s(value, unit)
+    elif key == "priorityfavorsmall":
+        params["favor_small"] = value.lower() in ("yes", "1", "true")
+    elif key == "fairsharedampeningfactor":
+        params["damp_factor"] = float(int(value))
+    elif key == "priorityflags":
+        flags = {f.strip().upper() for f in value.split(",") if f.strip()}
+        params["fair_tree"] = "NO_FAIR_TREE" not in flags
+        not_modelled += [f"PriorityFlags={f}" for f in sorted(flags - HANDLED_FLAGS)]
+    elif key == "priorityweighttres":
+        not_modelled.append(f"PriorityWeightTRES={value}")
+    elif key == "prioritytype":
+        return value
+    elif key == "accountingstorageenforce":
+        enforce = {f.strip().lower() for f in value.split(",")}
+        params["charge_at_end"] = bool(enforce & {"limits", "safe"})
+    return None
+
+
 def parse_slurm_conf(text: str, source: str = "slurm.conf") -> SiteConf:
     """The priority settings of a slurm.conf text; a bad value is a one-line ValueError naming line and key."""
     # Without AccountingStorageEnforce=limits Slurm never charges a job's last part (UsageLedger).
@@ -635,37 +670,12 @@ def parse_slurm_conf(text: str, source: str = "slurm.conf") -> SiteConf:
         first = pairs[0][0].lower()
         try:
             if first == "partitionname":
-                name = pairs[0][2]
-                factor = 1.0
-                for key, _, value in pairs[1:]:
-                    if key.lower() in ("priorityjobfactor", "priority"):
-                        factor = float(int(value))
-                if name.lower() != "default":
-                    parts[name] = factor
-                continue
-            if len(pairs) != 1 or not pairs[0][1]:
-                continue
-            key, value = first, pairs[0][2].strip()
-            if key in SLURM_CONF_WEIGHTS:
-                params[SLURM_CONF_WEIGHTS[key]] = float(int(value))
-            elif key in SLURM_CONF_TIMES:
-                pname, unit = SLURM_CONF_TIMES[key]
-                params[pname] = slurm_duration_s(value, unit)
-            elif key == "priorityfavorsmall":
-                params["favor_small"] = value.lower() in ("yes", "1", "true")
-            elif key == "fairsharedampeningfactor":
-                params["damp_factor"] = float(int(value))
-            elif key == "priorityflags":
-                flags = {f.strip().upper() for f in value.split(",") if f.strip()}
-                params["fair_tree"] = "NO_FAIR_TREE" not in flags
-                not_modelled += [f"PriorityFlags={f}" for f in sorted(flags - HANDLED_FLAGS)]
-            elif key == "priorityweighttres":
-                not_modelled.append(f"PriorityWeightTRES={value}")
-            elif key == "prioritytype":
-                ptype = value
-            elif key == "accountingstorageenforce":
-                enforce = {f.strip().lower() for f in value.split(",")}
-                params["charge_at_end"] = bool(enforce & {"limits", "safe"})
+                factor = _partition_factor(pairs)
+                if pairs[0][2].lower() != "default":
+                    parts[pairs[0][2]] = factor
+            elif len(pairs) == 1 and pairs[0][1]:
+                setting = _priority_setting(first, pairs[0][2].strip(), params, not_modelled)
+                ptype = ptype if setting is None else setting
         except ValueError:
             raise ValueError(f"{source}:{lineno}: bad value in {raw.strip()!r}") from None
     return SiteConf(params, parts, tuple(not_modelled), ptype)

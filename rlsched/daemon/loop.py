@@ -55,9 +55,9 @@ from rlsched.daemon.config import ConfigError, DaemonConfig, load_config, reload
 from rlsched.daemon.decision_log import DecisionLog, decision_record
 from rlsched.daemon.notify import Notifier
 from rlsched.daemon.state import load_counters, read_heartbeat, save_counters
+from rlsched.exporter import CLASS_NAMES, Exporter
 from rlsched.faultlog import FaultLog
 from rlsched.leasing import LeaseStatus, LeasingService
-from rlsched.metrics import CLASS_NAMES, Exporter
 
 log = logging.getLogger(__name__)
 

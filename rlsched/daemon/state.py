@@ -2,7 +2,7 @@
 the directory; docs/design.md, Reliability), so that a kill -9 at any moment leaves the previous or the new version:
 
 - ``agent.npz``: the learning agent's model and replay memory (written by the core's checkpoint code);
-- ``daemon.json``: the counters (:class:`rlsched.metrics.Counters`) and when the model was saved;
+- ``daemon.json``: the counters (:class:`rlsched.exporter.Counters`) and when the model was saved;
 - ``heartbeat.json``: pid, time, mode and gated partitions, rewritten every cycle and while waiting; the
   gate-mode watchdog (``plugins/rlsched-gate-watchdog``) reads it;
 - ``slurm-record.json``: the Slurm backend's record of what it changed (same atomic writer).
@@ -16,7 +16,7 @@ from typing import Any
 
 from rlsched.core.atomic import write_json_atomic
 from rlsched.errors import RlschedError
-from rlsched.metrics import Counters
+from rlsched.exporter import Counters
 
 COUNTERS_VERSION = 1
 

@@ -219,7 +219,7 @@ class LeasingService:
             self.provider.suspend(plan.terminate)
 
     def snapshot(self) -> dict[str, Any]:
-        """What the exporter serves (see :mod:`rlsched.metrics`)."""
+        """What the exporter serves (see :mod:`rlsched.exporter`)."""
         d = self.status.decision
         return {"cap": None if d is None else d.cap, "policy_cap": None if d is None else d.policy_cap,
                 "hard_cap": None if d is None else d.hard_cap, "budget_cap": None if d is None else d.budget_cap,

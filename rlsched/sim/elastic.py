@@ -67,7 +67,7 @@ def pool_utilization(schedule: Schedule, history: PoolHistory) -> float:
     """U of P-grid Eq. 3 over the whole run: CPU-seconds of the jobs / core-seconds of the pool.
 
     The span is from the first submit to the last end, the same span as the rigid
-    utilization of :func:`rlsched.sim.metrics.summarize`, so the two compare directly.
+    utilization of :func:`rlsched.sim.summary.summarize`, so the two compare directly.
     """
     wl = schedule.workload
     if len(wl) == 0:

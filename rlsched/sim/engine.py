@@ -195,6 +195,44 @@ def easy_backfill(chunks: Iterable[list[int]], procs: list[int], req: list[float
     return chosen
 
 
+def _check_options(workload: Workload, cores: int, *, priority: FloatArray | IntArray | None, agent: Agent | None,
+                   hold_on_submit: bool, tick_s: float | None, dynamic: DynamicPriority | None,
+                   every_event: bool) -> None:
+    """The :class:`Simulator`'s options that do not go together, each a one-line ValueError."""
+    if cores < 1:
+        raise ValueError("cores must be >= 1")
+    if len(workload) and int(workload.procs.max()) > cores:
+        raise ValueError(
+            f"workload {workload.name!r} has a job of {int(workload.procs.max())} cores; the pool has "
+            f"{cores} (use Workload.with_max_procs to drop wider jobs)")
+    if hold_on_submit and agent is None:
+        raise ValueError("hold_on_submit needs an agent to release the jobs")
+    if tick_s is not None and tick_s <= 0:
+        raise ValueError("tick_s must be positive")
+    if dynamic is not None and priority is not None:
+        raise ValueError("a dynamic priority replaces the static priority")
+    if dynamic is not None and agent is not None and (hold_on_submit or not isinstance(dynamic, BoostablePriority)):
+        raise ValueError("an agent steers a dynamic priority only by boosting it (a BoostablePriority, "
+                         "no hold on submit)")
+    if not every_event and (agent is None or tick_s is None):
+        raise ValueError("every_event=False asks the agent at the ticks only: it needs an agent and tick_s")
+    if dynamic is not None and len(workload) * 2.0 ** 32 >= 2.0 ** 53:
+        raise ValueError("a dynamic priority needs fewer than 2^21 jobs (its queue keys are exact floats)")
+
+
+def _static_ranks(priority: FloatArray | IntArray | None, n: int) -> list[float]:
+    """Each job's place in the static order (a lower key first, ties by row): the submit order without a key."""
+    if priority is None:
+        return np.arange(n, dtype=np.float64).tolist()
+    key = np.asarray(priority, dtype=np.float64)
+    if key.shape != (n,):
+        raise ValueError(f"priority has shape {key.shape}, expected ({n},)")
+    order = np.lexsort((np.arange(n), key))
+    rank = np.empty(n, dtype=np.float64)
+    rank[order] = np.arange(n)
+    return rank.tolist()
+
+
 class Simulator:
     """Replay a workload on ``cores`` cores; implements :class:`rlsched.core.live.LiveBackend`.
 
@@ -237,25 +275,8 @@ class Simulator:
     ) -> None:
         self.workload = workload
         self.cores = int(cores if cores is not None else workload.max_procs)
-        if self.cores < 1:
-            raise ValueError("cores must be >= 1")
-        if len(workload) and int(workload.procs.max()) > self.cores:
-            raise ValueError(
-                f"workload {workload.name!r} has a job of {int(workload.procs.max())} cores; the pool has "
-                f"{self.cores} (use Workload.with_max_procs to drop wider jobs)")
-        if hold_on_submit and agent is None:
-            raise ValueError("hold_on_submit needs an agent to release the jobs")
-        if tick_s is not None and tick_s <= 0:
-            raise ValueError("tick_s must be positive")
-        if dynamic is not None and priority is not None:
-            raise ValueError("a dynamic priority replaces the static priority")
-        if dynamic is not None and agent is not None and (hold_on_submit or not isinstance(dynamic, BoostablePriority)):
-            raise ValueError("an agent steers a dynamic priority only by boosting it (a BoostablePriority, "
-                             "no hold on submit)")
-        if not every_event and (agent is None or tick_s is None):
-            raise ValueError("every_event=False asks the agent at the ticks only: it needs an agent and tick_s")
-        if dynamic is not None and len(workload) * 2.0 ** 32 >= 2.0 ** 53:
-            raise ValueError("a dynamic priority needs fewer than 2^21 jobs (its queue keys are exact floats)")
+        _check_options(workload, self.cores, priority=priority, agent=agent, hold_on_submit=hold_on_submit,
+                       tick_s=tick_s, dynamic=dynamic, every_event=every_event)
         self.dynamic = dynamic
         self.backfill = backfill
         self.overrun: Overrun = overrun
@@ -279,16 +300,7 @@ class Simulator:
         self._run: list[float] = run_eff.tolist()
         self._req: list[float] = workload.req_time.tolist()
         self._procs: list[int] = workload.procs.tolist()
-        if priority is None:
-            self._rank: list[float] = np.arange(n, dtype=np.float64).tolist()
-        else:
-            key = np.asarray(priority, dtype=np.float64)
-            if key.shape != (n,):
-                raise ValueError(f"priority has shape {key.shape}, expected ({n},)")
-            order = np.lexsort((np.arange(n), key))
-            rank = np.empty(n, dtype=np.float64)
-            rank[order] = np.arange(n)
-            self._rank = rank.tolist()
+        self._rank: list[float] = _static_ranks(priority, n)
         # Row-indexed copies for the vectorised backfill scan of long queues (see _schedule):
         # the cores of each queued job by row (inf when not queued) and a pointer to the oldest queued row.
         self._static_fcfs = priority is None and dynamic is None
@@ -296,6 +308,10 @@ class Simulator:
         self._req_arr = workload.req_time.astype(np.float64)
         self._qprocs_by_row = np.full(n + 1, np.inf)  # one sentinel past the end stops the pointer
         self._oldest_queued = n
+        self._init_loop_state(n)
+
+    def _init_loop_state(self, n: int) -> None:
+        """The event loop's state at time 0 (nothing submitted), and the LiveBackend side's counters."""
         self._start = [math.nan] * n
         self._end = [math.nan] * n
         self.now = 0.0
@@ -481,7 +497,6 @@ class Simulator:
         submit = self._submit
         heap = self._finish_heap
         agent = self.agent
-        hold = self.hold_on_submit
         tick = self.tick_s
         next_tick = submit[0] if (tick is not None and n) else math.inf
         inf = math.inf
@@ -508,23 +523,12 @@ class Simulator:
                 self._finish_job(heapq.heappop(heap)[1])
             if dyn is not None and now >= next_pass:
                 self._reprioritize(now)
-            while i < n and submit[i] <= now:
-                if hold:
-                    self._held[i] = None
-                else:
-                    if dyn is not None:
-                        self._rank_arr[i] = self._dynamic_key(dyn.submit_priority(i, now), i)
-                    self._enqueue(i)
-                i += 1
+            i = self._admit(i, now)
             self._events += i - self._next_submit
             self._next_submit = i
             polled = False
             if agent is not None:
-                if now >= next_tick:
-                    next_tick += tick  # type: ignore[operator]
-                    polled = True
-                if self.every_event:
-                    apply(agent.decide(self.view()), self)
+                next_tick, polled = self._ask(agent, now, next_tick)
             self._schedule(now)
             if polled and not self.every_event:
                 next_tick, deferred = self._poll(agent, now, next_tick)  # type: ignore[arg-type]
@@ -536,22 +540,53 @@ class Simulator:
                 progress(self._done)
                 next_report += progress_every
             if not heap and i >= n:
-                if self._qjobs or self._held:
-                    if agent is not None and tick is not None and self._held and idle_ticks < MAX_IDLE_TICKS:
-                        idle_ticks += 1  # the agent may still release held jobs at a later tick
-                        continue
-                    raise SimulationError(
-                        f"{len(self._qjobs) + len(self._held)} jobs still pending at t={now} with nothing "
-                        f"running and nothing left to submit (held jobs never released?)")
-                if agent is not None and not self.every_event and self._finished_since_view:
-                    agent.decide(self.view())   # the next poll shows the last finishes (a learner's rewards)
-                break
+                if not self._idle_tick(now, idle_ticks):
+                    break
+                idle_ticks += 1  # the agent may still release held jobs at a later tick
         if progress is not None:
             progress(self._done)
         return Schedule(
             workload=self.workload, cores=self.cores,
             start=np.array(self._start, dtype=np.float64), end=np.array(self._end, dtype=np.float64),
             killed_at_limit=self._killed, sim_seconds=time.perf_counter() - t0, scheduler=self.name)
+
+    def _admit(self, i: int, now: float) -> int:
+        """Submit the jobs from row ``i`` on whose submit time has come (held in gate mode, else queued);
+        the first row not submitted."""
+        submit, n, dyn = self._submit, len(self._submit), self.dynamic
+        while i < n and submit[i] <= now:
+            if self.hold_on_submit:
+                self._held[i] = None
+            else:
+                if dyn is not None:
+                    self._rank_arr[i] = self._dynamic_key(dyn.submit_priority(i, now), i)
+                self._enqueue(i)
+            i += 1
+        return i
+
+    def _ask(self, agent: Agent, now: float, next_tick: float) -> tuple[float, bool]:
+        """The agent's turn before the scheduling pass: it decides now after every batch of events
+        (``every_event``); a tick that has come moves on.  The next tick, and whether this is one."""
+        polled = now >= next_tick
+        if polled:
+            next_tick += self.tick_s  # type: ignore[operator]
+        if self.every_event:
+            apply(agent.decide(self.view()), self)
+        return next_tick, polled
+
+    def _idle_tick(self, now: float, idle_ticks: int) -> bool:
+        """Nothing runs and nothing is left to submit: True to go on ticking (the agent may still release
+        held jobs), else the run is over (a :class:`SimulationError` if jobs still wait)."""
+        agent = self.agent
+        if self._qjobs or self._held:
+            if agent is not None and self.tick_s is not None and self._held and idle_ticks < MAX_IDLE_TICKS:
+                return True
+            raise SimulationError(
+                f"{len(self._qjobs) + len(self._held)} jobs still pending at t={now} with nothing "
+                f"running and nothing left to submit (held jobs never released?)")
+        if agent is not None and not self.every_event and self._finished_since_view:
+            agent.decide(self.view())   # the next poll shows the last finishes (a learner's rewards)
+        return False
 
     def _poll(self, agent: Agent, now: float, next_tick: float) -> tuple[float, bool]:
         """A daemon's poll (``every_event=False``): the agent sees the queue the native scheduler left and

@@ -10,13 +10,12 @@ onto registry policies (:func:`legacy_scheduler`).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import replace
 
 import numpy as np
 
 from rlsched.core.policies import PolicySpec, resolve
-from rlsched.sim.engine import DEFAULT_OVERRUN, Overrun, Schedule
+from rlsched.sim.engine import Schedule
 from rlsched.sim.workload import Workload
 
 #: The scheduler names of ``rlsched sim run --scheduler`` (deprecated: use ``--policy``), and ``native``.
@@ -73,14 +72,3 @@ def with_recorded_waits(workload: Workload) -> Workload:
     dropped["wait_missing"] = dropped.get("wait_missing", 0) + int((~known).sum())
     return replace(workload.select(known), dropped=dropped)
 
-
-def simulate(workload: Workload, scheduler: str, *, cores: int | None = None, backfill: bool | None = None,
-             overrun: Overrun = DEFAULT_OVERRUN, progress: Callable[[int], None] | None = None) -> Schedule:
-    """Replay ``workload`` under a former ``--scheduler`` name (see :func:`legacy_scheduler`).
-
-    New code runs registry policies with :func:`rlsched.sim.policies.simulate_policy`.
-    """
-    from rlsched.sim.policies import simulate_policy
-
-    spec, label = legacy_scheduler(scheduler, backfill)
-    return simulate_policy(workload, spec, cores, overrun=overrun, progress=progress, name=label).schedule

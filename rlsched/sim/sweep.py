@@ -8,9 +8,11 @@ by dask-jobqueue on Slurm/PBS — see docs/leasing.md).  Results come back in ta
 
 Policies: ``constant`` (cap V all along), ``random`` (V uniform in 0..M each day,
 ``runs`` runs from ``seed``), ``qlearning`` (FH §5), ``daily`` (the daily learned cap,
-:func:`rlsched.sim.leasing.daily.daily_learned`), ``ours-daily`` (the state-aware rule evaluated at
-the day's start and held for the day), ``ours`` (the state-aware rule at every scheduling pass,
-threshold θ: a per-pass transfer rule, not a daily cap).
+:func:`rlsched.sim.hybrid_cloud.daily.daily_learned`), ``state-aware-daily`` (the state-aware rule evaluated
+at the day's start and held for the day), ``state-aware`` (the state-aware rule at every scheduling pass,
+threshold θ: a per-pass transfer rule, not a daily cap; the live controller's policy of that name).
+The former names ``ours-daily`` and ``ours`` still work for one release: :func:`grid` takes them with a
+warning, a :class:`Task` as they are.
 λ (``cost_weight``) weighs the cost term of the balance: balance_λ = twt_imp% − λ·c%
 (FH: λ = 1); it changes what the learners optimise and how every row is scored.
 """
@@ -28,11 +30,11 @@ from typing import Any
 import numpy as np
 
 from rlsched.core.leasing import DailyLearnerParams, DailyPrior, StateAwareParams, cost_pct, twt_improvement_pct
-from rlsched.core.policies import SIM_LEASE_POLICIES
+from rlsched.core.policies import DEPRECATED_LEASE_POLICIES, SIM_LEASE_POLICIES, lease_policy
 from rlsched.sim.experiments.harness import run_in_pool
-from rlsched.sim.leasing.daily import daily_learned, daily_prior, state_aware_daily
-from rlsched.sim.leasing.hybrid import UNBOUNDED, day_edges
-from rlsched.sim.leasing.runs import (
+from rlsched.sim.hybrid_cloud.daily import daily_learned, daily_prior, state_aware_daily
+from rlsched.sim.hybrid_cloud.hybrid import UNBOUNDED, day_edges
+from rlsched.sim.hybrid_cloud.runs import (
     RunSet,
     Trajectory,
     constant_sweep,
@@ -41,9 +43,11 @@ from rlsched.sim.leasing.runs import (
     state_aware,
     unbounded_run,
 )
-from rlsched.sim.leasing.setups import load_model
+from rlsched.sim.hybrid_cloud.setups import load_model
 
 POLICIES = SIM_LEASE_POLICIES  # the registry's names (rlsched.core.policies)
+#: The policies with a threshold θ (the state-aware rule, per pass or held for a day).
+THRESHOLD_POLICIES = ("state-aware", "state-aware-daily")
 EXECUTORS = ("serial", "process", "dask")
 
 
@@ -70,7 +74,7 @@ class Task:
     #: Days' worth of a prior from other setups' daily clones (0: start cold), and those setups.
     transfer_days: float = 0.0
     transfer_from: tuple[str, ...] = ()
-    #: > 0: a jittered replay of the setup (see rlsched.sim.leasing.setups.JITTER_S); the prior's
+    #: > 0: a jittered replay of the setup (see rlsched.sim.hybrid_cloud.setups.JITTER_S); the prior's
     #: setups are never jittered.
     jitter_seed: int = 0
     #: ``daily`` only: the learner's estimates are those of its own trace's clones from the start (an upper
@@ -78,7 +82,7 @@ class Task:
     hindsight: bool = False
 
     def __post_init__(self) -> None:
-        if self.policy not in POLICIES:
+        if self.policy not in POLICIES and self.policy not in DEPRECATED_LEASE_POLICIES:
             raise ValueError(f"unknown policy {self.policy!r}; choose from {', '.join(POLICIES)}")
         if self.policy == "constant" and not self.caps:
             raise ValueError("a constant-V task needs at least one V")
@@ -120,6 +124,12 @@ def references(setup: str, jitter_seed: int = 0) -> tuple[np.ndarray, np.ndarray
     return zero.twt[0].copy(), unbounded.cost[0].copy()
 
 
+def _current_name(policy: str) -> str:
+    """A task's policy under its name now.  A task keeps a former name as given, without a warning
+    (:mod:`rlsched.sim.experiments.fh` plans with them until it moves to the new names)."""
+    return DEPRECATED_LEASE_POLICIES.get(policy, policy)
+
+
 def run_task(task: Task) -> dict[str, Any]:
     """Run one task; returns totals per run (twt, cost, balance against the setup's references)."""
     model, edges = load_model(task.setup, task.jitter_seed)
@@ -128,20 +138,21 @@ def run_task(task: Task) -> dict[str, Any]:
     twt_ref_day, c_ref_day = references(task.setup, task.jitter_seed)
     twt_ref, c_ref = float(twt_ref_day.sum()), float(c_ref_day.sum())
     result: RunSet | Trajectory
-    if task.policy == "constant":
+    policy = _current_name(task.policy)
+    if policy == "constant":
         caps = np.array([UNBOUNDED if v < 0 else v for v in task.caps], dtype=np.int64)
         result = constant_sweep(model, edges, caps)
         twt, cost = result.total_twt, result.total_cost
         labels: list[int | None] = list(task.caps)
-    elif task.policy == "random":
+    elif policy == "random":
         result = random_runs(model, edges, task.runs, task.seed)
         twt, cost = result.total_twt, result.total_cost
         labels = [None] * task.runs
-    elif task.policy == "qlearning":
+    elif policy == "qlearning":
         result = fh_qlearning(model, edges, cost_weight=task.cost_weight, day_wait=task.day_wait)
         twt, cost = np.array([result.twt.sum()]), np.array([result.cost.sum()])
         labels = [None]
-    elif task.policy == "daily":
+    elif policy == "daily":
         params = task.daily_params()
         cold = dataclasses.replace(params, transfer_days=0.0)   # the prior's key: shared across its weights
         prior: DailyPrior | None = None
@@ -153,7 +164,7 @@ def run_task(task: Task) -> dict[str, Any]:
         result = daily_learned(model, edges, params, cost_weight=task.cost_weight, prior=prior)
         twt, cost = np.array([result.twt.sum()]), np.array([result.cost.sum()])
         labels = [None]
-    elif task.policy == "ours-daily":
+    elif policy == "state-aware-daily":
         result = state_aware_daily(model, edges, StateAwareParams(threshold=task.threshold),
                                    cost_weight=task.cost_weight)
         twt, cost = np.array([result.twt.sum()]), np.array([result.cost.sum()])
@@ -190,7 +201,8 @@ def grid(setups: Sequence[str], policies: Sequence[str], *, caps: Sequence[int] 
     0 puts them all in one task per setup.
     """
     tasks: list[Task] = []
-    for setup, policy, lam in itertools.product(setups, policies, cost_weights):
+    for setup, given, lam in itertools.product(setups, policies, cost_weights):
+        policy = lease_policy(given, stacklevel=2)       # warns at the caller of grid()
         if policy == "constant":
             values = list(caps)
             step = caps_per_task or max(len(values), 1)
@@ -202,7 +214,7 @@ def grid(setups: Sequence[str], policies: Sequence[str], *, caps: Sequence[int] 
                          for s in seeds)
         elif policy == "qlearning":
             tasks.append(Task(setup, policy, cost_weight=lam, period_s=period_s))
-        elif policy in ("ours", "ours-daily"):
+        elif policy in THRESHOLD_POLICIES:
             tasks.extend(Task(setup, policy, threshold=th, cost_weight=lam, period_s=period_s)
                          for th in thresholds)
         elif policy == "daily":
@@ -278,7 +290,7 @@ def rows(results: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
                 "seed": task["seed"] if task["policy"] == "random" else None,
                 "run": i if task["policy"] == "random" else None,
                 "lambda": task["cost_weight"],
-                "threshold": task["threshold"] if task["policy"] in ("ours", "ours-daily") else None,
+                "threshold": task["threshold"] if _current_name(task["policy"]) in THRESHOLD_POLICIES else None,
                 "twt": res["twt"][i], "cost": res["cost"][i], "twt_imp_pct": res["twt_imp_pct"][i],
                 "cost_pct": res["cost_pct"][i], "balance": res["balance"][i],
             })

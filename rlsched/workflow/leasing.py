@@ -1,17 +1,17 @@
 """``rlsched evaluate --leasing --cloud-nodes N``: the leasing policies on a site's own trace.
 
-The hybrid model of Fölling & Hofmann (:mod:`rlsched.sim.leasing.hybrid`: local EASY on the
+The hybrid model of Fölling & Hofmann (:mod:`rlsched.sim.hybrid_cloud.hybrid`: local EASY on the
 trace's M cores plus capped transfer to cloud nodes) replays the trace under
 
 - every constant cap V = 0 … N (FH §3's sweep; N the site's cloud nodes),
 - random V (FH §3: V uniform in 0 … N each day; mean and best of ``random_runs`` runs),
-- FH's Q-learning over V ∈ 0 … N (:func:`rlsched.sim.leasing.runs.fh_qlearning`), unless skipped,
-- the daily learned cap (:func:`rlsched.sim.leasing.daily.daily_learned`) with the hyper-parameters
+- FH's Q-learning over V ∈ 0 … N (:func:`rlsched.sim.hybrid_cloud.runs.fh_qlearning`), unless skipped,
+- the daily learned cap (:func:`rlsched.sim.hybrid_cloud.daily.daily_learned`) with the hyper-parameters
   chosen on the FH traces (:data:`rlsched.core.leasing.DailyLearnerParams` defaults), never on this one;
   with ``--daily-prior-from kth,ctc,sdsc`` it starts from those traces' daily clones
   (:func:`daily_prior_from_setups`),
 - the state-aware rule evaluated at each day's start and held for the day, at each θ of a grid,
-- the state-aware rule at every scheduling pass (:func:`rlsched.sim.leasing.runs.state_aware`, the
+- the state-aware rule at every scheduling pass (:func:`rlsched.sim.hybrid_cloud.runs.state_aware`, the
   live controller's ``state-aware``) at each θ — a per-pass transfer rule, not a daily cap —
   its cap never above N.
 
@@ -26,6 +26,7 @@ leave-one-trace-out across traces).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -42,9 +43,18 @@ from rlsched.core.leasing import (
     cost_pct,
     twt_improvement_pct,
 )
-from rlsched.sim.leasing.daily import daily_learned, state_aware_daily
-from rlsched.sim.leasing.hybrid import HybridModel, day_edges
-from rlsched.sim.leasing.runs import constant_sweep, fh_qlearning, grouped_runs, random_caps, state_aware, unbounded_run
+from rlsched.core.view import FloatArray
+from rlsched.sim.hybrid_cloud.daily import daily_learned, state_aware_daily
+from rlsched.sim.hybrid_cloud.hybrid import HybridModel, day_edges
+from rlsched.sim.hybrid_cloud.runs import (
+    Trajectory,
+    constant_sweep,
+    fh_qlearning,
+    grouped_runs,
+    random_caps,
+    state_aware,
+    unbounded_run,
+)
 from rlsched.sim.workload import Workload
 
 #: The θ grid of docs/leasing.md.
@@ -78,6 +88,12 @@ class LeasingEvaluation:
         """κ = twt_ref / c_ref (0 when the trace never needs the cloud)."""
         return self.twt_ref / self.c_ref if self.c_ref > 0 else 0.0
 
+    def row(self, policy: str, setting: str, twt: float, cost: float, seconds: float) -> LeasingRow:
+        """A row scored against this trace's references."""
+        return LeasingRow(policy, setting, twt, cost, float(twt_improvement_pct(twt, self.twt_ref)),
+                          float(cost_pct(cost, self.c_ref)), float(balance(twt, cost, self.twt_ref, self.c_ref)),
+                          seconds)
+
     def best(self, policy: str) -> LeasingRow | None:
         rows = [r for r in self.rows if r.policy == policy]
         return max(rows, key=lambda r: r.balance) if rows else None
@@ -90,10 +106,10 @@ RANDOM_RUNS = 100
 def daily_prior_from_setups(names: str, transfer_days: float,
                             params: DailyLearnerParams | None = None) -> tuple[DailyLearnerParams, DailyPrior]:
     """The daily learner's setting with a prior from the FH setups ``names`` ("kth,ctc,sdsc"): each setup run
-    once by the cold learner (:func:`rlsched.sim.leasing.daily.daily_prior`).  ``ValueError`` (one line)
+    once by the cold learner (:func:`rlsched.sim.hybrid_cloud.daily.daily_prior`).  ``ValueError`` (one line)
     for an unknown setup; a missing trace names ``rlsched trace fetch``."""
-    from rlsched.sim.leasing.daily import daily_prior
-    from rlsched.sim.leasing.setups import FH_SETUPS, load_model, setup
+    from rlsched.sim.hybrid_cloud.daily import daily_prior
+    from rlsched.sim.hybrid_cloud.setups import FH_SETUPS, load_model, setup
 
     sources = tuple(n.strip() for n in names.split(",") if n.strip())
     if not sources:
@@ -138,67 +154,72 @@ def evaluate_leasing(workload: Workload, cloud_nodes: int, *, cores: int | None 
     starting()
     model = HybridModel(workload, cores)
     edges = day_edges(model)
+    ev = _references_and_constants(workload.name, model, edges, cloud_nodes)
+    if random_runs:
+        starting()
+        _random_rows(ev, model, edges, random_runs, seed)
+    if qlearning:
+        starting()
+        _timed_row(ev, "qlearning", f"V∈0..{cloud_nodes}", lambda: fh_qlearning(model, edges, max_cap=cloud_nodes))
+    if daily:
+        starting()
+        params = daily_params or DailyLearnerParams()
+        setting = params.label()
+        if daily_prior is not None and params.transfer_days > 0:
+            setting += f", prior from {'+'.join(daily_prior.sources)}"
+        _timed_row(ev, "daily-learned", setting,
+                   lambda: daily_learned(model, edges, params, max_cap=cloud_nodes, prior=daily_prior))
+    for theta in thetas:
+        starting()
+        _timed_row(ev, "per-pass-held-daily", f"θ={theta:g}", functools.partial(
+            state_aware_daily, model, edges, StateAwareParams(threshold=theta), max_cap=cloud_nodes))
+    for theta in thetas:
+        starting()
+        _timed_row(ev, "state-aware", f"θ={theta:g}", functools.partial(
+            state_aware, model, edges, StateAwareParams(threshold=theta), max_cap=cloud_nodes))
+    starting()
+    return ev
+
+
+def _references_and_constants(name: str, model: HybridModel, edges: FloatArray,
+                              cloud_nodes: int) -> LeasingEvaluation:
+    """The evaluation with its references (V = 0's wait, V → ∞'s cost) and a row per constant V in 0..N."""
     t0 = time.perf_counter()
     ref_inf = unbounded_run(model, edges)
     constant = constant_sweep(model, edges, np.arange(cloud_nodes + 1))
     twt_ref = float(constant.total_twt[0])
     c_ref = float(ref_inf.total_cost[0])
     sweep_s = time.perf_counter() - t0
-    ev = LeasingEvaluation(workload.name, model.cores, cloud_nodes, twt_ref, c_ref)
-
-    def row(policy: str, setting: str, twt: float, cost: float, seconds: float) -> LeasingRow:
-        return LeasingRow(policy, setting, twt, cost, float(twt_improvement_pct(twt, twt_ref)),
-                          float(cost_pct(cost, c_ref)), float(balance(twt, cost, twt_ref, c_ref)), seconds)
-
+    ev = LeasingEvaluation(name, model.cores, cloud_nodes, twt_ref, c_ref)
     for v in range(cloud_nodes + 1):
-        r = row("constant", f"V={v}", float(constant.total_twt[v]), float(constant.total_cost[v]),
-                sweep_s / (cloud_nodes + 1))
+        r = ev.row("constant", f"V={v}", float(constant.total_twt[v]), float(constant.total_cost[v]),
+                   sweep_s / (cloud_nodes + 1))
         ev.rows.append(r)
         ev.constant_balance.append(r.balance)
-    if random_runs:
-        starting()
-        t = time.perf_counter()
-        rnd = grouped_runs(model, edges, random_caps(cloud_nodes, random_runs, len(edges) - 1, seed))
-        seconds = (time.perf_counter() - t) / random_runs
-        runs = [row("random", f"run {k}", float(rnd.total_twt[k]), float(rnd.total_cost[k]), seconds)
-                for k in range(random_runs)]
-        mean_twt, mean_cost = float(rnd.total_twt.mean()), float(rnd.total_cost.mean())
-        mean = row("random-mean", f"{random_runs} runs", mean_twt, mean_cost, seconds)
-        # The mean of the runs' balances (balance is linear in twt and cost, so it is the balance of the means).
-        ev.rows.append(mean)
-        best = max(runs, key=lambda r: r.balance)
-        ev.rows.append(LeasingRow("random-best", f"seed {seed}, {best.setting}", best.twt_s, best.cost_core_s,
-                                  best.twt_imp_pct, best.cost_pct, best.balance, seconds))
-    if qlearning:
-        starting()
-        t = time.perf_counter()
-        traj = fh_qlearning(model, edges, max_cap=cloud_nodes)
-        ev.rows.append(row("qlearning", f"V∈0..{cloud_nodes}", float(traj.twt.sum()), float(traj.cost.sum()),
-                           time.perf_counter() - t))
-    if daily:
-        starting()
-        params = daily_params or DailyLearnerParams()
-        t = time.perf_counter()
-        traj = daily_learned(model, edges, params, max_cap=cloud_nodes, prior=daily_prior)
-        setting = params.label()
-        if daily_prior is not None and params.transfer_days > 0:
-            setting += f", prior from {'+'.join(daily_prior.sources)}"
-        ev.rows.append(row("daily-learned", setting, float(traj.twt.sum()), float(traj.cost.sum()),
-                           time.perf_counter() - t))
-    for theta in thetas:
-        starting()
-        t = time.perf_counter()
-        traj = state_aware_daily(model, edges, StateAwareParams(threshold=theta), max_cap=cloud_nodes)
-        ev.rows.append(row("per-pass-held-daily", f"θ={theta:g}", float(traj.twt.sum()), float(traj.cost.sum()),
-                           time.perf_counter() - t))
-    for theta in thetas:
-        starting()
-        t = time.perf_counter()
-        traj = state_aware(model, edges, StateAwareParams(threshold=theta), max_cap=cloud_nodes)
-        ev.rows.append(row("state-aware", f"θ={theta:g}", float(traj.twt.sum()), float(traj.cost.sum()),
-                           time.perf_counter() - t))
-    starting()
     return ev
+
+
+def _random_rows(ev: LeasingEvaluation, model: HybridModel, edges: FloatArray, random_runs: int, seed: int) -> None:
+    """The mean and the best of ``random_runs`` runs of a random V each day."""
+    t = time.perf_counter()
+    rnd = grouped_runs(model, edges, random_caps(ev.cloud_nodes, random_runs, len(edges) - 1, seed))
+    seconds = (time.perf_counter() - t) / random_runs
+    runs = [ev.row("random", f"run {k}", float(rnd.total_twt[k]), float(rnd.total_cost[k]), seconds)
+            for k in range(random_runs)]
+    mean_twt, mean_cost = float(rnd.total_twt.mean()), float(rnd.total_cost.mean())
+    mean = ev.row("random-mean", f"{random_runs} runs", mean_twt, mean_cost, seconds)
+    # The mean of the runs' balances (balance is linear in twt and cost, so it is the balance of the means).
+    ev.rows.append(mean)
+    best = max(runs, key=lambda r: r.balance)
+    ev.rows.append(LeasingRow("random-best", f"seed {seed}, {best.setting}", best.twt_s, best.cost_core_s,
+                              best.twt_imp_pct, best.cost_pct, best.balance, seconds))
+
+
+def _timed_row(ev: LeasingEvaluation, policy: str, setting: str, run: Callable[[], Trajectory]) -> None:
+    """A row for one run of a policy (its trajectory's total wait and cloud use), timed."""
+    t = time.perf_counter()
+    traj = run()
+    ev.rows.append(ev.row(policy, setting, float(traj.twt.sum()), float(traj.cost.sum()), time.perf_counter() - t))
 
 
 def leasing_table(ev: LeasingEvaluation) -> str:

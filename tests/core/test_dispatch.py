@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from rlsched.core.dispatch import QLearningDispatcher
-from rlsched.sim.hetero.model import Flow, Units, simulate
-from rlsched.sim.hetero.policies import FeedbackAt, QLearning
+from rlsched.sim.dispatch.model import Flow, Units, simulate
+from rlsched.sim.dispatch.policies import FeedbackAt, QLearning
 
 
 def test_update_follows_eq6_with_alpha_from_eq7():

@@ -115,7 +115,7 @@ def greedy_interactive_share(learner: BatchLearner) -> list[int]:
 def lal_run(credit: str, ridge_alpha: float, class_queue: bool) -> tuple[float, float, float]:
     """(interactive pick share, interactive W, FCFS interactive W) on a small LAL-like tuning seed."""
     from rlsched.sim.engine import Simulator
-    from rlsched.sim.schedulers import simulate
+    from rlsched.sim.policies import simulate_policy
     from rlsched.sim.workloads.lal import generate_lal
 
     w = generate_lal(1004, scale=0.25)
@@ -126,7 +126,7 @@ def lal_run(credit: str, ridge_alpha: float, class_queue: bool) -> tuple[float, 
                             credit=credit)  # type: ignore[arg-type]
     counts = greedy_interactive_share(learner)
     schedule = Simulator(w, 81, agent=agent, hold_on_submit=True).run()
-    fcfs = simulate(w, "fcfs", cores=81, backfill=False)
+    fcfs = simulate_policy(w, "fcfs", 81).schedule
     inter = w.job_class == INT
     w_agent = responsiveness(schedule.run, schedule.wait)[inter].mean()
     w_fcfs = responsiveness(fcfs.run, fcfs.wait)[inter].mean()

@@ -286,5 +286,5 @@ def test_watchdog_verdicts() -> None:
 
 
 def test_job_class_names_match_the_core() -> None:
-    from rlsched.metrics import CLASS_NAMES
+    from rlsched.exporter import CLASS_NAMES
     assert CLASS_NAMES[JobClass.BATCH] == "batch" and CLASS_NAMES[JobClass.INTERACTIVE] == "interactive"

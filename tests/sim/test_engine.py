@@ -7,7 +7,7 @@ import pytest
 
 from rlsched.core.view import ClusterView, Decisions
 from rlsched.sim.engine import Schedule, SimulationError, Simulator, effective_runtimes
-from rlsched.sim.schedulers import simulate
+from rlsched.sim.policies import simulate_policy
 from rlsched.sim.workload import Workload, make_workload
 
 
@@ -65,19 +65,17 @@ def test_ties_keep_trace_order() -> None:
 
 def test_sjf_orders_by_requested_time() -> None:
     w = make_workload(submit=[0, 1, 1, 1], run=[10, 30, 20, 10], procs=[4, 4, 4, 4], max_procs=4)
-    s = starts(simulate(w, "sjf"))
+    s = starts(simulate_policy(w, "sjf").schedule)
     assert s == {1: 0.0, 4: 10.0, 3: 20.0, 2: 40.0}
 
 
 def test_edf_orders_by_the_deadline_of_the_registry() -> None:
-    from rlsched.sim.policies import simulate_policy
-
     w = make_workload(submit=[0, 1, 2, 3], run=[10, 30, 5, 20], procs=[4, 4, 4, 4], max_procs=4)
     # W target ½: deadline submit + request (the former --scheduler edf): J2 1+30=31, J3 2+5=7, J4 3+20=23
     half = simulate_policy(w, "edf:runtime_model=requested,w_target=0.5").schedule
     assert starts(half) == {1: 0.0, 3: 10.0, 4: 15.0, 2: 35.0}
     # The default W target 0.9: deadline submit + request/9: J2 4.33, J3 2.56, J4 5.22
-    assert starts(simulate(w, "edf")) == {1: 0.0, 3: 10.0, 2: 15.0, 4: 45.0}
+    assert starts(simulate_policy(w, "edf:runtime_model=requested").schedule) == {1: 0.0, 3: 10.0, 2: 15.0, 4: 45.0}
 
 
 def test_kill_at_limit_default_and_run_option() -> None:
@@ -128,8 +126,8 @@ def test_easy_reservation_never_delayed_random(seed: int) -> None:
 @pytest.mark.parametrize("seed", range(3))
 def test_easy_beats_fcfs_on_wait(seed: int) -> None:
     w = random_workload(seed)
-    fcfs = simulate(w, "fcfs")
-    easy = simulate(w, "easy")
+    fcfs = simulate_policy(w, "fcfs").schedule
+    easy = simulate_policy(w, "easy").schedule
     check_invariants(fcfs)
     assert easy.wait.mean() < fcfs.wait.mean()
 
@@ -232,10 +230,10 @@ def test_vectorised_scan_matches_plain_scan(monkeypatch: pytest.MonkeyPatch) -> 
     n = 1500
     w = make_workload(submit=np.sort(rng.uniform(0, 2e4, n)), run=rng.exponential(300, n).round() + 1,
                       procs=rng.integers(1, 9, n), max_procs=16)
-    for scheduler in ("easy", "sjf"):
-        fast = simulate(w, scheduler, backfill=True)
+    for policy in ("easy", "easy-sjf"):
+        fast = simulate_policy(w, policy).schedule
         monkeypatch.setattr(engine, "VECTOR_SCAN_MIN_QUEUE", 10**9)
-        plain = simulate(w, scheduler, backfill=True)
+        plain = simulate_policy(w, policy).schedule
         monkeypatch.undo()
         assert fast.start.tolist() == plain.start.tolist()
 

@@ -13,7 +13,7 @@ from rlsched.core.policies import POLICIES, PolicyError, load_policy, resolve, s
 from rlsched.core.view import JobClass
 from rlsched.sim.engine import Simulator
 from rlsched.sim.policies import simulate_policy, workload_vos
-from rlsched.sim.schedulers import simulate
+from rlsched.sim.schedulers import legacy_scheduler
 from rlsched.sim.workload import Workload
 from rlsched.sim.workloads.lal import generate_lal
 
@@ -70,17 +70,18 @@ def test_edf_is_one_definition(small: Workload) -> None:
     assert native.agent is None
     deadline = small.submit + small.req_time * (1.0 / 0.9 - 1.0)
     assert np.array_equal(native.schedule.start, Simulator(small, CORES, priority=deadline, backfill=False).run().start)
-    assert np.array_equal(simulate(small, "edf", cores=CORES).start, native.schedule.start)  # the former name
+    former, _ = legacy_scheduler("edf")                                # the former --scheduler name
+    assert np.array_equal(simulate_policy(small, former, CORES).schedule.start, native.schedule.start)
     estimated = simulate_policy(small, "edf", CORES)
     assert estimated.agent is not None                                 # estimated runtimes: an agent
 
 
 def test_legacy_scheduler_names_keep_their_labels(small: Workload) -> None:
-    assert simulate(small, "sjf", cores=CORES, backfill=True).scheduler == "sjf+easy"
-    assert np.array_equal(simulate(small, "sjf", cores=CORES, backfill=True).start,
-                          simulate_policy(small, "easy-sjf", CORES).schedule.start)
+    spec, label = legacy_scheduler("sjf", backfill=True)
+    assert label == "sjf+easy" and spec == resolve("easy-sjf")
+    assert simulate_policy(small, spec, CORES, name=label).schedule.scheduler == "sjf+easy"
     with pytest.raises(ValueError, match="unknown scheduler"):
-        simulate(small, "magic")
+        legacy_scheduler("magic")
 
 
 def test_elastic_is_a_registry_parameter(small: Workload) -> None:

@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 
 from rlsched.sim.engine import Simulator
-from rlsched.sim.metrics import summarize
-from rlsched.sim.schedulers import SCHEDULER_NAMES, simulate, with_recorded_waits
+from rlsched.sim.policies import simulate_policy
+from rlsched.sim.schedulers import with_recorded_waits
+from rlsched.sim.summary import summarize
 from rlsched.sim.traces.swf import read_swf
 from rlsched.sim.workload import Workload
 from tests.conftest import TRACE_FILES, shared_trace
@@ -21,18 +22,22 @@ def load(short: str) -> Workload:
     return read_swf(shared_trace(short))
 
 
+#: The former ``--scheduler`` names as registry policies (rlsched.sim.schedulers.legacy_scheduler).
+LEGACY_POLICIES = ("fcfs", "easy", "sjf", "edf:runtime_model=requested", "native")
+
+
 @pytest.mark.parametrize("short", sorted(TRACE_FILES))
-@pytest.mark.parametrize("scheduler", SCHEDULER_NAMES)
-def test_trace_replays(short: str, scheduler: str) -> None:
+@pytest.mark.parametrize("policy", LEGACY_POLICIES)
+def test_trace_replays(short: str, policy: str) -> None:
     w = load(short)
-    if scheduler == "native":
+    if policy == "native":
         w = with_recorded_waits(w)
-    s = simulate(w, scheduler)
+    s = simulate_policy(w, policy).schedule
     m = summarize(s, trim=500)
     assert m["jobs"] == len(w) - 1000
     assert 0.0 < m["utilization"] <= 1.0 + 1e-9
     assert 0.0 < m["mean_responsiveness"] <= 1.0
-    if scheduler != "native":
+    if policy != "native":
         check_invariants(s)  # the recorded schedule of a real machine need not fit our rigid pool model
 
 
@@ -52,13 +57,13 @@ def test_overrun_policy_changes_sdsc_results_several_fold() -> None:
     # DESIGN/issue: 10,658 SDSC-DS jobs ran past their request; letting them run breaks EASY's estimates.
     w = load("sdsc")
     assert int((w.run > w.req_time).sum()) == 10658
-    kill = summarize(simulate(w, "easy", overrun="kill"))
-    run = summarize(simulate(w, "easy", overrun="run"))
+    kill = summarize(simulate_policy(w, "easy", overrun="kill").schedule)
+    run = summarize(simulate_policy(w, "easy", overrun="run").schedule)
     assert run["mean_wait_s"] > 3 * kill["mean_wait_s"]
 
 
 def test_ctc_overruns_counted() -> None:
     w = load("ctc")
-    s = simulate(w, "easy")
+    s = simulate_policy(w, "easy").schedule
     # the 7,174 overruns of the issue; the 6 jobs without a request got req = run and cannot overrun
     assert s.killed_at_limit == int((w.run > w.req_time).sum()) == 7174

@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
-from rlsched.sim.sweep import Task, execute, grid, rows
+from rlsched.cli import main
+from rlsched.core.policies import registry
+from rlsched.sim.sweep import Task, execute, grid, rows, run_task
 from tests.conftest import shared_trace
 
 
 @pytest.fixture(scope="module")
 def tasks() -> list[Task]:
     shared_trace("kth")  # skips without the traces
-    return grid(["kth-quick"], ["constant", "random", "qlearning", "ours"], caps=list(range(0, 40, 3)),
+    return grid(["kth-quick"], ["constant", "random", "qlearning", "state-aware"], caps=list(range(0, 40, 3)),
                 seeds=[0, 1], runs=3, thresholds=[1.0, 2.0], cost_weights=[1.0, 0.5], caps_per_task=5)
 
 
@@ -58,3 +62,34 @@ def test_daily_tasks_refuse_a_prior_they_cannot_have() -> None:
     with pytest.raises(ValueError, match="hindsight task"):
         Task("kth", "daily", hindsight=True, jitter_seed=2)
     assert Task("kth", "daily", hindsight=True).hindsight
+
+
+def test_the_former_policy_names_are_deprecated_aliases(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``ours`` / ``ours-daily`` are ``state-aware`` / ``state-aware-daily`` for one release, with one warning
+    per old name."""
+    monkeypatch.setattr(registry, "_warned_lease_names", set())
+    with pytest.warns(FutureWarning) as caught:
+        tasks = grid(["kth-quick"], ["ours", "ours-daily"], thresholds=[1.0])
+    assert [str(w.message).split(":")[0] for w in caught] == [
+        "the leasing policy name 'ours' is deprecated", "the leasing policy name 'ours-daily' is deprecated"]
+    assert all(w.filename == __file__ for w in caught)               # the caller's line
+    assert [t.policy for t in tasks] == ["state-aware", "state-aware-daily"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert [t.policy for t in grid(["kth-quick"], ["ours"])] == ["state-aware"]   # once per name
+
+
+@pytest.mark.timeout(120)
+def test_a_task_under_a_former_name_runs_the_same(tasks: list[Task]) -> None:
+    new, old = run_task(Task("kth-quick", "state-aware", threshold=2.0)), run_task(Task("kth-quick", "ours",
+                                                                                          threshold=2.0))
+    assert old["task"]["policy"] == "ours" and old["balance"] == new["balance"]
+    assert rows([old])[0]["threshold"] == 2.0
+
+
+def test_the_sweep_command_warns_once_about_a_former_name(tasks: list[Task]) -> None:
+    done = CliRunner().invoke(main, ["sim", "sweep", "--setup", "kth-quick", "--policy", "ours", "--policy", "ours",
+                                     "--threshold", "2", "--executor", "serial", "--json"])
+    assert done.exit_code == 0, done.output
+    assert done.stderr.count("--policy ours is deprecated, use --policy state-aware") == 1
+    assert '"policy": "state-aware"' in done.stdout

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from rlsched.cli.sim import load_workload
+from rlsched.cli._common import load_workload
 from rlsched.workflow.learning import (
     LearningSettings,
     goals,

@@ -10,8 +10,8 @@ from click.testing import CliRunner
 
 from rlsched.cli import main
 from rlsched.core.leasing import StateAwareParams
-from rlsched.sim.leasing.hybrid import UNBOUNDED, HybridModel, day_edges
-from rlsched.sim.leasing.runs import state_aware
+from rlsched.sim.hybrid_cloud.hybrid import UNBOUNDED, HybridModel, day_edges
+from rlsched.sim.hybrid_cloud.runs import state_aware
 from rlsched.sim.traces.swf import read_swf
 from rlsched.workflow.leasing import evaluate_leasing, write_leasing
 from tests.workflow.conftest import write_swf

@@ -25,6 +25,7 @@ from rlsched.core.policies.io import (
 )
 from rlsched.core.policies.registry import (
     ALIASES,
+    DEPRECATED_LEASE_POLICIES,
     DISPATCH_POLICIES,
     LEASE_POLICIES,
     LIVE_LEASE_POLICIES,
@@ -40,6 +41,7 @@ from rlsched.core.policies.registry import (
     build_agent,
     describe,
     entry,
+    lease_policy,
     order_by_key,
     parse_policy,
     resolve,
@@ -49,6 +51,7 @@ from rlsched.core.policies.spec import PolicyError, PolicySpec, format_policy, s
 
 __all__ = [
     "ALIASES",
+    "DEPRECATED_LEASE_POLICIES",
     "DISPATCH_POLICIES",
     "LEASE_POLICIES",
     "LIVE_LEASE_POLICIES",
@@ -71,6 +74,7 @@ __all__ = [
     "entry",
     "file_sha256",
     "format_policy",
+    "lease_policy",
     "load_model",
     "load_policy",
     "order_by_key",

@@ -18,7 +18,7 @@ Families:
   model is its spec (:func:`rlsched.core.policies.io.load_model`).
 
 A second small table names the leasing policies (FH §4: ``constant``, ``random``,
-``qlearning``, ``state-aware``; see :data:`LEASE_POLICIES`).
+``qlearning``, ``daily``, ``state-aware-daily``, ``state-aware``; see :data:`LEASE_POLICIES`).
 
 Everything here is pure: building an agent needs a :class:`BuildContext` (the mode, the VO
 shares, the pool) that the simulator or the daemon fills in.
@@ -26,6 +26,7 @@ shares, the pool) that the simulator or the daemon fills in.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -50,6 +51,7 @@ from rlsched.core.features import FeatureConfig, FeatureEncoder
 from rlsched.core.learners import BatchLearner, FittedQLearner, SarsaLearner
 from rlsched.core.multifactor import DAY_S, MultifactorAgent, params_from_policy
 from rlsched.core.plugins import PluginGroup
+from rlsched.core.policies.columns import JobColumns, KeyFunction
 from rlsched.core.policies.rules import (
     CLOCK_RULES,
     RULE_RUNTIME_MODELS,
@@ -70,11 +72,9 @@ from rlsched.core.scoring import (
     parse_features,
     parse_weights,
 )
-from rlsched.core.view import Agent, ClusterView, FloatArray, IntArray, JobClass, PendingJobs
+from rlsched.core.view import Agent, ClusterView, IntArray, JobClass, PendingJobs
 
 Family = Literal["rule", "learned", "scored", "replay"]
-#: A static ranking key: the job columns in, the sort keys out, most significant first.
-KeyFunction = Callable[["JobColumns"], tuple[np.ndarray, ...]]
 
 #: P-grid §4.1: the elastic pool never drops below 30 cores and changes at most every 15 minutes.
 ELASTIC_MIN_CORES = 30
@@ -83,25 +83,6 @@ ELASTIC_STEP_CORES = 10
 #: Idle cores the ``-keepidle`` policies keep back by default (tuned on seeds ≥ 1000; docs/perez.md,
 #: "Keeping cores idle").
 KEEP_IDLE_CORES = 2
-
-
-class JobColumns:
-    """What a static key may read: the columns known at submit (a :class:`PendingJobs` has them).
-
-    The simulator builds one from a workload with the row index as ``job_id`` (its tie-break).
-    """
-
-    def __init__(self, job_id: IntArray, job_class: IntArray, submit_s: FloatArray, req_time_s: FloatArray,
-                 cores: IntArray) -> None:
-        self.job_id = job_id
-        self.job_class = job_class
-        self.submit_s = submit_s
-        self.req_time_s = req_time_s
-        self.cores = cores
-
-    @classmethod
-    def of(cls, jobs: PendingJobs) -> JobColumns:
-        return cls(jobs.job_id, jobs.job_class, jobs.submit_s, jobs.req_time_s, jobs.cores)
 
 
 def order_by_key(key: KeyFunction, jobs: JobColumns) -> IntArray:
@@ -664,17 +645,22 @@ LEASE_POLICIES: dict[str, str] = {
     "random": "simulator: V uniform in 0..M each period (FH §4.1)",
     "qlearning": "simulator: tabular Q-learning over V (FH §5)",
     "daily": "simulator: V once a day from the day's start, learned from FH's daily clones (DailyCapLearner)",
-    "ours-daily": "simulator: the state-aware cap evaluated at the day's start and held for the day",
-    "ours": "simulator: the state-aware cap with threshold θ at every scheduling pass (a per-pass transfer rule)",
-    "state-aware": "live: the state-aware cap, the same code as the simulator's 'ours'",
+    "state-aware-daily": "simulator: the state-aware cap evaluated at the day's start and held for the day",
+    "state-aware": "simulator and live: the state-aware cap with threshold θ at every scheduling pass (a per-pass "
+                   "transfer rule; the same code in both)",
     "fixed": "live: V = max_nodes (Slurm's plain power saving, bounded by the budget)",
 }
 #: The leasing policies of the simulator's FH sweeps (rlsched.sim.sweep), in table order.
-SIM_LEASE_POLICIES: tuple[str, ...] = ("constant", "random", "qlearning", "daily", "ours-daily", "ours")
+SIM_LEASE_POLICIES: tuple[str, ...] = ("constant", "random", "qlearning", "daily", "state-aware-daily",
+                                       "state-aware")
+#: The simulator's former names of the state-aware policies → their names now.  Deprecated: accepted with a
+#: warning (:func:`lease_policy`) for one release, then removed.
+DEPRECATED_LEASE_POLICIES: dict[str, str] = {"ours": "state-aware", "ours-daily": "state-aware-daily"}
+_warned_lease_names: set[str] = set()
 #: The leasing policies of the live controller (``[leasing] policy``, rlsched.leasing.config).
 LIVE_LEASE_POLICIES: tuple[str, ...] = ("state-aware", "fixed")
 
-#: Tong §6.3's task-to-machine dispatch policies (rlsched.sim.hetero), in the order of Tong Figs. 8–11,
+#: Tong §6.3's task-to-machine dispatch policies (rlsched.sim.dispatch), in the order of Tong Figs. 8–11,
 #: then the learner variants.  Each policy's random stream is spawned by its position here, so new names
 #: go at the end (they leave the streams of the others unchanged).
 DISPATCH_POLICIES: tuple[str, ...] = ("qlearning", "nlp", "ect", "min-min", "max-min", "suffrage", "random",
@@ -682,6 +668,20 @@ DISPATCH_POLICIES: tuple[str, ...] = ("qlearning", "nlp", "ect", "min-min", "max
 
 
 # ------------------------------------------------------------------------------ lookup
+def lease_policy(name: str, stacklevel: int = 2) -> str:
+    """The leasing policy ``name`` stands for: ``name`` itself, or the name now of a deprecated one
+    (:data:`DEPRECATED_LEASE_POLICIES`), with a ``FutureWarning`` the first time each old name is used
+    (``stacklevel`` as :func:`warnings.warn`'s, counted from the caller of this function)."""
+    new = DEPRECATED_LEASE_POLICIES.get(name)
+    if new is None:
+        return name
+    if name not in _warned_lease_names:
+        _warned_lease_names.add(name)
+        warnings.warn(f"the leasing policy name {name!r} is deprecated: use {new!r} (the old name goes in the next "
+                      "release)", FutureWarning, stacklevel=stacklevel + 1)
+    return new
+
+
 def entry(name: str) -> PolicyEntry:
     """The registry entry ``name`` (or alias); a one-line :class:`PolicyError` naming the known ones."""
     load_policy_plugins()

@@ -20,17 +20,15 @@ priority (:mod:`rlsched.sim.rules`) sorts in a replay, with the same ties (submi
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 import numpy as np
 
 from rlsched.core.agents import FixedRankAgent, Mode, tie_break_keys
 from rlsched.core.explain import RankKey
+from rlsched.core.policies.columns import JobColumns, KeyFunction
 from rlsched.core.runtime import RuntimeModel, usable_requested
 from rlsched.core.view import ClusterView, Decisions, FloatArray, IntArray
-
-if TYPE_CHECKING:
-    from rlsched.core.policies.registry import JobColumns, KeyFunction
 
 RuleName = Literal["sjf", "saf", "ljf", "smallest", "wfp3", "unicep", "f1", "f2", "f3", "f4"]
 RULE_FORMULAS: tuple[RuleName, ...] = ("sjf", "saf", "ljf", "smallest", "wfp3", "unicep", "f1", "f2", "f3", "f4")

@@ -13,7 +13,7 @@ the results do not depend on it).
 Our policies, in two kinds:
 
 * daily caps, like FH's (V fixed for each day): ``daily-learned`` (a contextual learner trained
-  online with FH's daily clones, :func:`rlsched.sim.leasing.daily.daily_learned`) and
+  online with FH's daily clones, :func:`rlsched.sim.hybrid_cloud.daily.daily_learned`) and
   ``per-pass-held-daily`` (the state-aware rule evaluated at the day's start, held for the day);
 * ``per-pass-rule``: the state-aware rule at every scheduling pass — a per-pass transfer rule,
   reported apart because it decides with information no daily cap has.
@@ -55,7 +55,7 @@ from rlsched.sim.experiments.fh_common import (
     DailySetting,
 )
 from rlsched.sim.experiments.harness import ExperimentRun, PaperExperiment
-from rlsched.sim.leasing.setups import FH_SETUPS, JITTER_S, SETUPS, load_model, load_workload
+from rlsched.sim.hybrid_cloud.setups import FH_SETUPS, JITTER_S, SETUPS, load_model, load_workload
 from rlsched.sim.sweep import Task, run_task
 
 Results = list[dict[str, Any]]

@@ -1,6 +1,6 @@
 """What the FH run (:mod:`rlsched.sim.experiments.fh`) and its report (:mod:`.fh_report`) both read.
 
-FH's published numbers (Tables 2–4) are ``rlsched.sim.leasing.setups.FH_PUBLISHED``, beside the
+FH's published numbers (Tables 2–4) are ``rlsched.sim.hybrid_cloud.setups.FH_PUBLISHED``, beside the
 setups they were measured on (the leasing evaluation reads them too).
 """
 

@@ -17,7 +17,7 @@ import numpy as np
 
 from rlsched.sim.experiments.fh_common import CURVE_LABELS
 from rlsched.sim.experiments.harness import pyplot, save_figure
-from rlsched.sim.leasing.setups import FH_PUBLISHED, SETUPS
+from rlsched.sim.hybrid_cloud.setups import FH_PUBLISHED, SETUPS
 
 
 def _cumulative_balance(day_twt: np.ndarray, day_cost: np.ndarray, ref_twt: np.ndarray,

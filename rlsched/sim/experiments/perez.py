@@ -110,9 +110,9 @@ from rlsched.sim.experiments.perez_common import (
     find_row,
     published_rows_json,
 )
-from rlsched.sim.metrics import trim_mask
 from rlsched.sim.policies import simulate_policy
 from rlsched.sim.schedulers import with_recorded_waits
+from rlsched.sim.summary import trim_mask
 from rlsched.sim.workload import Workload
 
 

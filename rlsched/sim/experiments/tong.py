@@ -28,6 +28,23 @@ from typing import Any
 import numpy as np
 
 from rlsched.core.view import FloatArray
+from rlsched.sim.dispatch.compare import POLICIES, run_policies
+from rlsched.sim.dispatch.model import Units
+from rlsched.sim.dispatch.policies import convergence_iteration
+from rlsched.sim.dispatch.queueing import optimise_allocation
+from rlsched.sim.dispatch.workloads import (
+    ARRIVAL_LAWS,
+    ESTIMATION_ERRORS,
+    TONG_SERVICE_RATES,
+    TONG_TYPE_PROBS,
+    ArrivalLaw,
+    LpcSetting,
+    ReplayFlow,
+    lpc_flow,
+    lpc_replay_flow,
+    shifted_rates,
+    tong_flow,
+)
 from rlsched.sim.experiments import Experiment
 from rlsched.sim.experiments import tong_report as report
 from rlsched.sim.experiments.harness import ExperimentRun, PaperExperiment
@@ -42,23 +59,6 @@ from rlsched.sim.experiments.tong_common import (
     WARMUP_TASKS,
     H,
     Sizes,
-)
-from rlsched.sim.hetero.compare import POLICIES, run_policies
-from rlsched.sim.hetero.model import Units
-from rlsched.sim.hetero.policies import convergence_iteration
-from rlsched.sim.hetero.queueing import optimise_allocation
-from rlsched.sim.hetero.workloads import (
-    ARRIVAL_LAWS,
-    ESTIMATION_ERRORS,
-    TONG_SERVICE_RATES,
-    TONG_TYPE_PROBS,
-    ArrivalLaw,
-    LpcSetting,
-    ReplayFlow,
-    lpc_flow,
-    lpc_replay_flow,
-    shifted_rates,
-    tong_flow,
 )
 
 #: The learners of the γ and p_e sweeps (Fig. 12, Table 4).

@@ -13,10 +13,10 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from rlsched.sim.hetero.workloads import LpcSetting, burst_time_fraction
+from rlsched.sim.dispatch.workloads import LpcSetting, burst_time_fraction
 
 TRACE_FILE = "LPC-EGEE-2004-1.2-cln.swf.gz"
-#: The four learners (see ``rlsched.sim.hetero.compare.LEARNERS``): reward 1/response or
+#: The four learners (see ``rlsched.sim.dispatch.compare.LEARNERS``): reward 1/response or
 #: −response, learning when a task is placed (the reading of Alg. 1) or when it completes.
 LEARNER_VARIANTS = ("qlearning", "qlearning-neg", "qlearning-delayed", "qlearning-neg-delayed")
 #: §6.1: "learns the flow of 1000 tasks".

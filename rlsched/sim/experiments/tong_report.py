@@ -15,6 +15,8 @@ from typing import Any
 
 import numpy as np
 
+from rlsched.sim.dispatch.compare import POLICIES
+from rlsched.sim.dispatch.workloads import ARRIVAL_LAWS, ESTIMATION_ERRORS, LpcSetting
 from rlsched.sim.experiments.harness import pyplot, save_figure
 from rlsched.sim.experiments.tong_common import (
     LEARNER_LAMBDA80_BY_LAW_H,
@@ -28,8 +30,6 @@ from rlsched.sim.experiments.tong_common import (
     WARMUP_TASKS,
     Sizes,
 )
-from rlsched.sim.hetero.compare import POLICIES
-from rlsched.sim.hetero.workloads import ARRIVAL_LAWS, ESTIMATION_ERRORS, LpcSetting
 
 Rows = list[dict[str, Any]]
 

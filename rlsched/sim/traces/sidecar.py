@@ -7,7 +7,7 @@ from it — the class the daemon config's rule gives at submit time (time limit,
 runtime rule :func:`~rlsched.sim.traces.swf.read_swf` applies to archive traces — and the VO list (in the
 config's order, so a model trained on the trace fits the daemon) and shares from the meta file.  Without a
 sidecar it is :func:`read_swf`.  ``rlsched sim run --workload``, ``train`` and ``evaluate`` load traces
-through it (:func:`rlsched.cli.sim.load_workload`).
+through it (:func:`rlsched.cli._common.load_workload`).
 """
 
 from __future__ import annotations

@@ -256,7 +256,19 @@ def read_swf(path: str | os.PathLike[str], *, name: str | None = None, max_procs
     machine = max_procs if max_procs is not None else header_int(header, "MaxProcs")
     if machine is not None and machine < 1:
         machine = None  # "-1" (unknown) in the header
+    rows, procs, dropped, fixed = _usable_jobs(table, machine)
+    if machine is None:
+        machine = int(procs.max()) if len(procs) else 1
+        log.info("%s: no MaxProcs in the header; machine size taken from the largest job: %d",
+                 display, machine)
+    return _workload(rows, procs, fixed, name=name or _trace_name(file_path), machine=int(machine),
+                     dropped=dropped, header=header, id_names=id_names,
+                     interactive_threshold_s=interactive_threshold_s)
 
+
+def _usable_jobs(table: NDArray[np.float64], machine: int | None) -> tuple[NDArray[np.float64], NDArray[np.int64],
+                                                                            dict[str, int], dict[str, int]]:
+    """The rows kept (docs/traces.md's rules), their cores, and the counts of rows dropped and of cores fixed."""
     submit = table[:, _COL["submit"]]
     run = table[:, _COL["run"]]
     alloc = table[:, _COL["alloc_procs"]]
@@ -275,13 +287,18 @@ def read_swf(path: str | os.PathLike[str], *, name: str | None = None, max_procs
             dropped[reason] = int(hit.sum())
             keep &= ~bad
 
-    rows = table[keep]
-    procs = procs[keep].astype(np.int64)
-    run = rows[:, _COL["run"]]
     fixed: dict[str, int] = {}
     if procs_fixable[keep].any():
         fixed["procs_from_request"] = int(procs_fixable[keep].sum())
+    return table[keep], procs[keep].astype(np.int64), dropped, fixed
 
+
+def _workload(rows: NDArray[np.float64], procs: NDArray[np.int64], fixed: dict[str, int], *, name: str,
+              machine: int, dropped: dict[str, int], header: dict[str, str], id_names: dict[str, dict[int, str]],
+              interactive_threshold_s: float) -> Workload:
+    """The kept rows as a :class:`Workload` in submit order, a missing request or wait repaired (counted in
+    ``fixed``)."""
+    run = rows[:, _COL["run"]]
     # A missing (-1) or zero request for a job that ran: assume the user asked exactly its runtime.
     req_time = rows[:, _COL["req_time"]]
     req_missing = (req_time < 0) | ((req_time == 0) & (run > 0))
@@ -299,13 +316,9 @@ def read_swf(path: str | os.PathLike[str], *, name: str | None = None, max_procs
     group = rows[order, _COL["group"]].astype(np.int64)
     vo, vo_names = _vo_from_groups(group)
     run_sorted = np.ascontiguousarray(run[order])
-    if machine is None:
-        machine = int(procs.max()) if len(procs) else 1
-        log.info("%s: no MaxProcs in the header; machine size taken from the largest job: %d",
-                 display, machine)
     return Workload(
-        name=name or _trace_name(file_path),
-        max_procs=int(machine),
+        name=name,
+        max_procs=machine,
         job_id=rows[order, _COL["job"]].astype(np.int64),
         submit=np.ascontiguousarray(rows[order, _COL["submit"]]),
         run=run_sorted,

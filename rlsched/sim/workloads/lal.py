@@ -565,14 +565,7 @@ def generate_lal(seed: int = 0, *, scale: float = 1.0, arrivals: ArrivalModel = 
 
     Deterministic under ``seed`` (one ``numpy.random.Generator(PCG64(seed))``).
     """
-    if not scale > 0 or not math.isfinite(scale):
-        raise ValueError(f"generate_lal: scale must be a positive number, got {scale!r}")
-    if requests != "queue_limit":
-        raise ValueError(f"generate_lal: unknown request model {requests!r}; known: queue_limit")
-    for name in ("runtime_correlation", "size_runtime_correlation"):
-        value = getattr(arrivals, name)
-        if not 0.0 <= value < 1.0:
-            raise ValueError(f"generate_lal: ArrivalModel.{name} must be in [0, 1), got {value!r}")
+    _check_options(scale, requests, arrivals)
     rng = np.random.Generator(np.random.PCG64(seed))
     shares = np.asarray(PUBLISHED_VO_SHARES, dtype=np.float64)
     shares = shares / shares.sum()
@@ -589,6 +582,43 @@ def generate_lal(seed: int = 0, *, scale: float = 1.0, arrivals: ArrivalModel = 
     n_bursts = len(bursts.size)
     burst_of_job = np.repeat(np.arange(n_bursts), bursts.size)
     job_class = bursts.job_class[burst_of_job]
+    run = _runtimes(rng, bursts, burst_of_job, job_class, arrivals)
+    burst_work = np.asarray(np.bincount(burst_of_job, weights=run, minlength=n_bursts), dtype=np.float64)
+
+    # VOs and users per burst.
+    burst_vo = _assign_vos(rng, bursts.job_class, burst_work, shares)
+    pool = _users_per_vo(shares)
+    first_user = np.concatenate(([1], 1 + np.cumsum(pool)[:-1]))
+    zipf_rank = np.floor(pool[burst_vo] * rng.random(n_bursts) ** 2).astype(np.int64)  # skewed to rank 0
+    burst_user = first_user[burst_vo] + zipf_rank
+
+    # Layer 3: the span that gives the published utilization, then burst starts in it.
+    span = float(run.sum()) / (LAL_CORES * PUBLISHED_UTILIZATION)
+    submit = _submit_times(rng, span, arrivals, bursts, burst_of_job, job_class)
+    # Bursts that start near the end spill over by minutes; stretch the time axis (by a
+    # factor within 1e-3 of 1) so the submissions span exactly [0, span].
+    order = np.argsort(submit, kind="stable")
+    submit = submit[order] - submit[order][0]
+    if submit[-1] > 0:
+        submit *= span / submit[-1]
+    return _lal_workload(submit, run[order], job_class[order], burst_vo[burst_of_job][order],
+                         burst_user[burst_of_job][order], _header(seed, scale, span, arrivals))
+
+
+def _check_options(scale: float, requests: RequestModel, arrivals: ArrivalModel) -> None:
+    if not scale > 0 or not math.isfinite(scale):
+        raise ValueError(f"generate_lal: scale must be a positive number, got {scale!r}")
+    if requests != "queue_limit":
+        raise ValueError(f"generate_lal: unknown request model {requests!r}; known: queue_limit")
+    for name in ("runtime_correlation", "size_runtime_correlation"):
+        value = getattr(arrivals, name)
+        if not 0.0 <= value < 1.0:
+            raise ValueError(f"generate_lal: ArrivalModel.{name} must be in [0, 1), got {value!r}")
+
+
+def _runtimes(rng: np.random.Generator, bursts: _Bursts, burst_of_job: IntArray, job_class: IntArray,
+              arrivals: ArrivalModel) -> FloatArray:
+    """Each job's runtime from its burst's level and its own noise (correlation ``runtime_correlation``)."""
     rho = arrivals.runtime_correlation
     level = _job_levels(rng, bursts, burst_of_job, arrivals.size_runtime_correlation)
     scores = (rho * level
@@ -601,19 +631,14 @@ def generate_lal(seed: int = 0, *, scale: float = 1.0, arrivals: ArrivalModel = 
                                1.0, INTERACTIVE_THRESHOLD_S - 1.0)
     run[~interactive] = np.clip(np.rint(batch_runtime_from_scores(scores[~interactive])),
                                 INTERACTIVE_THRESHOLD_S, BATCH_RUNTIME.limit_s)
-    burst_work = np.asarray(np.bincount(burst_of_job, weights=run, minlength=n_bursts), dtype=np.float64)
+    return run
 
-    # VOs and users per burst.
-    burst_vo = _assign_vos(rng, bursts.job_class, burst_work, shares)
-    pool = _users_per_vo(shares)
-    first_user = np.concatenate(([1], 1 + np.cumsum(pool)[:-1]))
-    zipf_rank = np.floor(pool[burst_vo] * rng.random(n_bursts) ** 2).astype(np.int64)  # skewed to rank 0
-    burst_user = first_user[burst_vo] + zipf_rank
 
-    # Layer 3: the span that gives the published utilization, then burst starts in it.
-    span = float(run.sum()) / (LAL_CORES * PUBLISHED_UTILIZATION)
+def _submit_times(rng: np.random.Generator, span: float, arrivals: ArrivalModel, bursts: _Bursts,
+                  burst_of_job: IntArray, job_class: IntArray) -> FloatArray:
+    """Each job's submit time (unsorted): its burst's start in ``[0, span]`` plus the gaps inside the burst."""
     edges, rate = _burst_rate(rng, span, arrivals)
-    burst_start = _draw_burst_starts(rng, n_bursts, edges, rate)
+    burst_start = _draw_burst_starts(rng, len(bursts.size), edges, rate)
     gap_mean = np.where(job_class == JobClass.INTERACTIVE, arrivals.interactive_gap_mean_s,
                         arrivals.batch_gap_mean_s)
     gaps = rng.exponential(1.0, size=len(burst_of_job)) * gap_mean
@@ -623,20 +648,14 @@ def generate_lal(seed: int = 0, *, scale: float = 1.0, arrivals: ArrivalModel = 
     gaps[burst_first_job] = 0.0
     cumulative_gaps = np.cumsum(gaps)
     offset = cumulative_gaps - cumulative_gaps[burst_first_job][burst_of_job]
-    submit = burst_start[burst_of_job] + offset
-    # Bursts that start near the end spill over by minutes; stretch the time axis (by a
-    # factor within 1e-3 of 1) so the submissions span exactly [0, span].
-    order = np.argsort(submit, kind="stable")
-    submit = submit[order] - submit[order][0]
-    if submit[-1] > 0:
-        submit *= span / submit[-1]
-    run = run[order]
-    job_class = job_class[order]
-    vo = burst_vo[burst_of_job][order]
-    user = burst_user[burst_of_job][order]
+    return np.asarray(burst_start[burst_of_job] + offset)
+
+
+def _lal_workload(submit: FloatArray, run: FloatArray, job_class: IntArray, vo: IntArray, user: IntArray,
+                  header: dict[str, str]) -> Workload:
+    """The jobs (in submit order) as the ``lal`` :class:`Workload`: one core each, the queue's limit as request."""
     req_time = np.where(job_class == JobClass.INTERACTIVE, INTERACTIVE_THRESHOLD_S, BATCH_RUNTIME.limit_s)
     n = len(run)
-    header = _header(seed, scale, span, arrivals)
     return Workload(
         name="lal",
         max_procs=LAL_CORES,

@@ -11,7 +11,7 @@ import numpy as np
 from rlsched.core.dispatch import DEFAULT_EPSILON, DEFAULT_GAMMA, RewardKind
 from rlsched.core.policies import DISPATCH_POLICIES
 from rlsched.core.view import FloatArray
-from rlsched.sim.hetero.model import (
+from rlsched.sim.dispatch.model import (
     BatchPolicy,
     Flow,
     OnlinePolicy,
@@ -20,7 +20,7 @@ from rlsched.sim.hetero.model import (
     Units,
     simulate,
 )
-from rlsched.sim.hetero.policies import (
+from rlsched.sim.dispatch.policies import (
     DEFAULT_BATCH_SIZE,
     ECT,
     BatchHeuristic,

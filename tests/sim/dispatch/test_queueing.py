@@ -3,10 +3,10 @@
 import numpy as np
 import pytest
 
-from rlsched.sim.hetero.model import Flow, Units, simulate
-from rlsched.sim.hetero.policies import ProbabilisticDispatch
-from rlsched.sim.hetero.queueing import expected_response_time, optimise_allocation, single_type_optimum
-from rlsched.sim.hetero.workloads import TONG_SERVICE_RATES, TONG_TYPE_PROBS
+from rlsched.sim.dispatch.model import Flow, Units, simulate
+from rlsched.sim.dispatch.policies import ProbabilisticDispatch
+from rlsched.sim.dispatch.queueing import expected_response_time, optimise_allocation, single_type_optimum
+from rlsched.sim.dispatch.workloads import TONG_SERVICE_RATES, TONG_TYPE_PROBS
 
 
 @pytest.mark.parametrize("mix", ["paper", "harmonic"])

@@ -1,4 +1,4 @@
-"""Per-job and per-run metrics of a schedule.
+"""Run summaries of a schedule: per-job and per-run measures.
 
 Per job: wait, responsiveness W = run/(run+wait) (P-grid §3.2; 1 for a job that
 neither waited nor ran), bounded slowdown max((wait+run)/max(run, τ), 1) with

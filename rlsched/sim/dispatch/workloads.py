@@ -1,6 +1,6 @@
 """Task flows for the heterogeneous-units model (Tong et al., 2014, §6).
 
-A :class:`~rlsched.sim.hetero.model.Flow` holds, per task, its arrival time (hours), its
+A :class:`~rlsched.sim.dispatch.model.Flow` holds, per task, its arrival time (hours), its
 type and its *work*: the service time of the task on unit ``j`` is
 ``work / mu[type, j]``.  Synthetic flows draw the work from Exp(1), so service times are
 exponential with rate ``mu[type, j]`` as in Tong §6.1; a trace replay sets the work so that
@@ -27,7 +27,7 @@ from typing import Literal
 import numpy as np
 
 from rlsched.core.view import FloatArray
-from rlsched.sim.hetero.model import Flow
+from rlsched.sim.dispatch.model import Flow
 from rlsched.sim.workload import Workload
 
 #: Tong Table 3, service rates in tasks/hour, transposed to ``[type, unit]`` (rows t1..t5,

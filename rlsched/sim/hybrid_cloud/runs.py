@@ -32,8 +32,8 @@ from rlsched.core.leasing import (
     state_aware_cap_from_state,
 )
 from rlsched.core.view import FloatArray, IntArray
-from rlsched.sim.leasing.evaluate import state_for, sweep_caps
-from rlsched.sim.leasing.hybrid import INF, UNBOUNDED, HybridModel, HybridState
+from rlsched.sim.hybrid_cloud.evaluate import state_for, sweep_caps
+from rlsched.sim.hybrid_cloud.hybrid import INF, UNBOUNDED, HybridModel, HybridState
 
 
 @dataclass

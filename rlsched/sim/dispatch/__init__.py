@@ -12,6 +12,6 @@ FCFS queue with a service rate per task type, fed by a single dispatcher.
 - :mod:`.compare`: all policies on one flow with common random numbers.
 """
 
-from rlsched.sim.hetero.model import Flow, RunResult, SchedulerCost, Units, simulate
+from rlsched.sim.dispatch.model import Flow, RunResult, SchedulerCost, Units, simulate
 
 __all__ = ["Flow", "RunResult", "SchedulerCost", "Units", "simulate"]

@@ -1,4 +1,4 @@
-"""The FH hybrid model (sim/leasing/hybrid.py) on hand-worked workloads and real trace cuts."""
+"""The FH hybrid model (sim/hybrid_cloud/hybrid.py) on hand-worked workloads and real trace cuts."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import pytest
 
 from rlsched.core.leasing import balance
 from rlsched.sim.engine import Simulator
-from rlsched.sim.leasing.evaluate import state_for, sweep_caps
-from rlsched.sim.leasing.hybrid import UNBOUNDED, HybridModel, day_edges
-from rlsched.sim.leasing.runs import constant_sweep, grouped_runs, random_caps
+from rlsched.sim.hybrid_cloud.evaluate import state_for, sweep_caps
+from rlsched.sim.hybrid_cloud.hybrid import UNBOUNDED, HybridModel, day_edges
+from rlsched.sim.hybrid_cloud.runs import constant_sweep, grouped_runs, random_caps
 from rlsched.sim.workload import make_workload
 from tests.conftest import shared_trace
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from rlsched.core.view import FloatArray, IntArray
-from rlsched.sim.leasing.hybrid import UNBOUNDED, HybridModel, HybridState
+from rlsched.sim.hybrid_cloud.hybrid import UNBOUNDED, HybridModel, HybridState
 
 
 @dataclass

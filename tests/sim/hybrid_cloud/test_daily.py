@@ -1,4 +1,4 @@
-"""The daily caps (sim/leasing/daily.py): V fixed per day, clones exact, nothing from the future."""
+"""The daily caps (sim/hybrid_cloud/daily.py): V fixed per day, clones exact, nothing from the future."""
 
 from __future__ import annotations
 
@@ -12,15 +12,15 @@ from rlsched.core.leasing import (
     cap_fraction_index,
     daily_cap_set,
 )
-from rlsched.sim.leasing.daily import (
+from rlsched.sim.hybrid_cloud.daily import (
     _counterfactual,
     _held_counterfactual,
     daily_learned,
     daily_prior,
     state_aware_daily,
 )
-from rlsched.sim.leasing.hybrid import HybridModel, day_edges
-from rlsched.sim.leasing.runs import _period_end, grouped_runs
+from rlsched.sim.hybrid_cloud.hybrid import HybridModel, day_edges
+from rlsched.sim.hybrid_cloud.runs import _period_end, grouped_runs
 from tests.conftest import shared_trace
 
 DAY = 86_400.0

@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rlsched.sim.hetero.workloads import (
+from rlsched.sim.dispatch.workloads import (
     ARRIVAL_LAWS,
     TONG_SERVICE_RATES,
     LpcSetting,

@@ -49,7 +49,6 @@ from rlsched.core.view import FloatArray
 from rlsched.sim.engine import (
     DEFAULT_OVERRUN,
     Overrun,
-    SimulationError,
     easy_backfill,
     easy_reservation,
     effective_runtimes,
@@ -246,6 +245,48 @@ class HybridModel:
         return len(moved)
 
     # ------------------------------------------------------------------ the event loop
+    def _transfer_pass(self, s: HybridState, cap: int, now: float, bounds: list[int]) -> int:
+        """A transfer pass, then an EASY pass if it moved jobs (the queue changed); how many it moved."""
+        moved = self._transfer(s, cap, now, bounds)
+        if moved:
+            self._easy(s, now)
+        return moved
+
+    def _end_local(self, s: HybridState, finished: tuple[float, int, float]) -> None:
+        """A local job ends (its entry of ``s.lheap``, popped): its nodes come free."""
+        _, j, exp = finished
+        s.free += self.procs[j]
+        rexp, rjob = s.rexp, s.rjob
+        pos = bisect_left(rexp, exp)
+        while rjob[pos] != j:
+            pos += 1
+        del rexp[pos]
+        del rjob[pos]
+
+    def _admit(self, s: HybridState, i: int, now: float) -> None:
+        """Queue the jobs from row ``i`` on submitted by ``now``."""
+        submit, procs, n = self.submit, self.procs, self.n
+        queue, sizes = s.queue, s.qsizes
+        while i < n and submit[i] <= now:
+            queue.append(i)
+            insort(sizes, procs[i])
+            i += 1
+        s.next_submit = i
+
+    def _step_result(self, s: HybridState, now: float, until: float, twt: float, cost: float, *, transfers: int,
+                     bounds: list[int], cap: int, policy: CapPolicy | None) -> StepResult:
+        """The end of :meth:`advance`: waits and cloud use up to ``until`` (when finite), ``s.now`` set."""
+        if until < INF:
+            dt = until - now
+            twt += len(s.queue) * dt
+            cost += s.cloud_used * dt
+            now = until
+        s.now = now
+        if policy is not None:
+            bounds = [cap, cap]
+        return StepResult(twt=twt, cost=cost, cap_lo=bounds[0], cap_hi=bounds[1], transfers=transfers,
+                          started_wait=self.started_wait, started_cost=self.started_cost)
+
     def advance(self, s: HybridState, cap: int, until: float = INF, *,
                 policy: CapPolicy | None = None) -> StepResult:
         """Simulate from ``s.now`` to ``until`` (exclusive) under cap ``cap``; ``s`` is updated in place.
@@ -254,11 +295,10 @@ class HybridModel:
         goes on until every job has finished.  ``policy``, when given, sets the cap before
         every transfer pass (the certificate is then meaningless and reported as ``[cap, cap]``).
         """
-        submit, procs = self.submit, self.procs
+        submit = self.submit
         n = self.n
         queue = s.queue
         lheap, cheap = s.lheap, s.cheap
-        rexp, rjob = s.rexp, s.rjob
         bounds = [0, UNBOUNDED]
         self.started_wait = 0.0
         self.started_cost = 0.0
@@ -268,12 +308,8 @@ class HybridModel:
         now = s.now
         if queue:
             # The new cap takes effect now (FH: V is set for the coming period).
-            if policy is not None:
-                cap = policy(self, s)
-            moved = self._transfer(s, cap, now, bounds)
-            if moved:
-                transfers += moved
-                self._easy(s, now)
+            cap = cap if policy is None else policy(self, s)
+            transfers += self._transfer_pass(s, cap, now, bounds)
         while True:
             i = s.next_submit
             t = submit[i] if i < n else INF
@@ -282,37 +318,17 @@ class HybridModel:
             if cheap and cheap[0][0] < t:
                 t = cheap[0][0]
             if t >= until:
-                if until < INF:
-                    dt = until - now
-                    twt += len(queue) * dt
-                    cost += s.cloud_used * dt
-                    now = until
-                break
-            if t == INF:
-                if queue:
-                    raise SimulationError(f"{len(queue)} jobs still queued at t={now} with nothing running")
-                break
+                break           # the step's end (t = inf: the run's), accounted in _step_result
             dt = t - now
             twt += len(queue) * dt
             cost += s.cloud_used * dt
             now = t
             while lheap and lheap[0][0] <= now:
-                _, j, exp = heapq.heappop(lheap)
-                s.free += procs[j]
-                pos = bisect_left(rexp, exp)
-                while rjob[pos] != j:
-                    pos += 1
-                del rexp[pos]
-                del rjob[pos]
+                self._end_local(s, heapq.heappop(lheap))
             while cheap and cheap[0][0] <= now:
                 s.cloud_used -= heapq.heappop(cheap)[2]
             if i < n and submit[i] <= now:
-                sizes = s.qsizes
-                while i < n and submit[i] <= now:
-                    queue.append(i)
-                    insort(sizes, procs[i])
-                    i += 1
-                s.next_submit = i
+                self._admit(s, i, now)
             if not queue:
                 continue
             # Nothing can start locally unless the smallest queued job fits the idle nodes
@@ -329,15 +345,8 @@ class HybridModel:
                 if s.qsizes[0] + s.cloud_used - 1 < bounds[1]:
                     bounds[1] = s.qsizes[0] + s.cloud_used - 1
                 continue
-            moved = self._transfer(s, cap, now, bounds)
-            if moved:
-                transfers += moved
-                self._easy(s, now)
-        s.now = now
-        if policy is not None:
-            bounds = [cap, cap]
-        return StepResult(twt=twt, cost=cost, cap_lo=bounds[0], cap_hi=bounds[1], transfers=transfers,
-                          started_wait=self.started_wait, started_cost=self.started_cost)
+            transfers += self._transfer_pass(s, cap, now, bounds)
+        return self._step_result(s, now, until, twt, cost, transfers=transfers, bounds=bounds, cap=cap, policy=policy)
 
     # ------------------------------------------------------------------ whole runs
     def run_full(self, cap: int, *, record: bool = False) -> tuple[float, float, HybridState]:

@@ -27,6 +27,7 @@ from __future__ import annotations
 import heapq
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -199,24 +200,7 @@ def simulate(flow: Flow, units: Units, policy: OnlinePolicy | BatchPolicy,
     """Run ``policy`` on ``flow`` and return every task's dispatch, start and completion time."""
     if len(flow) and flow.n_types > units.n_types:
         raise ValueError(f"flow {flow.name!r} has {flow.n_types} task types, units know {units.n_types}")
-    cost = cost or SchedulerCost()
-    n_tasks, n_units = len(flow), units.n_units
-    arrival = np.asarray(flow.arrival_h, dtype=np.float64)
-    types = np.asarray(flow.task_type, dtype=np.int64)
-    # Realised service on every unit is drawn once per task (work), so every policy sees
-    # the same service demand: service_ij = work / mu_true[type, j].
-    work = np.asarray(flow.work, dtype=np.float64)
-    mu_true = units.mu_true
-    dispatch = np.full(n_tasks, np.nan)
-    start = np.full(n_tasks, np.nan)
-    end = np.full(n_tasks, np.nan)
-    assigned = np.full(n_tasks, -1, dtype=np.int64)
-    expected = np.zeros(n_tasks)
-
-    state = UnitsState(units)
-    free_at = np.zeros(n_units)  # when each unit finishes everything it has been given
-    queues: list[deque[int]] = [deque() for _ in range(n_units)]
-    completions: list[tuple[float, int]] = []
+    loop = _EventLoop(flow, units, cost or SchedulerCost())
     online = not hasattr(policy, "batch_size")
     # When a learning policy hears about a task's response time: when the task completes
     # (what a live system can do, Tong §5.2(A)) or right after it is placed, which only a
@@ -224,83 +208,123 @@ def simulate(flow: Flow, units: Units, policy: OnlinePolicy | BatchPolicy,
     feedback_at = getattr(policy, "feedback_at", "completion")
     if feedback_at not in ("completion", "dispatch"):
         raise ValueError(f"policy {policy.name}: feedback_at={feedback_at!r}, expected 'completion' or 'dispatch'")
-    notify = policy.completed if online else None  # type: ignore[union-attr]
-    notify_on_completion = notify if feedback_at == "completion" else None
-    scheduler_free = 0.0
-    wall = 0.0
-    decisions = 0
+    if online:
+        loop.run_online(policy, feedback_at)  # type: ignore[arg-type]
+    else:
+        loop.run_batches(policy)  # type: ignore[arg-type]
+    loop.drain(np.inf)
+    return RunResult(policy.name, flow.name, loop.arrival, loop.dispatch, loop.start, loop.end, loop.assigned,
+                     loop.wall, loop.decisions)
 
-    def drain(until_h: float) -> None:
-        # Pop every completion up to until_h: update what units hold, deliver rewards.
+
+class _EventLoop:
+    """One run of :func:`simulate`: the units' FCFS queues, the heap of completions, the per-task results."""
+
+    def __init__(self, flow: Flow, units: Units, cost: SchedulerCost) -> None:
+        n_tasks, n_units = len(flow), units.n_units
+        self.cost, self.n_units = cost, n_units
+        self.arrival = np.asarray(flow.arrival_h, dtype=np.float64)
+        self.types = np.asarray(flow.task_type, dtype=np.int64)
+        # Realised service on every unit is drawn once per task (work), so every policy sees
+        # the same service demand: service_ij = work / mu_true[type, j].
+        self.work = np.asarray(flow.work, dtype=np.float64)
+        self.mu_true = units.mu_true
+        self.dispatch = np.full(n_tasks, np.nan)
+        self.start = np.full(n_tasks, np.nan)
+        self.end = np.full(n_tasks, np.nan)
+        self.assigned = np.full(n_tasks, -1, dtype=np.int64)
+        self.expected = np.zeros(n_tasks)
+        self.state = UnitsState(units)
+        self.free_at = np.zeros(n_units)  # when each unit finishes everything it has been given
+        self.queues: list[deque[int]] = [deque() for _ in range(n_units)]
+        self.completions: list[tuple[float, int]] = []
+        #: Told each task's response time when it completes (a learning policy's ``completed``), or None.
+        self.notify_on_completion: Callable[[int, float], None] | None = None
+        self.scheduler_free = 0.0
+        self.wall = 0.0
+        self.decisions = 0
+
+    def drain(self, until_h: float) -> None:
+        """Pop every completion up to ``until_h``: update what units hold, deliver rewards."""
+        completions, state, queues = self.completions, self.state, self.queues
         while completions and completions[0][0] <= until_h:
             _, task = heapq.heappop(completions)
-            u = int(assigned[task])
+            u = int(self.assigned[task])
             queue = queues[u]
             queue.popleft()
             state.unfinished[u] -= 1
-            state.backlog_est_h[u] -= expected[task]
+            state.backlog_est_h[u] -= self.expected[task]
             if queue:
                 head = queue[0]
-                state.head_start_h[u] = start[head]
-                state.head_est_h[u] = expected[head]
+                state.head_start_h[u] = self.start[head]
+                state.head_est_h[u] = self.expected[head]
             else:
                 state.backlog_est_h[u] = 0.0  # clear rounding drift
-            if notify_on_completion is not None:
-                notify_on_completion(task, float(end[task] - arrival[task]))
+            if self.notify_on_completion is not None:
+                self.notify_on_completion(task, float(self.end[task] - self.arrival[task]))
 
-    def place(task: int, u: int, at_h: float) -> None:
-        s = max(at_h, free_at[u])
-        e = s + work[task] / mu_true[types[task], u]
-        dispatch[task], start[task], end[task], assigned[task] = at_h, s, e, u
-        free_at[u] = e
-        expected[task] = state.expected_service_h[types[task], u]
-        if not queues[u]:
+    def place(self, task: int, u: int, at_h: float) -> None:
+        """Put ``task`` at the end of unit ``u``'s FCFS queue at ``at_h``: its start and end are fixed now."""
+        state = self.state
+        s = max(at_h, self.free_at[u])
+        e = s + self.work[task] / self.mu_true[self.types[task], u]
+        self.dispatch[task], self.start[task], self.end[task], self.assigned[task] = at_h, s, e, u
+        self.free_at[u] = e
+        self.expected[task] = state.expected_service_h[self.types[task], u]
+        if not self.queues[u]:
             state.head_start_h[u] = s
-            state.head_est_h[u] = expected[task]
-        queues[u].append(task)
+            state.head_est_h[u] = self.expected[task]
+        self.queues[u].append(task)
         state.unfinished[u] += 1
-        state.backlog_est_h[u] += expected[task]
-        heapq.heappush(completions, (e, task))
+        state.backlog_est_h[u] += self.expected[task]
+        heapq.heappush(self.completions, (e, task))
 
-    if online:
-        pol = policy  # an OnlinePolicy
-        pairs = pol.pairs_per_decision(n_units)  # type: ignore[union-attr]
-        decision_cost = cost.per_decision_h + cost.per_pair_h * pairs
-        for task in range(n_tasks):
-            now = float(arrival[task])
-            if not cost.free:
-                now = max(now, scheduler_free)
-            drain(now)
+    def _decision_time(self, ready_h: float) -> float:
+        """When the scheduler decides about work ready at ``ready_h`` (after its previous decision unless
+        deciding is free), every completion up to then delivered."""
+        now = ready_h
+        if not self.cost.free:
+            now = max(now, self.scheduler_free)
+        self.drain(now)
+        return now
+
+    def run_online(self, policy: OnlinePolicy, feedback_at: str) -> None:
+        """Each task placed on its arrival, as ``policy`` chooses."""
+        n_units, types, arrival = self.n_units, self.types, self.arrival
+        if feedback_at == "completion":
+            self.notify_on_completion = policy.completed
+        pairs = policy.pairs_per_decision(n_units)
+        decision_cost = self.cost.per_decision_h + self.cost.per_pair_h * pairs
+        for task in range(len(arrival)):
+            now = self._decision_time(float(arrival[task]))
             t0 = time.perf_counter()
-            u = pol.assign(task, int(types[task]), now, state)  # type: ignore[union-attr]
-            wall += time.perf_counter() - t0
-            decisions += 1
+            u = policy.assign(task, int(types[task]), now, self.state)
+            self.wall += time.perf_counter() - t0
+            self.decisions += 1
             if not 0 <= u < n_units:
                 raise ValueError(f"policy {policy.name} chose unit {u} of {n_units}")
             at = now + decision_cost
-            scheduler_free = at
-            place(task, u, at)
-            if notify is not None and feedback_at == "dispatch":
-                notify(task, float(end[task] - arrival[task]))
-    else:
-        batch_size = int(policy.batch_size)  # type: ignore[union-attr]
+            self.scheduler_free = at
+            self.place(task, u, at)
+            if feedback_at == "dispatch":
+                policy.completed(task, float(self.end[task] - arrival[task]))
+
+    def run_batches(self, policy: BatchPolicy) -> None:
+        """Tasks mapped ``policy.batch_size`` at a time, when the batch's last task arrives."""
+        n_tasks, n_units, types, arrival = len(self.arrival), self.n_units, self.types, self.arrival
+        batch_size = int(policy.batch_size)
         for first in range(0, n_tasks, batch_size):
             batch = np.arange(first, min(first + batch_size, n_tasks))
             # The batch is scheduled when its last task arrives (a final partial batch too).
-            now = float(arrival[batch[-1]])
-            if not cost.free:
-                now = max(now, scheduler_free)
-            drain(now)
+            now = self._decision_time(float(arrival[batch[-1]]))
             t0 = time.perf_counter()
-            order, chosen = policy.assign_batch(types[batch], arrival[batch], now, state)  # type: ignore[union-attr]
-            wall += time.perf_counter() - t0
-            decisions += 1
+            order, chosen = policy.assign_batch(types[batch], arrival[batch], now, self.state)
+            self.wall += time.perf_counter() - t0
+            self.decisions += 1
             if sorted(order.tolist()) != list(range(len(batch))):
                 raise ValueError(f"policy {policy.name} did not map every task of the batch once")
             b = len(batch)
-            at = now + cost.per_decision_h + cost.per_pair_h * (b * (b + 1) // 2) * n_units
-            scheduler_free = at
+            at = now + self.cost.per_decision_h + self.cost.per_pair_h * (b * (b + 1) // 2) * n_units
+            self.scheduler_free = at
             for pos, u in zip(order.tolist(), chosen.tolist(), strict=True):
-                place(int(batch[pos]), int(u), at)
-    drain(np.inf)
-    return RunResult(policy.name, flow.name, arrival, dispatch, start, end, assigned, wall, decisions)
+                self.place(int(batch[pos]), int(u), at)

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from rlsched.exporter import METRIC_NAMES, Counters
 from rlsched.leasing import LeasingConfig
-from rlsched.metrics import METRIC_NAMES, Counters
 from tests.fakes.slurm import SyntheticSlurm, make_daemon, synthetic_squeue_json
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -32,8 +32,15 @@ from rlsched.core.leasing import (
     runtime_ratio,
 )
 from rlsched.core.view import FloatArray
-from rlsched.sim.leasing.hybrid import UNBOUNDED, HybridModel, HybridState
-from rlsched.sim.leasing.runs import RATIO_LAG_S, Group, Trajectory, _period_end, _StateAwareController, advance_groups
+from rlsched.sim.hybrid_cloud.hybrid import UNBOUNDED, HybridModel, HybridState
+from rlsched.sim.hybrid_cloud.runs import (
+    RATIO_LAG_S,
+    Group,
+    Trajectory,
+    _period_end,
+    _StateAwareController,
+    advance_groups,
+)
 
 DAY_S = 86_400.0
 #: The daily features, in order (see :func:`day_features`).
@@ -134,7 +141,7 @@ def _held_counterfactual(model: HybridModel, start: HybridState, edges: FloatArr
     """Wait and cloud cost over days ``day`` … ``last`` for each cap of ``caps`` held over all those days.
 
     Runs that share a state are simulated once per certificate interval, and runs whose states
-    meet again at a day's end merge (as in :func:`rlsched.sim.leasing.runs.grouped_runs`).
+    meet again at a day's end merge (as in :func:`rlsched.sim.hybrid_cloud.runs.grouped_runs`).
     """
     values = np.asarray(caps, dtype=np.int64)
     waits = np.zeros(len(caps))

@@ -25,7 +25,7 @@ import functools
 from dataclasses import dataclass
 
 from rlsched.core.view import FloatArray
-from rlsched.sim.leasing.hybrid import HybridModel, day_edges
+from rlsched.sim.hybrid_cloud.hybrid import HybridModel, day_edges
 from rlsched.sim.workload import Workload
 
 #: Days in the 11-month cut of FH §2.2.

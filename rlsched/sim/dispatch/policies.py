@@ -30,7 +30,7 @@ import numpy as np
 
 from rlsched.core.dispatch import DEFAULT_EPSILON, DEFAULT_GAMMA, QLearningDispatcher, RewardKind
 from rlsched.core.view import FloatArray, IntArray
-from rlsched.sim.hetero.model import UnitsState
+from rlsched.sim.dispatch.model import UnitsState
 
 BatchRule = Literal["min-min", "max-min", "suffrage"]
 BATCH_RULES: tuple[BatchRule, ...] = ("min-min", "max-min", "suffrage")

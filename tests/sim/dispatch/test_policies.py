@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from rlsched.sim.hetero.model import Flow, SchedulerCost, Units, UnitsState, simulate
-from rlsched.sim.hetero.policies import ECT, BatchHeuristic, ProbabilisticDispatch, map_batch
+from rlsched.sim.dispatch.model import Flow, SchedulerCost, Units, UnitsState, simulate
+from rlsched.sim.dispatch.policies import ECT, BatchHeuristic, ProbabilisticDispatch, map_batch
 
 
 class Fixed:

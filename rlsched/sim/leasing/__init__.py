@@ -1,1 +1,0 @@
-"""Cloud leasing in the simulator: the hybrid model and the leasing policies of Fölling & Hofmann (FH)."""
