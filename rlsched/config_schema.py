@@ -244,12 +244,11 @@ class Section:
     def default(self, name: str) -> Any:
         return self.by_name[name].default
 
-    def read(self, table: Any, source: str, *, error: type[ValueError] = SchemaError,
-             prefix: str | None = None) -> dict[str, Any]:
+    def read(self, table: Any, source: str, *, error: type[ValueError] = SchemaError) -> dict[str, Any]:
         """The keys ``table`` sets, typed, converted and checked; every problem is one ``error`` line naming
-        ``source`` and the key (``prefix`` + name; default ``table.``).  Other keys: an error, unless
-        :attr:`others` reads them (then they are left out)."""
-        prefix = f"{self.table}." if prefix is None else prefix
+        ``source`` and the key (``table.name``).  Other keys: an error, unless :attr:`others` reads them or they
+        are :attr:`foreign` (then they are left out)."""
+        prefix = f"{self.table}."
         if not isinstance(table, Mapping):
             raise key_error(error, source, self.table, "expected a table")
         values: dict[str, Any] = {}
@@ -282,8 +281,9 @@ class Section:
 def _problem(key: Key, value: Any) -> str | None:
     if not key.type.accepts(value):
         return f"expected {key.type.expected}, got {_given(value)}"
-    if isinstance(value, float) and not math.isfinite(value):
-        return f"expected a finite number, got {value}"
+    for number in value if isinstance(value, list) else (value,):
+        if isinstance(number, float) and not math.isfinite(number):
+            return f"expected a finite number, got {number}"
     return key.check(key.type.convert(value)) if key.check is not None else None
 
 

@@ -76,6 +76,8 @@ def test_a_boolean_is_never_a_number_and_numbers_are_finite() -> None:
         schema.LEASING.read({"period_s": True}, "site.toml")
     with pytest.raises(schema.SchemaError, match=r"key 'leasing.period_s': expected a finite number, got nan"):
         schema.LEASING.read({"period_s": float("nan")}, "site.toml")
+    with pytest.raises(schema.SchemaError, match=r"key 'backend.vo_shares': expected a finite number, got inf"):
+        schema.SLURM.read({"vo_shares": [1, float("inf")]}, "site.toml")
     assert schema.LEASING.read({"period_s": 600}, "site.toml") == {"period_s": 600.0}
 
 

@@ -23,8 +23,9 @@ This module adds the rules between keys and tables (issue 16):
 The schema's own checks cover the rest: integers are integers (``retry_attempts = 2.5`` is refused, not
 truncated), every path the daemon writes (``state.dir``, ``gate.heartbeat_file``, ``shadow.decision_log``,
 ``leasing.hook_log``, ``backend.state_file``) is absolute and outside the system directories of
-:data:`SYSTEM_DIRS`, paths it reads are absolute, ``backend.poll_interval_s`` lies in
-[:data:`MIN_POLL_INTERVAL_S`, :data:`MAX_POLL_INTERVAL_S`].  See ``docs/daemon.md`` and ``etc/rlsched.toml``.
+:data:`rlsched.config_schema.SYSTEM_DIRS`, paths it reads are absolute, ``backend.poll_interval_s`` lies in
+[:data:`~rlsched.config_schema.MIN_POLL_INTERVAL_S`, :data:`~rlsched.config_schema.MAX_POLL_INTERVAL_S`].
+See ``docs/daemon.md`` and ``etc/rlsched.toml``.
 
 A file must be whole (issue 24): it is UTF-8 TOML (a binary file or one nested too deeply is one line
 naming the file, not a traceback), it is not empty, and a daemon's (``load_config(require_mode=True)``)
@@ -52,20 +53,16 @@ from rlsched.config_schema import (
     DEFAULT_METRICS_PORT,
     GATE,
     LOG,
-    LOG_FORMATS,
-    LOG_LEVELS,
-    MAX_POLL_INTERVAL_S,
     METRICS,
-    MIN_POLL_INTERVAL_S,
     SHADOW,
     STATE,
-    SYSTEM_DIRS,
     TABLES,
     Section,
     non_finite_numbers,
-    system_dir_of,
     written_path,
 )
+from rlsched.config_schema import SYSTEM_DIRS as SYSTEM_DIRS  # re-exported: where the daemon never writes
+from rlsched.config_schema import system_dir_of as system_dir_of
 from rlsched.core.live import LiveBackendConfig
 from rlsched.core.objective import OBJECTIVES, Objective, ObjectiveError
 from rlsched.core.policies import POLICIES, PolicyError, PolicySpec, entry, format_policy, resolve
@@ -82,9 +79,6 @@ RETIRED_AGENT_KINDS = {
     "sarsa": 'kind = "sarsa-esn" (or "sarsa-ffnn", "sarsa-table")',
     "fqi": 'kind = "fqi-esn" (or "fqi-ffnn", "fqi-table")',
 }
-#: Re-exported: the schema holds them (rlsched.config_schema), the daemon's users import them from here.
-__all__ = ["DEFAULT_METRICS_PORT", "LOG_FORMATS", "LOG_LEVELS", "MAX_POLL_INTERVAL_S", "MIN_POLL_INTERVAL_S",
-           "SYSTEM_DIRS", "system_dir_of"]
 
 
 class ConfigError(ValueError):
@@ -249,7 +243,7 @@ def worst_call_s(backend: LiveBackendConfig) -> float:
 
 def parse_listen(value: str) -> tuple[str, int | None]:
     """``"127.0.0.1:9400"`` → (host, port); ``""`` or ``"off"`` turns the exporter off.  The schema checked the
-    form (:func:`rlsched.config_schema.listen_address`)."""
+    form (:data:`rlsched.config_schema.LISTEN_ADDRESS`)."""
     if value in ("", "off"):
         return "127.0.0.1", None
     host, _, port = value.rpartition(":")

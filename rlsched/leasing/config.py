@@ -1,7 +1,9 @@
 """``[leasing]``: the live leasing controller's configuration (docs/leasing-live.md, issue 6).
 
-Every key is checked; a bad one is a one-line error naming the file and the key, like the rest of the
-daemon's TOML.  Keys and defaults:
+Each key (type, default, range) is declared in :data:`rlsched.config_schema.LEASING` and read by the schema's one
+reader, so a bad one is a one-line error naming the file and the key, like the rest of the daemon's TOML, in the
+daemon and in the Slurm hooks alike; :meth:`LeasingConfig.from_table` adds the rules between keys (the nodes'
+hostlist, ``max_nodes`` within it, what enabled leasing needs).  What the keys mean:
 
 - ``enabled`` (false): without it the daemon leaves the cloud nodes alone (no cap, no reconcile).
 - ``nodes``: a Slurm hostlist of the cloud nodes rlsched manages (``"cloud[1-4]"``); each must be a
