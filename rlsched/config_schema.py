@@ -52,7 +52,7 @@ class SchemaError(ValueError):
     """A bad key: one line, ``SOURCE: key 'table.key': problem``."""
 
 
-def key_error(error: type[ValueError], source: str, key: str, message: str) -> ValueError:
+def key_error(error: type[Exception], source: str, key: str, message: str) -> Exception:
     """The one-line error every reader raises: ``SOURCE: key 'KEY': MESSAGE``."""
     return error(f"{source}: key {key!r}: {message}")
 
@@ -244,7 +244,7 @@ class Section:
     def default(self, name: str) -> Any:
         return self.by_name[name].default
 
-    def read(self, table: Any, source: str, *, error: type[ValueError] = SchemaError) -> dict[str, Any]:
+    def read(self, table: Any, source: str, *, error: type[Exception] = SchemaError) -> dict[str, Any]:
         """The keys ``table`` sets, typed, converted and checked; every problem is one ``error`` line naming
         ``source`` and the key (``table.name``).  Other keys: an error, unless :attr:`others` reads them or they
         are :attr:`foreign` (then they are left out)."""
