@@ -28,6 +28,8 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from rlsched.errors import RlschedError
+
 #: The first line after the shebang of the wrapper :func:`plan` writes; an existing ``rlsched`` without it is
 #: not ours (a distribution's package, a pip console script) and is left alone.
 WRAPPER_MARK = "# rlsched console wrapper written by `rlsched install`"
@@ -40,10 +42,13 @@ CONFIG = "/etc/rlsched/rlsched.toml"
 DOC = "/usr/share/doc/rlsched"
 SHARE = "/usr/share/rlsched"
 
-HOOKS = ("rlsched-gate-watchdog", "rlsched-resume", "rlsched-suspend")
+#: The hooks installed into LIBEXEC, by where they are shipped (below the checkout or the wheel's ``_dist``).
+HOOKS: dict[str, str] = {"rlsched-gate-watchdog": "plugins/rlsched-gate-watchdog",
+                         "rlsched-resume": "plugins/slurm/rlsched-resume",
+                         "rlsched-suspend": "plugins/slurm/rlsched-suspend"}
 
 
-class InstallError(Exception):
+class InstallError(RlschedError):
     """A file cannot be laid out (the message names it)."""
 
 
@@ -97,8 +102,8 @@ def plan(root: Path | None = None, python: str | None = None, group: str | None 
     """Every file ``rlsched install`` lays out, in order."""
     root = shipped_root() if root is None else root
     entries = [Entry(BIN, 0o755, content=wrapper_script(python or sys.executable))]
-    for hook in HOOKS:
-        entries.append(Entry(f"{LIBEXEC}/{hook}", 0o755, source=root / "plugins" / "slurm" / hook))
+    for hook, shipped in HOOKS.items():
+        entries.append(Entry(f"{LIBEXEC}/{hook}", 0o755, source=root / shipped))
     # The leasing hooks read the config through rlsched's schema, loaded from beside them (issue 25).
     entries.append(Entry(f"{LIBEXEC}/rlsched_config_schema.py", 0o644,
                          source=Path(__file__).with_name("config_schema.py")))

@@ -21,7 +21,7 @@ if [ $# -eq 0 ] && [ "$(id -u)" = 0 ] && [ ! -x /opt/pbs/sbin/pbs_server ]; then
   fi
 fi
 # The Slurm hooks and the test provider are Python files without a .py suffix: name them.
-echo "== ruff";   .venv/bin/ruff check . plugins/slurm/rlsched-gate-watchdog plugins/slurm/rlsched-resume \
+echo "== ruff";   .venv/bin/ruff check . plugins/rlsched-gate-watchdog plugins/slurm/rlsched-resume \
                     plugins/slurm/rlsched-suspend scripts/local-cloud-provider
 echo "== mypy";   .venv/bin/mypy
 echo "== pytest"; .venv/bin/pytest -q "$@"

@@ -10,7 +10,7 @@ from pathlib import Path
 from types import ModuleType
 
 ROOT = Path(__file__).resolve().parents[1]
-WATCHDOG = ROOT / "plugins" / "slurm" / "rlsched-gate-watchdog"
+WATCHDOG = ROOT / "plugins" / "rlsched-gate-watchdog"
 
 
 def load_script(path: Path, name: str) -> ModuleType:

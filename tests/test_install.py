@@ -29,9 +29,9 @@ def test_install_lays_out_every_file_with_its_mode_and_keeps_an_existing_config(
     assert result.exit_code == 0, result.output
     mode = lambda p: (tmp_path / p.lstrip("/")).stat().st_mode & 0o7777  # noqa: E731
     assert mode(BIN) == 0o755
-    for hook in HOOKS:
+    for hook, shipped in HOOKS.items():
         assert mode(f"{LIBEXEC}/{hook}") == 0o755
-        assert (tmp_path / LIBEXEC.lstrip("/") / hook).read_bytes() == (REPO / "plugins/slurm" / hook).read_bytes()
+        assert (tmp_path / LIBEXEC.lstrip("/") / hook).read_bytes() == (REPO / shipped).read_bytes()
     for unit in UNIT_FILES:
         assert mode(f"{UNITS}/{unit}") == 0o644
     assert mode(CONFIG) == 0o640
@@ -82,7 +82,7 @@ def test_wheel_carries_the_site_files_and_installs_from_them(tmp_path: Path) -> 
     (wheel,) = (tmp_path / "dist").glob("rlsched-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     for shipped in ("etc/systemd/rlsched.service", "etc/rlsched.toml", "plugins/slurm/rlsched-resume",
-                    "docs/daemon.md"):
+                    "plugins/rlsched-gate-watchdog", "docs/daemon.md"):
         assert f"rlsched/_dist/{shipped}" in names
     site = tmp_path / "site"
     zipfile.ZipFile(wheel).extractall(site)

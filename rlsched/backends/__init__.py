@@ -11,11 +11,14 @@ when it can lease cloud nodes); the simulator (:mod:`rlsched.sim`) implements th
   and the account → VO mapping.
 
 The registry maps a ``[backend] kind`` to the backend's config class and factory, named by import path and
-imported only when that kind is used: the daemon and the leasing controller import no backend module, so
-adding a batch system means one :func:`register_backend` call (or one entry in :data:`BACKENDS`) and no
-change to them::
+imported only when that kind is used: the daemon and the leasing controller import no backend module.  A
+batch system from another package registers through the entry-point group ``rlsched.backends``, loaded the
+first time the registry is consulted (:func:`load_backend_plugins`; docs/extending.md)::
 
-    register_backend("pbs", config="mysite.pbs:PBSBackendConfig", factory="mysite.pbs:build_pbs_backend")
+    [project.entry-points."rlsched.backends"]
+    toyq = "rlsched_example_backend:BACKEND"    # BACKEND = BackendKind("toyq", config="...", factory="...")
+
+(or code that runs before the daemon builds its backend calls :func:`register_backend`).
 
 The config class has ``from_table(table, source)`` (a one-line ``ValueError`` naming the key for bad input)
 and satisfies :class:`rlsched.core.live.LiveBackendConfig`; the factory is ``factory(config, state_dir)``
@@ -31,6 +34,8 @@ from pathlib import Path
 from typing import Any, Protocol, cast
 
 from rlsched.core.live import LiveBackend, LiveBackendConfig
+from rlsched.core.plugins import PluginGroup
+from rlsched.errors import RlschedError
 
 
 class BackendConfigClass(Protocol):
@@ -68,8 +73,37 @@ BACKENDS: dict[str, BackendKind] = {
 }
 
 
-class UnknownBackendError(ValueError):
-    """A ``[backend] kind`` nobody registered."""
+class UnknownBackendError(RlschedError, ValueError):
+    """A ``[backend] kind`` nobody registered (or whose plugin cannot be loaded)."""
+
+
+#: The entry-point group through which other packages add backends.
+PLUGIN_GROUP = "rlsched.backends"
+_BUILT_IN = frozenset(BACKENDS)
+
+
+def _check_plugin(name: str, value: Any) -> str | None:
+    if not isinstance(value, BackendKind):
+        return f"gives a {type(value).__name__}, not a rlsched.backends.BackendKind"
+    if name in _BUILT_IN:
+        return f"kind {name!r} is built into rlsched"
+    if ":" not in value.config or ":" not in value.factory:
+        return "its config and factory must be 'module:attribute' paths"
+    return None
+
+
+def _add_plugin(name: str, value: BackendKind) -> None:
+    BACKENDS[name] = BackendKind(name, value.config, value.factory)
+
+
+#: The backends of the entry points (each entry point's name is the ``[backend] kind``).
+PLUGINS = PluginGroup(PLUGIN_GROUP, _check_plugin, _add_plugin)
+
+
+def load_backend_plugins(reload: bool = False) -> None:
+    """Register the backends of the ``rlsched.backends`` entry points (once per process; ``reload``: again,
+    for a package installed since)."""
+    PLUGINS.load(reload)
 
 
 def _load(path: str) -> Any:
@@ -86,10 +120,12 @@ def register_backend(name: str, config: str, factory: str) -> None:
 
 
 def backend_kind(name: str) -> BackendKind:
-    try:
+    load_backend_plugins()
+    if name in BACKENDS:
         return BACKENDS[name]
-    except KeyError:
-        raise UnknownBackendError(f"unknown backend kind {name!r} (known: {', '.join(sorted(BACKENDS))})") from None
+    if name in PLUGINS.broken:
+        raise UnknownBackendError(str(PLUGINS.broken[name]))
+    raise UnknownBackendError(f"unknown backend kind {name!r} (known: {', '.join(sorted(BACKENDS))})")
 
 
 def backend_config_from_table(table: Mapping[str, Any], source: str = "config") -> LiveBackendConfig:
@@ -106,5 +142,5 @@ def build_backend(config: LiveBackendConfig, state_dir: str | Path | None) -> Li
     return backend_kind(config.kind).build(config, state_dir)
 
 
-__all__ = ["BACKENDS", "BackendKind", "UnknownBackendError", "backend_config_from_table", "backend_kind",
-           "build_backend", "register_backend"]
+__all__ = ["BACKENDS", "PLUGIN_GROUP", "BackendKind", "UnknownBackendError", "backend_config_from_table",
+           "backend_kind", "build_backend", "load_backend_plugins", "register_backend"]

@@ -4,7 +4,8 @@ Errors reach the user as one line on stderr and a non-zero exit (issue 16): a us
 value, missing argument) is ``Error: … (see 'rlsched CMD --help')`` with exit 2, a refused input
 (``click.ClickException``) is ``Error: …`` with its exit code, and anything unexpected is one line naming
 the exception with a pointer to ``--debug`` (which lets the traceback through), exit 1; an ``OSError``
-(busy port, permission denied, disk full) is ``Error: …``, exit 1.  The specific
+(busy port, permission denied, disk full) and any :class:`~rlsched.errors.RlschedError` (a failure rlsched
+foresaw: a refused config, a batch-system command that failed) are ``Error: …``, exit 1.  The specific
 messages come first: the guard is the net under them, not a substitute.
 """
 
@@ -40,6 +41,7 @@ pin_blas_threads()
 import click  # noqa: E402  (after pin_blas_threads on purpose)
 
 from rlsched import __version__  # noqa: E402
+from rlsched.errors import RlschedError  # noqa: E402
 
 
 class _NeverRaised(click.UsageError):
@@ -82,6 +84,11 @@ class GuardedGroup(click.Group):
             text = (f"{exc.filename}: {exc.strerror}" if exc.filename and exc.strerror
                     else exc.strerror or str(exc))
             click.echo(f"Error: {' '.join(text.split())}", err=True)
+            sys.exit(INTERNAL_ERROR_EXIT)
+        except RlschedError as exc:     # a failure rlsched foresaw (bad input, a failed command): no bug
+            if debug or _env_debug():
+                raise
+            click.echo(f"Error: {' '.join(str(exc).split()) or type(exc).__name__}", err=True)
             sys.exit(INTERNAL_ERROR_EXIT)
         except Exception as exc:
             if debug or _env_debug():

@@ -18,9 +18,10 @@ from rlsched.daemon.config import ConfigError, load_config
 from rlsched.daemon.decision_log import read_decision_log
 from rlsched.daemon.loop import Daemon
 from rlsched.daemon.state import CheckpointError
+from rlsched.errors import RlschedError
 
 
-class ExplainError(Exception):
+class ExplainError(RlschedError):
     """The job cannot be explained (one line for the user)."""
 
 

@@ -304,7 +304,9 @@ def run_command(workload_spec: str, policy: str | None, scheduler: str | None, b
 def policies_command(as_json: bool) -> None:
     """List the registry's policies (rules, learned agents, replay) with their parameters."""
     from rlsched.core.policies import ALIASES, LEASE_POLICIES, POLICIES
+    from rlsched.core.policies.registry import load_policy_plugins
 
+    load_policy_plugins()           # the policies other packages add (entry points)
     if as_json:
         listed = [{"name": e.name, "family": e.family, "description": e.description, "live": e.live,
                    "aliases": [a for a, target in ALIASES.items() if target == e.name],

@@ -16,12 +16,48 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from rlsched.core.errors import RlschedError
 from rlsched.core.live import CHANGE_KINDS, LiveBackend
-from rlsched.core.view import Backend, ClusterView, JobClass
+from rlsched.core.view import Backend, ClusterView, FinishedJobs, JobClass, PendingJobs, RunningJobs
 
 
-class BackendCheckError(AssertionError):
+class BackendCheckError(RlschedError, AssertionError):
     """A backend produced an inconsistent view."""
+
+
+def _table_problems(label: str, table: PendingJobs | RunningJobs | FinishedJobs, vos: int) -> list[str]:
+    """What is wrong with one job table of a view (``vos``: the number of VOs, 0 when the view names none)."""
+    problems: list[str] = []
+    ids = table.job_id
+    if len(np.unique(ids)) != len(ids):
+        problems.append(f"{label} job ids are not unique")
+    if not len(table):
+        return problems
+    if (table.cores < 1).any():
+        problems.append(f"{label} jobs with fewer than one core")
+    if not set(np.unique(table.job_class).tolist()) <= {int(c) for c in JobClass}:
+        problems.append(f"{label} jobs with an unknown class")
+    if vos and ((table.vo < 0) | (table.vo >= vos)).any():
+        problems.append(f"{label} jobs with a VO index outside 0..{vos - 1}")
+    return problems
+
+
+def _time_problems(view: ClusterView) -> list[str]:
+    """Times out of order: starts in the future or before submission, ends before starts."""
+    problems: list[str] = []
+    running, pending, finished = view.running, view.pending, view.finished
+    if len(running) and (running.start_s > view.time_s + 1e-6).any():
+        problems.append("running jobs that start in the future")
+    if len(running) and (running.start_s < running.submit_s - 1e-6).any():
+        problems.append("running jobs that started before their submission")
+    if len(pending) and (pending.submit_s > view.time_s + 1e-6).any():
+        problems.append("pending jobs submitted in the future")
+    if len(pending) and (pending.req_time_s <= 0).any():
+        problems.append("pending jobs without a positive requested time")
+    if len(finished) and ((finished.start_s < finished.submit_s - 1e-6)
+                          | (finished.end_s < finished.start_s - 1e-6)).any():
+        problems.append("finished jobs whose times are out of order (submit <= start <= end)")
+    return problems
 
 
 def check_view(view: ClusterView) -> list[str]:
@@ -31,34 +67,15 @@ def check_view(view: ClusterView) -> list[str]:
         problems.append(f"time_s is {view.time_s}")
     if view.total_cores < 0:
         problems.append(f"total_cores is negative ({view.total_cores})")
-    classes = {int(c) for c in JobClass}
     for label, table in (("pending", view.pending), ("running", view.running), ("finished", view.finished)):
-        ids = table.job_id
-        if len(np.unique(ids)) != len(ids):
-            problems.append(f"{label} job ids are not unique")
-        if len(table) and (table.cores < 1).any():
-            problems.append(f"{label} jobs with fewer than one core")
-        if len(table) and not set(np.unique(table.job_class).tolist()) <= classes:
-            problems.append(f"{label} jobs with an unknown class")
-        if len(table) and view.vos and ((table.vo < 0) | (table.vo >= len(view.vos))).any():
-            problems.append(f"{label} jobs with a VO index outside 0..{len(view.vos) - 1}")
+        problems += _table_problems(label, table, len(view.vos))
     overlap = np.intersect1d(view.pending.job_id, view.running.job_id)
     if len(overlap):
         problems.append(f"jobs both pending and running: {overlap[:5].tolist()}")
     busy = int(view.running.cores.sum())
     if busy + view.idle_cores > view.total_cores:
         problems.append(f"running jobs hold {busy} cores and {view.idle_cores} are idle, of {view.total_cores}")
-    if len(view.running) and (view.running.start_s > view.time_s + 1e-6).any():
-        problems.append("running jobs that start in the future")
-    if len(view.running) and (view.running.start_s < view.running.submit_s - 1e-6).any():
-        problems.append("running jobs that started before their submission")
-    if len(view.pending) and (view.pending.submit_s > view.time_s + 1e-6).any():
-        problems.append("pending jobs submitted in the future")
-    if len(view.pending) and (view.pending.req_time_s <= 0).any():
-        problems.append("pending jobs without a positive requested time")
-    f = view.finished
-    if len(f) and ((f.start_s < f.submit_s - 1e-6) | (f.end_s < f.start_s - 1e-6)).any():
-        problems.append("finished jobs whose times are out of order (submit <= start <= end)")
+    problems += _time_problems(view)
     if view.vo_shares is not None and abs(sum(view.vo_shares) - 1.0) > 1e-6:
         problems.append(f"vo_shares sum to {sum(view.vo_shares)}, not 1")
     return problems
@@ -150,6 +167,38 @@ def check_live_backend(backend: LiveBackend, *, absent_job_id: int | None = None
     Raises :class:`BackendCheckError` naming the step and the problem; returns what it did.
     """
     report = LiveCheckReport()
+    _check_interface(backend)
+    report.steps.append("interface")
+    view = _checked_view(backend, "first view")
+    _check_counts(backend, view, "first view")
+    free = view.pending.job_id[~view.pending.held].tolist()
+    if len(free) < 2:
+        raise _fail(backend, "setup", f"needs two pending, unheld jobs; the view has {len(free)}")
+    first, second = int(free[0]), int(free[1])
+    report.steps.append("view")
+    _check_boost(backend, first, second)
+    report.boosted = (second, first)
+    report.steps.append("boost")
+    _check_hold_release(backend, first)
+    report.held = first
+    report.steps.append("hold/release")
+    view = _check_undo(backend, first)
+    report.steps.append("undo")
+    if gate_covers_pending:
+        view = _check_release_gated(backend, first)
+        report.steps.append("release_gated")
+    ids = np.concatenate([view.pending.job_id, view.running.job_id, view.finished.job_id])
+    report.absent_job_id = absent_job_id if absent_job_id is not None else int(ids.max(initial=0)) + 1_000_000
+    for job_id in (report.absent_job_id, ended_job_id):
+        if job_id is not None:
+            _check_vanished(backend, job_id)
+    _checked_view(backend, "last view")
+    report.steps.append("vanished job")
+    return report
+
+
+def _check_interface(backend: LiveBackend) -> None:
+    """Every method and property of the protocol, Counter counters, JSON heartbeat fields, no change yet."""
     if not isinstance(backend, LiveBackend):
         raise BackendCheckError(f"{type(backend).__name__} lacks part of the LiveBackend interface")
     for name in ("errors", "actions"):
@@ -165,88 +214,76 @@ def check_live_backend(backend: LiveBackend, *, absent_job_id: int | None = None
         raise _fail(backend, "changes", f"kinds {sorted(backend.changes())}, expected {list(CHANGE_KINDS)}")
     if any(backend.changes().values()):
         raise _fail(backend, "changes", f"changes before the check: {backend.changes()} (undo them first)")
-    report.steps.append("interface")
 
-    view = _checked_view(backend, "first view")
-    _check_counts(backend, view, "first view")
-    free = view.pending.job_id[~view.pending.held].tolist()
-    if len(free) < 2:
-        raise _fail(backend, "setup", f"needs two pending, unheld jobs; the view has {len(free)}")
-    first, second = int(free[0]), int(free[1])
-    report.steps.append("view")
 
+def _check_boost(backend: LiveBackend, first: int, second: int) -> None:
     actions = Counter(backend.actions)
     backend.boost([second, first])
-    report.boosted = (second, first)
-    view = _checked_view(backend, "view after boost")
+    _checked_view(backend, "view after boost")
     boosted = backend.changes()["boosted"]
     if boosted < 1 or boosted > 2:
         raise _fail(backend, "boost", f"changes()['boosted'] is {boosted} after boosting two jobs")
     if backend.actions.total() <= actions.total():
         raise _fail(backend, "boost", "no action counted")
-    report.steps.append("boost")
 
+
+def _check_hold_release(backend: LiveBackend, job_id: int) -> None:
     actions = Counter(backend.actions)
-    backend.hold(first)
-    report.held = first
+    backend.hold(job_id)
     view = _checked_view(backend, "view after hold")
     _check_counts(backend, view, "view after hold")
-    if _held_state(view, first) is not True:
-        raise _fail(backend, "hold", f"job {first} is not shown held after hold()")
+    if _held_state(view, job_id) is not True:
+        raise _fail(backend, "hold", f"job {job_id} is not shown held after hold()")
     if backend.changes()["held"] != 1 or backend.actions["hold"] != actions["hold"] + 1:
         raise _fail(backend, "hold", f"changes {backend.changes()}, actions {dict(backend.actions)}")
-    backend.release(first)
+    backend.release(job_id)
     view = _checked_view(backend, "view after release")
-    if _held_state(view, first) is not False:
-        raise _fail(backend, "release", f"job {first} is not shown pending and unheld after release()")
+    if _held_state(view, job_id) is not False:
+        raise _fail(backend, "release", f"job {job_id} is not shown pending and unheld after release()")
     if backend.changes()["held"] != 0 or backend.actions["release"] != actions["release"] + 1:
         raise _fail(backend, "release", f"changes {backend.changes()}, actions {dict(backend.actions)}")
-    report.steps.append("hold/release")
 
-    backend.hold(first)
+
+def _check_undo(backend: LiveBackend, job_id: int) -> ClusterView:
+    """Undo after the boost and a hold of ``job_id``; returns the view after it."""
+    backend.hold(job_id)
     undone = backend.undo()
     if undone < 2:
         raise _fail(backend, "undo", f"undid {undone} changes after a boost and a hold")
     view = _checked_view(backend, "view after undo")
-    if _held_state(view, first) is not False:
-        raise _fail(backend, "undo", f"job {first} is still held after undo()")
+    if _held_state(view, job_id) is not False:
+        raise _fail(backend, "undo", f"job {job_id} is still held after undo()")
     if any(backend.changes().values()):
         raise _fail(backend, "undo", f"left {backend.changes()}")
     again = backend.undo()
     if again != 0:
         raise _fail(backend, "undo", f"a second undo() undid {again} more changes")
-    report.steps.append("undo")
+    return view
 
-    if gate_covers_pending:
-        backend.hold(first)
-        released = backend.release_gated()
-        view = _checked_view(backend, "view after release_gated")
-        if released < 1 or _held_state(view, first) is not False:
-            raise _fail(backend, "release_gated", f"released {released}; job {first} held: "
-                                                  f"{_held_state(view, first)}")
-        if any(backend.changes().values()):
-            raise _fail(backend, "release_gated", f"left {backend.changes()}")
-        report.steps.append("release_gated")
 
-    ids = np.concatenate([view.pending.job_id, view.running.job_id, view.finished.job_id])
-    absent = absent_job_id if absent_job_id is not None else int(ids.max(initial=0)) + 1_000_000
-    report.absent_job_id = absent
-    for job_id in (absent, ended_job_id):
-        if job_id is None:
-            continue
-        vanished = backend.errors["vanished_job"]
-        try:
-            backend.hold(job_id)
-            backend.release(job_id)
-            backend.boost([job_id])
-        except Exception as exc:
-            raise _fail(backend, "vanished job", f"acting on job {job_id} raised {exc!r}") from None
-        if backend.errors["vanished_job"] < vanished + 2:
-            raise _fail(backend, "vanished job", f"hold and release of job {job_id} counted "
-                                                 f"{backend.errors['vanished_job'] - vanished} vanished_job")
-        backend.undo()
-        if any(backend.changes().values()):
-            raise _fail(backend, "vanished job", f"left {backend.changes()} after undo")
-    _checked_view(backend, "last view")
-    report.steps.append("vanished job")
-    return report
+def _check_release_gated(backend: LiveBackend, job_id: int) -> ClusterView:
+    backend.hold(job_id)
+    released = backend.release_gated()
+    view = _checked_view(backend, "view after release_gated")
+    if released < 1 or _held_state(view, job_id) is not False:
+        raise _fail(backend, "release_gated", f"released {released}; job {job_id} held: {_held_state(view, job_id)}")
+    if any(backend.changes().values()):
+        raise _fail(backend, "release_gated", f"left {backend.changes()}")
+    return view
+
+
+def _check_vanished(backend: LiveBackend, job_id: int) -> None:
+    """Hold, release and boost of a job that is not there raise nothing and count ``vanished_job``."""
+    vanished = backend.errors["vanished_job"]
+    try:
+        backend.hold(job_id)
+        backend.release(job_id)
+        backend.boost([job_id])
+    except Exception as exc:
+        raise _fail(backend, "vanished job", f"acting on job {job_id} raised {exc!r}") from None
+    if backend.errors["vanished_job"] < vanished + 2:
+        raise _fail(backend, "vanished job", f"hold and release of job {job_id} counted "
+                                             f"{backend.errors['vanished_job'] - vanished} vanished_job")
+    backend.undo()
+    if any(backend.changes().values()):
+        raise _fail(backend, "vanished job", f"left {backend.changes()} after undo")

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from rlsched.core.errors import RlschedError
 from rlsched.core.measures import bounded_slowdown, responsiveness
 from rlsched.core.view import FloatArray, IntArray, JobClass
 
@@ -35,7 +36,7 @@ DEFAULT_OBJECTIVE = "bsld"
 CLASS_NAMES: dict[str, int] = {"interactive": int(JobClass.INTERACTIVE), "batch": int(JobClass.BATCH)}
 
 
-class ObjectiveError(ValueError):
+class ObjectiveError(RlschedError, ValueError):
     """A bad objective name or class weight (one line for the user)."""
 
 

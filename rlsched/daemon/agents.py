@@ -42,6 +42,7 @@ from rlsched.core.runtime import RequestedRuntime, RuntimeModel
 from rlsched.core.scoring import ScoredRankAgent
 from rlsched.core.view import Agent, ClusterView, Decisions, FloatArray, IntArray, PendingJobs, ScoringAgent
 from rlsched.daemon.config import AgentConfig, Mode
+from rlsched.errors import RlschedError
 
 
 @runtime_checkable
@@ -52,7 +53,7 @@ class RankingAgent(Protocol):
         ...
 
 
-class AgentStartError(ValueError):
+class AgentStartError(RlschedError, ValueError):
     """The configured policy or model cannot start (one line for the user)."""
 
 

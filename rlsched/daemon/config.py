@@ -67,6 +67,7 @@ from rlsched.core.live import LiveBackendConfig
 from rlsched.core.objective import OBJECTIVES, Objective, ObjectiveError
 from rlsched.core.policies import POLICIES, PolicyError, PolicySpec, entry, format_policy, resolve
 from rlsched.daemon.decision_log import DecisionLogConfig
+from rlsched.errors import RlschedError
 from rlsched.leasing.config import LeasingConfig
 
 Mode = Literal["shadow", "boost", "gate"]
@@ -81,7 +82,7 @@ RETIRED_AGENT_KINDS = {
 }
 
 
-class ConfigError(ValueError):
+class ConfigError(RlschedError, ValueError):
     """A bad configuration file: the message is one line naming the file and the key."""
 
 

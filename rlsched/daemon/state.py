@@ -4,7 +4,7 @@ the directory; docs/design.md, Reliability), so that a kill -9 at any moment lea
 - ``agent.npz``: the learning agent's model and replay memory (written by the core's checkpoint code);
 - ``daemon.json``: the counters (:class:`rlsched.metrics.Counters`) and when the model was saved;
 - ``heartbeat.json``: pid, time, mode and gated partitions, rewritten every cycle and while waiting; the
-  gate-mode watchdog (``plugins/slurm/rlsched-gate-watchdog``) reads it;
+  gate-mode watchdog (``plugins/rlsched-gate-watchdog``) reads it;
 - ``slurm-record.json``: the Slurm backend's record of what it changed (same atomic writer).
 """
 
@@ -15,12 +15,13 @@ from pathlib import Path
 from typing import Any
 
 from rlsched.core.atomic import write_json_atomic
+from rlsched.errors import RlschedError
 from rlsched.metrics import Counters
 
 COUNTERS_VERSION = 1
 
 
-class CheckpointError(ValueError):
+class CheckpointError(RlschedError, ValueError):
     """A checkpoint file that cannot be read: one line naming the file and the problem."""
 
 

@@ -11,6 +11,8 @@ import math
 from collections import Counter
 from dataclasses import dataclass, field
 
+from rlsched.errors import RlschedError
+
 #: Drop reasons, in the order they are tested (a record is counted once, under the first that applies).
 DROP_REASONS = (
     "job_step",                # 123.batch, 123.0, 123.extern: a step of a job, not a job
@@ -64,7 +66,7 @@ class HistoryJob:
     req_cpus: int = -1
 
 
-class HistoryFormatError(ValueError):
+class HistoryFormatError(RlschedError, ValueError):
     """A history file (or command output) the import cannot read at all, or a malformed line under
     ``--strict``; the message is one line naming the file and the line (``FILE:LINE: reason``)."""
 

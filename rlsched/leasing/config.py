@@ -48,11 +48,12 @@ from typing import Any
 from rlsched.backends.common.hostlist import expand_hostlist
 from rlsched.config_schema import LEASING
 from rlsched.core.policies import LIVE_LEASE_POLICIES
+from rlsched.errors import RlschedError
 
 POLICIES = LIVE_LEASE_POLICIES  # the registry's names (rlsched.core.policies; the schema's choices are these)
 
 
-class LeasingConfigError(ValueError):
+class LeasingConfigError(RlschedError, ValueError):
     """A bad ``[leasing]`` key: the message is one line naming the file and the key."""
 
 

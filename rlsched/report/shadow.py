@@ -39,6 +39,7 @@ import numpy as np
 
 from rlsched.core.agents import greedy_fill
 from rlsched.core.view import FloatArray, IntArray
+from rlsched.errors import RlschedError
 
 CLASS_NAMES = ("batch", "interactive")     # JobClass.BATCH = 0, JobClass.INTERACTIVE = 1
 DEFAULT_TOP_K = 5
@@ -47,7 +48,7 @@ DEFAULT_SAME_PASS_S = 1.0
 DEFAULT_CLOCK_SLACK_S = 1.0
 
 
-class ShadowLogError(ValueError):
+class ShadowLogError(RlschedError, ValueError):
     """A decision log record that cannot be used (one line naming the record)."""
 
 

@@ -10,11 +10,13 @@ from __future__ import annotations
 import datetime as dt
 import re
 
+from rlsched.errors import RlschedError
+
 _AGE = re.compile(r"^-?(\d+(?:\.\d+)?)\s*([smhdw])$")
 _UNIT_S = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 7 * 86400.0}
 
 
-class TimeSpecError(ValueError):
+class TimeSpecError(RlschedError, ValueError):
     """A value that is not a point in time (one line saying what is accepted)."""
 
 

@@ -48,6 +48,7 @@ from rlsched.core.view import (
     RunningJobs,
     apply,
 )
+from rlsched.errors import RlschedError
 from rlsched.sim.workload import Workload
 
 Overrun = Literal["kill", "run"]
@@ -103,7 +104,7 @@ class BoostablePriority(DynamicPriority, Protocol):
     def boost(self, rows: Sequence[int], now: float) -> dict[int, float]: ...
 
 
-class SimulationError(RuntimeError):
+class SimulationError(RlschedError, RuntimeError):
     """The simulation cannot go on (for instance jobs held forever with nothing running)."""
 
 

@@ -30,6 +30,7 @@ import numpy as np
 from rlsched.core.objective import Objective
 from rlsched.core.policies import PolicySpec, resolve
 from rlsched.core.view import Agent
+from rlsched.errors import RlschedError
 from rlsched.sim.boost import BASE_FIFO, DEFAULT_MAX_BOOSTED, BoostSettings
 from rlsched.sim.engine import DEFAULT_OVERRUN, Overrun
 from rlsched.sim.policies import PolicyRun, expand_site_files, simulate_policy, workload_vos
@@ -43,7 +44,7 @@ SIM_MODES: tuple[SimMode, ...] = ("gate", "boost")
 DEFAULT_POLL_INTERVAL_S = 10.0
 
 
-class SplitError(ValueError):
+class SplitError(RlschedError, ValueError):
     """A bad split or window (one line for the user)."""
 
 

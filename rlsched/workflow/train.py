@@ -53,6 +53,7 @@ from rlsched.core.agents import SchedulingAgent
 from rlsched.core.objective import Objective
 from rlsched.core.policies import PolicyError, PolicySpec, entry, load_policy, read_policy_spec, resolve
 from rlsched.core.policies.registry import PRETRAIN_EDF
+from rlsched.errors import RlschedError
 from rlsched.sim.engine import DEFAULT_OVERRUN, Overrun
 from rlsched.sim.policies import workload_vos
 from rlsched.sim.workload import Workload, with_class_rule
@@ -66,7 +67,7 @@ if TYPE_CHECKING:
 TRAINING_KEY = "training"
 
 
-class TrainError(ValueError):
+class TrainError(RlschedError, ValueError):
     """A problem with the training arguments or a checkpoint (one line for the user)."""
 
 

@@ -1,14 +1,15 @@
 """The LiveBackend contract (:func:`rlsched.core.checker.check_live_backend`) on every backend rlsched has.
 
 The simulator is checked always; the real Slurm backend against the local test cluster (marked ``slurm``),
-the PBS backend against the local OpenPBS (marked ``pbs``).
-A new batch system adds its own case here, against a real cluster of its kind.
+the PBS backend against the local OpenPBS (marked ``pbs``); the example plugin's ``toyq`` backend
+(``examples/rlsched-example-backend``, installed with pip, found through its entry point) against a scripted
+``toyq``.  A new batch system adds its own case here, against a real cluster of its kind.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -24,6 +25,7 @@ from rlsched.core.view import ClusterView, Decisions  # noqa: E402
 from rlsched.sim.engine import Simulator  # noqa: E402
 from rlsched.sim.workload import Workload, make_workload  # noqa: E402
 from tests.pbs_cluster import PBSTestServer  # noqa: E402
+from tests.plugin_packages import ScriptedToyq, installed, pip_install_example  # noqa: E402
 from tests.slurm_cluster import SlurmTestCluster, wait_for  # noqa: E402
 
 ALL_STEPS = ["interface", "view", "boost", "hold/release", "undo", "release_gated", "vanished job"]
@@ -176,3 +178,47 @@ def test_the_pbs_backend_keeps_the_live_backend_contract(pbs: PBSTestServer, tmp
     record = json.loads((tmp_path / "pbs-record.json").read_text())
     assert record["original_priority"] == {} and record["held_by_rlsched"] == []
     assert np.isin(waiting_ids, backend.view().pending.job_id).all()
+
+
+# ------------------------------------------------------------------------------------------- a plugin
+@pytest.fixture(scope="module")
+def example_plugin(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The example package, pip-installed (offline) into a folder put on ``sys.path`` for these tests."""
+    with installed(pip_install_example(tmp_path_factory.mktemp("site"))):
+        yield
+
+
+@pytest.mark.timeout(300)
+def test_a_backend_from_an_entry_point_keeps_the_live_backend_contract(example_plugin: None, tmp_path: Path) -> None:
+    config = backend_config_from_table({"kind": "toyq", "queues": ["batch"], "vos": ["physics", "biology"]},
+                                       "contract")
+    backend = build_backend(config, tmp_path)
+    assert type(backend).__module__ == "rlsched_example_backend.backend"
+    toyq = ScriptedToyq()
+    backend.executor.runner = toyq      # type: ignore[attr-defined]  # the scripted batch system
+    report = check_live_backend(backend, ended_job_id=6, gate_covers_pending=True)
+    assert report.steps == ALL_STEPS and set(report.boosted) <= {3, 4, 5}
+    assert backend.errors["vanished_job"] >= 4
+    assert all(job["priority"] == 0 and job["state"] != "held" for job in toyq.jobs.values())
+    record = json.loads((tmp_path / "toyq-record.json").read_text())
+    assert record["original_priority"] == {} and record["held_by_rlsched"] == []
+
+
+@pytest.mark.timeout(300)
+def test_a_policy_from_an_entry_point_runs_in_the_simulator_and_live(example_plugin: None) -> None:
+    from rlsched.core.policies import BuildContext, build_agent, resolve
+    from rlsched.core.policies.registry import describe
+    from rlsched.sim.policies import simulate_policy
+
+    spec = resolve("largest-first")
+    assert ("largest-first", "rule", "the job asking for the most cores first (an example plugin)") in describe()
+    # Simulated: one 8-core machine, a long job, then jobs of 2, 8 and 4 cores wait; the widest starts first.
+    workload = make_workload(submit=[0.0, 1.0, 2.0, 3.0], run=[100.0, 10.0, 10.0, 10.0], procs=[8, 2, 8, 4],
+                             max_procs=8, name="widest")
+    starts = simulate_policy(workload, spec).schedule.start
+    assert starts[2] < min(starts[1], starts[3])       # FCFS would start the 2-core job first
+    # Live, through the example backend: the pending jobs boosted widest first.
+    backend = build_backend(backend_config_from_table({"kind": "toyq"}, "contract"), None)
+    backend.executor.runner = ScriptedToyq()      # type: ignore[attr-defined]
+    ranked = build_agent(spec, BuildContext(mode="boost", live=True)).decide(backend.view()).boost
+    assert ranked is not None and list(ranked)[:3] == [3, 4, 5]      # 4 cores, 2, 1

@@ -316,3 +316,33 @@ def test_a_checkpoint_failing_every_cycle_is_logged_once_and_its_recovery_once(
         daemon.cycle()
     recovered = [m for m in caplog.messages if m.startswith("cycle: checkpoint works again")]
     assert len(recovered) == 1
+
+
+def test_the_watchdog_picks_the_release_routine_of_the_heartbeats_batch_system(tmp_path: Path,
+                                                                              capsys: pytest.CaptureFixture[str]
+                                                                              ) -> None:
+    w = watchdog()
+    assert sorted(w.RELEASERS) == ["pbs", "slurm"]
+    calls: list[tuple[str, list[str], set[str], str]] = []
+
+    def fake(name: str) -> Any:
+        def release(scope: list[str], job_ids: set[str], args: Any, heartbeat: dict, reason: str) -> int:
+            calls.append((name, scope, job_ids, reason))
+            return 0
+        return release
+
+    for name, releaser in list(w.RELEASERS.items()):
+        w.RELEASERS[name] = w.Releaser(releaser.name, releaser.scope_key, releaser.recorded, fake(name))
+    beat = tmp_path / "heartbeat.json"
+    args = w.argparse.Namespace(heartbeat=str(beat), now=False, stale_after=None, batch_system=None, partitions=None)
+    beat.write_text(json.dumps({"mode": "gate", "time": 0.0, "batch_system": "pbs", "queues": ["workq"]}))
+    assert w.check_once(args) == 0
+    beat.write_text(json.dumps({"mode": "gate", "time": 0.0, "gated_partitions": ["debug"]}))
+    assert w.check_once(args) == 0
+    assert [(name, scope) for name, scope, _, _ in calls] == [("pbs", ["workq"]), ("slurm", ["debug"])]
+    assert all("old" in reason for *_, reason in calls)
+    beat.write_text(json.dumps({"mode": "gate", "time": 0.0, "batch_system": "lsf", "gated_partitions": ["q"]}))
+    capsys.readouterr()
+    assert w.check_once(args) == 2
+    said = capsys.readouterr().err.strip().splitlines()
+    assert len(said) == 1 and "batch system 'lsf'" in said[0] and "known: pbs, slurm" in said[0]

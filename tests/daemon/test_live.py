@@ -32,7 +32,7 @@ from tests.slurm_cluster import SlurmTestCluster, wait_for  # noqa: E402
 pytest_plugins = ["tests.slurm_cluster"]
 pytestmark = [pytest.mark.slurm, pytest.mark.timeout(180)]
 
-WATCHDOG = ROOT / "plugins" / "slurm" / "rlsched-gate-watchdog"
+WATCHDOG = ROOT / "plugins" / "rlsched-gate-watchdog"
 
 
 def free_port() -> int:

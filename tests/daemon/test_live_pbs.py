@@ -28,7 +28,7 @@ from tests.slurm_cluster import wait_for  # noqa: E402
 # func_only: the first use builds OpenPBS in the session fixture (minutes), which no test timeout should cut.
 pytestmark = [pytest.mark.pbs, pytest.mark.timeout(240, func_only=True)]
 
-WATCHDOG = ROOT / "plugins" / "slurm" / "rlsched-gate-watchdog"
+WATCHDOG = ROOT / "plugins" / "rlsched-gate-watchdog"
 
 
 def write_config(path: Path, server: PBSTestServer, mode: str, queues: tuple[str, ...] = (),

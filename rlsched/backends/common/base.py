@@ -1,16 +1,18 @@
 """What the Slurm and PBS backends share: one action on one job, holds recorded before they are made, the
 undo record.
 
-A backend keeps an *undo record* (:mod:`.record`) of every change it makes to the batch system and writes it
-*before* the change, so that a crash never strands a change nobody can undo: the gate watchdog and the next
-start release the holds it lists, and :meth:`undo` reverses everything on a clean stop.  The batch-system
-specific parts are small hooks: the commands (:meth:`_hold_argv`, :meth:`_release_argv`), how a job record
-is updated (:meth:`_replace_job`), what an action's failure means (:meth:`_vanished_error`), and what else a
-held job must be remembered by (:meth:`_remember_hold`, :meth:`_forget_hold`).
+A backend keeps an *undo record* (:class:`~.record.UndoRecord`, whose fields each backend declares in a
+subclass) of every change it makes to the batch system and writes it *before* the change, so that a crash
+never strands a change nobody can undo: the gate watchdog and the next start release the holds it lists, and
+:meth:`undo` reverses everything on a clean stop.  The batch-system specific parts are small hooks: the
+commands (:meth:`_hold_argv`, :meth:`_release_argv`), how a job record is updated (:meth:`_replace_job`), how
+a job is named in a message (:meth:`_job_name`), and what else a held job must be remembered by
+(:meth:`_remember_hold`, :meth:`_forget_hold`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from abc import ABC, abstractmethod
 from collections import Counter
@@ -18,8 +20,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
-from rlsched.backends.common.record import UndoRecordWriter
-from rlsched.backends.common.runner import BackendError, CommandExecutor, CommandResult
+from rlsched.backends.common.completions import CompletionFeedState
+from rlsched.backends.common.record import UndoRecord, UndoRecordWriter
+from rlsched.backends.common.runner import BackendError, CommandExecutor, CommandResult, VanishedJobError
 
 log = logging.getLogger(__name__)
 
@@ -51,31 +54,42 @@ class BackendConfig(Protocol):
 
 
 JobT = TypeVar("JobT", bound=BackendJob)
+ConfigT = TypeVar("ConfigT", bound=BackendConfig)
+RecordT = TypeVar("RecordT", bound=UndoRecord)
 
 
-class CLIBackend(ABC, Generic[JobT]):
+class CLIBackend(ABC, Generic[JobT, RecordT]):
     """The batch system through its command line, with an undo record (see the module docstring).
 
-    Subclasses set :attr:`config`, :attr:`executor`, :attr:`actions`, :attr:`held_by_rlsched`, ``_jobs`` and
-    ``_record_writer`` in ``__init__`` and implement the hooks.
+    Subclasses set :attr:`config`, :attr:`executor`, :attr:`actions` and ``_jobs`` in ``__init__``, then call
+    :meth:`_open_record` with their record's class, and implement the hooks.
     """
 
     config: BackendConfig
     executor: CommandExecutor
     actions: Counter[str]
-    held_by_rlsched: set[int]
+    #: What rlsched changed and has not undone (written to ``state_file`` before each change).
+    record: RecordT
     _jobs: dict[int, JobT]
     _record_writer: UndoRecordWriter
+    #: The completion feed once the first view has built it (its position is part of the record).
+    _feed: CompletionFeedState | None = None
     #: Substrings of an action's output that mean the job is gone or past the state the action needs.
     vanished_messages: tuple[str, ...] = ()
     #: What the last poll's copy of a job becomes when rlsched holds or releases it.
     held_fields: ClassVar[dict[str, Any]] = {}
     released_fields: ClassVar[dict[str, Any]] = {}
+    #: The job attribute the boost lever sets (Slurm: ``nice``, PBS: ``priority``).
+    boost_field: ClassVar[str]
 
     # ------------------------------------------------------------------------------------------ hooks
     @abstractmethod
-    def _vanished_error(self, argv: Sequence[str], job_id: int, detail: str) -> BackendError:
-        """The backend's "vanished job" error for an action on ``job_id``."""
+    def poll(self) -> tuple[list[JobT], list[Any]]:
+        """The batch system's jobs and nodes now (this also refreshes ``_jobs``)."""
+
+    def _job_name(self, job_id: int) -> str:
+        """The job as the batch system names it (PBS: ``13[2].host``)."""
+        return str(job_id)
 
     @abstractmethod
     def _replace_job(self, job: JobT, changes: dict[str, Any]) -> JobT:
@@ -88,8 +102,24 @@ class CLIBackend(ABC, Generic[JobT]):
     def _release_argv(self, job_id: int) -> list[str]: ...
 
     @abstractmethod
-    def _record(self) -> dict[str, Any]:
-        """The undo record as written to ``state_file``."""
+    def _set_boost(self, job_id: int, value: int, kind: str) -> bool:
+        """Set the boost lever of one job (:meth:`_job_action`: False when the job has vanished)."""
+
+    @abstractmethod
+    def _boost_record(self) -> tuple[dict[int, int], dict[int, int]]:
+        """The record's boosted jobs: their values before rlsched changed them, and the values it set."""
+
+    def _restorable(self, original: int) -> int:
+        """The value an original is restored as (Slurm: the nearest inside its Nice range)."""
+        return original
+
+    def _remember_boost(self, job_id: int) -> None:
+        """Whatever else a boost must be recorded with (PBS: the job's full id)."""
+
+    def _forget_boost(self, job_id: int) -> None:
+        original, applied = self._boost_record()
+        original.pop(job_id, None)
+        applied.pop(job_id, None)
 
     def _remember_hold(self, job_id: int) -> None:
         """Whatever else a hold must be recorded with (PBS: the job's full id)."""
@@ -116,7 +146,7 @@ class CLIBackend(ABC, Generic[JobT]):
         def vanished(result: CommandResult) -> BackendError | None:
             message = (result.stderr + result.stdout).strip()
             if any(m.lower() in message.lower() for m in self.vanished_messages):
-                return self._vanished_error(argv, job_id, message.splitlines()[0] if message else "")
+                return VanishedJobError(argv, self._job_name(job_id), message.splitlines()[0] if message else "")
             return None
 
         try:
@@ -135,6 +165,71 @@ class CLIBackend(ABC, Generic[JobT]):
         job = self._jobs.get(job_id)
         if job is not None:
             self._jobs[job_id] = self._replace_job(job, changes)
+
+    # ------------------------------------------------------------------------------------------ boost
+    def _ranked_pending(self, ranked_job_ids: Sequence[int]) -> list[int]:
+        """The first ``max_boosted`` distinct pending jobs of a ranking (the last poll's)."""
+        if not self._jobs:
+            self.poll()
+        ranked: list[int] = []
+        for job_id in ranked_job_ids:
+            job = self._jobs.get(int(job_id))
+            if job is not None and job.pending and int(job_id) not in ranked:
+                ranked.append(int(job_id))
+            if len(ranked) == self.config.max_boosted:
+                break
+        return ranked
+
+    def _apply_boosts(self, wanted: dict[int, int]) -> None:
+        """Give the ``wanted`` jobs their boost values and the jobs boosted before and not now their original
+        values back.  Each new job's original is recorded before its value changes: a value whose original
+        cannot be written could never be undone, so it is not set."""
+        original, applied = self._boost_record()
+        try:
+            for job_id in [j for j in original if j not in wanted]:
+                self._restore_boost(job_id)
+            to_set: dict[int, int] = {}
+            new: list[int] = []
+            for job_id, value in wanted.items():
+                job = self._jobs.get(job_id)
+                current = getattr(job, self.boost_field) if job is not None else 0
+                if applied.get(job_id) == value and (job is None or current == value):
+                    continue            # already so
+                to_set[job_id] = value
+                if job_id not in original:
+                    original[job_id] = current
+                    self._remember_boost(job_id)
+                    new.append(job_id)
+            if new and not self._try_save_record():
+                for job_id in new:
+                    self._forget_boost(job_id)
+                    del to_set[job_id]
+            for job_id, value in to_set.items():
+                if self._set_boost(job_id, value, "nice_set"):
+                    applied[job_id] = value
+                    self._update_cached(job_id, **{self.boost_field: value})
+                else:
+                    self._forget_boost(job_id)
+        finally:
+            self._try_save_record()
+
+    def _restore_boost(self, job_id: int) -> None:
+        # A vanished job needs no restoring; a failure raises and keeps the record for the next try.
+        value = self._restorable(self._boost_record()[0][job_id])
+        if self._set_boost(job_id, value, "nice_restored"):
+            self._update_cached(job_id, **{self.boost_field: value})
+        self._forget_boost(job_id)
+
+    def _undo_jobs(self) -> int:
+        """Restore every boosted job's value and release every job rlsched held; how many."""
+        undone = 0
+        for job_id in list(self._boost_record()[0]):
+            self._restore_boost(job_id)
+            undone += 1
+        for job_id in sorted(self.held_by_rlsched):
+            self.release(job_id)
+            undone += 1
+        return undone
 
     # ------------------------------------------------------------------------------------------ hold/release
     def hold(self, job_id: int) -> None:
@@ -172,6 +267,29 @@ class CLIBackend(ABC, Generic[JobT]):
             self._try_save_record()     # a stale entry only makes a later release repeat this one
 
     # ------------------------------------------------------------------------------------------ record
+    @property
+    def held_by_rlsched(self) -> set[int]:
+        """The jobs rlsched held and has not released (part of :attr:`record`)."""
+        return self.record.held_by_rlsched
+
+    def changes(self) -> dict[str, int]:
+        return self.record.changes()
+
+    def _open_record(self, record_class: type[RecordT]) -> None:
+        """Read the undo record a previous run left in ``state_file`` (an empty one when there is none)."""
+        self._record_writer = UndoRecordWriter(self.executor)
+        self.record = record_class.load(self.config.state_file)
+        left = {kind: n for kind, n in self.record.changes().items() if n}
+        if left:
+            log.warning("%s: %s left by a previous run", self.config.state_file,
+                        ", ".join(f"{n} {kind}" for kind, n in left.items()))
+
+    def _record(self) -> dict[str, Any]:
+        """The undo record as written to ``state_file``, with the completion feed's latest position."""
+        if self._feed is not None:
+            self.record.completion_feed = self._feed.state()
+        return self.record.to_json()
+
     def _save_record(self) -> None:
         """Write the undo record atomically (a crash never tears it); an ``OSError`` propagates."""
         self._record_writer.save(self.config.state_file, self._record())
@@ -180,3 +298,14 @@ class CLIBackend(ABC, Generic[JobT]):
         """Write the undo record; False (counted as ``state_write_failed``) when the state dir is read-only,
         full or gone."""
         return self._record_writer.try_save(self.config.state_file, self._record())
+
+
+def record_in_state_dir(config: ConfigT, state_dir: str | Path | None, file_name: str) -> ConfigT:
+    """A registry factory's config (:mod:`rlsched.backends`): the undo record goes to
+    ``<state_dir>/<file_name>`` unless ``state_file`` names another place; ``state_dir`` None keeps no record
+    (a read-only backend: ``rlsched status``)."""
+    if state_dir is None:
+        return dataclasses.replace(config, state_file=None)  # type: ignore[type-var]
+    if config.state_file is None:
+        return dataclasses.replace(config, state_file=str(Path(state_dir) / file_name))  # type: ignore[type-var]
+    return config

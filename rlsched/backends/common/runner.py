@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
+from rlsched.errors import RlschedError
 from rlsched.faultlog import FaultLog
 
 log = logging.getLogger(__name__)
@@ -28,7 +29,7 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
-class BackendError(Exception):
+class BackendError(RlschedError):
     """Anything a live backend could not do; ``kind`` is the label of the error counter
     (``rlsched_backend_errors_total{kind}``)."""
 
@@ -61,6 +62,15 @@ class BackendCommandError(BackendError):
         self.argv = tuple(argv)
         self.detail = detail
         super().__init__(f"{' '.join(self.argv)}: {kind}: {detail}")
+
+
+class VanishedJobError(BackendCommandError):
+    """The job named in an action is gone (finished, cancelled) or no longer in the state the action needs;
+    ``job_id`` is the job as the batch system names it (``"12"``, PBS ``"13[2].host"``)."""
+
+    def __init__(self, argv: Sequence[str], job_id: str, detail: str) -> None:
+        self.job_id = job_id
+        super().__init__("vanished_job", argv, detail)
 
 
 class CommandResult:
@@ -139,7 +149,7 @@ def decode_output(data: bytes) -> tuple[str, int]:
         return text, text.count("\ufffd") - data.count("\ufffd".encode())
 
 
-class CommandTimeout(Exception):
+class CommandTimeout(RlschedError):
     """The command did not finish within its timeout (the runner killed it)."""
 
 

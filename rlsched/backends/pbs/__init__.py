@@ -9,7 +9,6 @@ logs), :mod:`.config` (:class:`PBSBackendConfig`), :mod:`.completions` (the comp
 
 from rlsched.backends.pbs.backend import PBSBackend, build_pbs_backend
 from rlsched.backends.pbs.config import PBSBackendConfig
-from rlsched.backends.pbs.errors import PBSCommandError, PBSError, PBSParseError, VanishedJobError
+from rlsched.backends.pbs.errors import PBSCommandError, PBSError, PBSParseError
 
-__all__ = ["PBSBackend", "PBSBackendConfig", "PBSCommandError", "PBSError", "PBSParseError", "VanishedJobError",
-           "build_pbs_backend"]
+__all__ = ["PBSBackend", "PBSBackendConfig", "PBSCommandError", "PBSError", "PBSParseError", "build_pbs_backend"]

@@ -28,17 +28,18 @@ import math
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
 
-from rlsched.backends.common.base import CLIBackend
-from rlsched.backends.common.record import UndoRecordWriter
+from rlsched.backends.common.base import CLIBackend, record_in_state_dir
+from rlsched.backends.common.record import UndoRecord
 from rlsched.backends.common.runner import CommandExecutor, CommandResult, CommandRunner, SubprocessRunner
 from rlsched.backends.pbs.completions import CompletionFeed
 from rlsched.backends.pbs.config import PBSBackendConfig
-from rlsched.backends.pbs.errors import PBSCommandError, PBSError, PBSParseError, VanishedJobError
+from rlsched.backends.pbs.errors import PBSCommandError, PBSError, PBSParseError
 from rlsched.backends.pbs.parsers import (
     MAX_PRIORITY,
     SUBJOB_ID_BASE,
@@ -78,11 +79,26 @@ def pbs_id_of(job_id: int) -> str:
     return str(job_id)
 
 
-class PBSBackend(CLIBackend[PBSJob]):
+@dataclass
+class PBSUndoRecord(UndoRecord):
+    """What the PBS backend changed: each boosted job's priority before rlsched changed it and the one it set,
+    and the full PBS id of every job it boosted or held (the undo and the gate watchdog name jobs by it)."""
+
+    batch_system: ClassVar[str] = "PBS"
+    original_priority: dict[int, int] = field(default_factory=dict)
+    applied_priority: dict[int, int] = field(default_factory=dict)
+    pbs_ids: dict[int, str] = field(default_factory=dict)
+
+    def changes(self) -> dict[str, int]:
+        return dict(zip(CHANGE_KINDS, (len(self.original_priority), len(self.held_by_rlsched), 0), strict=True))
+
+
+class PBSBackend(CLIBackend[PBSJob, PBSUndoRecord]):
     """PBS through its CLI (see the module docstring).  ``runner`` and ``clock`` are injectable."""
 
     config: PBSBackendConfig
     vanished_messages = _VANISHED_MESSAGES
+    boost_field = "priority"
     held_fields: ClassVar[dict[str, Any]] = {"state": "H"}
     released_fields: ClassVar[dict[str, Any]] = {"state": "Q"}
 
@@ -99,24 +115,17 @@ class PBSBackend(CLIBackend[PBSJob]):
         self._jobs: dict[int, PBSJob] = {}
         self._polled: list[PBSJob] = []
         self._nodes: list[PBSNode] = []
-        # The undo record: job id → priority before rlsched changed it, and the priority it set; jobs it held.
-        self.original_priority: dict[int, int] = {}
-        self.applied_priority: dict[int, int] = {}
-        self.held_by_rlsched: set[int] = set()
-        self.pbs_ids: dict[int, str] = {}
         self._feed: CompletionFeed | None = None
-        self._saved_feed: dict[str, Any] | None = None
         self._sort_checked: bool | None = None
-        self._record_writer = UndoRecordWriter(self.executor)
-        self._load_record()
+        self._open_record(PBSUndoRecord)
 
     # -------------------------------------------------------------------------------------- commands
     def _pbs_id(self, job_id: int) -> str:
         job = self._jobs.get(job_id)
-        return job.pbs_id if job is not None else self.pbs_ids.get(job_id, pbs_id_of(job_id))
+        return job.pbs_id if job is not None else self.record.pbs_ids.get(job_id, pbs_id_of(job_id))
 
-    def _vanished_error(self, argv: Sequence[str], job_id: int, detail: str) -> VanishedJobError:
-        return VanishedJobError(argv, self._pbs_id(job_id), detail)
+    def _job_name(self, job_id: int) -> str:
+        return self._pbs_id(job_id)
 
     def _replace_job(self, job: PBSJob, changes: dict[str, Any]) -> PBSJob:
         return dataclasses.replace(job, **changes)
@@ -147,7 +156,7 @@ class PBSBackend(CLIBackend[PBSJob]):
             if self.config.completion_source == "history":
                 self._check_history_enabled()
             self._feed = CompletionFeed(self.config.completion_source, self.executor, self.config.accounting_dir,
-                                        self.clock, self._saved_feed)
+                                        self.clock, self.record.completion_feed)
         return self._feed
 
     def _check_history_enabled(self) -> None:
@@ -239,7 +248,7 @@ class PBSBackend(CLIBackend[PBSJob]):
         return len(gated)
 
     def heartbeat_fields(self) -> dict[str, object]:
-        """Where the gate watchdog (``plugins/slurm/rlsched-gate-watchdog``) finds the gated PBS jobs."""
+        """Where the gate watchdog (``plugins/rlsched-gate-watchdog``) finds the gated PBS jobs."""
         return {"batch_system": "pbs", "queues": sorted(self.config.queues),
                 "command_prefix": list(self.config.command_prefix), "bin_dir": self.config.bin_dir,
                 "undo_record": self.config.state_file}
@@ -248,10 +257,6 @@ class PBSBackend(CLIBackend[PBSJob]):
         record = self.config.state_file or "memory only"
         prefix = " ".join(self.config.command_prefix)
         return f"PBS ({'via ' + prefix + ', ' if prefix else ''}undo record {record})"
-
-    def changes(self) -> dict[str, int]:
-        counts = (len(self.original_priority), len(self.held_by_rlsched), 0)
-        return dict(zip(CHANGE_KINDS, counts, strict=True))
 
     # -------------------------------------------------------------------------------------- boost
     def priority_sort_ok(self) -> bool:
@@ -286,59 +291,27 @@ class PBSBackend(CLIBackend[PBSJob]):
             self._sort_checked = True
         return self._sort_checked
 
-    def _set_priority(self, job_id: int, priority: int, kind: str) -> bool:
-        argv = [self._cmd("qalter"), "-p", str(priority), self._pbs_id(job_id)]
-        return self._job_action(job_id, argv, kind)
+    def _set_boost(self, job_id: int, value: int, kind: str) -> bool:
+        return self._job_action(job_id, [self._cmd("qalter"), "-p", str(value), self._pbs_id(job_id)], kind)
+
+    def _boost_record(self) -> tuple[dict[int, int], dict[int, int]]:
+        return self.record.original_priority, self.record.applied_priority
+
+    def _remember_boost(self, job_id: int) -> None:
+        self.record.pbs_ids[job_id] = self._pbs_id(job_id)     # the undo restores it by its full id
+
+    def _forget_boost(self, job_id: int) -> None:
+        super()._forget_boost(job_id)
+        if job_id not in self.held_by_rlsched:
+            self.record.pbs_ids.pop(job_id, None)
 
     def boost(self, ranked_job_ids: Sequence[int]) -> None:
         """Give the first ``max_boosted`` pending jobs of the ranking priorities 1023, 1022, …; jobs boosted
         before and not now get their original priority back."""
-        if not self._jobs:
-            self.poll()
         if not self.priority_sort_ok():
             return
-        ranked: list[int] = []
-        for job_id in ranked_job_ids:
-            job = self._jobs.get(int(job_id))
-            if job is not None and job.pending and int(job_id) not in ranked:
-                ranked.append(int(job_id))
-            if len(ranked) == self.config.max_boosted:
-                break
-        wanted = {job_id: MAX_PRIORITY - rank for rank, job_id in enumerate(ranked)}
-        try:
-            for job_id in [j for j in self.original_priority if j not in wanted]:
-                self._restore_priority(job_id)
-            for job_id, priority in wanted.items():
-                job = self._jobs.get(job_id)
-                if self.applied_priority.get(job_id) == priority and (job is None or job.priority == priority):
-                    continue
-                if job_id not in self.original_priority:
-                    self.original_priority[job_id] = job.priority if job is not None else 0
-                    self.pbs_ids[job_id] = self._pbs_id(job_id)
-                    # On disk before PBS changes: a crash now still leaves it undoable.  A priority whose
-                    # original cannot be recorded could never be restored: not set.
-                    if not self._try_save_record():
-                        self._forget(job_id)
-                        continue
-                if self._set_priority(job_id, priority, "nice_set"):
-                    self.applied_priority[job_id] = priority
-                    self._update_cached(job_id, priority=priority)
-                else:
-                    self._forget(job_id)
-        finally:
-            self._try_save_record()
-
-    def _restore_priority(self, job_id: int) -> None:
-        # A vanished job needs no restoring; a failure raises and keeps the record for the next try.
-        if self._set_priority(job_id, self.original_priority[job_id], "nice_restored"):
-            self._update_cached(job_id, priority=self.original_priority[job_id])
-        self._forget(job_id)
-
-    def _forget(self, job_id: int) -> None:
-        self.original_priority.pop(job_id, None)
-        self.applied_priority.pop(job_id, None)
-        if job_id not in self.held_by_rlsched:
-            self.pbs_ids.pop(job_id, None)
+        ranked = self._ranked_pending(ranked_job_ids)
+        self._apply_boosts({job_id: MAX_PRIORITY - rank for rank, job_id in enumerate(ranked)})
 
     # -------------------------------------------------------------------------------------- hold/release
     def _hold_argv(self, job_id: int) -> list[str]:
@@ -348,13 +321,13 @@ class PBSBackend(CLIBackend[PBSJob]):
         return [self._cmd("qrls"), "-h", "u", self._pbs_id(job_id)]
 
     def _remember_hold(self, job_id: int) -> None:
-        self.pbs_ids[job_id] = self._pbs_id(job_id)     # the undo record releases it by its full id
+        self.record.pbs_ids[job_id] = self._pbs_id(job_id)     # the undo record releases it by its full id
         self.held_by_rlsched.add(job_id)
 
     def _forget_hold(self, job_id: int) -> None:
         self.held_by_rlsched.discard(job_id)
-        if job_id not in self.original_priority:
-            self.pbs_ids.pop(job_id, None)
+        if job_id not in self.record.original_priority:
+            self.record.pbs_ids.pop(job_id, None)
 
     def set_lease_cap(self, n: int) -> None:
         """PBS has no leasable cloud nodes here: nothing to cap."""
@@ -363,51 +336,13 @@ class PBSBackend(CLIBackend[PBSJob]):
     def undo(self) -> int:
         """Restore every priority rlsched set and release every job it held; returns how many.  What fails
         stays recorded (and raises) so a later call can finish."""
-        undone = 0
         try:
-            for job_id in list(self.original_priority):
-                self._restore_priority(job_id)
-                undone += 1
-            for job_id in sorted(self.held_by_rlsched):
-                self.release(job_id)
-                undone += 1
+            return self._undo_jobs()
         finally:
             self._save_record()
-        return undone
-
-    # -------------------------------------------------------------------------------------- record
-    def _record(self) -> dict[str, Any]:
-        return {"version": 1,
-                "original_priority": {str(k): v for k, v in self.original_priority.items()},
-                "applied_priority": {str(k): v for k, v in self.applied_priority.items()},
-                "held_by_rlsched": sorted(self.held_by_rlsched),
-                "pbs_ids": {str(k): v for k, v in sorted(self.pbs_ids.items())},
-                "completion_feed": self._feed.state() if self._feed is not None else self._saved_feed}
-
-    def _load_record(self) -> None:
-        if not self.config.state_file or not Path(self.config.state_file).exists():
-            return
-        path = self.config.state_file
-        try:
-            record = json.loads(Path(path).read_text())
-            self.original_priority = {int(k): int(v) for k, v in record.get("original_priority", {}).items()}
-            self.applied_priority = {int(k): int(v) for k, v in record.get("applied_priority", {}).items()}
-            self.held_by_rlsched = {int(x) for x in record.get("held_by_rlsched", [])}
-            self.pbs_ids = {int(k): str(v) for k, v in dict(record.get("pbs_ids", {})).items()}
-            feed = record.get("completion_feed")
-            self._saved_feed = feed if isinstance(feed, dict) else None
-        except (OSError, ValueError, TypeError, AttributeError) as exc:
-            raise ValueError(f"{path}: unreadable rlsched PBS record: {exc}") from None
-        if self.original_priority or self.held_by_rlsched:
-            log.warning("%s: %d boosted jobs and %d held jobs left by a previous run", path,
-                        len(self.original_priority), len(self.held_by_rlsched))
 
 
 def build_pbs_backend(config: PBSBackendConfig, state_dir: str | Path | None) -> PBSBackend:
     """The registry's factory (:mod:`rlsched.backends`): the undo record goes to ``<state_dir>/pbs-record.json``
     unless ``state_file`` names another place; ``state_dir`` None keeps no record (a read-only backend)."""
-    if state_dir is None:
-        config = dataclasses.replace(config, state_file=None)
-    elif config.state_file is None:
-        config = dataclasses.replace(config, state_file=str(Path(state_dir) / "pbs-record.json"))
-    return PBSBackend(config)
+    return PBSBackend(record_in_state_dir(config, state_dir, "pbs-record.json"))

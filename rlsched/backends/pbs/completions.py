@@ -22,8 +22,9 @@ import re
 import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
+from rlsched.backends.common.completions import CompletionFeedState
 from rlsched.backends.common.runner import CommandExecutor, decode_output
 from rlsched.backends.pbs.errors import PBSError
 from rlsched.backends.pbs.parsers import ACCOUNTING, PBSJob, read_accounting
@@ -35,38 +36,20 @@ _DAY_FILE = re.compile(r"^\d{8}$")
 ACCOUNTING_MEMORY_S = 3600.0
 
 
-class CompletionFeed:
+class CompletionFeed(CompletionFeedState):
     """Delivers each finished job once (``history`` or ``accounting``)."""
+
+    sources = ("history", "accounting")
+    #: accounting: the day file and the byte offset the previous read stopped at.
+    position_fields: ClassVar[dict[str, type]] = {"file": str, "offset": int}
+    memory_s = ACCOUNTING_MEMORY_S
+    file: str | None
+    offset: int | None
 
     def __init__(self, source: str, executor: CommandExecutor, accounting_dir: str | None = None,
                  clock: Callable[[], float] = time.time, state: Mapping[str, Any] | None = None) -> None:
-        if source not in ("history", "accounting"):
-            raise ValueError(f"completion source must be history or accounting, got {source!r}")
-        self.source = source
-        self.executor = executor
+        super().__init__(source, executor, clock, state)
         self.accounting_dir = accounting_dir
-        self.clock = clock
-        self.since_s = clock()
-        self.seen: set[tuple[int, float]] = set()
-        self.file: str | None = None
-        self.offset: int | None = None
-        if state:
-            self._load(state)
-
-    def state(self) -> dict[str, Any]:
-        return {"source": self.source, "since_s": self.since_s, "file": self.file, "offset": self.offset,
-                "seen": sorted([job_id, end] for job_id, end in self.seen)}
-
-    def _load(self, state: Mapping[str, Any]) -> None:
-        if state.get("source") != self.source:
-            return
-        try:
-            self.since_s = float(state["since_s"])
-            self.file = None if state.get("file") is None else str(state["file"])
-            self.offset = None if state.get("offset") is None else int(state["offset"])
-            self.seen = {(int(job_id), float(end)) for job_id, end in state.get("seen", [])}
-        except (KeyError, TypeError, ValueError) as exc:
-            log.warning("completion feed: ignoring a bad saved position (%s)", exc)
 
     def poll(self, jobs: Iterable[PBSJob]) -> list[PBSJob]:
         """Jobs finished since the previous poll; ``jobs`` is the view's ``qstat -x`` (history source)."""
@@ -130,7 +113,7 @@ class CompletionFeed:
             lines, offset = self._read_from(name, self.offset if k == 0 else 0)
             out.extend(self._ended(lines, name))
             self.file, self.offset = name, offset
-        return self._dedup(out)
+        return self._deliver_once(out)
 
     def _ended(self, lines: list[str], name: str) -> list[PBSJob]:
         def bad(where: str, reason: str) -> None:
@@ -138,14 +121,3 @@ class CompletionFeed:
             log.warning("%s: %s: %s", ACCOUNTING, where, reason)
 
         return [job for _, job in read_accounting(lines, name, bad) if job.ran]
-
-    def _dedup(self, jobs: list[PBSJob]) -> list[PBSJob]:
-        fresh = []
-        for job in jobs:
-            key = (job.job_id, job.end_s)
-            if key not in self.seen:
-                self.seen.add(key)
-                fresh.append(job)
-        horizon = self.clock() - ACCOUNTING_MEMORY_S
-        self.seen = {key for key in self.seen if key[1] >= horizon}
-        return fresh

@@ -1,9 +1,8 @@
-"""Errors of the PBS backend.  All derive from :class:`PBSError`, a
-:class:`~rlsched.backends.common.runner.BackendError`, which the daemon catches, logs and counts."""
+"""Errors of the PBS backend: the shared backend errors (:mod:`rlsched.backends.common.runner`) under PBS's
+name, so that a caller can tell a PBS failure from another backend's; the daemon catches, logs and counts
+them.  A vanished job is the shared :class:`~rlsched.backends.common.runner.VanishedJobError`."""
 
 from __future__ import annotations
-
-from collections.abc import Sequence
 
 from rlsched.backends.common.runner import BackendCommandError, BackendError, BackendParseError
 
@@ -19,11 +18,3 @@ class PBSParseError(PBSError, BackendParseError):
 
 class PBSCommandError(PBSError, BackendCommandError):
     """A PBS command that failed (after retries when the failure was transient)."""
-
-
-class VanishedJobError(PBSCommandError):
-    """The job named in an action is gone (finished, deleted) or no longer in a state the action applies to."""
-
-    def __init__(self, argv: Sequence[str], job_id: str, detail: str) -> None:
-        self.job_id = job_id
-        super().__init__("vanished_job", argv, detail)

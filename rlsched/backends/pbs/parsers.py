@@ -25,14 +25,13 @@ Quirks, as observed on OpenPBS 23.06.06:
 
 from __future__ import annotations
 
-import json
 import math
 import re
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
 
+from rlsched.backends.common.fields import JsonFields, load_json_object
 from rlsched.backends.pbs.errors import PBSParseError
 
 QSTAT_JSON = "qstat -f -F json"
@@ -228,56 +227,17 @@ def select_cpus(select: str, command: str = QSTAT_JSON, where: str = "") -> int:
 
 
 # --------------------------------------------------------------------------------------------- JSON
-def _load_json(text: str, command: str) -> dict[str, Any]:
-    try:
-        doc = json.loads(text)
-    except (ValueError, RecursionError) as exc:
-        raise PBSParseError(command, "", f"not JSON ({str(exc)[:120]})") from None
-    if not isinstance(doc, dict):
-        raise PBSParseError(command, "", f"top level is {type(doc).__name__}, expected an object")
-    return doc
+def _fields(obj: object, command: str, where: str) -> JsonFields:
+    """Typed access to one object of a PBS JSON document (numbers and strings taken either way)."""
+    return JsonFields(obj, command, where, PBSParseError, lenient=True)
 
 
-class _Fields:
-    """Typed access to one JSON object, with errors naming the command and the path."""
-
-    def __init__(self, obj: object, command: str, where: str) -> None:
-        if not isinstance(obj, dict):
-            raise PBSParseError(command, where, f"expected an object, got {type(obj).__name__}")
-        self.obj: Mapping[str, Any] = obj
-        self.command = command
-        self.where = where
-
-    def error(self, key: str, message: str) -> PBSParseError:
-        return PBSParseError(self.command, f"{self.where}.{key}", message)
-
-    def text(self, key: str, default: str = "") -> str:
-        value = self.obj.get(key, default)
-        if value is None:
-            return default
-        if isinstance(value, bool) or not isinstance(value, str | int | float):
-            raise self.error(key, f"expected a string, got {value!r:.60}")
-        return str(value)
-
-    def integer(self, key: str, default: int | None = None) -> int | None:
-        value = self.obj.get(key, default)
-        if value is None:
-            return None
-        if isinstance(value, str) and re.fullmatch(r"-?\d{1,18}", value.strip()):
-            return int(value)
-        if isinstance(value, bool) or not isinstance(value, int) or not -(2**62) < value < 2**62:
-            raise self.error(key, f"expected an integer, got {value!r:.60}")
-        return value
-
-    def sub(self, key: str) -> _Fields:
-        value = self.obj.get(key, {})
-        return _Fields({} if value is None else value, self.command, f"{self.where}.{key}")
-
-    def time(self, key: str) -> float:
-        value = self.obj.get(key)
-        if value is None or value == "":
-            return math.nan
-        return parse_pbs_time(value, self.command, f"{self.where}.{key}")
+def _time(f: JsonFields, key: str) -> float:
+    """A local-time field (``"Mon Nov 23 09:17:30 2026"``); absent or empty: NaN."""
+    value = f.obj.get(key)
+    if value is None or value == "":
+        return math.nan
+    return parse_pbs_time(value, f.command, f"{f.where}.{key}")
 
 
 def _queued_subjobs(counts: str) -> int:
@@ -286,44 +246,44 @@ def _queued_subjobs(counts: str) -> int:
     return int(match[1]) if match else 0
 
 
-def _qstat_job(pbs_id: str, f: _Fields) -> PBSJob:
+def _qstat_job(pbs_id: str, f: JsonFields) -> PBSJob:
     job_id, array, subjob = parse_job_id(pbs_id, f.command, f.where)
-    state = f.text("job_state")
+    state = f.text("job_state", "")
     if len(state) != 1 or not state.isalpha():
         raise f.error("job_state", f"not a PBS job state: {state!r:.20}")
     resources = f.sub("Resource_List")
-    cpus = resources.integer("ncpus")
+    cpus = resources.opt_int("ncpus")
     if cpus is None:
-        select = resources.text("select")
+        select = resources.text("select", "")
         cpus = select_cpus(select, f.command, f"{resources.where}.select") if select else 1
     if not 0 <= cpus <= MAX_JOB_CPUS:
         raise resources.error("ncpus", f"outside 0..{MAX_JOB_CPUS}: {cpus}")
     walltime = resources.obj.get("walltime")
     walltime_s = math.inf if walltime in (None, "") else parse_walltime(walltime, f.command,
                                                                           f"{resources.where}.walltime")
-    priority = f.integer("Priority", 0) or 0
+    priority = f.opt_int("Priority", 0) or 0
     if not MIN_PRIORITY <= priority <= MAX_PRIORITY:
         raise f.error("Priority", f"outside {MIN_PRIORITY}..{MAX_PRIORITY}: {priority}")
-    owner = f.text("Job_Owner")
-    user = f.text("euser") or owner.partition("@")[0]
-    end = f.time("obittime")
+    owner = f.text("Job_Owner", "")
+    user = f.text("euser", "") or owner.partition("@")[0]
+    end = _time(f, "obittime")
     if state in FINISHED_STATES and math.isnan(end):
-        end = f.time("mtime")
+        end = _time(f, "mtime")
     return PBSJob(
-        pbs_id=pbs_id, job_id=job_id, state=state, queue=f.text("queue"), user=user, group=f.text("egroup"),
-        account=f.text("Account_Name"), project=f.text("project"), cpus=cpus, walltime_s=walltime_s,
-        priority=priority, submit_s=f.time("ctime"),
-        start_s=f.time("stime") if state not in ("Q", "H", "W", "T") or subjob else math.nan,
+        pbs_id=pbs_id, job_id=job_id, state=state, queue=f.text("queue", ""), user=user, group=f.text("egroup", ""),
+        account=f.text("Account_Name", ""), project=f.text("project", ""), cpus=cpus, walltime_s=walltime_s,
+        priority=priority, submit_s=_time(f, "ctime"),
+        start_s=_time(f, "stime") if state not in ("Q", "H", "W", "T") or subjob else math.nan,
         end_s=end if state in FINISHED_STATES else math.nan, array=array, subjob=subjob,
-        queued_subjobs=_queued_subjobs(f.text("array_state_count")) if array else 0,
-        exit_status=f.integer("Exit_status"))
+        queued_subjobs=_queued_subjobs(f.text("array_state_count", "")) if array else 0,
+        exit_status=f.opt_int("Exit_status"))
 
 
 def parse_qstat_json(text: str, on_skip: Callable[[PBSParseError], None] | None = None,
                      command: str = QSTAT_JSON) -> list[PBSJob]:
     """Jobs of ``qstat -f [-x] [-t] -F json``.  A job whose fields are unreadable raises; with ``on_skip`` it
     is left out and reported there instead, so that one job cannot break the view of all the others."""
-    doc = _load_json(text, command)
+    doc = load_json_object(text, command, PBSParseError)
     jobs_obj = doc.get("Jobs", {})
     if jobs_obj is None:
         return []
@@ -332,7 +292,7 @@ def parse_qstat_json(text: str, on_skip: Callable[[PBSParseError], None] | None 
     jobs = []
     for pbs_id, raw in jobs_obj.items():
         try:
-            jobs.append(_qstat_job(pbs_id, _Fields(raw, command, f"Jobs[{pbs_id!r:.60}]")))
+            jobs.append(_qstat_job(pbs_id, _fields(raw, command, f"Jobs[{pbs_id!r:.60}]")))
         except PBSParseError as exc:
             if on_skip is None:
                 raise
@@ -342,7 +302,7 @@ def parse_qstat_json(text: str, on_skip: Callable[[PBSParseError], None] | None 
 
 def parse_pbsnodes_json(text: str) -> list[PBSNode]:
     """Nodes of ``pbsnodes -a -F json``."""
-    doc = _load_json(text, PBSNODES_JSON)
+    doc = load_json_object(text, PBSNODES_JSON, PBSParseError)
     nodes_obj = doc.get("nodes", {})
     if nodes_obj is None:
         return []
@@ -350,16 +310,16 @@ def parse_pbsnodes_json(text: str) -> list[PBSNode]:
         raise PBSParseError(PBSNODES_JSON, "nodes", f"expected an object, got {type(nodes_obj).__name__}")
     nodes = []
     for name, raw in nodes_obj.items():
-        f = _Fields(raw, PBSNODES_JSON, f"nodes[{name!r:.60}]")
-        state = f.text("state")
+        f = _fields(raw, PBSNODES_JSON, f"nodes[{name!r:.60}]")
+        state = f.text("state", "")
         if not state:
             raise f.error("state", "missing")
-        cpus = f.sub("resources_available").integer("ncpus", 0) or 0
-        assigned = f.sub("resources_assigned").integer("ncpus", 0) or 0
+        cpus = f.sub("resources_available").opt_int("ncpus", 0) or 0
+        assigned = f.sub("resources_assigned").opt_int("ncpus", 0) or 0
         if not 0 <= cpus <= MAX_JOB_CPUS or not 0 <= assigned <= MAX_JOB_CPUS:
             raise f.error("resources_available.ncpus", f"CPU counts outside 0..{MAX_JOB_CPUS}: {cpus}, {assigned}")
         nodes.append(PBSNode(name=str(name), states=frozenset(s.strip() for s in state.split(",")), cpus=cpus,
-                             assigned_cpus=assigned, queue=f.text("queue"), comment=f.text("comment")))
+                             assigned_cpus=assigned, queue=f.text("queue", ""), comment=f.text("comment", "")))
     return nodes
 
 

@@ -9,7 +9,7 @@ hostlist helper, the class rule and the VO mapping — is in :mod:`rlsched.backe
 
 from rlsched.backends.slurm.backend import SlurmBackend, build_slurm_backend
 from rlsched.backends.slurm.config import SlurmBackendConfig
-from rlsched.backends.slurm.errors import SlurmCommandError, SlurmError, SlurmParseError, VanishedJobError
+from rlsched.backends.slurm.errors import SlurmCommandError, SlurmError, SlurmParseError
 
 __all__ = [
     "SlurmBackend",
@@ -17,6 +17,5 @@ __all__ = [
     "SlurmCommandError",
     "SlurmError",
     "SlurmParseError",
-    "VanishedJobError",
     "build_slurm_backend",
 ]

@@ -28,24 +28,24 @@ A job that disappears between a view and an action (finished, cancelled) is logg
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 import math
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
 import msgspec
 import numpy as np
 
-from rlsched.backends.common.base import CLIBackend
-from rlsched.backends.common.record import UndoRecordWriter
+from rlsched.backends.common.base import CLIBackend, record_in_state_dir
+from rlsched.backends.common.record import UndoRecord
 from rlsched.backends.common.runner import CommandExecutor, CommandRunner, SubprocessRunner
 from rlsched.backends.slurm.completions import CompletionFeed, detect_source
 from rlsched.backends.slurm.config import SlurmBackendConfig
-from rlsched.backends.slurm.errors import SlurmCommandError, SlurmParseError, VanishedJobError
+from rlsched.backends.slurm.errors import SlurmCommandError, SlurmParseError
 from rlsched.backends.slurm.parsers import (
     ACTIVE_STATES,
     HELD_REASONS,
@@ -116,11 +116,29 @@ def slurm_node_state(node: SlurmNode) -> NodeState:
                      drained="DRAIN" in flags, reason=node.reason)
 
 
-class SlurmBackend(CLIBackend[SlurmJob]):
+@dataclass
+class SlurmUndoRecord(UndoRecord):
+    """What the Slurm backend changed: each boosted job's Nice before rlsched changed it and the Nice it set,
+    the cloud nodes it drained (and why), the lease cap it enforces."""
+
+    batch_system: ClassVar[str] = "Slurm"
+    original_nice: dict[int, int] = field(default_factory=dict)
+    applied_nice: dict[int, int] = field(default_factory=dict)
+    drained_by_rlsched: set[str] = field(default_factory=set)
+    drain_reasons: dict[str, str] = field(default_factory=dict)
+    lease_cap: int | None = None
+
+    def changes(self) -> dict[str, int]:
+        counts = (len(self.original_nice), len(self.held_by_rlsched), len(self.drained_by_rlsched))
+        return dict(zip(CHANGE_KINDS, counts, strict=True))
+
+
+class SlurmBackend(CLIBackend[SlurmJob, SlurmUndoRecord]):
     """Slurm through its CLI (see the module docstring).  ``runner`` and ``clock`` are injectable."""
 
     config: SlurmBackendConfig
     vanished_messages = _VANISHED_MESSAGES
+    boost_field = "nice"
     held_fields: ClassVar[dict[str, Any]] = {"reason": "JobHeldAdmin", "priority": 0}
     released_fields: ClassVar[dict[str, Any]] = {"reason": "None"}
 
@@ -139,18 +157,9 @@ class SlurmBackend(CLIBackend[SlurmJob]):
         self._jobs: dict[int, SlurmJob] = {}
         self._polled: list[SlurmJob] = []       # the jobs as the last poll saw them (metrics labels)
         self._nodes: list[SlurmNode] = []
-        # The undo record: job id → Nice before rlsched changed it; jobs rlsched held; nodes it drained.
-        self.original_nice: dict[int, int] = {}
-        self.applied_nice: dict[int, int] = {}
-        self.held_by_rlsched: set[int] = set()
-        self.drained_by_rlsched: set[str] = set()
-        self.drain_reasons: dict[str, str] = {}
-        self.lease_cap: int | None = None
         self._feed: CompletionFeed | None = None
-        self._saved_feed: dict[str, Any] | None = None
-        self._record_writer = UndoRecordWriter(self.executor)
         self._beyond_nice_range: set[int] = set()     # pending jobs no boost can overtake (counted once each)
-        self._load_record()
+        self._open_record(SlurmUndoRecord)
 
     # -------------------------------------------------------------------------------------- commands
     def slurm_config(self) -> dict[str, str]:
@@ -159,9 +168,6 @@ class SlurmBackend(CLIBackend[SlurmJob]):
             self._slurm_config = self.executor.run(
                 [self._cmd("scontrol"), "show", "config"], lambda r: parse_scontrol_config(r.stdout))
         return self._slurm_config
-
-    def _vanished_error(self, argv: Sequence[str], job_id: int, detail: str) -> VanishedJobError:
-        return VanishedJobError(argv, job_id, detail)
 
     def _replace_job(self, job: SlurmJob, changes: dict[str, Any]) -> SlurmJob:
         return msgspec.structs.replace(job, **changes)
@@ -200,7 +206,7 @@ class SlurmBackend(CLIBackend[SlurmJob]):
                     source = detect_source(config, jobcomp_path)
             log.info("completion feed: %s", source if source != "jobcomp" else f"jobcomp ({jobcomp_path})")
             self._feed = CompletionFeed(source, self.executor, self._cmd("sacct"), jobcomp_path, self.clock,
-                                        self._saved_feed, wait_for_partition=bool(self.config.partitions))
+                                        self.record.completion_feed, wait_for_partition=bool(self.config.partitions))
         return self._feed
 
     def view(self) -> ClusterView:
@@ -263,7 +269,7 @@ class SlurmBackend(CLIBackend[SlurmJob]):
         cloud_nodes = [n for n in scoped if n.cloud]
         cloud = None
         if cloud_nodes:
-            cap = self.lease_cap if self.lease_cap is not None else len(cloud_nodes)
+            cap = self.record.lease_cap if self.record.lease_cap is not None else len(cloud_nodes)
             cloud = CloudState(cap=cap, nodes_total=len(cloud_nodes),
                                nodes_powered=sum(n.powered for n in cloud_nodes),
                                nodes_busy=sum(n.alloc_cpus > 0 for n in cloud_nodes),
@@ -305,17 +311,13 @@ class SlurmBackend(CLIBackend[SlurmJob]):
         return len(gated)
 
     def heartbeat_fields(self) -> dict[str, object]:
-        """Where the gate watchdog (``plugins/slurm/rlsched-gate-watchdog``) finds the gated jobs."""
+        """Where the gate watchdog (``plugins/rlsched-gate-watchdog``) finds the gated jobs."""
         return {"partitions": sorted(self.config.partitions), "slurm_conf": self.config.slurm_conf,
                 "bin_dir": self.config.bin_dir, "undo_record": self.config.state_file}
 
     def describe(self) -> str:
         record = self.config.state_file or "memory only"
         return f"Slurm (SLURM_CONF={self.config.slurm_conf or 'default'}, undo record {record})"
-
-    def changes(self) -> dict[str, int]:
-        counts = (len(self.original_nice), len(self.held_by_rlsched), len(self.drained_by_rlsched))
-        return dict(zip(CHANGE_KINDS, counts, strict=True))
 
     # -------------------------------------------------------------------------------------- boost
     def nice_step(self) -> int:
@@ -334,25 +336,21 @@ class SlurmBackend(CLIBackend[SlurmJob]):
         step = int(10 ** math.ceil(math.log10(bound + 1))) if bound > 0 else 1
         return min(step, _MAX_NICE)
 
-    def _set_nice(self, job_id: int, nice: int, kind: str) -> bool:
-        argv = [self._cmd("scontrol"), "update", f"JobId={job_id}", f"Nice={nice}"]
+    def _set_boost(self, job_id: int, value: int, kind: str) -> bool:
+        argv = [self._cmd("scontrol"), "update", f"JobId={job_id}", f"Nice={value}"]
         return self._job_action(job_id, argv, kind)
+
+    def _boost_record(self) -> tuple[dict[int, int], dict[int, int]]:
+        return self.record.original_nice, self.record.applied_nice
+
+    def _restorable(self, original: int) -> int:
+        # Slurm takes back no Nice outside its range: the nearest (an original is always inside: Slurm gave it).
+        return min(max(original, -_MAX_NICE), _MAX_NICE)
 
     def boost(self, ranked_job_ids: Sequence[int]) -> None:
         """Give the first ``max_boosted`` pending jobs of the ranking decreasing negative Nice offsets;
         jobs boosted before and not now get their original Nice back."""
-        if not self._jobs:
-            self.poll()
-        ranked: list[int] = []
-        for job_id in ranked_job_ids:
-            job = self._jobs.get(int(job_id))
-            if job is not None and job.pending and int(job_id) not in ranked:
-                ranked.append(int(job_id))
-            if len(ranked) == self.config.max_boosted:
-                break
-        if ranked and not self._try_save_record():
-            # A Nice value set without its original recorded could never be undone: boost nothing new.
-            ranked = [job_id for job_id in ranked if job_id in self.original_nice]
+        ranked = self._ranked_pending(ranked_job_ids)
         step = self.nice_step()
         if step * len(ranked) > _MAX_NICE:
             keep = max(1, _MAX_NICE // step)
@@ -360,33 +358,8 @@ class SlurmBackend(CLIBackend[SlurmJob]):
                         len(ranked), step, keep)
             ranked = ranked[:keep]
         # Never outside Slurm's Nice range, whatever the step (a refused update would fail the whole boost).
-        wanted = {job_id: max(-_MAX_NICE, -step * (len(ranked) - rank)) for rank, job_id in enumerate(ranked)}
-        try:
-            for job_id in [j for j in self.original_nice if j not in wanted]:
-                self._restore_nice(job_id)
-            for job_id, nice in wanted.items():
-                job = self._jobs.get(job_id)
-                if self.applied_nice.get(job_id) == nice and (job is None or job.nice == nice):
-                    continue
-                if job_id not in self.original_nice:
-                    self.original_nice[job_id] = job.nice if job is not None else 0
-                if self._set_nice(job_id, nice, "nice_set"):
-                    self.applied_nice[job_id] = nice
-                    self._update_cached(job_id, nice=nice)
-                else:
-                    self.original_nice.pop(job_id, None)
-                    self.applied_nice.pop(job_id, None)
-        finally:
-            self._try_save_record()
-
-    def _restore_nice(self, job_id: int) -> None:
-        # Slurm takes back no Nice outside its range: the nearest (an original is always inside: Slurm gave it).
-        original = min(max(self.original_nice[job_id], -_MAX_NICE), _MAX_NICE)
-        # A vanished job needs no restoring; a failure raises and keeps the record for the next try.
-        if self._set_nice(job_id, original, "nice_restored"):
-            self._update_cached(job_id, nice=original)
-        self.original_nice.pop(job_id, None)
-        self.applied_nice.pop(job_id, None)
+        self._apply_boosts({job_id: max(-_MAX_NICE, -step * (len(ranked) - rank))
+                            for rank, job_id in enumerate(ranked)})
 
     # -------------------------------------------------------------------------------------- hold/release
     def _hold_argv(self, job_id: int) -> list[str]:
@@ -406,12 +379,12 @@ class SlurmBackend(CLIBackend[SlurmJob]):
         return [slurm_node_state(node) for node in self._nodes]
 
     def drained_nodes(self) -> frozenset[str]:
-        return frozenset(self.drained_by_rlsched)
+        return frozenset(self.record.drained_by_rlsched)
 
     def forget_drained(self, names: Sequence[str]) -> None:
-        self.drained_by_rlsched.difference_update(names)
+        self.record.drained_by_rlsched.difference_update(names)
         for name in names:
-            self.drain_reasons.pop(name, None)
+            self.record.drain_reasons.pop(name, None)
         self._save_record()
 
     def set_lease_cap(self, n: int) -> None:
@@ -440,7 +413,7 @@ class SlurmBackend(CLIBackend[SlurmJob]):
         cloud = [node for node in self._nodes if node.cloud
                  and (node.name in names if names is not None else self._in_scope(node.partitions))]
         candidates = [node for node in cloud if node.name not in excluded
-                      and ("DRAIN" not in node.flags or node.name in self.drained_by_rlsched)]
+                      and ("DRAIN" not in node.flags or node.name in self.record.drained_by_rlsched)]
         candidates.sort(key=lambda node: (node.alloc_cpus == 0, not node.powered, node.name))
         allowed = [node.name for node in candidates[:n]]
         by_reason: dict[str, list[str]] = {}
@@ -449,17 +422,17 @@ class SlurmBackend(CLIBackend[SlurmJob]):
                 continue
             reason = excluded.get(node.name, LEASE_DRAIN_REASON)
             drained = "DRAIN" in node.flags
-            if drained and node.name not in self.drained_by_rlsched:
+            if drained and node.name not in self.record.drained_by_rlsched:
                 continue                       # an admin's drain: not ours to change
-            if drained and self.drain_reasons.get(node.name) == reason:
+            if drained and self.record.drain_reasons.get(node.name) == reason:
                 continue
             if node.flags & {"POWER_DOWN", "POWERING_DOWN"} and not drained:
                 # Slurm 22.05 drops a drain set while a node powers down; the hook's permit refuses the node
                 # meanwhile, and the next cycle drains it once it is down.
                 continue
             by_reason.setdefault(reason, []).append(node.name)
-        to_resume = sorted(name for name in self.drained_by_rlsched if name in allowed)
-        self.lease_cap = n
+        to_resume = sorted(name for name in self.record.drained_by_rlsched if name in allowed)
+        self.record.lease_cap = n
         try:
             for reason, drain in sorted(by_reason.items()):
                 self.drain_nodes(drain, reason)
@@ -474,20 +447,20 @@ class SlurmBackend(CLIBackend[SlurmJob]):
         if not names:
             return
         # Recorded first, as holds are: a drain the record does not know would outlive rlsched.
-        new = [name for name in names if name not in self.drained_by_rlsched]
-        self.drained_by_rlsched.update(names)
+        new = [name for name in names if name not in self.record.drained_by_rlsched]
+        self.record.drained_by_rlsched.update(names)
         if not self._try_save_record():
-            self.drained_by_rlsched.difference_update(new)
+            self.record.drained_by_rlsched.difference_update(new)
             raise OSError(f"not draining {','.join(names)}: the undo record {self.config.state_file} cannot be "
                           "written")
         try:
             self.executor.run([self._cmd("scontrol"), "update", f"NodeName={','.join(names)}", "State=DRAIN",
                                f"Reason={reason}"], lambda r: None)
         except Exception:
-            self.drained_by_rlsched.difference_update(new)
+            self.record.drained_by_rlsched.difference_update(new)
             self._try_save_record()
             raise
-        self.drain_reasons.update({name: reason for name in names})
+        self.record.drain_reasons.update({name: reason for name in names})
         self.actions["node_drain"] += len(names)
         self._try_save_record()
 
@@ -500,9 +473,9 @@ class SlurmBackend(CLIBackend[SlurmJob]):
         self.actions["node_power_down"] += len(names)
         # A forced power-down clears the node's DRAIN (seen on Slurm 22.05): rlsched's drain is gone with it,
         # and until the next poll the node has a power-down pending.
-        self.drained_by_rlsched.difference_update(names)
+        self.record.drained_by_rlsched.difference_update(names)
         for name in names:
-            self.drain_reasons.pop(name, None)
+            self.record.drain_reasons.pop(name, None)
         self._nodes = [dataclasses.replace(n, flags=(n.flags - {"DRAIN", "POWERING_UP"}) | {"POWER_DOWN"})
                        if n.name in names else n for n in self._nodes]
         self._save_record()
@@ -513,9 +486,9 @@ class SlurmBackend(CLIBackend[SlurmJob]):
             return
         self.executor.run([self._cmd("scontrol"), "update", f"NodeName={','.join(names)}", "State=RESUME"],
                           lambda r: None)
-        self.drained_by_rlsched.difference_update(names)
+        self.record.drained_by_rlsched.difference_update(names)
         for name in names:
-            self.drain_reasons.pop(name, None)
+            self.record.drain_reasons.pop(name, None)
         self.actions["node_resume"] += len(names)
         self._save_record()
 
@@ -523,62 +496,20 @@ class SlurmBackend(CLIBackend[SlurmJob]):
     def undo(self) -> int:
         """Restore everything rlsched changed: Nice values, its holds, its drained nodes.  Returns the
         number of changes undone; what fails stays recorded (and raises) so a later call can finish."""
-        undone = 0
         try:
-            for job_id in list(self.original_nice):
-                self._restore_nice(job_id)
-                undone += 1
-            for job_id in sorted(self.held_by_rlsched):
-                self.release(job_id)
-                undone += 1
-            if self.drained_by_rlsched:
-                names = sorted(self.drained_by_rlsched)
+            undone = self._undo_jobs()
+            if self.record.drained_by_rlsched:
+                names = sorted(self.record.drained_by_rlsched)
                 self.resume_nodes(names)
                 undone += len(names)
-            self.lease_cap = None
+            self.record.lease_cap = None
         finally:
             self._save_record()
         return undone
-
-    # -------------------------------------------------------------------------------------- record
-    def _record(self) -> dict[str, Any]:
-        return {"version": 1,
-                "original_nice": {str(k): v for k, v in self.original_nice.items()},
-                "applied_nice": {str(k): v for k, v in self.applied_nice.items()},
-                "held_by_rlsched": sorted(self.held_by_rlsched),
-                "drained_by_rlsched": sorted(self.drained_by_rlsched),
-                "drain_reasons": dict(sorted(self.drain_reasons.items())),
-                "lease_cap": self.lease_cap,
-                "completion_feed": self._feed.state() if self._feed is not None else self._saved_feed}
-
-    def _load_record(self) -> None:
-        if not self.config.state_file or not Path(self.config.state_file).exists():
-            return
-        path = self.config.state_file
-        try:
-            record = json.loads(Path(path).read_text())
-            self.original_nice = {int(k): int(v) for k, v in record.get("original_nice", {}).items()}
-            self.applied_nice = {int(k): int(v) for k, v in record.get("applied_nice", {}).items()}
-            self.held_by_rlsched = {int(x) for x in record.get("held_by_rlsched", [])}
-            self.drained_by_rlsched = {str(x) for x in record.get("drained_by_rlsched", [])}
-            self.drain_reasons = {str(k): str(v) for k, v in dict(record.get("drain_reasons", {})).items()}
-            cap = record.get("lease_cap")
-            self.lease_cap = None if cap is None else int(cap)
-            feed = record.get("completion_feed")
-            self._saved_feed = feed if isinstance(feed, dict) else None
-        except (OSError, ValueError, TypeError, AttributeError) as exc:
-            raise ValueError(f"{path}: unreadable rlsched Slurm record: {exc}") from None
-        if self.original_nice or self.held_by_rlsched or self.drained_by_rlsched:
-            log.warning("%s: %d boosted jobs, %d held jobs, %d drained nodes left by a previous run", path,
-                        len(self.original_nice), len(self.held_by_rlsched), len(self.drained_by_rlsched))
 
 
 def build_slurm_backend(config: SlurmBackendConfig, state_dir: str | Path | None) -> SlurmBackend:
     """The registry's factory (:mod:`rlsched.backends`): the undo record goes to
     ``<state_dir>/slurm-record.json`` unless ``state_file`` names another place; ``state_dir`` None keeps
     no record (a read-only backend)."""
-    if state_dir is None:
-        config = dataclasses.replace(config, state_file=None)
-    elif config.state_file is None:
-        config = dataclasses.replace(config, state_file=str(Path(state_dir) / "slurm-record.json"))
-    return SlurmBackend(config)
+    return SlurmBackend(record_in_state_dir(config, state_dir, "slurm-record.json"))

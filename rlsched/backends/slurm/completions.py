@@ -23,8 +23,9 @@ import math
 import os
 import time
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, ClassVar
 
+from rlsched.backends.common.completions import CompletionFeedState
 from rlsched.backends.common.runner import CommandExecutor, decode_output
 from rlsched.backends.slurm.errors import SlurmError, SlurmParseError
 from rlsched.backends.slurm.parsers import (
@@ -100,52 +101,32 @@ def completed_from_squeue(job: SlurmJob) -> CompletedJob | None:
                         start_s=job.start_s, end_s=job.end_s)
 
 
-class CompletionFeed:
+class CompletionFeed(CompletionFeedState):
     """Delivers each finished job once, from one of the three sources."""
+
+    sources = ("sacct", "jobcomp", "squeue")
+    #: jobcomp: the byte offset the previous read stopped at, in the file of this inode.
+    position_fields: ClassVar[dict[str, type]] = {"offset": int, "inode": int}
+    memory_s = JOBCOMP_MEMORY_S
+    offset: int | None
+    inode: int | None
 
     def __init__(self, source: str, executor: CommandExecutor, sacct: str = "sacct",
                  jobcomp_path: str | None = None, clock: Callable[[], float] = time.time,
                  state: Mapping[str, Any] | None = None, wait_for_partition: bool = False) -> None:
-        if source not in ("sacct", "jobcomp", "squeue"):
-            raise ValueError(f"completion source must be sacct, jobcomp or squeue, got {source!r}")
         if source == "jobcomp" and not jobcomp_path:
             raise ValueError("the jobcomp completion source needs the file's path (JobCompLoc)")
-        self.source = source
-        self.executor = executor
+        super().__init__(source, executor, clock, state)
         self.sacct = sacct
         self.jobcomp_path = jobcomp_path
-        self.clock = clock
         #: sacct: hold back a young record with no partition yet (the daemon is scoped to partitions).
         self.wait_for_partition = wait_for_partition
-        # (job id, end time): a requeued job that runs twice is two completions.
-        self.seen: set[tuple[int, float]] = set()
         #: sacct: the malformed records already counted, by reason (each is re-read while in sacct's window).
         self.bad_seen: dict[str, float] = {}
-        self.since_s = clock()
-        self.offset: int | None = None
-        self.inode: int | None = None
-        if state:
-            self._load(state)
         # sacct only: jobs that ended before the feed began are not delivered (its windows overlap the
         # previous poll, never this floor).  sacct counts whole seconds: a fresh feed skips its starting
         # second too (a job ended then may be an earlier one's), a resumed feed keeps it (it may be new).
         self.floor_s = float(math.floor(self.since_s)) + (0.0 if state else 1.0)
-
-    # -- persistence -------------------------------------------------------------------------------------
-    def state(self) -> dict[str, Any]:
-        return {"source": self.source, "since_s": self.since_s, "offset": self.offset, "inode": self.inode,
-                "seen": sorted([job_id, end] for job_id, end in self.seen)}
-
-    def _load(self, state: Mapping[str, Any]) -> None:
-        if state.get("source") != self.source:
-            return                 # the source changed: positions of another source mean nothing here
-        try:
-            self.since_s = float(state["since_s"])
-            self.offset = None if state.get("offset") is None else int(state["offset"])
-            self.inode = None if state.get("inode") is None else int(state["inode"])
-            self.seen = {(int(job_id), float(end)) for job_id, end in state.get("seen", [])}
-        except (KeyError, TypeError, ValueError) as exc:
-            log.warning("completion feed: ignoring a bad saved position (%s)", exc)
 
     # -- polling -----------------------------------------------------------------------------------------
     def poll(self, squeue_jobs: Iterable[SlurmJob]) -> list[CompletedJob]:
@@ -207,24 +188,38 @@ class CompletionFeed:
         whole next time.
         """
         assert self.jobcomp_path is not None
-        path = self.jobcomp_path
+        data = self._jobcomp_bytes(self.jobcomp_path)
+        if data is None:
+            return []
+        out, ambiguous, self.offset = self._jobcomp_records(data, self.jobcomp_path)
+        if ambiguous:
+            out += self._completed_in_squeue(ambiguous, squeue_jobs)
+        return self._deliver_once(out)
+
+    def _jobcomp_bytes(self, path: str) -> bytes | None:
+        """The file's bytes from the position on; None on the first read (the feed starts at the end, no replay
+        of history) and while the file does not exist.  A rotated or truncated file is read from 0."""
         try:
             with open(path, "rb") as fh:
                 st = os.fstat(fh.fileno())
                 if self.offset is None or self.inode != st.st_ino or st.st_size < self.offset:
-                    # First read: start at the end (no replay of history); rotated or truncated: from 0.
                     fresh_start = self.offset is None
                     self.offset = st.st_size if fresh_start else 0
                     self.inode = st.st_ino
                     if fresh_start:
-                        return []
+                        return None
                 fh.seek(self.offset)
-                data = fh.read()
+                return fh.read()
         except FileNotFoundError:
-            return []       # nothing finished yet: slurmctld creates the file at the first completion
+            return None     # nothing finished yet: slurmctld creates the file at the first completion
         except OSError as exc:
             self.executor.count("jobcomp_read")
             raise SlurmError(f"{JOBCOMP_FILE}: cannot read {path}: {exc}") from exc
+
+    def _jobcomp_records(self, data: bytes, path: str) -> tuple[list[CompletedJob], set[int], int]:
+        """The completions in ``data`` (read at :attr:`offset`), the job ids of the unreadable records, and the
+        offset after the last complete record."""
+        assert self.offset is not None
         end = data.rfind(b"\n") + 1     # a line still being written is read next time
         line_starts: list[int] = []
         texts: list[str] = []
@@ -236,14 +231,17 @@ class CompletionFeed:
             text, bad = decode_output(raw)
             replacements += bad
             texts.append(text)
+        if replacements:
+            self.executor.count("decode_replacement", replacements)
+            log.warning("%s: %d invalid UTF-8 sequence(s), replaced", path, replacements)
         new_offset = self.offset + end
         out: list[CompletedJob] = []
         ambiguous: set[int] = set()
         for chunk in split_jobcomp_records(texts):
-            where = f"{path}, record at byte {line_starts[chunk.line - 1]}"
             if chunk.unfinished:
                 new_offset = line_starts[chunk.line - 1]      # the rest of it is not written yet
                 break
+            where = f"{path}, record at byte {line_starts[chunk.line - 1]}"
             try:
                 if chunk.problem is not None:
                     raise SlurmParseError(JOBCOMP_FILE, where, chunk.problem)
@@ -258,35 +256,23 @@ class CompletionFeed:
                 continue
             if job is not None:
                 out.append(job)
-        self.offset = new_offset
-        if replacements:
-            self.executor.count("decode_replacement", replacements)
-            log.warning("%s: %d invalid UTF-8 sequence(s), replaced", path, replacements)
-        if ambiguous:
-            # squeue's own fields (a JSON document) for the jobs of unreadable records; a job id taken
-            # from a forged line only finds a real job's real completion, if any.
-            by_id = {job.job_id: job for job in squeue_jobs}
-            for job_id in sorted(ambiguous):
-                found = by_id.get(job_id)
-                done = completed_from_squeue(found) if found is not None else None
-                if done is not None:
-                    out.append(done)
-                elif found is None:
-                    log.warning("%s: job %d: its record is unreadable and squeue no longer has it", path, job_id)
-                elif not found.finished:
-                    # A record naming a job that has not ended (a forged line): not its completion.
-                    log.warning("%s: job %d: its record is unreadable and squeue lists the job as %s, not "
-                                "finished: the record is ignored", path, job_id, found.state)
-        return self._dedup(out)
+        return out, ambiguous, new_offset
 
-    def _dedup(self, jobs: list[CompletedJob]) -> list[CompletedJob]:
-        """Each (job, end) once: a job read from squeue may have a readable record of its own too."""
-        fresh = []
-        for job in jobs:
-            key = (job.job_id, job.end_s)
-            if key not in self.seen:
-                self.seen.add(key)
-                fresh.append(job)
-        horizon = self.clock() - JOBCOMP_MEMORY_S
-        self.seen = {key for key in self.seen if key[1] >= horizon}
-        return fresh
+    def _completed_in_squeue(self, job_ids: set[int], squeue_jobs: Iterable[SlurmJob]) -> list[CompletedJob]:
+        """squeue's own fields (a JSON document) for the jobs of unreadable records; a job id taken from a forged
+        line only finds a real job's real completion, if any."""
+        path = self.jobcomp_path
+        by_id = {job.job_id: job for job in squeue_jobs}
+        out = []
+        for job_id in sorted(job_ids):
+            found = by_id.get(job_id)
+            done = completed_from_squeue(found) if found is not None else None
+            if done is not None:
+                out.append(done)
+            elif found is None:
+                log.warning("%s: job %d: its record is unreadable and squeue no longer has it", path, job_id)
+            elif not found.finished:
+                # A record naming a job that has not ended (a forged line): not its completion.
+                log.warning("%s: job %d: its record is unreadable and squeue lists the job as %s, not "
+                            "finished: the record is ignored", path, job_id, found.state)
+        return out

@@ -1,10 +1,9 @@
-"""Errors of the Slurm backend.  All derive from :class:`SlurmError`, itself a
-:class:`~rlsched.backends.common.runner.BackendError`, which the daemon catches, logs and counts (one bad
-cycle never kills the loop: docs/daemon.md, "Failures")."""
+"""Errors of the Slurm backend: the shared backend errors (:mod:`rlsched.backends.common.runner`) under
+Slurm's name, so that a caller can tell a Slurm failure from another backend's.  The daemon catches, logs and
+counts them (one bad cycle never kills the loop: docs/daemon.md, "Failures"); a vanished job is the shared
+:class:`~rlsched.backends.common.runner.VanishedJobError`, counted and never raised out of the backend."""
 
 from __future__ import annotations
-
-from collections.abc import Sequence
 
 from rlsched.backends.common.runner import BackendCommandError, BackendError, BackendParseError
 
@@ -19,11 +18,3 @@ class SlurmParseError(SlurmError, BackendParseError):
 
 class SlurmCommandError(SlurmError, BackendCommandError):
     """A Slurm command that failed (after retries when the failure was transient)."""
-
-
-class VanishedJobError(SlurmCommandError):
-    """The job named in an action is gone (finished, cancelled) or no longer in the state the action needs."""
-
-    def __init__(self, argv: Sequence[str], job_id: int, detail: str) -> None:
-        self.job_id = job_id
-        super().__init__("vanished_job", argv, detail)

@@ -22,7 +22,6 @@ Sources and their quirks, as observed on Debian 12's Slurm 22.05.8 (openapi v0.0
 
 from __future__ import annotations
 
-import json
 import math
 import re
 import time
@@ -32,6 +31,7 @@ from typing import Any
 
 import msgspec
 
+from rlsched.backends.common.fields import JsonFields, load_json_object
 from rlsched.backends.slurm.errors import SlurmParseError
 
 SQUEUE_JSON = "squeue --json"
@@ -161,68 +161,15 @@ class CompletedJob:
 
 
 def _load_json(text: str | bytes, command: str) -> dict[str, Any]:
-    try:
-        doc = json.loads(text)
-    except (ValueError, RecursionError) as exc:   # JSONDecodeError is a ValueError
-        raise SlurmParseError(command, "", f"not JSON ({str(exc)[:120]})") from None
-    if not isinstance(doc, dict):
-        raise SlurmParseError(command, "", f"top level is {type(doc).__name__}, expected an object")
+    doc = load_json_object(text, command, SlurmParseError)
     errors = doc.get("errors")
     if errors:
         raise SlurmParseError(command, "errors", f"Slurm reported errors: {str(errors)[:200]}")
     return doc
 
 
-class _Fields:
-    """Typed access to one JSON object, with error messages naming the command and the path."""
-
-    def __init__(self, obj: object, command: str, where: str) -> None:
-        if not isinstance(obj, dict):
-            raise SlurmParseError(command, where, f"expected an object, got {type(obj).__name__}")
-        self.obj: Mapping[str, Any] = obj
-        self.command = command
-        self.where = where
-
-    def error(self, key: str, message: str) -> SlurmParseError:
-        return SlurmParseError(self.command, f"{self.where}.{key}", message)
-
-    def _raw(self, key: str) -> Any:
-        if key not in self.obj:
-            raise self.error(key, "missing")
-        return self.obj[key]
-
-    def opt_int(self, key: str, default: int | None = None) -> int | None:
-        value = self.obj.get(key, default)
-        if value is None:
-            return None
-        # bool is an int subclass in Python; a JSON true is not a number here.
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise self.error(key, f"expected an integer or null, got {value!r:.60}")
-        if not -_INT_LIMIT < value < _INT_LIMIT:
-            raise self.error(key, f"integer out of range: {value}")
-        return value
-
-    def req_int(self, key: str) -> int:
-        value = self.opt_int(key) if key in self.obj else None
-        if value is None:
-            raise self.error(key, "missing or null, expected an integer")
-        return value
-
-    def text(self, key: str, default: str | None = None) -> str:
-        value = self.obj.get(key, default) if default is not None else self._raw(key)
-        if value is None and default is not None:
-            return default
-        if not isinstance(value, str):
-            raise self.error(key, f"expected a string, got {value!r:.60}")
-        return value
-
-    def text_list(self, key: str) -> tuple[str, ...]:
-        value = self.obj.get(key, [])
-        if value is None:
-            return ()
-        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise self.error(key, f"expected a list of strings, got {value!r:.60}")
-        return tuple(value)
+def _fields(obj: object, command: str, where: str) -> JsonFields:
+    return JsonFields(obj, command, where, SlurmParseError)
 
 
 def _epoch(value: int | None) -> float:
@@ -230,7 +177,7 @@ def _epoch(value: int | None) -> float:
     return float(value) if value else math.nan
 
 
-def _unsigned_nice(fields: _Fields) -> int:
+def _unsigned_nice(fields: JsonFields) -> int:
     nice = fields.opt_int("nice")
     if nice is None:      # null when 0 (docs/slurm.md)
         return 0
@@ -270,7 +217,7 @@ def parse_squeue_json(text: str | bytes,
         job = _typed_squeue_job(raw)
         if job is None:         # an absurd or incomplete job: the reference reader says what is wrong
             try:
-                job = _squeue_job(_Fields(_struct_dict(raw), SQUEUE_JSON, f"jobs[{i}]"))
+                job = _squeue_job(_fields(_struct_dict(raw), SQUEUE_JSON, f"jobs[{i}]"))
             except SlurmParseError as exc:
                 if on_skip is None:
                     raise
@@ -287,7 +234,7 @@ def parse_squeue_json_reference(text: str | bytes,
     jobs = []
     for i, raw in enumerate(_list_of(doc, "jobs", SQUEUE_JSON)):
         try:
-            jobs.append(_squeue_job(_Fields(raw, SQUEUE_JSON, f"jobs[{i}]")))
+            jobs.append(_squeue_job(_fields(raw, SQUEUE_JSON, f"jobs[{i}]")))
         except SlurmParseError as exc:
             if on_skip is None:
                 raise
@@ -334,6 +281,33 @@ def _text_or_empty(value: str | msgspec.UnsetType | None) -> str:
     return value if isinstance(value, str) else ""
 
 
+_PENDING_TIMES = (math.nan, math.nan)
+
+
+def _typed_nice(nice: int) -> int | None:
+    """A Nice as squeue prints it (a negative one as unsigned 32-bit), None when outside 32 bits."""
+    if _NICE_OFFSET // 2 <= nice < _NICE_OFFSET:
+        return nice - _NICE_OFFSET
+    return nice if -(_NICE_OFFSET // 2) <= nice < _NICE_OFFSET // 2 else None
+
+
+def _typed_times(raw: _SqueueJob, state: str) -> tuple[float, float] | None:
+    """(start, end) of a job that is not pending (end: NaN unless it finished); None when out of range."""
+    start_s = end_s = math.nan
+    start = raw.start_time
+    if start.__class__ is int:
+        if not -_INT_LIMIT < start < _INT_LIMIT:
+            return None
+        start_s = float(start) if start else math.nan
+    if state in FINISHED_STATES:
+        end = raw.end_time
+        if end.__class__ is int:
+            if not -_INT_LIMIT < end < _INT_LIMIT:
+                return None
+            end_s = float(end) if end else math.nan
+    return start_s, end_s
+
+
 def _typed_squeue_job(raw: _SqueueJob) -> SlurmJob | None:
     """The common case of :func:`_squeue_job` on typed fields; None when anything is off (then the
     reference reader decides, and words the error).  Written for speed: it runs 50,000 times a cycle
@@ -352,9 +326,7 @@ def _typed_squeue_job(raw: _SqueueJob) -> SlurmJob | None:
     nice = raw.nice
     if nice.__class__ is not int:
         nice = 0                # null when 0 (docs/slurm.md)
-    elif _NICE_OFFSET // 2 <= nice < _NICE_OFFSET:
-        nice -= _NICE_OFFSET
-    elif not -(_NICE_OFFSET // 2) <= nice < _NICE_OFFSET // 2:
+    elif (nice := _typed_nice(nice)) is None:
         return None
     limit_min = raw.time_limit
     if limit_min.__class__ is int:
@@ -363,25 +335,16 @@ def _typed_squeue_job(raw: _SqueueJob) -> SlurmJob | None:
         limit_s = 60.0 * limit_min
     else:
         limit_s = math.inf
-    start_s = end_s = math.nan
-    if state != "PENDING":
-        start = raw.start_time
-        if start.__class__ is int:
-            if not -_INT_LIMIT < start < _INT_LIMIT:
-                return None
-            start_s = float(start) if start else math.nan
-        if state in FINISHED_STATES:
-            end = raw.end_time
-            if end.__class__ is int:
-                if not -_INT_LIMIT < end < _INT_LIMIT:
-                    return None
-                end_s = float(end) if end else math.nan
+    times = _PENDING_TIMES if state == "PENDING" else _typed_times(raw, state)
+    if times is None:
+        return None
+    start_s, end_s = times
     return SlurmJob(job_id, state, raw.state_reason or "", raw.user_name or "", raw.account or "",
                     raw.partition or "", raw.qos or "", cpus, limit_s, priority, nice,
                     float(submit) if submit else math.nan, start_s, end_s)
 
 
-def _squeue_job(f: _Fields) -> SlurmJob:
+def _squeue_job(f: JsonFields) -> SlurmJob:
     """One job of ``squeue --json``."""
     job_id = f.req_int("job_id")
     if job_id <= 0:
@@ -465,7 +428,7 @@ def parse_sinfo_json_reference(text: str | bytes) -> list[SlurmNode]:
     doc = _load_json(text, SINFO_JSON)
     nodes: dict[str, SlurmNode] = {}
     for i, raw in enumerate(_list_of(doc, "nodes", SINFO_JSON)):
-        f = _Fields(raw, SINFO_JSON, f"nodes[{i}]")
+        f = _fields(raw, SINFO_JSON, f"nodes[{i}]")
         name = f.text("name")
         cpus = f.req_int("cpus")
         alloc = f.opt_int("alloc_cpus", 0) or 0

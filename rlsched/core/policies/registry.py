@@ -49,6 +49,7 @@ from rlsched.core.explain import RankKey
 from rlsched.core.features import FeatureConfig, FeatureEncoder
 from rlsched.core.learners import BatchLearner, FittedQLearner, SarsaLearner
 from rlsched.core.multifactor import DAY_S, MultifactorAgent, params_from_policy
+from rlsched.core.plugins import PluginGroup
 from rlsched.core.policies.rules import (
     CLOCK_RULES,
     RULE_RUNTIME_MODELS,
@@ -683,7 +684,10 @@ DISPATCH_POLICIES: tuple[str, ...] = ("qlearning", "nlp", "ect", "min-min", "max
 # ------------------------------------------------------------------------------ lookup
 def entry(name: str) -> PolicyEntry:
     """The registry entry ``name`` (or alias); a one-line :class:`PolicyError` naming the known ones."""
+    load_policy_plugins()
     found = POLICIES.get(ALIASES.get(name, name))
+    if found is None and name in PLUGINS.broken:
+        raise PolicyError(str(PLUGINS.broken[name]))
     if found is None:
         aliases = ", ".join(f"{alias} (= {target})" for alias, target in ALIASES.items())
         raise PolicyError(f"unknown policy {name!r}; known: {', '.join(POLICIES)}; aliases: {aliases}")
@@ -737,6 +741,7 @@ def build_agent(spec: PolicySpec, ctx: BuildContext | None = None) -> Agent:
 
 def describe() -> list[tuple[str, str, str]]:
     """(name, family, description) of every entry, registry order (``rlsched sim policies``)."""
+    load_policy_plugins()
     return [(e.name, e.family, e.description) for e in POLICIES.values()]
 
 
@@ -807,3 +812,34 @@ SCORED: tuple[PolicyEntry, ...] = (
         _build_scored, _scoring_key, lambda params: bool(params["backfill"])),
 )
 POLICIES.update({e.name: e for e in SCORED})
+
+
+# ------------------------------------------------------------------------------ plugins
+#: The entry-point group through which other packages add policies: each entry point gives a
+#: :class:`PolicyEntry` or a tuple of them (docs/extending.md).
+PLUGIN_GROUP = "rlsched.policies"
+_BUILT_IN = frozenset(POLICIES) | frozenset(ALIASES)
+
+
+def _plugin_entries(value: Any) -> tuple[Any, ...]:
+    return value if isinstance(value, tuple) else (value,)
+
+
+def _check_plugin(name: str, value: Any) -> str | None:
+    entries = _plugin_entries(value)
+    wrong = [type(e).__name__ for e in entries if not isinstance(e, PolicyEntry)]
+    if wrong or not entries:
+        return f"gives {', '.join(wrong) or 'nothing'}, not a PolicyEntry (or a tuple of them)"
+    clash = [e.name for e in entries if e.name in _BUILT_IN]
+    return f"policy {clash[0]!r} is built into rlsched" if clash else None
+
+
+#: The policies of the entry points; the name of one that cannot be loaded is its error (by entry-point name).
+PLUGINS = PluginGroup(PLUGIN_GROUP, _check_plugin,
+                      lambda name, value: POLICIES.update({e.name: e for e in _plugin_entries(value)}))
+
+
+def load_policy_plugins(reload: bool = False) -> None:
+    """Add the policies of the ``rlsched.policies`` entry points to the registry (once per process, the
+    first time it is consulted; ``reload``: again, for a package installed since)."""
+    PLUGINS.load(reload)

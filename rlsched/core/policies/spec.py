@@ -14,8 +14,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from rlsched.core.errors import RlschedError
 
-class PolicyError(ValueError):
+
+class PolicyError(RlschedError, ValueError):
     """A bad policy name, parameter or model file; the message is one line for the user."""
 
 

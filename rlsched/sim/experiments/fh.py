@@ -3,10 +3,12 @@
 ``rlsched sim experiment fh-references|fh-qlearning|fh-ours --out DIR`` writes
 ``results.json`` (list ``rows``: trace, policy, V, twt_imp_pct, cost_pct, balance, wall_s),
 ``report.md`` (FH's tables beside ours) and PNG figures.  This module plans and runs the
-simulations and aggregates the rows; :mod:`rlsched.sim.experiments.fh_report` writes the
-figures and the markdown.  The work runs on the experiments' process pool
-(:func:`rlsched.sim.experiments.harness.run_in_pool`, through :func:`rlsched.sim.sweep.execute`;
-2 workers by default; the results do not depend on it).
+simulations (:class:`FhExperiment`, on the experiment template: one sweep task
+:class:`rlsched.sim.sweep.Task` at a time through :func:`rlsched.sim.sweep.run_task`) and aggregates
+the rows; :mod:`rlsched.sim.experiments.fh_report` writes the figures and the markdown and
+:mod:`rlsched.sim.experiments.fh_common` holds the constants both read.  The work runs on the
+experiments' process pool (:func:`rlsched.sim.experiments.harness.run_in_pool`; 2 workers by default;
+the results do not depend on it).
 
 Our policies, in two kinds:
 
@@ -29,7 +31,8 @@ run on jittered replays of each trace (:func:`_spread`), and compared per replay
 
 from __future__ import annotations
 
-import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -37,35 +40,32 @@ import numpy as np
 
 from rlsched.sim.experiments import Experiment
 from rlsched.sim.experiments import fh_report as report
-from rlsched.sim.experiments.harness import ExperimentOptions, write_results
+from rlsched.sim.experiments.fh_common import (
+    CONSTANT_FRACTIONS,
+    DAILY_GRID,
+    FILE_SETUPS,
+    GAP_SPLIT_DAYS,
+    JITTER_SEEDS,
+    OURS_ROWS,
+    QUICK_RANDOM_RUNS,
+    QUICK_SETUPS,
+    RANDOM_CHUNK,
+    RANDOM_RUNS,
+    THRESHOLDS,
+    DailySetting,
+)
+from rlsched.sim.experiments.harness import ExperimentRun, PaperExperiment
 from rlsched.sim.leasing.setups import FH_SETUPS, JITTER_S, SETUPS, load_model, load_workload
-from rlsched.sim.sweep import Task, execute
+from rlsched.sim.sweep import Task, run_task
 
-#: Random-V runs per trace (FH §3: 1000), split into tasks of this many runs each.
-RANDOM_RUNS = 1000
-RANDOM_CHUNK = 250
-#: θ values the state-aware rules are tuned over (leave one trace out).
-THRESHOLDS = (0.5, 1.0, 1.5, 2.0, 3.0, 4.0)
-#: The daily learner's hyper-parameter grid (horizon H days, bins per feature, prior days, continuation, transfer days),
-#: tuned leave one trace out; the quick mode runs the first one only.
-#: The last field is the prior's weight in days (0: cold start; > 0: a prior from the *other* FH traces'
-#: daily clones, :class:`rlsched.core.leasing.DailyPrior`).
-DailySetting = tuple[int, int, float, str, float]
-DAILY_GRID: tuple[DailySetting, ...] = ((7, 3, 3.0, "held", 0.0), (7, 3, 10.0, "held", 0.0),
-                                        (7, 3, 3.0, "followed", 0.0), (14, 3, 10.0, "followed", 0.0),
-                                        (7, 3, 3.0, "held", 30.0), (7, 1, 3.0, "held", 30.0),
-                                        (14, 1, 3.0, "held", 30.0), (7, 3, 10.0, "held", 30.0))
-#: Jittered replays the daily learner and the constant V are compared on besides the recorded trace.
-JITTER_SEEDS = (1, 2, 3, 4)
-#: The fractions of M a held-out constant V is chosen among (:func:`_constant_held_out`).
-CONSTANT_FRACTIONS = tuple(i / 100 for i in range(101))
-QUICK_SETUPS = ("kth-quick",)
-QUICK_RANDOM_RUNS = 40
-#: The whole files, each on its own header's machine size.
-FILE_SETUPS = ("ctc-file", "sdsc-file")
+Results = list[dict[str, Any]]
+#: Balance of every tuned setting on every trace, by policy then trace (the leave-one-trace-out choices).
+Tuned = dict[str, dict[str, dict[Any, float]]]
+#: Relative cost of a task per core of its setup: the longest go first so the pool ends together.
+TASK_WEIGHT = {"daily": 4, "constant": 3, "random": 2, "qlearning": 1, "ours-daily": 0, "ours": 0}
 
 
-def _tasks(setups: tuple[str, ...], parts: set[str], random_runs: int, seed: int,
+def _tasks(setups: tuple[str, ...], parts: frozenset[str], random_runs: int, seed: int,
            thresholds: tuple[float, ...], daily_grid: tuple[DailySetting, ...]) -> list[Task]:
     tasks: list[Task] = []
     for name in setups:
@@ -85,12 +85,10 @@ def _tasks(setups: tuple[str, ...], parts: set[str], random_runs: int, seed: int
         if "ours" in parts:
             tasks.extend(Task(name, "ours-daily", threshold=th, per_day=True) for th in thresholds)
             tasks.extend(Task(name, "ours", threshold=th, per_day=True) for th in thresholds)
-    # Longest first: the pool then ends together.
-    weight = {"daily": 4, "constant": 3, "random": 2, "qlearning": 1, "ours-daily": 0, "ours": 0}
-    return sorted(tasks, key=lambda t: -weight[t.policy] * SETUPS[t.setup].cores)
+    return sorted(tasks, key=lambda t: -TASK_WEIGHT[t.policy] * SETUPS[t.setup].cores)
 
 
-def _merge(results: list[dict[str, Any]], name: str, policy: str, **match: Any) -> dict[str, Any]:
+def _merge(results: Results, name: str, policy: str, **match: Any) -> dict[str, Any]:
     """All results of one setup and policy, runs concatenated in task order."""
     picked = [r for r in results if r["task"]["setup"] == name and r["task"]["policy"] == policy
               and all(r["task"][k] == v for k, v in match.items())]
@@ -103,115 +101,167 @@ def _merge(results: list[dict[str, Any]], name: str, policy: str, **match: Any) 
     return merged
 
 
+def _row(name: str, policy: str, merged: dict[str, Any], i: int = 0, **extra: Any) -> dict[str, Any]:
+    """A results.json row from run ``i`` of a merged result."""
+    return {"trace": name, "policy": policy, "V": None, "twt_imp_pct": merged["twt_imp_pct"][i],
+            "cost_pct": merged["cost_pct"][i], "balance": merged["balance"][i], "wall_s": merged["wall_s"], **extra}
+
+
+@dataclass(frozen=True)
+class FhExperiment(PaperExperiment[Task, dict[str, Any]]):
+    """FH's references, Q-learning and our policies (``parts``) on ``names``, on the experiment template."""
+
+    parts: frozenset[str]
+    quick: bool
+    seed: int
+    names: tuple[str, ...]
+    random_runs: int
+    thresholds: tuple[float, ...]
+    grid: tuple[DailySetting, ...]
+    jitter_seeds: tuple[int, ...]
+    json_indent = 2
+
+    def plan(self) -> list[Task]:
+        return _tasks(self.names, self.parts, self.random_runs, self.seed, self.thresholds, self.grid)
+
+    def run_one(self, task: Task) -> dict[str, Any]:
+        return run_task(task)
+
+    def aggregate(self, results: Results, run: ExperimentRun) -> dict[str, Any]:
+        tuned = self._tuned(results)
+        rows: list[dict[str, Any]] = []
+        figures: list[str] = []
+        timing: dict[str, dict[str, float]] = {}
+        chosen: dict[str, DailySetting] = {}  # the daily learner's held-out setting per trace
+        for name in self.names:
+            by = self._trace(results, name, tuned, rows, timing, chosen)
+            figures += report.figures(run.out, name, by)
+        spread = (_spread(self.names, rows, chosen, run, self.jitter_seeds)
+                  if "spread" in self.parts and chosen and len(self.names) > 1 and self.jitter_seeds else {})
+        if "spread" in self.parts and chosen:
+            for extra in _hindsight_rows(self.names, chosen, run):
+                at = next(i for i, r in enumerate(rows)
+                          if (r["trace"], r["policy"]) == (extra["trace"], "daily-learned"))
+                rows.insert(at + 1, extra)
+        return {"rows": rows, "timing": timing, "wall_s": run.wall_s(), "workers": run.workers, "quick": self.quick,
+                "setups": {n: SETUPS[n].note for n in self.names},
+                "jobs": {n: len(load_workload(n)) for n in self.names}, "figures": figures, "spread": spread}
+
+    def render(self, results: dict[str, Any]) -> str:
+        return render_report(results)
+
+    def _tuned(self, results: Results) -> Tuned:
+        """Balance of every tuned setting on every trace, for the leave-one-trace-out choices."""
+        tuned: Tuned = {"ours": {}, "ours-daily": {}, "daily": {}}
+        for name in self.names:
+            if "ours" in self.parts:
+                for policy in ("ours", "ours-daily"):
+                    tuned[policy][name] = {th: _merge(results, name, policy, threshold=th)["balance"][0]
+                                           for th in self.thresholds}
+            if "daily" in self.parts:
+                others = _others(name, self.names)
+                tuned["daily"][name] = {g: _merge(results, name, "daily", **_daily_fields(g, others))["balance"][0]
+                                        for g in self.grid if g[4] == 0 or others}
+        return tuned
+
+    def _trace(self, results: Results, name: str, tuned: Tuned, rows: list[dict[str, Any]],
+               timing: dict[str, dict[str, float]], chosen: dict[str, DailySetting]) -> dict[str, dict[str, Any]]:
+        """Append the rows and timing of trace ``name``; returns its merged results by policy (for the figures)."""
+        by: dict[str, dict[str, Any]] = {"constant": _merge(results, name, "constant"),
+                                          "random": _merge(results, name, "random")}
+        rows += _reference_rows(results, name, self.names, by["constant"], by["random"])
+        timing[name] = _timing(name, by["constant"], by["random"])
+        if "qlearning" in self.parts:
+            rows += _qlearning_rows(results, name, by, timing[name])
+        if "daily" in self.parts:
+            g, chosen_on = _held_out(name, tuned["daily"], self.names, self.grid)
+            chosen[name] = g
+            rows.append(_daily_row(results, name, self.names, g, chosen_on, tuned["daily"][name], by))
+        if "ours" in self.parts:
+            for policy, label in OURS_ROWS:
+                theta, chosen_on = _held_out(name, tuned[policy], self.names, self.thresholds, default=1.0)
+                by[policy] = _merge(results, name, policy, threshold=theta)
+                rows.append(_row(name, label, by[policy], threshold=theta, chosen_on=chosen_on,
+                                 balance_by_threshold=tuned[policy][name]))
+        return by
+
+
+def _reference_rows(results: Results, name: str, names: tuple[str, ...], const: dict[str, Any],
+                    rnd: dict[str, Any]) -> list[dict[str, Any]]:
+    """FH's references: the best constant V (hindsight), the held-out constant V, the random runs' mean and best."""
+    best = int(np.argmax(const["balance"]))
+    rows = [_row(name, "constant-best", const, best) | {"V": const["V"][best]}]
+    held = _constant_held_out(name, {n: _merge(results, n, "constant") for n in names}, names)
+    if held is not None:
+        fraction, chosen_on = held
+        v = _cap_at(fraction, name)
+        i = const["V"].index(v)
+        rows.append({"trace": name, "policy": "constant-held-out", "V": v, "fraction": fraction,
+                     "twt_imp_pct": const["twt_imp_pct"][i], "cost_pct": const["cost_pct"][i],
+                     "balance": const["balance"][i], "wall_s": const["wall_s"], "chosen_on": chosen_on})
+    rb = np.asarray(rnd["balance"])
+    ib = int(np.argmax(rb))
+    rows.append({"trace": name, "policy": "random-mean", "V": None,
+                 "twt_imp_pct": float(np.mean(rnd["twt_imp_pct"])), "cost_pct": float(np.mean(rnd["cost_pct"])),
+                 "balance": float(rb.mean()), "wall_s": rnd["wall_s"], "runs": len(rb)})
+    rows.append({"trace": name, "policy": "random-best", "V": None, "twt_imp_pct": rnd["twt_imp_pct"][ib],
+                 "cost_pct": rnd["cost_pct"][ib], "balance": float(rb[ib]), "wall_s": rnd["wall_s"]})
+    return rows
+
+
+def _timing(name: str, const: dict[str, Any], rnd: dict[str, Any]) -> dict[str, float]:
+    model, edges = load_model(name)
+    return {"days": len(edges) - 1, "M": model.cores, "jobs": model.n,
+            "constant_sweep_s": const["wall_s"], "constant_simulations": const["simulations"],
+            "random_s": rnd["wall_s"], "random_simulations": rnd["simulations"]}
+
+
+def _qlearning_rows(results: Results, name: str, by: dict[str, dict[str, Any]],
+                    timing: dict[str, float]) -> list[dict[str, Any]]:
+    """FH's Q-learner under both readings of a clone's day (``started``, ``accrued``); times the first."""
+    rows = []
+    for policy, wait in (("qlearning", "started"), ("qlearning-accrued", "accrued")):
+        q = _merge(results, name, "qlearning", day_wait=wait)
+        rows.append(_row(name, policy, q))
+        if wait == "started":
+            by["qlearning"] = q
+            days, cores = timing["days"], timing["M"]
+            timing.update({"qlearning_s": q["wall_s"], "qlearning_simulations": q["simulations"],
+                           "per_day_ms": 1000.0 * q["wall_s"] / days,
+                           "per_evaluated_V_us": 1e6 * q["wall_s"] / (days * (cores + 1))})
+    return rows
+
+
+def _daily_row(results: Results, name: str, names: tuple[str, ...], g: DailySetting, chosen_on: list[str],
+               balances: dict[Any, float], by: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The daily learned cap at its held-out setting ``g``, with every setting's balance on the trace."""
+    others = _others(name, names)
+    d = _merge(results, name, "daily", **_daily_fields(g, others))
+    by["daily"] = d
+    const = by["constant"]
+    params = Task(name, "daily", **_daily_fields(g, others)).daily_params()
+    return _row(name, "daily-learned", d, params=params.label(), chosen_on=chosen_on,
+                prior_from=list(others) if g[4] > 0 else [],
+                gap_by_period=_gap_by_period(d, const, int(np.argmax(const["balance"]))),
+                balance_by_params={_daily_label(name, g2, others): b for g2, b in balances.items()})
+
+
 def run_fh(out_dir: str | Path, parts: set[str], *, quick: bool = False, seed: int = 0,
            setups: tuple[str, ...] | None = None, workers: int = 2, random_runs: int | None = None,
            thresholds: tuple[float, ...] = THRESHOLDS,
            daily_grid: tuple[DailySetting, ...] | None = None,
            jitter_seeds: tuple[int, ...] = JITTER_SEEDS) -> dict[str, Any]:
-    out = ExperimentOptions(Path(out_dir), quick=quick, seed=seed, workers=workers).output()
-    t_start = time.perf_counter()
-    names = setups or (QUICK_SETUPS if quick else FH_SETUPS)
-    n_random = random_runs or (QUICK_RANDOM_RUNS if quick else RANDOM_RUNS)
-    grid = daily_grid or (DAILY_GRID[:1] if quick else DAILY_GRID)
-    tasks = _tasks(names, parts, n_random, seed, thresholds, grid)
-    if quick:
-        workers = 1  # seconds of work: a pool would cost more than it saves
-    results = execute(tasks, executor="serial" if workers <= 1 else "process", workers=workers)
-    rows: list[dict[str, Any]] = []
-    figures: list[str] = []
-    timing: dict[str, dict[str, float]] = {}
-    # Balance of every tuned setting on every trace, for the leave-one-trace-out choices.
-    tuned: dict[str, dict[str, dict[Any, float]]] = {"ours": {}, "ours-daily": {}, "daily": {}}
-    for name in names:
-        if "ours" in parts:
-            for policy in ("ours", "ours-daily"):
-                tuned[policy][name] = {th: _merge(results, name, policy, threshold=th)["balance"][0]
-                                       for th in thresholds}
-        if "daily" in parts:
-            others = _others(name, names)
-            tuned["daily"][name] = {g: _merge(results, name, "daily", **_daily_fields(g, others))["balance"][0]
-                                    for g in grid if g[4] == 0 or others}
-    chosen: dict[str, DailySetting] = {}  # the daily learner's held-out setting per trace
-    for name in names:
-        by: dict[str, dict[str, Any]] = {"constant": _merge(results, name, "constant"),
-                                          "random": _merge(results, name, "random")}
-        const, rnd = by["constant"], by["random"]
-        best = int(np.argmax(const["balance"]))
-        rows.append({"trace": name, "policy": "constant-best", "V": const["V"][best],
-                     "twt_imp_pct": const["twt_imp_pct"][best], "cost_pct": const["cost_pct"][best],
-                     "balance": const["balance"][best], "wall_s": const["wall_s"]})
-        held = _constant_held_out(name, {n: _merge(results, n, "constant") for n in names}, names)
-        if held is not None:
-            fraction, chosen_on = held
-            v = _cap_at(fraction, name)
-            i = const["V"].index(v)
-            rows.append({"trace": name, "policy": "constant-held-out", "V": v, "fraction": fraction,
-                         "twt_imp_pct": const["twt_imp_pct"][i], "cost_pct": const["cost_pct"][i],
-                         "balance": const["balance"][i], "wall_s": const["wall_s"], "chosen_on": chosen_on})
-        rb = np.asarray(rnd["balance"])
-        ib = int(np.argmax(rb))
-        rows.append({"trace": name, "policy": "random-mean", "V": None,
-                     "twt_imp_pct": float(np.mean(rnd["twt_imp_pct"])),
-                     "cost_pct": float(np.mean(rnd["cost_pct"])),
-                     "balance": float(rb.mean()), "wall_s": rnd["wall_s"], "runs": len(rb)})
-        rows.append({"trace": name, "policy": "random-best", "V": None, "twt_imp_pct": rnd["twt_imp_pct"][ib],
-                     "cost_pct": rnd["cost_pct"][ib], "balance": float(rb[ib]), "wall_s": rnd["wall_s"]})
-        model, edges = load_model(name)
-        days = len(edges) - 1
-        timing[name] = {"days": days, "M": model.cores, "jobs": model.n,
-                        "constant_sweep_s": const["wall_s"], "constant_simulations": const["simulations"],
-                        "random_s": rnd["wall_s"], "random_simulations": rnd["simulations"]}
-        if "qlearning" in parts:
-            for policy, wait in (("qlearning", "started"), ("qlearning-accrued", "accrued")):
-                q = _merge(results, name, "qlearning", day_wait=wait)
-                rows.append({"trace": name, "policy": policy, "V": None, "twt_imp_pct": q["twt_imp_pct"][0],
-                             "cost_pct": q["cost_pct"][0], "balance": q["balance"][0], "wall_s": q["wall_s"]})
-                if wait == "started":
-                    by["qlearning"] = q
-                    timing[name].update({
-                        "qlearning_s": q["wall_s"], "qlearning_simulations": q["simulations"],
-                        "per_day_ms": 1000.0 * q["wall_s"] / days,
-                        "per_evaluated_V_us": 1e6 * q["wall_s"] / (days * (model.cores + 1))})
-        if "daily" in parts:
-            g, chosen_on = _held_out(name, tuned["daily"], names, grid)
-            chosen[name] = g
-            others = _others(name, names)
-            d = _merge(results, name, "daily", **_daily_fields(g, others))
-            by["daily"] = d
-            params = Task(name, "daily", **_daily_fields(g, others)).daily_params()
-            rows.append({"trace": name, "policy": "daily-learned", "V": None, "twt_imp_pct": d["twt_imp_pct"][0],
-                         "cost_pct": d["cost_pct"][0], "balance": d["balance"][0], "wall_s": d["wall_s"],
-                         "params": params.label(), "chosen_on": chosen_on,
-                         "prior_from": list(others) if g[4] > 0 else [],
-                         "gap_by_period": _gap_by_period(d, const, best),
-                         "balance_by_params": {_daily_label(name, g2, others): b
-                                               for g2, b in tuned["daily"][name].items()}})
-        if "ours" in parts:
-            for policy, label in (("ours-daily", "per-pass-held-daily"), ("ours", "per-pass-rule")):
-                theta, chosen_on = _held_out(name, tuned[policy], names, thresholds, default=1.0)
-                o = _merge(results, name, policy, threshold=theta)
-                by[policy] = o
-                rows.append({"trace": name, "policy": label, "V": None, "twt_imp_pct": o["twt_imp_pct"][0],
-                             "cost_pct": o["cost_pct"][0], "balance": o["balance"][0], "wall_s": o["wall_s"],
-                             "threshold": theta, "chosen_on": chosen_on,
-                             "balance_by_threshold": tuned[policy][name]})
-        figures += report.figures(out, name, by)
-    spread = (_spread(names, rows, chosen, workers, jitter_seeds)
-              if "spread" in parts and chosen and len(names) > 1 and jitter_seeds else {})
-    if "spread" in parts and chosen:
-        for extra in _hindsight_rows(names, chosen, workers):
-            at = next(i for i, r in enumerate(rows) if (r["trace"], r["policy"]) == (extra["trace"], "daily-learned"))
-            rows.insert(at + 1, extra)
-    wall = time.perf_counter() - t_start
-    payload = {"rows": rows, "timing": timing, "wall_s": wall, "workers": workers, "quick": quick,
-               "setups": {n: SETUPS[n].note for n in names},
-               "jobs": {n: len(load_workload(n)) for n in names}, "figures": figures, "spread": spread}
-    write_results(out, payload, report.report_markdown(payload, names), indent=2)
-    return payload
+    """Run ``parts`` of the FH reproduction; writes results.json, report.md and the figures into ``out_dir``."""
+    experiment = FhExperiment(
+        frozenset(parts), quick, seed, setups or (QUICK_SETUPS if quick else FH_SETUPS),
+        random_runs or (QUICK_RANDOM_RUNS if quick else RANDOM_RUNS), thresholds,
+        daily_grid or (DAILY_GRID[:1] if quick else DAILY_GRID), jitter_seeds)
+    # Quick mode is seconds of work: a pool would cost more than it saves.
+    return experiment.run(out_dir, 1 if quick else workers)
 
 
 def _spread(names: tuple[str, ...], rows: list[dict[str, Any]], chosen: dict[str, DailySetting],
-            workers: int, seeds: tuple[int, ...]) -> dict[str, Any]:
+            run: ExperimentRun, seeds: tuple[int, ...]) -> dict[str, Any]:
     """The daily learned cap against the constant V on jittered replays of each trace.
 
     Replay 0 is the trace as recorded (the rows above); replays 1… move every submit by up to
@@ -226,7 +276,7 @@ def _spread(names: tuple[str, ...], rows: list[dict[str, Any]], chosen: dict[str
         for seed in seeds:
             tasks.append(Task(name, "constant", caps=tuple(range(model_cores(name) + 1)), jitter_seed=seed))
             tasks.append(Task(name, "daily", jitter_seed=seed, **_daily_fields(chosen[name], others)))
-    results = execute(tasks, executor="serial" if workers <= 1 else "process", workers=workers)
+    results = run.map(run_task, tasks)
     row = {(r["trace"], r["policy"]): r for r in rows}
     out: dict[str, Any] = {"jitter_s": JITTER_S, "seeds": [0, *seeds], "traces": {}}
     for name in names:
@@ -253,19 +303,16 @@ def _spread(names: tuple[str, ...], rows: list[dict[str, Any]], chosen: dict[str
     return out
 
 
-def _hindsight_rows(names: tuple[str, ...], chosen: dict[str, DailySetting], workers: int) -> list[dict[str, Any]]:
+def _hindsight_rows(names: tuple[str, ...], chosen: dict[str, DailySetting], run: ExperimentRun
+                    ) -> list[dict[str, Any]]:
     """The daily learner at its held-out setting, its estimates from its own trace's clones from day one:
     what its decision rule could do knowing the whole trace (an upper reference, like the best constant V)."""
     tasks = [Task(name, "daily", hindsight=True, **_daily_fields(_cold(chosen[name]))) for name in names]
-    results = execute(tasks, executor="serial" if workers <= 1 else "process", workers=workers)
+    results = run.map(run_task, tasks)
     return [{"trace": task.setup, "policy": "daily-hindsight", "V": None, "twt_imp_pct": r["twt_imp_pct"][0],
              "cost_pct": r["cost_pct"][0], "balance": r["balance"][0], "wall_s": r["wall_s"],
              "params": task.daily_params().label() + ", its own trace's clones from day one"}
             for task, r in zip(tasks, results, strict=True)]
-
-
-#: Where the gap of the daily learner to the best constant V is split (its first month is learning).
-GAP_SPLIT_DAYS = 30
 
 
 def _gap_by_period(learned: dict[str, Any], const: dict[str, Any], best: int) -> dict[str, float]:
@@ -351,7 +398,7 @@ def render_report(payload: dict[str, Any]) -> str:
     return report.report_markdown(payload, tuple(payload["setups"]))
 
 
-def _experiment(parts: set[str], setups: tuple[str, ...] | None = None) -> Any:
+def _experiment(parts: set[str], setups: tuple[str, ...] | None = None) -> Callable[..., dict[str, Any]]:
     def run(out_dir: str | Path, *, quick: bool = False, seed: int = 0, **options: Any) -> dict[str, Any]:
         options.setdefault("setups", None if quick else setups)
         return run_fh(out_dir, parts, quick=quick, seed=seed, **options)

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from rlsched.sim.experiments.fh_common import CURVE_LABELS
 from rlsched.sim.experiments.harness import pyplot, save_figure
 from rlsched.sim.leasing.setups import FH_PUBLISHED, SETUPS
 
@@ -83,11 +84,6 @@ def figures(out: Path, name: str, by: dict[str, dict[str, Any]]) -> list[str]:
         ax.set_title(f"{SETUPS[name].label}: V over time")
         save(fig, f"v_over_time_{name}.png")
     return files
-
-
-#: Figure labels of the policies.
-CURVE_LABELS = {"qlearning": "FH Q-learning", "daily": "daily learned", "ours-daily": "per-pass rule held a day",
-                "ours": "per-pass rule"}
 
 
 def _fmt(x: Any) -> str:
@@ -187,6 +183,18 @@ def _spread_lines(spread: dict[str, Any]) -> list[str]:
 
 def report_markdown(payload: dict[str, Any], names: tuple[str, ...]) -> str:
     rows = payload["rows"]
+    lines = _setups_section(payload, names)
+    lines += _daily_caps_section([r for r in rows if r["policy"] != "per-pass-rule"])
+    lines += _verdict(rows, names)
+    lines += _spread_lines(payload.get("spread") or {})
+    lines += _per_pass_section([r for r in rows if r["policy"] == "per-pass-rule"])
+    lines += _timing_section(payload["timing"])
+    lines += _held_out_section([r for r in rows if "chosen_on" in r])
+    lines += ["", "Figures: " + ", ".join(f"`{f}`" for f in payload["figures"]), ""]
+    return "\n".join(lines)
+
+
+def _setups_section(payload: dict[str, Any], names: tuple[str, ...]) -> list[str]:
     lines = ["# Fölling & Hofmann cloud leasing: reproduction", "",
              f"Wall time {payload['wall_s']:.0f} s on {payload['workers']} worker(s).", "",
              "Setups (see docs/leasing.md for the differences with FH's trace versions):", ""]
@@ -194,10 +202,13 @@ def report_markdown(payload: dict[str, Any], names: tuple[str, ...]) -> str:
         pub = FH_PUBLISHED.get(n)
         extra = f" — FH: {int(pub['jobs'])} jobs, M={int(pub['M'])}" if pub else ""
         lines.append(f"- `{n}`: {payload['setups'][n]}, {payload['jobs'][n]} jobs{extra}")
-    daily = [r for r in rows if r["policy"] != "per-pass-rule"]
-    per_pass = [r for r in rows if r["policy"] == "per-pass-rule"]
-    lines += ["", "## Daily caps (like for like: V is fixed for each day from what is known at its start)", "",
-              *TABLE_HEAD, *(_row_line(r) for r in daily)]
+    return lines
+
+
+def _daily_caps_section(daily: list[dict[str, Any]]) -> list[str]:
+    """FH's tables beside ours, the daily caps only (like for like), and what each row is."""
+    lines = ["", "## Daily caps (like for like: V is fixed for each day from what is known at its start)", "",
+             *TABLE_HEAD, *(_row_line(r) for r in daily)]
     lines += ["", "`qlearning` counts a clone's day as FH's event simulator most likely did (the waits of "
               "the jobs started that day, the full cost of the jobs sent that day); `qlearning-accrued` "
               "integrates wait and cloud use within the day instead (carried-over jobs then count in every "
@@ -212,36 +223,46 @@ def report_markdown(payload: dict[str, Any], names: tuple[str, ...]) -> str:
               "with a prior starts from the other traces' daily clones (never from the trace it is reported on). "
               "`daily-hindsight` is not a policy but an upper reference, like `constant-best`: the daily learner at "
               "its held-out setting whose estimates come, from the first day, from the clones of its whole trace."]
-    lines += _verdict(rows, names)
-    lines += _spread_lines(payload.get("spread") or {})
-    if per_pass:
-        lines += ["", "## Per-pass transfer rule (not a daily cap)", "",
-                  "The state-aware rule sets V at every scheduling pass from the queue it sees then. FH's "
-                  "policies, the constant and random V and the daily policies above fix V for a day, so this "
-                  "row is a different kind of policy and is not compared with them in one table.", "",
-                  *TABLE_HEAD, *(_row_line(r) for r in per_pass)]
-    lines += ["", "## Timing", "", "| trace | M | days | jobs | constant sweep s (sims) | random s (sims) | "
-              "Q-learning s | per day ms | per evaluated V µs |", "|---|---|---|---|---|---|---|---|---|"]
-    for n, t in payload["timing"].items():
+    return lines
+
+
+def _per_pass_section(per_pass: list[dict[str, Any]]) -> list[str]:
+    if not per_pass:
+        return []
+    return ["", "## Per-pass transfer rule (not a daily cap)", "",
+            "The state-aware rule sets V at every scheduling pass from the queue it sees then. FH's "
+            "policies, the constant and random V and the daily policies above fix V for a day, so this "
+            "row is a different kind of policy and is not compared with them in one table.", "",
+            *TABLE_HEAD, *(_row_line(r) for r in per_pass)]
+
+
+def _timing_section(timing: dict[str, dict[str, Any]]) -> list[str]:
+    lines = ["", "## Timing", "", "| trace | M | days | jobs | constant sweep s (sims) | random s (sims) | "
+             "Q-learning s | per day ms | per evaluated V µs |", "|---|---|---|---|---|---|---|---|---|"]
+    for n, t in timing.items():
         lines.append(f"| {n} | {t['M']} | {t['days']} | {t['jobs']} | {t['constant_sweep_s']:.1f} "
                      f"({t['constant_simulations']}) | {t['random_s']:.1f} ({t['random_simulations']}) | "
                      f"{_fmt(t.get('qlearning_s'))} | {_fmt(t.get('per_day_ms'))} | "
                      f"{_fmt(t.get('per_evaluated_V_us'))} |")
-    tuned = [r for r in rows if "chosen_on" in r]
-    if tuned:
-        lines += ["", "## Held-out hyper-parameters", "",
-                  "Each trace's setting is the one with the best mean balance on the *other* traces (leave one "
-                  "trace out); the balance of every setting on the trace itself is listed so the sensitivity is "
-                  "visible, and was not used to choose.", ""]
-        for r in tuned:
-            if "fraction" in r:
-                lines.append(f"- {r['trace']} {r['policy']}: V = {r['fraction']:g}·M = {r['V']} (the fraction with the "
-                             f"best mean balance on {'+'.join(r['chosen_on'])}, over 0, 0.01, …, 1)")
-                continue
-            grid = r.get("balance_by_params") or {f"θ={float(k):g}": v for k, v in r["balance_by_threshold"].items()}
-            setting = r.get("params") or f"θ={r['threshold']:g}"
-            others = "+".join(r["chosen_on"]) or "nothing (untuned default)"
-            lines.append(f"- {r['trace']} {r['policy']}: reported {setting} (chosen on {others}); "
-                         + "; ".join(f"{k}: {v:.2f}" for k, v in grid.items()))
-    lines += ["", "Figures: " + ", ".join(f"`{f}`" for f in payload["figures"]), ""]
-    return "\n".join(lines)
+    return lines
+
+
+def _held_out_section(tuned: list[dict[str, Any]]) -> list[str]:
+    """Every held-out choice, with the balance of every setting on the trace itself."""
+    if not tuned:
+        return []
+    lines = ["", "## Held-out hyper-parameters", "",
+             "Each trace's setting is the one with the best mean balance on the *other* traces (leave one "
+             "trace out); the balance of every setting on the trace itself is listed so the sensitivity is "
+             "visible, and was not used to choose.", ""]
+    for r in tuned:
+        if "fraction" in r:
+            lines.append(f"- {r['trace']} {r['policy']}: V = {r['fraction']:g}·M = {r['V']} (the fraction with the "
+                         f"best mean balance on {'+'.join(r['chosen_on'])}, over 0, 0.01, …, 1)")
+            continue
+        grid = r.get("balance_by_params") or {f"θ={float(k):g}": v for k, v in r["balance_by_threshold"].items()}
+        setting = r.get("params") or f"θ={r['threshold']:g}"
+        others = "+".join(r["chosen_on"]) or "nothing (untuned default)"
+        lines.append(f"- {r['trace']} {r['policy']}: reported {setting} (chosen on {others}); "
+                     + "; ".join(f"{k}: {v:.2f}" for k, v in grid.items()))
+    return lines

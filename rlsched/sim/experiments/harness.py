@@ -1,14 +1,22 @@
-"""What every experiment shares: its options, one worker pool, one way to write results and figures.
+"""What every experiment shares: its options, one worker pool, one template, one way to write results.
 
-An experiment is a *run* module (plan the simulations, run them through :func:`run_in_pool`,
-aggregate rows) and a *report* module (tables, figures through :func:`save_figure`, the
-markdown); :func:`write_results` writes ``results.json`` and ``report.md`` the same way
-for all of them.
+Every paper experiment is a :class:`PaperExperiment`: ``plan()`` lists its tasks (one simulation,
+or a few, each), ``run_one(task)`` runs one of them in a worker of :func:`run_in_pool`,
+``aggregate(rows, run)`` turns the rows of every task into the ``results.json`` payload (writing
+the figures on the way), and ``render(results)`` turns that payload into ``report.md``;
+:meth:`PaperExperiment.run` chains them and :func:`write_results` writes both files the same way
+for all of them.  Because ``render`` reads nothing but the payload, a report can always be
+rebuilt from a committed ``results.json`` (``rlsched sim experiment NAME --report-only``).
+
+A paper is three modules: ``<paper>_common`` (published numbers and the constants both sides
+read), ``<paper>`` (the template's plan/run_one/aggregate) and ``<paper>_report`` (figures
+through :func:`save_figure`, the markdown from small section functions).  The run module imports
+the report module, never the reverse.
 
 Adding an experiment: a module in this package defining ``EXPERIMENTS = {name: Experiment(name,
-help, run)}`` (see :mod:`rlsched.sim.experiments`), whose ``run(out_dir, *, quick, seed, …)``
-plans its simulations, runs them with :func:`run_in_pool` (module-level functions and
-picklable items: the workers are spawned), and hands rows to its report module.
+help, run, render)}`` (see :mod:`rlsched.sim.experiments`), whose ``run(out_dir, *, quick, seed, …)``
+builds its :class:`PaperExperiment` and calls :meth:`PaperExperiment.run`.  The tasks go to
+spawned workers: they, the experiment object and ``run_one`` must pickle.
 """
 
 from __future__ import annotations
@@ -17,16 +25,20 @@ import contextlib
 import json
 import multiprocessing
 import os
+import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import Any, ClassVar, Generic, TypeVar, cast
 
 import numpy as np
 
 Item = TypeVar("Item")
 Result = TypeVar("Result")
+TaskT = TypeVar("TaskT")
+RowT = TypeVar("RowT")
 
 #: Workers when an experiment is not told: one process per core of the 2-core reference machine.
 DEFAULT_WORKERS = 2
@@ -153,3 +165,71 @@ def write_results(out: Path, result: dict[str, Any], report_md: str, *, indent: 
     """
     (out / "results.json").write_text(json.dumps(result, indent=indent, allow_nan=allow_nan, default=_json_default))
     (out / "report.md").write_text(report_md)
+
+
+@dataclass(frozen=True)
+class ExperimentRun:
+    """One run of a :class:`PaperExperiment`: where it writes, on how many workers, since when."""
+
+    out: Path
+    workers: int
+    started: float = field(default_factory=time.perf_counter)
+
+    def wall_s(self) -> float:
+        """Seconds since the run started."""
+        return time.perf_counter() - self.started
+
+    def map(self, fn: Callable[[Item], Result], items: Sequence[Item], *, cost: Callable[[Item], Any] | None = None,
+            chunksize: int = 1) -> list[Result]:
+        """:func:`run_in_pool` on this run's workers (for an ``aggregate`` that needs a second round of tasks)."""
+        return run_in_pool(fn, items, self.workers, cost=cost, chunksize=chunksize)
+
+
+class PaperExperiment(ABC, Generic[TaskT, RowT]):
+    """The template of a paper experiment: ``plan() → run_one(task) → aggregate(rows) → render(results)``.
+
+    Subclasses are small picklable objects holding the experiment's options (the bound ``run_one``
+    travels to the spawned workers with them).
+    """
+
+    #: ``results.json`` layout, kept per experiment so the committed results under docs/results keep theirs.
+    json_indent: ClassVar[int] = 1
+    json_allow_nan: ClassVar[bool] = True
+
+    @abstractmethod
+    def plan(self) -> Sequence[TaskT]:
+        """Every task of the experiment, in the order their rows are aggregated."""
+
+    @abstractmethod
+    def run_one(self, task: TaskT) -> RowT:
+        """Run one task (in a worker process)."""
+
+    @abstractmethod
+    def aggregate(self, rows: list[RowT], run: ExperimentRun) -> dict[str, Any]:
+        """The ``results.json`` payload from the rows of every task (in plan order); writes the figures."""
+
+    @abstractmethod
+    def render(self, results: dict[str, Any]) -> str:
+        """``report.md`` from the payload alone."""
+
+    def cost(self, task: TaskT) -> Any:
+        """Sort key putting the most expensive tasks first (the pool then ends together); equal keys: plan order."""
+        return 0
+
+    def chunksize(self, n_tasks: int, workers: int) -> int:
+        """Tasks a worker takes at a time (many small tasks go in chunks)."""
+        return 1
+
+    def execute(self, tasks: Sequence[TaskT], run: ExperimentRun) -> list[RowT]:
+        """``run_one`` over ``tasks`` on the run's pool, rows in task order whatever order they finished in."""
+        return run.map(self.run_one, tasks, cost=self.cost, chunksize=self.chunksize(len(tasks), run.workers))
+
+    def run(self, out_dir: str | Path, workers: int) -> dict[str, Any]:
+        """Plan, run, aggregate, then write ``results.json`` and ``report.md`` into ``out_dir`` (created)."""
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        run = ExperimentRun(out, workers)
+        results = self.aggregate(self.execute(self.plan(), run), run)
+        write_results(out, results, self.render(results), indent=self.json_indent,
+                      allow_nan=self.json_allow_nan)
+        return results

@@ -1,9 +1,11 @@
 """The Perez et al. experiments: P-grid Tables 2–5 (rigid and elastic) on the LAL-like workload and LPC-EGEE.
 
-This module holds the machinery the three Perez experiments share (run specifications,
-one simulation, aggregation into ``results.json`` rows, the driver) and the two P-grid
-experiments; :mod:`rlsched.sim.experiments.perez_fqi` adds P-fqi's and
-:mod:`rlsched.sim.experiments.perez_report` writes the figures and ``report.md``.
+This module holds the machinery the three Perez experiments share (:class:`PerezExperiment`, on
+the experiment template: plan the runs, one simulation, aggregation into ``results.json`` rows)
+and the two P-grid experiments; :mod:`rlsched.sim.experiments.perez_fqi` adds P-fqi's,
+:mod:`rlsched.sim.experiments.perez_report` writes the figures and ``report.md`` and
+:mod:`rlsched.sim.experiments.perez_common` holds the published numbers, the shared settings
+(with the notes on why each is what it is) and the run specification.
 
 ``perez-rigid`` runs, on the LAL-like workload (rigid pool of 81 cores, P-grid §4.1) and on
 a two-week window of the real LPC-EGEE trace (140 cores; its SWF group id is the VO, its
@@ -36,14 +38,8 @@ cores, ≥ running jobs, enforced by :class:`rlsched.sim.elastic.ElasticSimulato
 ``R_e = λ W + (1 − λ) U``; beside it the rigid ``sarsa-esn`` of the same setting, which
 P-grid Table 5's queueing-delay speedup compares against.
 
-The LPC-EGEE window (:data:`LPC_WINDOW_DAYS`): days 252–266 after the trace's start
-(13–27 April 2005), 11,987 jobs, offered load 0.63 of the 140 cores.  Why this one: it is
-the busiest fortnight of the trace that is not an outage (weeks 20–21, where the
-recorded waits average four days, are one), its native schedule is the closest match to
-the LAL native numbers the papers compare with (interactive W 0.61 vs 0.628, interactive
-mean wait 2,541 s vs 2,756 s), and at about 12,000 jobs a learned run costs about what
-a full LAL-like run costs.  The window's jobs start on an empty machine (jobs queued
-before it are not in it); the 500 trimmed jobs cover that ramp-up.
+The LPC-EGEE window: days 252–266 after the trace's start (13–27 April 2005); why this one is
+said beside :data:`rlsched.sim.experiments.perez_common.LPC_WINDOW_DAYS`.
 
 Seeds: the reported tables use seeds ``seed .. seed + n_seeds − 1`` (the seed of the
 LAL-like realisation and of the agent; LPC-EGEE is one fixed trace, so there the seed
@@ -56,6 +52,9 @@ Every run drops the first and last 500 jobs from the statistics and pretrains th
 on 500 EDF decisions (P-grid §3.3/§4.1).  Quick mode scales all three by
 :data:`QUICK_SCALE`: a tenth of the LAL-like workload (``generate_lal(seed, scale=0.1)``),
 one day of the LPC-EGEE window, 50 trimmed jobs, 50 EDF decisions.
+
+The constants named here live in :mod:`rlsched.sim.experiments.perez_common`, each with the note
+that says where it comes from.
 """
 
 from __future__ import annotations
@@ -70,8 +69,7 @@ import numpy as np
 
 from rlsched.core.measures import core_seconds, group_stats, responsiveness, utilization
 from rlsched.core.policies import PolicySpec, resolve
-from rlsched.core.policies.registry import KEEP_IDLE_CORES as _REGISTRY_KEEP_IDLE_CORES
-from rlsched.core.view import FloatArray, IntArray, JobClass
+from rlsched.core.view import FloatArray, IntArray
 from rlsched.sim.elastic import (
     DEFAULT_HOLD_S,
     DEFAULT_MIN_CORES,
@@ -80,131 +78,42 @@ from rlsched.sim.elastic import (
 )
 from rlsched.sim.experiments import Experiment
 from rlsched.sim.experiments import perez_report as report
-from rlsched.sim.experiments.harness import ExperimentOptions, run_in_pool, write_results
+from rlsched.sim.experiments.harness import ExperimentRun, PaperExperiment, default_workers
+from rlsched.sim.experiments.perez_common import (
+    CLASSES,
+    CLASSIC_POLICIES,
+    ELASTIC_MAX_CORES,
+    ELASTIC_STEP_CORES,
+    GOAL_RESOLUTION,
+    LAL_CORES,
+    LAMBDAS,
+    LEARNED_POLICIES,
+    LPC_HOLDOUT_QUICK_WINDOW_DAYS,
+    LPC_HOLDOUT_WINDOW_DAYS,
+    LPC_QUICK_WINDOW_DAYS,
+    LPC_TRACE,
+    LPC_WINDOW_DAYS,
+    PRETRAIN_DECISIONS,
+    PRIMARY_LEARNED,
+    PROTOCOL_BOTH,
+    PROTOCOLS,
+    QUICK_SCALE,
+    RESERVATION_POLICIES,
+    RIGID_LEARNED,
+    RUNTIME_MODELS,
+    SAME_INFO_RULES,
+    TRIM_JOBS,
+    TUNING_SEED_BASE,
+    WORKLOADS,
+    RunResult,
+    RunSpec,
+    find_row,
+    published_rows_json,
+)
 from rlsched.sim.metrics import trim_mask
 from rlsched.sim.policies import simulate_policy
 from rlsched.sim.schedulers import with_recorded_waits
 from rlsched.sim.workload import Workload
-
-#: P-grid §4.1: the LAL site's rigid pool.
-LAL_CORES = 81
-#: P-grid §4.1: the first and last 500 jobs are left out of the statistics.
-TRIM_JOBS = 500
-#: P-grid §3.3: EDF pretraining before the agent acts ("after a few learning sweeps"); the
-#: paper gives no count, the core's default is 500 decisions.
-PRETRAIN_DECISIONS = 500
-#: Quick mode: a tenth of the workload, of the trim and of the pretraining.
-QUICK_SCALE = 0.1
-#: Seeds at or above this are for tuning only; reported tables use seed .. seed + n_seeds − 1.
-TUNING_SEED_BASE = 1000
-#: Elastic pool: options from the P-grid §4.1 floor to twice the rigid LAL pool, in steps of 10 cores.
-ELASTIC_MAX_CORES = 2 * LAL_CORES
-ELASTIC_STEP_CORES = 10
-LAMBDAS = (0.5, 1.0)
-RUNTIME_MODELS = ("estimated", "oracle")
-CLASSES = (("interactive", int(JobClass.INTERACTIVE)), ("batch", int(JobClass.BATCH)))
-LPC_TRACE = "lpc"
-#: The LPC-EGEE window, days after the trace's start (see the module docstring for why).
-LPC_WINDOW_DAYS = (252.0, 266.0)
-#: Quick mode: the first day of that window.
-LPC_QUICK_WINDOW_DAYS = (252.0, 253.0)
-#: Classic baselines, in table order (``native`` only where the workload recorded a schedule).
-CLASSIC_POLICIES = ("fcfs", "easy", "easy-sjf")
-#: Learned policies: the learner and the Q-function approximator.
-LEARNED_POLICIES = ("sarsa-esn", "sarsa-esn-keepidle", "fqi-esn", "fqi-ffnn")
-#: The rule the ``-keepidle`` learner can learn, as a fixed baseline (rigid and elastic experiments).
-RESERVATION_POLICIES = ("interactive-first-keepidle",)
-#: Idle cores a ``-keepidle`` policy may keep back for interactive arrivals: the smallest K
-#: whose learner reached interactive W ≥ 0.95 on tuning seeds 1000–1003
-#: (``benchmarks/diag_perez_learning.py --keep-idle K``, sarsa-esn, estimated, λ = 0.5):
-#: K = 1, 2, 3 gave interactive W 0.943, 0.972, 0.976 and batch W 0.801, 0.798, 0.794
-#: (FCFS 0.856 / 0.802).  The fixed rule with K = 2 reached 0.993 / 0.792 there.
-KEEP_IDLE_CORES = _REGISTRY_KEEP_IDLE_CORES  # the registry's default for the -keepidle policies
-#: A second LPC-EGEE fortnight, days 203–217 (23 February – 9 March 2005), held out: no choice of the learners,
-#: the rules or the reporting window was made on it.  The Parallel Workloads Archive is not reachable
-#: from the machines these runs were made on and LPC-EGEE is the only grid log in the trace folder, so
-#: the held-out grid workload is a disjoint window of the same site, not another site; why this window:
-#: the busiest non-outage fortnight that ends at least a month before the reporting window (9,479 jobs,
-#: offered load 0.37, recorded mean wait 1,849 s).
-LPC_HOLDOUT_WINDOW_DAYS = (203.0, 217.0)
-LPC_HOLDOUT_QUICK_WINDOW_DAYS = (203.0, 204.0)
-WORKLOADS = ("lal", "lpc-egee", "lpc-egee-holdout")
-#: Workload names in the reports.
-WORKLOAD_NAMES = {"lal": "LAL-like", "lpc-egee": "LPC-EGEE", "lpc-egee-holdout": "LPC-EGEE held out"}
-#: The two information protocols (docs/perez.md, "Same information").  ``paper``: every policy sees the
-#: class from the actual runtime (< 900 s, P-grid §4.2), as the papers do; ``product``: every policy sees
-#: the class a live scheduler can know at submit — the daemon's default class rule (time limit ≤ 900 s,
-#: :class:`rlsched.core.classify.ClassRule`) applied to the trace's requested time — and no
-#: learned policy may use the actual runtime (``oracle``).  W is always measured on the paper's classes,
-#: the quantity the papers optimise; the protocol changes only what the schedulers see.
-PROTOCOLS = ("paper", "product")
-#: The LAL-like workload's two protocols coincide (every job requests its queue's limit, and the limit
-#: defines the class): its runs are labelled ``both`` and run once.
-PROTOCOL_BOTH = "both"
-#: Rules that read the class (or the VO usage), beside the learned policies in every protocol.
-SAME_INFO_RULES = ("interactive-first", "interactive-first-sjf", "multifactor")
-#: The learned row of the product-protocol goal, fixed before any reporting run: the learner with the
-#: keep-idle action, estimated runtimes, λ = 0.5 (P-grid's trade-off of W against VO fairness F).
-PRIMARY_LEARNED = ("sarsa-esn-keepidle", "estimated", 0.5)
-#: Differences in mean W or mean F below this are ties whatever the spread over seeds: the tables print
-#: three decimals, and on these workloads F differs between any two policies in its fourth.
-GOAL_RESOLUTION = 0.001
-#: The learned policies of ``perez-rigid`` and ``perez-elastic`` (P-fqi's are in perez_fqi).
-RIGID_LEARNED = ("sarsa-esn", "sarsa-esn-keepidle")
-
-#: Kept for callers of the previous version; the side-by-side tables are in perez_report.PUBLISHED_ROWS.
-PUBLISHED = report.PUBLISHED_SUMMARY
-
-
-@dataclass(frozen=True)
-class RunSpec:
-    """One simulation: a workload realisation under one policy and setting.
-
-    ``trim`` and ``pretrain_decisions`` default to the paper's 500 scaled like the
-    workload (see :func:`trim_jobs`, :func:`pretrain_decisions`); ``window_days`` is the
-    LPC-EGEE window (default :data:`LPC_WINDOW_DAYS`, or the quick one when ``scale < 1``).
-    """
-
-    workload: str  # "lal" or "lpc-egee"
-    policy: str  # fcfs, easy, easy-sjf, interactive-first-keepidle, native, sarsa-esn[-keepidle], fqi-*
-    runtime_model: str | None
-    lam: float | None
-    seed: int
-    scale: float
-    elastic: bool = False
-    trim: int | None = None
-    pretrain_decisions: int | None = None
-    window_days: tuple[float, float] | None = None
-    protocol: str = "paper"  # "paper", "product" or "both" (see PROTOCOLS)
-
-
-@dataclass
-class RunResult:
-    """What one simulation leaves for the tables and figures.
-
-    ``job_class``, ``wait_s`` and ``w`` hold only the jobs in the statistics (trimmed);
-    ``submit_s``, ``start_s``, ``end_s``, ``procs`` and ``vo`` hold every job, for the
-    time series (fairness needs the service delivered since the start).
-    """
-
-    spec: RunSpec
-    job_class: IntArray
-    wait_s: FloatArray
-    w: FloatArray
-    wall_s: float
-    utilization: float
-    span_s: tuple[float, float]
-    pool_time_s: FloatArray | None = None
-    pool_cores: IntArray | None = None
-    submit_s: FloatArray | None = None
-    start_s: FloatArray | None = None
-    end_s: FloatArray | None = None
-    procs: IntArray | None = None
-    vo: IntArray | None = None
-    shares: tuple[float, ...] = ()
-    cores: int = 0
-    #: Jobs whose class under the product protocol differs from the paper's (0 under the paper protocol).
-    class_disagreements: int = 0
 
 
 def _scaled(spec: RunSpec) -> bool:
@@ -451,21 +360,31 @@ def plan(*, quick: bool, seeds: Iterable[int], elastic: bool = False, lpc: bool 
         window = lpc_window_days if workload == "lpc-egee" else None
         fixed = (*classic, *(("native",) if workload != "lal" else ()))
         for protocol in workload_protocols:
+            base = RunSpec(workload, "", None, None, 0, wl_scale, window_days=window, protocol=protocol)
+            # A fixed policy on a fixed trace is deterministic: one run, on the first seed.
             for seed in seed_list if workload == "lal" else seed_list[:1]:
-                for policy in fixed:
-                    specs.append(RunSpec(workload, policy, None, None, seed, wl_scale, window_days=window,
-                                         protocol=protocol))
-            models = ("estimated",) if protocol == "product" else RUNTIME_MODELS
-            for seed in seed_list:
-                for policy in learned:
-                    for rm in models:
-                        for lam in LAMBDAS:
-                            if rigid_learned:
-                                specs.append(RunSpec(workload, policy, rm, lam, seed, wl_scale, window_days=window,
-                                                     protocol=protocol))
-                            if elastic and workload == "lal":
-                                specs.append(RunSpec(workload, policy, rm, lam, seed, wl_scale, elastic=True,
-                                                     protocol=protocol))
+                specs += [replace(base, policy=policy, seed=seed) for policy in fixed]
+            specs += _learned_specs(base, seed_list, learned, rigid=rigid_learned,
+                                    elastic=elastic and workload == "lal")
+    return specs
+
+
+def _learned_specs(base: RunSpec, seeds: list[int], learned: Sequence[str], *, rigid: bool,
+                   elastic: bool) -> list[RunSpec]:
+    """Every learned run of one workload and protocol: seed × policy × runtime model × λ, rigid and/or elastic.
+
+    Under the product protocol only estimated runtimes (no policy reads the actual runtime)."""
+    models = ("estimated",) if base.protocol == "product" else RUNTIME_MODELS
+    specs: list[RunSpec] = []
+    for seed in seeds:
+        for policy in learned:
+            for rm in models:
+                for lam in LAMBDAS:
+                    one = replace(base, policy=policy, runtime_model=rm, lam=lam, seed=seed)
+                    if rigid:
+                        specs.append(one)
+                    if elastic:
+                        specs.append(replace(one, elastic=True, window_days=None))
     return specs
 
 
@@ -535,18 +454,6 @@ def _mean_pool(r: RunResult) -> float:
     """Time-averaged pool size from the first submit to the last end."""
     assert r.pool_time_s is not None and r.pool_cores is not None
     return PoolHistory(r.pool_time_s, r.pool_cores).mean_cores(*r.span_s)
-
-
-def find_row(rows: list[dict[str, Any]], workload: str, policy: str, cls: str, rm: str | None = None,
-             lam: float | None = None, protocol: str | None = None) -> dict[str, Any] | None:
-    """The row of these keys; ``protocol=None`` takes the paper protocol's (``both`` on the LAL-like workload)."""
-    wanted = ("paper", PROTOCOL_BOTH) if protocol is None else (protocol,)
-    for r in rows:
-        if (r["workload"], r["policy"], r["class"], r["runtime_model"], r["lambda"]) == (workload, policy, cls,
-                                                                                           rm, lam) \
-                and r.get("protocol", "paper") in wanted:
-            return r
-    return None
 
 
 def _paired_sd(learned: dict[str, Any], rule: dict[str, Any], key: str) -> float:
@@ -645,12 +552,6 @@ def _cost_rank(spec: RunSpec) -> tuple[int, int]:
     return cost, spec.workload != "lpc-egee"
 
 
-def execute(specs: list[RunSpec], workers: int) -> list[RunResult]:
-    """Run ``specs`` (in ``workers`` spawned processes, one BLAS thread each); results in the order of ``specs``."""
-    # Longest first so the two cores finish together.
-    return run_in_pool(run_one, specs, workers, cost=_cost_rank)
-
-
 def reported_seeds(seed: int, n_seeds: int | None, quick: bool) -> list[int]:
     """The reporting seeds; refuses any in the tuning range (≥ :data:`TUNING_SEED_BASE`)."""
     k = n_seeds if n_seeds is not None else (1 if quick else 3)
@@ -680,32 +581,57 @@ def resolve_lpc(lpc: bool | None, quick: bool) -> tuple[bool, str | None]:
     return True, None
 
 
+@dataclass(frozen=True)
+class PerezExperiment(PaperExperiment[RunSpec, RunResult]):
+    """A Perez experiment on the template: the runs ``specs`` (see :func:`plan`), one simulation each."""
+
+    name: str
+    specs: tuple[RunSpec, ...]
+    quick: bool
+    seeds: tuple[int, ...]
+    notes: tuple[str, ...] = ()
+
+    def plan(self) -> list[RunSpec]:
+        return list(self.specs)
+
+    def run_one(self, task: RunSpec) -> RunResult:
+        return run_one(task)
+
+    def cost(self, task: RunSpec) -> tuple[int, int]:
+        return _cost_rank(task)
+
+    def aggregate(self, results: list[RunResult], run: ExperimentRun) -> dict[str, Any]:
+        specs = self.specs
+        rows = aggregate(results)
+        figures = report.figures(run.out, results)
+        result: dict[str, Any] = {
+            "experiment": self.name, "quick": self.quick, "seeds": list(self.seeds),
+            "tuning_seed_base": TUNING_SEED_BASE, "lal_cores": LAL_CORES,
+            "trim_jobs": sorted({trim_jobs(s) for s in specs}),
+            "pretrain_decisions": sorted({pretrain_decisions(s) for s in specs if s.policy in LEARNED_POLICIES}),
+            "lpc_window_days": next((list(lpc_window(s)) for s in specs if s.workload == "lpc-egee"), None),
+            "lpc_holdout_window_days": next((list(lpc_window(s)) for s in specs if s.workload == "lpc-egee-holdout"),
+                                            None),
+            "protocols": sorted({s.protocol for s in specs}, key=(PROTOCOL_BOTH, *PROTOCOLS).index),
+            "primary_learned": list(PRIMARY_LEARNED),
+            "workloads": sorted({s.workload for s in specs}, key=WORKLOADS.index),
+            "notes": list(self.notes), "published": published_rows_json(),
+            "runs": [{**asdict(r.spec), "wall_s": r.wall_s} for r in results],
+            "rows": rows, "targets": targets(rows), "same_info_goal": same_info_goal(rows), "figures": figures,
+        }
+        result["wall_time_s"] = run.wall_s()
+        return result
+
+    def render(self, results: dict[str, Any]) -> str:
+        return report.report_markdown(results)
+
+
 def run_experiment(name: str, out_dir: Path, specs: list[RunSpec], *, quick: bool, seeds: list[int],
                    workers: int | None, notes: Sequence[str] = ()) -> dict[str, Any]:
-    """Run ``specs``, then write ``results.json``, ``report.md`` and the figures into ``out_dir``."""
-    started = time.perf_counter()
-    options = ExperimentOptions(out_dir, quick=quick, workers=workers)
-    out = options.output()
-    results = execute(specs, options.resolved_workers())
-    rows = aggregate(results)
-    figures = report.figures(out, results)
-    result: dict[str, Any] = {
-        "experiment": name, "quick": quick, "seeds": seeds, "tuning_seed_base": TUNING_SEED_BASE,
-        "lal_cores": LAL_CORES, "trim_jobs": sorted({trim_jobs(s) for s in specs}),
-        "pretrain_decisions": sorted({pretrain_decisions(s) for s in specs if s.policy in LEARNED_POLICIES}),
-        "lpc_window_days": next((list(lpc_window(s)) for s in specs if s.workload == "lpc-egee"), None),
-        "lpc_holdout_window_days": next((list(lpc_window(s)) for s in specs if s.workload == "lpc-egee-holdout"),
-                                        None),
-        "protocols": sorted({s.protocol for s in specs}, key=(PROTOCOL_BOTH, *PROTOCOLS).index),
-        "primary_learned": list(PRIMARY_LEARNED),
-        "workloads": sorted({s.workload for s in specs}, key=WORKLOADS.index),
-        "notes": list(notes), "published": report.published_rows_json(),
-        "runs": [{**asdict(r.spec), "wall_s": r.wall_s} for r in results],
-        "rows": rows, "targets": targets(rows), "same_info_goal": same_info_goal(rows), "figures": figures,
-    }
-    result["wall_time_s"] = time.perf_counter() - started
-    write_results(out, result, report.report_markdown(result), indent=1)
-    return result
+    """Run ``specs`` (longest first, on ``workers`` processes), then write ``results.json``, ``report.md``
+    and the figures into ``out_dir``."""
+    experiment = PerezExperiment(name, tuple(specs), quick, tuple(seeds), tuple(notes))
+    return experiment.run(out_dir, workers if workers is not None else default_workers())
 
 
 def run_rigid(out_dir: Path, *, quick: bool = False, seed: int = 0, n_seeds: int | None = None,

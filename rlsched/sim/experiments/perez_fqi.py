@@ -4,14 +4,14 @@ P-fqi §4.3 runs the Echo State Network fitted-Q iteration (Alg. 1, policy ``fqi
 the same iteration with a feed-forward network Q-function (``fqi-ffnn``, the paper's
 "RL-NN"), each under the ``oracle`` and ``estimated`` runtime models, with λ_s = 0.5, on
 the LAL trace, against the native EGEE schedule.  Here, on the LAL-like workload (81
-cores) and on the LPC-EGEE window of :mod:`rlsched.sim.experiments.perez`:
+cores) and on the LPC-EGEE window of :mod:`rlsched.sim.experiments.perez_common`:
 
 - ``fqi-esn``, ``fqi-ffnn`` × {oracle, estimated} × λ ∈ {0.5, 1} (λ = 1 is ours: the issue
   asks for both, P-fqi reports 0.5 only);
 - ``fcfs``, ``easy``, ``easy-sjf``, the class-reading rules ``interactive-first`` and
   ``interactive-first-sjf``, Slurm's ``multifactor`` with fair-share on the VO target shares, and
   ``native`` on LPC-EGEE (its recorded schedule);
-- on LPC-EGEE, both information protocols (:data:`rlsched.sim.experiments.perez.PROTOCOLS`): the
+- on LPC-EGEE, both information protocols (:data:`rlsched.sim.experiments.perez_common.PROTOCOLS`): the
   class from the actual runtime (the papers'), and the class a live scheduler knows (requested time);
   under the second, estimated runtimes only.
 
@@ -31,15 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from rlsched.sim.experiments import Experiment, perez_report
-from rlsched.sim.experiments.perez import (
-    CLASSIC_POLICIES,
-    PROTOCOLS,
-    SAME_INFO_RULES,
-    plan,
-    reported_seeds,
-    resolve_lpc,
-    run_experiment,
-)
+from rlsched.sim.experiments.perez import plan, reported_seeds, resolve_lpc, run_experiment
+from rlsched.sim.experiments.perez_common import CLASSIC_POLICIES, PROTOCOLS, SAME_INFO_RULES
 
 #: P-fqi §4.3: the two Q-function approximators under fitted-Q iteration.
 FQI_POLICIES = ("fqi-esn", "fqi-ffnn")

@@ -1,15 +1,5 @@
-"""Figures and ``report.md`` of the Perez experiments; the published numbers they are compared with.
-
-Published numbers are transcribed from the papers' tables (``/work/shared/papers``):
-
-- P-grid Table 2 (rigid, W mean ± sd per class), Table 3 (rigid, interactive queueing
-  delay mean ± sd), Table 4 (elastic, W), Table 5 (elastic, speedup of the interactive
-  queueing delay), and the fractions quoted in P-grid §5.2–5.3;
-- P-fqi Table 2 (W per class and total, λ = 0.5), Table 3 (queueing delay per class)
-  and the fractions quoted in P-fqi §5.1–5.2.
-
-The papers' "EGEE"/"nat" rows are the LAL site's recorded schedule; ours is ``native``
-on the LPC-EGEE window (another EGEE site), the only recorded schedule we have.
+"""Figures and ``report.md`` of the Perez experiments, beside the published numbers of
+:mod:`rlsched.sim.experiments.perez_common`.
 
 Figures (one per workload unless said otherwise):
 
@@ -28,7 +18,7 @@ Figures (one per workload unless said otherwise):
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -42,111 +32,18 @@ from rlsched.core.measures import utilization_series as _utilization_series
 from rlsched.core.view import FloatArray, JobClass
 from rlsched.sim.elastic import PoolHistory
 from rlsched.sim.experiments.harness import pyplot, save_figure
-
-if TYPE_CHECKING:
-    from rlsched.sim.experiments.perez import RunResult
+from rlsched.sim.experiments.perez_common import (
+    LAMBDAS,
+    PUBLISHED_ROWS,
+    RUNTIME_MODELS,
+    SOURCES,
+    WORKLOAD_NAMES,
+    RunResult,
+    find_row,
+)
 
 #: Points of the time grid of the fairness and utilization series.
 SERIES_POINTS = 600
-
-#: The published numbers in one line per table (kept in results.json for readers of the previous format).
-PUBLISHED_SUMMARY: dict[str, dict[str, str]] = {
-    "P-grid Table 2 (rigid, W mean ± sd)": {
-        "sarsa-esn interactive": "0.864–0.869 ± 0.31", "sarsa-esn batch": "0.892–0.899",
-        "native interactive": "0.628 ± 0.418", "native batch": "0.830"},
-    "P-grid Table 3 (rigid, interactive mean wait, s)": {"sarsa-esn": "862–1152", "native": "2756"},
-    "P-grid Table 4 (elastic, interactive W)": {"sarsa-esn": "0.958–0.971; ≥ 94 % with W > 0.9"},
-    "P-grid Table 5 (elastic, speedup of queueing delay)": {"sarsa-esn": "45–73 %"},
-    "P-fqi Table 2 (W, all jobs)": {"fqi-esn estimated": "0.94", "fqi-ffnn estimated": "0.93", "native": "0.73"},
-    "P-fqi Table 3 (mean wait interactive / batch, s)": {
-        "fqi-esn estimated": "495 / 3492 (> 90 % interactive under 2 min)", "native": "2756 / 13041"},
-}
-
-
-def _pub(source: str, policy: str, rm: str | None, lam: float | None, cls: str, metric: str, mean: float,
-         sd: float | None = None, note: str = "") -> dict[str, Any]:
-    return {"source": source, "policy": policy, "runtime_model": rm, "lambda": lam, "class": cls,
-            "metric": metric, "mean": mean, "sd": sd, "note": note}
-
-
-def _published_rows() -> list[dict[str, Any]]:
-    rows: list[dict[str, Any]] = []
-    t2 = "P-grid Table 2"
-    # P-grid Table 2: rig-ora-0.5, rig-ora-1, rig-est-0.5, rig-est-1, nat; (interactive, batch) mean ± sd of W.
-    pgrid_w = {("oracle", 0.5): ((0.866, 0.314), (0.892, 0.228)), ("oracle", 1.0): ((0.869, 0.308), (0.893, 0.226)),
-               ("estimated", 0.5): ((0.864, 0.319), (0.894, 0.223)),
-               ("estimated", 1.0): ((0.867, 0.311), (0.899, 0.216))}
-    for (rm, lam), (inter, batch) in pgrid_w.items():
-        rows.append(_pub(t2, "sarsa-esn", rm, lam, "interactive", "W", *inter))
-        rows.append(_pub(t2, "sarsa-esn", rm, lam, "batch", "W", *batch))
-    rows.append(_pub(t2, "native", None, None, "interactive", "W", 0.628, 0.418))
-    rows.append(_pub(t2, "native", None, None, "batch", "W", 0.830, 0.265))
-    # P-grid Table 3: interactive queueing delay (s).
-    t3 = "P-grid Table 3"
-    for (rm, lam), (mean, sd) in {("oracle", 0.5): (1096, 5137), ("oracle", 1.0): (862, 3505),
-                                  ("estimated", 0.5): (1087, 4838), ("estimated", 1.0): (1152, 5417)}.items():
-        rows.append(_pub(t3, "sarsa-esn", rm, lam, "interactive", "wait", mean, sd))
-    rows.append(_pub(t3, "native", None, None, "interactive", "wait", 2756, 8844))
-    # P-grid §5.2: fractions of interactive jobs with W ≥ 0.9 and with a wait under 2 minutes.
-    s52 = "P-grid §5.2"
-    rows.append(_pub(s52, "sarsa-esn", None, None, "interactive", "frac_W_over_0_9", 0.82, note="“82 % or more”"))
-    rows.append(_pub(s52, "native", None, None, "interactive", "frac_W_over_0_9", 0.53))
-    rows.append(_pub(s52, "sarsa-esn", None, None, "interactive", "frac_wait_under_120s", 0.86))
-    rows.append(_pub(s52, "native", None, None, "interactive", "frac_wait_under_120s", 0.63))
-    # P-grid Table 4: elastic W (interactive, batch); Table 5: speedup of the interactive queueing delay.
-    t4, t5 = "P-grid Table 4", "P-grid Table 5"
-    elastic_w = {("oracle", 0.5): ((0.965, 0.177), (0.966, 0.116)), ("oracle", 1.0): ((0.971, 0.160), (0.966, 0.121)),
-                 ("estimated", 0.5): ((0.958, 0.184), (0.960, 0.123)),
-                 ("estimated", 1.0): ((0.968, 0.167), (0.968, 0.113))}
-    speedup = {("oracle", 0.5): 0.45, ("oracle", 1.0): 0.73, ("estimated", 0.5): 0.58, ("estimated", 1.0): 0.64}
-    for (rm, lam), (inter, batch) in elastic_w.items():
-        rows.append(_pub(t4, "sarsa-esn-elastic", rm, lam, "interactive", "W", *inter))
-        rows.append(_pub(t4, "sarsa-esn-elastic", rm, lam, "batch", "W", *batch))
-        rows.append(_pub(t5, "sarsa-esn-elastic", rm, lam, "interactive", "speedup", speedup[(rm, lam)],
-                         note="vs the rigid agent of the same setting"))
-    rows.append(_pub("P-grid §5.3", "sarsa-esn-elastic", None, None, "interactive", "frac_W_over_0_9", 0.94,
-                     note="“more than 94 %”"))
-    # P-fqi Table 2 (λ = 0.5): W batch / interactive / total; Table 3: queueing delay batch / interactive.
-    f2, f3 = "P-fqi Table 2", "P-fqi Table 3"
-    fqi_w = {("native", None): ((0.82, 0.26), (0.62, 0.41), (0.73, 0.36)),
-             ("fqi-ffnn", "oracle"): ((0.93, 0.18), (0.94, 0.22), (0.93, 0.20)),
-             ("fqi-ffnn", "estimated"): ((0.92, 0.18), (0.94, 0.22), (0.93, 0.20)),
-             ("fqi-esn", "oracle"): ((0.93, 0.19), (0.94, 0.20), (0.93, 0.19)),
-             ("fqi-esn", "estimated"): ((0.93, 0.17), (0.95, 0.19), (0.94, 0.18))}
-    fqi_wait = {("native", None): ((13041, 26726), (2756, 8844)),
-                ("fqi-ffnn", "oracle"): ((3777, 12168), (1366, 7989)),
-                ("fqi-ffnn", "estimated"): ((3803, 12232), (1382, 8076)),
-                ("fqi-esn", "oracle"): ((3962, 13014), (1085, 8491)),
-                ("fqi-esn", "estimated"): ((3492, 12175), (495, 3589))}
-    for (policy, fqi_rm), (batch, inter, total) in fqi_w.items():
-        fqi_lam = None if fqi_rm is None else 0.5
-        rows.append(_pub(f2, policy, fqi_rm, fqi_lam, "interactive", "W", *inter))
-        rows.append(_pub(f2, policy, fqi_rm, fqi_lam, "batch", "W", *batch))
-        rows.append(_pub(f2, policy, fqi_rm, fqi_lam, "all", "W", *total))
-    for (policy, fqi_rm), (batch, inter) in fqi_wait.items():
-        fqi_lam = None if fqi_rm is None else 0.5
-        rows.append(_pub(f3, policy, fqi_rm, fqi_lam, "interactive", "wait", *inter))
-        rows.append(_pub(f3, policy, fqi_rm, fqi_lam, "batch", "wait", *batch))
-    s5 = "P-fqi §5.1–5.2"
-    rows.append(_pub(s5, "fqi-esn", None, None, "interactive", "frac_wait_under_120s", 0.90,
-                     note="“more than 90 %” (ESN and NN)"))
-    rows.append(_pub(s5, "native", None, None, "interactive", "frac_wait_under_120s", 0.63))
-    return rows
-
-
-PUBLISHED_ROWS: tuple[dict[str, Any], ...] = tuple(_published_rows())
-
-#: Which published tables each experiment regenerates.
-SOURCES: dict[str, tuple[str, ...]] = {
-    "perez-rigid": ("P-grid Table 2", "P-grid Table 3", "P-grid §5.2"),
-    "perez-elastic": ("P-grid Table 4", "P-grid Table 5", "P-grid §5.3"),
-    "perez-fqi": ("P-fqi Table 2", "P-fqi Table 3", "P-fqi §5.1–5.2"),
-}
-
-
-def published_rows_json() -> list[dict[str, Any]]:
-    return [dict(r) for r in PUBLISHED_ROWS]
-
 
 # ------------------------------------------------------------------------ time series
 def fairness_series(r: RunResult, t: FloatArray) -> FloatArray:
@@ -344,8 +241,6 @@ def _fmt(x: Any, digits: int = 3) -> str:
 
 def _ours(rows: list[dict[str, Any]], pub: dict[str, Any], workload: str) -> str:
     """Our value for a published entry, formatted like it (mean ± sd; fractions; speedups)."""
-    from rlsched.sim.experiments.perez import LAMBDAS, RUNTIME_MODELS, find_row
-
     metric = pub["metric"]
     if metric == "speedup":
         rigid_policy = pub["policy"].removesuffix("-elastic")
@@ -403,8 +298,6 @@ def side_by_side(result: dict[str, Any]) -> list[str]:
 
 def _differences(result: dict[str, Any]) -> list[str]:
     """Why our numbers differ from the papers', with the numbers of this run where they say it."""
-    from rlsched.sim.experiments.perez import find_row
-
     rows = result["rows"]
     out = [
         "- **Workload.** The LAL trace is not public. The LAL-like workload is synthetic and matches its "
@@ -481,10 +374,6 @@ _PROTOCOL_TEXT = {
 
 def same_information(result: dict[str, Any]) -> list[str]:
     """The tables that put learned policies beside rules, one per workload × protocol, and the goal."""
-    from rlsched.sim.experiments.perez import WORKLOAD_NAMES, find_row
-
-    rows = result["rows"]
-    protocols = result.get("protocols", ["paper"])
     lines = ["## Same information: learned policies beside rules", "",
              "Every table below gives the rules and the learned policies the same class information. "
              "W and the waits are measured on the paper's classes (actual runtime < 900 s) under either "
@@ -493,58 +382,87 @@ def same_information(result: dict[str, Any]) -> list[str]:
              "a difference inside the spread is a tie. F: time-averaged VO fairness (P-grid Eq. 2). "
              "`native` is the recorded schedule, context only.", ""]
     for workload in result.get("workloads", ["lal"]):
-        for protocol in protocols:
-            wl_rows = [r for r in rows if r["workload"] == workload and r.get("protocol", "paper") == protocol
-                       and r["class"] == "interactive"]
-            if not wl_rows:
-                continue
-            lines += [f"### {WORKLOAD_NAMES.get(workload, workload)}, {_PROTOCOL_TEXT.get(protocol, protocol)}", "",
-                      "| policy | runtime | λ | class from | runtime estimate from | interactive W | "
-                      "interactive wait (s) | batch W | F | class ≠ paper's |",
-                      "|---|---|---|---|---|---|---|---|---|---|"]
-            for r in wl_rows:
-                batch = find_row(rows, workload, r["policy"], "batch", r["runtime_model"], r["lambda"], protocol)
-                lines.append(
-                    f"| {r['policy']} | {_fmt(r['runtime_model'])} | {_fmt(r['lambda'], 1)} | "
-                    f"{r.get('class_from', '–')} | {r.get('runtime_from', '–')} | "
-                    f"{_pm(r['mean_W'], r.get('sd_W_over_seeds'))} | {_fmt(r['mean_wait_s'], 0)} | "
-                    f"{_pm(batch['mean_W'], batch.get('sd_W_over_seeds')) if batch else '–'} | "
-                    f"{_pm(r['mean_fairness'], r.get('sd_fairness_over_seeds'))} | "
-                    f"{r.get('class_disagreements', 0)} |")
-            lines.append("")
+        for protocol in result.get("protocols", ["paper"]):
+            lines += _protocol_table(result["rows"], workload, protocol)
+    return lines + _goal_section(result)
+
+
+def _protocol_table(rows: list[dict[str, Any]], workload: str, protocol: str) -> list[str]:
+    """Rules and learned policies of one workload under one protocol (nothing when none ran)."""
+    wl_rows = [r for r in rows if r["workload"] == workload and r.get("protocol", "paper") == protocol
+               and r["class"] == "interactive"]
+    if not wl_rows:
+        return []
+    lines = [f"### {WORKLOAD_NAMES.get(workload, workload)}, {_PROTOCOL_TEXT.get(protocol, protocol)}", "",
+             "| policy | runtime | λ | class from | runtime estimate from | interactive W | "
+             "interactive wait (s) | batch W | F | class ≠ paper's |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in wl_rows:
+        batch = find_row(rows, workload, r["policy"], "batch", r["runtime_model"], r["lambda"], protocol)
+        lines.append(
+            f"| {r['policy']} | {_fmt(r['runtime_model'])} | {_fmt(r['lambda'], 1)} | "
+            f"{r.get('class_from', '–')} | {r.get('runtime_from', '–')} | "
+            f"{_pm(r['mean_W'], r.get('sd_W_over_seeds'))} | {_fmt(r['mean_wait_s'], 0)} | "
+            f"{_pm(batch['mean_W'], batch.get('sd_W_over_seeds')) if batch else '–'} | "
+            f"{_pm(r['mean_fairness'], r.get('sd_fairness_over_seeds'))} | "
+            f"{r.get('class_disagreements', 0)} |")
+    lines.append("")
+    return lines
+
+
+def _goal_section(result: dict[str, Any]) -> list[str]:
+    """The product-protocol goal, one line per workload, and how far F can move at all."""
     goal = result.get("same_info_goal", [])
-    if goal:
-        lines += ["### The goal under the product protocol", "",
-                  "The learned row is fixed in advance (`" + " ".join(str(x) for x in
-                                                                       result.get("primary_learned", [])) +
-                  "`); the best rule is the rule with the highest interactive W under the same protocol. Goal: "
-                  "interactive W no worse than the best rule's (difference ≥ −spread) and F better (difference "
-                  "> spread). Spread: the sd over seeds of the paired per-seed differences (at least 0.001).",
-                  "",
-                  "| workload | learned W | best rule | rule W | ΔW (spread) | learned F | rule F | ΔF (spread) | "
-                  "W no worse | F better |", "|---|---|---|---|---|---|---|---|---|---|"]
-        for g in goal:
-            lines.append(
-                f"| {WORKLOAD_NAMES.get(g['workload'], g['workload'])} | {_pm(g['learned_W'], g['learned_sd_W'])} | "
-                f"{g['best_rule']} | {_pm(g['rule_W'], g['rule_sd_W'])} | {g['diff_W']:+.3f} ({g['spread_W']:.3f}) | "
-                f"{_pm(g['learned_F'], g['learned_sd_F'])} | {_pm(g['rule_F'], g['rule_sd_F'])} | "
-                f"{g['diff_F']:+.3f} ({g['spread_F']:.3f}) | {'yes' if g['W_no_worse'] else 'NO'} | "
-                f"{'yes' if g['F_better'] else 'NO'} |")
-        lines += ["", "How far F can move at all: the range of mean F over every simulated policy (rules and "
-                  "learned, both protocols) on each workload.", ""]
-        for workload in result.get("workloads", ["lal"]):
-            fs = [r["mean_fairness"] for r in rows if r["workload"] == workload and r["class"] == "all"
-                  and r["policy"] != "native" and r["mean_fairness"] is not None]
-            if fs:
-                lines.append(f"- {WORKLOAD_NAMES.get(workload, workload)}: F {min(fs):.4f}–{max(fs):.4f} "
-                             f"(range {max(fs) - min(fs):.4f}).")
-        lines.append("")
+    if not goal:
+        return []
+    lines = ["### The goal under the product protocol", "",
+             "The learned row is fixed in advance (`" + " ".join(str(x) for x in result.get("primary_learned", []))
+             + "`); the best rule is the rule with the highest interactive W under the same protocol. Goal: "
+             "interactive W no worse than the best rule's (difference ≥ −spread) and F better (difference "
+             "> spread). Spread: the sd over seeds of the paired per-seed differences (at least 0.001).",
+             "",
+             "| workload | learned W | best rule | rule W | ΔW (spread) | learned F | rule F | ΔF (spread) | "
+             "W no worse | F better |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for g in goal:
+        lines.append(
+            f"| {WORKLOAD_NAMES.get(g['workload'], g['workload'])} | {_pm(g['learned_W'], g['learned_sd_W'])} | "
+            f"{g['best_rule']} | {_pm(g['rule_W'], g['rule_sd_W'])} | {g['diff_W']:+.3f} ({g['spread_W']:.3f}) | "
+            f"{_pm(g['learned_F'], g['learned_sd_F'])} | {_pm(g['rule_F'], g['rule_sd_F'])} | "
+            f"{g['diff_F']:+.3f} ({g['spread_F']:.3f}) | {'yes' if g['W_no_worse'] else 'NO'} | "
+            f"{'yes' if g['F_better'] else 'NO'} |")
+    lines += ["", "How far F can move at all: the range of mean F over every simulated policy (rules and "
+              "learned, both protocols) on each workload.", ""]
+    for workload in result.get("workloads", ["lal"]):
+        fs = [r["mean_fairness"] for r in result["rows"] if r["workload"] == workload and r["class"] == "all"
+              and r["policy"] != "native" and r["mean_fairness"] is not None]
+        if fs:
+            lines.append(f"- {WORKLOAD_NAMES.get(workload, workload)}: F {min(fs):.4f}–{max(fs):.4f} "
+                         f"(range {max(fs) - min(fs):.4f}).")
+    lines.append("")
     return lines
 
 
 def report_markdown(result: dict[str, Any]) -> str:
     """The whole report: published vs ours side by side, our full table, the targets, the differences."""
-    rows = result["rows"]
+    lines = _intro(result)
+    lines += same_information(result)
+    lines += ["## Published vs ours", "",
+              "Published values are from the real LAL trace; ours from the LAL-like workload and the LPC-EGEE "
+              "window. Pooled over the reporting seeds; the first and last "
+              f"{'/'.join(str(t) for t in result['trim_jobs'])} jobs are left out.", ""]
+    lines += side_by_side(result)
+    lines += _every_row_section(result["rows"])
+    lines += ["", "## Targets (issue 3)", ""]
+    lines += [f"- {'met' if check['holds'] else 'NOT met'}: {check['check']}" for check in result["targets"]]
+    lines += ["", "## Differences from the papers", ""]
+    lines += _differences(result)
+    lines += ["", "## Figures", ""]
+    lines += [f"- `{name}`" for name in result["figures"]]
+    return "\n".join(lines) + "\n"
+
+
+def _intro(result: dict[str, Any]) -> list[str]:
+    """Title, mode, seeds, the LPC-EGEE windows and the run's notes."""
     workloads = result.get("workloads", ["lal"])
     mode = "quick (LAL-like at scale 0.1, one day of LPC-EGEE)" if result["quick"] else "full"
     window = result.get("lpc_window_days")
@@ -563,16 +481,14 @@ def report_markdown(result: dict[str, Any]) -> str:
                   "(docs/perez.md says why this window and why not another site).", ""]
     for note in result.get("notes", []):
         lines += [f"Note: {note}.", ""]
-    lines += same_information(result)
-    lines += ["## Published vs ours", "",
-              "Published values are from the real LAL trace; ours from the LAL-like workload and the LPC-EGEE "
-              "window. Pooled over the reporting seeds; the first and last "
-              f"{'/'.join(str(t) for t in result['trim_jobs'])} jobs are left out.", ""]
-    lines += side_by_side(result)
-    lines += ["", "## Ours, every row", "",
-              "| workload | protocol | policy | runtime | λ | class | jobs | mean W | sd W | mean wait (s) | "
-              "sd wait (s) | wait < 120 s | W > 0.9 | mean F | util |",
-              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    return lines
+
+
+def _every_row_section(rows: list[dict[str, Any]]) -> list[str]:
+    lines = ["", "## Ours, every row", "",
+             "| workload | protocol | policy | runtime | λ | class | jobs | mean W | sd W | mean wait (s) | "
+             "sd wait (s) | wait < 120 s | W > 0.9 | mean F | util |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {r['workload']} | {r.get('protocol', 'paper')} | {r['policy']} | "
                      f"{_fmt(r['runtime_model'])} | {_fmt(r['lambda'], 1)} | "
@@ -580,11 +496,4 @@ def report_markdown(result: dict[str, Any]) -> str:
                      f"{_fmt(r['mean_wait_s'], 0)} | {_fmt(r.get('sd_wait_s'), 0)} | "
                      f"{_fmt(r['frac_wait_under_120s'])} | {_fmt(r['frac_W_over_0_9'])} | "
                      f"{_fmt(r.get('mean_fairness'))} | {_fmt(r['utilization'])} |")
-    lines += ["", "## Targets (issue 3)", ""]
-    for check in result["targets"]:
-        lines.append(f"- {'met' if check['holds'] else 'NOT met'}: {check['check']}")
-    lines += ["", "## Differences from the papers", ""]
-    lines += _differences(result)
-    lines += ["", "## Figures", ""]
-    lines += [f"- `{name}`" for name in result["figures"]]
-    return "\n".join(lines) + "\n"
+    return lines

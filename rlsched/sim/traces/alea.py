@@ -29,13 +29,15 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
+from rlsched.errors import RlschedError
+
 #: The columns after the 18 SWF fields, in file order.
 EXTRA_FIELDS = ("cpu_ids", "queue_name", "resource_request")
 #: What the reader drops, named in the workload's header (``Dropped``).
 DROPPED_FIELDS = "CPU ids (field 19), PBS resource request (field 21: nodes, ppn, node properties, #excl)"
 
 
-class AleaFormatError(ValueError):
+class AleaFormatError(RlschedError, ValueError):
     """A malformed line of an extended SWF file (the message names the file and the line)."""
 
 

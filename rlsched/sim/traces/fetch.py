@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from rlsched.errors import RlschedError
+
 if TYPE_CHECKING:
     import http.client
 
@@ -35,7 +37,7 @@ log = logging.getLogger(__name__)
 _GZIP_MAGIC = b"\x1f\x8b"
 
 
-class FetchError(RuntimeError):
+class FetchError(RlschedError, RuntimeError):
     """A trace that could not be downloaded or verified; the message is one line."""
 
 

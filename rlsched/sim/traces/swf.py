@@ -44,6 +44,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from rlsched.core.view import INTERACTIVE_THRESHOLD_S
+from rlsched.errors import RlschedError
 from rlsched.sim.traces import alea
 from rlsched.sim.traces.fetch import CATALOGUE, cache_dir, lookup_catalogue
 from rlsched.sim.workload import Workload, classify_by_runtime
@@ -81,7 +82,7 @@ _GZIP_MAGIC = b"\x1f\x8b"
 _FIRST_INT_RE = re.compile(r"[+-]?\d+")
 
 
-class SwfFormatError(ValueError):
+class SwfFormatError(RlschedError, ValueError):
     """A trace file that is not valid SWF; the message names the file and, if known, the line."""
 
 

@@ -187,7 +187,7 @@ def test_vanished_job_is_counted_not_retried_not_raised() -> None:
     b.boost([8])
     b.hold(8)
     assert b.errors == {"vanished_job": 2}
-    assert b.original_nice == {} and b.held_by_rlsched == set()
+    assert b.record.original_nice == {} and b.held_by_rlsched == set()
     assert sum(call[:2] == ("scontrol", "update") for call in runner.calls) == 1
 
 
@@ -214,7 +214,7 @@ def test_boost_ladder_orders_ranked_jobs_above_any_multifactor_priority() -> Non
                        ("scontrol", "update", "JobId=8", "Nice=-10000")]
     # The step (10000) exceeds the sum of the PriorityWeight* settings of the sample config (2000).
     assert b.nice_step() == 10000
-    assert b.original_nice == {10: 0, 9: 100, 8: 0}
+    assert b.record.original_nice == {10: 0, 9: 100, 8: 0}
     runner.calls.clear()
     b.boost([10, 9, 8])                  # same ranking: nothing to do
     assert runner.calls == []
@@ -222,7 +222,7 @@ def test_boost_ladder_orders_ranked_jobs_above_any_multifactor_priority() -> Non
     updates = [c[2:] for c in runner.calls if c[:2] == ("scontrol", "update")]
     # The ladder counts from the bottom rank: job 8 keeps its offset, no call for it.
     assert updates == [("JobId=10", "Nice=0"), ("JobId=9", "Nice=100")]
-    assert b.undo() == 1 and b.original_nice == {}
+    assert b.undo() == 1 and b.record.original_nice == {}
 
 
 def test_max_boosted_limits_the_ladder() -> None:
@@ -242,8 +242,8 @@ def test_record_survives_a_restart_and_undo_finishes_the_job(tmp_path: Path) -> 
     first.set_lease_cap(1)
     runner = FakeRunner()
     second = make(runner, state_file=str(state))
-    assert second.original_nice == {8: 0, 10: 0} and second.held_by_rlsched == {8}
-    assert second.drained_by_rlsched == {"cloud2", "cloud3", "cloud4"}
+    assert second.record.original_nice == {8: 0, 10: 0} and second.held_by_rlsched == {8}
+    assert second.record.drained_by_rlsched == {"cloud2", "cloud3", "cloud4"}
     assert second.undo() == 6
     assert ("scontrol", "update", "NodeName=cloud2,cloud3,cloud4", "State=RESUME") in runner.calls
     assert ("scontrol", "release", "8") in runner.calls

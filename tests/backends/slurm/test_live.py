@@ -129,7 +129,7 @@ def test_a_job_cancelled_between_view_and_action_is_counted_not_raised(slurm: Sl
     b.hold(job)
     b.release(job)
     assert b.errors["vanished_job"] == 3
-    assert b.original_nice == {} and b.held_by_rlsched == set()
+    assert b.record.original_nice == {} and b.held_by_rlsched == set()
 
 
 @pytest.mark.parametrize("source", ["auto", "jobcomp", "squeue"])
@@ -162,11 +162,11 @@ def test_lease_cap_drains_cloud_nodes_above_it_and_undo_resumes_them(slurm: Slur
     drained = [line.split() for line in slurm.run("sinfo", "-h", "-N", "-p", "cloud", "-o", "%N %T %E").stdout
                .splitlines()]
     reasons = {name: reason for name, _, reason in drained}
-    assert sorted(b.drained_by_rlsched) == ["cloud2", "cloud3", "cloud4"]
+    assert sorted(b.record.drained_by_rlsched) == ["cloud2", "cloud3", "cloud4"]
     assert all(reasons[n] == "rlsched_lease_cap" for n in ("cloud2", "cloud3", "cloud4"))
     assert b.view().cloud is not None and b.view().cloud.cap == 1   # type: ignore[union-attr]
     b.set_lease_cap(2)
-    assert sorted(b.drained_by_rlsched) == ["cloud3", "cloud4"]
+    assert sorted(b.record.drained_by_rlsched) == ["cloud3", "cloud4"]
     assert b.undo() == 2
     states = slurm.run("sinfo", "-h", "-N", "-p", "cloud", "-o", "%T").stdout.split()
     assert not any("drain" in s for s in states), states

@@ -10,12 +10,12 @@ import pytest
 from click.testing import CliRunner
 
 from rlsched.cli import main
-from rlsched.sim.experiments import registry
+from rlsched.sim.experiments import Experiment, registry
 
 RESULTS = Path(__file__).resolve().parents[3] / "docs" / "results"
 #: Committed folder → the experiment that wrote it.
 COMMITTED = {"perez-rigid": "perez-rigid", "perez-fqi": "perez-fqi", "perez-elastic": "perez-elastic",
-             "fh": "fh-ours", "fh-file": "fh-ours-file"}
+             "fh": "fh-ours", "fh-file": "fh-ours-file", "tong": "tong"}
 
 
 @pytest.mark.parametrize("folder", sorted(COMMITTED))
@@ -47,6 +47,11 @@ def test_report_only_refuses_in_one_line(tmp_path: Path) -> None:
     (tmp_path / "results.json").write_text('{"rows": 3}')
     wrong = runner.invoke(main, ["sim", "experiment", "fh-ours", "--report-only", "--out", str(tmp_path)])
     assert wrong.exit_code == 1 and "not a fh-ours result" in wrong.output
-    tong = runner.invoke(main, ["sim", "experiment", "tong", "--report-only", "--out", str(tmp_path)])
-    assert tong.exit_code == 1 and "rerun it" in tong.output
+    assert not (tmp_path / "report.md").exists()
+
+
+def test_an_experiment_without_a_renderer_says_to_rerun(tmp_path: Path) -> None:
+    (tmp_path / "results.json").write_text('{"rows": []}')
+    with pytest.raises(ValueError, match="rerun it"):
+        Experiment("opaque", "", lambda out, **options: {}).rerender(tmp_path)
     assert not (tmp_path / "report.md").exists()

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import math
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +16,8 @@ from rlsched.sim.experiments import Experiment
 from rlsched.sim.experiments.harness import (
     BLAS_THREAD_VARS,
     ExperimentOptions,
+    ExperimentRun,
+    PaperExperiment,
     pyplot,
     run_in_pool,
     save_figure,
@@ -78,3 +82,83 @@ def test_options_reach_the_experiment_or_are_refused(tmp_path: Path) -> None:
         plain.kwargs(ExperimentOptions(out, n_seeds=2))
     with pytest.raises(ValueError, match="takes no --workers"):
         plain.kwargs(ExperimentOptions(out, workers=2))
+
+
+@dataclass(frozen=True)
+class Squares(PaperExperiment[int, int]):
+    """The smallest experiment on the template: square each task, sum the squares."""
+
+    n: int
+    json_indent = 2
+
+    def plan(self) -> list[int]:
+        return list(range(self.n))
+
+    def run_one(self, task: int) -> int:
+        return task * task
+
+    def cost(self, task: int) -> int:
+        return -task  # the largest first: the rows still come in plan order
+
+    def aggregate(self, rows: list[int], run: ExperimentRun) -> dict[str, object]:
+        return {"squares": rows, "total": sum(rows), "workers": run.workers}
+
+    def render(self, results: dict[str, object]) -> str:
+        return f"# squares\n\ntotal {results['total']}\n"
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_the_template_plans_runs_aggregates_and_renders(tmp_path: Path, workers: int) -> None:
+    result = Squares(5).run(tmp_path / "out", workers)
+    assert result == {"squares": [0, 1, 4, 9, 16], "total": 30, "workers": workers}
+    assert json.loads((tmp_path / "out" / "results.json").read_text()) == result
+    assert (tmp_path / "out" / "results.json").read_text().startswith('{\n  "squares"')
+    assert (tmp_path / "out" / "report.md").read_text() == "# squares\n\ntotal 30\n"
+    (tmp_path / "out" / "report.md").unlink()
+    Experiment("squares", "", lambda out, **options: {}, Squares(0).render).rerender(tmp_path / "out")
+    assert (tmp_path / "out" / "report.md").read_text() == "# squares\n\ntotal 30\n"
+
+
+EXPERIMENTS_DIR = Path(__file__).resolve().parents[3] / "rlsched" / "sim" / "experiments"
+
+
+def _imports(path: Path) -> set[str]:
+    """Every module of the experiments package ``path`` imports, deferred imports included."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module == "rlsched.sim.experiments":
+            found |= {alias.name for alias in node.names if (EXPERIMENTS_DIR / f"{alias.name}.py").exists()}
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("rlsched.sim.experiments."):
+            found.add((node.module or "").rsplit(".", 1)[1])
+        elif isinstance(node, ast.Import):
+            found |= {a.name.rsplit(".", 1)[1] for a in node.names if a.name.startswith("rlsched.sim.experiments.")}
+    return found
+
+
+def test_reports_and_common_modules_never_import_their_run_module() -> None:
+    """A paper's run module imports its report and common modules; nothing imports back (no hidden cycle)."""
+    graph = {path.stem: _imports(path) for path in EXPERIMENTS_DIR.glob("*.py") if path.stem != "__init__"}
+    for paper in ("perez", "tong", "fh"):
+        assert {f"{paper}_report", f"{paper}_common"} <= graph[paper]
+        assert paper not in graph[f"{paper}_report"] | graph[f"{paper}_common"]
+        assert f"{paper}_report" not in graph[f"{paper}_common"]
+    seen: set[str] = set()
+
+    def visit(module: str, path: tuple[str, ...]) -> None:
+        assert module not in path, f"import cycle: {' -> '.join((*path, module))}"
+        if module in seen:
+            return
+        for target in graph.get(module, ()):
+            visit(target, (*path, module))
+        seen.add(module)
+
+    for module in graph:
+        visit(module, ())
+
+
+def test_no_experiment_function_is_longer_than_80_lines() -> None:
+    for path in EXPERIMENTS_DIR.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                length = (node.end_lineno or node.lineno) - node.lineno + 1
+                assert length <= 80, f"{path.name}:{node.lineno} {node.name} is {length} lines"

@@ -11,18 +11,8 @@ import pytest
 
 from rlsched.core.view import JobClass
 from rlsched.sim.experiments import registry
-from rlsched.sim.experiments.perez import (
-    LAMBDAS,
-    RIGID_LEARNED,
-    RUNTIME_MODELS,
-    TUNING_SEED_BASE,
-    RunSpec,
-    run_elastic,
-    run_one,
-    run_rigid,
-    same_info_goal,
-    seen_by_policies,
-)
+from rlsched.sim.experiments.perez import run_elastic, run_one, run_rigid, same_info_goal, seen_by_policies
+from rlsched.sim.experiments.perez_common import LAMBDAS, RIGID_LEARNED, RUNTIME_MODELS, TUNING_SEED_BASE, RunSpec
 from rlsched.sim.workload import Workload
 from tests.conftest import shared_trace
 

@@ -12,21 +12,18 @@ import pytest
 from rlsched.core.rewards import FairnessTracker
 from rlsched.core.view import JobClass
 from rlsched.sim.experiments import registry
-from rlsched.sim.experiments.perez import (
+from rlsched.sim.experiments.perez import plan, pretrain_decisions, run_one, trim_jobs
+from rlsched.sim.experiments.perez_common import (
     LAMBDAS,
     LPC_WINDOW_DAYS,
+    PUBLISHED_ROWS,
     RUNTIME_MODELS,
     TUNING_SEED_BASE,
     RunResult,
     RunSpec,
-    plan,
-    pretrain_decisions,
-    run_one,
-    trim_jobs,
 )
 from rlsched.sim.experiments.perez_fqi import FQI_POLICIES, run_fqi
 from rlsched.sim.experiments.perez_report import (
-    PUBLISHED_ROWS,
     fairness_series,
     service_by_vo,
     utilization_series,
