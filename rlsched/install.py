@@ -104,6 +104,9 @@ def plan(root: Path | None = None, python: str | None = None, group: str | None 
     entries = [Entry(BIN, 0o755, content=wrapper_script(python or sys.executable))]
     for hook, shipped in HOOKS.items():
         entries.append(Entry(f"{LIBEXEC}/{hook}", 0o755, source=root / shipped))
+    # The leasing hooks read the config through rlsched's schema, loaded from beside them (issue 25).
+    entries.append(Entry(f"{LIBEXEC}/rlsched_config_schema.py", 0o644,
+                         source=Path(__file__).with_name("config_schema.py")))
     for unit in sorted((root / "etc" / "systemd").iterdir()):
         entries.append(Entry(f"{UNITS}/{unit.name}", 0o644, source=unit))
     entries.append(Entry(CONFIG, 0o640, source=root / "etc" / "rlsched.toml", keep_existing=True, group=group))

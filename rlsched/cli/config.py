@@ -1,4 +1,5 @@
-"""``rlsched config check CONFIG``: every check the daemon makes at start, without touching the cluster.
+"""``rlsched config check CONFIG``: every check the daemon makes at start, without touching the cluster;
+``rlsched config keys``: every key of the schema (:mod:`rlsched.config_schema`) as docs/daemon.md's tables.
 
 Like ``promtool check config``: prints ``OK`` (and any warnings) or one line per problem, exits 1 on any
 problem; ``--json`` prints ``{"config", "ok", "problems", "warnings"}``.  What it checks:
@@ -31,6 +32,7 @@ from typing import Any
 
 import click
 
+from rlsched.config_schema import markdown_tables
 from rlsched.daemon.config import ConfigError, DaemonConfig, load_config
 
 #: Mode bits that let a user other than the owner change a file or directory.
@@ -183,3 +185,10 @@ def check(config_path: str, as_json: bool) -> None:
             click.echo("OK")
     if not result["ok"]:
         sys.exit(1)
+
+
+@config.command("keys")
+def keys() -> None:
+    """Print every key of the config (type, default, allowed values, meaning) as the Markdown tables of
+    docs/daemon.md, from the schema the daemon, ``config check`` and the leasing hooks read."""
+    click.echo(markdown_tables(), nl=False)

@@ -1,24 +1,31 @@
 """The daemon's TOML configuration: ``[backend]``, ``[agent]``, ``[metrics]``, ``[state]``, ``[gate]``, ``[leasing]``,
 ``[shadow]``, ``[log]``.
 
-Every key is checked; a bad one is a one-line :class:`ConfigError` naming the file and the key.  Checks that
-hold for every section (issue 16):
+Every key is declared once, in :mod:`rlsched.config_schema` (type, default, check, doc), and read by its one
+reader: a bad key is a one-line :class:`ConfigError` naming the file and the key.  The daemon reads its own
+sections there (``[backend]`` kind, mode and poll_interval_s, ``[agent]``, ``[metrics]``, ``[state]``,
+``[gate]``, ``[shadow]``, ``[log]``); the rest of ``[backend]`` belongs to the backend ``kind`` names and is read
+by its config class, found through the registry (:func:`rlsched.backends.backend_config_from_table`), and
+``[leasing]`` by :meth:`rlsched.leasing.LeasingConfig.from_table`.  The daemon knows no key of a backend.
 
-- numbers are finite: ``nan`` and ``inf`` are refused wherever they appear (TOML allows both);
-- integers are integers (``retry_attempts = 2.5`` is refused, not truncated);
-- every path the daemon writes (``state.dir``, ``gate.heartbeat_file``, ``shadow.decision_log``,
-  ``leasing.hook_log``, ``backend.state_file``) is absolute and outside the system directories of
-  :data:`SYSTEM_DIRS`; ``backend.bin_dir`` is absolute (a relative one would depend on the working directory);
-- ``backend.poll_interval_s`` lies in [:data:`MIN_POLL_INTERVAL_S`, :data:`MAX_POLL_INTERVAL_S`];
+This module adds the rules between keys and tables (issue 16):
+
+- numbers are finite: ``nan`` and ``inf`` are refused wherever they appear (TOML allows both), policy
+  parameters included;
 - ``gate.stale_after_s`` exceeds the poll interval plus the longest one retried backend call
   (``retry_attempts × timeout_s`` plus the backoff pauses), so a retrying call cannot make the heartbeat stale;
+  in gate mode it exceeds twice the poll interval, and the backend names what it gates;
 - the metrics endpoint listens on a loopback address unless ``[metrics] allow_remote = true`` (then a
-  warning is logged at start and printed by ``rlsched config check``).  The
-``[backend]`` table beyond ``mode`` and ``poll_interval_s`` belongs to the backend ``kind`` names
-(``slurm`` by default) and is checked by its config class, found through the registry
-(:func:`rlsched.backends.backend_config_from_table`; Slurm's is
-:meth:`rlsched.backends.slurm.config.SlurmBackendConfig.from_table`).  See ``docs/daemon.md`` and
-``etc/rlsched.toml``.  ``[leasing]`` is checked by :meth:`rlsched.leasing.LeasingConfig.from_table`.
+  warning is logged at start and printed by ``rlsched config check``);
+- a learned agent needs ``[backend] vos``; keeping cores idle needs gate mode; leasing's reconcile loop runs
+  no more often than the daemon's cycle.
+
+The schema's own checks cover the rest: integers are integers (``retry_attempts = 2.5`` is refused, not
+truncated), every path the daemon writes (``state.dir``, ``gate.heartbeat_file``, ``shadow.decision_log``,
+``leasing.hook_log``, ``backend.state_file``) is absolute and outside the system directories of
+:data:`rlsched.config_schema.SYSTEM_DIRS`, paths it reads are absolute, ``backend.poll_interval_s`` lies in
+[:data:`~rlsched.config_schema.MIN_POLL_INTERVAL_S`, :data:`~rlsched.config_schema.MAX_POLL_INTERVAL_S`].
+See ``docs/daemon.md`` and ``etc/rlsched.toml``.
 
 A file must be whole (issue 24): it is UTF-8 TOML (a binary file or one nested too deeply is one line
 naming the file, not a traceback), it is not empty, and a daemon's (``load_config(require_mode=True)``)
@@ -32,8 +39,6 @@ reset what the admin set.
 from __future__ import annotations
 
 import ipaddress
-import math
-import os
 import tomllib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -42,6 +47,22 @@ from typing import Any, Literal
 
 from rlsched.backends import UnknownBackendError, backend_config_from_table
 from rlsched.backends.common.runner import RetryPolicy
+from rlsched.config_schema import (
+    AGENT,
+    DAEMON_BACKEND,
+    DEFAULT_METRICS_PORT,
+    GATE,
+    LOG,
+    METRICS,
+    SHADOW,
+    STATE,
+    TABLES,
+    Section,
+    non_finite_numbers,
+    written_path,
+)
+from rlsched.config_schema import SYSTEM_DIRS as SYSTEM_DIRS  # re-exported: where the daemon never writes
+from rlsched.config_schema import system_dir_of as system_dir_of
 from rlsched.core.live import LiveBackendConfig
 from rlsched.core.objective import OBJECTIVES, Objective, ObjectiveError
 from rlsched.core.policies import POLICIES, PolicyError, PolicySpec, entry, format_policy, resolve
@@ -59,22 +80,6 @@ RETIRED_AGENT_KINDS = {
     "sarsa": 'kind = "sarsa-esn" (or "sarsa-ffnn", "sarsa-table")',
     "fqi": 'kind = "fqi-esn" (or "fqi-ffnn", "fqi-table")',
 }
-DEFAULT_METRICS_PORT = 9400
-#: The shortest poll interval: each cycle runs several batch-system commands (squeue, sinfo, sacct, …), and
-#: a site's controller serves every user's commands too.
-MIN_POLL_INTERVAL_S = 1.0
-#: The longest poll interval (one hour): beyond it the heartbeat and the gate are meaningless.
-MAX_POLL_INTERVAL_S = 3600.0
-#: Where the daemon never writes: the operating system's own trees and the package managers' databases.
-#: A path inside one (after resolving symbolic links) is refused for every file the daemon writes.
-SYSTEM_DIRS: tuple[str, ...] = (
-    "/etc", "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/boot", "/proc", "/sys", "/dev",
-    "/snap", "/var/lib/dpkg", "/var/lib/apt", "/var/lib/rpm", "/var/lib/dnf", "/var/lib/yum",
-    "/var/cache/apt", "/var/spool/cron", "/var/spool/slurm", "/var/spool/pbs", "/var/lib/slurm",
-)
-#: ``[log] level`` values (Python's logging level names, lower case) and ``[log] format`` values.
-LOG_LEVELS = ("debug", "info", "warning", "error")
-LOG_FORMATS = ("text", "json")
 
 
 class ConfigError(RlschedError, ValueError):
@@ -200,78 +205,16 @@ def _err(source: str, key: str, message: str) -> ConfigError:
     return ConfigError(f"{source}: key {key!r}: {message}")
 
 
-def _take(table: Mapping[str, Any], source: str, section: str,
-          spec: Mapping[str, type | tuple[type, ...]]) -> dict[str, Any]:
-    """Checked copies of the keys of ``table`` named in ``spec`` (unknown keys are errors)."""
-    out: dict[str, Any] = {}
-    for key, value in table.items():
-        name = f"{section}.{key}"
-        if key not in spec:
-            raise _err(source, name, f"unknown key (known: {', '.join(sorted(spec))})")
-        expected = spec[key]
-        if isinstance(value, bool) and expected is not bool:
-            raise _err(source, name, f"expected {_type_name(expected)}, got a boolean")
-        if not isinstance(value, expected):
-            raise _err(source, name, f"expected {_type_name(expected)}, got {type(value).__name__}")
-        out[key] = float(value) if isinstance(expected, tuple) and isinstance(value, int | float) else value
-    return out
-
-
-def _type_name(expected: type | tuple[type, ...]) -> str:
-    if isinstance(expected, tuple):
-        return "a number"
-    names: dict[type, str] = {str: "a string", int: "an integer", bool: "true or false"}
-    return names.get(expected, expected.__name__)
-
-
-def _positive(source: str, key: str, value: float) -> None:
-    if not value > 0:
-        raise _err(source, key, f"must be > 0, got {value:g}")
-
-
-def _finite_numbers(data: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[str, float]]:
-    """Every ``nan`` or ``inf`` in the parsed TOML, as (dotted key, value); lists included (``key[2]``)."""
-    for key, value in data.items():
-        name = f"{prefix}{key}"
-        if isinstance(value, Mapping):
-            yield from _finite_numbers(value, f"{name}.")
-        elif isinstance(value, list):
-            for i, item in enumerate(value):
-                if isinstance(item, float) and not math.isfinite(item):
-                    yield f"{name}[{i}]", item
-                elif isinstance(item, Mapping):
-                    yield from _finite_numbers(item, f"{name}[{i}].")
-        elif isinstance(value, float) and not math.isfinite(value):
-            yield name, value
-
-
-def system_dir_of(path: str | Path) -> str | None:
-    """The entry of :data:`SYSTEM_DIRS` that holds ``path`` (symbolic links resolved), or None.
-
-    ``/`` itself counts as a system directory: a daemon must not write its files at the root."""
-    resolved = os.path.realpath(path)
-    if resolved == "/":
-        return "/"
-    for folder in SYSTEM_DIRS:
-        real = os.path.realpath(folder)
-        for root in dict.fromkeys((folder, real)):
-            if resolved == root or resolved.startswith(root.rstrip("/") + "/"):
-                return folder
-    return None
+def _read(section: Section, data: Mapping[str, Any], source: str) -> dict[str, Any]:
+    """The keys of ``section`` the file sets, checked by the schema (each problem a :class:`ConfigError`)."""
+    return section.read(data.get(section.table, {}), source, error=ConfigError)
 
 
 def check_written_path(source: str, key: str, value: str) -> str:
     """``value`` if it is an absolute path outside the system directories; else a one-line :class:`ConfigError`."""
-    if not value:
-        raise _err(source, key, "expected a path, got an empty string")
-    if "\0" in value:
-        raise _err(source, key, "the path holds a NUL character")
-    if not os.path.isabs(value):
-        raise _err(source, key, f"expected an absolute path, got {value!r}")
-    system = system_dir_of(value)
-    if system is not None:
-        raise _err(source, key, f"{value!r} lies in the system directory {system}: rlsched writes there; choose "
-                                "a directory of its own (e.g. /var/lib/rlsched, /var/log/rlsched)")
+    problem = written_path(value)
+    if problem is not None:
+        raise _err(source, key, problem)
     return value
 
 
@@ -299,53 +242,66 @@ def worst_call_s(backend: LiveBackendConfig) -> float:
     return retry.attempts * float(timeout) + pauses
 
 
-def parse_listen(source: str, value: str) -> tuple[str, int | None]:
-    """``"127.0.0.1:9400"`` → (host, port); ``""`` or ``"off"`` turns the exporter off."""
+def parse_listen(value: str) -> tuple[str, int | None]:
+    """``"127.0.0.1:9400"`` → (host, port); ``""`` or ``"off"`` turns the exporter off.  The schema checked the
+    form (:data:`rlsched.config_schema.LISTEN_ADDRESS`)."""
     if value in ("", "off"):
         return "127.0.0.1", None
-    host, sep, port = value.rpartition(":")
-    if not sep or not port.isdecimal() or not 0 <= int(port) <= 65535:
-        raise _err(source, "metrics.listen", f"expected HOST:PORT, got {value!r}")
-    host = host.strip("[]") or "127.0.0.1"
-    if not host.isprintable() or any(c.isspace() for c in host):
-        raise _err(source, "metrics.listen", f"expected HOST:PORT, got {value!r}")
-    return host, int(port)
+    host, _, port = value.rpartition(":")
+    return host.strip("[]") or "127.0.0.1", int(port)
 
 
 def config_from_dict(data: Mapping[str, Any], source: str = "config") -> DaemonConfig:
-    """Build a :class:`DaemonConfig` from parsed TOML (``source`` names the file in errors)."""
-    sections = {"backend", "agent", "metrics", "state", "gate", "leasing", "shadow", "log"}
+    """Build a :class:`DaemonConfig` from parsed TOML (``source`` names the file in errors): each table by its
+    owner's schema section, then the rules between tables."""
+    _check_tables(data, source)
+    own = DAEMON_BACKEND.complete(_read(DAEMON_BACKEND, data, source))
+    mode, poll = own["mode"], own["poll_interval_s"]
+    backend = _backend(data.get("backend", {}), source)
+    agent = agent_config(data.get("agent", {}), source)
+    _check_agent_fits(agent, backend, mode, source)
+    host, port, allow_remote = _metrics(data, source)
+    state = STATE.complete(_read(STATE, data, source))
+    gate = _gate(GateConfig(**_read(GATE, data, source)), mode, poll, backend, source)
+    try:
+        leasing = LeasingConfig.from_table(data.get("leasing", {}), source)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    if leasing.enabled and leasing.reconcile_every_s < poll:
+        raise _err(source, "leasing.reconcile_every_s", f"must be >= poll_interval_s ({poll:g} s): the reconcile "
+                                                        "loop runs inside a daemon cycle")
+    shadow = shadow_config(data.get("shadow", {}), source)
+    log = LOG.complete(_read(LOG, data, source))
+    return DaemonConfig(source=source, mode=mode, poll_interval_s=poll, backend=backend, agent=agent,
+                        metrics_host=host, metrics_port=port, metrics_allow_remote=allow_remote,
+                        state_dir=state["dir"], checkpoint_every_s=state["checkpoint_every_s"], gate=gate,
+                        leasing=leasing, shadow=shadow, log=LogConfig(level=log["level"].lower(), format=log["format"]),
+                        keys=tuple(_set_keys(data)))
+
+
+def _check_tables(data: Mapping[str, Any], source: str) -> None:
+    """Only the schema's tables, each a table; no ``nan`` or ``inf`` anywhere (policy parameters included)."""
     for key, value in data.items():
-        if key not in sections:
-            raise _err(source, key, f"unknown section (known: {', '.join(sorted(sections))})")
+        if key not in TABLES:
+            raise _err(source, key, f"unknown section (known: {', '.join(sorted(TABLES))})")
         if not isinstance(value, Mapping):
             raise _err(source, key, "expected a table")
-    for key, value in _finite_numbers(data):
-        raise _err(source, key, f"expected a finite number, got {value}")
-    backend_table = dict(data.get("backend", {}))
-    mode = backend_table.get("mode", "shadow")
-    if mode not in MODES:
-        raise _err(source, "backend.mode", f"expected one of {', '.join(MODES)}, got {mode!r}")
-    poll = backend_table.get("poll_interval_s", 10.0)
-    if isinstance(poll, bool) or not isinstance(poll, int | float):
-        raise _err(source, "backend.poll_interval_s", f"expected a number, got {poll!r}")
-    if not MIN_POLL_INTERVAL_S <= float(poll) <= MAX_POLL_INTERVAL_S:
-        raise _err(source, "backend.poll_interval_s", f"must lie in [{MIN_POLL_INTERVAL_S:g}, "
-                                                      f"{MAX_POLL_INTERVAL_S:g}] seconds, got {float(poll):g}")
-    for key in ("bin_dir", "slurm_conf", "jobcomp_path"):     # read, not written: absolute is enough
-        value = backend_table.get(key)
-        if isinstance(value, str) and not os.path.isabs(value):
-            raise _err(source, f"backend.{key}", f"expected an absolute path, got {value!r}")
-    if isinstance(backend_table.get("state_file"), str):
-        check_written_path(source, "backend.state_file", backend_table["state_file"])
+    for key, number in non_finite_numbers(data):
+        raise _err(source, key, f"expected a finite number, got {number}")
+
+
+def _backend(table: Mapping[str, Any], source: str) -> LiveBackendConfig:
+    """``[backend]`` beyond the daemon's keys: read by the config class of the backend ``kind`` names."""
     try:
-        backend = backend_config_from_table(backend_table, f"{source}: [backend]")
+        return backend_config_from_table(table, source)
     except UnknownBackendError as exc:
         raise _err(source, "backend.kind", str(exc)) from None
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
 
-    agent = agent_config(data.get("agent", {}), source)
+
+def _check_agent_fits(agent: AgentConfig, backend: LiveBackendConfig, mode: str, source: str) -> None:
+    """A learned agent needs the backend's fixed VO list; keeping cores idle needs gate mode."""
     if agent.learning and not backend.vos:
         raise _err(source, "backend.vos", f"agent {agent.label!r} needs a fixed VO list (the width of its "
                                           "features); set [backend] vos and default_vo")
@@ -355,63 +311,38 @@ def config_from_dict(data: Mapping[str, Any], source: str = "config") -> DaemonC
         raise _err(source, "agent.kind", "'interactive-first-keepidle' keeps cores idle by holding jobs: it "
                                          "needs gate mode")
 
-    metrics_kw = _take(data.get("metrics", {}), source, "metrics", {"listen": str, "allow_remote": bool})
-    host, port = parse_listen(source, metrics_kw.get("listen", f"127.0.0.1:{DEFAULT_METRICS_PORT}"))
-    allow_remote = bool(metrics_kw.get("allow_remote", False))
-    if port is not None and not is_loopback(host) and not allow_remote:
+
+def _metrics(data: Mapping[str, Any], source: str) -> tuple[str, int | None, bool]:
+    """``[metrics]``: (host, port or None, allow_remote); a non-loopback address needs ``allow_remote``."""
+    metrics = METRICS.complete(_read(METRICS, data, source))
+    host, port = parse_listen(metrics["listen"])
+    if port is not None and not is_loopback(host) and not metrics["allow_remote"]:
         raise _err(source, "metrics.listen", f"{host!r} is not a loopback address: the exporter would be "
                                              "reachable from the network; set [metrics] allow_remote = true to "
                                              "mean it (and firewall the port), or listen on 127.0.0.1")
+    return host, port, metrics["allow_remote"]
 
-    state_kw = _take(data.get("state", {}), source, "state",
-                     {"dir": str, "checkpoint_every_s": (int, float)})
-    if "checkpoint_every_s" in state_kw and state_kw["checkpoint_every_s"] < 0:
-        raise _err(source, "state.checkpoint_every_s", "must be >= 0")
-    state_dir = check_written_path(source, "state.dir", state_kw.get("dir", DaemonConfig.state_dir))
 
-    gate_kw = _take(data.get("gate", {}), source, "gate",
-                    {"heartbeat_file": str, "stale_after_s": (int, float)})
-    gate = GateConfig(**gate_kw)
-    _positive(source, "gate.stale_after_s", gate.stale_after_s)
-    if gate.heartbeat_file is not None:
-        check_written_path(source, "gate.heartbeat_file", gate.heartbeat_file)
+def _gate(gate: GateConfig, mode: str, poll: float, backend: LiveBackendConfig, source: str) -> GateConfig:
+    """``gate`` if its heartbeat limit fits the poll interval and the backend's slowest call, and gate mode's
+    backend names what it gates."""
     # Whatever the mode: the watchdog releases gate holds whichever mode wrote the heartbeat, and the leasing
     # hooks refuse leases on a stale one.  One call retried to its end must not make the heartbeat stale.
-    slowest = float(poll) + worst_call_s(backend)
+    slowest = poll + worst_call_s(backend)
     if gate.stale_after_s <= slowest:
         raise _err(source, "gate.stale_after_s", f"must exceed poll_interval_s plus one backend call retried to "
                                                   f"its end (retry_attempts x timeout_s + backoff = "
-                                                  f"{slowest - float(poll):g} s), i.e. {slowest:g} s, got "
+                                                  f"{slowest - poll:g} s), i.e. {slowest:g} s, got "
                                                   f"{gate.stale_after_s:g}: a slow but working daemon would "
                                                   "look dead")
     if mode == "gate":
         problem = backend.gate_problem()
         if problem is not None:
             raise _err(source, f"backend.{problem[0]}", problem[1])
-        if gate.stale_after_s <= 2 * float(poll):
-            raise _err(source, "gate.stale_after_s", f"must exceed twice poll_interval_s ({float(poll):g} s), "
+        if gate.stale_after_s <= 2 * poll:
+            raise _err(source, "gate.stale_after_s", f"must exceed twice poll_interval_s ({poll:g} s), "
                                                      f"or the watchdog releases jobs under a live daemon")
-    try:
-        leasing = LeasingConfig.from_table(data.get("leasing", {}), source)
-    except ValueError as exc:
-        raise ConfigError(str(exc)) from None
-    if leasing.hook_log is not None:
-        check_written_path(source, "leasing.hook_log", leasing.hook_log)
-    if leasing.enabled and leasing.reconcile_every_s < float(poll):
-        raise _err(source, "leasing.reconcile_every_s", f"must be >= poll_interval_s ({float(poll):g} s): the "
-                                                        "reconcile loop runs inside a daemon cycle")
-    shadow = shadow_config(data.get("shadow", {}), source)
-    log_kw = _take(data.get("log", {}), source, "log", {"level": str, "format": str})
-    if log_kw.get("level", "info").lower() not in LOG_LEVELS:
-        raise _err(source, "log.level", f"expected one of {', '.join(LOG_LEVELS)}, got {log_kw['level']!r}")
-    if log_kw.get("format", "text") not in LOG_FORMATS:
-        raise _err(source, "log.format", f"expected one of {', '.join(LOG_FORMATS)}, got {log_kw['format']!r}")
-    log_config = LogConfig(level=log_kw.get("level", "info").lower(), format=log_kw.get("format", "text"))
-    return DaemonConfig(source=source, mode=mode, poll_interval_s=float(poll), backend=backend, agent=agent,
-                        metrics_host=host, metrics_port=port, metrics_allow_remote=allow_remote,
-                        state_dir=state_dir,
-                        checkpoint_every_s=float(state_kw.get("checkpoint_every_s", 60.0)), gate=gate,
-                        leasing=leasing, shadow=shadow, log=log_config, keys=tuple(_set_keys(data)))
+    return gate
 
 
 def _set_keys(data: Mapping[str, Any], prefix: str = "") -> Iterator[str]:
@@ -455,62 +386,35 @@ def reload_problem(running: DaemonConfig, new: DaemonConfig) -> str | None:
 
 
 def shadow_config(table: Mapping[str, Any], source: str) -> DecisionLogConfig:
-    """Check ``[shadow]`` (the decision log, :mod:`rlsched.daemon.decision_log`); one-line errors."""
-    kw = _take(table, source, "shadow", {"decision_log": str, "max_bytes": int, "keep": int, "max_jobs": int,
-                                         "modes": list})
-    out: dict[str, Any] = {}
-    log_path = kw.get("decision_log")
+    """Check ``[shadow]`` (the decision log, :mod:`rlsched.daemon.decision_log`); one-line errors.  A relative
+    ``decision_log`` is relative to the config file."""
+    kw = SHADOW.read(table, source, error=ConfigError)
+    log_path = kw.pop("decision_log", None)
     if log_path == "off":
-        out["enabled"] = False
-    elif log_path:
+        kw["enabled"] = False
+    elif log_path is not None:
         path = Path(log_path)
         if not path.is_absolute() and Path(source).is_file():
             path = Path(source).resolve().parent / path
-        out["decision_log"] = check_written_path(source, "shadow.decision_log", str(path))
-    elif log_path == "":
-        raise _err(source, "shadow.decision_log", 'expected a path, or "off"')
-    for key, least in (("max_bytes", 1024), ("keep", 0), ("max_jobs", 1)):
-        if key in kw:
-            if kw[key] < least:
-                raise _err(source, f"shadow.{key}", f"must be >= {least}, got {kw[key]}")
-            out[key] = kw[key]
+        kw["decision_log"] = check_written_path(source, "shadow.decision_log", str(path))
     if "modes" in kw:
-        modes = kw["modes"]
-        bad = [m for m in modes if m not in MODES]
-        if bad or not modes:
-            raise _err(source, "shadow.modes", f"expected a non-empty list of {', '.join(MODES)}, got {modes!r}")
-        out["modes"] = tuple(dict.fromkeys(modes))
-    return DecisionLogConfig(**out)
+        kw["modes"] = tuple(dict.fromkeys(kw["modes"]))
+    return DecisionLogConfig(**kw)
 
 
 def agent_config(table: Mapping[str, Any], source: str) -> AgentConfig:
-    """Check ``[agent]`` against the policy registry; one-line :class:`ConfigError` naming the key."""
-    kind = table.get("kind", DEFAULT_AGENT_KIND)
-    if not isinstance(kind, str):
-        raise _err(source, "agent.kind", f"expected a string, got {type(kind).__name__}")
-    if kind in RETIRED_AGENT_KINDS:
-        raise _err(source, "agent.kind", f"{kind!r} is no longer a policy name; write {RETIRED_AGENT_KINDS[kind]}")
-    model = table.get("model")
-    if model is not None and not isinstance(model, str):
-        raise _err(source, "agent.model", f"expected a string, got {type(model).__name__}")
-    if model in ("esn", "ffnn"):
-        raise _err(source, "agent.model", f"the Q-function is now part of the policy name: write kind = "
-                                          f"\"sarsa-{model}\" (or \"fqi-{model}\"); model is the path of a saved "
-                                          "model")
-    try:
-        found = entry(kind)
-    except PolicyError:
-        raise _err(source, "agent.kind", f"unknown policy {kind!r} (known: "
-                                         f"{', '.join(n for n, e in POLICIES.items() if e.live)})") from None
-    if not found.live:
-        raise _err(source, "agent.kind", f"{kind!r} replays a trace's recorded schedule; it cannot run live")
-    judging = _judging(table, source)
-    params = {k: v for k, v in table.items() if k not in ("kind", "model", *JUDGING_KEYS)}
+    """Check ``[agent]``: its own keys by the schema, the others as parameters of the policy by the registry;
+    one-line :class:`ConfigError` naming the key."""
+    own = AGENT.read(table, source, error=ConfigError)
+    kind: str = own.get("kind", DEFAULT_AGENT_KIND)
+    model: str | None = own.get("model")
+    found = _live_policy(kind, model, source)
+    judging = _judging(own, source)
+    params = {k: v for k, v in table.items() if k not in AGENT}
     if model is not None:
         if params:
-            key = sorted(params)[0]
-            raise _err(source, f"agent.{key}", "a saved model carries its own parameters; remove the key or "
-                                               "the model")
+            raise _err(source, f"agent.{sorted(params)[0]}", "a saved model carries its own parameters; remove "
+                                                             "the key or the model")
         path = Path(model)
         if not path.is_absolute() and Path(source).is_file():
             path = Path(source).resolve().parent / path
@@ -530,26 +434,32 @@ def agent_config(table: Mapping[str, Any], source: str) -> AgentConfig:
     return AgentConfig(kind=found.name, params=checked, **judging)
 
 
-#: ``[agent]`` keys about judging a policy, not parameters of it.
-JUDGING_KEYS = ("objective", "class_weights", "allow_losing_model")
-
-
-def _judging(table: Mapping[str, Any], source: str) -> dict[str, Any]:
-    """``[agent] objective``, ``class_weights`` and ``allow_losing_model``, checked (one-line errors)."""
-    allow = table.get("allow_losing_model", False)
-    if not isinstance(allow, bool):
-        raise _err(source, "agent.allow_losing_model", f"expected true or false, got {allow!r}")
-    name = table.get("objective", Objective().name)
-    weights = table.get("class_weights", {})
-    if not isinstance(name, str):
-        raise _err(source, "agent.objective", f"expected a string, got {name!r}")
-    if not isinstance(weights, Mapping):
-        raise _err(source, "agent.class_weights", f"expected a table (e.g. {{interactive = 3}}), got {weights!r}")
+def _live_policy(kind: str, model: str | None, source: str) -> Any:
+    """The registry entry of ``[agent] kind``, if it can run live; retired names say what to write instead."""
+    if kind in RETIRED_AGENT_KINDS:
+        raise _err(source, "agent.kind", f"{kind!r} is no longer a policy name; write {RETIRED_AGENT_KINDS[kind]}")
+    if model in ("esn", "ffnn"):
+        raise _err(source, "agent.model", f"the Q-function is now part of the policy name: write kind = "
+                                          f"\"sarsa-{model}\" (or \"fqi-{model}\"); model is the path of a saved "
+                                          "model")
     try:
-        objective = Objective(name, dict(weights))
+        found = entry(kind)
+    except PolicyError:
+        raise _err(source, "agent.kind", f"unknown policy {kind!r} (known: "
+                                         f"{', '.join(n for n, e in POLICIES.items() if e.live)})") from None
+    if not found.live:
+        raise _err(source, "agent.kind", f"{kind!r} replays a trace's recorded schedule; it cannot run live")
+    return found
+
+
+def _judging(own: Mapping[str, Any], source: str) -> dict[str, Any]:
+    """``[agent] objective``, ``class_weights`` and ``allow_losing_model`` (typed by the schema), checked."""
+    name = own.get("objective", AGENT.default("objective"))
+    try:
+        objective = Objective(name, dict(own.get("class_weights", {})))
     except ObjectiveError as exc:
         raise _err(source, "agent.class_weights" if name in OBJECTIVES else "agent.objective", str(exc)) from None
-    return {"objective": objective, "allow_losing_model": allow}
+    return {"objective": objective, "allow_losing_model": own.get("allow_losing_model", False)}
 
 
 def load_config(path: str | Path, *, require_mode: bool = False) -> DaemonConfig:

@@ -1,7 +1,9 @@
 """``[leasing]``: the live leasing controller's configuration (docs/leasing-live.md, issue 6).
 
-Every key is checked; a bad one is a one-line error naming the file and the key, like the rest of the
-daemon's TOML.  Keys and defaults:
+Each key (type, default, range) is declared in :data:`rlsched.config_schema.LEASING` and read by the schema's one
+reader, so a bad one is a one-line error naming the file and the key, like the rest of the daemon's TOML, in the
+daemon and in the Slurm hooks alike; :meth:`LeasingConfig.from_table` adds the rules between keys (the nodes'
+hostlist, ``max_nodes`` within it, what enabled leasing needs).  What the keys mean:
 
 - ``enabled`` (false): without it the daemon leaves the cloud nodes alone (no cap, no reconcile).
 - ``nodes``: a Slurm hostlist of the cloud nodes rlsched manages (``"cloud[1-4]"``); each must be a
@@ -44,20 +46,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from rlsched.backends.common.hostlist import expand_hostlist
+from rlsched.config_schema import LEASING
 from rlsched.core.policies import LIVE_LEASE_POLICIES
 from rlsched.errors import RlschedError
 
-POLICIES = LIVE_LEASE_POLICIES  # the registry's names (rlsched.core.policies)
-
-_SPEC: dict[str, type | tuple[type, ...]] = {
-    "enabled": bool, "nodes": str, "max_nodes": int, "period_s": (int, float), "policy": str,
-    "exchange_rate": (int, float), "threshold": (int, float), "arrival_window_s": (int, float),
-    "budget_node_hours_per_day": (int, float), "budget_cost_per_day": (int, float),
-    "price_per_node_hour": (int, float), "min_lease_s": (int, float), "provider_command": list,
-    "provider_timeout_s": (int, float), "power_up_timeout_s": (int, float), "orphan_grace_s": (int, float),
-    "reconcile_every_s": (int, float), "max_launch_failures": int, "launch_backoff_s": (int, float),
-    "hook_log": str,
-}
+POLICIES = LIVE_LEASE_POLICIES  # the registry's names (rlsched.core.policies; the schema's choices are these)
 
 
 class LeasingConfigError(RlschedError, ValueError):
@@ -66,7 +59,8 @@ class LeasingConfigError(RlschedError, ValueError):
 
 @dataclass(frozen=True)
 class LeasingConfig:
-    """The checked ``[leasing]`` table (see the module docstring for every key)."""
+    """The checked ``[leasing]`` table (keys, types, defaults and ranges: :data:`rlsched.config_schema.LEASING`;
+    the module docstring says what each key means)."""
 
     enabled: bool = False
     nodes: tuple[str, ...] = ()
@@ -101,61 +95,38 @@ class LeasingConfig:
 
     @classmethod
     def from_table(cls, table: Mapping[str, Any], source: str = "config") -> LeasingConfig:
-        """Check ``[leasing]``; every problem is a :class:`LeasingConfigError` naming ``source`` and the key."""
-        def err(key: str, message: str) -> LeasingConfigError:
-            return LeasingConfigError(f"{source}: key 'leasing.{key}': {message}")
-
-        kw: dict[str, Any] = {}
-        for key, value in table.items():
-            if key not in _SPEC:
-                raise err(key, f"unknown key (known: {', '.join(sorted(_SPEC))})")
-            expected = _SPEC[key]
-            if isinstance(value, bool) and expected is not bool:
-                raise err(key, "expected a number or string, got a boolean")
-            if not isinstance(value, expected):
-                want = "a number" if isinstance(expected, tuple) else expected.__name__
-                raise err(key, f"expected {want}, got {type(value).__name__}")
-            kw[key] = float(value) if isinstance(expected, tuple) and isinstance(value, int | float) else value
+        """Check ``[leasing]``: each key by the schema, then the rules between keys; every problem is a
+        one-line :class:`LeasingConfigError` naming ``source`` and the key."""
+        kw = LEASING.read(table, source, error=LeasingConfigError)
         if "nodes" in kw:
             try:
                 kw["nodes"] = tuple(expand_hostlist(kw["nodes"]))
             except ValueError as exc:
-                raise err("nodes", str(exc)) from None
-        if "provider_command" in kw:
-            argv = kw["provider_command"]
-            if not argv or not all(isinstance(a, str) and a for a in argv):
-                raise err("provider_command", "expected a non-empty list of strings (an argv, not a shell line)")
-            kw["provider_command"] = tuple(argv)
-        if kw.get("policy", cls.policy) not in POLICIES:
-            raise err("policy", f"expected one of {', '.join(POLICIES)}, got {kw['policy']!r}")
-        for key in ("period_s", "provider_timeout_s", "power_up_timeout_s", "reconcile_every_s",
-                    "arrival_window_s", "threshold"):
-            if key in kw and not kw[key] > 0:
-                raise err(key, f"must be > 0, got {kw[key]:g}")
-        for key in ("exchange_rate", "budget_node_hours_per_day", "budget_cost_per_day", "price_per_node_hour",
-                    "min_lease_s", "orphan_grace_s", "launch_backoff_s"):
-            if key in kw and kw[key] < 0:
-                raise err(key, f"must be >= 0, got {kw[key]:g}")
-        if kw.get("max_launch_failures", 1) < 1:
-            raise err("max_launch_failures", "must be >= 1")
+                raise _error(source, "nodes", str(exc)) from None
         nodes = kw.get("nodes", ())
-        if "max_nodes" in kw:
-            if kw["max_nodes"] < 0:
-                raise err("max_nodes", f"must be >= 0, got {kw['max_nodes']}")
-            if nodes and kw["max_nodes"] > len(nodes):
-                raise err("max_nodes", f"{kw['max_nodes']} exceeds the {len(nodes)} nodes of leasing.nodes")
-        else:
+        if "max_nodes" not in kw:
             kw["max_nodes"] = len(nodes)
+        elif nodes and kw["max_nodes"] > len(nodes):
+            raise _error(source, "max_nodes", f"{kw['max_nodes']} exceeds the {len(nodes)} nodes of leasing.nodes")
         config = cls(**kw)
         if config.enabled:
-            if not nodes:
-                raise err("nodes", "leasing is enabled but no cloud nodes are named (e.g. \"cloud[1-4]\")")
-            if config.budget_node_hours_per_day is None and config.budget_cost_per_day is None:
-                raise err("budget_node_hours_per_day", "leasing is enabled without a daily budget: set "
-                                                       "budget_node_hours_per_day or budget_cost_per_day")
-            if config.budget_cost_per_day is not None and config.price_per_node_hour <= 0:
-                raise err("price_per_node_hour", "budget_cost_per_day needs a positive price_per_node_hour")
-            if config.policy == "state-aware" and "exchange_rate" not in kw:
-                raise err("exchange_rate", "the state-aware policy needs κ, the seconds of wait one cloud "
-                                           "core-second is worth (see docs/leasing-live.md)")
+            _check_enabled(config, "exchange_rate" in kw, source)
         return config
+
+
+def _error(source: str, key: str, message: str) -> LeasingConfigError:
+    return LeasingConfigError(f"{source}: key 'leasing.{key}': {message}")
+
+
+def _check_enabled(config: LeasingConfig, exchange_rate_set: bool, source: str) -> None:
+    """What enabled leasing needs: nodes, a daily budget (never unbounded by default), its price, and κ."""
+    if not config.nodes:
+        raise _error(source, "nodes", "leasing is enabled but no cloud nodes are named (e.g. \"cloud[1-4]\")")
+    if config.budget_node_hours_per_day is None and config.budget_cost_per_day is None:
+        raise _error(source, "budget_node_hours_per_day", "leasing is enabled without a daily budget: set "
+                                                          "budget_node_hours_per_day or budget_cost_per_day")
+    if config.budget_cost_per_day is not None and config.price_per_node_hour <= 0:
+        raise _error(source, "price_per_node_hour", "budget_cost_per_day needs a positive price_per_node_hour")
+    if config.policy == "state-aware" and not exchange_rate_set:
+        raise _error(source, "exchange_rate", "the state-aware policy needs κ, the seconds of wait one cloud "
+                                              "core-second is worth (see docs/leasing-live.md)")

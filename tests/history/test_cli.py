@@ -84,7 +84,7 @@ def test_missing_out_folder_and_config_errors(tmp_path: Path) -> None:
     bad.write_text("[backend]\nvos = 3\n")
     code, out = invoke("--from", "sacct-file", "--input", sample, "--config", str(bad), "--out",
                        str(tmp_path / "x.swf"))
-    assert code == 1 and "r.toml" in out and "'vos'" in out and out.count("\n") == 1
+    assert code == 1 and "r.toml" in out and "key 'backend.vos'" in out and out.count("\n") == 1
 
 
 def test_sacct_missing_is_a_clean_error(tmp_path: Path) -> None:

@@ -315,6 +315,13 @@ def test_bad_toml_is_one_line_naming_the_file(site: HookSite) -> None:
     ("enabled = true\nprovider_command = []", "leasing.provider_command"),
     ('enabled = "yes"\nprovider_command = ["/bin/true"]', "leasing.enabled"),
     ('enabled = true\nprovider_command = ["/bin/true"]\nprovider_timeout_s = -1', "leasing.provider_timeout_s"),
+    # the daemon's schema applies in the hooks too (issue 25): what `config check` refuses, they refuse
+    ('enabled = true\nprovider_command = ["/bin/true"]\npolicy = "greedy"', "leasing.policy"),
+    ('enabled = true\nprovider_command = ["/bin/true"]\ncolour = 1', "leasing.colour"),
+    ('enabled = true\nprovider_command = ["/bin/true"]\nhook_log = "/etc/hooks.log"', "leasing.hook_log"),
+    ('enabled = true\nprovider_command = ["/bin/true"]\nprovider_timeout_s = true', "leasing.provider_timeout_s"),
+    ('provider_command = ["/bin/true"]\n[gate]\nstale_after_s = nan', "gate.stale_after_s"),
+    ('provider_command = ["/bin/true"]\n[backend]\nslurm_conf = "slurm.conf"', "backend.slurm_conf"),
 ])
 def test_a_bad_key_is_one_line_naming_the_file_and_the_key(site: HookSite, leasing: str, key: str) -> None:
     site.config.write_text(f'[state]\ndir = "{site.state}"\n[leasing]\n{leasing}\n')
@@ -324,6 +331,26 @@ def test_a_bad_key_is_one_line_naming_the_file_and_the_key(site: HookSite, leasi
         lines = done.stderr.strip().splitlines()
         assert done.returncode == 2 and len(lines) == 1
         assert str(site.config) in lines[0] and f"key '{key}'" in lines[0]
+
+
+def test_installed_beside_the_schema_file_the_hooks_need_no_rlsched(site: HookSite, tmp_path: Path) -> None:
+    """As ``rlsched install`` lays them out: the hooks and rlsched_config_schema.py in one folder, run by a
+    python that cannot import rlsched (-S -E: no site-packages, no PYTHONPATH; cwd elsewhere)."""
+    libexec = tmp_path / "usr-lib-rlsched"
+    libexec.mkdir()
+    for hook in (RESUME, SUSPEND):
+        (libexec / hook.name).write_bytes(hook.read_bytes())
+    (libexec / "rlsched_config_schema.py").write_bytes((ROOT / "rlsched" / "config_schema.py").read_bytes())
+    site.write_config(leasing="enabled = false")
+    env = {"RLSCHED_CONFIG": str(site.config), "CALLS": str(site.calls_file), "PATH": os.environ["PATH"]}
+    done = subprocess.run([sys.executable, "-S", "-E", str(libexec / "rlsched-suspend"), "cloud1"], env=env,
+                          capture_output=True, text=True, timeout=60, check=False, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert site.calls() == [[*PROVIDER_PREFIX, "suspend", "cloud1"]]
+    (libexec / "rlsched_config_schema.py").unlink()
+    done = subprocess.run([sys.executable, "-S", "-E", str(libexec / "rlsched-suspend"), "cloud1"], env=env,
+                          capture_output=True, text=True, timeout=60, check=False, cwd=tmp_path)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1 and "config schema" in done.stderr, done.stderr
 
 
 def test_a_missing_config_and_a_missing_provider_command_are_named(site: HookSite) -> None:

@@ -29,16 +29,16 @@ def test_a_full_table_is_read() -> None:
 
 
 @pytest.mark.parametrize(("table", "message"), [
-    ({"partitions": ["x"]}, "key 'partitions': unknown key"),
-    ({"command_prefix": "ip netns exec ns"}, "key 'command_prefix': expected a list of strings"),
-    ({"command_prefix": ["ssh", ""]}, "command_prefix has an empty argument"),
-    ({"vo_from": "user"}, "vo_from must be one of"),
-    ({"completion_source": "sacct"}, "completion_source must be one of"),
-    ({"max_boosted": 5000}, "max_boosted must be in 1..2048"),
-    ({"timeout_s": True}, "key 'timeout_s': wrong type bool"),
-    ({"priority_sort_check": "maybe"}, "priority_sort_check must be one of"),
-    ({"retry_attempts": 2.5}, "key 'retry_attempts': expected an integer"),      # as on Slurm: one shared reader
-    ({"interactive_max_time_s": -1}, "key 'interactive_max_time_s': expected a number >= 0"),
+    ({"partitions": ["x"]}, "key 'backend.partitions': unknown key"),
+    ({"command_prefix": "ip netns exec ns"}, "key 'backend.command_prefix': expected a list of strings"),
+    ({"command_prefix": ["ssh", ""]}, "key 'backend.command_prefix': has an empty argument"),
+    ({"vo_from": "user"}, "key 'backend.vo_from': expected one of account, project, group, got 'user'"),
+    ({"completion_source": "sacct"}, "key 'backend.completion_source': expected one of history, accounting"),
+    ({"max_boosted": 5000}, r"key 'backend.max_boosted': must lie in \[1, 2048\], got 5000"),
+    ({"timeout_s": True}, "key 'backend.timeout_s': expected a number, got a boolean"),
+    ({"priority_sort_check": "maybe"}, "key 'backend.priority_sort_check': expected one of warn, refuse, off"),
+    ({"retry_attempts": 2.5}, "key 'backend.retry_attempts': expected an integer"),  # as on Slurm: one shared reader
+    ({"interactive_max_time_s": -1}, "key 'backend.interactive_max_time_s': must be >= 0, got -1"),
 ])
 def test_bad_keys_are_one_line_errors(table: dict[str, object], message: str) -> None:
     with pytest.raises(ValueError, match=message) as info:

@@ -384,9 +384,9 @@ def test_config_from_table() -> None:
         "retry_attempts": 5, "completion_source": "jobcomp", "partitions": ["debug"]}, "rlsched.toml [backend]")
     assert config.timeout_s == 10.0 and config.retry.attempts == 5 and config.partitions == {"debug"}
     assert config.class_rule.interactive_qos == {"express"} and config.class_rule.interactive_max_time_s == 600
-    with pytest.raises(ValueError, match=r"^rlsched.toml \[backend\]: key 'timeout_z': unknown key"):
-        SlurmBackendConfig.from_table({"timeout_z": 1}, "rlsched.toml [backend]")
-    with pytest.raises(ValueError, match="key 'vos': expected a list of strings"):
+    with pytest.raises(ValueError, match=r"^rlsched.toml: key 'backend.timeout_z': unknown key"):
+        SlurmBackendConfig.from_table({"timeout_z": 1}, "rlsched.toml")
+    with pytest.raises(ValueError, match=r"key 'backend\.vos': expected a list of strings"):
         SlurmBackendConfig.from_table({"vos": "atlas"})
-    with pytest.raises(ValueError, match="completion_source must be one of"):
+    with pytest.raises(ValueError, match=r"key 'backend\.completion_source': expected one of auto, sacct, jobcomp"):
         SlurmBackendConfig.from_table({"completion_source": "dbd"})
