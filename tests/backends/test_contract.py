@@ -190,7 +190,8 @@ def example_plugin(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
 
 @pytest.mark.timeout(300)
 def test_a_backend_from_an_entry_point_keeps_the_live_backend_contract(example_plugin: None, tmp_path: Path) -> None:
-    config = backend_config_from_table({"kind": "toyq", "queues": ["batch"], "vos": ["physics", "biology"]},
+    config = backend_config_from_table({"kind": "toyq", "queues": ["batch"], "vos": ["physics", "biology"],
+                                        "default_vo": "physics"},
                                        "contract")
     backend = build_backend(config, tmp_path)
     assert type(backend).__module__ == "rlsched_example_backend.backend"
@@ -222,3 +223,19 @@ def test_a_policy_from_an_entry_point_runs_in_the_simulator_and_live(example_plu
     backend.executor.runner = ScriptedToyq()      # type: ignore[attr-defined]
     ranked = build_agent(spec, BuildContext(mode="boost", live=True)).decide(backend.view()).boost
     assert ranked is not None and list(ranked)[:3] == [3, 4, 5]      # 4 cores, 2, 1
+
+
+def test_a_daemon_config_naming_the_plugins_backend_loads_with_the_daemons_own_keys(example_plugin: None,
+                                                                                   tmp_path: Path) -> None:
+    # The daemon hands the whole [backend] table on; the plugin's kind reads it with rlsched's schema, so the
+    # daemon's keys (mode, poll_interval_s) pass and a key of neither is refused in one line naming it.
+    from rlsched.daemon.config import ConfigError, load_config
+
+    path = tmp_path / "toyq.toml"
+    path.write_text('[backend]\nkind = "toyq"\nmode = "gate"\npoll_interval_s = 5\nqueues = ["batch"]\n'
+                    'vos = ["physics"]\ndefault_vo = "physics"\n')
+    config = load_config(path, require_mode=True)
+    assert config.backend.kind == "toyq" and config.backend.queues == frozenset({"batch"})  # type: ignore[attr-defined]
+    path.write_text('[backend]\nkind = "toyq"\nmode = "shadow"\nqueus = ["batch"]\n')
+    with pytest.raises(ConfigError, match=r"backend\.queus"):
+        load_config(path, require_mode=True)

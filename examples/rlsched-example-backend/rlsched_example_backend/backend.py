@@ -12,8 +12,8 @@ from __future__ import annotations
 import math
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -21,6 +21,7 @@ import numpy as np
 
 from rlsched.backends.common.base import CLIBackend, record_in_state_dir
 from rlsched.backends.common.completions import CompletionFeedState
+from rlsched.backends.common.config import BackendConfig
 from rlsched.backends.common.fields import JsonFields, load_json_object
 from rlsched.backends.common.record import UndoRecord
 from rlsched.backends.common.runner import (
@@ -31,7 +32,7 @@ from rlsched.backends.common.runner import (
     RetryPolicy,
     SubprocessRunner,
 )
-from rlsched.core.classify import ClassRule, VOMapping
+from rlsched.config_schema import BACKEND_COMMON, STRING_SET, Key, Section
 from rlsched.core.live import CHANGE_KINDS, QueueKey
 from rlsched.core.view import ClusterView, FinishedJobs, JobClass, PendingJobs, RunningJobs, user_id
 
@@ -46,34 +47,23 @@ class ToyqCommandError(BackendCommandError):
     """A toyq command that failed."""
 
 
-@dataclass(frozen=True)
-class ToyqConfig:
-    """The ``[backend]`` table of ``kind = "toyq"``."""
+#: The ``[backend]`` keys of ``kind = "toyq"``: every kind's (rlsched's schema) and the gated queues.
+TOYQ = BACKEND_COMMON.extended(
+    '`kind = "toyq"` (the example backend)',
+    Key("queues", STRING_SET, frozenset(), "the queues rlsched schedules (gate mode holds and releases their jobs)"),
+)
 
-    kind: str = "toyq"
-    bin_dir: str | None = None
-    state_file: str | None = None
-    max_boosted: int = 10
-    timeout_s: float = 30.0
+
+@dataclass(frozen=True)
+class ToyqConfig(BackendConfig):
+    """The ``[backend]`` table of ``kind = "toyq"``: rlsched's shared backend keys (read, checked and turned into
+    one-line errors by :meth:`BackendConfig.from_table`) and the gated queues."""
+
+    SECTION: ClassVar[Section] = TOYQ
+
     #: The gated queues (gate mode holds and releases their jobs).
     queues: frozenset[str] = frozenset()
-    vos: tuple[str, ...] = ()
-    vo_shares: tuple[float, ...] | None = None
-    class_rule: ClassRule = field(default_factory=ClassRule)
-
-    @classmethod
-    def from_table(cls, table: Mapping[str, Any], source: str = "config") -> ToyqConfig:
-        known = {f.name for f in fields(cls)} - {"class_rule"}
-        unknown = sorted(set(table) - known)
-        if unknown:
-            raise ValueError(f"{source}: [backend] unknown key {unknown[0]!r} for kind 'toyq'")
-        values = dict(table)
-        for key, kind in (("queues", frozenset), ("vos", tuple)):
-            if key in values:
-                values[key] = kind(values[key])
-        if "vo_shares" in values:
-            values["vo_shares"] = tuple(float(v) for v in values["vo_shares"])
-        return cls(**values)
+    kind: str = field(default="toyq", init=False, repr=False)
 
     def gate_problem(self) -> tuple[str, str] | None:
         return None if self.queues else ("queues", "gate mode needs the gated queues")
@@ -163,7 +153,7 @@ class ToyqBackend(CLIBackend[ToyqJob, ToyqUndoRecord]):
         self._polled: list[ToyqJob] = []
         self._time_s = 0.0
         self._cores = 0
-        self.vo_mapping = VOMapping(config.vos, config.vo_shares, default_vo=config.vos[0] if config.vos else None)
+        self.vo_mapping = config.vo_mapping()
         self._open_record(ToyqUndoRecord)
         self._feed: ToyqFeed | None = None
 
