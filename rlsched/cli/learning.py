@@ -32,6 +32,8 @@ DEFAULT_OUT = Path("docs/results/learning")
               help="The scored search's generations (default: the search's; 1 with --quick).")
 @click.option("--population", type=click.IntRange(min=2), default=None,
               help="The scored search's population (default: the search's; 4 with --quick).")
+@click.option("--scored-runtime", type=click.Choice(["requested", "user-last2", "learned"]), default="learned",
+              show_default=True, help="The scored search's runtime input beside the request (requested: none).")
 @click.option("--scale", type=float, default=None, help="'lal' only: the share of its jobs.")
 @click.option("--quick", is_flag=True, help="A small setting (the first 600 jobs, one epoch, a tiny search).")
 @click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True,
@@ -40,7 +42,8 @@ DEFAULT_OUT = Path("docs/results/learning")
               help="Directory for report.md, results.json and ratios.png.")
 @click.option("--report-only", is_flag=True, help="Regenerate report.md and the figure from OUT/results.json.")
 def learning(traces_text: str | None, seeds: int, epochs: int | None, max_jobs: int | None,
-             generations: int | None, population: int | None, scale: float | None, quick: bool, workers: int,
+             generations: int | None, population: int | None, scored_runtime: str, scale: float | None, quick: bool,
+             workers: int,
              out: Path, report_only: bool) -> None:
     """Regenerate issue 23's table into OUT: every rule, sarsa-esn (train's epochs, selection and verdict), the
     scored search and the runtime predictors, per trace, on the test window in boost mode, bounded slowdown."""
@@ -52,6 +55,7 @@ def learning(traces_text: str | None, seeds: int, epochs: int | None, max_jobs: 
         quick_settings,
         read_results,
         run_learning,
+        scored_features,
         write_outputs,
     )
 
@@ -65,7 +69,7 @@ def learning(traces_text: str | None, seeds: int, epochs: int | None, max_jobs: 
         return
     seed_list = tuple(range(seeds))
     settings = quick_settings(seed_list) if quick else LearningSettings(seeds=seed_list)
-    search = settings.search
+    search = replace(settings.search, runtime_model=scored_runtime, features=scored_features(scored_runtime))
     if generations is not None:
         search = replace(search, generations=generations)
     if population is not None:

@@ -178,7 +178,7 @@ def train(workload_spec: str, policy: str, out: Path, config_path: Path | None, 
     from rlsched.sim.policies import workload_vos
     from rlsched.workflow.site import load_site
     from rlsched.workflow.split import TimeSplit, site_choices
-    from rlsched.workflow.train import DaskSlurm, judge_and_write, run_tasks, train_plan
+    from rlsched.workflow.train import DaskSlurm, judge_and_write, rule_windows, run_tasks, train_plan
     from rlsched.workflow.verdict import candidate_rules
 
     if window is not None:
@@ -219,7 +219,8 @@ def train(workload_spec: str, policy: str, out: Path, config_path: Path | None, 
         validation = tasks[0].validation
         assert validation is not None
         rules, _ = candidate_rules(workload_vos(validation), choices.deployment)
-        with progress_bar(len(rules), f"{workload.name} rules on validation", quiet) as progress:
+        windows = len(rule_windows(tasks[0]))
+        with progress_bar(len(rules) * windows, f"{workload.name} rules on {windows} windows", quiet) as progress:
             verdict = judge_and_write(results, tasks, out, about=about, progress=progress)
     except (ValueError, FileNotFoundError, OSError) as exc:
         raise click.ClickException(" ".join(str(exc).split())) from exc

@@ -35,6 +35,8 @@ from typing import Any
 import numpy as np
 
 from rlsched.core.objective import Objective
+from rlsched.core.policies import PolicySpec
+from rlsched.core.scoring import LOG_FAMILY, PREDICTED_FAMILY
 from rlsched.sim.prediction_errors import prediction_errors
 from rlsched.sim.search import SearchConfig, search_scoring
 from rlsched.sim.workload import Workload, with_class_rule
@@ -51,11 +53,28 @@ TRACES = ("KTH-SP2-1996-2.1-cln", "CTC-SP2-1996-3.1-cln", "SDSC-DS-2004-2.1-cln"
 FEWER_CORES = ("LLNL-Thunder", "OSC-Clust")
 TARGET_LOAD = 0.8
 LEARNED_POLICY = "sarsa-esn"
-#: The scored search's runtime input (the request: the information every requested-time rule has).
-SCORED_RUNTIME = "requested"
+#: The scored search's runtime input: the learned prediction beside the request (``log_pred``), the user
+#: history the rules on ``user-last2`` and ``learned`` have too; ``requested``: the request alone.
+SCORED_RUNTIME = "learned"
+SCORED_RUNTIMES = ("requested", "user-last2", "learned")
+
+
+def scored_features(runtime_model: str) -> tuple[str, ...]:
+    """The scored search's features for ``runtime_model``: the log family, with ``log_pred`` but for ``requested``."""
+    if runtime_model not in SCORED_RUNTIMES:
+        raise ValueError(f"scored search runtime {runtime_model!r}: expected one of {', '.join(SCORED_RUNTIMES)}")
+    return LOG_FAMILY if runtime_model == "requested" else PREDICTED_FAMILY
+
+
+def scored_search_config(runtime_model: str = SCORED_RUNTIME, **settings: Any) -> SearchConfig:
+    """The scored search's settings with ``runtime_model``'s prediction as a feature (:func:`scored_features`)."""
+    return SearchConfig(features=scored_features(runtime_model), runtime_model=runtime_model, **settings)
 #: A learned row within this factor of the best rule on test counts as a win of at least 10 %.
 WIN_RATIO = 0.90
 GEOMEAN_GOAL = 0.95
+#: The rules' spread: the test window replayed with every submit moved by up to ±JITTER_S, once per seed.
+JITTER_S = 300.0
+JITTER_SEEDS = (1, 2, 3)
 
 
 @dataclass(frozen=True)
@@ -67,7 +86,7 @@ class LearningSettings:
     split: TimeSplit = field(default_factory=TimeSplit)
     deployment: Deployment = field(default_factory=lambda: Deployment("boost"))
     objective: Objective = field(default_factory=Objective)
-    search: SearchConfig = field(default_factory=SearchConfig)
+    search: SearchConfig = field(default_factory=scored_search_config)
     #: Keep only the first ``max_jobs`` jobs of each trace (None: all).
     max_jobs: int | None = None
     workers: int = 1
@@ -85,8 +104,8 @@ class LearningSettings:
 
 def quick_settings(seeds: Sequence[int] = (0, 1, 2), max_jobs: int = 600) -> LearningSettings:
     """Small enough for a test: the first ``max_jobs`` jobs, one epoch, a tiny search."""
-    search = SearchConfig(population=4, generations=1, sequences=1, sequence_jobs=min(200, max_jobs // 2),
-                          validation_replays=1)
+    search = scored_search_config(population=4, generations=1, sequences=1, sequence_jobs=min(200, max_jobs // 2),
+                                  validation_replays=1)
     return LearningSettings(seeds=tuple(seeds), epochs=1, search=search, max_jobs=max_jobs)
 
 
@@ -165,7 +184,8 @@ def learning_trace(whole: Workload, settings: LearningSettings, *, cores: int | 
                       "train_seconds": [round(r.seconds, 1) for r in results],
                       "verdict": {"outcome": verdict.outcome, "rule": verdict.rule, "line": verdict.line(),
                                   "model_score": verdict.model_score, "rule_score": verdict.rule_score,
-                                  "spread": verdict.spread, "rule_config": verdict.rule_config},
+                                  "spread": verdict.spread, "rule_config": verdict.rule_config,
+                                  "deploy_rule": verdict.replacement[0], "deploy_config": verdict.replacement[1]},
                       "seconds": round(time.perf_counter() - t, 1)}
     note(f"  {LEARNED_POLICY}: {verdict.line()} ({time.perf_counter() - t:.0f} s)")
 
@@ -202,11 +222,20 @@ def learning_trace(whole: Workload, settings: LearningSettings, *, cores: int | 
     out["best_rule_test"] = {"rule": best_test, "test": rules[best_test]["test"]}
     out["validation_pick"] = {"rule": validation_pick, "test": rules[validation_pick]["test"]}
 
+    # The rule train's verdict deploys instead of a losing model: the best over the train halves and validation.
+    windows_pick = verdict.replacement[0]
+    for label, scores in verdict.extra.get("rule_windows", {}).items():
+        for rule_label, score in scores.items():
+            if rule_label in rules:
+                rules[rule_label].setdefault("train", {})[label] = float(score)
+    out["windows_pick"] = {"rule": windows_pick, "test": rules[windows_pick]["test"],
+                           "windows": verdict.deploy_windows,
+                           "geomean_ratio": float(verdict.extra["rule_geomean_ratio"][windows_pick])}
+
     # The deployed choice by train's verdict.
     deployed: dict[str, Any]
     if verdict.loses:
-        deployed = {"kind": "rule", "what": verdict.rule, "test": rules[verdict.rule]["test"]
-                    if verdict.rule in rules else math.nan, "spread": 0.0}
+        deployed = {"kind": "rule", "what": windows_pick, "test": rules[windows_pick]["test"], "spread": 0.0}
     else:
         deployed = {"kind": "model", "what": f"{LEARNED_POLICY} seed {selected_seed}", "test": selected_test,
                     "spread": out["learned"]["test"]["spread"]}
@@ -215,7 +244,15 @@ def learning_trace(whole: Workload, settings: LearningSettings, *, cores: int | 
     out["ratios"] = {"learned": _ratio(objective, out["learned"]["test"]["mean"], best),
                      "scored": _ratio(objective, out["scored"]["test"]["mean"], best),
                      "deployed": _ratio(objective, deployed["test"], best),
-                     "validation_pick": _ratio(objective, rules[validation_pick]["test"], best)}
+                     "validation_pick": _ratio(objective, rules[validation_pick]["test"], best),
+                     "windows_pick": _ratio(objective, rules[windows_pick]["test"], best)}
+    # A rule is deterministic, but its score rests on the exact second each job arrived: the test window
+    # replayed with every submit moved by up to ±JITTER_S (seeds 1, 2, 3) gives the rules a spread too.
+    t = time.perf_counter()
+    jitter = {label: _jittered(test_view, on_test.specs[label], settings, cores)
+              for label in dict.fromkeys([best_test, windows_pick, validation_pick])}
+    out["jittered"] = {"jitter_s": JITTER_S, "rules": jitter}
+    note(f"  jittered test replays: {time.perf_counter() - t:.0f} s")
 
     # The runtime predictors on their own, on the whole trace as recorded.
     t = time.perf_counter()
@@ -224,6 +261,14 @@ def learning_trace(whole: Workload, settings: LearningSettings, *, cores: int | 
     note(f"  prediction MAE: {time.perf_counter() - t:.0f} s")
     out["seconds"] = round(time.perf_counter() - t0, 1)
     return out
+
+
+def _jittered(test: Workload, spec: PolicySpec, settings: LearningSettings, cores: int | None) -> dict[str, Any]:
+    """A rule's score on ``test`` replayed with jittered submits (:data:`JITTER_SEEDS`, ±:data:`JITTER_S`)."""
+    scores = [schedule_score(settings.objective,
+                             simulate_in(settings.deployment, test.jittered(seed, JITTER_S), spec, cores).schedule)
+              for seed in JITTER_SEEDS]
+    return _stats(scores)
 
 
 def _runtime_of(label: str) -> str:
@@ -275,16 +320,24 @@ def goals(data: Mapping[str, Any]) -> list[str]:
     higher = bool(Objective.from_dict(data["settings"]["objective"]).higher_is_better)
     n = len(rows)
     out = []
-    # 1. The deployed choice never worse than the best rule beyond the spread.
-    worse = []
+    # 1. The deployed choice never worse than the best rule beyond the spread (a rule's spread: jittered replays).
+    worse, ties = [], []
     for r in rows:
-        d, best = r["deployed"], r["best_rule_test"]["test"]
-        gap = (best - d["test"]) if higher else (d["test"] - best)
-        if gap > d["spread"]:
-            worse.append(f"{r['trace']} ({100 * (r['ratios']['deployed'] - 1):+.0f} %)")
-    out.append("**Deployed choice never worse than the best rule on test beyond the spread**: "
-               + ("reached on all " + str(n) + " traces run." if not worse else
-                  f"missed on {len(worse)} of {n}: " + ", ".join(worse) + "."))
+        d = r["deployed"]
+        best, best_spread = _rule_test(r, r["best_rule_test"]["rule"])
+        mean, spread = _rule_test(r, d["what"]) if d["kind"] == "rule" else (d["test"], d["spread"])
+        gap = (best - mean) if higher else (mean - best)
+        if gap > max(spread, best_spread):
+            worse.append(f"{r['trace']} ({100 * (_ratio_of(higher, mean, best) - 1):+.0f} %)")
+        elif gap > 0:
+            ties.append(f"{r['trace']} ({100 * (_ratio_of(higher, mean, best) - 1):+.0f} %, spread "
+                        f"{_fmt(max(spread, best_spread))})")
+    jittered = "jittered" in rows[0] if rows else False
+    out.append("**Deployed choice never worse than the best rule on test beyond the spread**"
+               + (" (a rule's spread: its test replays with jittered submits)" if jittered else "") + ": "
+               + ("reached on all " + str(n) + " traces run" if not worse else
+                  f"missed on {len(worse)} of {n}: " + ", ".join(worse))
+               + (f"; worse but within the spread (a tie) on {', '.join(ties)}" if ties else "") + ".")
     # 2. The learned model beats the best rule by ≥ 10 % on ≥ 3 traces; geometric mean < 0.95.
     for key, what in (("learned", f"learned model ({LEARNED_POLICY})"), ("scored", "scored search")):
         ratios = [r["ratios"][key] for r in rows]
@@ -323,6 +376,19 @@ def goals(data: Mapping[str, Any]) -> list[str]:
     return out
 
 
+def _rule_test(row: Mapping[str, Any], rule: str) -> tuple[float, float]:
+    """A rule's test score and spread: the mean and spread over the jittered replays where the row has them,
+    else the recorded replay's score and no spread."""
+    jittered = row.get("jittered", {}).get("rules", {}).get(rule)
+    if jittered is not None:
+        return float(jittered["mean"]), float(jittered["spread"])
+    return float(row["rules"][rule]["test"]), 0.0
+
+
+def _ratio_of(higher: bool, value: float, best: float) -> float:
+    return (best / value if value else math.inf) if higher else (value / best if best else math.inf)
+
+
 def request_is_runtime(rows: Sequence[Mapping[str, Any]]) -> list[str]:
     """The traces whose requested time is the runtime (a requested-time MAE under 1 s: the log records no
     request and the reader fills it in with the runtime)."""
@@ -346,30 +412,48 @@ def render_report(data: Mapping[str, Any]) -> str:
              f"{s['search']['sequences']} sequence(s) of {s['search']['sequence_jobs']} jobs, runtime "
              f"{s['search']['runtime_model']}."
              + (f" **Quick setting: the first {s['max_jobs']:,} jobs of each trace.**" if s.get("max_jobs") else ""),
-             "", "Rules are deterministic (spread 0); a learned row is mean ± standard deviation over the seeds' "
-             "test scores, and a difference inside it is a tie. Information: the rules say theirs "
+             "", "Rules are deterministic (spread 0 in the table; their spread under jittered submits is below "
+             "it); a learned row is mean ± standard deviation over the seeds' test scores, and a difference inside "
+             "it is a tie. Information: the rules say theirs "
              "(`runtime_model`, the request by default); sarsa-esn its registry defaults: the request and "
              "`runtime_model=estimated` (the class median over a sliding window), trained on P-grid's λ-reward and "
-             "selected by the objective; the scored search the request.", "",
+             "selected by the objective; the scored search the request"
+             + ("" if s["search"]["runtime_model"] == "requested" else
+                f" and the {s['search']['runtime_model']} prediction (feature `log_pred`)") + ".", "",
              "## The table (test window)", "",
-             "| trace | jobs (cores) | best rule on test (hindsight) | rule validation picks | sarsa-esn | "
-             "scored search | deployed (train's verdict) | sarsa / best | scored / best | deployed / best | "
-             "wall time |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| trace | jobs (cores) | best rule on test (hindsight) | rule validation picks | rule the windows "
+             "pick | sarsa-esn | scored search | deployed (train's verdict) | sarsa / best | scored / best | "
+             "deployed / best | wall time |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         frac = f", {100 * r['core_fraction']:.0f} % of {r['recorded_cores']}" if r["core_fraction"] < 1 else ""
         d = r["deployed"]
+        picked = r.get("windows_pick")
         lines.append(
             f"| {r['trace']} | {r['jobs']:,} ({r['cores']}{frac}) | {r['best_rule_test']['rule']}: "
             f"{_fmt(r['best_rule_test']['test'])} | {r['validation_pick']['rule']}: "
-            f"{_fmt(r['validation_pick']['test'])} | {_pm(r['learned']['test'])} | {_pm(r['scored']['test'])} | "
+            f"{_fmt(r['validation_pick']['test'])} | "
+            + (f"{picked['rule']}: {_fmt(picked['test'])}" if picked else "-")
+            + f" | {_pm(r['learned']['test'])} | {_pm(r['scored']['test'])} | "
             f"{d['kind']} {d['what']}: {_fmt(d['test'])} | {_fmt(r['ratios']['learned'])} | "
             f"{_fmt(r['ratios']['scored'])} | {_fmt(r['ratios']['deployed'])} | {r['seconds']:.0f} s |")
     lines += ["", f"Geometric means over the {len(rows)} traces: sarsa-esn / best "
               f"{_fmt(_geomean([r['ratios']['learned'] for r in rows]))}, scored / best "
               f"{_fmt(_geomean([r['ratios']['scored'] for r in rows]))}, deployed / best "
               f"{_fmt(_geomean([r['ratios']['deployed'] for r in rows]))}, validation's rule / best "
-              f"{_fmt(_geomean([r['ratios']['validation_pick'] for r in rows]))}.", ""]
+              f"{_fmt(_geomean([r['ratios']['validation_pick'] for r in rows]))}"
+              + (f", the windows' rule / best {_fmt(_geomean([r['ratios']['windows_pick'] for r in rows]))}"
+                 if all("windows_pick" in r["ratios"] for r in rows) else "") + ".", "",
+              "The rule the windows pick is the one train's verdict deploys when the model loses: the best "
+              "geometric mean, over the train window's halves and the validation window, of its score relative "
+              "to each window's best rule (`rlsched.workflow.verdict.rule_over_windows`); the rule validation "
+              "picks is the best on the validation window alone, shown for comparison.", ""]
+    if any("jittered" in r for r in rows):
+        lines += ["Rules' spread on test: the test window replayed with every submit moved by up to "
+                  f"±{rows[0]['jittered']['jitter_s']:.0f} s (seeds {', '.join(map(str, JITTER_SEEDS))}), mean ± "
+                  "standard deviation: " + "; ".join(
+                      f"{r['trace']}: " + ", ".join(f"{k} {_pm(v)}" for k, v in sorted(r["jittered"]["rules"].items()))
+                      for r in rows if "jittered" in r) + ".", ""]
     fewer = [r for r in rows if r["core_fraction"] < 1]
     if fewer:
         lines += ["Replayed on fewer cores (the same for every policy, for an offered load of about "

@@ -41,11 +41,24 @@ def test_a_quick_row_scores_every_rule_and_both_learned_policies_on_the_test_win
     # The deployed choice follows train's verdict: the verdict's rule when the model loses, the model otherwise.
     verdict, deployed = row["learned"]["verdict"], row["deployed"]
     if verdict["outcome"] == "loses":
-        assert deployed == {"kind": "rule", "what": verdict["rule"], "test": rules[verdict["rule"]]["test"],
-                            "spread": 0.0}
+        assert deployed == {"kind": "rule", "what": verdict["deploy_rule"],
+                            "test": rules[verdict["deploy_rule"]]["test"], "spread": 0.0}
     else:
         assert deployed["kind"] == "model" and deployed["test"] == row["learned"]["selected"]["test"]
     assert row["ratios"]["deployed"] == pytest.approx(deployed["test"] / best["test"])
+    # The rule deployed instead of a loser: the best geometric mean of ratios to each window's best rule, over the
+    # train window (150 jobs: one part, as parts under 100 jobs are not made) and validation.
+    picked = row["windows_pick"]
+    assert picked["rule"] == verdict["deploy_rule"] and picked["windows"] == 2
+    assert all(set(v["train"]) == {"train 1/1"} for v in rules.values())
+    windows = [{k: v["train"]["train 1/1"] for k, v in rules.items()}, {k: v["validation"] for k, v in rules.items()}]
+    geomean = {k: math.exp(sum(math.log(w[k] / min(w.values())) for w in windows) / 2) for k in rules}
+    assert picked["geomean_ratio"] == pytest.approx(min(geomean.values()))
+    assert geomean[picked["rule"]] == pytest.approx(min(geomean.values()))
+    # The rules' spread on test: the jittered replays of the best, the windows' and validation's rules.
+    jittered = row["jittered"]["rules"]
+    assert set(jittered) == {best["rule"], picked["rule"], row["validation_pick"]["rule"]}
+    assert all(len(j["seeds"]) == 3 and j["spread"] >= 0 for j in jittered.values())
     assert set(row["prediction"]) == {"requested", "user-last2", "learned"}
     assert all(math.isfinite(p["mae_s"]) for p in row["prediction"].values())
 
