@@ -112,3 +112,11 @@ def test_the_predictor_goal_leaves_out_a_trace_whose_request_is_the_runtime() ->
     line = next(g for g in goals({"settings": settings, "traces": rows}) if g.startswith("**Learned predictor"))
     assert "lower on 1 of the 1 traces run with a recorded request (real)" in line
     assert "not compared on filled" in line
+
+
+def test_a_trace_whose_replayed_jobs_barely_load_the_machine_is_replayed_on_fewer_cores() -> None:
+    from rlsched.workflow.learning import LOW_LOAD, needs_fewer_cores
+
+    assert needs_fewer_cores("LLNL-Thunder-2007-1.1-cln") and needs_fewer_cores("OSC-Clust-2000-3.1-cln", 0.9)
+    assert needs_fewer_cores("LPC-EGEE-2004-1.2-cln", 0.04)
+    assert not needs_fewer_cores("KTH-SP2-1996-2.1-cln", 0.67) and not needs_fewer_cores("x", LOW_LOAD)
