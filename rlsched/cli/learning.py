@@ -34,6 +34,10 @@ DEFAULT_OUT = Path("docs/results/learning")
               help="The scored search's population (default: the search's; 4 with --quick).")
 @click.option("--scored-runtime", type=click.Choice(["requested", "user-last2", "learned"]), default="learned",
               show_default=True, help="The scored search's runtime input beside the request (requested: none).")
+@click.option("--objective", type=click.Choice(["bsld", "wait", "W"]), default="bsld", show_default=True,
+              help="What every policy is ranked by (the scored search's fitness stays bounded slowdown).")
+@click.option("--class-weight", "class_weights", multiple=True, metavar="CLASS=W",
+              help="Weigh a class's jobs W times in the objective (repeat; e.g. interactive=3).")
 @click.option("--scale", type=float, default=None, help="'lal' only: the share of its jobs.")
 @click.option("--quick", is_flag=True, help="A small setting (the first 600 jobs, one epoch, a tiny search).")
 @click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True,
@@ -42,13 +46,14 @@ DEFAULT_OUT = Path("docs/results/learning")
               help="Directory for report.md, results.json and ratios.png.")
 @click.option("--report-only", is_flag=True, help="Regenerate report.md and the figure from OUT/results.json.")
 def learning(traces_text: str | None, seeds: int, epochs: int | None, max_jobs: int | None,
-             generations: int | None, population: int | None, scored_runtime: str, scale: float | None, quick: bool,
-             workers: int,
+             generations: int | None, population: int | None, scored_runtime: str, objective: str,
+             class_weights: tuple[str, ...], scale: float | None, quick: bool, workers: int,
              out: Path, report_only: bool) -> None:
     """Regenerate issue 23's table into OUT: every rule, sarsa-esn (train's epochs, selection and verdict), the
     scored search and the runtime predictors, per trace, on the test window in boost mode, bounded slowdown."""
     from dataclasses import replace
 
+    from rlsched.core.objective import Objective, parse_class_weights
     from rlsched.workflow.learning import (
         TRACES,
         LearningSettings,
@@ -74,7 +79,11 @@ def learning(traces_text: str | None, seeds: int, epochs: int | None, max_jobs: 
         search = replace(search, generations=generations)
     if population is not None:
         search = replace(search, population=population)
-    settings = replace(settings, search=search, workers=workers,
+    try:
+        chosen = Objective(objective, parse_class_weights(class_weights))
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from exc
+    settings = replace(settings, search=search, workers=workers, objective=chosen,
                        epochs=epochs if epochs is not None else settings.epochs,
                        max_jobs=max_jobs if max_jobs is not None else settings.max_jobs)
     traces = [t for t in traces_text.split(",") if t] if traces_text else list(TRACES)
