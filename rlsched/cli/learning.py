@@ -17,6 +17,8 @@ if TYPE_CHECKING:
 
 #: Where the committed table lives.
 DEFAULT_OUT = Path("docs/results/learning")
+#: OUT's folder of finished rows, one file per trace: a stopped run started again resumes from them.
+ROWS_DIR = "rows"
 
 
 @click.command("learning")
@@ -93,7 +95,8 @@ def learning(traces_text: str | None, seeds: int, epochs: int | None, max_jobs: 
 
     t0 = time.perf_counter()
     try:
-        data = run_learning(loader, traces, settings, say=lambda text: click.echo(text, err=True))
+        data = run_learning(loader, traces, settings, say=lambda text: click.echo(text, err=True),
+                            rows_dir=out / ROWS_DIR)
     except (ValueError, FileNotFoundError) as exc:
         raise click.ClickException(" ".join(str(exc).split())) from exc
     argv = list(sys.argv[1:]) if sys.argv and "learning" in sys.argv else ["learning"]

@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from rlsched.core.atomic import write_json_atomic
 from rlsched.core.objective import Objective
 from rlsched.core.policies import PolicySpec
 from rlsched.core.scoring import LOG_FAMILY, PREDICTED_FAMILY
@@ -285,12 +286,41 @@ def _runtime_of(label: str) -> str:
     return "requested"
 
 
+def row_path(rows_dir: Path, name: str) -> Path:
+    """Where one trace's finished row is kept (``rows/KTH-SP2-1996-2.1-cln.json``)."""
+    return rows_dir / (name.replace("/", "_").replace("\\", "_") + ".json")
+
+
+def saved_row(rows_dir: Path, name: str, settings: LearningSettings) -> dict[str, Any] | None:
+    """The row a run with the same settings finished for ``name`` (None: none, or other settings)."""
+    path = row_path(rows_dir, name)
+    try:
+        saved = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(saved, dict) or saved.get("settings") != json.loads(json.dumps(settings.to_dict())):
+        return None
+    row = saved.get("row")
+    return row if isinstance(row, dict) else None
+
+
 def run_learning(loader: Callable[[str, int | None], Workload], traces: Sequence[str], settings: LearningSettings,
-                 say: Callable[[str], None] | None = None) -> dict[str, Any]:
+                 say: Callable[[str], None] | None = None, rows_dir: Path | None = None) -> dict[str, Any]:
     """Every trace's row (``loader(name, max_procs)`` loads a trace; traces :func:`needs_fewer_cores` names are
-    replayed on :func:`replay_cores`'s fraction) and what was run."""
+    replayed on :func:`replay_cores`'s fraction) and what was run.
+
+    ``rows_dir``: each finished row is written there at once (atomically), and a trace whose row a run with the
+    same settings left there is not run again — a run of hours that stops resumes where it stopped.
+    """
     rows = []
     for name in traces:
+        if rows_dir is not None:
+            kept = saved_row(rows_dir, name, settings)
+            if kept is not None:
+                if say is not None:
+                    say(f"{name}: the row finished earlier with these settings ({row_path(rows_dir, name)})")
+                rows.append(kept)
+                continue
         whole = loader(name, None)
         cores, fraction = None, 1.0
         head = whole if settings.max_jobs is None else whole.select(np.arange(min(len(whole), settings.max_jobs)))
@@ -298,7 +328,11 @@ def run_learning(loader: Callable[[str, int | None], Workload], traces: Sequence
             reduced, fraction = replay_cores(head)
             if reduced < whole.max_procs:
                 whole, cores = loader(name, reduced), reduced
-        rows.append(learning_trace(whole, settings, cores=cores, core_fraction=fraction, say=say))
+        row = learning_trace(whole, settings, cores=cores, core_fraction=fraction, say=say)
+        if rows_dir is not None:
+            rows_dir.mkdir(parents=True, exist_ok=True)
+            write_json_atomic(row_path(rows_dir, name), {"settings": settings.to_dict(), "row": row}, mode=0o644)
+        rows.append(row)
     return {"settings": settings.to_dict(), "traces": rows}
 
 

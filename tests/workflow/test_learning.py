@@ -120,3 +120,26 @@ def test_a_trace_whose_replayed_jobs_barely_load_the_machine_is_replayed_on_fewe
     assert needs_fewer_cores("LLNL-Thunder-2007-1.1-cln") and needs_fewer_cores("OSC-Clust-2000-3.1-cln", 0.9)
     assert needs_fewer_cores("LPC-EGEE-2004-1.2-cln", 0.04)
     assert not needs_fewer_cores("KTH-SP2-1996-2.1-cln", 0.67) and not needs_fewer_cores("x", LOW_LOAD)
+
+
+def test_each_finished_row_is_kept_and_a_run_started_again_resumes_from_it(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    import rlsched.workflow.learning as learning
+
+    ran: list[str] = []
+
+    def fake_row(whole: Any, settings: Any, **_: Any) -> dict[str, Any]:
+        ran.append(whole.name)
+        return {"trace": whole.name, "jobs": len(whole)}
+
+    monkeypatch.setattr(learning, "learning_trace", fake_row)
+    swf = write_swf(tmp_path / "small.swf", n=120, interarrival_s=60.0)
+    settings = learning.quick_settings((0,), max_jobs=100)
+    rows = tmp_path / "rows"
+    first = learning.run_learning(lambda name, procs: load_workload(name), [str(swf)], settings, rows_dir=rows)
+    assert ran == ["small"] and (rows / (str(swf).replace("/", "_") + ".json")).is_file()
+    again = learning.run_learning(lambda name, procs: load_workload(name), [str(swf)], settings, rows_dir=rows)
+    assert ran == ["small"] and again == first               # resumed: not run again
+    other = learning.quick_settings((0, 1), max_jobs=100)
+    learning.run_learning(lambda name, procs: load_workload(name), [str(swf)], other, rows_dir=rows)
+    assert ran == ["small", "small"]                          # other settings: run afresh
