@@ -40,6 +40,8 @@ ROWS_DIR = "rows"
               help="What every policy is ranked by (the scored search's fitness stays bounded slowdown).")
 @click.option("--class-weight", "class_weights", multiple=True, metavar="CLASS=W",
               help="Weigh a class's jobs W times in the objective (repeat; e.g. interactive=3).")
+@click.option("--rule-windows", type=click.IntRange(min=1, max=3), default=1, show_default=True,
+              help="As train's: the windows the rule deployed instead of a losing model is chosen on.")
 @click.option("--scale", type=float, default=None, help="'lal' only: the share of its jobs.")
 @click.option("--quick", is_flag=True, help="A small setting (the first 600 jobs, one epoch, a tiny search).")
 @click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True,
@@ -49,7 +51,7 @@ ROWS_DIR = "rows"
 @click.option("--report-only", is_flag=True, help="Regenerate report.md and the figure from OUT/results.json.")
 def learning(traces_text: str | None, seeds: int, epochs: int | None, max_jobs: int | None,
              generations: int | None, population: int | None, scored_runtime: str, objective: str,
-             class_weights: tuple[str, ...], scale: float | None, quick: bool, workers: int,
+             class_weights: tuple[str, ...], rule_windows: int, scale: float | None, quick: bool, workers: int,
              out: Path, report_only: bool) -> None:
     """Regenerate issue 23's table into OUT: every rule, sarsa-esn (train's epochs, selection and verdict), the
     scored search and the runtime predictors, per trace, on the test window in boost mode, bounded slowdown."""
@@ -85,7 +87,7 @@ def learning(traces_text: str | None, seeds: int, epochs: int | None, max_jobs: 
         chosen = Objective(objective, parse_class_weights(class_weights))
     except ValueError as exc:
         raise click.ClickException(str(exc)) from exc
-    settings = replace(settings, search=search, workers=workers, objective=chosen,
+    settings = replace(settings, search=search, workers=workers, objective=chosen, rule_windows=rule_windows,
                        epochs=epochs if epochs is not None else settings.epochs,
                        max_jobs=max_jobs if max_jobs is not None else settings.max_jobs)
     traces = [t for t in traces_text.split(",") if t] if traces_text else list(TRACES)

@@ -43,8 +43,8 @@ from rlsched.sim.search import SearchConfig, search_scoring
 from rlsched.sim.workload import Workload, with_class_rule
 from rlsched.workflow.site import trace_class_rule
 from rlsched.workflow.split import Deployment, TimeSplit, describe_window, simulate_in
-from rlsched.workflow.train import judge_and_write, run_tasks, train_plan, validation_score
-from rlsched.workflow.verdict import schedule_score, score_rules
+from rlsched.workflow.train import RULE_WINDOWS, judge_and_write, rule_windows, run_tasks, train_plan, validation_score
+from rlsched.workflow.verdict import RuleScores, rule_over_windows, schedule_score, score_rules
 
 #: The nine logs of issue 23 (names ``rlsched.sim.traces.swf.resolve_trace`` finds under RLSCHED_TRACE_DIR).
 TRACES = ("KTH-SP2-1996-2.1-cln", "CTC-SP2-1996-3.1-cln", "SDSC-DS-2004-2.1-cln", "LPC-EGEE-2004-1.2-cln",
@@ -54,8 +54,12 @@ TRACES = ("KTH-SP2-1996-2.1-cln", "CTC-SP2-1996-3.1-cln", "SDSC-DS-2004-2.1-cln"
 FEWER_CORES = ("LLNL-Thunder", "OSC-Clust")
 TARGET_LOAD = 0.8
 #: Any other trace whose replayed jobs (the first ``max_jobs``) offer less than this load is replayed on fewer
-#: cores too: at LPC-EGEE's first 6,000 jobs (load 0.04 on its 140 cores) no job waits and every rule ties.
+#: cores too (SDSC-DS's first 4,000 jobs: 0.41 on 1,664 cores) ...
 LOW_LOAD = 0.5
+#: ... unless that leaves less than this share of the machine: LPC-EGEE's first 4,000 jobs offer 0.04 of its 140
+#: cores, and on the 6 cores that would bring them to 0.8 on average its bursts pile up (bounded slowdowns of
+#: 3,000 to 22,000: another machine, not LPC-EGEE's).  Such a trace is replayed as recorded (its rules tie).
+MIN_LOAD_FRACTION = 0.1
 LEARNED_POLICY = "sarsa-esn"
 #: The scored search's runtime input: the learned prediction beside the request (``log_pred``), the user
 #: history the rules on ``user-last2`` and ``learned`` have too; ``requested``: the request alone.
@@ -76,6 +80,8 @@ def scored_search_config(runtime_model: str = SCORED_RUNTIME, **settings: Any) -
 #: A learned row within this factor of the best rule on test counts as a win of at least 10 %.
 WIN_RATIO = 0.90
 GEOMEAN_GOAL = 0.95
+#: The windows the table's "rule the windows pick" column chooses on: the train window's halves and validation.
+COMPARED_WINDOWS = 3
 #: The rules' spread: the test window replayed with every submit moved by up to ±JITTER_S, once per seed.
 JITTER_S = 300.0
 JITTER_SEEDS = (1, 2, 3)
@@ -94,13 +100,15 @@ class LearningSettings:
     #: Keep only the first ``max_jobs`` jobs of each trace (None: all).
     max_jobs: int | None = None
     workers: int = 1
+    #: Windows train's verdict chooses the rule to deploy on (1: validation alone, train's default).
+    rule_windows: int = RULE_WINDOWS
 
     def to_dict(self) -> dict[str, Any]:
         s = self.search
         return {"seeds": list(self.seeds), "epochs": self.epochs, "split": self.split.to_dict(),
                 "deployment": self.deployment.to_dict(), "deployment_label": self.deployment.label(),
                 "objective": self.objective.to_dict(), "objective_label": self.objective.label(),
-                "max_jobs": self.max_jobs, "learned_policy": LEARNED_POLICY,
+                "max_jobs": self.max_jobs, "learned_policy": LEARNED_POLICY, "rule_windows": self.rule_windows,
                 "search": {"features": list(s.features), "population": s.population, "generations": s.generations,
                            "sequences": s.sequences, "sequence_jobs": s.sequence_jobs,
                            "validation_replays": s.validation_replays, "runtime_model": s.runtime_model}}
@@ -124,8 +132,11 @@ def replay_cores(workload: Workload, target_load: float = TARGET_LOAD) -> tuple[
 
 def needs_fewer_cores(name: str, offered_load: float = 1.0) -> bool:
     """Whether a trace is replayed on :func:`replay_cores`'s fraction: one of :data:`FEWER_CORES`, or its replayed
-    jobs offer less than :data:`LOW_LOAD`."""
-    return any(name.startswith(prefix) for prefix in FEWER_CORES) or offered_load < LOW_LOAD
+    jobs offer less than :data:`LOW_LOAD` but not so little that the fraction would be under
+    :data:`MIN_LOAD_FRACTION`."""
+    if any(name.startswith(prefix) for prefix in FEWER_CORES):
+        return True
+    return offered_load < LOW_LOAD and offered_load / TARGET_LOAD >= MIN_LOAD_FRACTION
 
 
 def _stats(values: Sequence[float]) -> dict[str, Any]:
@@ -141,7 +152,8 @@ def _ratio(objective: Objective, value: float, best: float) -> float:
 
 
 def learning_trace(whole: Workload, settings: LearningSettings, *, cores: int | None = None,
-                   core_fraction: float = 1.0, say: Callable[[str], None] | None = None) -> dict[str, Any]:
+                   core_fraction: float = 1.0, recorded_cores: int | None = None,
+                   say: Callable[[str], None] | None = None) -> dict[str, Any]:
     """One trace's row of the table (see the module docstring); ``whole``: the trace as loaded."""
     t0 = time.perf_counter()
     note = say or (lambda _text: None)
@@ -153,7 +165,7 @@ def learning_trace(whole: Workload, settings: LearningSettings, *, cores: int | 
     test_view = with_class_rule(test_w, rule)
     windows = split.windows(whole)
     out: dict[str, Any] = {"trace": whole.name, "jobs": len(whole), "cores": int(cores or whole.max_procs),
-                           "recorded_cores": int(whole.max_procs), "core_fraction": core_fraction,
+                           "recorded_cores": int(recorded_cores or whole.max_procs), "core_fraction": core_fraction,
                            "offered_load": float(whole.summary()["offered_load"]),
                            "windows": {name: describe_window(windows, name) for name in windows}}
     note(f"{whole.name}: {len(whole)} jobs on {out['cores']} cores, offered load {out['offered_load']:.2f}")
@@ -173,7 +185,8 @@ def learning_trace(whole: Workload, settings: LearningSettings, *, cores: int | 
                            objective=objective)
         results = run_tasks(tasks, workers=settings.workers)
         verdict = judge_and_write(results, tasks, model_path, about={"workload": whole.name, "jobs": len(whole),
-                                                                     "split": split.to_dict(), "windows": windows})
+                                                                     "split": split.to_dict(), "windows": windows},
+                                  windows=settings.rule_windows)
         model_test: list[float] = []
         for task, result in zip(tasks, results, strict=True):
             seed_file = Path(tmp) / f"seed{result.seed}.npz"
@@ -228,20 +241,29 @@ def learning_trace(whole: Workload, settings: LearningSettings, *, cores: int | 
     out["best_rule_test"] = {"rule": best_test, "test": rules[best_test]["test"]}
     out["validation_pick"] = {"rule": validation_pick, "test": rules[validation_pick]["test"]}
 
-    # The rule train's verdict deploys instead of a losing model: the best over the train halves and validation.
-    windows_pick = verdict.replacement[0]
-    for label, scores in verdict.extra.get("rule_windows", {}).items():
+    # The rule the train window's halves and validation pick together (rule_over_windows), beside validation's:
+    # train deploys it instead of a losing model with --rule-windows 3; measured here either way.
+    if verdict.deploy_windows >= COMPARED_WINDOWS:
+        train_scores = dict(verdict.extra["rule_windows"])
+    else:
+        cut = rule_windows(tasks[0], COMPARED_WINDOWS)
+        train_scores = {label: score_rules(w, deployment, objective, cores=cores).scores
+                        for label, w in cut.items() if label != "validation"}
+    by_window = {label: RuleScores(scores=dict(scores)) for label, scores in train_scores.items()}
+    by_window["validation"] = RuleScores(scores=dict(rules_validation))
+    windows_pick, geomeans = rule_over_windows(objective, by_window)
+    for label, scores in train_scores.items():
         for rule_label, score in scores.items():
             if rule_label in rules:
                 rules[rule_label].setdefault("train", {})[label] = float(score)
-    out["windows_pick"] = {"rule": windows_pick, "test": rules[windows_pick]["test"],
-                           "windows": verdict.deploy_windows,
-                           "geomean_ratio": float(verdict.extra["rule_geomean_ratio"][windows_pick])}
+    out["windows_pick"] = {"rule": windows_pick, "test": rules[windows_pick]["test"], "windows": len(by_window),
+                           "geomean_ratio": float(geomeans[windows_pick])}
+    deploy_rule = verdict.replacement[0]
 
     # The deployed choice by train's verdict.
     deployed: dict[str, Any]
     if verdict.loses:
-        deployed = {"kind": "rule", "what": windows_pick, "test": rules[windows_pick]["test"], "spread": 0.0}
+        deployed = {"kind": "rule", "what": deploy_rule, "test": rules[deploy_rule]["test"], "spread": 0.0}
     else:
         deployed = {"kind": "model", "what": f"{LEARNED_POLICY} seed {selected_seed}", "test": selected_test,
                     "spread": out["learned"]["test"]["spread"]}
@@ -256,7 +278,7 @@ def learning_trace(whole: Workload, settings: LearningSettings, *, cores: int | 
     # replayed with every submit moved by up to ±JITTER_S (seeds 1, 2, 3) gives the rules a spread too.
     t = time.perf_counter()
     jitter = {label: _jittered(test_view, on_test.specs[label], settings, cores)
-              for label in dict.fromkeys([best_test, windows_pick, validation_pick])}
+              for label in dict.fromkeys([best_test, windows_pick, validation_pick, deploy_rule])}
     out["jittered"] = {"jitter_s": JITTER_S, "rules": jitter}
     note(f"  jittered test replays: {time.perf_counter() - t:.0f} s")
 
@@ -322,13 +344,13 @@ def run_learning(loader: Callable[[str, int | None], Workload], traces: Sequence
                 rows.append(kept)
                 continue
         whole = loader(name, None)
-        cores, fraction = None, 1.0
+        cores, fraction, recorded = None, 1.0, int(whole.max_procs)
         head = whole if settings.max_jobs is None else whole.select(np.arange(min(len(whole), settings.max_jobs)))
         if needs_fewer_cores(whole.name, float(head.summary()["offered_load"])):
             reduced, fraction = replay_cores(head)
             if reduced < whole.max_procs:
                 whole, cores = loader(name, reduced), reduced
-        row = learning_trace(whole, settings, cores=cores, core_fraction=fraction, say=say)
+        row = learning_trace(whole, settings, cores=cores, core_fraction=fraction, recorded_cores=recorded, say=say)
         if rows_dir is not None:
             rows_dir.mkdir(parents=True, exist_ok=True)
             write_json_atomic(row_path(rows_dir, name), {"settings": settings.to_dict(), "row": row}, mode=0o644)
