@@ -137,6 +137,9 @@ def estimating(progress: Progress | None, total: int, label: str, memory: int | 
                    "default edf): a rule spec, or 'best': every rule of the verdict scored on the train window (never "
                    "validation or test) in the mode, by the objective, and the best one taken.")
 @click.option("--window", "window", default=None, hidden=True)
+@click.option("--rule-windows", "rule_windows_count", type=click.IntRange(min=1, max=3), default=1, show_default=True,
+              help="Windows the rule deployed instead of a losing model is chosen on: 1, validation; 3, the train "
+                   "window's halves too (docs/workflow.md).")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="The first seed.")
 @click.option("--seeds", type=click.IntRange(min=1), default=1, show_default=True,
               help="Train this many seeds (SEED … SEED+N-1) and keep the best on validation.")
@@ -167,7 +170,7 @@ def estimating(progress: Progress | None, total: int, label: str, memory: int | 
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
 def train(workload_spec: str, policy: str, out: Path, config_path: Path | None, split_text: str, epochs: int,
           mode: str | None, boost_base: str | None, objective: str | None, class_weights: tuple[str, ...],
-          pretrain_rule: str | None, window: str | None, seed: int,
+          pretrain_rule: str | None, window: str | None, rule_windows_count: int, seed: int,
           seeds: int,
           checkpoint_every: int, fresh: bool, cores: int | None, workers: int, dask_address: str | None,
           dask_slurm: bool, slurm_cores: int, slurm_memory: str, slurm_walltime: str, slurm_partition: str | None,
@@ -178,7 +181,7 @@ def train(workload_spec: str, policy: str, out: Path, config_path: Path | None, 
     from rlsched.sim.policies import workload_vos
     from rlsched.workflow.site import load_site
     from rlsched.workflow.split import TimeSplit, site_choices
-    from rlsched.workflow.train import DaskSlurm, judge_and_write, run_tasks, train_plan
+    from rlsched.workflow.train import DaskSlurm, judge_and_write, rule_windows, run_tasks, train_plan
     from rlsched.workflow.verdict import candidate_rules
 
     if window is not None:
@@ -219,8 +222,11 @@ def train(workload_spec: str, policy: str, out: Path, config_path: Path | None, 
         validation = tasks[0].validation
         assert validation is not None
         rules, _ = candidate_rules(workload_vos(validation), choices.deployment)
-        with progress_bar(len(rules), f"{workload.name} rules on validation", quiet) as progress:
-            verdict = judge_and_write(results, tasks, out, about=about, progress=progress)
+        windows = len(rule_windows(tasks[0], rule_windows_count))
+        where = "validation" if windows == 1 else f"{windows} windows"
+        with progress_bar(len(rules) * windows, f"{workload.name} rules on {where}", quiet) as progress:
+            verdict = judge_and_write(results, tasks, out, about=about, progress=progress,
+                                      windows=rule_windows_count)
     except (ValueError, FileNotFoundError, OSError) as exc:
         raise click.ClickException(" ".join(str(exc).split())) from exc
     if site is not None:

@@ -10,7 +10,17 @@ of the model's score over the seeds, the objective, the mode and the windows.
 
 Outcome: a difference within the spread over seeds (the standard deviation of each seed's
 selected validation score) is a tie; otherwise the model ``beats`` or ``loses to`` the best
-rule.  With one seed there is no spread and any difference decides.  The daemon and
+rule.  With one seed there is no spread and any difference decides.
+
+The rule a losing model is replaced by is, by default, the best rule on validation too.  With
+``rlsched train --rule-windows 3`` it is chosen on more jobs (:func:`rule_over_windows`): rules learn
+nothing, so the training window is as unseen by them as the validation window; the deployed rule is
+then the one with the best geometric mean, over the training window's halves and the validation
+window, of its score relative to each window's best rule (a rule good everywhere rather than best
+once).  Measured on eight traces (docs/results/learning) it did not pick better rules for the test
+window than validation alone (better on 2, worse on 3, the same on 3), hence not the default.  Either
+way the model is judged against the best rule on validation (the strictest comparison), so a model
+that loses to any rule there is not deployed.  The daemon and
 ``rlsched config check`` refuse a model whose verdict is ``loses`` unless ``[agent]
 allow_losing_model = true``.
 
@@ -139,6 +149,16 @@ class Verdict:
     #: (rule − model) / |rule| when lower is better, (model − rule) / |rule| otherwise: > 0, the model is better.
     gain: float
     extra: Mapping[str, Any] = field(default_factory=dict)
+    #: The rule to deploy instead of a losing model (:func:`rule_over_windows`; "": ``rule``) and its config line.
+    deploy_rule: str = ""
+    deploy_config: str = ""
+    #: How many windows chose ``deploy_rule`` (1: the validation window alone).
+    deploy_windows: int = 1
+
+    @property
+    def replacement(self) -> tuple[str, str]:
+        """(rule, config line) to deploy when the model loses."""
+        return (self.deploy_rule, self.deploy_config) if self.deploy_rule else (self.rule, self.rule_config)
 
     @property
     def loses(self) -> bool:
@@ -154,7 +174,9 @@ class Verdict:
         if self.outcome == "beats":
             return f"model beats {self.rule} by {pct} {where} ({scores})"
         if self.outcome == "loses":
-            return f"model loses to {self.rule} by {pct} {where}: deploy {self.rule} (`{self.rule_config}`) ({scores})"
+            rule, config = self.replacement
+            why = (f", the best rule over {self.deploy_windows} windows" if rule != self.rule else "")
+            return f"model loses to {self.rule} by {pct} {where}: deploy {rule} (`{config}`{why}) ({scores})"
         why = ("the scores are equal" if self.model_score == self.rule_score
                else f"the {pct} difference is within the spread over seeds")
         return f"model ties with {self.rule} {where}: {why}; {self.rule} (`{self.rule_config}`) does as well ({scores})"
@@ -163,7 +185,8 @@ class Verdict:
         return {"outcome": self.outcome, "objective": self.objective.to_dict(), "mode": self.deployment.to_dict(),
                 "window": "validation", "model_score": self.model_score, "spread": self.spread, "seeds": self.seeds,
                 "rule": self.rule, "rule_score": self.rule_score, "rule_config": self.rule_config, "gain": self.gain,
-                "line": self.line(), **dict(self.extra)}
+                "deploy_rule": self.replacement[0], "deploy_config": self.replacement[1],
+                "deploy_windows": self.deploy_windows, "line": self.line(), **dict(self.extra)}
 
 
 def _num(v: float) -> str:
@@ -174,9 +197,38 @@ def _num(v: float) -> str:
     return f"{v:.3g}" if abs(v) < 10 else f"{v:.1f}"
 
 
+def rule_over_windows(objective: Objective, windows: Mapping[str, RuleScores]) -> tuple[str, dict[str, float]]:
+    """The rule with the best geometric mean, over ``windows``, of its score relative to each window's best rule
+    (≥ 1, 1 where it was the best), and every rule's geometric mean; only rules scored in every window count,
+    and compete (a window's best is the best of them).
+
+    Ties go to the rule first in label order, so the choice is deterministic.
+    """
+    per_window = [w for w in windows.values() if w.best(objective) is not None]
+    if not per_window:
+        raise ValueError("no rule could be replayed on any window: no rule to choose")
+    labels = sorted(set.intersection(*(
+        {label for label, s in w.scores.items() if math.isfinite(s) and s > 0} for w in per_window)))
+    if not labels:
+        raise ValueError("no rule was scored in every window: no rule to choose")
+    pick = max if objective.higher_is_better else min
+    means: dict[str, float] = {}
+    for label in labels:
+        logs = []
+        for w in per_window:
+            best = pick(w.scores[other] for other in labels)     # the best of the rules that compete
+            score = w.scores[label]
+            logs.append(math.log(best / score if objective.higher_is_better else score / best))
+        means[label] = math.exp(sum(logs) / len(logs))
+    chosen = min(labels, key=lambda label: (means[label], label))
+    return chosen, means
+
+
 def judge(objective: Objective, deployment: Deployment, model_score: float, seed_scores: Sequence[float],
-          rules: RuleScores, extra: Mapping[str, Any] | None = None) -> Verdict:
-    """The verdict of a model scoring ``model_score`` (its seeds ``seed_scores``) against the best rule."""
+          rules: RuleScores, extra: Mapping[str, Any] | None = None, *,
+          deploy: tuple[str, int] | None = None) -> Verdict:
+    """The verdict of a model scoring ``model_score`` (its seeds ``seed_scores``) against the best rule;
+    ``deploy``: (the rule to deploy if it loses, how many windows chose it; default the best rule)."""
     best = rules.best(objective)
     if best is None:
         raise ValueError("no rule could be replayed on the validation window: nothing to judge the model against")
@@ -187,6 +239,11 @@ def judge(objective: Objective, deployment: Deployment, model_score: float, seed
     gain = diff / abs(rule_score) if rule_score else (0.0 if diff == 0 else math.copysign(math.inf, diff))
     # A difference within the spread over seeds is a tie (with one seed: only an exact one).
     outcome = "ties" if diff == 0 or abs(diff) <= spread else "beats" if diff > 0 else "loses"
+    deploy_rule, deploy_windows = deploy if deploy is not None else (best, 1)
+    if deploy_rule not in rules.specs:
+        raise ValueError(f"rule {deploy_rule!r} to deploy was not replayed on the validation window")
     return Verdict(outcome, objective, deployment, float(model_score), spread, len(seed_scores), best,
-                   float(rule_score), config_line(rules.specs[best]), float(gain), dict(extra or {}))
+                   float(rule_score), config_line(rules.specs[best]), float(gain), dict(extra or {}),
+                   deploy_rule=deploy_rule, deploy_config=config_line(rules.specs[deploy_rule]),
+                   deploy_windows=deploy_windows)
 

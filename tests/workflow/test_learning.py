@@ -41,11 +41,26 @@ def test_a_quick_row_scores_every_rule_and_both_learned_policies_on_the_test_win
     # The deployed choice follows train's verdict: the verdict's rule when the model loses, the model otherwise.
     verdict, deployed = row["learned"]["verdict"], row["deployed"]
     if verdict["outcome"] == "loses":
-        assert deployed == {"kind": "rule", "what": verdict["rule"], "test": rules[verdict["rule"]]["test"],
-                            "spread": 0.0}
+        assert deployed == {"kind": "rule", "what": verdict["deploy_rule"],
+                            "test": rules[verdict["deploy_rule"]]["test"], "spread": 0.0}
     else:
         assert deployed["kind"] == "model" and deployed["test"] == row["learned"]["selected"]["test"]
     assert row["ratios"]["deployed"] == pytest.approx(deployed["test"] / best["test"])
+    # The rule deployed instead of a loser: the best geometric mean of ratios to each window's best rule, over the
+    # train window (150 jobs: one part, as parts under 100 jobs are not made) and validation.
+    picked = row["windows_pick"]
+    assert picked["windows"] == 2
+    # By default (rule_windows 1, train's) the rule deployed instead is validation's best.
+    assert verdict["deploy_rule"] == verdict["rule"] == row["validation_pick"]["rule"]
+    assert all(set(v["train"]) == {"train 1/1"} for v in rules.values())
+    windows = [{k: v["train"]["train 1/1"] for k, v in rules.items()}, {k: v["validation"] for k, v in rules.items()}]
+    geomean = {k: math.exp(sum(math.log(w[k] / min(w.values())) for w in windows) / 2) for k in rules}
+    assert picked["geomean_ratio"] == pytest.approx(min(geomean.values()))
+    assert geomean[picked["rule"]] == pytest.approx(min(geomean.values()))
+    # The rules' spread on test: the jittered replays of the best, the windows' and validation's rules.
+    jittered = row["jittered"]["rules"]
+    assert set(jittered) == {best["rule"], picked["rule"], row["validation_pick"]["rule"], verdict["deploy_rule"]}
+    assert all(len(j["seeds"]) == 3 and j["spread"] >= 0 for j in jittered.values())
     assert set(row["prediction"]) == {"requested", "user-last2", "learned"}
     assert all(math.isfinite(p["mae_s"]) for p in row["prediction"].values())
 
@@ -99,3 +114,36 @@ def test_the_predictor_goal_leaves_out_a_trace_whose_request_is_the_runtime() ->
     line = next(g for g in goals({"settings": settings, "traces": rows}) if g.startswith("**Learned predictor"))
     assert "lower on 1 of the 1 traces run with a recorded request (real)" in line
     assert "not compared on filled" in line
+
+
+def test_a_trace_whose_replayed_jobs_barely_load_the_machine_is_replayed_on_fewer_cores() -> None:
+    from rlsched.workflow.learning import LOW_LOAD, needs_fewer_cores
+
+    assert needs_fewer_cores("LLNL-Thunder-2007-1.1-cln") and needs_fewer_cores("OSC-Clust-2000-3.1-cln", 0.9)
+    assert needs_fewer_cores("SDSC-DS-2004-2.1-cln", 0.41)
+    # So little load that the replay would be another machine (LPC-EGEE's first jobs: 0.04): as recorded.
+    assert not needs_fewer_cores("LPC-EGEE-2004-1.2-cln", 0.04)
+    assert not needs_fewer_cores("KTH-SP2-1996-2.1-cln", 0.67) and not needs_fewer_cores("x", LOW_LOAD)
+
+
+def test_each_finished_row_is_kept_and_a_run_started_again_resumes_from_it(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    import rlsched.workflow.learning as learning
+
+    ran: list[str] = []
+
+    def fake_row(whole: Any, settings: Any, **_: Any) -> dict[str, Any]:
+        ran.append(whole.name)
+        return {"trace": whole.name, "jobs": len(whole)}
+
+    monkeypatch.setattr(learning, "learning_trace", fake_row)
+    swf = write_swf(tmp_path / "small.swf", n=120, interarrival_s=60.0)
+    settings = learning.quick_settings((0,), max_jobs=100)
+    rows = tmp_path / "rows"
+    first = learning.run_learning(lambda name, procs: load_workload(name), [str(swf)], settings, rows_dir=rows)
+    assert ran == ["small"] and (rows / (str(swf).replace("/", "_") + ".json")).is_file()
+    again = learning.run_learning(lambda name, procs: load_workload(name), [str(swf)], settings, rows_dir=rows)
+    assert ran == ["small"] and again == first               # resumed: not run again
+    other = learning.quick_settings((0, 1), max_jobs=100)
+    learning.run_learning(lambda name, procs: load_workload(name), [str(swf)], other, rows_dir=rows)
+    assert ran == ["small", "small"]                          # other settings: run afresh

@@ -19,6 +19,7 @@ from rlsched.workflow.train import (
     TrainError,
     checkpoint_path_for,
     judge_and_write,
+    rule_windows,
     run_tasks,
     train_one,
     train_plan,
@@ -169,3 +170,37 @@ def test_a_higher_is_better_objective_keeps_the_highest_pass(small_swf: Path, tm
     path = tmp_path / "best.npz"
     path.write_bytes(result.model)
     assert validation_score(path, task) == pytest.approx(max(result.validation_scores))
+
+
+def test_the_rule_over_windows_is_the_best_geometric_mean_of_ratios_to_each_windows_best() -> None:
+    from rlsched.workflow.verdict import rule_over_windows
+
+    # a is best once and bad elsewhere; b is second everywhere; c was not replayed in one window.
+    windows = {"train 1/2": RuleScores(scores={"a": 10.0, "b": 12.0, "c": 1.0}),
+               "train 2/2": RuleScores(scores={"a": 40.0, "b": 22.0}),
+               "validation": RuleScores(scores={"a": 30.0, "b": 21.0, "c": 5.0})}
+    chosen, means = rule_over_windows(Objective(), windows)
+    assert set(means) == {"a", "b"} and chosen == "b"
+    assert means["b"] == pytest.approx((1.2 * 1.0 * 1.0) ** (1 / 3))
+    assert means["a"] == pytest.approx((1.0 * 40 / 22 * 30 / 21) ** (1 / 3))
+    # Higher is better (W): the ratios turn over.
+    w = {"v": RuleScores(scores={"a": 0.9, "b": 0.6}), "t": RuleScores(scores={"a": 0.5, "b": 0.8})}
+    chosen_w, means_w = rule_over_windows(Objective("W"), w)
+    assert means_w["a"] == pytest.approx((1.0 * 0.8 / 0.5) ** 0.5) and chosen_w == "b"  # b: (1.5 · 1) ** 0.5
+
+
+def test_with_three_windows_the_verdict_names_the_rule_they_pick(small_swf: Path, tmp_path: Path) -> None:
+    train_w, validation, _ = windows(small_swf)
+    tasks = train_plan(train_w, POLICY, tmp_path / "m.npz", seeds=(0,), validation=validation)
+    results = run_tasks(tasks)
+    one = judge_and_write(results, tasks, tmp_path / "one.npz", about={})
+    three = judge_and_write(results, tasks, tmp_path / "three.npz", about={}, windows=3)
+    assert one.replacement == (one.rule, one.rule_config) and one.deploy_windows == 1
+    assert three.rule == one.rule and three.deploy_windows == len(rule_windows(tasks[0], 3))
+    recorded = read_verdict(tmp_path / "three.npz")
+    assert recorded is not None and recorded["deploy_rule"] == three.replacement[0]
+    assert set(recorded["rule_windows"]) == {k for k in rule_windows(tasks[0], 3) if k != "validation"}
+    ratios = recorded["rule_geomean_ratio"]
+    assert ratios[three.replacement[0]] == min(ratios.values())
+    if three.loses and three.replacement[0] != three.rule:
+        assert "the best rule over" in three.line()
