@@ -13,18 +13,12 @@ import numpy as np
 from rlsched.cli._common import (
     CLASS_BY,
     DEFAULT_WORKLOAD,
-    Progress,
     check_output_file,
     classed,
     load_workload,
     progress_bar,
 )
 from rlsched.sim.engine import DEFAULT_OVERRUN, Schedule
-
-#: The helpers above live in :mod:`rlsched.cli._common`; they are imported here under their old names too,
-#: for ``rlsched/cli/train.py`` until it imports them from there.
-__all__ = ["CLASS_BY", "DEFAULT_WORKLOAD", "Progress", "check_output_file", "classed", "load_workload",
-           "progress_bar", "sim"]
 
 
 def write_schedule_csv(schedule: Schedule, path: Path) -> None:

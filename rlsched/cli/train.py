@@ -9,8 +9,8 @@ from pathlib import Path
 import click
 import numpy as np
 
+from rlsched.cli._common import Progress, check_output_file, load_workload, progress_bar
 from rlsched.cli._options import deployment_options
-from rlsched.cli.sim import Progress, check_output_file, load_workload, progress_bar
 
 #: What ``--window I/K`` (the former way to hold data out) became.
 WINDOW_RETIRED = ("--window is replaced by --split TRAIN/VALIDATION/TEST (default 50/25/25): train learns on the train "
