@@ -177,13 +177,7 @@ def test_the_cycle_scan_finds_deferred_and_type_checking_imports(tmp_path: Path)
 # ------------------------------------------------------------------------------------------ function length
 MAX_FUNCTION_LINES = 80
 #: Functions over the limit, each with who is shortening it (``path:qualified name``).  Nothing else may be.
-LONG_FUNCTIONS_ALLOWED: dict[str, str] = {
-    # the lead's learning work owns these files
-    "rlsched/cli/train.py:train": "the learning work (lead)",
-    "rlsched/sim/search.py:search_scoring": "the learning work (lead)",
-    "rlsched/workflow/learning.py:learning_trace": "the learning work (lead)",
-    "rlsched/workflow/train.py:train_one": "the learning work (lead)",
-}
+LONG_FUNCTIONS_ALLOWED: dict[str, str] = {}
 
 
 def _function_lengths(path: Path) -> Iterator[tuple[str, int]]:

@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 import numpy as np
 
 from rlsched.cli._common import Progress, check_output_file, load_workload, progress_bar
 from rlsched.cli._options import deployment_options
+
+if TYPE_CHECKING:
+    from rlsched.workflow.train import TrainResult, TrainTask
+    from rlsched.workflow.verdict import Verdict
 
 #: What ``--window I/K`` (the former way to hold data out) became.
 WINDOW_RETIRED = ("--window is replaced by --split TRAIN/VALIDATION/TEST (default 50/25/25): train learns on the train "
@@ -235,10 +240,16 @@ def train(workload_spec: str, policy: str, out: Path, config_path: Path | None, 
                + ", ".join(f"{name} jobs {lo}–{hi - 1}" for name, (lo, hi) in
                            ((n, b["jobs"]) for n, b in bounds.items()) if hi > lo)
                + f"; mode {choices.deployment.label()}; objective {choices.objective.label()}")
+    _echo_results(tasks, results, verdict, choices.objective.name, out)
+
+
+def _echo_results(tasks: Sequence[TrainTask], results: Sequence[TrainResult], verdict: Verdict, objective: str,
+                  out: Path) -> None:
+    """What train prints after the split line: the pretraining rule, a line per seed, the model, the verdict."""
     choice = tasks[0].pretrain_choice
     if choice is not None:
         click.echo(f"pretraining on {choice['rule']}: the best of {len(choice['scores'])} rules on the train window "
-                   f"({choices.objective.name} {choice['score']:.4g}, {choice['seconds']:.1f} s)")
+                   f"({objective} {choice['score']:.4g}, {choice['seconds']:.1f} s)")
     selected = verdict.extra["selected"]
     for r in results:
         for note in r.notes:
@@ -248,7 +259,7 @@ def train(workload_spec: str, policy: str, out: Path, config_path: Path | None, 
         mark = "  <- selected" if r.seed == selected["seed"] else ""
         click.echo(f"seed {r.seed}: {r.label}  jobs {r.jobs} x {r.epochs} passes  chunks {r.chunks}  "
                    f"decisions {r.decisions}  "
-                   f"training mean W {mean_w}  validation {choices.objective.name} by pass [{per_epoch}], best "
+                   f"training mean W {mean_w}  validation {objective} by pass [{per_epoch}], best "
                    f"pass {r.best_epoch + 1}  {r.seconds:.1f} s{mark}")
     click.echo(f"{out}: the model of seed {selected['seed']}, pass {selected['epoch'] + 1}")
     click.echo(verdict.line())

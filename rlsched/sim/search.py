@@ -257,13 +257,10 @@ def search_scoring(train: Workload, validation: Workload, config: SearchConfig =
 
     mean = config.start()
     if config.rules:
-        for name, weights in family_rules(config.features).items():
-            w = _unit(np.asarray(weights, dtype=np.float64))
-            s = simulate_scores(train, function_of(w), pool, backfill=config.backfill, overrun=overrun,
-                                runtime_model=config.runtime_model)
-            rules[name] = {"weights": w.tolist(), "train_bsld": mean_bsld(s)}
-            candidates.append((f"rule:{name}", -1, w))
-            evaluations += 1
+        rules = _family_on_train(train, config, pool, overrun)
+        candidates += [(f"rule:{name}", -1, np.asarray(rule["weights"], dtype=np.float64))
+                       for name, rule in rules.items()]
+        evaluations += len(rules)
         if config.initial is None and rules:
             best_rule = min(rules, key=lambda name: rules[name]["train_bsld"])
             mean = np.asarray(rules[best_rule]["weights"], dtype=np.float64)
@@ -299,12 +296,9 @@ def search_scoring(train: Workload, validation: Workload, config: SearchConfig =
 
     # Selection on the validation window, whole, from an empty machine, as recorded and jittered.
     replays = jittered_replays(validation, config.validation_replays, config.jitter_s)
-    scored: list[tuple[float, int]] = []
-    for k, (_, _, w) in enumerate(candidates):
-        values = [mean_bsld(simulate_scores(r, function_of(w), pool, backfill=config.backfill, overrun=overrun,
-                                            runtime_model=config.runtime_model)) for r in replays]
-        scored.append((float(np.mean(values)), k))
-        evaluations += len(replays)
+    scored = [(_mean_over(replays, function_of(w), config, pool, overrun), k)
+              for k, (_, _, w) in enumerate(candidates)]
+    evaluations += len(replays) * len(candidates)
     for (value, k) in scored:
         what, g, _ = candidates[k]
         if g < 0:
@@ -315,6 +309,25 @@ def search_scoring(train: Workload, validation: Workload, config: SearchConfig =
     what, g, w = candidates[k]
     return SearchResult(function_of(w), value, (what, g), config, history, rules, evaluations,
                         time.perf_counter() - t0)
+
+
+def _family_on_train(train: Workload, config: SearchConfig, pool: int, overrun: Overrun) -> dict[str, dict[str, Any]]:
+    """The family's rules (:func:`rlsched.core.scoring.family_rules`), unit weights, each replayed on the whole
+    training window: ``{name: {"weights", "train_bsld"}}``."""
+    rules: dict[str, dict[str, Any]] = {}
+    for name, weights in family_rules(config.features).items():
+        w = _unit(np.asarray(weights, dtype=np.float64))
+        s = simulate_scores(train, ScoringFunction(config.features, tuple(float(v) for v in w)), pool,
+                            backfill=config.backfill, overrun=overrun, runtime_model=config.runtime_model)
+        rules[name] = {"weights": w.tolist(), "train_bsld": mean_bsld(s)}
+    return rules
+
+
+def _mean_over(replays: Sequence[Workload], function: ScoringFunction, config: SearchConfig, pool: int,
+               overrun: Overrun) -> float:
+    """The mean over ``replays`` of each one's mean bounded slowdown under ``function``."""
+    return float(np.mean([mean_bsld(simulate_scores(r, function, pool, backfill=config.backfill, overrun=overrun,
+                                                    runtime_model=config.runtime_model)) for r in replays]))
 
 
 def jittered_replays(workload: Workload, replays: int, jitter_s: float) -> list[Workload]:

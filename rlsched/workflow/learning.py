@@ -43,8 +43,16 @@ from rlsched.sim.search import SearchConfig, search_scoring
 from rlsched.sim.workload import Workload, with_class_rule
 from rlsched.workflow.site import trace_class_rule
 from rlsched.workflow.split import Deployment, TimeSplit, describe_window, simulate_in
-from rlsched.workflow.train import RULE_WINDOWS, judge_and_write, rule_windows, run_tasks, train_plan, validation_score
-from rlsched.workflow.verdict import RuleScores, rule_over_windows, schedule_score, score_rules
+from rlsched.workflow.train import (
+    RULE_WINDOWS,
+    TrainTask,
+    judge_and_write,
+    rule_windows,
+    run_tasks,
+    train_plan,
+    validation_score,
+)
+from rlsched.workflow.verdict import RuleScores, Verdict, rule_over_windows, schedule_score, score_rules
 
 #: The nine logs of issue 23 (names ``rlsched.sim.traces.swf.resolve_trace`` finds under RLSCHED_TRACE_DIR).
 TRACES = ("KTH-SP2-1996-2.1-cln", "CTC-SP2-1996-3.1-cln", "SDSC-DS-2004-2.1-cln", "LPC-EGEE-2004-1.2-cln",
@@ -151,6 +159,26 @@ def _ratio(objective: Objective, value: float, best: float) -> float:
     return value / best if best else math.inf
 
 
+@dataclass(frozen=True)
+class _TraceWindows:
+    """One trace's windows as the row needs them: the raw train and validation windows (train's library classes
+    them itself), the classed views, the settings and the cores."""
+
+    whole: Workload
+    train: Workload
+    validation: Workload
+    train_view: Workload
+    validation_view: Workload
+    test_view: Workload
+    settings: LearningSettings
+    cores: int | None
+
+    @property
+    def sign(self) -> float:
+        """-1 where higher is better: ``min(key=sign * score)`` is the best."""
+        return -1.0 if self.settings.objective.higher_is_better else 1.0
+
+
 def learning_trace(whole: Workload, settings: LearningSettings, *, cores: int | None = None,
                    core_fraction: float = 1.0, recorded_cores: int | None = None,
                    say: Callable[[str], None] | None = None) -> dict[str, Any]:
@@ -159,10 +187,11 @@ def learning_trace(whole: Workload, settings: LearningSettings, *, cores: int | 
     note = say or (lambda _text: None)
     if settings.max_jobs is not None and len(whole) > settings.max_jobs:
         whole = whole.select(np.arange(settings.max_jobs), name=whole.name)
-    objective, deployment, split = settings.objective, settings.deployment, settings.split
+    split = settings.split
     train_w, validation_w, test_w = (split.window(whole, name) for name in ("train", "validation", "test"))
     rule = trace_class_rule(train_w)
-    test_view = with_class_rule(test_w, rule)
+    tw = _TraceWindows(whole, train_w, validation_w, with_class_rule(train_w, rule),
+                       with_class_rule(validation_w, rule), with_class_rule(test_w, rule), settings, cores)
     windows = split.windows(whole)
     out: dict[str, Any] = {"trace": whole.name, "jobs": len(whole), "cores": int(cores or whole.max_procs),
                            "recorded_cores": int(recorded_cores or whole.max_procs), "core_fraction": core_fraction,
@@ -172,114 +201,30 @@ def learning_trace(whole: Workload, settings: LearningSettings, *, cores: int | 
 
     # Every rule on test (validation's scores come with the verdict below).
     t = time.perf_counter()
-    on_test = score_rules(test_view, deployment, objective, cores=cores)
+    on_test = score_rules(tw.test_view, settings.deployment, settings.objective, cores=cores)
     out["rules_left_out"] = on_test.skipped
     note(f"  {len(on_test.scores)} rules on test: {time.perf_counter() - t:.0f} s")
 
-    # sarsa-esn: train's library (epochs, selection on validation, the verdict).
     t = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="rlsched-learning-") as tmp:
-        model_path = Path(tmp) / "model.npz"
-        tasks = train_plan(train_w, LEARNED_POLICY, model_path, seeds=settings.seeds, cores=cores,
-                           validation=validation_w, epochs=settings.epochs, deployment=deployment,
-                           objective=objective)
-        results = run_tasks(tasks, workers=settings.workers)
-        verdict = judge_and_write(results, tasks, model_path, about={"workload": whole.name, "jobs": len(whole),
-                                                                     "split": split.to_dict(), "windows": windows},
-                                  windows=settings.rule_windows)
-        model_test: list[float] = []
-        for task, result in zip(tasks, results, strict=True):
-            seed_file = Path(tmp) / f"seed{result.seed}.npz"
-            seed_file.write_bytes(result.model)
-            model_test.append(validation_score(seed_file, replace(task, validation=test_view)))
-    selected_seed = int(verdict.extra["selected"]["seed"])
-    selected_test = model_test[[r.seed for r in results].index(selected_seed)]
-    rules_validation: dict[str, float] = {k: float(v) for k, v in verdict.extra["rules"].items()}
-    out["learned"] = {"policy": LEARNED_POLICY, "test": _stats(model_test),
-                      "validation": _stats([float(r.best_score or math.nan) for r in results]),
-                      "selected": {"seed": selected_seed, "epoch": int(verdict.extra["selected"]["epoch"]),
-                                   "test": selected_test},
-                      "epoch_validation": {str(r.seed): r.validation_scores for r in results},
-                      "train_seconds": [round(r.seconds, 1) for r in results],
-                      "verdict": {"outcome": verdict.outcome, "rule": verdict.rule, "line": verdict.line(),
-                                  "model_score": verdict.model_score, "rule_score": verdict.rule_score,
-                                  "spread": verdict.spread, "rule_config": verdict.rule_config,
-                                  "deploy_rule": verdict.replacement[0], "deploy_config": verdict.replacement[1]},
-                      "seconds": round(time.perf_counter() - t, 1)}
+    out["learned"], verdict, first_task = _learned(tw, windows)
     note(f"  {LEARNED_POLICY}: {verdict.line()} ({time.perf_counter() - t:.0f} s)")
-
-    # The scored direct policy search, one search per seed; the seed validation picks is the one deployed.
     t = time.perf_counter()
-    sign = -1.0 if objective.higher_is_better else 1.0
-    train_view, validation_view = with_class_rule(train_w, rule), with_class_rule(validation_w, rule)
-    searches: list[dict[str, Any]] = []
-    for seed in settings.seeds:
-        found = search_scoring(train_view, validation_view, replace(settings.search, seed=seed), cores)
-        validation_run = simulate_in(deployment, validation_view, found.spec, cores)
-        test_run = simulate_in(deployment, test_view, found.spec, cores)
-        searches.append({"seed": seed, "spec": found.spec.label(), "chosen": list(found.chosen),
-                         "search_validation_bsld": found.validation_bsld,
-                         "validation": schedule_score(objective, validation_run.schedule),
-                         "test": schedule_score(objective, test_run.schedule), "seconds": round(found.seconds, 1)})
-    picked = min(searches, key=lambda s: sign * float(s["validation"]))
-    out["scored"] = {"test": _stats([s["test"] for s in searches]),
-                     "validation": _stats([s["validation"] for s in searches]),
-                     "selected": {"seed": picked["seed"], "test": picked["test"], "spec": picked["spec"]},
-                     "searches": searches, "runtime_model": settings.search.runtime_model,
-                     "seconds": round(time.perf_counter() - t, 1)}
+    out["scored"] = _scored(tw)
     note(f"  scored: test {out['scored']['test']['mean']:.3g} ({time.perf_counter() - t:.0f} s)")
 
-    # Rules: validation's pick and test's best (hindsight).
-    rules: dict[str, dict[str, Any]] = {
-        label: {"validation": rules_validation.get(label, math.nan), "test": float(score),
-                "runtime": _runtime_of(label)}
-        for label, score in on_test.scores.items()}
-    best_test = min(rules, key=lambda k: sign * float(rules[k]["test"]))
-    known = [k for k in rules if math.isfinite(rules[k]["validation"])]
-    validation_pick = min(known, key=lambda k: sign * float(rules[k]["validation"])) if known else best_test
-    out["rules"] = rules
-    out["best_rule_test"] = {"rule": best_test, "test": rules[best_test]["test"]}
-    out["validation_pick"] = {"rule": validation_pick, "test": rules[validation_pick]["test"]}
+    rules_validation: dict[str, float] = {k: float(v) for k, v in verdict.extra["rules"].items()}
+    out.update(_rule_rows(tw, on_test, rules_validation))
+    out["windows_pick"] = _windows_pick(tw, verdict, first_task, out["rules"], rules_validation)
+    out.update(_deployed(tw, verdict, out))
 
-    # The rule the train window's halves and validation pick together (rule_over_windows), beside validation's:
-    # train deploys it instead of a losing model with --rule-windows 3; measured here either way.
-    if verdict.deploy_windows >= COMPARED_WINDOWS:
-        train_scores = dict(verdict.extra["rule_windows"])
-    else:
-        cut = rule_windows(tasks[0], COMPARED_WINDOWS)
-        train_scores = {label: score_rules(w, deployment, objective, cores=cores).scores
-                        for label, w in cut.items() if label != "validation"}
-    by_window = {label: RuleScores(scores=dict(scores)) for label, scores in train_scores.items()}
-    by_window["validation"] = RuleScores(scores=dict(rules_validation))
-    windows_pick, geomeans = rule_over_windows(objective, by_window)
-    for label, scores in train_scores.items():
-        for rule_label, score in scores.items():
-            if rule_label in rules:
-                rules[rule_label].setdefault("train", {})[label] = float(score)
-    out["windows_pick"] = {"rule": windows_pick, "test": rules[windows_pick]["test"], "windows": len(by_window),
-                           "geomean_ratio": float(geomeans[windows_pick])}
-    deploy_rule = verdict.replacement[0]
-
-    # The deployed choice by train's verdict.
-    deployed: dict[str, Any]
-    if verdict.loses:
-        deployed = {"kind": "rule", "what": deploy_rule, "test": rules[deploy_rule]["test"], "spread": 0.0}
-    else:
-        deployed = {"kind": "model", "what": f"{LEARNED_POLICY} seed {selected_seed}", "test": selected_test,
-                    "spread": out["learned"]["test"]["spread"]}
-    out["deployed"] = deployed
-    best = rules[best_test]["test"]
-    out["ratios"] = {"learned": _ratio(objective, out["learned"]["test"]["mean"], best),
-                     "scored": _ratio(objective, out["scored"]["test"]["mean"], best),
-                     "deployed": _ratio(objective, deployed["test"], best),
-                     "validation_pick": _ratio(objective, rules[validation_pick]["test"], best),
-                     "windows_pick": _ratio(objective, rules[windows_pick]["test"], best)}
     # A rule is deterministic, but its score rests on the exact second each job arrived: the test window
     # replayed with every submit moved by up to ±JITTER_S (seeds 1, 2, 3) gives the rules a spread too.
     t = time.perf_counter()
-    jitter = {label: _jittered(test_view, on_test.specs[label], settings, cores)
-              for label in dict.fromkeys([best_test, windows_pick, validation_pick, deploy_rule])}
-    out["jittered"] = {"jitter_s": JITTER_S, "rules": jitter}
+    jittered = [out["best_rule_test"]["rule"], out["windows_pick"]["rule"], out["validation_pick"]["rule"],
+                verdict.replacement[0]]
+    out["jittered"] = {"jitter_s": JITTER_S, "rules": {label: _jittered(tw.test_view, on_test.specs[label],
+                                                                         settings, cores)
+                                                        for label in dict.fromkeys(jittered)}}
     note(f"  jittered test replays: {time.perf_counter() - t:.0f} s")
 
     # The runtime predictors on their own, on the whole trace as recorded.
@@ -289,6 +234,115 @@ def learning_trace(whole: Workload, settings: LearningSettings, *, cores: int | 
     note(f"  prediction MAE: {time.perf_counter() - t:.0f} s")
     out["seconds"] = round(time.perf_counter() - t0, 1)
     return out
+
+
+def _learned(tw: _TraceWindows, windows: Mapping[str, Any]) -> tuple[dict[str, Any], Verdict, TrainTask]:
+    """sarsa-esn through train's library (epochs, selection on validation, the verdict), each seed on test."""
+    t = time.perf_counter()
+    settings, whole = tw.settings, tw.whole
+    with tempfile.TemporaryDirectory(prefix="rlsched-learning-") as tmp:
+        model_path = Path(tmp) / "model.npz"
+        tasks = train_plan(tw.train, LEARNED_POLICY, model_path, seeds=settings.seeds, cores=tw.cores,
+                           validation=tw.validation, epochs=settings.epochs, deployment=settings.deployment,
+                           objective=settings.objective)
+        results = run_tasks(tasks, workers=settings.workers)
+        verdict = judge_and_write(results, tasks, model_path,
+                                  about={"workload": whole.name, "jobs": len(whole),
+                                         "split": settings.split.to_dict(), "windows": windows},
+                                  windows=settings.rule_windows)
+        model_test: list[float] = []
+        for task, result in zip(tasks, results, strict=True):
+            seed_file = Path(tmp) / f"seed{result.seed}.npz"
+            seed_file.write_bytes(result.model)
+            model_test.append(validation_score(seed_file, replace(task, validation=tw.test_view)))
+    selected_seed = int(verdict.extra["selected"]["seed"])
+    selected_test = model_test[[r.seed for r in results].index(selected_seed)]
+    row = {"policy": LEARNED_POLICY, "test": _stats(model_test),
+           "validation": _stats([float(r.best_score or math.nan) for r in results]),
+           "selected": {"seed": selected_seed, "epoch": int(verdict.extra["selected"]["epoch"]),
+                        "test": selected_test},
+           "epoch_validation": {str(r.seed): r.validation_scores for r in results},
+           "train_seconds": [round(r.seconds, 1) for r in results],
+           "verdict": {"outcome": verdict.outcome, "rule": verdict.rule, "line": verdict.line(),
+                       "model_score": verdict.model_score, "rule_score": verdict.rule_score,
+                       "spread": verdict.spread, "rule_config": verdict.rule_config,
+                       "deploy_rule": verdict.replacement[0], "deploy_config": verdict.replacement[1]},
+           "seconds": round(time.perf_counter() - t, 1)}
+    return row, verdict, tasks[0]
+
+
+def _scored(tw: _TraceWindows) -> dict[str, Any]:
+    """The scored direct policy search, one search per seed; the seed validation picks is the one deployed."""
+    t = time.perf_counter()
+    settings, objective, deployment = tw.settings, tw.settings.objective, tw.settings.deployment
+    searches: list[dict[str, Any]] = []
+    for seed in settings.seeds:
+        found = search_scoring(tw.train_view, tw.validation_view, replace(settings.search, seed=seed), tw.cores)
+        validation_run = simulate_in(deployment, tw.validation_view, found.spec, tw.cores)
+        test_run = simulate_in(deployment, tw.test_view, found.spec, tw.cores)
+        searches.append({"seed": seed, "spec": found.spec.label(), "chosen": list(found.chosen),
+                         "search_validation_bsld": found.validation_bsld,
+                         "validation": schedule_score(objective, validation_run.schedule),
+                         "test": schedule_score(objective, test_run.schedule), "seconds": round(found.seconds, 1)})
+    picked = min(searches, key=lambda s: tw.sign * float(s["validation"]))
+    return {"test": _stats([s["test"] for s in searches]), "validation": _stats([s["validation"] for s in searches]),
+            "selected": {"seed": picked["seed"], "test": picked["test"], "spec": picked["spec"]},
+            "searches": searches, "runtime_model": settings.search.runtime_model,
+            "seconds": round(time.perf_counter() - t, 1)}
+
+
+def _rule_rows(tw: _TraceWindows, on_test: RuleScores, validation: Mapping[str, float]) -> dict[str, Any]:
+    """Every rule's validation and test score, validation's pick and test's best (hindsight)."""
+    rules: dict[str, dict[str, Any]] = {
+        label: {"validation": validation.get(label, math.nan), "test": float(score), "runtime": _runtime_of(label)}
+        for label, score in on_test.scores.items()}
+    best_test = min(rules, key=lambda k: tw.sign * float(rules[k]["test"]))
+    known = [k for k in rules if math.isfinite(rules[k]["validation"])]
+    validation_pick = min(known, key=lambda k: tw.sign * float(rules[k]["validation"])) if known else best_test
+    return {"rules": rules, "best_rule_test": {"rule": best_test, "test": rules[best_test]["test"]},
+            "validation_pick": {"rule": validation_pick, "test": rules[validation_pick]["test"]}}
+
+
+def _windows_pick(tw: _TraceWindows, verdict: Verdict, task: TrainTask, rules: dict[str, dict[str, Any]],
+                  validation: Mapping[str, float]) -> dict[str, Any]:
+    """The rule the train window's halves and validation pick together (rule_over_windows), beside validation's:
+    train deploys it instead of a losing model with --rule-windows 3; measured here either way.  Each rule's
+    train-window scores join its row in ``rules``."""
+    objective = tw.settings.objective
+    if verdict.deploy_windows >= COMPARED_WINDOWS:
+        train_scores = dict(verdict.extra["rule_windows"])
+    else:
+        cut = rule_windows(task, COMPARED_WINDOWS)
+        train_scores = {label: score_rules(w, tw.settings.deployment, objective, cores=tw.cores).scores
+                        for label, w in cut.items() if label != "validation"}
+    by_window = {label: RuleScores(scores=dict(scores)) for label, scores in train_scores.items()}
+    by_window["validation"] = RuleScores(scores=dict(validation))
+    pick, geomeans = rule_over_windows(objective, by_window)
+    for label, scores in train_scores.items():
+        for rule_label, score in scores.items():
+            if rule_label in rules:
+                rules[rule_label].setdefault("train", {})[label] = float(score)
+    return {"rule": pick, "test": rules[pick]["test"], "windows": len(by_window),
+            "geomean_ratio": float(geomeans[pick])}
+
+
+def _deployed(tw: _TraceWindows, verdict: Verdict, row: Mapping[str, Any]) -> dict[str, Any]:
+    """The deployed choice by train's verdict (its rule when the model loses), and every ratio to the best rule."""
+    objective, rules, learned = tw.settings.objective, row["rules"], row["learned"]
+    deployed: dict[str, Any]
+    if verdict.loses:
+        rule = verdict.replacement[0]
+        deployed = {"kind": "rule", "what": rule, "test": rules[rule]["test"], "spread": 0.0}
+    else:
+        deployed = {"kind": "model", "what": f"{LEARNED_POLICY} seed {learned['selected']['seed']}",
+                    "test": learned["selected"]["test"], "spread": learned["test"]["spread"]}
+    best = row["best_rule_test"]["test"]
+    ratios = {"learned": _ratio(objective, learned["test"]["mean"], best),
+              "scored": _ratio(objective, row["scored"]["test"]["mean"], best),
+              "deployed": _ratio(objective, deployed["test"], best),
+              "validation_pick": _ratio(objective, row["validation_pick"]["test"], best),
+              "windows_pick": _ratio(objective, row["windows_pick"]["test"], best)}
+    return {"deployed": deployed, "ratios": ratios}
 
 
 def _jittered(test: Workload, spec: PolicySpec, settings: LearningSettings, cores: int | None) -> dict[str, Any]:
@@ -529,6 +583,15 @@ def render_report(data: Mapping[str, Any]) -> str:
         lines += ["**The request is the runtime** on " + ", ".join(exact) + " (its requested-time MAE is under "
                   "1 s: the log records no request and the reader fills it in with the runtime), so there every "
                   "rule on `requested` is an oracle rule that no live scheduler has.", ""]
+    lines += _sections(data, objective)
+    lines += ["![ratios](ratios.png)", ""]
+    return "\n".join(lines)
+
+
+def _sections(data: Mapping[str, Any], objective: Objective) -> list[str]:
+    """The report after the table: goals, windows, verdicts, predictors, then every rule per trace."""
+    rows = data["traces"]
+    lines: list[str] = []
     lines += ["## Goals of the issue", ""] + [f"- {g}" for g in goals(data)] + [""]
     lines += ["## Windows", "", "| trace | train (learns) | validation (selects, verdict) | test (reported) |",
               "|---|---|---|---|"]
@@ -543,6 +606,12 @@ def render_report(data: Mapping[str, Any]) -> str:
         lines.append(f"| {r['trace']} | " + " | ".join(
             f"{_fmt(p[m]['mae_s'])} ({100 * p[m]['under_share']:.0f} %)" if m in p else "-"
             for m in ("requested", "user-last2", "learned")) + " |")
+    return lines + _every_rule(rows, objective)
+
+
+def _every_rule(rows: Sequence[Mapping[str, Any]], objective: Objective) -> list[str]:
+    """Per trace: every rule's validation and test score, the learned rows per seed, the rules left out."""
+    lines: list[str] = []
     lines += ["", "## Every rule (validation, test)", ""]
     for r in rows:
         lines += [f"### {r['trace']}", "", "| rule | runtime used | validation | test |", "|---|---|---|---|"]
@@ -556,8 +625,7 @@ def render_report(data: Mapping[str, Any]) -> str:
                   f"`{r['scored']['selected']['spec']}`.", ""]
         if r["rules_left_out"]:
             lines += ["Left out: " + "; ".join(r["rules_left_out"]), ""]
-    lines += ["![ratios](ratios.png)", ""]
-    return "\n".join(lines)
+    return lines
 
 
 def write_figure(data: Mapping[str, Any], path: Path) -> None:

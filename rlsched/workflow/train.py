@@ -316,22 +316,8 @@ def train_one(task: TrainTask, progress: Callable[[int], None] | None = None) ->
         every = task.checkpoint_every or len(w)
         bounds = list(_chunks(len(w), every))
         per_pass = len(bounds)
-        resumed: int | None = None
-        done = -1
-        scores: list[float] = []
-        recorded = read_progress(state) if task.checkpoint_every else None
-        if recorded is not None:
-            if recorded.get("fingerprint") != task.fingerprint():
-                if not task.fresh:
-                    raise TrainError(f"checkpoint {state} was written by a training with other arguments "
-                                     f"(fingerprint {recorded.get('fingerprint')}, these give "
-                                     f"{task.fingerprint()}): remove it, or pass --fresh to start afresh")
-                notes.append(f"checkpoint {state} was for other arguments: started afresh")
-            else:
-                done = int(recorded["chunk"])
-                resumed = done
-                scores = [float(v) for v in recorded.get("validation_scores", [])]
-                notes.append(f"resumed from {state} after chunk {done + 1}")
+        resumed, scores = _resume_point(task, state, notes)
+        done = -1 if resumed is None else resumed
         agent: SchedulingAgent | None = None
         waits, runs = np.zeros(0), np.zeros(0)
         wait_parts: list[np.ndarray] = []
@@ -362,12 +348,7 @@ def train_one(task: TrainTask, progress: Callable[[int], None] | None = None) ->
             last_of_pass = k % per_pass == per_pass - 1
             if last_of_pass and task.validation is not None:
                 save_policy(agent_now, task.spec, final)
-                score = validation_score(final, task)
-                if not scores or task.objective.better(score, scores[int(np.argmax(_ranked(scores, task)))]):
-                    from rlsched.core.atomic import atomic_write
-
-                    atomic_write(best_file, _writer(final.read_bytes()))
-                scores.append(score)
+                _score_pass(task, final, best_file, scores)
             _write_checkpoint(agent_now, task, k, state, scores)
         if agent is None:  # every chunk was done before: the checkpoint holds the final model
             agent = _load(state, task)
@@ -386,6 +367,35 @@ def train_one(task: TrainTask, progress: Callable[[int], None] | None = None) ->
     mean_w = float(responsiveness(runs, waits).mean()) if len(waits) else None
     return TrainResult(task.seed, task.model_path, model, task.spec.label(), len(w), int(agent.decisions),
                        per_pass, resumed, time.perf_counter() - t0, mean_w, notes, task.epochs, scores, best)
+
+
+def _resume_point(task: TrainTask, state: Path, notes: list[str]) -> tuple[int | None, list[float]]:
+    """(the last chunk a checkpoint of the same arguments finished, its passes' validation scores); (None, [])
+    without one, or with one for other arguments and ``fresh`` (said in ``notes``; without ``fresh``: refused)."""
+    recorded = read_progress(state) if task.checkpoint_every else None
+    if recorded is None:
+        return None, []
+    if recorded.get("fingerprint") != task.fingerprint():
+        if not task.fresh:
+            raise TrainError(f"checkpoint {state} was written by a training with other arguments "
+                             f"(fingerprint {recorded.get('fingerprint')}, these give "
+                             f"{task.fingerprint()}): remove it, or pass --fresh to start afresh")
+        notes.append(f"checkpoint {state} was for other arguments: started afresh")
+        return None, []
+    done = int(recorded["chunk"])
+    notes.append(f"resumed from {state} after chunk {done + 1}")
+    return done, [float(v) for v in recorded.get("validation_scores", [])]
+
+
+def _score_pass(task: TrainTask, model: Path, best_file: Path, scores: list[float]) -> None:
+    """Score a finished pass's ``model`` on validation, append it to ``scores``, and keep the model in
+    ``best_file`` (atomically) when it is the best pass so far."""
+    from rlsched.core.atomic import atomic_write
+
+    score = validation_score(model, task)
+    if not scores or task.objective.better(score, scores[int(np.argmax(_ranked(scores, task)))]):
+        atomic_write(best_file, _writer(model.read_bytes()))
+    scores.append(score)
 
 
 def _writer(data: bytes) -> Callable[[IO[bytes]], object]:
