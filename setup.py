@@ -18,14 +18,14 @@ class BuildWithSiteFiles(build_py):
     def run(self) -> None:
         super().run()
         if getattr(self, "editable_mode", False):
-            return                  # an editable install reads them from the checkout
+            return  # an editable install reads them from the checkout
         target = Path(self.build_lib) / "rlsched" / "_dist"
         for folder, pattern in SITE_FILES.items():
             for source in sorted((HERE / folder).glob(pattern)):
                 if source.is_file() and "__pycache__" not in source.parts:
                     dest = target / source.relative_to(HERE)
                     dest.parent.mkdir(parents=True, exist_ok=True)
-                    shutil.copy2(source, dest)          # keeps the hooks' executable bit
+                    shutil.copy2(source, dest)  # keeps the hooks' executable bit
 
 
 setup(cmdclass={"build_py": BuildWithSiteFiles})

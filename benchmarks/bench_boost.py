@@ -40,8 +40,11 @@ def main() -> None:
             run = simulate_policy(workload, policy, mode="boost" if mode == "boost" else "gate", boost=settings)
             wall = time.perf_counter() - t0
             summary = summarize(run.schedule)
-            print(f"{policy:12s} {mode + note:20s} {wall:7.1f} s   bsld {summary['mean_bounded_slowdown']:8.2f}   "
-                  f"W {summary['mean_responsiveness']:.3f}   mean wait {summary['mean_wait_s']:8.0f} s", flush=True)
+            print(
+                f"{policy:12s} {mode + note:20s} {wall:7.1f} s   bsld {summary['mean_bounded_slowdown']:8.2f}   "
+                f"W {summary['mean_responsiveness']:.3f}   mean wait {summary['mean_wait_s']:8.0f} s",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

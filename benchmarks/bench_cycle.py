@@ -37,7 +37,7 @@ from typing import Any
 TARGET_S = 0.5
 TARGET_MB = 250.0
 VARIANTS = ("typed", "reference")
-SHARE = ("view", "decide", "act")        # parse (inside view) + view + rank + act
+SHARE = ("view", "decide", "act")  # parse (inside view) + view + rank + act
 
 
 def worker(doc_path: str, variant: str, repeat: int, agent: str) -> dict[str, Any]:
@@ -92,11 +92,15 @@ def worker(doc_path: str, variant: str, repeat: int, agent: str) -> dict[str, An
         _, peak = tracemalloc.get_traced_memory()
         tracemalloc.stop()
         pending = len(daemon.backend.view().pending)
-    return {"variant": variant, "pending": pending, "share_s": statistics.median(share),
-            "share_cpu_s": statistics.median(share_cpu),
-            "phases_s": {name: statistics.median(v) for name, v in phases.items()},
-            "peak_traced_mb": peak / 2**20,
-            "max_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+    return {
+        "variant": variant,
+        "pending": pending,
+        "share_s": statistics.median(share),
+        "share_cpu_s": statistics.median(share_cpu),
+        "phases_s": {name: statistics.median(v) for name, v in phases.items()},
+        "peak_traced_mb": peak / 2**20,
+        "max_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    }
 
 
 def json_loads_s(doc_path: str, repeat: int) -> tuple[float, float]:
@@ -121,23 +125,45 @@ def measure(n_pending: int, repeat: int, agent: str, variants: Sequence[str] = V
         size_mb = os.path.getsize(doc_path) / 2**20
         results = {}
         for variant in variants:
-            out = subprocess.run([sys.executable, "-m", "benchmarks.bench_cycle", "--worker", doc_path,
-                                  "--variant", variant, "--repeat", str(repeat), "--agent", agent],
-                                 capture_output=True, text=True, check=True)
+            out = subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "benchmarks.bench_cycle",
+                    "--worker",
+                    doc_path,
+                    "--variant",
+                    variant,
+                    "--repeat",
+                    str(repeat),
+                    "--agent",
+                    agent,
+                ],
+                capture_output=True,
+                text=True,
+                check=True,
+            )
             results[variant] = json.loads(out.stdout)
         loads_s, loads_cpu_s = json_loads_s(doc_path, repeat)
     typed = results["typed"]
-    ref = results.get("reference", typed)       # --variants typed: e.g. an older checkout, no reference reader
-    return {"pending": n_pending, "document_mb": size_mb, "agent": agent, "repeat": repeat,
-            "json_loads_s": loads_s, "json_loads_cpu_s": loads_cpu_s, "variants": results,
-            "ratio_share_typed_over_reference": typed["share_s"] / ref["share_s"],
-            "ratio_share_typed_over_json_loads": typed["share_s"] / loads_s,
-            "ratio_peak_typed_over_reference": typed["peak_traced_mb"] / ref["peak_traced_mb"],
-            "ratio_share_cpu_typed_over_reference": typed["share_cpu_s"] / ref["share_cpu_s"],
-            "meets_time_target": typed["share_s"] < TARGET_S,
-            "meets_time_target_cpu": typed["share_cpu_s"] < TARGET_S,
-            "meets_memory_target": typed["peak_traced_mb"] < TARGET_MB,
-            "load_average": os.getloadavg()[0]}
+    ref = results.get("reference", typed)  # --variants typed: e.g. an older checkout, no reference reader
+    return {
+        "pending": n_pending,
+        "document_mb": size_mb,
+        "agent": agent,
+        "repeat": repeat,
+        "json_loads_s": loads_s,
+        "json_loads_cpu_s": loads_cpu_s,
+        "variants": results,
+        "ratio_share_typed_over_reference": typed["share_s"] / ref["share_s"],
+        "ratio_share_typed_over_json_loads": typed["share_s"] / loads_s,
+        "ratio_peak_typed_over_reference": typed["peak_traced_mb"] / ref["peak_traced_mb"],
+        "ratio_share_cpu_typed_over_reference": typed["share_cpu_s"] / ref["share_cpu_s"],
+        "meets_time_target": typed["share_s"] < TARGET_S,
+        "meets_time_target_cpu": typed["share_cpu_s"] < TARGET_S,
+        "meets_memory_target": typed["peak_traced_mb"] < TARGET_MB,
+        "load_average": os.getloadavg()[0],
+    }
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -148,8 +174,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--variant", choices=VARIANTS, default="typed", help=argparse.SUPPRESS)
-    parser.add_argument("--variants", default=",".join(VARIANTS),
-                        help="which readers to run (typed: the installed code; reference: json.loads)")
+    parser.add_argument(
+        "--variants",
+        default=",".join(VARIANTS),
+        help="which readers to run (typed: the installed code; reference: json.loads)",
+    )
     args = parser.parse_args(argv)
     if args.worker:
         print(json.dumps(worker(args.worker, args.variant, args.repeat, args.agent)))
@@ -158,26 +187,38 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.json:
         print(json.dumps(result, indent=2))
         return 0
-    print(f"one daemon cycle, {result['pending']} pending jobs ({result['document_mb']:.0f} MB of squeue --json), "
-          f"agent {result['agent']}, median of {result['repeat']}, load average {result['load_average']:.1f}:")
-    print(f"  {'':<10} {'parse+view':>10} {'rank':>8} {'act':>8} {'share':>8} {'CPU':>8} {'whole':>8} {'peak':>9} "
-          f"{'max RSS':>9}")
+    print(
+        f"one daemon cycle, {result['pending']} pending jobs ({result['document_mb']:.0f} MB of squeue --json), "
+        f"agent {result['agent']}, median of {result['repeat']}, load average {result['load_average']:.1f}:"
+    )
+    print(
+        f"  {'':<10} {'parse+view':>10} {'rank':>8} {'act':>8} {'share':>8} {'CPU':>8} {'whole':>8} {'peak':>9} "
+        f"{'max RSS':>9}"
+    )
     for name, r in result["variants"].items():
         p = r["phases_s"]
-        print(f"  {name:<10} {1000 * p['view']:8.0f}ms {1000 * p['decide']:6.0f}ms {1000 * p['act']:6.0f}ms "
-              f"{1000 * r['share_s']:6.0f}ms {1000 * r['share_cpu_s']:6.0f}ms {1000 * sum(p.values()):6.0f}ms "
-              f"{r['peak_traced_mb']:6.0f} MB "
-              f"{r['max_rss_mb']:6.0f} MB")
-    print(f"  json.loads of the document alone: {1000 * result['json_loads_s']:.0f} ms "
-          f"({1000 * result['json_loads_cpu_s']:.0f} ms CPU)")
-    print(f"  ratios: share typed/reference {result['ratio_share_typed_over_reference']:.2f} "
-          f"(CPU {result['ratio_share_cpu_typed_over_reference']:.2f}), "
-          f"typed/json.loads {result['ratio_share_typed_over_json_loads']:.2f}; "
-          f"peak typed/reference {result['ratio_peak_typed_over_reference']:.2f}")
-    print(f"  targets (share < {TARGET_S} s, peak < {TARGET_MB:.0f} MB): "
-          f"time {'met' if result['meets_time_target'] else 'NOT met'} "
-          f"(CPU time {'met' if result['meets_time_target_cpu'] else 'NOT met'}), "
-          f"memory {'met' if result['meets_memory_target'] else 'NOT met'}")
+        print(
+            f"  {name:<10} {1000 * p['view']:8.0f}ms {1000 * p['decide']:6.0f}ms {1000 * p['act']:6.0f}ms "
+            f"{1000 * r['share_s']:6.0f}ms {1000 * r['share_cpu_s']:6.0f}ms {1000 * sum(p.values()):6.0f}ms "
+            f"{r['peak_traced_mb']:6.0f} MB "
+            f"{r['max_rss_mb']:6.0f} MB"
+        )
+    print(
+        f"  json.loads of the document alone: {1000 * result['json_loads_s']:.0f} ms "
+        f"({1000 * result['json_loads_cpu_s']:.0f} ms CPU)"
+    )
+    print(
+        f"  ratios: share typed/reference {result['ratio_share_typed_over_reference']:.2f} "
+        f"(CPU {result['ratio_share_cpu_typed_over_reference']:.2f}), "
+        f"typed/json.loads {result['ratio_share_typed_over_json_loads']:.2f}; "
+        f"peak typed/reference {result['ratio_peak_typed_over_reference']:.2f}"
+    )
+    print(
+        f"  targets (share < {TARGET_S} s, peak < {TARGET_MB:.0f} MB): "
+        f"time {'met' if result['meets_time_target'] else 'NOT met'} "
+        f"(CPU time {'met' if result['meets_time_target_cpu'] else 'NOT met'}), "
+        f"memory {'met' if result['meets_memory_target'] else 'NOT met'}"
+    )
     return 0
 
 

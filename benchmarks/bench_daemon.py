@@ -39,7 +39,7 @@ def measure(n_pending: int, agent: str, repeat: int) -> dict[str, Any]:
     view_s = 0.0
     with tempfile.TemporaryDirectory() as tmp:
         daemon = make_daemon(runner, tmp, "boost", agent)
-        daemon.cycle()                       # warm-up: scontrol show config, first boost
+        daemon.cycle()  # warm-up: scontrol show config, first boost
         for _ in range(repeat):
             t0 = time.perf_counter()
             runner(["squeue", "--json"], 30.0)
@@ -58,10 +58,19 @@ def measure(n_pending: int, agent: str, repeat: int) -> dict[str, Any]:
             view_s = report.seconds["view"]
         actions = len(runner.actions())
     med = statistics.median
-    return {"pending": n_pending, "agent": agent, "repeat": repeat,
-            "poll_s": med(poll_s), "parse_s": med(parse_s), "decide_s": med(decide_s), "act_s": med(act_s),
-            "view_s_last": view_s, "cycle_s": med(cycle_s), "scontrol_actions_total": actions,
-            "note": "poll is a fake runner (in memory); add the site's squeue --json time"}
+    return {
+        "pending": n_pending,
+        "agent": agent,
+        "repeat": repeat,
+        "poll_s": med(poll_s),
+        "parse_s": med(parse_s),
+        "decide_s": med(decide_s),
+        "act_s": med(act_s),
+        "view_s_last": view_s,
+        "cycle_s": med(cycle_s),
+        "scontrol_actions_total": actions,
+        "note": "poll is a fake runner (in memory); add the site's squeue --json time",
+    }
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -75,8 +84,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.json:
         print(json.dumps(result, indent=2))
     else:
-        print(f"daemon cycle, {result['pending']} pending jobs, agent {result['agent']} "
-              f"(median of {result['repeat']}):")
+        print(
+            f"daemon cycle, {result['pending']} pending jobs, agent {result['agent']} (median of {result['repeat']}):"
+        )
         for key in ("poll_s", "parse_s", "decide_s", "act_s", "cycle_s"):
             print(f"  {key[:-2]:<7} {1000 * result[key]:9.1f} ms")
         print(f"  ({result['note']})")

@@ -26,7 +26,7 @@ def measure(n_pending: int, agent: str, repeat: int) -> dict[str, float]:
         daemon = make_daemon(runner, tmp, mode="shadow", agent=agent)
         log = daemon.decision_log
         assert log is not None
-        daemon.cycle()                                      # warm-up (first poll, completion feed)
+        daemon.cycle()  # warm-up (first poll, completion feed)
         on: list[float] = []
         off: list[float] = []
         append: list[float] = []
@@ -44,8 +44,12 @@ def measure(n_pending: int, agent: str, repeat: int) -> dict[str, float]:
             daemon._log_decisions(report.view, report.decisions)
             append.append(time.perf_counter() - t0)
         lines = Path(log.path).read_bytes().splitlines()
-        return {"off_s": statistics.median(off), "on_s": statistics.median(on),
-                "append_s": statistics.median(append), "line_bytes": float(len(lines[-1]))}
+        return {
+            "off_s": statistics.median(off),
+            "on_s": statistics.median(on),
+            "append_s": statistics.median(append),
+            "line_bytes": float(len(lines[-1])),
+        }
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -56,9 +60,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     for agent in args.agent or ["interactive-first-sjf", "sarsa-esn"]:
         r = measure(args.pending, agent, args.repeat)
-        print(f"{agent:<22} {args.pending} pending: cycle {r['off_s'] * 1e3:7.1f} ms without the log, "
-              f"{r['on_s'] * 1e3:7.1f} ms with it (ratio {r['on_s'] / r['off_s']:.3f}); one append "
-              f"{r['append_s'] * 1e3:6.1f} ms, {r['line_bytes'] / 1024:.1f} KiB a line")
+        print(
+            f"{agent:<22} {args.pending} pending: cycle {r['off_s'] * 1e3:7.1f} ms without the log, "
+            f"{r['on_s'] * 1e3:7.1f} ms with it (ratio {r['on_s'] / r['off_s']:.3f}); one append "
+            f"{r['append_s'] * 1e3:6.1f} ms, {r['line_bytes'] / 1024:.1f} KiB a line"
+        )
     return 0
 
 

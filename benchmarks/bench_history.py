@@ -35,7 +35,7 @@ from rlsched.history.sacct import SACCT_FIELDS
 from rlsched.sim.traces.sidecar import read_trace
 
 T = TypeVar("T")
-START = 1_767_225_600        # 2026-01-01T00:00:00Z
+START = 1_767_225_600  # 2026-01-01T00:00:00Z
 
 
 def timed(fn: Callable[[], T]) -> tuple[float, T]:
@@ -81,9 +81,11 @@ def generate(path: Path, n: int, iso: bool, seed: int = 0) -> None:
                 job_id = f"{job - 1}_{i % 50}"
             elif 0.07 <= kind[i] < 0.075:
                 job_id, state, start_t, end_t, alloc = f"{job}_[1-20]", "PENDING", "Unknown", "Unknown", 0
-            out.write(f"{job}|{job_id}|u{user[i]}|g{account[i] % 7}|acct{account[i]}|part{partition[i]}|"
-                      f"q{qos[i]}|{state}|{fmt(s)}|{fmt(s)}|{start_t}|{end_t}|{limit_min[i]}|{alloc}|"
-                      f"{int(cpus[i])}|{int(nodes[i])}\n")
+            out.write(
+                f"{job}|{job_id}|u{user[i]}|g{account[i] % 7}|acct{account[i]}|part{partition[i]}|"
+                f"q{qos[i]}|{state}|{fmt(s)}|{fmt(s)}|{start_t}|{end_t}|{limit_min[i]}|{alloc}|"
+                f"{int(cpus[i])}|{int(nodes[i])}\n"
+            )
 
 
 def csv_pass(path: Path) -> int:
@@ -102,8 +104,10 @@ def main() -> None:
     source = folder / "sacct.txt"
     t_gen, _ = timed(lambda: generate(source, args.records, args.iso))
     size_mb = source.stat().st_size / 2**20
-    print(f"generated {args.records:,} records ({size_mb:.0f} MiB, {'ISO local' if args.iso else 'epoch'} times) "
-          f"in {t_gen:.1f} s: {source}")
+    print(
+        f"generated {args.records:,} records ({size_mb:.0f} MiB, {'ISO local' if args.iso else 'epoch'} times) "
+        f"in {t_gen:.1f} s: {source}"
+    )
 
     t_base, rows = timed(lambda: csv_pass(source))
     settings = SiteSettings()
@@ -118,12 +122,16 @@ def main() -> None:
     t_read, workload = timed(lambda: read_trace(out))
     assert len(workload) == kept
     print(f"{'step':<44}{'s':>8}{'records/s':>12}")
-    print(f"{'baseline: csv.reader pass (' + format(rows - 1, ',') + ' rows)':<44}{t_base:>8.2f}"
-          f"{(rows - 1) / t_base:>12,.0f}")
+    print(
+        f"{'baseline: csv.reader pass (' + format(rows - 1, ',') + ' rows)':<44}{t_base:>8.2f}"
+        f"{(rows - 1) / t_base:>12,.0f}"
+    )
     print(f"{'history import (parse, screen, write 3 files)':<44}{t_import:>8.2f}{args.records / t_import:>12,.0f}")
     print(f"{'read_trace of the result (' + format(kept, ',') + ' jobs)':<44}{t_read:>8.2f}{kept / t_read:>12,.0f}")
-    print(f"import / baseline ratio: {t_import / t_base:.1f}   target: import < 30 s -> "
-          f"{'met' if t_import < 30 else 'NOT met'}")
+    print(
+        f"import / baseline ratio: {t_import / t_base:.1f}   target: import < 30 s -> "
+        f"{'met' if t_import < 30 else 'NOT met'}"
+    )
 
 
 if __name__ == "__main__":

@@ -29,10 +29,12 @@ def qlearning_run(name: str) -> None:
     run = fh_qlearning(model, edges)
     days = len(edges) - 1
     evaluated = days * (model.cores + 1)
-    print(f"{name:<6} M={model.cores:<5} jobs={model.n:<6} days={days:<4} load {load_s:5.2f} s  "
-          f"Q-learning {run.wall_s:6.1f} s  {1000 * run.wall_s / days:6.1f} ms/day  "
-          f"{1e6 * run.wall_s / evaluated:6.1f} µs/evaluated V  simulations {run.simulations} of {evaluated} "
-          f"({run.simulations / evaluated:.1%})")
+    print(
+        f"{name:<6} M={model.cores:<5} jobs={model.n:<6} days={days:<4} load {load_s:5.2f} s  "
+        f"Q-learning {run.wall_s:6.1f} s  {1000 * run.wall_s / days:6.1f} ms/day  "
+        f"{1e6 * run.wall_s / evaluated:6.1f} µs/evaluated V  simulations {run.simulations} of {evaluated} "
+        f"({run.simulations / evaluated:.1%})"
+    )
 
 
 def brute_force_ratio(name: str, days: int) -> None:
@@ -44,15 +46,16 @@ def brute_force_ratio(name: str, days: int) -> None:
         sims = 0
         t0 = time.perf_counter()
         for d in range(min(days, len(edges) - 2)):
-            sweep = sweep_caps(model, state, float(edges[d + 1]), model.cores, keep=frozenset([cap]),
-                               brute_force=brute)
+            sweep = sweep_caps(model, state, float(edges[d + 1]), model.cores, keep=frozenset([cap]), brute_force=brute)
             sims += sweep.simulations
             state = state_for(sweep, cap)
             cap = int(sweep.cost.argmin()) if d == 0 else cap
         timings[brute] = (time.perf_counter() - t0, sims)
     (fast, fs), (slow, ss) = timings[False], timings[True]
-    print(f"{name:<6} first {days} days: certificates {fast:6.2f} s ({fs} sims), brute force {slow:6.2f} s "
-          f"({ss} sims): {slow / fast:5.1f}x")
+    print(
+        f"{name:<6} first {days} days: certificates {fast:6.2f} s ({fs} sims), brute force {slow:6.2f} s "
+        f"({ss} sims): {slow / fast:5.1f}x"
+    )
 
 
 def main() -> None:
@@ -75,8 +78,10 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as out:
             t0 = time.perf_counter()
             run_fh(out, {"references", "qlearning", "ours"}, setups=names, workers=args.workers)
-            print(f"== whole reproduction ({', '.join(names)}; references, Q-learning, ours) on "
-                  f"{args.workers} workers: {time.perf_counter() - t0:.0f} s")
+            print(
+                f"== whole reproduction ({', '.join(names)}; references, Q-learning, ours) on "
+                f"{args.workers} workers: {time.perf_counter() - t0:.0f} s"
+            )
 
 
 if __name__ == "__main__":

@@ -17,8 +17,13 @@ import numpy as np
 from rlsched.sim.policies import simulate_policy
 from rlsched.sim.traces.swf import read_swf, resolve_trace
 
-VARIANTS = ("easy", "multifactor", "multifactor:fair_tree=false", "multifactor:users=true",
-            "multifactor:calc_period_s=60")
+VARIANTS = (
+    "easy",
+    "multifactor",
+    "multifactor:fair_tree=false",
+    "multifactor:users=true",
+    "multifactor:calc_period_s=60",
+)
 
 
 def main() -> None:
@@ -28,8 +33,9 @@ def main() -> None:
     args = parser.parse_args()
     t0 = time.perf_counter()
     workload = read_swf(resolve_trace(args.trace))
-    print(f"{args.trace}: {len(workload):,} jobs, {workload.max_procs} cores, loaded in "
-          f"{time.perf_counter() - t0:.1f} s")
+    print(
+        f"{args.trace}: {len(workload):,} jobs, {workload.max_procs} cores, loaded in {time.perf_counter() - t0:.1f} s"
+    )
     base = None
     for spec in VARIANTS:
         best = float("inf")
@@ -39,8 +45,10 @@ def main() -> None:
             best = min(best, time.perf_counter() - t)
         base = best if base is None else base
         wait = float(np.mean(run.schedule.wait))
-        print(f"{spec:32s} {best:6.2f} s  {len(workload) / best:9,.0f} jobs/s  mean wait {wait:9,.0f} s  "
-              f"× EASY {best / base:5.2f}")
+        print(
+            f"{spec:32s} {best:6.2f} s  {len(workload) / best:9,.0f} jobs/s  mean wait {wait:9,.0f} s  "
+            f"× EASY {best / base:5.2f}"
+        )
 
 
 if __name__ == "__main__":

@@ -28,8 +28,11 @@ def main() -> None:
     for name in args.trace:
         workload = read_swf(resolve_trace(name))
         for s in prediction_errors(workload):
-            print(f"| {name} | {s.jobs:,} | {s.model} | {s.mean_abs_error_s:,.0f} | {100 * s.under_share:.1f} % "
-                  f"| {s.seconds:.1f} |", flush=True)
+            print(
+                f"| {name} | {s.jobs:,} | {s.model} | {s.mean_abs_error_s:,.0f} | {100 * s.under_share:.1f} % "
+                f"| {s.seconds:.1f} |",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

@@ -62,10 +62,17 @@ def measure(trace: str | None, policy: str) -> dict[str, Any]:
         raise SystemExit(f"none of {wanted} is available: rlsched trace fetch NAME (needs the network)")
     baseline = _child("--imports-only")["max_rss_mb"]
     replay = _child(chosen, policy)
-    return {"trace": chosen, "not_available": missing, "policy": policy, "jobs": replay["jobs"],
-            "max_rss_mb": replay["max_rss_mb"], "imports_only_mb": baseline,
-            "replay_adds_mb": replay["max_rss_mb"] - baseline,
-            "ratio_to_imports_only": replay["max_rss_mb"] / baseline, "meets_target": replay["max_rss_mb"] < TARGET_MB}
+    return {
+        "trace": chosen,
+        "not_available": missing,
+        "policy": policy,
+        "jobs": replay["jobs"],
+        "max_rss_mb": replay["max_rss_mb"],
+        "imports_only_mb": baseline,
+        "replay_adds_mb": replay["max_rss_mb"] - baseline,
+        "ratio_to_imports_only": replay["max_rss_mb"] / baseline,
+        "meets_target": replay["max_rss_mb"] < TARGET_MB,
+    }
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -79,12 +86,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(json.dumps(result, indent=2))
         return 0
     for name in result["not_available"]:
-        print(f"{name}: not available here (not in $RLSCHED_TRACE_DIR or the fetch cache; the archive is "
-              "unreachable offline)")
-    print(f"replay of {result['trace']} ({result['jobs']} jobs), policy {result['policy']}: max RSS "
-          f"{result['max_rss_mb']:.0f} MB; imports only {result['imports_only_mb']:.0f} MB (ratio "
-          f"{result['ratio_to_imports_only']:.2f}, the replay adds {result['replay_adds_mb']:.0f} MB); "
-          f"target < {TARGET_MB:.0f} MB: {'met' if result['meets_target'] else 'NOT met'}")
+        print(
+            f"{name}: not available here (not in $RLSCHED_TRACE_DIR or the fetch cache; the archive is "
+            "unreachable offline)"
+        )
+    print(
+        f"replay of {result['trace']} ({result['jobs']} jobs), policy {result['policy']}: max RSS "
+        f"{result['max_rss_mb']:.0f} MB; imports only {result['imports_only_mb']:.0f} MB (ratio "
+        f"{result['ratio_to_imports_only']:.2f}, the replay adds {result['replay_adds_mb']:.0f} MB); "
+        f"target < {TARGET_MB:.0f} MB: {'met' if result['meets_target'] else 'NOT met'}"
+    )
     return 0
 
 

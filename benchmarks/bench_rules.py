@@ -19,12 +19,25 @@ from rlsched.sim.traces.swf import read_swf, resolve_trace
 from rlsched.sim.workload import Workload
 
 TRACES = ("CTC-SP2-1996-3.1-cln", "SDSC-DS-2004-2.1-cln", "KTH-SP2-1996-2.1-cln", "LPC-EGEE-2004-1.2-cln")
-POLICIES = ("easy", "easy-sjf", "saf:backfill=true", "f1:backfill=true", "f2:backfill=true", "f3:backfill=true",
-            "f4:backfill=true", "wfp3:backfill=true", "unicep:backfill=true",
-            "easy-sjf:runtime_model=user-last2", "easy-sjf:runtime_model=learned",
-            "saf:backfill=true,runtime_model=user-last2", "saf:backfill=true,runtime_model=learned",
-            "f4:backfill=true,runtime_model=user-last2", "f4:backfill=true,runtime_model=learned",
-            "easy-sjf:runtime_model=oracle", "saf:backfill=true,runtime_model=oracle")
+POLICIES = (
+    "easy",
+    "easy-sjf",
+    "saf:backfill=true",
+    "f1:backfill=true",
+    "f2:backfill=true",
+    "f3:backfill=true",
+    "f4:backfill=true",
+    "wfp3:backfill=true",
+    "unicep:backfill=true",
+    "easy-sjf:runtime_model=user-last2",
+    "easy-sjf:runtime_model=learned",
+    "saf:backfill=true,runtime_model=user-last2",
+    "saf:backfill=true,runtime_model=learned",
+    "f4:backfill=true,runtime_model=user-last2",
+    "f4:backfill=true,runtime_model=learned",
+    "easy-sjf:runtime_model=oracle",
+    "saf:backfill=true,runtime_model=oracle",
+)
 
 
 def second_half(workload: Workload) -> Workload:
@@ -39,8 +52,9 @@ def rule_table(workload: Workload, policies: tuple[str, ...] = POLICIES) -> list
     for spec in policies:
         t0 = time.perf_counter()
         summary = summarize(simulate_policy(workload, spec).schedule)
-        rows.append((spec, float(summary["mean_bounded_slowdown"]), float(summary["mean_wait_s"]),
-                     time.perf_counter() - t0))
+        rows.append(
+            (spec, float(summary["mean_bounded_slowdown"]), float(summary["mean_wait_s"]), time.perf_counter() - t0)
+        )
     return rows
 
 

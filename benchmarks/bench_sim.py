@@ -90,16 +90,19 @@ def main() -> None:
         else:
             runtimes, _ = effective_runtimes(w, "kill")
             t_ref, _ = best_of(1, partial(textbook_easy, w, w.max_procs, runtimes))
-        print(f"{name + ' easy':<34}{len(w):>8}{t_load:>8.2f}{t_sim:>8.2f}{len(w) / t_sim:>10,.0f}"
-              f"{t_ref:>12.2f}{t_ref / t_sim:>8.1f}")
+        print(
+            f"{name + ' easy':<34}{len(w):>8}{t_load:>8.2f}{t_sim:>8.2f}{len(w) / t_sim:>10,.0f}"
+            f"{t_ref:>12.2f}{t_ref / t_sim:>8.1f}"
+        )
     print()
     print(f"{'whole process: rlsched sim run':<40}{'wall s':>8}{'peak MiB':>10}")
     for name in TRACES:
         elapsed, rss = whole_process(resolve_trace(name))
         print(f"{name:<40}{elapsed:>8.2f}{rss:>10.0f}")
     print()
-    print(f"{'deep queue (arrivals compressed)':<34}{'mean q':>8}{'max q':>8}{'vector s':>10}{'plain s':>10}"
-          f"{'ratio':>8}")
+    print(
+        f"{'deep queue (arrivals compressed)':<34}{'mean q':>8}{'max q':>8}{'vector s':>10}{'plain s':>10}{'ratio':>8}"
+    )
     base = read_swf(resolve_trace("SDSC-DS-2004-2.1-cln"))
     for factor in (1.0, 1.5, 2.0):
         w = deep_queue(base, factor)

@@ -109,12 +109,17 @@ def protocol(workload: Any, row: Callable[[str, float, float | None], None]) -> 
     train, validation = split.window(workload, "train"), split.window(workload, "validation")
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "m.npz"
-        tasks = train_plan(train, "sarsa-esn", out, seeds=(0, 1), validation=validation, epochs=3,
-                           deployment=Deployment("boost"))
+        tasks = train_plan(
+            train, "sarsa-esn", out, seeds=(0, 1), validation=validation, epochs=3, deployment=Deployment("boost")
+        )
         fit_s, results = timed(lambda: run_tasks(tasks, workers=2))
         row(f"train 2 seeds x 3 epochs on 2 processes ({len(train)} jobs)", fit_s, None)
-        about = {"workload": workload.name, "jobs": len(workload), "split": split.to_dict(),
-                 "windows": split.windows(workload)}
+        about = {
+            "workload": workload.name,
+            "jobs": len(workload),
+            "split": split.to_dict(),
+            "windows": split.windows(workload),
+        }
         judge_s, verdict = timed(lambda: judge_and_write(results, tasks, out, about=about))
         row("verdict: every rule on 3 windows", judge_s, None)
         row("train protocol, total", fit_s + judge_s, PROTOCOL_TARGET_S)

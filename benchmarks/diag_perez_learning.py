@@ -53,8 +53,14 @@ TRIM_JOBS = 500
 TUNING_SEED_BASE = 1000
 #: Column of the "class_interactive" one-hot in the action rows (rlsched.core.features).
 INTERACTIVE_COLUMN = 1
-LEARNED = ("sarsa-esn-est-0.5", "sarsa-esn-est-1", "sarsa-esn-ora-0.5", "sarsa-esn-ora-1",
-           "fqi-esn-est-0.5", "fqi-esn-est-1")
+LEARNED = (
+    "sarsa-esn-est-0.5",
+    "sarsa-esn-est-1",
+    "sarsa-esn-ora-0.5",
+    "sarsa-esn-ora-1",
+    "fqi-esn-est-0.5",
+    "fqi-esn-est-1",
+)
 DEFAULT_POLICIES = ("fcfs", "interactive-first", "sarsa-esn-est-0.5", "sarsa-esn-est-1")
 
 
@@ -87,21 +93,28 @@ def instrument(learner: BatchLearner, log: ChoiceLog) -> None:
     learner.select = select  # type: ignore[method-assign]
 
 
-def build_agent(policy: str, w: Workload, seed: int, credit: Credit = "incurred",
-                esn: dict[str, float] | None = None, keep_idle_cores: int = 0) -> SchedulingAgent:
+def build_agent(
+    policy: str,
+    w: Workload,
+    seed: int,
+    credit: Credit = "incurred",
+    esn: dict[str, float] | None = None,
+    keep_idle_cores: int = 0,
+) -> SchedulingAgent:
     learner_name, _, rm, lam = policy.split("-")
     enc = FeatureEncoder(FeatureConfig(n_vos=len(w.vo_names)))
     q = EchoStateQ(enc.state_dim, enc.action_dim, seed=seed, **(esn or {}))  # type: ignore[arg-type]
-    learner: BatchLearner = (SarsaLearner(q, seed=seed) if learner_name == "sarsa"
-                             else FittedQLearner(q, seed=seed))
+    learner: BatchLearner = SarsaLearner(q, seed=seed) if learner_name == "sarsa" else FittedQLearner(q, seed=seed)
     runtime = make_runtime_model({"est": "estimated", "ora": "oracle"}[rm])
     shares = w.vo_shares if w.vo_shares is not None else [1.0] * len(w.vo_names)
-    return SchedulingAgent(learner, enc, runtime, shares=shares, lam=float(lam), credit=credit,
-                           keep_idle_cores=keep_idle_cores)
+    return SchedulingAgent(
+        learner, enc, runtime, shares=shares, lam=float(lam), credit=credit, keep_idle_cores=keep_idle_cores
+    )
 
 
-def run_policy(policy: str, w: Workload, credit: Credit = "incurred",
-               esn: dict[str, float] | None = None, keep_idle_cores: int = 0) -> tuple[Schedule, dict[str, float]]:
+def run_policy(
+    policy: str, w: Workload, credit: Credit = "incurred", esn: dict[str, float] | None = None, keep_idle_cores: int = 0
+) -> tuple[Schedule, dict[str, float]]:
     if policy == "fcfs":
         return simulate_policy(w, "fcfs", LAL_CORES).schedule, {}
     if policy == "interactive-first":
@@ -145,7 +158,7 @@ def mean_fairness(schedule: Schedule, w: Workload, trim: int) -> float:
     cum = np.cumsum(per_vo, axis=0)
     frac = cum / np.maximum(cum.sum(axis=1, keepdims=True), 1e-12)
     f = fairness_utility(frac, shares)
-    return float(f[trim:order.size - trim].mean())
+    return float(f[trim : order.size - trim].mean())
 
 
 def class_means(schedule: Schedule, w: Workload, trim: int) -> tuple[float, float]:
@@ -159,23 +172,44 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seeds", type=int, nargs="+", default=[1000, 1001, 1002])
     parser.add_argument("--scale", type=float, default=1.0)
-    parser.add_argument("--policies", nargs="+", default=list(DEFAULT_POLICIES),
-                        choices=["fcfs", "interactive-first", "interactive-first-keepidle", *LEARNED])
-    parser.add_argument("--credit", choices=CREDITS, default="incurred",
-                        help="credit of the W part of the reward (election: P-grid read literally)")
-    parser.add_argument("--keep-idle", type=int, default=0, metavar="K",
-                        help="offer the learner the 'keep the last K cores idle' action (0: never); "
-                             "also the K of interactive-first-keepidle")
-    parser.add_argument("--esn", nargs="*", default=[], metavar="KEY=VALUE",
-                        help="EchoStateQ keyword overrides, e.g. ridge_alpha=1 (tuning seeds only)")
+    parser.add_argument(
+        "--policies",
+        nargs="+",
+        default=list(DEFAULT_POLICIES),
+        choices=["fcfs", "interactive-first", "interactive-first-keepidle", *LEARNED],
+    )
+    parser.add_argument(
+        "--credit",
+        choices=CREDITS,
+        default="incurred",
+        help="credit of the W part of the reward (election: P-grid read literally)",
+    )
+    parser.add_argument(
+        "--keep-idle",
+        type=int,
+        default=0,
+        metavar="K",
+        help="offer the learner the 'keep the last K cores idle' action (0: never); "
+        "also the K of interactive-first-keepidle",
+    )
+    parser.add_argument(
+        "--esn",
+        nargs="*",
+        default=[],
+        metavar="KEY=VALUE",
+        help="EchoStateQ keyword overrides, e.g. ridge_alpha=1 (tuning seeds only)",
+    )
     args = parser.parse_args(argv)
     esn = {k: float(v) for k, v in (item.split("=", 1) for item in args.esn)}
     if any(s < TUNING_SEED_BASE for s in args.seeds):
         parser.error(f"diagnose on tuning seeds ≥ {TUNING_SEED_BASE} only (lower seeds are for reported tables)")
     trim = round(TRIM_JOBS * min(args.scale, 1.0))
     keys = ("decisions", "choices", "rewards", "refits", "q_spread", "mixed", "inter_pick", "kept_idle")
-    print(f"{'policy':22s} {'seed':>5s} {'W_int':>6s} {'W_bat':>6s} {'F':>6s} "
-          + " ".join(f"{k:>10s}" for k in keys) + f" {'wall_s':>7s}")
+    print(
+        f"{'policy':22s} {'seed':>5s} {'W_int':>6s} {'W_bat':>6s} {'F':>6s} "
+        + " ".join(f"{k:>10s}" for k in keys)
+        + f" {'wall_s':>7s}"
+    )
     for policy in args.policies:
         rows = []
         for seed in args.seeds:
@@ -185,9 +219,12 @@ def main(argv: list[str] | None = None) -> int:
             w_int, w_bat = class_means(schedule, w, trim)
             fair = mean_fairness(schedule, w, trim)
             rows.append((w_int, w_bat, fair))
-            print(f"{policy:22s} {seed:5d} {w_int:6.3f} {w_bat:6.3f} {fair:6.3f} "
-                  + " ".join(f"{stats.get(k, float('nan')):10.3g}" for k in keys)
-                  + f" {time.perf_counter() - started:7.1f}", flush=True)
+            print(
+                f"{policy:22s} {seed:5d} {w_int:6.3f} {w_bat:6.3f} {fair:6.3f} "
+                + " ".join(f"{stats.get(k, float('nan')):10.3g}" for k in keys)
+                + f" {time.perf_counter() - started:7.1f}",
+                flush=True,
+            )
         mean = np.mean(rows, axis=0)
         print(f"{policy:22s} {'mean':>5s} {mean[0]:6.3f} {mean[1]:6.3f} {mean[2]:6.3f}", flush=True)
     return 0

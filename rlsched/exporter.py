@@ -67,7 +67,7 @@ from rlsched.leasing.reconcile import RECONCILE_KINDS
 
 PREFIX = "rlsched_"
 PHASES = ("view", "decide", "act", "learn", "lease", "checkpoint", "export")
-CLASS_NAMES = ("batch", "interactive")     # JobClass.BATCH = 0, JobClass.INTERACTIVE = 1
+CLASS_NAMES = ("batch", "interactive")  # JobClass.BATCH = 0, JobClass.INTERACTIVE = 1
 #: Label values served at 0 before they first happen, so that rate() and the dashboard see every series.
 DECISION_KINDS = ("boost", "release", "hold", "lease_cap")
 ACTION_KINDS = ("nice_set", "nice_restored", "hold", "release", "node_drain", "node_resume", "node_power_down")
@@ -76,20 +76,46 @@ LEASE_CAP_SOURCES = ("enforced", "policy", "hard", "budget")
 ERROR_KINDS = ("timeout", "nonzero_exit", "parse_error", "missing_command", "os_error", "vanished_job")
 
 #: Every metric name the exporter serves (a test checks the Grafana dashboard against it).
-METRIC_NAMES = frozenset({
-    "rlsched_state", "rlsched_queue_jobs", "rlsched_decisions_total", "rlsched_actions_total",
-    "rlsched_reward_count", "rlsched_reward_sum", "rlsched_job_responsiveness_count",
-    "rlsched_job_responsiveness_sum", "rlsched_finished_jobs_total", "rlsched_chosen_job_q_value",
-    "rlsched_cycle_seconds_bucket", "rlsched_cycle_seconds_count", "rlsched_cycle_seconds_sum",
-    "rlsched_cycle_phase_seconds", "rlsched_cycles_total", "rlsched_cycle_failures_total",
-    "rlsched_backend_errors_total", "rlsched_backend_up", "rlsched_checkpoint_age_seconds", "rlsched_mode",
-    "rlsched_lease_cap", "rlsched_lease_nodes", "rlsched_lease_node_seconds_total", "rlsched_lease_cost_total",
-    "rlsched_lease_budget_left_node_hours", "rlsched_lease_budget_exhausted", "rlsched_lease_enforcing",
-    "rlsched_lease_reconcile_actions_total", "rlsched_lease_provider_errors_total",
-    "rlsched_decision_log_lines_total", "rlsched_build_info", "rlsched_last_successful_cycle_timestamp_seconds",
-    "rlsched_held_job_oldest_seconds", "rlsched_lease_budget_left_seconds", "rlsched_model_verdict",
-    "rlsched_model_verdict_gain",
-})
+METRIC_NAMES = frozenset(
+    {
+        "rlsched_state",
+        "rlsched_queue_jobs",
+        "rlsched_decisions_total",
+        "rlsched_actions_total",
+        "rlsched_reward_count",
+        "rlsched_reward_sum",
+        "rlsched_job_responsiveness_count",
+        "rlsched_job_responsiveness_sum",
+        "rlsched_finished_jobs_total",
+        "rlsched_chosen_job_q_value",
+        "rlsched_cycle_seconds_bucket",
+        "rlsched_cycle_seconds_count",
+        "rlsched_cycle_seconds_sum",
+        "rlsched_cycle_phase_seconds",
+        "rlsched_cycles_total",
+        "rlsched_cycle_failures_total",
+        "rlsched_backend_errors_total",
+        "rlsched_backend_up",
+        "rlsched_checkpoint_age_seconds",
+        "rlsched_mode",
+        "rlsched_lease_cap",
+        "rlsched_lease_nodes",
+        "rlsched_lease_node_seconds_total",
+        "rlsched_lease_cost_total",
+        "rlsched_lease_budget_left_node_hours",
+        "rlsched_lease_budget_exhausted",
+        "rlsched_lease_enforcing",
+        "rlsched_lease_reconcile_actions_total",
+        "rlsched_lease_provider_errors_total",
+        "rlsched_decision_log_lines_total",
+        "rlsched_build_info",
+        "rlsched_last_successful_cycle_timestamp_seconds",
+        "rlsched_held_job_oldest_seconds",
+        "rlsched_lease_budget_left_seconds",
+        "rlsched_model_verdict",
+        "rlsched_model_verdict_gain",
+    }
+)
 #: Outcomes of a decision log append (``rlsched_decision_log_lines_total{outcome}``).
 DECISION_LOG_OUTCOMES = ("written", "failed")
 
@@ -110,10 +136,18 @@ class Counters:
     decision_log: Counter[str] = field(default_factory=Counter)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"cycles": self.cycles, "decisions": dict(self.decisions), "actions": dict(self.actions),
-                "backend_errors": dict(self.backend_errors), "cycle_failures": dict(self.cycle_failures),
-                "rewards": self.rewards, "reward_sum": self.reward_sum, "finished": dict(self.finished),
-                "responsiveness_sum": dict(self.responsiveness_sum), "decision_log": dict(self.decision_log)}
+        return {
+            "cycles": self.cycles,
+            "decisions": dict(self.decisions),
+            "actions": dict(self.actions),
+            "backend_errors": dict(self.backend_errors),
+            "cycle_failures": dict(self.cycle_failures),
+            "rewards": self.rewards,
+            "reward_sum": self.reward_sum,
+            "finished": dict(self.finished),
+            "responsiveness_sum": dict(self.responsiveness_sum),
+            "decision_log": dict(self.decision_log),
+        }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], source: str = "counters") -> Counters:
@@ -146,26 +180,49 @@ class _CounterCollector(Collector):
     def collect(self) -> Iterable[Metric]:
         with self._lock:
             c = self._counters()
-            yield _by_label("decisions", "Job decisions of the agent by kind (shadow mode included).", "kind",
-                            c.decisions, DECISION_KINDS)
+            yield _by_label(
+                "decisions",
+                "Job decisions of the agent by kind (shadow mode included).",
+                "kind",
+                c.decisions,
+                DECISION_KINDS,
+            )
             yield _by_label("actions", "Changes rlsched made in Slurm by kind.", "kind", c.actions, ACTION_KINDS)
-            yield _by_label("backend_errors", "Backend failures by kind, retried ones included.", "kind",
-                            c.backend_errors, ERROR_KINDS)
-            yield _by_label("cycle_failures", "Cycles cut short by an error, by phase.", "phase",
-                            c.cycle_failures, PHASES)
-            yield _by_label("finished_jobs", "Finished jobs seen by the completion feed, by class.", "class",
-                            c.finished, CLASS_NAMES)
-            yield _by_label("decision_log_lines", "Decision log appends by outcome (failed: disk full, "
-                            "unwritable; the loop goes on).", "outcome", c.decision_log, DECISION_LOG_OUTCOMES)
+            yield _by_label(
+                "backend_errors",
+                "Backend failures by kind, retried ones included.",
+                "kind",
+                c.backend_errors,
+                ERROR_KINDS,
+            )
+            yield _by_label(
+                "cycle_failures", "Cycles cut short by an error, by phase.", "phase", c.cycle_failures, PHASES
+            )
+            yield _by_label(
+                "finished_jobs",
+                "Finished jobs seen by the completion feed, by class.",
+                "class",
+                c.finished,
+                CLASS_NAMES,
+            )
+            yield _by_label(
+                "decision_log_lines",
+                "Decision log appends by outcome (failed: disk full, unwritable; the loop goes on).",
+                "outcome",
+                c.decision_log,
+                DECISION_LOG_OUTCOMES,
+            )
             cycles = CounterMetricFamily(PREFIX + "cycles", "Daemon cycles run.")
             cycles.add_metric([], c.cycles)
             yield cycles
-            reward = SummaryMetricFamily(PREFIX + "reward",
-                                         "Rewards R_s received by the learner (P-grid §3.2).")
+            reward = SummaryMetricFamily(PREFIX + "reward", "Rewards R_s received by the learner (P-grid §3.2).")
             reward.add_metric([], c.rewards, c.reward_sum)
             yield reward
-            w = SummaryMetricFamily(PREFIX + "job_responsiveness",
-                                    "W = run / (run + wait) of finished jobs (P-grid Eq. 1).", labels=["class"])
+            w = SummaryMetricFamily(
+                PREFIX + "job_responsiveness",
+                "W = run / (run + wait) of finished jobs (P-grid Eq. 1).",
+                labels=["class"],
+            )
             for cls in sorted(set(CLASS_NAMES) | set(c.finished)):
                 w.add_metric([cls], c.finished[cls], c.responsiveness_sum.get(cls, 0.0))
             yield w
@@ -183,8 +240,12 @@ class _LeaseCollector(Collector):
             snap = self._snapshot()
             if snap is None:
                 return
-            cap = GaugeMetricFamily(PREFIX + "lease_cap", "Cap V on leased cloud nodes: the enforced value and "
-                                    "the policy, hard and budget bounds it is the minimum of.", labels=["source"])
+            cap = GaugeMetricFamily(
+                PREFIX + "lease_cap",
+                "Cap V on leased cloud nodes: the enforced value and "
+                "the policy, hard and budget bounds it is the minimum of.",
+                labels=["source"],
+            )
             for source, key in zip(LEASE_CAP_SOURCES, ("cap", "policy_cap", "hard_cap", "budget_cap"), strict=True):
                 if snap.get(key) is not None:
                     cap.add_metric([source], float(min(snap[key], 2**31 - 1)))
@@ -201,31 +262,48 @@ class _LeaseCollector(Collector):
             yield cost
             left_s = float(snap["budget_left_s"])
             for name, help_text, value in (
-                    ("lease_budget_left_seconds", "Node-seconds left in today's (UTC) leasing budget.", left_s),
-                    ("lease_budget_left_node_hours", "Deprecated: rlsched_lease_budget_left_seconds / 3600.",
-                     left_s / 3600.0),
-                    ("lease_budget_exhausted", "1 when today's budget allows no new lease.",
-                     float(bool(snap["budget_exhausted"]))),
-                    ("lease_enforcing", "1 when the cap is enforced (0 in shadow mode).",
-                     float(bool(snap["enforcing"])))):
+                ("lease_budget_left_seconds", "Node-seconds left in today's (UTC) leasing budget.", left_s),
+                (
+                    "lease_budget_left_node_hours",
+                    "Deprecated: rlsched_lease_budget_left_seconds / 3600.",
+                    left_s / 3600.0,
+                ),
+                (
+                    "lease_budget_exhausted",
+                    "1 when today's budget allows no new lease.",
+                    float(bool(snap["budget_exhausted"])),
+                ),
+                ("lease_enforcing", "1 when the cap is enforced (0 in shadow mode).", float(bool(snap["enforcing"]))),
+            ):
                 gauge = GaugeMetricFamily(PREFIX + name, help_text)
                 gauge.add_metric([], value)
                 yield gauge
-            yield _by_label("lease_reconcile_actions", "Reconcile loop actions by kind.", "kind",
-                            snap.get("reconcile", {}), RECONCILE_KINDS)
-            yield _by_label("lease_provider_errors", "Provider command failures by kind.", "kind",
-                            snap.get("provider_errors", {}), ERROR_KINDS)
+            yield _by_label(
+                "lease_reconcile_actions",
+                "Reconcile loop actions by kind.",
+                "kind",
+                snap.get("reconcile", {}),
+                RECONCILE_KINDS,
+            )
+            yield _by_label(
+                "lease_provider_errors",
+                "Provider command failures by kind.",
+                "kind",
+                snap.get("provider_errors", {}),
+                ERROR_KINDS,
+            )
 
 
-def _by_label(name: str, help_text: str, label: str, values: Mapping[str, float],
-              known: Iterable[str]) -> CounterMetricFamily:
+def _by_label(
+    name: str, help_text: str, label: str, values: Mapping[str, float], known: Iterable[str]
+) -> CounterMetricFamily:
     family = CounterMetricFamily(PREFIX + name, help_text, labels=[label])
     for key in sorted(set(known) | set(values)):
         family.add_metric([key], values.get(key, 0))
     return family
 
 
-QueueKey = tuple[str, str, str, str]     # partition, account, class, state
+QueueKey = tuple[str, str, str, str]  # partition, account, class, state
 
 
 class Exporter:
@@ -234,37 +312,60 @@ class Exporter:
     The daemon updates the gauges once per cycle; counters are read from ``counters()`` at scrape time.
     """
 
-    def __init__(self, state_names: Sequence[str], counters: Callable[[], Counters], mode: str,
-                 registry: CollectorRegistry | None = None, clock: Callable[[], float] = time.time,
-                 lease_snapshot: Callable[[], Mapping[str, Any] | None] | None = None,
-                 verdict: Mapping[str, Any] | None = None, model: bool = False) -> None:
+    def __init__(
+        self,
+        state_names: Sequence[str],
+        counters: Callable[[], Counters],
+        mode: str,
+        registry: CollectorRegistry | None = None,
+        clock: Callable[[], float] = time.time,
+        lease_snapshot: Callable[[], Mapping[str, Any] | None] | None = None,
+        verdict: Mapping[str, Any] | None = None,
+        model: bool = False,
+    ) -> None:
         self.registry = registry or CollectorRegistry(auto_describe=True)
         self.lock = threading.Lock()
         self.clock = clock
         self.state_names = tuple(state_names)
         self.last_checkpoint_s: float | None = None
         r = self.registry
-        self.state = Gauge(PREFIX + "state", "State vector of the scheduling MDP (P-grid §3.2), normalised.",
-                           ["feature"], registry=r)
-        self.queue = Gauge(PREFIX + "queue_jobs", "Jobs by partition, account, class and state.",
-                           ["partition", "account", "class", "state"], registry=r)
+        self.state = Gauge(
+            PREFIX + "state", "State vector of the scheduling MDP (P-grid §3.2), normalised.", ["feature"], registry=r
+        )
+        self.queue = Gauge(
+            PREFIX + "queue_jobs",
+            "Jobs by partition, account, class and state.",
+            ["partition", "account", "class", "state"],
+            registry=r,
+        )
         self.q_value = Gauge(PREFIX + "chosen_job_q_value", "Q(s, a) of the last chosen job.", registry=r)
-        self.cycle = Histogram(PREFIX + "cycle_seconds", "Duration of a daemon cycle.", registry=r,
-                               buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120))
-        self.phase = Gauge(PREFIX + "cycle_phase_seconds", "Duration of each phase of the last cycle.",
-                           ["phase"], registry=r)
-        self.backend_up = Gauge(PREFIX + "backend_up", "1 when the last view of the batch system succeeded.",
-                                registry=r)
-        age = Gauge(PREFIX + "checkpoint_age_seconds", "Seconds since the last checkpoint was written.",
-                    registry=r)
+        self.cycle = Histogram(
+            PREFIX + "cycle_seconds",
+            "Duration of a daemon cycle.",
+            registry=r,
+            buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120),
+        )
+        self.phase = Gauge(
+            PREFIX + "cycle_phase_seconds", "Duration of each phase of the last cycle.", ["phase"], registry=r
+        )
+        self.backend_up = Gauge(
+            PREFIX + "backend_up", "1 when the last view of the batch system succeeded.", registry=r
+        )
+        age = Gauge(PREFIX + "checkpoint_age_seconds", "Seconds since the last checkpoint was written.", registry=r)
         age.set_function(self._checkpoint_age)
-        Gauge(PREFIX + "build_info", "The running rlsched version (always 1).", ["version"],
-              registry=r).labels(version=__version__).set(1.0)
-        self.last_success = Gauge(PREFIX + "last_successful_cycle_timestamp_seconds",
-                                  "When the last cycle without a failed phase ended (seconds since the epoch; 0: "
-                                  "none yet).", registry=r)
-        self.held_oldest = Gauge(PREFIX + "held_job_oldest_seconds", "Wait since submission of the oldest held "
-                                 "pending job of the last view (0: none held).", registry=r)
+        Gauge(PREFIX + "build_info", "The running rlsched version (always 1).", ["version"], registry=r).labels(
+            version=__version__
+        ).set(1.0)
+        self.last_success = Gauge(
+            PREFIX + "last_successful_cycle_timestamp_seconds",
+            "When the last cycle without a failed phase ended (seconds since the epoch; 0: none yet).",
+            registry=r,
+        )
+        self.held_oldest = Gauge(
+            PREFIX + "held_job_oldest_seconds",
+            "Wait since submission of the oldest held pending job of the last view (0: none held).",
+            registry=r,
+        )
         modes = Gauge(PREFIX + "mode", "1 for the daemon's mode.", ["mode"], registry=r)
         for name in ("shadow", "boost", "gate"):
             modes.labels(mode=name).set(1.0 if name == mode else 0.0)
@@ -279,16 +380,24 @@ class Exporter:
         """The loaded model's verdict (set once: a model does not change under a running daemon)."""
         v = verdict or {"outcome": "none" if model else "no_model"}
         objective = v.get("objective")
-        Gauge(PREFIX + "model_verdict", "The model's verdict (rlsched train) against the best rule on its "
-              "validation window: outcome beats/ties/loses (none: a model without one; no_model: a registry "
-              "policy runs).", ["outcome", "rule", "objective"],
-              registry=self.registry).labels(
-            outcome=str(v.get("outcome", "none")), rule=str(v.get("rule", "")),
-            objective=str(objective.get("name", "")) if isinstance(objective, Mapping) else "").set(1.0)
+        Gauge(
+            PREFIX + "model_verdict",
+            "The model's verdict (rlsched train) against the best rule on its "
+            "validation window: outcome beats/ties/loses (none: a model without one; no_model: a registry "
+            "policy runs).",
+            ["outcome", "rule", "objective"],
+            registry=self.registry,
+        ).labels(
+            outcome=str(v.get("outcome", "none")),
+            rule=str(v.get("rule", "")),
+            objective=str(objective.get("name", "")) if isinstance(objective, Mapping) else "",
+        ).set(1.0)
         gain = v.get("gain")
-        Gauge(PREFIX + "model_verdict_gain", "The model's relative gain over the best rule on validation "
-              "(> 0: the model is better; NaN: no verdict).", registry=self.registry).set(
-            float(gain) if isinstance(gain, int | float) and not isinstance(gain, bool) else float("nan"))
+        Gauge(
+            PREFIX + "model_verdict_gain",
+            "The model's relative gain over the best rule on validation (> 0: the model is better; NaN: no verdict).",
+            registry=self.registry,
+        ).set(float(gain) if isinstance(gain, int | float) and not isinstance(gain, bool) else float("nan"))
 
     def _checkpoint_age(self) -> float:
         return float("nan") if self.last_checkpoint_s is None else max(self.clock() - self.last_checkpoint_s, 0.0)

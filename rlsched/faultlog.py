@@ -29,14 +29,18 @@ class _Fault:
     since: float
     logged: float
     seen: float
-    repeats: int = 0          # occurrences since the last line logged
+    repeats: int = 0  # occurrences since the last line logged
 
 
 class FaultLog:
     """Rate-limited logging of persistent faults, by key (see the module docstring)."""
 
-    def __init__(self, logger: logging.Logger, remind_every_s: float = DEFAULT_REMIND_EVERY_S,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        logger: logging.Logger,
+        remind_every_s: float = DEFAULT_REMIND_EVERY_S,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.logger = logger
         self.remind_every_s = remind_every_s
         self.clock = clock
@@ -60,8 +64,14 @@ class FaultLog:
         fault.repeats += 1
         if now - fault.logged < self.remind_every_s:
             return False
-        self.logger.log(level, message + " (still so: %d more times in the last %.0f s, first %.0f s ago)", *args,
-                        fault.repeats, now - fault.logged, now - fault.since)
+        self.logger.log(
+            level,
+            message + " (still so: %d more times in the last %.0f s, first %.0f s ago)",
+            *args,
+            fault.repeats,
+            now - fault.logged,
+            now - fault.since,
+        )
         fault.logged = now
         fault.repeats = 0
         return True

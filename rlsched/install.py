@@ -43,9 +43,11 @@ DOC = "/usr/share/doc/rlsched"
 SHARE = "/usr/share/rlsched"
 
 #: The hooks installed into LIBEXEC, by where they are shipped (below the checkout or the wheel's ``_dist``).
-HOOKS: dict[str, str] = {"rlsched-gate-watchdog": "plugins/rlsched-gate-watchdog",
-                         "rlsched-resume": "plugins/slurm/rlsched-resume",
-                         "rlsched-suspend": "plugins/slurm/rlsched-suspend"}
+HOOKS: dict[str, str] = {
+    "rlsched-gate-watchdog": "plugins/rlsched-gate-watchdog",
+    "rlsched-resume": "plugins/slurm/rlsched-resume",
+    "rlsched-suspend": "plugins/slurm/rlsched-suspend",
+}
 
 
 class InstallError(RlschedError):
@@ -56,12 +58,12 @@ class InstallError(RlschedError):
 class Entry:
     """One file to lay out: its final path, where its bytes come from, its mode."""
 
-    target: str                     # absolute final path (under ``/``; the prefix is added on writing)
+    target: str  # absolute final path (under ``/``; the prefix is added on writing)
     mode: int
-    source: Path | None = None      # a shipped file, or
-    content: str | None = None      # generated text (the wrapper)
-    keep_existing: bool = False     # the config: never overwritten
-    group: str | None = None        # group owner (chown only when running as root)
+    source: Path | None = None  # a shipped file, or
+    content: str | None = None  # generated text (the wrapper)
+    keep_existing: bool = False  # the config: never overwritten
+    group: str | None = None  # group owner (chown only when running as root)
 
     def data(self) -> bytes:
         if self.content is not None:
@@ -78,15 +80,19 @@ def shipped_root() -> Path:
     checkout = Path(__file__).resolve().parent.parent
     if (checkout / "etc" / "systemd").is_dir() and (checkout / "plugins").is_dir():
         return checkout
-    raise InstallError("this rlsched carries no site files (etc/, plugins/): reinstall it from a wheel built by "
-                       "`pip wheel .` or from a source checkout")
+    raise InstallError(
+        "this rlsched carries no site files (etc/, plugins/): reinstall it from a wheel built by "
+        "`pip wheel .` or from a source checkout"
+    )
 
 
 def wrapper_script(python: str) -> str:
     """``/usr/bin/rlsched``: ``exec`` keeps the PID, so systemd's ``NotifyAccess=main`` accepts the daemon's
     notifications."""
-    return f"#!/bin/sh\n{WRAPPER_MARK} (runs the rlsched of {shlex.quote(python)})\n" \
-           f"exec {shlex.quote(python)} -m rlsched \"$@\"\n"
+    return (
+        f"#!/bin/sh\n{WRAPPER_MARK} (runs the rlsched of {shlex.quote(python)})\n"
+        f'exec {shlex.quote(python)} -m rlsched "$@"\n'
+    )
 
 
 def config_group() -> str | None:
@@ -105,8 +111,9 @@ def plan(root: Path | None = None, python: str | None = None, group: str | None 
     for hook, shipped in HOOKS.items():
         entries.append(Entry(f"{LIBEXEC}/{hook}", 0o755, source=root / shipped))
     # The leasing hooks read the config through rlsched's schema, loaded from beside them (issue 25).
-    entries.append(Entry(f"{LIBEXEC}/rlsched_config_schema.py", 0o644,
-                         source=Path(__file__).with_name("config_schema.py")))
+    entries.append(
+        Entry(f"{LIBEXEC}/rlsched_config_schema.py", 0o644, source=Path(__file__).with_name("config_schema.py"))
+    )
     for unit in sorted((root / "etc" / "systemd").iterdir()):
         entries.append(Entry(f"{UNITS}/{unit.name}", 0o644, source=unit))
     entries.append(Entry(CONFIG, 0o640, source=root / "etc" / "rlsched.toml", keep_existing=True, group=group))
@@ -139,8 +146,12 @@ def action(entry: Entry, prefix: Path) -> str:
         return "keep"
     if entry.target == BIN and WRAPPER_MARK.encode() not in _head(dest):
         return "keep"
-    if dest.is_file() and not dest.is_symlink() and dest.read_bytes() == entry.data() \
-            and (dest.stat().st_mode & 0o7777) == entry.mode:
+    if (
+        dest.is_file()
+        and not dest.is_symlink()
+        and dest.read_bytes() == entry.data()
+        and (dest.stat().st_mode & 0o7777) == entry.mode
+    ):
         return "same"
     return "write"
 

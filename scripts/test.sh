@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The test suite: lint (ruff), types (mypy), then pytest.  Installs into .venv first when needed.
+# The test suite: lint (ruff), format (ruff format --check), types (mypy), then pytest.  Installs into .venv first when needed.
 # Real traces: set RLSCHED_TRACE_DIR to a folder of Parallel Workloads Archive logs (see docs/traces.md);
 # without it the trace tests are skipped (CI sets RLSCHED_REQUIRE_TRACES=1 so they fail instead).
 # Extra arguments go to pytest, e.g.  bash scripts/test.sh -k engine
@@ -21,7 +21,11 @@ if [ $# -eq 0 ] && [ "$(id -u)" = 0 ] && [ ! -x /opt/pbs/sbin/pbs_server ]; then
   fi
 fi
 # The Slurm hooks and the test provider are Python files without a .py suffix: name them.
-echo "== ruff";   .venv/bin/ruff check . plugins/rlsched-gate-watchdog plugins/slurm/rlsched-resume \
-                    plugins/slurm/rlsched-suspend scripts/local-cloud-provider
+scripts=(plugins/rlsched-gate-watchdog plugins/slurm/rlsched-resume plugins/slurm/rlsched-suspend
+         scripts/local-cloud-provider)
+echo "== ruff";   .venv/bin/ruff check . "${scripts[@]}"
+# One formatter for the whole tree (ruff format, black's style at 120 columns): `ruff format .` plus the
+# scripts above fixes what this refuses.
+echo "== format"; .venv/bin/ruff format --check . "${scripts[@]}"
 echo "== mypy";   .venv/bin/mypy
 echo "== pytest"; .venv/bin/pytest -q "$@"

@@ -101,7 +101,20 @@ def lal_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from rlsched.cli import main
 
     path = tmp_path_factory.mktemp("model") / "m.npz"
-    result = CliRunner().invoke(main, ["sim", "run", "--workload", "lal", "--scale", "0.05", "--policy",
-                                       "sarsa-esn:pretrain_decisions=20", "--save-model", str(path)])
+    result = CliRunner().invoke(
+        main,
+        [
+            "sim",
+            "run",
+            "--workload",
+            "lal",
+            "--scale",
+            "0.05",
+            "--policy",
+            "sarsa-esn:pretrain_decisions=20",
+            "--save-model",
+            str(path),
+        ],
+    )
     assert result.exit_code == 0, result.output
     return path

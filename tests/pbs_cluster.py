@@ -63,8 +63,22 @@ class PBSTestServer:
         """Submit ``sleep sleep_s`` (as root, queue workq); returns the PBS job id (``12.pbshost``)."""
         minutes = int(walltime_min)
         seconds = round((walltime_min - minutes) * 60)
-        out = self.run("qsub", "-f", "-o", "/dev/null", "-e", "/dev/null", "-l", f"select=1:ncpus={ncpus}",
-                       "-l", f"walltime=00:{minutes:02d}:{seconds:02d}", *options, "--", "/bin/sleep", f"{sleep_s:g}")
+        out = self.run(
+            "qsub",
+            "-f",
+            "-o",
+            "/dev/null",
+            "-e",
+            "/dev/null",
+            "-l",
+            f"select=1:ncpus={ncpus}",
+            "-l",
+            f"walltime=00:{minutes:02d}:{seconds:02d}",
+            *options,
+            "--",
+            "/bin/sleep",
+            f"{sleep_s:g}",
+        )
         job_id = out.stdout.strip()
         assert job_id and "." in job_id, f"qsub printed {out.stdout!r}"
         return job_id
@@ -131,8 +145,14 @@ class PBSTestServer:
     def start_server(self) -> None:
         """Start pbs_server again (its state kept), inside the namespace."""
         # No pipes: the daemon would hold them open and the call would never return.
-        subprocess.run([*self.command_prefix, f"{PREFIX}/sbin/pbs_server"], check=True, timeout=60,
-                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        subprocess.run(
+            [*self.command_prefix, f"{PREFIX}/sbin/pbs_server"],
+            check=True,
+            timeout=60,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         wait_for(lambda: self.run("qstat", "-B", check=False).returncode == 0, 60, "pbs_server back")
 
 
@@ -148,8 +168,9 @@ def pbs_server() -> Iterator[PBSTestServer]:
         _unavailable("the local OpenPBS needs root (scripts/pbs-up.sh: network namespace, daemons)")
     env = {**os.environ, "PBS_NETNS": NETNS}
     t0 = time.monotonic()
-    up = subprocess.run([str(SCRIPTS / "pbs-up.sh")], capture_output=True, text=True, env=env, timeout=1500,
-                        check=False)
+    up = subprocess.run(
+        [str(SCRIPTS / "pbs-up.sh")], capture_output=True, text=True, env=env, timeout=1500, check=False
+    )
     startup_s = time.monotonic() - t0
     if up.returncode != 0:
         subprocess.run([str(SCRIPTS / "pbs-down.sh")], env=env, capture_output=True, timeout=120, check=False)

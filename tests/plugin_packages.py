@@ -25,9 +25,26 @@ EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "rlsched-example-ba
 
 def pip_install_example(target: Path) -> Path:
     """The example package installed into ``target`` (offline: no index, the venv's setuptools)."""
-    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-index", "--no-deps",
-                    "--no-build-isolation", "--disable-pip-version-check", "--target", str(target), str(EXAMPLE)],
-                   check=True, capture_output=True, text=True, timeout=300)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--no-index",
+            "--no-deps",
+            "--no-build-isolation",
+            "--disable-pip-version-check",
+            "--target",
+            str(target),
+            str(EXAMPLE),
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     return target
 
 
@@ -36,9 +53,12 @@ def write_dist_info(folder: Path, name: str, entry_points: dict[str, dict[str, s
     info = folder / f"{name.replace('-', '_')}-0.1.dist-info"
     info.mkdir(parents=True)
     (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text("".join(
-        f"[{group}]\n" + "".join(f"{key} = {value}\n" for key, value in points.items())
-        for group, points in entry_points.items()))
+    (info / "entry_points.txt").write_text(
+        "".join(
+            f"[{group}]\n" + "".join(f"{key} = {value}\n" for key, value in points.items())
+            for group, points in entry_points.items()
+        )
+    )
     return folder
 
 
@@ -74,13 +94,28 @@ class ScriptedToyq:
         self.calls: list[tuple[str, ...]] = []
 
         def job(job_id: int, state: str, cores: int, start: int | None = None, end: int | None = None) -> dict:
-            return {"id": job_id, "state": state, "cores": cores, "limit_s": 3600, "priority": 0,
-                    "account": "physics" if job_id % 2 else "biology", "queue": "batch", "user": f"u{job_id}",
-                    "submit": now - 600 + job_id, "start": start, "end": end}
+            return {
+                "id": job_id,
+                "state": state,
+                "cores": cores,
+                "limit_s": 3600,
+                "priority": 0,
+                "account": "physics" if job_id % 2 else "biology",
+                "queue": "batch",
+                "user": f"u{job_id}",
+                "submit": now - 600 + job_id,
+                "start": start,
+                "end": end,
+            }
 
-        self.jobs = {1: job(1, "running", 2, now - 300), 2: job(2, "running", 2, now - 200),
-                     3: job(3, "queued", 4), 4: job(4, "queued", 2), 5: job(5, "queued", 1),
-                     6: job(6, "done", 1, now - 500, now - 10)}
+        self.jobs = {
+            1: job(1, "running", 2, now - 300),
+            2: job(2, "running", 2, now - 200),
+            3: job(3, "queued", 4),
+            4: job(4, "queued", 2),
+            5: job(5, "queued", 1),
+            6: job(6, "done", 1, now - 500, now - 10),
+        }
 
     def __call__(self, argv: Sequence[str], timeout_s: float) -> CommandResult:
         command = (Path(argv[0]).name, *argv[1:])

@@ -75,8 +75,9 @@ class SlurmTestCluster:
         return self.base / "log" / f"hooks-{name}.log"
 
     def run(self, *argv: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-        done = subprocess.run(list(argv), capture_output=True, text=True, env=self.env, timeout=30,
-                              check=False, cwd="/tmp")
+        done = subprocess.run(
+            list(argv), capture_output=True, text=True, env=self.env, timeout=30, check=False, cwd="/tmp"
+        )
         if check and done.returncode != 0:
             raise AssertionError(f"{' '.join(argv)} failed ({done.returncode}): {done.stderr.strip()}")
         return done
@@ -100,8 +101,11 @@ class SlurmTestCluster:
         ids = list(self.squeue("%i"))
         if ids:
             self.run("scancel", *map(str, ids), check=False)
-        wait_for(lambda: not self.run("squeue", "-h", "-t", "R,CG,CF,PD", "-o", "%i").stdout.strip(),
-                 30, "all test jobs gone")
+        wait_for(
+            lambda: not self.run("squeue", "-h", "-t", "R,CG,CF,PD", "-o", "%i").stdout.strip(),
+            30,
+            "all test jobs gone",
+        )
 
 
 def wait_for(predicate: Callable[[], bool], timeout_s: float, what: str, every_s: float = 0.2) -> None:
@@ -129,20 +133,19 @@ def slurm_cluster() -> Iterator[SlurmTestCluster]:
     munge_was_running = _munged_running()
     env = {**os.environ, "BASE": str(base), "RLSCHED_SLURM_PORT": str(port)}
     t0 = time.monotonic()
-    up = subprocess.run([str(SCRIPTS / "slurm-up.sh")], capture_output=True, text=True, env=env,
-                        timeout=600, check=False)
+    up = subprocess.run(
+        [str(SCRIPTS / "slurm-up.sh")], capture_output=True, text=True, env=env, timeout=600, check=False
+    )
     startup_s = time.monotonic() - t0
     if up.returncode != 0:
-        subprocess.run([str(SCRIPTS / "slurm-down.sh")], env=env, capture_output=True, timeout=120,
-                       check=False)
+        subprocess.run([str(SCRIPTS / "slurm-down.sh")], env=env, capture_output=True, timeout=120, check=False)
         _unavailable(f"scripts/slurm-up.sh failed: {(up.stderr or up.stdout).strip()[-500:]}")
     cluster = SlurmTestCluster(base=base, port=port, startup_s=startup_s)
     try:
         yield cluster
     finally:
         down_env = {**env, "KEEP_MUNGE": "1" if munge_was_running else "0"}
-        subprocess.run([str(SCRIPTS / "slurm-down.sh")], env=down_env, capture_output=True, timeout=120,
-                       check=False)
+        subprocess.run([str(SCRIPTS / "slurm-down.sh")], env=down_env, capture_output=True, timeout=120, check=False)
 
 
 @pytest.fixture

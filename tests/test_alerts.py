@@ -20,20 +20,27 @@ from rlsched.exporter import METRIC_NAMES
 ROOT = Path(__file__).resolve().parent.parent
 RULES = ROOT / "etc" / "prometheus" / "rlsched-alerts.yml"
 RULE_TESTS = ROOT / "tests" / "data" / "prometheus" / "rlsched-alerts.test.yml"
-ALERTS = ("RlschedExporterDown", "RlschedBackendDown", "RlschedCycleFailures", "RlschedNoSuccessfulCycle",
-          "RlschedCheckpointStale", "RlschedLeaseBudgetExhausted", "RlschedGatedJobHeldTooLong")
+ALERTS = (
+    "RlschedExporterDown",
+    "RlschedBackendDown",
+    "RlschedCycleFailures",
+    "RlschedNoSuccessfulCycle",
+    "RlschedCheckpointStale",
+    "RlschedLeaseBudgetExhausted",
+    "RlschedGatedJobHeldTooLong",
+)
 
 
 @pytest.fixture(scope="module")
 def promtool() -> str:
     found = shutil.which("promtool")
     if found is None and os.geteuid() == 0:
-        subprocess.run(["bash", str(ROOT / "scripts" / "prometheus-up.sh"), "--install-only"], check=True,
-                       timeout=900)
+        subprocess.run(["bash", str(ROOT / "scripts" / "prometheus-up.sh"), "--install-only"], check=True, timeout=900)
         found = shutil.which("promtool")
     if found is None:
-        pytest.fail("promtool is missing: run scripts/prometheus-up.sh --install-only as root (or deselect: "
-                    "-m 'not promtool')")
+        pytest.fail(
+            "promtool is missing: run scripts/prometheus-up.sh --install-only as root (or deselect: -m 'not promtool')"
+        )
     return found
 
 
@@ -64,8 +71,11 @@ def test_the_unit_tests_catch_a_wrong_threshold(promtool: str, tmp_path: Path) -
     rules = RULES.read_text()
     assert "rlsched_last_successful_cycle_timestamp_seconds > 600" in rules
     (tmp_path / "etc" / "prometheus" / RULES.name).write_text(
-        rules.replace("rlsched_last_successful_cycle_timestamp_seconds > 600",
-                      "rlsched_last_successful_cycle_timestamp_seconds > 6000"))
+        rules.replace(
+            "rlsched_last_successful_cycle_timestamp_seconds > 600",
+            "rlsched_last_successful_cycle_timestamp_seconds > 6000",
+        )
+    )
     copy = tmp_path / "tests" / "data" / "prometheus" / RULE_TESTS.name
     copy.parent.mkdir(parents=True)
     copy.write_text(RULE_TESTS.read_text())
@@ -74,8 +84,14 @@ def test_the_unit_tests_catch_a_wrong_threshold(promtool: str, tmp_path: Path) -
 
 
 def test_every_metric_the_rules_name_is_exported() -> None:
-    named = set(re.findall(r"\b(rlsched_[a-z_]+)", "\n".join(
-        line for line in RULES.read_text().splitlines() if line.strip().startswith(("expr", "rlsched_", "and")))))
+    named = set(
+        re.findall(
+            r"\b(rlsched_[a-z_]+)",
+            "\n".join(
+                line for line in RULES.read_text().splitlines() if line.strip().startswith(("expr", "rlsched_", "and"))
+            ),
+        )
+    )
     assert named and named <= METRIC_NAMES, sorted(named - METRIC_NAMES)
 
 

@@ -111,8 +111,10 @@ def _import_graph(package: Path = PACKAGE) -> dict[str, set[str]]:
     """Module → the modules of the package it imports (``from a import b`` counts ``a.b`` when it is a module,
     else ``a``; a package's ``__init__`` is its own node)."""
     modules = {_module_name(path, package): path for path in package.rglob("*.py")}
-    return {module: {name for _, name in _imports(path, module) if name in modules and name != module}
-            for module, path in modules.items()}
+    return {
+        module: {name for _, name in _imports(path, module) if name in modules and name != module}
+        for module, path in modules.items()
+    }
 
 
 def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -182,6 +184,7 @@ LONG_FUNCTIONS_ALLOWED: dict[str, str] = {}
 
 def _function_lengths(path: Path) -> Iterator[tuple[str, int]]:
     """(qualified name, lines from ``def`` to the last line of the body) of every function in ``path``."""
+
     def walk(node: ast.AST, prefix: str) -> Iterator[tuple[str, int]]:
         for child in ast.iter_child_nodes(node):
             if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef):
@@ -197,8 +200,12 @@ def _function_lengths(path: Path) -> Iterator[tuple[str, int]]:
 
 
 def test_no_function_is_over_80_lines() -> None:
-    found = {f"{path.relative_to(PACKAGE.parent)}:{name}": lines for path in sorted(PACKAGE.rglob("*.py"))
-             for name, lines in _function_lengths(path) if lines > MAX_FUNCTION_LINES}
+    found = {
+        f"{path.relative_to(PACKAGE.parent)}:{name}": lines
+        for path in sorted(PACKAGE.rglob("*.py"))
+        for name, lines in _function_lengths(path)
+        if lines > MAX_FUNCTION_LINES
+    }
     too_long = {where: lines for where, lines in found.items() if where not in LONG_FUNCTIONS_ALLOWED}
     assert too_long == {}, f"functions over {MAX_FUNCTION_LINES} lines: {too_long}"
 

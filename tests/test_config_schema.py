@@ -37,8 +37,10 @@ def test_docs_daemon_md_carries_the_schemas_tables() -> None:
     text = DOC.read_text()
     assert BEGIN in text and END in text, "docs/daemon.md lost its generated block"
     block = text.split(BEGIN, 1)[1].split(END, 1)[0]
-    assert block == schema.markdown_tables(), ("docs/daemon.md's key tables differ from the schema: paste the output "
-                                               "of `rlsched config keys` between the markers")
+    assert block == schema.markdown_tables(), (
+        "docs/daemon.md's key tables differ from the schema: paste the output "
+        "of `rlsched config keys` between the markers"
+    )
 
 
 @pytest.mark.parametrize(("section", "key"), ALL_KEYS, ids=[f"{s.table}.{k.name}" for s, k in ALL_KEYS])
@@ -83,7 +85,8 @@ def test_a_boolean_is_never_a_number_and_numbers_are_finite() -> None:
 
 def test_a_section_with_other_readers_leaves_their_keys_alone() -> None:
     assert schema.SLURM.read({"mode": "gate", "kind": "slurm", "partitions": ["a"]}, "s") == {
-        "partitions": frozenset({"a"})}
+        "partitions": frozenset({"a"})
+    }
     assert schema.DAEMON_BACKEND.read({"mode": "gate", "partitions": ["a"]}, "s") == {"mode": "gate"}
     with pytest.raises(schema.SchemaError, match=r"key 'backend\.queues': unknown key"):
         schema.SLURM.read({"queues": ["a"]}, "s")
@@ -93,16 +96,20 @@ def _fields(cls: Any) -> dict[str, Any]:
     return {f.name: f.default for f in dataclasses.fields(cls) if f.default is not dataclasses.MISSING}
 
 
-@pytest.mark.parametrize(("cls", "section", "renamed"), [
-    (SlurmBackendConfig, schema.SLURM, {}),
-    (PBSBackendConfig, schema.PBS, {}),
-    (LeasingConfig, schema.LEASING, {"nodes": ()}),
-    (GateConfig, schema.GATE, {}),
-    (LogConfig, schema.LOG, {}),
-    (DecisionLogConfig, schema.SHADOW, {}),
-])
-def test_the_layers_dataclasses_default_to_the_schemas_defaults(cls: Any, section: schema.Section,
-                                                                  renamed: dict[str, Any]) -> None:
+@pytest.mark.parametrize(
+    ("cls", "section", "renamed"),
+    [
+        (SlurmBackendConfig, schema.SLURM, {}),
+        (PBSBackendConfig, schema.PBS, {}),
+        (LeasingConfig, schema.LEASING, {"nodes": ()}),
+        (GateConfig, schema.GATE, {}),
+        (LogConfig, schema.LOG, {}),
+        (DecisionLogConfig, schema.SHADOW, {}),
+    ],
+)
+def test_the_layers_dataclasses_default_to_the_schemas_defaults(
+    cls: Any, section: schema.Section, renamed: dict[str, Any]
+) -> None:
     for name, default in _fields(cls).items():
         if name in section:
             assert renamed.get(name, section.default(name)) == default, (cls.__name__, name)
@@ -111,7 +118,8 @@ def test_the_layers_dataclasses_default_to_the_schemas_defaults(cls: Any, sectio
 def test_defaults_held_elsewhere_agree_with_the_schema() -> None:
     retry = RetryPolicy()
     assert (retry.attempts, retry.base_delay_s, retry.max_delay_s) == tuple(
-        schema.BACKEND_COMMON.default(k) for k in ("retry_attempts", "retry_base_delay_s", "retry_max_delay_s"))
+        schema.BACKEND_COMMON.default(k) for k in ("retry_attempts", "retry_base_delay_s", "retry_max_delay_s")
+    )
     assert ClassRule().interactive_max_time_s == schema.BACKEND_COMMON.default("interactive_max_time_s")
     assert Objective().name == schema.AGENT.default("objective")
     assert entry(schema.AGENT.default("kind")).live
@@ -126,8 +134,12 @@ def test_defaults_held_elsewhere_agree_with_the_schema() -> None:
 def test_the_schema_module_imports_the_standard_library_only() -> None:
     """The leasing hooks load it alone, by path, with the system's python3: no rlsched, no msgspec."""
     tree = ast.parse(Path(schema.__file__).read_text())
-    imported = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import)
-                for alias in node.names}
-    imported |= {node.module.split(".")[0] for node in ast.walk(tree)
-                 if isinstance(node, ast.ImportFrom) and node.module and node.level == 0}
+    imported = {
+        alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names
+    }
+    imported |= {
+        node.module.split(".")[0]
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0
+    }
     assert imported - {"__future__"} <= set(sys.stdlib_module_names), imported

@@ -22,10 +22,17 @@ DASHBOARD = ROOT / "etc" / "grafana" / "rlsched-dashboard.json"
 def served_samples(tmp_path: Path) -> dict[str, list[tuple[dict[str, str], float]]]:
     """Run two gate-mode cycles of a learning daemon with leasing on and scrape its endpoint on 127.0.0.1."""
     runner = SyntheticSlurm(synthetic_squeue_json(30, n_running=2, held_fraction=1.0))
-    leasing = LeasingConfig(enabled=True, nodes=("cloud1", "cloud2", "cloud3", "cloud4"), max_nodes=2,
-                            policy="fixed", budget_node_hours_per_day=10.0, price_per_node_hour=0.5)
-    daemon = make_daemon(runner, str(tmp_path), mode="gate", agent="sarsa-esn", leasing=leasing,
-                         partitions=frozenset({"debug", "short"}))
+    leasing = LeasingConfig(
+        enabled=True,
+        nodes=("cloud1", "cloud2", "cloud3", "cloud4"),
+        max_nodes=2,
+        policy="fixed",
+        budget_node_hours_per_day=10.0,
+        price_per_node_hour=0.5,
+    )
+    daemon = make_daemon(
+        runner, str(tmp_path), mode="gate", agent="sarsa-esn", leasing=leasing, partitions=frozenset({"debug", "short"})
+    )
     daemon.cycle()
     daemon.cycle()
     port = daemon.exporter.serve("127.0.0.1", 0)
@@ -66,20 +73,20 @@ def test_build_info_last_success_held_age_and_the_budget_in_seconds(tmp_path: Pa
     assert samples["rlsched_build_info"] == [({"version": __version__}, 1.0)]
     # The synthetic cycles succeed: the timestamp is a real epoch time of this run, not a placeholder.
     assert before <= samples["rlsched_last_successful_cycle_timestamp_seconds"][0][1] <= time.time()
-    assert samples["rlsched_held_job_oldest_seconds"][0][1] > 0          # every job is held (gate mode)
+    assert samples["rlsched_held_job_oldest_seconds"][0][1] > 0  # every job is held (gate mode)
     left_s = samples["rlsched_lease_budget_left_seconds"][0][1]
-    assert 0 < left_s <= 10 * 3600                                        # a 10 node-hour budget
+    assert 0 < left_s <= 10 * 3600  # a 10 node-hour budget
     assert samples["rlsched_lease_budget_left_node_hours"][0][1] == pytest.approx(left_s / 3600)
 
 
 def test_a_failed_cycle_does_not_move_the_last_success(tmp_path: Path) -> None:
     runner = SyntheticSlurm(synthetic_squeue_json(5))
     daemon = make_daemon(runner, str(tmp_path), mode="shadow")
-    assert daemon.exporter.last_success._value.get() == 0.0        # none yet
+    assert daemon.exporter.last_success._value.get() == 0.0  # none yet
     daemon.cycle()
     first = daemon.exporter.last_success._value.get()
     assert first > 0
-    runner.squeue = '{"jobs": [{"job_id": "x"'                      # truncated JSON: the view fails
+    runner.squeue = '{"jobs": [{"job_id": "x"'  # truncated JSON: the view fails
     report = daemon.cycle()
     assert "view" in report.failed and daemon.exporter.last_success._value.get() == first
 
@@ -96,7 +103,7 @@ def test_every_dashboard_query_names_an_exported_metric(tmp_path: Path) -> None:
     names = dashboard_metric_names()
     served = set(served_samples(tmp_path))
     assert names and names <= served, f"dashboard names metrics not exported: {sorted(names - served)}"
-    assert len(names) >= 12          # it covers the exporter, not one metric
+    assert len(names) >= 12  # it covers the exporter, not one metric
 
 
 def test_counters_round_trip_and_bad_entries_name_the_key() -> None:

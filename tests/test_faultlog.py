@@ -14,12 +14,12 @@ def test_once_then_a_reminder_per_period_then_the_recovery_once(caplog: pytest.L
     faults = FaultLog(logging.getLogger("t"), remind_every_s=60.0, clock=lambda: now[0])
     with caplog.at_level(logging.INFO):
         logged = []
-        for second in range(0, 150, 2):           # a fault every 2 s for 150 s
+        for second in range(0, 150, 2):  # a fault every 2 s for 150 s
             now[0] = float(second)
             logged.append(faults.failed("ckpt", logging.ERROR, "checkpoint failed: %s", "disk full"))
-        assert sum(logged) == 3                   # at 0, 60 and 120 s
+        assert sum(logged) == 3  # at 0, 60 and 120 s
         assert faults.recovered("ckpt", "checkpoint works again")
-        assert not faults.recovered("ckpt", "checkpoint works again")      # once
+        assert not faults.recovered("ckpt", "checkpoint works again")  # once
     lines = caplog.messages
     assert lines[0] == "checkpoint failed: disk full"
     assert lines[1] == "checkpoint failed: disk full (still so: 30 more times in the last 60 s, first 60 s ago)"
@@ -43,6 +43,6 @@ def test_keys_are_separate_and_a_fault_unseen_for_a_period_is_new_again(caplog: 
     faults = FaultLog(logging.getLogger("t"), remind_every_s=10.0, clock=lambda: now[0])
     assert faults.failed("a", logging.WARNING, "a") and faults.failed("b", logging.WARNING, "b")
     assert not faults.failed("a", logging.WARNING, "a")
-    now[0] = 25.0                                  # "a" not seen for more than a period: a new fault
+    now[0] = 25.0  # "a" not seen for more than a period: a new fault
     assert faults.failed("a", logging.WARNING, "a")
     assert caplog.messages == ["a", "b", "a"]

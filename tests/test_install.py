@@ -21,7 +21,8 @@ REPO = Path(__file__).resolve().parent.parent
 UNIT_FILES = ("rlsched.service", "rlsched-gate-watchdog.service", "rlsched-gate-watchdog.timer")
 SYSTEMD_ANALYZE = shutil.which("systemd-analyze")
 needs_systemd_analyze = pytest.mark.skipif(
-    SYSTEMD_ANALYZE is None, reason="no systemd-analyze: apt-get install systemd (scripts/install.sh does as root)")
+    SYSTEMD_ANALYZE is None, reason="no systemd-analyze: apt-get install systemd (scripts/install.sh does as root)"
+)
 
 
 def test_install_lays_out_every_file_with_its_mode_and_keeps_an_existing_config(tmp_path: Path) -> None:
@@ -77,25 +78,63 @@ def test_the_units_name_exactly_the_paths_install_creates(tmp_path: Path) -> Non
 
 def test_wheel_carries_the_site_files_and_installs_from_them(tmp_path: Path) -> None:
     """Build the wheel, unpack it, and run `rlsched install` from it (not from this checkout)."""
-    subprocess.run([sys.executable, "-m", "pip", "wheel", str(REPO), "--no-deps", "--no-build-isolation", "-q",
-                    "-w", str(tmp_path / "dist")], check=True, capture_output=True, timeout=300)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            str(REPO),
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(tmp_path / "dist"),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     (wheel,) = (tmp_path / "dist").glob("rlsched-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
-    for shipped in ("etc/systemd/rlsched.service", "etc/rlsched.toml", "plugins/slurm/rlsched-resume",
-                    "plugins/rlsched-gate-watchdog", "docs/daemon.md"):
+    for shipped in (
+        "etc/systemd/rlsched.service",
+        "etc/rlsched.toml",
+        "plugins/slurm/rlsched-resume",
+        "plugins/rlsched-gate-watchdog",
+        "docs/daemon.md",
+    ):
         assert f"rlsched/_dist/{shipped}" in names
     site = tmp_path / "site"
     zipfile.ZipFile(wheel).extractall(site)
     env = {**os.environ, "PYTHONPATH": str(site)}
-    where = subprocess.run([sys.executable, "-c", "from rlsched.install import shipped_root; print(shipped_root())"],
-                           env=env, cwd=tmp_path, capture_output=True, text=True, check=True)
+    where = subprocess.run(
+        [sys.executable, "-c", "from rlsched.install import shipped_root; print(shipped_root())"],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert where.stdout.strip() == str(site / "rlsched" / "_dist")
     root = tmp_path / "root"
-    dry = subprocess.run([sys.executable, "-m", "rlsched", "install", "--prefix", str(root), "--dry-run"],
-                         env=env, cwd=tmp_path, capture_output=True, text=True, check=True)
+    dry = subprocess.run(
+        [sys.executable, "-m", "rlsched", "install", "--prefix", str(root), "--dry-run"],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert "rlsched-gate-watchdog.service" in dry.stdout and not root.exists()
-    subprocess.run([sys.executable, "-m", "rlsched", "install", "--prefix", str(root), "--config-group", "root"],
-                   env=env, cwd=tmp_path, capture_output=True, text=True, check=True)
+    subprocess.run(
+        [sys.executable, "-m", "rlsched", "install", "--prefix", str(root), "--config-group", "root"],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert (root / "usr/lib/rlsched/rlsched-resume").stat().st_mode & 0o777 == 0o755
 
 
@@ -123,14 +162,16 @@ def _units_at(tmp_path: Path) -> list[Path]:
 def test_units_pass_systemd_analyze_verify(tmp_path: Path) -> None:
     assert SYSTEMD_ANALYZE is not None
     units = _units_at(tmp_path)
-    result = subprocess.run([SYSTEMD_ANALYZE, "verify", *map(str, units)], capture_output=True, text=True,
-                            timeout=60, cwd=tmp_path)
+    result = subprocess.run(
+        [SYSTEMD_ANALYZE, "verify", *map(str, units)], capture_output=True, text=True, timeout=60, cwd=tmp_path
+    )
     assert result.returncode == 0 and not result.stderr.strip(), result.stderr
     # And it does fail on a broken unit (so the check above means something).
     broken = tmp_path / "broken.service"
     broken.write_text(units[0].read_text().replace(f"{tmp_path}/root{BIN}", "/nonexistent/rlsched"))
-    bad = subprocess.run([SYSTEMD_ANALYZE, "verify", str(broken)], capture_output=True, text=True, timeout=60,
-                         cwd=tmp_path)
+    bad = subprocess.run(
+        [SYSTEMD_ANALYZE, "verify", str(broken)], capture_output=True, text=True, timeout=60, cwd=tmp_path
+    )
     assert bad.returncode != 0
 
 
@@ -138,8 +179,12 @@ def test_units_pass_systemd_analyze_verify(tmp_path: Path) -> None:
 @pytest.mark.parametrize("unit", ["rlsched.service", "rlsched-gate-watchdog.service"])
 def test_units_score_under_5_in_systemd_analyze_security(unit: str) -> None:
     assert SYSTEMD_ANALYZE is not None
-    result = subprocess.run([SYSTEMD_ANALYZE, "security", "--offline=true", "--no-pager",
-                             str(REPO / "etc" / "systemd" / unit)], capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        [SYSTEMD_ANALYZE, "security", "--offline=true", "--no-pager", str(REPO / "etc" / "systemd" / unit)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     match = re.search(r"Overall exposure level for \S+: (\d+\.\d+)", result.stdout)
     assert match, result.stdout + result.stderr
     assert float(match.group(1)) < 5.0, result.stdout

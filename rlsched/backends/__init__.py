@@ -41,8 +41,7 @@ from rlsched.errors import RlschedError
 class BackendConfigClass(Protocol):
     """A backend's config class: builds a checked config from its ``[backend]`` table."""
 
-    def from_table(self, table: Mapping[str, Any], source: str = ...) -> LiveBackendConfig:
-        ...
+    def from_table(self, table: Mapping[str, Any], source: str = ...) -> LiveBackendConfig: ...
 
 
 BackendFactory = Callable[[Any, str | Path | None], LiveBackend]
@@ -66,10 +65,16 @@ class BackendKind:
 
 #: Every backend kind by ``[backend] kind`` name.
 BACKENDS: dict[str, BackendKind] = {
-    "slurm": BackendKind("slurm", config="rlsched.backends.slurm.config:SlurmBackendConfig",
-                         factory="rlsched.backends.slurm.backend:build_slurm_backend"),
-    "pbs": BackendKind("pbs", config="rlsched.backends.pbs.config:PBSBackendConfig",
-                       factory="rlsched.backends.pbs.backend:build_pbs_backend"),
+    "slurm": BackendKind(
+        "slurm",
+        config="rlsched.backends.slurm.config:SlurmBackendConfig",
+        factory="rlsched.backends.slurm.backend:build_slurm_backend",
+    ),
+    "pbs": BackendKind(
+        "pbs",
+        config="rlsched.backends.pbs.config:PBSBackendConfig",
+        factory="rlsched.backends.pbs.backend:build_pbs_backend",
+    ),
 }
 
 
@@ -142,5 +147,14 @@ def build_backend(config: LiveBackendConfig, state_dir: str | Path | None) -> Li
     return backend_kind(config.kind).build(config, state_dir)
 
 
-__all__ = ["BACKENDS", "PLUGIN_GROUP", "BackendKind", "UnknownBackendError", "backend_config_from_table",
-           "backend_kind", "build_backend", "load_backend_plugins", "register_backend"]
+__all__ = [
+    "BACKENDS",
+    "PLUGIN_GROUP",
+    "BackendKind",
+    "UnknownBackendError",
+    "backend_config_from_table",
+    "backend_kind",
+    "build_backend",
+    "load_backend_plugins",
+    "register_backend",
+]

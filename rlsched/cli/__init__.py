@@ -57,15 +57,21 @@ INTERNAL_ERROR_EXIT = 1
 class GuardedGroup(click.Group):
     """A click group whose errors are one line each; ``--debug`` (or ``RLSCHED_DEBUG=1``) shows tracebacks."""
 
-    def main(self, args: Sequence[str] | None = None, prog_name: str | None = None,
-             complete_var: str | None = None, standalone_mode: bool = True, **extra: Any) -> Any:
+    def main(
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
         if not standalone_mode:
             return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         argv = list(sys.argv[1:] if args is None else args)
-        debug = "--debug" in argv[:argv.index("--")] if "--" in argv else "--debug" in argv
+        debug = "--debug" in argv[: argv.index("--")] if "--" in argv else "--debug" in argv
         try:
             rv = super().main(argv, prog_name, complete_var, standalone_mode=False, **extra)
-        except _NO_ARGS_IS_HELP as exc:          # `rlsched sim` alone: the help, as click shows it
+        except _NO_ARGS_IS_HELP as exc:  # `rlsched sim` alone: the help, as click shows it
             exc.show()
             sys.exit(exc.exit_code)
         except click.UsageError as exc:
@@ -78,14 +84,13 @@ class GuardedGroup(click.Group):
         except click.Abort:
             click.echo("Aborted!", err=True)
             sys.exit(1)
-        except OSError as exc:          # the environment (busy port, permission, disk full), not a bug
+        except OSError as exc:  # the environment (busy port, permission, disk full), not a bug
             if debug or _env_debug():
                 raise
-            text = (f"{exc.filename}: {exc.strerror}" if exc.filename and exc.strerror
-                    else exc.strerror or str(exc))
+            text = f"{exc.filename}: {exc.strerror}" if exc.filename and exc.strerror else exc.strerror or str(exc)
             click.echo(f"Error: {' '.join(text.split())}", err=True)
             sys.exit(INTERNAL_ERROR_EXIT)
-        except RlschedError as exc:     # a failure rlsched foresaw (bad input, a failed command): no bug
+        except RlschedError as exc:  # a failure rlsched foresaw (bad input, a failed command): no bug
             if debug or _env_debug():
                 raise
             click.echo(f"Error: {' '.join(str(exc).split()) or type(exc).__name__}", err=True)
@@ -94,8 +99,9 @@ class GuardedGroup(click.Group):
             if debug or _env_debug():
                 raise
             text = " ".join(str(exc).split()) or "(no message)"
-            click.echo(f"rlsched: internal error: {type(exc).__name__}: {text} (run with --debug for the "
-                       "traceback)", err=True)
+            click.echo(
+                f"rlsched: internal error: {type(exc).__name__}: {text} (run with --debug for the traceback)", err=True
+            )
             sys.exit(INTERNAL_ERROR_EXIT)
         sys.exit(rv if isinstance(rv, int) and not isinstance(rv, bool) else 0)
 

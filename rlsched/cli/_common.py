@@ -23,8 +23,7 @@ from rlsched.sim.workload import Workload
 DEFAULT_WORKLOAD = "lal"
 
 
-def load_workload(spec: str, *, seed: int = 0, max_procs: int | None = None,
-                  scale: float | None = None) -> Workload:
+def load_workload(spec: str, *, seed: int = 0, max_procs: int | None = None, scale: float | None = None) -> Workload:
     """``lal`` (the embedded LAL-like generator, ``scale`` of its jobs), a trace path, or a trace name.
 
     A trace with a sidecar (``rlsched history import``) gets its VOs and classes from it (:func:`read_trace`).
@@ -38,10 +37,12 @@ def load_workload(spec: str, *, seed: int = 0, max_procs: int | None = None,
         from rlsched.sim.traces.sidecar import read_trace
         from rlsched.sim.traces.swf import resolve_trace
 
-        workload = read_trace(resolve_trace(spec))   # an imported history trace brings its VOs and classes
-    if len(workload) == 0:     # a table of dashes and exit 0 would hide it (issue 16)
-        raise ValueError(f"workload {spec!r} holds no job (an empty SWF, comments only, or every record "
-                         "dropped: see `rlsched trace info`)")
+        workload = read_trace(resolve_trace(spec))  # an imported history trace brings its VOs and classes
+    if len(workload) == 0:  # a table of dashes and exit 0 would hide it (issue 16)
+        raise ValueError(
+            f"workload {spec!r} holds no job (an empty SWF, comments only, or every record "
+            "dropped: see `rlsched trace info`)"
+        )
     if max_procs is not None and max_procs != workload.max_procs:
         workload = workload.with_max_procs(max_procs)
     return workload
@@ -65,9 +66,11 @@ def classed(workload: Workload, class_by: str = "time-limit") -> tuple[Workload,
 
     if class_by == "runtime":
         runtime_classes = classify_by_runtime(workload.run)
-        return (replace(workload, job_class=runtime_classes),
-                f"the runtime (interactive iff runtime < {INTERACTIVE_THRESHOLD_S:g} s, P-grid §4.2; not the "
-                "daemon's rule)")
+        return (
+            replace(workload, job_class=runtime_classes),
+            f"the runtime (interactive iff runtime < {INTERACTIVE_THRESHOLD_S:g} s, P-grid §4.2; not the "
+            "daemon's rule)",
+        )
     if class_by != "time-limit":
         raise ValueError(f"--class-by: expected one of {', '.join(CLASS_BY)}, got {class_by!r}")
     rule = trace_class_rule(workload)

@@ -49,8 +49,10 @@ def check_config(path: str | Path) -> dict[str, Any]:
         problems.append(str(exc))
         return _result(path, problems, warnings)
     if config.metrics_remote:
-        warnings.append(f"{path}: key 'metrics.listen': the exporter listens on {config.metrics_host} (not "
-                        "loopback; allowed by metrics.allow_remote): firewall the port")
+        warnings.append(
+            f"{path}: key 'metrics.listen': the exporter listens on {config.metrics_host} (not "
+            "loopback; allowed by metrics.allow_remote): firewall the port"
+        )
     agent_problems = _agent_problems(config)
     problems += agent_problems
     if not agent_problems:
@@ -78,8 +80,14 @@ def _agent_problems(config: DaemonConfig) -> list[str]:
     backend = config.backend
     class_rule = getattr(backend, "class_rule", None)
     try:
-        start_agent(config.agent, config.mode, backend.vos, backend.vo_shares, config.model_file,
-                    class_rule.to_dict() if class_rule is not None else None)
+        start_agent(
+            config.agent,
+            config.mode,
+            backend.vos,
+            backend.vo_shares,
+            config.model_file,
+            class_rule.to_dict() if class_rule is not None else None,
+        )
     except AgentStartError as exc:
         return [f"{config.source}: key 'agent': {' '.join(str(exc).split())}"]
     except (OSError, ValueError) as exc:
@@ -94,7 +102,7 @@ def _agent_warnings(config: DaemonConfig) -> list[str]:
     try:
         _, warning = model_verdict(config.agent, config.mode)
     except AgentStartError:
-        return []                   # already a problem
+        return []  # already a problem
     return [f"{config.source}: key 'agent.model': {warning}"] if warning else []
 
 
@@ -114,11 +122,15 @@ def _file_modes(config_path: Path, config: DaemonConfig) -> tuple[list[str], lis
     mode = _mode_of(config_path)
     if mode is not None:
         if mode & _WRITABLE_BY_OTHERS:
-            problems.append(f"{source}: the config file is writable by group or others (mode "
-                            f"{stat.S_IMODE(mode):04o}): anyone who can write it steers the daemon; chmod 0644")
+            problems.append(
+                f"{source}: the config file is writable by group or others (mode "
+                f"{stat.S_IMODE(mode):04o}): anyone who can write it steers the daemon; chmod 0644"
+            )
         if hooks and not mode & stat.S_IROTH:
-            problems.append(f"{source}: the config file is not readable by others (mode {stat.S_IMODE(mode):04o}): "
-                            "the leasing hooks run as SlurmUser and read it; chmod 0644")
+            problems.append(
+                f"{source}: the config file is not readable by others (mode {stat.S_IMODE(mode):04o}): "
+                "the leasing hooks run as SlurmUser and read it; chmod 0644"
+            )
     state_dir = Path(config.state_dir)
     mode = _mode_of(state_dir)
     if mode is None:
@@ -127,20 +139,28 @@ def _file_modes(config_path: Path, config: DaemonConfig) -> tuple[list[str], lis
         problems.append(f"{source}: key 'state.dir': {state_dir} is not a directory")
     else:
         if mode & stat.S_IWOTH and not mode & stat.S_ISVTX:
-            problems.append(f"{source}: key 'state.dir': {state_dir} is writable by others (mode "
-                            f"{stat.S_IMODE(mode):04o}): they could replace the undo record; chmod 0755")
+            problems.append(
+                f"{source}: key 'state.dir': {state_dir} is writable by others (mode "
+                f"{stat.S_IMODE(mode):04o}): they could replace the undo record; chmod 0755"
+            )
         if hooks and not mode & stat.S_IXOTH:
-            problems.append(f"{source}: key 'state.dir': {state_dir} is not searchable by others (mode "
-                            f"{stat.S_IMODE(mode):04o}): the leasing hooks (SlurmUser) cannot reach the heartbeat "
-                            "and the permit; chmod 0755")
+            problems.append(
+                f"{source}: key 'state.dir': {state_dir} is not searchable by others (mode "
+                f"{stat.S_IMODE(mode):04o}): the leasing hooks (SlurmUser) cannot reach the heartbeat "
+                "and the permit; chmod 0755"
+            )
     if hooks:
-        for key, file in (("gate.heartbeat_file", config.heartbeat_file),
-                          ("state.dir", state_dir / "lease-permit.json")):
+        for key, file in (
+            ("gate.heartbeat_file", config.heartbeat_file),
+            ("state.dir", state_dir / "lease-permit.json"),
+        ):
             mode = _mode_of(file)
             if mode is not None and not mode & stat.S_IROTH:
-                problems.append(f"{source}: key {key!r}: {file} is not readable by others (mode "
-                                f"{stat.S_IMODE(mode):04o}): the leasing hooks (SlurmUser) would refuse every "
-                                "lease; the daemon writes it 0644 from this version on")
+                problems.append(
+                    f"{source}: key {key!r}: {file} is not readable by others (mode "
+                    f"{stat.S_IMODE(mode):04o}): the leasing hooks (SlurmUser) would refuse every "
+                    "lease; the daemon writes it 0644 from this version on"
+                )
     return problems, warnings
 
 
@@ -157,8 +177,10 @@ def _port_in_use(config: DaemonConfig) -> str | None:
         except socket.gaierror:
             return f"{host!r} is not an address of this host (names are not resolved: give an IP address)"
         except OSError as exc:
-            return (f"cannot listen on {host}:{config.metrics_port} now ({os.strerror(exc.errno or 0)}; the "
-                    "running daemon holds it?)")
+            return (
+                f"cannot listen on {host}:{config.metrics_port} now ({os.strerror(exc.errno or 0)}; the "
+                "running daemon holds it?)"
+            )
     return None
 
 

@@ -19,57 +19,133 @@ if TYPE_CHECKING:
     from rlsched.workflow.site import Site
 
 #: The options that only mean something with --leasing (their parameter names).
-LEASING_OPTIONS = ("cloud_nodes", "thetas", "no_qlearning", "random_runs", "no_daily", "daily_prior_from",
-                   "daily_transfer_days")
+LEASING_OPTIONS = (
+    "cloud_nodes",
+    "thetas",
+    "no_qlearning",
+    "random_runs",
+    "no_daily",
+    "daily_prior_from",
+    "daily_transfer_days",
+)
 
 
 @click.command("evaluate")
-@click.option("--workload", "workload_spec", required=True,
-              help="The trace: an SWF path, a trace name (docs/traces.md) or 'lal'.")
-@click.option("--policy", "policies", multiple=True, metavar="NAME[:k=v,...] | PATH.npz | recorded",
-              help="A policy to replay (repeat): a registry name with parameters, a saved model, or 'recorded' "
-                   "(the trace's own start times).")
-@click.option("--out", "out", required=True, type=click.Path(file_okay=False, path_type=Path),
-              help="Directory for report.md, results.json and the figures.")
-@click.option("--config", "config_path", type=click.Path(dir_okay=False, exists=True, path_type=Path), default=None,
-              help="A daemon config: jobs classed by its class rule, VOs and target shares from it.")
-@click.option("--split", "split_text", default=None, metavar="TRAIN/VALIDATION/TEST",
-              help="The split of `rlsched train`; only the test window is replayed (default: the split the models "
-                   "record, else 50/25/25).")
-@click.option("--windows", type=click.IntRange(min=1), default=1, show_default=True,
-              help="Cut the test window into K consecutive windows (the spread is over them).")
+@click.option(
+    "--workload", "workload_spec", required=True, help="The trace: an SWF path, a trace name (docs/traces.md) or 'lal'."
+)
+@click.option(
+    "--policy",
+    "policies",
+    multiple=True,
+    metavar="NAME[:k=v,...] | PATH.npz | recorded",
+    help="A policy to replay (repeat): a registry name with parameters, a saved model, or 'recorded' "
+    "(the trace's own start times).",
+)
+@click.option(
+    "--out",
+    "out",
+    required=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Directory for report.md, results.json and the figures.",
+)
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    default=None,
+    help="A daemon config: jobs classed by its class rule, VOs and target shares from it.",
+)
+@click.option(
+    "--split",
+    "split_text",
+    default=None,
+    metavar="TRAIN/VALIDATION/TEST",
+    help="The split of `rlsched train`; only the test window is replayed (default: the split the models "
+    "record, else 50/25/25).",
+)
+@click.option(
+    "--windows",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Cut the test window into K consecutive windows (the spread is over them).",
+)
 @deployment_options("The mode every policy runs in", "What ranks the policies first")
-@click.option("--seeds", type=click.IntRange(min=1), default=1, show_default=True,
-              help="Seeds for the learned policies run by name (they learn online).")
+@click.option(
+    "--seeds",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Seeds for the learned policies run by name (they learn online).",
+)
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="The first seed.")
-@click.option("--cores", type=click.IntRange(min=1), default=None,
-              help="Pool size (default: the trace's machine size).")
+@click.option(
+    "--cores", type=click.IntRange(min=1), default=None, help="Pool size (default: the trace's machine size)."
+)
 @click.option("--no-figures", is_flag=True, help="Skip the PNG figures.")
 @click.option("--json", "as_json", is_flag=True, help="Print results.json instead of the table.")
-@click.option("--leasing", is_flag=True,
-              help="Also run FH's leasing policies on the trace (constant V sweep, random V, FH Q-learning, the daily "
-                   "learned cap, the state-aware rule held for a day, and the per-pass state-aware rule) and print the "
-                   "exchange rate κ for the daemon's [leasing] table.")
+@click.option(
+    "--leasing",
+    is_flag=True,
+    help="Also run FH's leasing policies on the trace (constant V sweep, random V, FH Q-learning, the daily "
+    "learned cap, the state-aware rule held for a day, and the per-pass state-aware rule) and print the "
+    "exchange rate κ for the daemon's [leasing] table.",
+)
 @click.option("--cloud-nodes", type=click.IntRange(min=1), default=None, help="--leasing: the cloud nodes there are.")
-@click.option("--thetas", default="0.5,1,1.5,2,3,4", show_default=True,
-              help="--leasing: the state-aware thresholds θ to run.")
+@click.option(
+    "--thetas", default="0.5,1,1.5,2,3,4", show_default=True, help="--leasing: the state-aware thresholds θ to run."
+)
 @click.option("--no-qlearning", is_flag=True, help="--leasing: skip FH's Q-learning (every V simulated each day).")
-@click.option("--random-runs", type=click.IntRange(min=0), default=100, show_default=True,
-              help="--leasing: random-V runs (FH: 1000); 0 skips them.")
+@click.option(
+    "--random-runs",
+    type=click.IntRange(min=0),
+    default=100,
+    show_default=True,
+    help="--leasing: random-V runs (FH: 1000); 0 skips them.",
+)
 @click.option("--no-daily", is_flag=True, help="--leasing: skip the daily learned cap.")
-@click.option("--daily-prior-from", default="", metavar="SETUPS",
-              help="--leasing: start the daily learned cap from a prior built on these FH setups' daily clones "
-                   "(comma-separated, e.g. kth,ctc,sdsc; their traces must be in RLSCHED_TRACE_DIR).")
-@click.option("--daily-transfer-days", type=click.FloatRange(min=0, min_open=True), default=30.0, show_default=True,
-              help="--leasing with --daily-prior-from: how many days' worth of the prior the estimates start from.")
+@click.option(
+    "--daily-prior-from",
+    default="",
+    metavar="SETUPS",
+    help="--leasing: start the daily learned cap from a prior built on these FH setups' daily clones "
+    "(comma-separated, e.g. kth,ctc,sdsc; their traces must be in RLSCHED_TRACE_DIR).",
+)
+@click.option(
+    "--daily-transfer-days",
+    type=click.FloatRange(min=0, min_open=True),
+    default=30.0,
+    show_default=True,
+    help="--leasing with --daily-prior-from: how many days' worth of the prior the estimates start from.",
+)
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
-def evaluate(workload_spec: str, policies: tuple[str, ...], out: Path, config_path: Path | None,
-             split_text: str | None, windows: int, mode: str | None, boost_base: str | None,
-             objective: str | None,
-             class_weights: tuple[str, ...], seeds: int, seed: int, cores: int | None, no_figures: bool,
-             as_json: bool, leasing: bool,
-             cloud_nodes: int | None, thetas: str, no_qlearning: bool, random_runs: int, no_daily: bool,
-             daily_prior_from: str, daily_transfer_days: float, quiet: bool) -> None:
+def evaluate(
+    workload_spec: str,
+    policies: tuple[str, ...],
+    out: Path,
+    config_path: Path | None,
+    split_text: str | None,
+    windows: int,
+    mode: str | None,
+    boost_base: str | None,
+    objective: str | None,
+    class_weights: tuple[str, ...],
+    seeds: int,
+    seed: int,
+    cores: int | None,
+    no_figures: bool,
+    as_json: bool,
+    leasing: bool,
+    cloud_nodes: int | None,
+    thetas: str,
+    no_qlearning: bool,
+    random_runs: int,
+    no_daily: bool,
+    daily_prior_from: str,
+    daily_transfer_days: float,
+    quiet: bool,
+) -> None:
     """Replay a trace under each policy and judge them on the same jobs (docs/workflow.md)."""
     from rlsched.workflow.evaluate import text_table, to_json, verdict_lines, window_line
     from rlsched.workflow.site import load_site
@@ -82,18 +158,41 @@ def evaluate(workload_spec: str, policies: tuple[str, ...], out: Path, config_pa
         workload = load_workload(workload_spec, max_procs=cores)
         if contenders:
             ev, written = _evaluate_policies(
-                workload, contenders, site, out, config_path=config_path, mode=mode, objective=objective,
-                class_weights=class_weights, boost_base=boost_base, split_text=split_text, windows=windows,
-                seeds=seeds, seed=seed, cores=cores, figures=not no_figures, quiet=quiet)
+                workload,
+                contenders,
+                site,
+                out,
+                config_path=config_path,
+                mode=mode,
+                objective=objective,
+                class_weights=class_weights,
+                boost_base=boost_base,
+                split_text=split_text,
+                windows=windows,
+                seeds=seeds,
+                seed=seed,
+                cores=cores,
+                figures=not no_figures,
+                quiet=quiet,
+            )
             data = to_json(ev)
         if leasing:
             assert cloud_nodes is not None
             from rlsched.workflow.leasing import write_leasing
 
-            lease = _evaluate_leasing(workload, cloud_nodes, cores=cores, thetas=theta_grid,
-                                      qlearning=not no_qlearning, random_runs=random_runs, seed=seed,
-                                      daily=not no_daily, daily_prior_from=daily_prior_from,
-                                      daily_transfer_days=daily_transfer_days, quiet=quiet)
+            lease = _evaluate_leasing(
+                workload,
+                cloud_nodes,
+                cores=cores,
+                thetas=theta_grid,
+                qlearning=not no_qlearning,
+                random_runs=random_runs,
+                seed=seed,
+                daily=not no_daily,
+                daily_prior_from=daily_prior_from,
+                daily_transfer_days=daily_transfer_days,
+                quiet=quiet,
+            )
             data["leasing"] = write_leasing(lease, out, figures=not no_figures)
     except (ValueError, FileNotFoundError, OSError) as exc:
         raise click.ClickException(" ".join(str(exc).split())) from exc
@@ -121,11 +220,16 @@ def _check_usage(policies: tuple[str, ...], leasing: bool, cloud_nodes: int | No
     if not leasing:
         # A leasing option alone would be silently ignored: the user meant --leasing, or a typo.
         context = click.get_current_context()
-        given = [f"--{name.replace('_', '-')}" for name in LEASING_OPTIONS
-                 if context.get_parameter_source(name) not in (None, ParameterSource.DEFAULT)]
+        given = [
+            f"--{name.replace('_', '-')}"
+            for name in LEASING_OPTIONS
+            if context.get_parameter_source(name) not in (None, ParameterSource.DEFAULT)
+        ]
         if given:
-            raise click.UsageError(f"{', '.join(given)} {'goes' if len(given) == 1 else 'go'} with --leasing "
-                                   "(add --leasing to run the leasing policies)")
+            raise click.UsageError(
+                f"{', '.join(given)} {'goes' if len(given) == 1 else 'go'} with --leasing "
+                "(add --leasing to run the leasing policies)"
+            )
     if leasing and cloud_nodes is None:
         raise click.UsageError("--leasing needs --cloud-nodes N")
     try:
@@ -140,11 +244,25 @@ def _contenders(policies: tuple[str, ...]) -> list[Contender]:
     return [parse_contender(p) for p in policies]
 
 
-def _evaluate_policies(workload: Workload, contenders: list[Contender], site: Site | None, out: Path, *,
-                       config_path: Path | None, mode: str | None, objective: str | None,
-                       class_weights: tuple[str, ...], boost_base: str | None, split_text: str | None, windows: int,
-                       seeds: int, seed: int, cores: int | None, figures: bool,
-                       quiet: bool) -> tuple[Evaluation, dict[str, Path]]:
+def _evaluate_policies(
+    workload: Workload,
+    contenders: list[Contender],
+    site: Site | None,
+    out: Path,
+    *,
+    config_path: Path | None,
+    mode: str | None,
+    objective: str | None,
+    class_weights: tuple[str, ...],
+    boost_base: str | None,
+    split_text: str | None,
+    windows: int,
+    seeds: int,
+    seed: int,
+    cores: int | None,
+    figures: bool,
+    quiet: bool,
+) -> tuple[Evaluation, dict[str, Path]]:
     """Replay the test window under every contender; the evaluation and the files written."""
     from rlsched.core.objective import parse_class_weights
     from rlsched.workflow.evaluate import evaluate as run_evaluation
@@ -158,15 +276,36 @@ def _evaluate_policies(workload: Workload, contenders: list[Contender], site: Si
     lo, hi = split.bounds(len(workload))["test"]
     total = (hi - lo) * sum(seeds if c.seeded else 1 for c in contenders)
     with progress_bar(total, f"{workload.name} evaluate (jobs)", quiet) as progress:
-        ev = run_evaluation(workload, contenders, site=site, windows=windows, seeds=seeds, seed=seed,
-                            cores=cores, progress=progress, split=split, deployment=choices.deployment,
-                            objective=choices.objective)
+        ev = run_evaluation(
+            workload,
+            contenders,
+            site=site,
+            windows=windows,
+            seeds=seeds,
+            seed=seed,
+            cores=cores,
+            progress=progress,
+            split=split,
+            deployment=choices.deployment,
+            objective=choices.objective,
+        )
     return ev, write_outputs(ev, out, figures=figures)
 
 
-def _evaluate_leasing(workload: Workload, cloud_nodes: int, *, cores: int | None, thetas: tuple[float, ...],
-                      qlearning: bool, random_runs: int, seed: int, daily: bool, daily_prior_from: str,
-                      daily_transfer_days: float, quiet: bool) -> LeasingEvaluation:
+def _evaluate_leasing(
+    workload: Workload,
+    cloud_nodes: int,
+    *,
+    cores: int | None,
+    thetas: tuple[float, ...],
+    qlearning: bool,
+    random_runs: int,
+    seed: int,
+    daily: bool,
+    daily_prior_from: str,
+    daily_transfer_days: float,
+    quiet: bool,
+) -> LeasingEvaluation:
     """FH's leasing policies on the trace (``--leasing``)."""
     from rlsched.workflow.leasing import daily_prior_from_setups, evaluate_leasing
 
@@ -178,6 +317,16 @@ def _evaluate_leasing(workload: Workload, cloud_nodes: int, *, cores: int | None
             daily_params, prior = daily_prior_from_setups(daily_prior_from, daily_transfer_days)
         else:
             daily_params, prior = None, None
-        return evaluate_leasing(workload, cloud_nodes, cores=cores, thetas=thetas, qlearning=qlearning,
-                                random_runs=random_runs, seed=seed, daily=daily, daily_params=daily_params,
-                                daily_prior=prior, progress=lease_progress)
+        return evaluate_leasing(
+            workload,
+            cloud_nodes,
+            cores=cores,
+            thetas=thetas,
+            qlearning=qlearning,
+            random_runs=random_runs,
+            seed=seed,
+            daily=daily,
+            daily_params=daily_params,
+            daily_prior=prior,
+            progress=lease_progress,
+        )

@@ -18,34 +18,90 @@ def history() -> None:
 
 
 @history.command("import")
-@click.option("--from", "source", required=True, type=click.Choice(list(SOURCES)),
-              help="sacct: run sacct now (slurmdbd) for --start/--end; sacct-file: a saved `sacct --parsable2` "
-                   "file; sacct-json: a saved `sacct --json` file; jobcomp: the jobcomp/filetxt file; "
-                   "pbs-accounting: a PBS accounting log (or its folder).")
-@click.option("--input", "input_path", type=click.Path(path_type=Path), default=None,
-              help="The file to read (every source but sacct; pbs-accounting: also the accounting folder).")
-@click.option("--start", default=None, metavar="YYYY-MM-DD[THH:MM[:SS]]",
-              help="Window start (local time): sacct's --starttime, and jobs submitted before it are dropped.")
-@click.option("--end", default=None, metavar="YYYY-MM-DD[THH:MM[:SS]]|now",
-              help="Window end (default: now for sacct, none for files): jobs submitted from it on are dropped.")
-@click.option("--out", "out", required=True, type=click.Path(dir_okay=False, path_type=Path),
-              help="The SWF to write (NAME.swf); NAME.jobs.csv and NAME.meta.json go beside it.")
-@click.option("--config", "config_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="The daemon config (rlsched.toml): class rule, account -> VO mapping, Slurm commands. "
-                   "Without it: interactive iff time limit <= 900 s, one VO per account.")
-@click.option("--cores", type=click.IntRange(min=1), default=None,
-              help="The machine's size for the SWF MaxProcs (default: the peak allocation of the records).")
+@click.option(
+    "--from",
+    "source",
+    required=True,
+    type=click.Choice(list(SOURCES)),
+    help="sacct: run sacct now (slurmdbd) for --start/--end; sacct-file: a saved `sacct --parsable2` "
+    "file; sacct-json: a saved `sacct --json` file; jobcomp: the jobcomp/filetxt file; "
+    "pbs-accounting: a PBS accounting log (or its folder).",
+)
+@click.option(
+    "--input",
+    "input_path",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="The file to read (every source but sacct; pbs-accounting: also the accounting folder).",
+)
+@click.option(
+    "--start",
+    default=None,
+    metavar="YYYY-MM-DD[THH:MM[:SS]]",
+    help="Window start (local time): sacct's --starttime, and jobs submitted before it are dropped.",
+)
+@click.option(
+    "--end",
+    default=None,
+    metavar="YYYY-MM-DD[THH:MM[:SS]]|now",
+    help="Window end (default: now for sacct, none for files): jobs submitted from it on are dropped.",
+)
+@click.option(
+    "--out",
+    "out",
+    required=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="The SWF to write (NAME.swf); NAME.jobs.csv and NAME.meta.json go beside it.",
+)
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="The daemon config (rlsched.toml): class rule, account -> VO mapping, Slurm commands. "
+    "Without it: interactive iff time limit <= 900 s, one VO per account.",
+)
+@click.option(
+    "--cores",
+    type=click.IntRange(min=1),
+    default=None,
+    help="The machine's size for the SWF MaxProcs (default: the peak allocation of the records).",
+)
 @click.option("--clusters", default=None, help="--from sacct: sacct's --clusters (default: the local cluster).")
-@click.option("--columns", default=None, metavar="F1,F2,...",
-              help="--from sacct-file: the field names of a file saved with --noheader.")
-@click.option("--timeout", "timeout_s", type=click.FloatRange(min=1), default=DEFAULT_SACCT_TIMEOUT_S,
-              show_default=True, help="--from sacct: seconds sacct may take (each attempt).")
-@click.option("--strict", is_flag=True,
-              help="A malformed line is an error (exit 1, nothing written); default: skipped, counted, reported.")
+@click.option(
+    "--columns",
+    default=None,
+    metavar="F1,F2,...",
+    help="--from sacct-file: the field names of a file saved with --noheader.",
+)
+@click.option(
+    "--timeout",
+    "timeout_s",
+    type=click.FloatRange(min=1),
+    default=DEFAULT_SACCT_TIMEOUT_S,
+    show_default=True,
+    help="--from sacct: seconds sacct may take (each attempt).",
+)
+@click.option(
+    "--strict",
+    is_flag=True,
+    help="A malformed line is an error (exit 1, nothing written); default: skipped, counted, reported.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
-def import_command(source: str, input_path: Path | None, start: str | None, end: str | None, out: Path,
-                   config_path: Path | None, cores: int | None, clusters: str | None, columns: str | None,
-                   timeout_s: float, strict: bool, as_json: bool) -> None:
+def import_command(
+    source: str,
+    input_path: Path | None,
+    start: str | None,
+    end: str | None,
+    out: Path,
+    config_path: Path | None,
+    cores: int | None,
+    clusters: str | None,
+    columns: str | None,
+    timeout_s: float,
+    strict: bool,
+    as_json: bool,
+) -> None:
     """Import job records into NAME.swf + NAME.jobs.csv + NAME.meta.json.
 
     \b
@@ -82,20 +138,33 @@ def import_command(source: str, input_path: Path | None, start: str | None, end:
     try:
         settings = site_settings(config_path)
         request = ImportRequest(
-            source=source, input=input_path, start=start, end=end, clusters=clusters,
-            columns=tuple(c.strip() for c in columns.split(",")) if columns else None, timeout_s=timeout_s,
-            strict=strict, cores=cores)
+            source=source,
+            input=input_path,
+            start=start,
+            end=end,
+            clusters=clusters,
+            columns=tuple(c.strip() for c in columns.split(",")) if columns else None,
+            timeout_s=timeout_s,
+            strict=strict,
+            cores=cores,
+        )
         trace = import_history(request, settings)
         paths = write_trace(trace, out, meta=trace.meta, unlimited_time_s=settings.unlimited_time_s)
     except (HistoryFormatError, BackendError, ValueError, OSError) as exc:
         raise click.ClickException(str(exc)) from None
     elapsed = time.perf_counter() - t0
-    summary = {"jobs": len(trace), "dropped": trace.log.as_dict(), "malformed_examples": trace.log.examples,
-               "vos": trace.vo_counts(), "classes": trace.class_counts(), "max_procs": trace.max_procs,
-               "max_procs_from": trace.max_procs_from,
-               "larger_than_machine": sum(1 for j in trace.jobs if j.cpus > trace.max_procs),
-               "files": [str(p) for p in paths],
-               "seconds": round(elapsed, 3)}
+    summary = {
+        "jobs": len(trace),
+        "dropped": trace.log.as_dict(),
+        "malformed_examples": trace.log.examples,
+        "vos": trace.vo_counts(),
+        "classes": trace.class_counts(),
+        "max_procs": trace.max_procs,
+        "max_procs_from": trace.max_procs_from,
+        "larger_than_machine": sum(1 for j in trace.jobs if j.cpus > trace.max_procs),
+        "files": [str(p) for p in paths],
+        "seconds": round(elapsed, 3),
+    }
     if as_json:
         click.echo(json.dumps(summary, indent=2))
         return
@@ -104,19 +173,26 @@ def import_command(source: str, input_path: Path | None, start: str | None, end:
 
 def _format_summary(source: str, summary: dict[str, Any]) -> str:
     swf, jobs_csv, meta = summary["files"]
-    lines = [f"imported {summary['jobs']} jobs from {source} into {swf} (+ {Path(jobs_csv).name}, "
-             f"{Path(meta).name}) in {summary['seconds']:.1f} s",
-             f"machine: {summary['max_procs']} cores ({summary['max_procs_from']})"
-             + (f"; {summary['larger_than_machine']} jobs ask more (the simulator drops them)"
-                if summary["larger_than_machine"] else ""),
-             "VOs: " + (", ".join(f"{vo or '(no account)'} {n}" for vo, n in summary["vos"].items()) or "-"),
-             "classes: " + ", ".join(f"{c} {n}" for c, n in summary["classes"].items())]
+    lines = [
+        f"imported {summary['jobs']} jobs from {source} into {swf} (+ {Path(jobs_csv).name}, "
+        f"{Path(meta).name}) in {summary['seconds']:.1f} s",
+        f"machine: {summary['max_procs']} cores ({summary['max_procs_from']})"
+        + (
+            f"; {summary['larger_than_machine']} jobs ask more (the simulator drops them)"
+            if summary["larger_than_machine"]
+            else ""
+        ),
+        "VOs: " + (", ".join(f"{vo or '(no account)'} {n}" for vo, n in summary["vos"].items()) or "-"),
+        "classes: " + ", ".join(f"{c} {n}" for c, n in summary["classes"].items()),
+    ]
     dropped = summary["dropped"]
     total = sum(dropped.values())
     lines.append(f"dropped {total}" + (": " + ", ".join(f"{k} {v}" for k, v in dropped.items()) if total else ""))
     for example in summary["malformed_examples"]:
         lines.append(f"  malformed: {example}")
     if dropped.get("malformed", 0) > len(summary["malformed_examples"]):
-        lines.append(f"  … and {dropped['malformed'] - len(summary['malformed_examples'])} more malformed "
-                     "(--strict stops at the first)")
+        lines.append(
+            f"  … and {dropped['malformed'] - len(summary['malformed_examples'])} more malformed "
+            "(--strict stops at the first)"
+        )
     return "\n".join(lines)

@@ -13,12 +13,21 @@ _SAID = {"write": "install", "same": "unchanged", "keep": "keep existing"}
 
 
 @click.command(name="install")
-@click.option("--prefix", default="/", show_default=True, type=click.Path(file_okay=False),
-              help="Staging root: files go under it, their contents name the final paths (like DESTDIR).")
+@click.option(
+    "--prefix",
+    default="/",
+    show_default=True,
+    type=click.Path(file_okay=False),
+    help="Staging root: files go under it, their contents name the final paths (like DESTDIR).",
+)
 @click.option("--dry-run", is_flag=True, help="Print what would be installed; write nothing.")
-@click.option("--config-group", "config_group_name", default=None,
-              help="Group that may read /etc/rlsched/rlsched.toml (the leasing hooks run as SlurmUser). "
-                   "Default: 'slurm' when that group exists, else root only.")
+@click.option(
+    "--config-group",
+    "config_group_name",
+    default=None,
+    help="Group that may read /etc/rlsched/rlsched.toml (the leasing hooks run as SlurmUser). "
+    "Default: 'slurm' when that group exists, else root only.",
+)
 def install_command(prefix: str, dry_run: bool, config_group_name: str | None) -> None:
     """Install rlsched's site files: /usr/bin/rlsched (a wrapper to this Python), the systemd units, the Slurm
     hooks and gate watchdog in /usr/lib/rlsched, /etc/rlsched/rlsched.toml (never overwritten) and the docs.
@@ -39,13 +48,20 @@ def install_command(prefix: str, dry_run: bool, config_group_name: str | None) -
         owner = f" root:{entry.group}" if entry.group else ""
         click.echo(f"{verb}{_SAID[what]:<13} {entry.mode:04o}{owner:<13} {destination(root, entry.target)}")
     if any(what == "keep" and e.target == CONFIG for what, e in done):
-        click.echo(f"kept the existing config; the new example is {destination(root, '/usr/share/doc/rlsched')}"
-                   "/examples/rlsched.toml")
+        click.echo(
+            f"kept the existing config; the new example is {destination(root, '/usr/share/doc/rlsched')}"
+            "/examples/rlsched.toml"
+        )
     hidden = hidden_python(sys.executable)
     if hidden is not None:
-        click.echo(f"warning: this rlsched runs from {sys.executable}, under {hidden}, which rlsched.service hides "
-                   "(ProtectHome=, PrivateTmp=): install it in a virtualenv under /opt (e.g. /opt/rlsched) "
-                   "and run its `rlsched install`", err=True)
+        click.echo(
+            f"warning: this rlsched runs from {sys.executable}, under {hidden}, which rlsched.service hides "
+            "(ProtectHome=, PrivateTmp=): install it in a virtualenv under /opt (e.g. /opt/rlsched) "
+            "and run its `rlsched install`",
+            err=True,
+        )
     if not dry_run and root == Path("/"):
-        click.echo("next: systemctl daemon-reload && systemctl enable --now rlsched "
-                   "(gate mode: also rlsched-gate-watchdog.timer)")
+        click.echo(
+            "next: systemctl daemon-reload && systemctl enable --now rlsched "
+            "(gate mode: also rlsched-gate-watchdog.timer)"
+        )

@@ -22,37 +22,102 @@ ROWS_DIR = "rows"
 
 
 @click.command("learning")
-@click.option("--traces", "traces_text", default=None, metavar="NAME[,NAME...]",
-              help="Traces (names under RLSCHED_TRACE_DIR, SWF paths or 'lal'); default: issue 23's nine.")
-@click.option("--seeds", type=click.IntRange(min=1), default=3, show_default=True,
-              help="Seeds 0..N-1 for sarsa-esn and the scored search (mean and spread over them).")
-@click.option("--epochs", type=click.IntRange(min=1), default=None,
-              help="sarsa-esn's passes over the train window (default 3; 1 with --quick).")
-@click.option("--max-jobs", type=click.IntRange(min=10), default=None,
-              help="Only the first N jobs of each trace (default: all; 600 with --quick).")
-@click.option("--generations", type=click.IntRange(min=1), default=None,
-              help="The scored search's generations (default: the search's; 1 with --quick).")
-@click.option("--population", type=click.IntRange(min=2), default=None,
-              help="The scored search's population (default: the search's; 4 with --quick).")
-@click.option("--scored-runtime", type=click.Choice(["requested", "user-last2", "learned"]), default="learned",
-              show_default=True, help="The scored search's runtime input beside the request (requested: none).")
-@click.option("--objective", type=click.Choice(["bsld", "wait", "W"]), default="bsld", show_default=True,
-              help="What every policy is ranked by (the scored search's fitness stays bounded slowdown).")
-@click.option("--class-weight", "class_weights", multiple=True, metavar="CLASS=W",
-              help="Weigh a class's jobs W times in the objective (repeat; e.g. interactive=3).")
-@click.option("--rule-windows", type=click.IntRange(min=1, max=3), default=1, show_default=True,
-              help="As train's: the windows the rule deployed instead of a losing model is chosen on.")
+@click.option(
+    "--traces",
+    "traces_text",
+    default=None,
+    metavar="NAME[,NAME...]",
+    help="Traces (names under RLSCHED_TRACE_DIR, SWF paths or 'lal'); default: issue 23's nine.",
+)
+@click.option(
+    "--seeds",
+    type=click.IntRange(min=1),
+    default=3,
+    show_default=True,
+    help="Seeds 0..N-1 for sarsa-esn and the scored search (mean and spread over them).",
+)
+@click.option(
+    "--epochs",
+    type=click.IntRange(min=1),
+    default=None,
+    help="sarsa-esn's passes over the train window (default 3; 1 with --quick).",
+)
+@click.option(
+    "--max-jobs",
+    type=click.IntRange(min=10),
+    default=None,
+    help="Only the first N jobs of each trace (default: all; 600 with --quick).",
+)
+@click.option(
+    "--generations",
+    type=click.IntRange(min=1),
+    default=None,
+    help="The scored search's generations (default: the search's; 1 with --quick).",
+)
+@click.option(
+    "--population",
+    type=click.IntRange(min=2),
+    default=None,
+    help="The scored search's population (default: the search's; 4 with --quick).",
+)
+@click.option(
+    "--scored-runtime",
+    type=click.Choice(["requested", "user-last2", "learned"]),
+    default="learned",
+    show_default=True,
+    help="The scored search's runtime input beside the request (requested: none).",
+)
+@click.option(
+    "--objective",
+    type=click.Choice(["bsld", "wait", "W"]),
+    default="bsld",
+    show_default=True,
+    help="What every policy is ranked by (the scored search's fitness stays bounded slowdown).",
+)
+@click.option(
+    "--class-weight",
+    "class_weights",
+    multiple=True,
+    metavar="CLASS=W",
+    help="Weigh a class's jobs W times in the objective (repeat; e.g. interactive=3).",
+)
+@click.option(
+    "--rule-windows",
+    type=click.IntRange(min=1, max=3),
+    default=1,
+    show_default=True,
+    help="As train's: the windows the rule deployed instead of a losing model is chosen on.",
+)
 @click.option("--scale", type=float, default=None, help="'lal' only: the share of its jobs.")
 @click.option("--quick", is_flag=True, help="A small setting (the first 600 jobs, one epoch, a tiny search).")
-@click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True,
-              help="Processes for the seeds of sarsa-esn.")
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=DEFAULT_OUT, show_default=True,
-              help="Directory for report.md, results.json and ratios.png.")
+@click.option(
+    "--workers", type=click.IntRange(min=1), default=1, show_default=True, help="Processes for the seeds of sarsa-esn."
+)
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=DEFAULT_OUT,
+    show_default=True,
+    help="Directory for report.md, results.json and ratios.png.",
+)
 @click.option("--report-only", is_flag=True, help="Regenerate report.md and the figure from OUT/results.json.")
-def learning(traces_text: str | None, seeds: int, epochs: int | None, max_jobs: int | None,
-             generations: int | None, population: int | None, scored_runtime: str, objective: str,
-             class_weights: tuple[str, ...], rule_windows: int, scale: float | None, quick: bool, workers: int,
-             out: Path, report_only: bool) -> None:
+def learning(
+    traces_text: str | None,
+    seeds: int,
+    epochs: int | None,
+    max_jobs: int | None,
+    generations: int | None,
+    population: int | None,
+    scored_runtime: str,
+    objective: str,
+    class_weights: tuple[str, ...],
+    rule_windows: int,
+    scale: float | None,
+    quick: bool,
+    workers: int,
+    out: Path,
+    report_only: bool,
+) -> None:
     """Regenerate issue 23's table into OUT: every rule, sarsa-esn (train's epochs, selection and verdict), the
     scored search and the runtime predictors, per trace, on the test window in boost mode, bounded slowdown."""
     from dataclasses import replace
@@ -87,9 +152,15 @@ def learning(traces_text: str | None, seeds: int, epochs: int | None, max_jobs: 
         chosen = Objective(objective, parse_class_weights(class_weights))
     except ValueError as exc:
         raise click.ClickException(str(exc)) from exc
-    settings = replace(settings, search=search, workers=workers, objective=chosen, rule_windows=rule_windows,
-                       epochs=epochs if epochs is not None else settings.epochs,
-                       max_jobs=max_jobs if max_jobs is not None else settings.max_jobs)
+    settings = replace(
+        settings,
+        search=search,
+        workers=workers,
+        objective=chosen,
+        rule_windows=rule_windows,
+        epochs=epochs if epochs is not None else settings.epochs,
+        max_jobs=max_jobs if max_jobs is not None else settings.max_jobs,
+    )
     traces = [t for t in traces_text.split(",") if t] if traces_text else list(TRACES)
 
     def loader(name: str, max_procs: int | None) -> Workload:
@@ -97,12 +168,13 @@ def learning(traces_text: str | None, seeds: int, epochs: int | None, max_jobs: 
 
     t0 = time.perf_counter()
     try:
-        data = run_learning(loader, traces, settings, say=lambda text: click.echo(text, err=True),
-                            rows_dir=out / ROWS_DIR)
+        data = run_learning(
+            loader, traces, settings, say=lambda text: click.echo(text, err=True), rows_dir=out / ROWS_DIR
+        )
     except (ValueError, FileNotFoundError) as exc:
         raise click.ClickException(" ".join(str(exc).split())) from exc
     argv = list(sys.argv[1:]) if sys.argv and "learning" in sys.argv else ["learning"]
-    data["command"] = "rlsched " + shlex.join(argv[argv.index("learning"):])
+    data["command"] = "rlsched " + shlex.join(argv[argv.index("learning") :])
     data["seconds"] = round(time.perf_counter() - t0, 1)
     for path in write_outputs(data, out):
         click.echo(f"wrote {path}")

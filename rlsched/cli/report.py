@@ -32,24 +32,60 @@ def _iso(epoch_s: float) -> str:
 
 
 @report.command()
-@click.option("--config", "config_path", required=True, type=click.Path(dir_okay=False),
-              help="The daemon's TOML configuration (its [shadow] decision log and [backend] Slurm).")
+@click.option(
+    "--config",
+    "config_path",
+    required=True,
+    type=click.Path(dir_okay=False),
+    help="The daemon's TOML configuration (its [shadow] decision log and [backend] Slurm).",
+)
 @click.option("--since", required=True, help="From: now, an age (12h, 7d), @EPOCH or an ISO date/date-time.")
 @click.option("--until", default=None, help="To (default: now); same forms as --since.")
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False), help="Folder for the report.")
-@click.option("--source", type=click.Choice(SOURCES), default="auto", show_default=True,
-              help="Where Slurm's start times come from (auto: sacct with slurmdbd, else the jobcomp file "
-                   "plus squeue, else squeue).")
-@click.option("--jobcomp", "jobcomp_path", type=click.Path(dir_okay=False), default=None,
-              help="The jobcomp/filetxt file (default: [backend] jobcomp_path, else Slurm's JobCompLoc).")
-@click.option("--log", "log_path", type=click.Path(dir_okay=False), default=None,
-              help="The decision log (default: the config's [shadow] decision_log).")
-@click.option("--mode", "mode", type=click.Choice([*MODES, "all"]), default="shadow", show_default=True,
-              help="Which cycles: those the daemon ran in this mode.")
-@click.option("--top-k", default=DEFAULT_TOP_K, show_default=True, type=click.IntRange(min=1),
-              help="k of the top-k agreement.")
-def shadow(config_path: str, since: str, until: str | None, out_dir: str, source: str, jobcomp_path: str | None,
-           log_path: str | None, mode: str, top_k: int) -> None:
+@click.option(
+    "--source",
+    type=click.Choice(SOURCES),
+    default="auto",
+    show_default=True,
+    help="Where Slurm's start times come from (auto: sacct with slurmdbd, else the jobcomp file "
+    "plus squeue, else squeue).",
+)
+@click.option(
+    "--jobcomp",
+    "jobcomp_path",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="The jobcomp/filetxt file (default: [backend] jobcomp_path, else Slurm's JobCompLoc).",
+)
+@click.option(
+    "--log",
+    "log_path",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="The decision log (default: the config's [shadow] decision_log).",
+)
+@click.option(
+    "--mode",
+    "mode",
+    type=click.Choice([*MODES, "all"]),
+    default="shadow",
+    show_default=True,
+    help="Which cycles: those the daemon ran in this mode.",
+)
+@click.option(
+    "--top-k", default=DEFAULT_TOP_K, show_default=True, type=click.IntRange(min=1), help="k of the top-k agreement."
+)
+def shadow(
+    config_path: str,
+    since: str,
+    until: str | None,
+    out_dir: str,
+    source: str,
+    jobcomp_path: str | None,
+    log_path: str | None,
+    mode: str,
+    top_k: int,
+) -> None:
     """Join the decision log with Slurm's start times: top-1/top-k agreement and the waits of jobs rlsched
     would have started earlier (markdown, JSON and PNG in --out; docs/workflow.md explains them)."""
     now = time.time()
@@ -68,8 +104,9 @@ def shadow(config_path: str, since: str, until: str | None, out_dir: str, source
     except ConfigError as exc:
         raise click.ClickException(str(exc)) from None
     if not isinstance(config.backend, SlurmBackendConfig):
-        raise click.ClickException(f"{config.source}: [backend] kind {config.backend.kind!r}: report shadow reads "
-                                   "start times from Slurm only")
+        raise click.ClickException(
+            f"{config.source}: [backend] kind {config.backend.kind!r}: report shadow reads start times from Slurm only"
+        )
     path = Path(log_path) if log_path else config.decision_log_file
     try:
         read = read_decision_log(path, config.shadow.keep, since_s, until_s)
@@ -78,7 +115,8 @@ def shadow(config_path: str, since: str, until: str | None, out_dir: str, source
     if not read.files:
         raise click.ClickException(
             f"no decision log at {path}: the daemon writes it in shadow mode ([shadow] decision_log in "
-            f"{config.source}); is the daemon running, with this config?")
+            f"{config.source}); is the daemon running, with this config?"
+        )
     cycles: list[Cycle] = []
     modes: Counter[str] = Counter()
     skipped = read.skipped
@@ -93,8 +131,10 @@ def shadow(config_path: str, since: str, until: str | None, out_dir: str, source
             cycles.append(cycle)
     if not cycles:
         found = ", ".join(f"{n} {m}" for m, n in sorted(modes.items())) or "none"
-        raise click.ClickException(f"{path}: no {'' if mode == 'all' else mode + '-mode '}decision records between "
-                                   f"{_iso(since_s)} and {_iso(until_s)} (records in that span: {found})")
+        raise click.ClickException(
+            f"{path}: no {'' if mode == 'all' else mode + '-mode '}decision records between "
+            f"{_iso(since_s)} and {_iso(until_s)} (records in that span: {found})"
+        )
     notes: list[str] = []
     first_s = min(c.time_s for c in cycles)
     try:
@@ -102,19 +142,30 @@ def shadow(config_path: str, since: str, until: str | None, out_dir: str, source
     except (BackendError, ValueError) as exc:
         raise click.ClickException(f"cannot read Slurm's start times ({source}): {exc}") from None
     analysis = analyse(cycles, starts.start_s, top_k=top_k)
-    ctx = ReportContext(since=_iso(since_s), until=_iso(until_s), log_files=[str(p) for p in read.files],
-                        skipped_lines=skipped, first_skipped=read.first_skipped, sources=starts.sources,
-                        modes=dict(modes), notes=notes)
+    ctx = ReportContext(
+        since=_iso(since_s),
+        until=_iso(until_s),
+        log_files=[str(p) for p in read.files],
+        skipped_lines=skipped,
+        first_skipped=read.first_skipped,
+        sources=starts.sources,
+        modes=dict(modes),
+        notes=notes,
+    )
     try:
         written = write_report(analysis, ctx, Path(out_dir))
     except OSError as exc:
         raise click.ClickException(f"{out_dir}: cannot write the report: {exc.strerror or exc}") from None
     rate = analysis.rate
-    click.echo(f"{analysis.cycles} cycles ({analysis.contested} contested), {analysis.jobs_seen} jobs ranked, "
-               f"{analysis.jobs_started} started, {analysis.jobs_unmatched} unmatched, {skipped} log lines skipped")
-    click.echo(f"top-1 agreement {_pct(rate(analysis.top1_hits))} (random {_pct(analysis.top1_chance)}), "
-               f"top-{top_k} {_pct(rate(analysis.topk_hits))} (random {_pct(analysis.topk_chance)}); "
-               f"{len(analysis.earlier)} jobs rlsched would have started earlier")
+    click.echo(
+        f"{analysis.cycles} cycles ({analysis.contested} contested), {analysis.jobs_seen} jobs ranked, "
+        f"{analysis.jobs_started} started, {analysis.jobs_unmatched} unmatched, {skipped} log lines skipped"
+    )
+    click.echo(
+        f"top-1 agreement {_pct(rate(analysis.top1_hits))} (random {_pct(analysis.top1_chance)}), "
+        f"top-{top_k} {_pct(rate(analysis.topk_hits))} (random {_pct(analysis.topk_chance)}); "
+        f"{len(analysis.earlier)} jobs rlsched would have started earlier"
+    )
     for p in written:
         click.echo(f"wrote {p}")
 

@@ -57,40 +57,102 @@ def _parse_floats(ctx: click.Context, param: click.Parameter, value: str) -> lis
 def _current_policies(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> tuple[str, ...]:
     """The policies under their names now; a former name (``ours``, ``ours-daily``) warns once on stderr."""
     for old in dict.fromkeys(v for v in value if v in DEPRECATED_LEASE_POLICIES):
-        click.echo(f"rlsched: warning: --policy {old} is deprecated, use --policy {DEPRECATED_LEASE_POLICIES[old]} "
-                   "(the old name goes in the next release)", err=True)
+        click.echo(
+            f"rlsched: warning: --policy {old} is deprecated, use --policy {DEPRECATED_LEASE_POLICIES[old]} "
+            "(the old name goes in the next release)",
+            err=True,
+        )
     return tuple(DEPRECATED_LEASE_POLICIES.get(v, v) for v in value)
 
 
 @click.command("sweep")
-@click.option("--setup", "setups", multiple=True, default=("kth",), show_default=True,
-              help="Workload setup (kth, ctc, sdsc, ctc-file, sdsc-file, kth-quick); repeatable.")
-@click.option("--policy", "policies", multiple=True, default=("constant",), show_default=True,
-              type=click.Choice([*SIM_LEASE_POLICIES, *DEPRECATED_LEASE_POLICIES]),
-              metavar=f"[{'|'.join(SIM_LEASE_POLICIES)}]", callback=_current_policies, help="Repeatable.")
-@click.option("--caps", default="0:100:10", show_default=True, callback=_parse_ints,
-              help="Constant V values: '0,8,16' or '0:100:5' (stop included); -1 means unbounded.")
-@click.option("--caps-per-task", type=click.IntRange(min=1), default=8, show_default=True,
-              help="Constant V values per task (values in one task share simulation work).")
+@click.option(
+    "--setup",
+    "setups",
+    multiple=True,
+    default=("kth",),
+    show_default=True,
+    help="Workload setup (kth, ctc, sdsc, ctc-file, sdsc-file, kth-quick); repeatable.",
+)
+@click.option(
+    "--policy",
+    "policies",
+    multiple=True,
+    default=("constant",),
+    show_default=True,
+    type=click.Choice([*SIM_LEASE_POLICIES, *DEPRECATED_LEASE_POLICIES]),
+    metavar=f"[{'|'.join(SIM_LEASE_POLICIES)}]",
+    callback=_current_policies,
+    help="Repeatable.",
+)
+@click.option(
+    "--caps",
+    default="0:100:10",
+    show_default=True,
+    callback=_parse_ints,
+    help="Constant V values: '0,8,16' or '0:100:5' (stop included); -1 means unbounded.",
+)
+@click.option(
+    "--caps-per-task",
+    type=click.IntRange(min=1),
+    default=8,
+    show_default=True,
+    help="Constant V values per task (values in one task share simulation work).",
+)
 @click.option("--seeds", default="0", show_default=True, callback=_parse_ints, help="Random-policy seeds ('0:9').")
 @click.option("--runs", type=click.IntRange(min=1), default=10, show_default=True, help="Random-V runs per seed.")
-@click.option("--lam", "lams", default="1", show_default=True, callback=_parse_floats,
-              help="Cost weights λ of the balance (twt_imp% − λ·c%; FH: 1), comma-separated.")
-@click.option("--threshold", "thresholds", default="1", show_default=True, callback=_parse_floats,
-              help="The state-aware rule's θ values (state-aware, state-aware-daily), comma-separated.")
-@click.option("--period-s", type=click.FloatRange(min=0, min_open=True, max=1e9), default=86_400.0, show_default=True,
-              help="The policies' step in seconds (FH: one day).")
-@click.option("--executor", type=click.Choice(["serial", "process", "dask"]), default="process",
-              show_default=True)
-@click.option("--workers", type=click.IntRange(min=1), default=None,
-              help="Process-pool size (default: the usable cores).")
+@click.option(
+    "--lam",
+    "lams",
+    default="1",
+    show_default=True,
+    callback=_parse_floats,
+    help="Cost weights λ of the balance (twt_imp% − λ·c%; FH: 1), comma-separated.",
+)
+@click.option(
+    "--threshold",
+    "thresholds",
+    default="1",
+    show_default=True,
+    callback=_parse_floats,
+    help="The state-aware rule's θ values (state-aware, state-aware-daily), comma-separated.",
+)
+@click.option(
+    "--period-s",
+    type=click.FloatRange(min=0, min_open=True, max=1e9),
+    default=86_400.0,
+    show_default=True,
+    help="The policies' step in seconds (FH: one day).",
+)
+@click.option("--executor", type=click.Choice(["serial", "process", "dask"]), default="process", show_default=True)
+@click.option(
+    "--workers", type=click.IntRange(min=1), default=None, help="Process-pool size (default: the usable cores)."
+)
 @click.option("--scheduler-address", default=None, help="Dask scheduler, e.g. tcp://10.0.0.1:8786.")
-@click.option("--out", "out_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Write the rows: .json or .csv (the folder must exist).")
+@click.option(
+    "--out",
+    "out_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Write the rows: .json or .csv (the folder must exist).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print {rows: [...]} as JSON instead of the table.")
-def sweep(setups: tuple[str, ...], policies: tuple[str, ...], caps: list[int], caps_per_task: int,
-          seeds: list[int], runs: int, lams: list[float], thresholds: list[float], period_s: float, executor: str,
-          workers: int | None, scheduler_address: str | None, out_path: Path | None, as_json: bool) -> None:
+def sweep(
+    setups: tuple[str, ...],
+    policies: tuple[str, ...],
+    caps: list[int],
+    caps_per_task: int,
+    seeds: list[int],
+    runs: int,
+    lams: list[float],
+    thresholds: list[float],
+    period_s: float,
+    executor: str,
+    workers: int | None,
+    scheduler_address: str | None,
+    out_path: Path | None,
+    as_json: bool,
+) -> None:
     """Run a grid of leasing simulations (V, seeds, λ, θ, policies); results do not depend on --executor.
 
     The --out folder must exist: it is checked before the runs (not created)."""
@@ -104,12 +166,21 @@ def sweep(setups: tuple[str, ...], policies: tuple[str, ...], caps: list[int], c
     try:
         for name in setups:
             check_setup(name)
-        tasks = grid(setups, policies, caps=caps, seeds=seeds, cost_weights=lams,
-                     thresholds=thresholds, runs=runs, caps_per_task=caps_per_task,
-                     period_s=period_s)
+        tasks = grid(
+            setups,
+            policies,
+            caps=caps,
+            seeds=seeds,
+            cost_weights=lams,
+            thresholds=thresholds,
+            runs=runs,
+            caps_per_task=caps_per_task,
+            period_s=period_s,
+        )
         with progress_bar(len(tasks), f"sweep ({executor})") as progress:
-            results = execute(tasks, executor=executor, workers=workers, scheduler_address=scheduler_address,
-                              progress=progress)
+            results = execute(
+                tasks, executor=executor, workers=workers, scheduler_address=scheduler_address, progress=progress
+            )
     except (ValueError, RuntimeError, OSError) as exc:
         raise click.ClickException(str(exc)) from exc
     table = rows(results)
@@ -117,8 +188,10 @@ def sweep(setups: tuple[str, ...], policies: tuple[str, ...], caps: list[int], c
         click.echo(json.dumps({"rows": table}, indent=2))
     for r in table if not as_json else ():
         label = r["V"] if r["V"] is not None else (r["threshold"] if r["threshold"] is not None else r["run"])
-        click.echo(f"{r['trace']:<10} {r['policy']:<17} {label!s:>6} λ={r['lambda']:<4g} "
-                   f"twt_imp={r['twt_imp_pct']:7.2f}% cost={r['cost_pct']:7.2f}% balance={r['balance']:7.2f}")
+        click.echo(
+            f"{r['trace']:<10} {r['policy']:<17} {label!s:>6} λ={r['lambda']:<4g} "
+            f"twt_imp={r['twt_imp_pct']:7.2f}% cost={r['cost_pct']:7.2f}% balance={r['balance']:7.2f}"
+        )
     if out_path is not None:
         _write_rows(table, out_path)
 

@@ -18,9 +18,11 @@ if TYPE_CHECKING:
     from rlsched.workflow.verdict import Verdict
 
 #: What ``--window I/K`` (the former way to hold data out) became.
-WINDOW_RETIRED = ("--window is replaced by --split TRAIN/VALIDATION/TEST (default 50/25/25): train learns on the train "
-                  "window, selects and judges on the validation window, and evaluate reports the test window "
-                  "(docs/workflow.md)")
+WINDOW_RETIRED = (
+    "--window is replaced by --split TRAIN/VALIDATION/TEST (default 50/25/25): train learns on the train "
+    "window, selects and judges on the validation window, and evaluate reports the test window "
+    "(docs/workflow.md)"
+)
 
 
 def seed_list(seed: int, seeds: int) -> list[int]:
@@ -71,9 +73,9 @@ class TimeLeft:
         else:
             a, b = (float(x) for x in np.linalg.lstsq(np.column_stack([dn, dg]), dt, rcond=None)[0])
             bound = False
-            if b < 0:           # no growth seen: linear
+            if b < 0:  # no growth seen: linear
                 a, b = float(dt @ dn / (dn @ dn)), 0.0
-            elif a < 0:         # all growth
+            elif a < 0:  # all growth
                 a, b = 0.0, float(dt @ dg / (dg @ dg))
         return max(a * (self.total - n) + b * (self.growth(self.total) - self.growth(n)), 0.0), bound
 
@@ -97,8 +99,9 @@ def duration(seconds: float) -> str:
 clock: Callable[[], float] = time.monotonic
 
 
-def estimating(progress: Progress | None, total: int, label: str, memory: int | None,
-               quiet: bool) -> Callable[[int], None] | None:
+def estimating(
+    progress: Progress | None, total: int, label: str, memory: int | None, quiet: bool
+) -> Callable[[int], None] | None:
     """``progress`` (a terminal's bar, or None) that also estimates the time left (:class:`TimeLeft`): in the
     bar's label on a terminal, else as a line on stderr at most every :data:`ESTIMATE_EVERY_S` (a log)."""
     if quiet:
@@ -122,64 +125,166 @@ def estimating(progress: Progress | None, total: int, label: str, memory: int | 
 
 
 @click.command("train")
-@click.option("--workload", "workload_spec", required=True,
-              help="The trace: an SWF path, a trace name (docs/traces.md) or 'lal' (the synthetic LAL-like one).")
-@click.option("--policy", required=True, metavar="NAME[:k=v,...]",
-              help="A learned registry policy with parameters (see `rlsched sim policies`).")
-@click.option("--out", "out", required=True, type=click.Path(dir_okay=False, path_type=Path),
-              help="The model file (.npz): the seed and pass that score best on validation, with its verdict.")
-@click.option("--config", "config_path", type=click.Path(dir_okay=False, exists=True, path_type=Path), default=None,
-              help="A daemon config: the jobs are classed by its class rule and mapped to its VO list, and the "
-                   "model records both (the daemon refuses a model that does not match its config).")
-@click.option("--split", "split_text", default="50/25/25", show_default=True, metavar="TRAIN/VALIDATION/TEST",
-              help="Percentages of the jobs, in submit order: learn on the first, select the model and judge it "
-                   "against every rule on the second; the third is left for `rlsched evaluate` (same --split).")
-@click.option("--epochs", type=click.IntRange(min=1), default=3, show_default=True,
-              help="Passes over the train window, the agent continuing; the best pass on validation is kept.")
+@click.option(
+    "--workload",
+    "workload_spec",
+    required=True,
+    help="The trace: an SWF path, a trace name (docs/traces.md) or 'lal' (the synthetic LAL-like one).",
+)
+@click.option(
+    "--policy",
+    required=True,
+    metavar="NAME[:k=v,...]",
+    help="A learned registry policy with parameters (see `rlsched sim policies`).",
+)
+@click.option(
+    "--out",
+    "out",
+    required=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="The model file (.npz): the seed and pass that score best on validation, with its verdict.",
+)
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    default=None,
+    help="A daemon config: the jobs are classed by its class rule and mapped to its VO list, and the "
+    "model records both (the daemon refuses a model that does not match its config).",
+)
+@click.option(
+    "--split",
+    "split_text",
+    default="50/25/25",
+    show_default=True,
+    metavar="TRAIN/VALIDATION/TEST",
+    help="Percentages of the jobs, in submit order: learn on the first, select the model and judge it "
+    "against every rule on the second; the third is left for `rlsched evaluate` (same --split).",
+)
+@click.option(
+    "--epochs",
+    type=click.IntRange(min=1),
+    default=3,
+    show_default=True,
+    help="Passes over the train window, the agent continuing; the best pass on validation is kept.",
+)
 @deployment_options("The mode to train and judge in", "What selects the model and judges it")
-@click.option("--pretrain-rule", "pretrain_rule", default=None, metavar="best|RULE[:k=v;...]",
-              help="The rule the first pretrain_decisions decisions follow and record (the policy's pretrain_rule, "
-                   "default edf): a rule spec, or 'best': every rule of the verdict scored on the train window (never "
-                   "validation or test) in the mode, by the objective, and the best one taken.")
+@click.option(
+    "--pretrain-rule",
+    "pretrain_rule",
+    default=None,
+    metavar="best|RULE[:k=v;...]",
+    help="The rule the first pretrain_decisions decisions follow and record (the policy's pretrain_rule, "
+    "default edf): a rule spec, or 'best': every rule of the verdict scored on the train window (never "
+    "validation or test) in the mode, by the objective, and the best one taken.",
+)
 @click.option("--window", "window", default=None, hidden=True)
-@click.option("--rule-windows", "rule_windows_count", type=click.IntRange(min=1, max=3), default=1, show_default=True,
-              help="Windows the rule deployed instead of a losing model is chosen on: 1, validation; 3, the train "
-                   "window's halves too (docs/workflow.md).")
+@click.option(
+    "--rule-windows",
+    "rule_windows_count",
+    type=click.IntRange(min=1, max=3),
+    default=1,
+    show_default=True,
+    help="Windows the rule deployed instead of a losing model is chosen on: 1, validation; 3, the train "
+    "window's halves too (docs/workflow.md).",
+)
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="The first seed.")
-@click.option("--seeds", type=click.IntRange(min=1), default=1, show_default=True,
-              help="Train this many seeds (SEED … SEED+N-1) and keep the best on validation.")
-@click.option("--checkpoint-every", type=click.IntRange(min=0), default=0, show_default=True,
-              help="Train on consecutive chunks of N jobs, checkpointing after each (MODEL.ckpt.npz); a rerun "
-                   "with the same arguments resumes after the last finished chunk. 0: one run, no checkpoint.")
-@click.option("--fresh", is_flag=True, help="Start afresh when the checkpoint was written for other arguments "
-                                            "(default: refuse).")
-@click.option("--cores", type=click.IntRange(min=1), default=None,
-              help="Pool size (default: the trace's machine size).")
-@click.option("--workers", "--jobs", "workers", type=click.IntRange(min=1), default=1, show_default=True,
-              help="Train the seeds on a local pool of K processes.")
-@click.option("--dask", "dask_address", default=None, metavar="ADDRESS",
-              help="Train the seeds on an existing Dask scheduler (tcp://HOST:PORT).")
-@click.option("--dask-slurm", is_flag=True,
-              help="Train the seeds on Dask workers that dask-jobqueue submits to this site's Slurm.")
-@click.option("--slurm-cores", type=click.IntRange(min=1), default=1, show_default=True,
-              help="--dask-slurm: cores per worker job.")
+@click.option(
+    "--seeds",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Train this many seeds (SEED … SEED+N-1) and keep the best on validation.",
+)
+@click.option(
+    "--checkpoint-every",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="Train on consecutive chunks of N jobs, checkpointing after each (MODEL.ckpt.npz); a rerun "
+    "with the same arguments resumes after the last finished chunk. 0: one run, no checkpoint.",
+)
+@click.option(
+    "--fresh", is_flag=True, help="Start afresh when the checkpoint was written for other arguments (default: refuse)."
+)
+@click.option(
+    "--cores", type=click.IntRange(min=1), default=None, help="Pool size (default: the trace's machine size)."
+)
+@click.option(
+    "--workers",
+    "--jobs",
+    "workers",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Train the seeds on a local pool of K processes.",
+)
+@click.option(
+    "--dask",
+    "dask_address",
+    default=None,
+    metavar="ADDRESS",
+    help="Train the seeds on an existing Dask scheduler (tcp://HOST:PORT).",
+)
+@click.option(
+    "--dask-slurm",
+    is_flag=True,
+    help="Train the seeds on Dask workers that dask-jobqueue submits to this site's Slurm.",
+)
+@click.option(
+    "--slurm-cores",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="--dask-slurm: cores per worker job.",
+)
 @click.option("--slurm-memory", default="2GB", show_default=True, help="--dask-slurm: memory per worker job.")
 @click.option("--slurm-walltime", default="01:00:00", show_default=True, help="--dask-slurm: time limit per job.")
-@click.option("--slurm-partition", "--slurm-queue", "slurm_partition", default=None,
-              help="--dask-slurm: the partition.")
+@click.option(
+    "--slurm-partition", "--slurm-queue", "slurm_partition", default=None, help="--dask-slurm: the partition."
+)
 @click.option("--slurm-account", default=None, help="--dask-slurm: the account.")
-@click.option("--slurm-jobs", type=click.IntRange(min=1), default=None,
-              help="--dask-slurm: worker jobs (default: one per seed, at most --workers when given).")
-@click.option("--dask-host", default=None,
-              help="--dask-slurm: the address the scheduler and workers listen on (e.g. 127.0.0.1).")
+@click.option(
+    "--slurm-jobs",
+    type=click.IntRange(min=1),
+    default=None,
+    help="--dask-slurm: worker jobs (default: one per seed, at most --workers when given).",
+)
+@click.option(
+    "--dask-host", default=None, help="--dask-slurm: the address the scheduler and workers listen on (e.g. 127.0.0.1)."
+)
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
-def train(workload_spec: str, policy: str, out: Path, config_path: Path | None, split_text: str, epochs: int,
-          mode: str | None, boost_base: str | None, objective: str | None, class_weights: tuple[str, ...],
-          pretrain_rule: str | None, window: str | None, rule_windows_count: int, seed: int,
-          seeds: int,
-          checkpoint_every: int, fresh: bool, cores: int | None, workers: int, dask_address: str | None,
-          dask_slurm: bool, slurm_cores: int, slurm_memory: str, slurm_walltime: str, slurm_partition: str | None,
-          slurm_account: str | None, slurm_jobs: int | None, dask_host: str | None, quiet: bool) -> None:
+def train(
+    workload_spec: str,
+    policy: str,
+    out: Path,
+    config_path: Path | None,
+    split_text: str,
+    epochs: int,
+    mode: str | None,
+    boost_base: str | None,
+    objective: str | None,
+    class_weights: tuple[str, ...],
+    pretrain_rule: str | None,
+    window: str | None,
+    rule_windows_count: int,
+    seed: int,
+    seeds: int,
+    checkpoint_every: int,
+    fresh: bool,
+    cores: int | None,
+    workers: int,
+    dask_address: str | None,
+    dask_slurm: bool,
+    slurm_cores: int,
+    slurm_memory: str,
+    slurm_walltime: str,
+    slurm_partition: str | None,
+    slurm_account: str | None,
+    slurm_jobs: int | None,
+    dask_host: str | None,
+    quiet: bool,
+) -> None:
     """Train a learned policy on a trace, select it on validation, judge it against every rule and save it
     with its verdict (`[agent] model` in the daemon config)."""
     from rlsched.core.objective import parse_class_weights
@@ -191,7 +296,7 @@ def train(workload_spec: str, policy: str, out: Path, config_path: Path | None, 
 
     if window is not None:
         raise click.UsageError(WINDOW_RETIRED)
-    check_output_file(out, "--out")          # before hours of training, not after
+    check_output_file(out, "--out")  # before hours of training, not after
     try:
         split = TimeSplit.parse(split_text)
         choices = site_choices(config_path, mode, objective, parse_class_weights(class_weights), boost_base)
@@ -200,28 +305,50 @@ def train(workload_spec: str, policy: str, out: Path, config_path: Path | None, 
         workload = split.window(whole, "train")
         n_rules = len(candidate_rules(workload_vos(workload), choices.deployment)[0]) if pretrain_rule == "best" else 0
         with progress_bar(n_rules, f"{workload.name} rules on the train window", quiet or not n_rules) as bar:
-            tasks = train_plan(workload, policy, out, seeds=seed_list(seed, seeds), site=site,
-                               checkpoint_every=checkpoint_every, cores=cores, fresh=fresh,
-                               validation=split.window(whole, "validation"), epochs=epochs,
-                               deployment=choices.deployment, objective=choices.objective,
-                               pretrain_rule=pretrain_rule, pretrain_progress=bar)
-        slurm = (DaskSlurm(cores=slurm_cores, memory=slurm_memory, walltime=slurm_walltime, queue=slurm_partition,
-                           account=slurm_account, jobs=slurm_jobs or min(len(tasks), workers if workers > 1
-                                                                         else len(tasks)), host=dask_host)
-                 if dask_slurm else None)
+            tasks = train_plan(
+                workload,
+                policy,
+                out,
+                seeds=seed_list(seed, seeds),
+                site=site,
+                checkpoint_every=checkpoint_every,
+                cores=cores,
+                fresh=fresh,
+                validation=split.window(whole, "validation"),
+                epochs=epochs,
+                deployment=choices.deployment,
+                objective=choices.objective,
+                pretrain_rule=pretrain_rule,
+                pretrain_progress=bar,
+            )
+        slurm = (
+            DaskSlurm(
+                cores=slurm_cores,
+                memory=slurm_memory,
+                walltime=slurm_walltime,
+                queue=slurm_partition,
+                account=slurm_account,
+                jobs=slurm_jobs or min(len(tasks), workers if workers > 1 else len(tasks)),
+                host=dask_host,
+            )
+            if dask_slurm
+            else None
+        )
         single = len(tasks) == 1 and dask_address is None and slurm is None
         total = len(workload) * epochs if single else len(tasks)
         label = f"{workload.name} {tasks[0].spec.name}" + ("" if single else f" ({len(tasks)} seeds)")
         memory = int(tasks[0].spec.params.get("memory", 0)) or None
         if single and total >= LONG_TRAINING_JOBS and not quiet:
             kept = min(memory or total, total)
-            click.echo(f"{label}: {total:,} jobs; each re-fit passes over the replay memory (up to {kept:,} "
-                       "transitions), so the time per job grows as it learns; an estimate of the time left follows "
-                       "once a few thousand jobs are done (--checkpoint-every N lets a long run resume)", err=True)
+            click.echo(
+                f"{label}: {total:,} jobs; each re-fit passes over the replay memory (up to {kept:,} "
+                "transitions), so the time per job grows as it learns; an estimate of the time left follows "
+                "once a few thousand jobs are done (--checkpoint-every N lets a long run resume)",
+                err=True,
+            )
         with progress_bar(total, label, quiet, show_eta=not single) as bar:
             progress = estimating(bar, total, label, memory, quiet) if single else bar
-            results = run_tasks(tasks, workers=workers, dask_address=dask_address, dask_slurm=slurm,
-                                progress=progress)
+            results = run_tasks(tasks, workers=workers, dask_address=dask_address, dask_slurm=slurm, progress=progress)
         bounds = split.windows(whole)
         about = {"workload": whole.name, "jobs": len(whole), "split": split.to_dict(), "windows": bounds}
         validation = tasks[0].validation
@@ -230,26 +357,31 @@ def train(workload_spec: str, policy: str, out: Path, config_path: Path | None, 
         windows = len(rule_windows(tasks[0], rule_windows_count))
         where = "validation" if windows == 1 else f"{windows} windows"
         with progress_bar(len(rules) * windows, f"{workload.name} rules on {where}", quiet) as progress:
-            verdict = judge_and_write(results, tasks, out, about=about, progress=progress,
-                                      windows=rule_windows_count)
+            verdict = judge_and_write(results, tasks, out, about=about, progress=progress, windows=rule_windows_count)
     except (ValueError, FileNotFoundError, OSError) as exc:
         raise click.ClickException(" ".join(str(exc).split())) from exc
     if site is not None:
         click.echo(f"classes by the rule of {site.source}; VOs ({', '.join(site.vos)})")
-    click.echo(f"split {split.text()} of {len(whole)} jobs: "
-               + ", ".join(f"{name} jobs {lo}–{hi - 1}" for name, (lo, hi) in
-                           ((n, b["jobs"]) for n, b in bounds.items()) if hi > lo)
-               + f"; mode {choices.deployment.label()}; objective {choices.objective.label()}")
+    click.echo(
+        f"split {split.text()} of {len(whole)} jobs: "
+        + ", ".join(
+            f"{name} jobs {lo}–{hi - 1}" for name, (lo, hi) in ((n, b["jobs"]) for n, b in bounds.items()) if hi > lo
+        )
+        + f"; mode {choices.deployment.label()}; objective {choices.objective.label()}"
+    )
     _echo_results(tasks, results, verdict, choices.objective.name, out)
 
 
-def _echo_results(tasks: Sequence[TrainTask], results: Sequence[TrainResult], verdict: Verdict, objective: str,
-                  out: Path) -> None:
+def _echo_results(
+    tasks: Sequence[TrainTask], results: Sequence[TrainResult], verdict: Verdict, objective: str, out: Path
+) -> None:
     """What train prints after the split line: the pretraining rule, a line per seed, the model, the verdict."""
     choice = tasks[0].pretrain_choice
     if choice is not None:
-        click.echo(f"pretraining on {choice['rule']}: the best of {len(choice['scores'])} rules on the train window "
-                   f"({objective} {choice['score']:.4g}, {choice['seconds']:.1f} s)")
+        click.echo(
+            f"pretraining on {choice['rule']}: the best of {len(choice['scores'])} rules on the train window "
+            f"({objective} {choice['score']:.4g}, {choice['seconds']:.1f} s)"
+        )
     selected = verdict.extra["selected"]
     for r in results:
         for note in r.notes:
@@ -257,9 +389,11 @@ def _echo_results(tasks: Sequence[TrainTask], results: Sequence[TrainResult], ve
         mean_w = f"{r.mean_w:.3f}" if r.mean_w is not None else "-"
         per_epoch = " ".join(f"{v:.4g}" for v in r.validation_scores)
         mark = "  <- selected" if r.seed == selected["seed"] else ""
-        click.echo(f"seed {r.seed}: {r.label}  jobs {r.jobs} x {r.epochs} passes  chunks {r.chunks}  "
-                   f"decisions {r.decisions}  "
-                   f"training mean W {mean_w}  validation {objective} by pass [{per_epoch}], best "
-                   f"pass {r.best_epoch + 1}  {r.seconds:.1f} s{mark}")
+        click.echo(
+            f"seed {r.seed}: {r.label}  jobs {r.jobs} x {r.epochs} passes  chunks {r.chunks}  "
+            f"decisions {r.decisions}  "
+            f"training mean W {mean_w}  validation {objective} by pass [{per_epoch}], best "
+            f"pass {r.best_epoch + 1}  {r.seconds:.1f} s{mark}"
+        )
     click.echo(f"{out}: the model of seed {selected['seed']}, pass {selected['epoch'] + 1}")
     click.echo(verdict.line())

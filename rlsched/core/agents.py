@@ -68,8 +68,7 @@ def fcfs_order(jobs: PendingJobs) -> IntArray:
 
 def tie_break_keys(jobs: PendingJobs) -> list[RankKey]:
     """The tie-breaks of every rule: first come (submit time), then the lower job id."""
-    return [RankKey("submit time", jobs.submit_s, epoch=True),
-            RankKey("job id", jobs.job_id.astype(np.float64))]
+    return [RankKey("submit time", jobs.submit_s, epoch=True), RankKey("job id", jobs.job_id.astype(np.float64))]
 
 
 def release_budget(view: ClusterView, total_cores: int | None = None) -> int:
@@ -90,7 +89,7 @@ def greedy_fill(order: IntArray, cores: IntArray, budget: int) -> IntArray:
         return np.zeros(0, dtype=np.int64)
     need = cores[order]
     if np.all(need == need[0]):  # same-size jobs (e.g. serial grid jobs): a prefix
-        return order[:budget // max(int(need[0]), 1)]
+        return order[: budget // max(int(need[0]), 1)]
     taken: list[int] = []
     smallest = int(need.min())
     for idx, c in zip(order.tolist(), need.tolist(), strict=True):
@@ -164,8 +163,7 @@ class FCFSAgent(FixedRankAgent):
     rule :class:`SchedulingAgent`'s "no job" action can learn, as a fixed baseline.
     """
 
-    def __init__(self, mode: Mode = "gate", class_first: JobClass | None = None,
-                 keep_idle_cores: int = 0) -> None:
+    def __init__(self, mode: Mode = "gate", class_first: JobClass | None = None, keep_idle_cores: int = 0) -> None:
         super().__init__(mode)
         if keep_idle_cores < 0 or (keep_idle_cores and (class_first is None or mode != "gate")):
             raise ValueError("FCFS agent: keep_idle_cores needs gate mode and class_first, and must be ≥ 0")
@@ -210,8 +208,9 @@ class FCFSAgent(FixedRankAgent):
 class EDFAgent(FixedRankAgent):
     """Earliest deadline first (:func:`edf_deadline`), the pretraining policy of P-grid §3.3."""
 
-    def __init__(self, runtime: RuntimeModel | None = None, mode: Mode = "gate",
-                 w_target: float = DEFAULT_EDF_W_TARGET) -> None:
+    def __init__(
+        self, runtime: RuntimeModel | None = None, mode: Mode = "gate", w_target: float = DEFAULT_EDF_W_TARGET
+    ) -> None:
         super().__init__(mode)
         self.runtime: RuntimeModel = runtime if runtime is not None else EstimatedRuntime()
         self.w_target = w_target
@@ -334,12 +333,23 @@ class SchedulingAgent:
     no job).
     """
 
-    def __init__(self, learner: BatchLearner, encoder: FeatureEncoder, runtime: RuntimeModel,
-                 shares: Sequence[float] | None = None, *, lam: float = 0.5, mode: Mode = "gate",
-                 pretrain_decisions: int = 500, pretrain_sweeps: int = 5,
-                 edf_w_target: float = DEFAULT_EDF_W_TARGET, learn: bool = True,
-                 credit: Credit = "incurred", keep_idle_cores: int = 0,
-                 pretrain_rule: FixedRankAgent | None = None) -> None:
+    def __init__(
+        self,
+        learner: BatchLearner,
+        encoder: FeatureEncoder,
+        runtime: RuntimeModel,
+        shares: Sequence[float] | None = None,
+        *,
+        lam: float = 0.5,
+        mode: Mode = "gate",
+        pretrain_decisions: int = 500,
+        pretrain_sweeps: int = 5,
+        edf_w_target: float = DEFAULT_EDF_W_TARGET,
+        learn: bool = True,
+        credit: Credit = "incurred",
+        keep_idle_cores: int = 0,
+        pretrain_rule: FixedRankAgent | None = None,
+    ) -> None:
         if mode not in ("gate", "boost"):
             raise ValueError(f"agent mode must be 'gate' or 'boost', got {mode!r}")
         if credit not in CREDITS:
@@ -353,8 +363,10 @@ class SchedulingAgent:
             raise ValueError("agent: keep_idle_cores needs the 'incurred' credit")
         expected = encoder.action_dim + self._extra_action_columns()
         if learner.q.state_dim != encoder.state_dim or learner.q.action_dim != expected:
-            raise ValueError(f"agent: Q-function takes state {learner.q.state_dim} / action "
-                             f"{learner.q.action_dim}, features give {encoder.state_dim} / {expected}")
+            raise ValueError(
+                f"agent: Q-function takes state {learner.q.state_dim} / action "
+                f"{learner.q.action_dim}, features give {encoder.state_dim} / {expected}"
+            )
         self.learner = learner
         self.encoder = encoder
         #: The policy spec (:meth:`rlsched.core.policies.PolicySpec.to_dict`) saved with the model, if any.
@@ -382,7 +394,7 @@ class SchedulingAgent:
         self._interval_group: list[_OpenDecision] = []
         self._interval_loss = 0.0
         self._loss_clock_s: float | None = None
-        self._ranking: _Ranking | None = None     # boost mode: the last ranking, until the next view
+        self._ranking: _Ranking | None = None  # boost mode: the last ranking, until the next view
 
     # -- hooks for the elastic variant ----------------------------------------------------
     def _extra_action_columns(self) -> int:
@@ -401,8 +413,9 @@ class SchedulingAgent:
         """``R_s = λ W + (1 − λ) F`` (P-grid §3.2)."""
         return float(scheduling_reward(w_part, other_part, self.lam))
 
-    def _choose_pool(self, view: ClusterView, agg: StateAggregates, actions: FloatArray,
-                     candidates: IntArray) -> int | None:
+    def _choose_pool(
+        self, view: ClusterView, agg: StateAggregates, actions: FloatArray, candidates: IntArray
+    ) -> int | None:
         return None
 
     def _pool_size(self, view: ClusterView) -> int:
@@ -420,7 +433,7 @@ class SchedulingAgent:
                 # which on a quiet live system may be hours away (the reward would wait with it).
                 self._close_interval()
         if self.mode == "boost":
-            self._record_starts(view)       # before the finished jobs: a job may have started and ended since
+            self._record_starts(view)  # before the finished jobs: a job may have started and ended since
         fin = view.finished
         if self.learn and len(fin) and self._open:
             w_all = responsiveness(fin.run_s, fin.wait_s)
@@ -471,7 +484,7 @@ class SchedulingAgent:
         """A new view elects jobs: the previous electing view's decisions get their W part."""
         group = self._interval_group
         if not group:
-            return                          # the loss so far carries over to the next group
+            return  # the loss so far carries over to the next group
         w_part = 1.0 - self._interval_loss / len(group)
         for opened in group:
             opened.w_part = w_part
@@ -515,8 +528,15 @@ class SchedulingAgent:
         position[rule_rank] = np.arange(rule_rank.size, dtype=np.float64)
         return position
 
-    def _rank(self, view: ClusterView, agg: StateAggregates, actions: FloatArray, run_s: FloatArray,
-              order: IntArray, rule_rank: IntArray | None = None) -> IntArray:
+    def _rank(
+        self,
+        view: ClusterView,
+        agg: StateAggregates,
+        actions: FloatArray,
+        run_s: FloatArray,
+        order: IntArray,
+        rule_rank: IntArray | None = None,
+    ) -> IntArray:
         """Boost mode: indices of ``view.pending``, best first (``actions``: the rows of ``order``).
 
         While pretraining, EDF's order (P-grid §3.3, as gate mode's first decisions) or the ranking
@@ -537,9 +557,16 @@ class SchedulingAgent:
         rank = np.empty(order.size, dtype=np.int64)
         rank[by] = np.arange(order.size, dtype=np.int64)
         self._ranking = _Ranking(
-            job_id=pend.job_id[order], actions=actions, agg=agg, cores=pend.cores[order], run_s=run_s[order],
-            vo=pend.vo[order], job_class=pend.job_class[order], rank=rank,
-            service=self.fairness.service_now(view) if self.use_fairness else None)
+            job_id=pend.job_id[order],
+            actions=actions,
+            agg=agg,
+            cores=pend.cores[order],
+            run_s=run_s[order],
+            vo=pend.vo[order],
+            job_class=pend.job_class[order],
+            rank=rank,
+            service=self.fairness.service_now(view) if self.use_fairness else None,
+        )
         ranked: IntArray = order[by]
         return ranked
 
@@ -571,10 +598,10 @@ class SchedulingAgent:
                 if self.credit == "incurred":
                     self._interval_group.append(opened)
             else:
-                self.learner.q.advance(self.learner.q.encode(state, ranking.actions[idx:idx + 1])[0])
+                self.learner.q.advance(self.learner.q.encode(state, ranking.actions[idx : idx + 1])[0])
             available[idx] = False
             cores = int(ranking.cores[idx])
-            agg.idle_cores = max(agg.idle_cores, cores)     # it started: its cores were free (some freed since)
+            agg.idle_cores = max(agg.idle_cores, cores)  # it started: its cores were free (some freed since)
             agg.start(cores, float(ranking.run_s[idx]), int(ranking.vo[idx]), int(ranking.job_class[idx]))
             self.decisions += 1
 
@@ -586,12 +613,21 @@ class SchedulingAgent:
             return np.zeros(0, dtype=np.float64)
         run_s = self.runtime.pending(pend)
         agg = self.encoder.aggregates(view, self.runtime, run_s)
-        actions = self._with_pool(self.encoder.actions(pend, run_s, view.time_s, view.total_cores),
-                                  self._pool_size(view))
+        actions = self._with_pool(
+            self.encoder.actions(pend, run_s, view.time_s, view.total_cores), self._pool_size(view)
+        )
         return np.asarray(self.learner.q.scores(self.encoder.state_vector(agg), actions), dtype=np.float64)
 
-    def _gate(self, view: ClusterView, agg: StateAggregates, base_actions: FloatArray, run_s: FloatArray,
-              candidates: IntArray, pool: int, rule_rank: IntArray | None = None) -> tuple[int, ...]:
+    def _gate(
+        self,
+        view: ClusterView,
+        agg: StateAggregates,
+        base_actions: FloatArray,
+        run_s: FloatArray,
+        candidates: IntArray,
+        pool: int,
+        rule_rank: IntArray | None = None,
+    ) -> tuple[int, ...]:
         pend = view.pending
         budget = release_budget(view, pool)
         if budget <= 0 or candidates.size == 0:
@@ -617,8 +653,9 @@ class SchedulingAgent:
                 break
             state = self.encoder.state_vector(agg)
             rows = actions[sub]
-            offers_idle = (may_keep_idle and budget <= self.keep_idle_cores and budget < pool
-                           and not interactive[sub].any())
+            offers_idle = (
+                may_keep_idle and budget <= self.keep_idle_cores and budget < pool and not interactive[sub].any()
+            )
             if offers_idle:
                 rows = np.vstack([rows, self._with_pool(self.encoder.null_action()[None, :], pool)])
             if deadline is not None:
@@ -640,7 +677,7 @@ class SchedulingAgent:
                 if self.credit == "incurred":
                     self._interval_group.append(opened)
             else:
-                self.learner.q.advance(self.learner.q.encode(state, actions[chosen:chosen + 1])[0])
+                self.learner.q.advance(self.learner.q.encode(state, actions[chosen : chosen + 1])[0])
             available[chosen] = False
             cores = int(cand_cores[chosen])
             budget -= cores
@@ -649,8 +686,9 @@ class SchedulingAgent:
             self.decisions += 1
         return tuple(released)
 
-    def _keep_idle(self, view: ClusterView, state: FloatArray, idle_row: FloatArray, decision_id: int,
-                   service: FloatArray | None) -> None:
+    def _keep_idle(
+        self, view: ClusterView, state: FloatArray, idle_row: FloatArray, decision_id: int, service: FloatArray | None
+    ) -> None:
         """The "no job" action was chosen: the remaining cores stay idle until the next view."""
         self.kept_idle += 1
         self.decisions += 1
@@ -663,11 +701,19 @@ class SchedulingAgent:
 
     # -- persistence ----------------------------------------------------------------------
     def _agent_meta(self) -> dict[str, Any]:
-        meta = {"features": self.encoder.config.to_dict(), "runtime_model": self.runtime.name,
-                "lam": self.lam, "mode": self.mode, "decisions": self.decisions,
-                "pretraining": self.pretraining, "shares": self.fairness.shares.tolist(),
-                "use_fairness": self.use_fairness, "credit": self.credit,
-                "keep_idle_cores": self.keep_idle_cores, "kept_idle": self.kept_idle}
+        meta = {
+            "features": self.encoder.config.to_dict(),
+            "runtime_model": self.runtime.name,
+            "lam": self.lam,
+            "mode": self.mode,
+            "decisions": self.decisions,
+            "pretraining": self.pretraining,
+            "shares": self.fairness.shares.tolist(),
+            "use_fairness": self.use_fairness,
+            "credit": self.credit,
+            "keep_idle_cores": self.keep_idle_cores,
+            "kept_idle": self.kept_idle,
+        }
         if self.policy is not None:
             meta["policy"] = dict(self.policy)
         return meta
@@ -694,8 +740,7 @@ class SchedulingAgent:
         meta, arrays = self.learner.load_state(path)
         saved = FeatureConfig.from_dict(meta["features"])
         if saved != self.encoder.config:
-            raise ValueError(f"{path}: saved feature config {saved} differs from this agent's "
-                             f"{self.encoder.config}")
+            raise ValueError(f"{path}: saved feature config {saved} differs from this agent's {self.encoder.config}")
         self.decisions = int(meta["decisions"])
         self.pretraining = bool(meta["pretraining"])
         self.kept_idle = int(meta.get("kept_idle", 0))
@@ -723,12 +768,27 @@ class ElasticSchedulingAgent(SchedulingAgent):
     Eq. 3); fairness is not part of this MDP (P-grid §3.2).
     """
 
-    def __init__(self, learner: BatchLearner, encoder: FeatureEncoder, runtime: RuntimeModel, *,
-                 pool_options: Sequence[int], initial_cores: int, start_s: float = 0.0, min_cores: int = 30,
-                 hold_s: float = 900.0, lam: float = 0.5, mode: Mode = "gate", pretrain_decisions: int = 500,
-                 pretrain_sweeps: int = 5, edf_w_target: float = DEFAULT_EDF_W_TARGET,
-                 learn: bool = True, credit: Credit = "incurred", keep_idle_cores: int = 0,
-                 pretrain_rule: FixedRankAgent | None = None) -> None:
+    def __init__(
+        self,
+        learner: BatchLearner,
+        encoder: FeatureEncoder,
+        runtime: RuntimeModel,
+        *,
+        pool_options: Sequence[int],
+        initial_cores: int,
+        start_s: float = 0.0,
+        min_cores: int = 30,
+        hold_s: float = 900.0,
+        lam: float = 0.5,
+        mode: Mode = "gate",
+        pretrain_decisions: int = 500,
+        pretrain_sweeps: int = 5,
+        edf_w_target: float = DEFAULT_EDF_W_TARGET,
+        learn: bool = True,
+        credit: Credit = "incurred",
+        keep_idle_cores: int = 0,
+        pretrain_rule: FixedRankAgent | None = None,
+    ) -> None:
         options = np.unique(np.asarray(pool_options, dtype=np.int64))
         if options.size == 0 or options[0] < 1:
             raise ValueError(f"elastic agent: pool options must be positive, got {list(pool_options)}")
@@ -738,10 +798,21 @@ class ElasticSchedulingAgent(SchedulingAgent):
         self.max_cores = int(self.pool_options[-1])
         self.min_cores = min_cores
         self.hold_s = hold_s
-        super().__init__(learner, encoder, runtime, None, lam=lam, mode=mode,
-                         pretrain_decisions=pretrain_decisions, pretrain_sweeps=pretrain_sweeps,
-                         edf_w_target=edf_w_target, learn=learn, credit=credit,
-                         keep_idle_cores=keep_idle_cores, pretrain_rule=pretrain_rule)
+        super().__init__(
+            learner,
+            encoder,
+            runtime,
+            None,
+            lam=lam,
+            mode=mode,
+            pretrain_decisions=pretrain_decisions,
+            pretrain_sweeps=pretrain_sweeps,
+            edf_w_target=edf_w_target,
+            learn=learn,
+            credit=credit,
+            keep_idle_cores=keep_idle_cores,
+            pretrain_rule=pretrain_rule,
+        )
         self.pool_cores = initial_cores
         self.last_change_s = start_s
         self.utilization = UtilizationTracker(start_s, initial_cores)
@@ -766,8 +837,9 @@ class ElasticSchedulingAgent(SchedulingAgent):
         """``R_e = λ W + (1 − λ) U`` (P-grid §3.2)."""
         return float(elastic_reward(w_part, other_part, self.lam))
 
-    def _choose_pool(self, view: ClusterView, agg: StateAggregates, actions: FloatArray,
-                     candidates: IntArray) -> int | None:
+    def _choose_pool(
+        self, view: ClusterView, agg: StateAggregates, actions: FloatArray, candidates: IntArray
+    ) -> int | None:
         if view.time_s - self.last_change_s < self.hold_s:
             return None
         busy = view.total_cores - view.idle_cores
@@ -799,5 +871,9 @@ class ElasticSchedulingAgent(SchedulingAgent):
         return self.pool_cores
 
     def _agent_meta(self) -> dict[str, Any]:
-        return {**super()._agent_meta(), "pool_cores": self.pool_cores, "last_change_s": self.last_change_s,
-                "pool_options": self.pool_options.tolist()}
+        return {
+            **super()._agent_meta(),
+            "pool_cores": self.pool_cores,
+            "last_change_s": self.last_change_s,
+            "pool_options": self.pool_options.tolist(),
+        }

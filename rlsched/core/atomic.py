@@ -27,7 +27,7 @@ def atomic_write(path: str | os.PathLike[str], write: Callable[[IO[bytes]], obje
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
-        if mode != 0o600:               # mkstemp's mode
+        if mode != 0o600:  # mkstemp's mode
             os.fchmod(fd, mode)
         with os.fdopen(fd, "wb") as handle:
             write(handle)

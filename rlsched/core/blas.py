@@ -74,10 +74,12 @@ def one_blas_thread() -> Iterator[None]:
 
 def single_blas_thread(method: Callable[P, R]) -> Callable[P, R]:
     """Decorate a function that does learned linear algebra: it runs under :func:`one_blas_thread`."""
+
     @functools.wraps(method)
     def guarded(*args: P.args, **kwargs: P.kwargs) -> R:
         with one_blas_thread():  # inside a guarded run (the common case) a counter step, no BLAS call
             return method(*args, **kwargs)
+
     return guarded
 
 

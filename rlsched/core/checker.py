@@ -54,8 +54,10 @@ def _time_problems(view: ClusterView) -> list[str]:
         problems.append("pending jobs submitted in the future")
     if len(pending) and (pending.req_time_s <= 0).any():
         problems.append("pending jobs without a positive requested time")
-    if len(finished) and ((finished.start_s < finished.submit_s - 1e-6)
-                          | (finished.end_s < finished.start_s - 1e-6)).any():
+    if (
+        len(finished)
+        and ((finished.start_s < finished.submit_s - 1e-6) | (finished.end_s < finished.start_s - 1e-6)).any()
+    ):
         problems.append("finished jobs whose times are out of order (submit <= start <= end)")
     return problems
 
@@ -142,8 +144,13 @@ def _check_counts(backend: LiveBackend, view: ClusterView, step: str) -> None:
         raise _fail(backend, step, f"queue_counts by state {dict(by_state)} differ from the view's {expected}")
 
 
-def check_live_backend(backend: LiveBackend, *, absent_job_id: int | None = None,
-                       ended_job_id: int | None = None, gate_covers_pending: bool = False) -> LiveCheckReport:
+def check_live_backend(
+    backend: LiveBackend,
+    *,
+    absent_job_id: int | None = None,
+    ended_job_id: int | None = None,
+    gate_covers_pending: bool = False,
+) -> LiveCheckReport:
     """Check the :class:`~rlsched.core.live.LiveBackend` contract by acting on ``backend``.
 
     The backend must have at least two pending, unheld jobs that cannot start during the check (a
@@ -282,8 +289,11 @@ def _check_vanished(backend: LiveBackend, job_id: int) -> None:
     except Exception as exc:
         raise _fail(backend, "vanished job", f"acting on job {job_id} raised {exc!r}") from None
     if backend.errors["vanished_job"] < vanished + 2:
-        raise _fail(backend, "vanished job", f"hold and release of job {job_id} counted "
-                                             f"{backend.errors['vanished_job'] - vanished} vanished_job")
+        raise _fail(
+            backend,
+            "vanished job",
+            f"hold and release of job {job_id} counted {backend.errors['vanished_job'] - vanished} vanished_job",
+        )
     backend.undo()
     if any(backend.changes().values()):
         raise _fail(backend, "vanished job", f"left {backend.changes()} after undo")

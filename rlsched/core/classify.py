@@ -57,13 +57,16 @@ class ClassRule:
 
     def to_dict(self) -> dict[str, Any]:
         """The rule as a saved model records it (sorted lists: equal rules give equal dicts)."""
-        return {"interactive_qos": sorted(self.interactive_qos),
-                "interactive_partitions": sorted(self.interactive_partitions),
-                "interactive_max_time_s": self.interactive_max_time_s}
+        return {
+            "interactive_qos": sorted(self.interactive_qos),
+            "interactive_partitions": sorted(self.interactive_partitions),
+            "interactive_max_time_s": self.interactive_max_time_s,
+        }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ClassRule:
         """The rule :meth:`to_dict` recorded (other keys ignored); ValueError naming the key when malformed."""
+
         def names(key: str) -> frozenset[str]:
             value = data.get(key, [])
             if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
@@ -73,8 +76,7 @@ class ClassRule:
         limit = data.get("interactive_max_time_s", INTERACTIVE_THRESHOLD_S)
         if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int | float)):
             raise ValueError(f"class rule: interactive_max_time_s must be a number or null, got {limit!r}"[:200])
-        return cls(names("interactive_qos"), names("interactive_partitions"),
-                   None if limit is None else float(limit))
+        return cls(names("interactive_qos"), names("interactive_partitions"), None if limit is None else float(limit))
 
 
 class VOMapping:
@@ -86,8 +88,13 @@ class VOMapping:
     ``default_vo``.  With ``vos`` empty, every new account becomes a new VO, in order of appearance.
     """
 
-    def __init__(self, vos: tuple[str, ...] = (), shares: tuple[float, ...] | None = None,
-                 accounts: Mapping[str, str] | None = None, default_vo: str | None = None) -> None:
+    def __init__(
+        self,
+        vos: tuple[str, ...] = (),
+        shares: tuple[float, ...] | None = None,
+        accounts: Mapping[str, str] | None = None,
+        default_vo: str | None = None,
+    ) -> None:
         self.accounts = dict(accounts or {})
         self.fixed = bool(vos)
         if len(set(vos)) != len(vos):

@@ -76,12 +76,21 @@ class QLearningDispatcher:
     is favoured merely for its index.
     """
 
-    def __init__(self, n_types: int, n_units: int, *, epsilon: float = DEFAULT_EPSILON,
-                 gamma: float = DEFAULT_GAMMA, rng: np.random.Generator | int | None = 0,
-                 reward: RewardKind = "inverse", learning_rate: float | None = None) -> None:
+    def __init__(
+        self,
+        n_types: int,
+        n_units: int,
+        *,
+        epsilon: float = DEFAULT_EPSILON,
+        gamma: float = DEFAULT_GAMMA,
+        rng: np.random.Generator | int | None = 0,
+        reward: RewardKind = "inverse",
+        learning_rate: float | None = None,
+    ) -> None:
         if n_types < 1 or n_units < 1:
-            raise ValueError(f"QLearningDispatcher: need at least one type and one unit, got "
-                             f"n_types={n_types}, n_units={n_units}")
+            raise ValueError(
+                f"QLearningDispatcher: need at least one type and one unit, got n_types={n_types}, n_units={n_units}"
+            )
         if not 0.0 <= epsilon <= 1.0:
             raise ValueError(f"QLearningDispatcher: epsilon={epsilon} outside [0, 1]")
         if not 0.0 <= gamma < 1.0:
@@ -177,8 +186,9 @@ class QLearningDispatcher:
         if task_id not in self._pending:
             raise KeyError(f"QLearningDispatcher: task {task_id} was not dispatched or already completed")
         if not response_time > 0.0 or not np.isfinite(response_time):
-            raise ValueError(f"QLearningDispatcher: task {task_id}: response time {response_time} "
-                             "must be positive and finite")
+            raise ValueError(
+                f"QLearningDispatcher: task {task_id}: response time {response_time} must be positive and finite"
+            )
         record = self._pending[task_id]
         record.reward = 1.0 / response_time if self.reward_kind == "inverse" else -response_time
         return self._maybe_learn(task_id, record)
@@ -198,26 +208,39 @@ class QLearningDispatcher:
     # ------------------------------------------------------------ checkpoints
     def state_dict(self) -> dict[str, Any]:
         """The learned table, counters and parameters as JSON-ready data (pending tasks excluded)."""
-        return {"n_types": self.n_types, "n_units": self.n_units, "epsilon": self.epsilon,
-                "gamma": self.gamma, "reward": self.reward_kind, "learning_rate": self.learning_rate,
-                "q": self.q.tolist(), "visits": self.visits.tolist(),
-                "updates": self.updates}
+        return {
+            "n_types": self.n_types,
+            "n_units": self.n_units,
+            "epsilon": self.epsilon,
+            "gamma": self.gamma,
+            "reward": self.reward_kind,
+            "learning_rate": self.learning_rate,
+            "q": self.q.tolist(),
+            "visits": self.visits.tolist(),
+            "updates": self.updates,
+        }
 
     @classmethod
-    def from_state_dict(cls, state: dict[str, Any],
-                        rng: np.random.Generator | int | None = 0) -> QLearningDispatcher:
+    def from_state_dict(cls, state: dict[str, Any], rng: np.random.Generator | int | None = 0) -> QLearningDispatcher:
         """Rebuild a dispatcher saved by :meth:`state_dict`."""
         try:
-            agent = cls(int(state["n_types"]), int(state["n_units"]), epsilon=float(state["epsilon"]),
-                        gamma=float(state["gamma"]), rng=rng, reward=state.get("reward", "inverse"),
-                        learning_rate=state.get("learning_rate"))
+            agent = cls(
+                int(state["n_types"]),
+                int(state["n_units"]),
+                epsilon=float(state["epsilon"]),
+                gamma=float(state["gamma"]),
+                rng=rng,
+                reward=state.get("reward", "inverse"),
+                learning_rate=state.get("learning_rate"),
+            )
             q = np.asarray(state["q"], dtype=np.float64)
             visits = np.asarray(state["visits"], dtype=np.int64)
         except KeyError as err:
             raise ValueError(f"QLearningDispatcher state: missing key {err.args[0]!r}") from None
         if q.shape != agent.q.shape or visits.shape != agent.visits.shape:
-            raise ValueError(f"QLearningDispatcher state: table shape {q.shape} / {visits.shape}, "
-                             f"expected {agent.q.shape}")
+            raise ValueError(
+                f"QLearningDispatcher state: table shape {q.shape} / {visits.shape}, expected {agent.q.shape}"
+            )
         agent.q = q
         agent.visits = visits
         agent.updates = int(state.get("updates", int(visits.sum())))

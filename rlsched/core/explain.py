@@ -61,8 +61,8 @@ def key_order(keys: Sequence[RankKey]) -> IntArray:
 class AheadJob:
     """A job ranked before the explained one, and why."""
 
-    index: int                    # row of view.pending
-    rank: int                     # 1-based
+    index: int  # row of view.pending
+    rank: int  # 1-based
     #: Rules: the first key field in which it differs from the explained job, with both values.
     field: str | None = None
     its_value: str | None = None
@@ -101,8 +101,9 @@ def _first_difference(keys: Sequence[RankKey], a: int, b: int) -> RankKey | None
     return None
 
 
-def explain_rank(index: int, order: IntArray, scores: FloatArray, keys: Sequence[RankKey] | None,
-                 nearest: int = 3) -> Explanation:
+def explain_rank(
+    index: int, order: IntArray, scores: FloatArray, keys: Sequence[RankKey] | None, nearest: int = 3
+) -> Explanation:
     """Explain pending job ``index`` given the agent's ``order`` (best first) and ``scores``; ``keys``: the
     rule's sort key (None for a scoring agent: the reasons are then the score gaps)."""
     positions = np.empty(order.size, dtype=np.int64)
@@ -131,8 +132,11 @@ def _change(pos: int, ahead: list[AheadJob], keys: Sequence[RankKey] | None) -> 
     just = ahead[0]
     first = ahead[-1]
     if keys:
-        text = f"to pass the job just ahead it would need {just.field} {just.its_value} (has {just.our_value})" \
-            if just.field else "it ties with the job just ahead on every field: the tie-break decides"
+        text = (
+            f"to pass the job just ahead it would need {just.field} {just.its_value} (has {just.our_value})"
+            if just.field
+            else "it ties with the job just ahead on every field: the tie-break decides"
+        )
         if first.rank != just.rank and first.field:
             text += f"; to be first, {first.field} {first.its_value} (has {first.our_value})"
         return text

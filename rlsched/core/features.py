@@ -59,8 +59,9 @@ class FeatureConfig:
         if self.n_vos < 1:
             raise ValueError(f"feature config: n_vos must be ≥ 1, got {self.n_vos}")
         if not 0 < self.time_unit_s < self.time_ref_s:
-            raise ValueError(f"feature config: need 0 < time_unit_s < time_ref_s, got "
-                             f"{self.time_unit_s}, {self.time_ref_s}")
+            raise ValueError(
+                f"feature config: need 0 < time_unit_s < time_ref_s, got {self.time_unit_s}, {self.time_ref_s}"
+            )
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -126,8 +127,7 @@ class FeatureEncoder:
 
     @property
     def action_names(self) -> tuple[str, ...]:
-        names = ["class_batch", "class_interactive", *(f"vo{k}" for k in range(self.config.n_vos)),
-                 "runtime"]
+        names = ["class_batch", "class_interactive", *(f"vo{k}" for k in range(self.config.n_vos)), "runtime"]
         if self.config.include_wait:
             names.append("waited")
         if self.config.include_cores:
@@ -149,8 +149,9 @@ class FeatureEncoder:
         return np.log1p(t / self.config.time_unit_s) / self._log_ref
 
     # -- state ----------------------------------------------------------------------------
-    def aggregates(self, view: ClusterView, runtime: RuntimeModel,
-                   pending_run_s: FloatArray | None = None) -> StateAggregates:
+    def aggregates(
+        self, view: ClusterView, runtime: RuntimeModel, pending_run_s: FloatArray | None = None
+    ) -> StateAggregates:
         """Raw state quantities of ``view`` (``pending_run_s``: the runtimes, if already computed)."""
         run = view.running
         believed = runtime.running(run)
@@ -176,12 +177,14 @@ class FeatureEncoder:
     def state_vector(self, agg: StateAggregates) -> FloatArray:
         per_core = float(max(agg.total_cores, 1))
         running_work = float(np.dot(agg.running_remaining_s, agg.running_cores))
-        head = np.array([
-            self.log_time(running_work / per_core),
-            self.log_time(agg.time_to_free_s()),
-            self.log_time(agg.backlog_core_s / per_core),
-            agg.idle_cores / per_core,
-        ])
+        head = np.array(
+            [
+                self.log_time(running_work / per_core),
+                self.log_time(agg.time_to_free_s()),
+                self.log_time(agg.backlog_core_s / per_core),
+                agg.idle_cores / per_core,
+            ]
+        )
         shares = agg.vo_counts / agg.n_pending if agg.n_pending > 0 else np.zeros_like(agg.vo_counts)
         if not self.config.include_class_queue:
             return np.concatenate([head, shares])
@@ -217,4 +220,3 @@ class FeatureEncoder:
     def null_action(self) -> FloatArray:
         """The row of "no job" (all descriptors zero), used for pool-only decisions."""
         return np.zeros(self.action_dim, dtype=np.float64)
-

@@ -180,8 +180,9 @@ def runtime_ratio(run_s: FloatArray, req_s: FloatArray) -> float | None:
     return float(np.sum(run_s) / req)
 
 
-def arrival_rate_per_s(submit_s: FloatArray, now_s: float, window_s: float,
-                       watched_since_s: float | None = None) -> float:
+def arrival_rate_per_s(
+    submit_s: FloatArray, now_s: float, window_s: float, watched_since_s: float | None = None
+) -> float:
     """Jobs per second submitted in ``[now − window, now]``, from the sorted submit times seen so far.
 
     ``watched_since_s``: when the observer started (a live controller does not see the jobs
@@ -203,10 +204,20 @@ def remaining_work(cores: IntArray, expected_end_s: FloatArray, now_s: float) ->
     return float((cores * np.maximum(expected_end_s - now_s, 0.0)).sum())
 
 
-def state_aware_cap_from_state(*, cores: int, cloud_used: int, queue_cores: IntArray, queue_req_s: FloatArray,
-                               running_cores: IntArray, running_expected_end_s: FloatArray, now_s: float,
-                               runtime_ratio: float, arrival_rate_per_s: float, exchange_rate: float,
-                               params: StateAwareParams) -> int:
+def state_aware_cap_from_state(
+    *,
+    cores: int,
+    cloud_used: int,
+    queue_cores: IntArray,
+    queue_req_s: FloatArray,
+    running_cores: IntArray,
+    running_expected_end_s: FloatArray,
+    now_s: float,
+    runtime_ratio: float,
+    arrival_rate_per_s: float,
+    exchange_rate: float,
+    params: StateAwareParams,
+) -> int:
     """:func:`state_aware_cap` from the raw state, with the estimates both controllers use.
 
     The live controller (:func:`state_aware_cap_from_view`) and the simulator
@@ -215,13 +226,26 @@ def state_aware_cap_from_state(*, cores: int, cloud_used: int, queue_cores: IntA
     remaining work is counted to their requested ends (:func:`remaining_work`) × the same ratio.
     """
     run_work = remaining_work(running_cores, running_expected_end_s, now_s) * runtime_ratio
-    return state_aware_cap(cores=cores, cloud_used=cloud_used, queue_cores=queue_cores,
-                           queue_expected_run_s=queue_req_s * runtime_ratio, run_remaining_work=run_work,
-                           arrival_rate_per_s=arrival_rate_per_s, exchange_rate=exchange_rate, params=params)
+    return state_aware_cap(
+        cores=cores,
+        cloud_used=cloud_used,
+        queue_cores=queue_cores,
+        queue_expected_run_s=queue_req_s * runtime_ratio,
+        run_remaining_work=run_work,
+        arrival_rate_per_s=arrival_rate_per_s,
+        exchange_rate=exchange_rate,
+        params=params,
+    )
 
 
-def state_aware_cap_from_view(view: ClusterView, *, exchange_rate: float, runtime_ratio: float,
-                              arrival_rate_per_s: float, params: StateAwareParams) -> int:
+def state_aware_cap_from_view(
+    view: ClusterView,
+    *,
+    exchange_rate: float,
+    runtime_ratio: float,
+    arrival_rate_per_s: float,
+    params: StateAwareParams,
+) -> int:
     """:func:`state_aware_cap` fed from a :class:`ClusterView` (the live controller's entry point).
 
     Pending jobs are taken in the batch system's order; held jobs are left out (they cannot be
@@ -238,23 +262,54 @@ def state_aware_cap_from_view(view: ClusterView, *, exchange_rate: float, runtim
     per_node = view.cloud.cores_per_node if view.cloud is not None else 1
     in_use = view.cloud.nodes_busy * per_node if view.cloud is not None else 0
     cap_cores = state_aware_cap_from_state(
-        cores=view.total_cores, cloud_used=in_use, queue_cores=pending.cores[eligible].astype(np.int64),
-        queue_req_s=pending.req_time_s[eligible], running_cores=running.cores,
-        running_expected_end_s=running.start_s + running.req_time_s, now_s=view.time_s,
-        runtime_ratio=runtime_ratio, arrival_rate_per_s=arrival_rate_per_s, exchange_rate=exchange_rate,
-        params=params)
+        cores=view.total_cores,
+        cloud_used=in_use,
+        queue_cores=pending.cores[eligible].astype(np.int64),
+        queue_req_s=pending.req_time_s[eligible],
+        running_cores=running.cores,
+        running_expected_end_s=running.start_s + running.req_time_s,
+        now_s=view.time_s,
+        runtime_ratio=runtime_ratio,
+        arrival_rate_per_s=arrival_rate_per_s,
+        exchange_rate=exchange_rate,
+        params=params,
+    )
     return -(-cap_cores // per_node)
 
 
 # ------------------------------------------------------------------------------ the daily learned cap
 #: The daily learner's action set, as fractions of the local machine M (rounded to whole nodes).
 #: Fine near 0, where the best constant V of the FH traces lies (0.11–0.31·M), coarse above.
-DAILY_CAP_FRACTIONS: tuple[float, ...] = (0.0, 0.01, 0.02, 0.03, 0.04, 0.05, 0.06, 0.08, 0.1, 0.12, 0.14, 0.16,
-                                          0.18, 0.2, 0.23, 0.26, 0.3, 0.35, 0.4, 0.5, 0.6, 0.8, 1.0)
+DAILY_CAP_FRACTIONS: tuple[float, ...] = (
+    0.0,
+    0.01,
+    0.02,
+    0.03,
+    0.04,
+    0.05,
+    0.06,
+    0.08,
+    0.1,
+    0.12,
+    0.14,
+    0.16,
+    0.18,
+    0.2,
+    0.23,
+    0.26,
+    0.3,
+    0.35,
+    0.4,
+    0.5,
+    0.6,
+    0.8,
+    1.0,
+)
 
 
-def daily_cap_set(cores: int, max_cap: int | None = None,
-                  fractions: tuple[float, ...] = DAILY_CAP_FRACTIONS) -> tuple[int, ...]:
+def daily_cap_set(
+    cores: int, max_cap: int | None = None, fractions: tuple[float, ...] = DAILY_CAP_FRACTIONS
+) -> tuple[int, ...]:
     """The distinct caps round(f·M) of ``fractions``, none above ``max_cap`` (the cloud nodes there are)."""
     top = cores if max_cap is None else max_cap
     return tuple(sorted({min(round(f * cores), top) for f in fractions}))
@@ -297,12 +352,15 @@ class DailyLearnerParams:
 
     def label(self) -> str:
         transfer = f" transfer={self.transfer_days:g}" if self.transfer_days > 0 else ""
-        return (f"H={self.horizon_days} bins={self.bins} prior={self.prior_days:g} "
-                f"features={'+'.join(self.features)} continuation={self.continuation}{transfer}")
+        return (
+            f"H={self.horizon_days} bins={self.bins} prior={self.prior_days:g} "
+            f"features={'+'.join(self.features)} continuation={self.continuation}{transfer}"
+        )
 
 
-def cap_fraction_index(caps: tuple[int, ...], cores: int, max_cap: int | None = None,
-                       fractions: tuple[float, ...] = DAILY_CAP_FRACTIONS) -> IntArray:
+def cap_fraction_index(
+    caps: tuple[int, ...], cores: int, max_cap: int | None = None, fractions: tuple[float, ...] = DAILY_CAP_FRACTIONS
+) -> IntArray:
     """For each cap of :func:`daily_cap_set`, the index of the first fraction that rounds to it."""
     top = cores if max_cap is None else max_cap
     first: dict[int, int] = {}
@@ -334,7 +392,7 @@ class DailyPrior:
     counts: FloatArray = field(default_factory=lambda: np.zeros(0))
 
     def __post_init__(self) -> None:
-        shape = (self.bins ** self.features, 2, len(self.fractions))
+        shape = (self.bins**self.features, 2, len(self.fractions))
         if self.sums.size == 0:
             self.sums = np.zeros(shape)
             self.counts = np.zeros(shape[0])
@@ -384,8 +442,14 @@ class DailyCapLearner:
     learned yet that is the smallest cap (FH's learner also starts at 0).
     """
 
-    def __init__(self, caps: tuple[int, ...], features: int, params: DailyLearnerParams,
-                 prior: DailyPrior | None = None, fraction_index: IntArray | None = None) -> None:
+    def __init__(
+        self,
+        caps: tuple[int, ...],
+        features: int,
+        params: DailyLearnerParams,
+        prior: DailyPrior | None = None,
+        fraction_index: IntArray | None = None,
+    ) -> None:
         if not caps or list(caps) != sorted(set(caps)):
             raise ValueError("caps must be distinct and increasing")
         if features < 1:
@@ -394,7 +458,7 @@ class DailyCapLearner:
         self.features = features
         self.params = params
         self.history: list[list[float]] = [[] for _ in range(features)]
-        n_bins = params.bins ** features
+        n_bins = params.bins**features
         # [..., 0, :] wait, [..., 1, :] cloud core-seconds.
         self.sums = np.zeros((n_bins, 2, len(caps)))
         self.counts = np.zeros(n_bins)
@@ -403,8 +467,10 @@ class DailyCapLearner:
         self.prior: tuple[FloatArray, FloatArray, FloatArray] | None = None  # per bin, counts, pooled
         if prior is not None and params.transfer_days > 0:
             if (prior.bins, prior.features) != (params.bins, features):
-                raise ValueError(f"the prior has {prior.bins} bins × {prior.features} features, "
-                                 f"the learner {params.bins} × {features}")
+                raise ValueError(
+                    f"the prior has {prior.bins} bins × {prior.features} features, "
+                    f"the learner {params.bins} × {features}"
+                )
             if fraction_index is None or len(fraction_index) != len(caps):
                 raise ValueError("a prior needs the fraction index of every cap (cap_fraction_index)")
             per_bin, counts, pooled, _ = prior.means(fraction_index)
@@ -425,8 +491,9 @@ class DailyCapLearner:
             past.append(float(x[i]))
         return index
 
-    def estimates(self, context: int, exchange_rate: float, wait_per_day: float = 0.0,
-                  cost_per_day: float = 0.0) -> FloatArray:
+    def estimates(
+        self, context: int, exchange_rate: float, wait_per_day: float = 0.0, cost_per_day: float = 0.0
+    ) -> FloatArray:
         """Q(context, ·) = W + κ·C: the bin's means shrunk towards the pooled means.
 
         With a prior (``transfer_days`` T > 0), both the bin's and the pooled means start from T days
@@ -449,16 +516,19 @@ class DailyCapLearner:
                 scale = np.array([[wait_per_day], [cost_per_day]])
                 pooled = (self.pooled + t * scale * pooled_prior) / (self.pooled_count + t)
                 mean = (self.sums[context] + t_bin * scale * per_bin[context] + m * pooled) / (
-                    self.counts[context] + t_bin + m)
+                    self.counts[context] + t_bin + m
+                )
                 return np.asarray(mean[0] + exchange_rate * mean[1])
         if self.pooled_count == 0:
             return np.zeros(len(self.caps))
-        mean = (self.sums[context] + m * self.pooled / self.pooled_count) / (self.counts[context] + m) if (
-            self.counts[context] + m) > 0 else self.pooled / self.pooled_count
+        mean = (
+            (self.sums[context] + m * self.pooled / self.pooled_count) / (self.counts[context] + m)
+            if (self.counts[context] + m) > 0
+            else self.pooled / self.pooled_count
+        )
         return np.asarray(mean[0] + exchange_rate * mean[1])
 
-    def choose(self, context: int, exchange_rate: float, wait_per_day: float = 0.0,
-               cost_per_day: float = 0.0) -> int:
+    def choose(self, context: int, exchange_rate: float, wait_per_day: float = 0.0, cost_per_day: float = 0.0) -> int:
         return self.caps[int(np.argmin(self.estimates(context, exchange_rate, wait_per_day, cost_per_day)))]
 
     def update(self, context: int, waits: FloatArray, cloud: FloatArray) -> None:

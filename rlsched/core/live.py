@@ -107,8 +107,7 @@ class LiveBackendConfig(Protocol):
         ...
 
     @property
-    def vo_shares(self) -> tuple[float, ...] | None:
-        ...
+    def vo_shares(self) -> tuple[float, ...] | None: ...
 
     @property
     def state_file(self) -> str | None:
@@ -160,8 +159,9 @@ class NodeControl(Protocol):
         """Someone else resumed these nodes: drop them from the undo record (nothing is run)."""
         ...
 
-    def enforce_lease_cap(self, n: int, managed: Sequence[str] | None = None,
-                          excluded: Mapping[str, str] | None = None) -> list[str]:
+    def enforce_lease_cap(
+        self, n: int, managed: Sequence[str] | None = None, excluded: Mapping[str, str] | None = None
+    ) -> list[str]:
         """Keep at most ``n`` of the ``managed`` cloud nodes usable: drain the others (``excluded``: node →
         drain reason, out of the cap whatever ``n``), resume the ones it drained that are allowed again;
         returns the allowed nodes, busy ones first."""

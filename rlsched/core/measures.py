@@ -103,8 +103,9 @@ def group_stats(w: FloatArray, wait_s: FloatArray, bsld: FloatArray | None = Non
     )
 
 
-def stats_by_group(group: IntArray, w: FloatArray, wait_s: FloatArray, values: Sequence[int],
-                   bsld: FloatArray | None = None) -> dict[int, GroupStats]:
+def stats_by_group(
+    group: IntArray, w: FloatArray, wait_s: FloatArray, values: Sequence[int], bsld: FloatArray | None = None
+) -> dict[int, GroupStats]:
     """:func:`group_stats` of each group value in ``values`` (a class, a VO index); empty groups included."""
     out: dict[int, GroupStats] = {}
     for value in values:
@@ -151,8 +152,9 @@ def fairness_of_service(service: FloatArray, shares: FloatArray) -> FloatArray:
     return fairness_utility(service_fraction(service), shares)
 
 
-def service_by_vo(t: FloatArray, start_s: FloatArray, end_s: FloatArray, procs: IntArray, vo: IntArray,
-                  n_vos: int) -> FloatArray:
+def service_by_vo(
+    t: FloatArray, start_s: FloatArray, end_s: FloatArray, procs: IntArray, vo: IntArray, n_vos: int
+) -> FloatArray:
     """Core-seconds delivered to each VO by each time ``t`` (finished jobs in full, running ones so far).
 
     ``Σ_j p_j (min(t, e_j) − s_j)_+ = Σ_{s_j ≤ t} p_j (t − s_j) − Σ_{e_j ≤ t} p_j (t − e_j)``:
@@ -204,9 +206,17 @@ def elastic_utilization(work: float, change_s: FloatArray, cores: IntArray, t0: 
     return work / denom if denom > 0 else 0.0
 
 
-def utilization_series(t: FloatArray, start_s: FloatArray, end_s: FloatArray, procs: IntArray, t0: float, *,
-                       cores: int = 0, change_s: FloatArray | None = None,
-                       pool_cores: IntArray | None = None) -> FloatArray:
+def utilization_series(
+    t: FloatArray,
+    start_s: FloatArray,
+    end_s: FloatArray,
+    procs: IntArray,
+    t0: float,
+    *,
+    cores: int = 0,
+    change_s: FloatArray | None = None,
+    pool_cores: IntArray | None = None,
+) -> FloatArray:
     """``U(t)`` of P-grid Eq. 3: work of the jobs completed by ``t`` over the core-seconds provisioned since ``t0``.
 
     The pool is rigid (``cores``) or elastic (``pool_cores[k]`` from ``change_s[k]`` on); NaN

@@ -147,9 +147,14 @@ class AssocTree:
         self.index = {self.key(a.account, a.user): a.leaf for a in self.users if a.user is not None}
         # root → accounts → users, without reported account usages: Fair Tree has a vectorised form.
         accounts = root.children
-        self.is_flat = bool(accounts) and all(
-            not a.is_user and a.reported_usage is None and a.children and all(u.is_user for u in a.children)
-            for a in accounts) and root.reported_usage is None
+        self.is_flat = (
+            bool(accounts)
+            and all(
+                not a.is_user and a.reported_usage is None and a.children and all(u.is_user for u in a.children)
+                for a in accounts
+            )
+            and root.reported_usage is None
+        )
         if self.is_flat:
             self._acct_of_user = np.array([k for k, a in enumerate(accounts) for _ in a.children], dtype=np.int64)
             self._acct_shares = np.array([a.shares for a in accounts], dtype=np.float64)
@@ -174,8 +179,9 @@ class AssocTree:
         return len(self.users)
 
     @classmethod
-    def flat(cls, accounts: Sequence[str], users: Sequence[tuple[str, str]] = (),
-             params: MultifactorParams | None = None) -> AssocTree:
+    def flat(
+        cls, accounts: Sequence[str], users: Sequence[tuple[str, str]] = (), params: MultifactorParams | None = None
+    ) -> AssocTree:
         """root → accounts → users; an account with no listed user gets one user named like it.
 
         Shares come from ``params`` (``account_shares``, ``user_shares`` keyed ``"account/user"``).
@@ -195,8 +201,9 @@ class AssocTree:
             parent.children.append(Assoc(account, user, float(p.user_shares.get(cls.key(account, user), 1.0))))
         for a in root.children:
             if not a.children:
-                a.children.append(Assoc(a.account, a.account, float(p.user_shares.get(cls.key(a.account,
-                                                                                           a.account), 1.0))))
+                a.children.append(
+                    Assoc(a.account, a.account, float(p.user_shares.get(cls.key(a.account, a.account), 1.0)))
+                )
         return cls(root)
 
     def usage_of(self, node: Assoc, usage: FloatArray) -> float:
@@ -375,7 +382,7 @@ class UsageLedger:
 
     def _charge(self, user: int, cpus: float, dt: float) -> None:
         if dt > 0:
-            self.usage[user] += cpus * dt * self.decay ** dt
+            self.usage[user] += cpus * dt * self.decay**dt
 
     def advance(self, t: float) -> None:
         """Apply every pass up to ``t``."""
@@ -385,7 +392,7 @@ class UsageLedger:
         if grid <= self.pass_time:
             return
         p = self.period
-        d = self.decay ** p
+        d = self.decay**p
         first = self.pass_time + p
         self.usage *= d
         self.usage += self.rate * (p * d)
@@ -396,7 +403,7 @@ class UsageLedger:
         self._new.clear()
         k = round((grid - first) / p)
         if k > 0:
-            dk = d ** k
+            dk = d**k
             # k passes of "u ← u·d + rate·p·d":  u·d^k + rate·p·d·(1 − d^k)/(1 − d)
             series = float(k) if d == 1.0 else (1.0 - dk) / (1.0 - d)
             self.usage *= dk
@@ -429,8 +436,13 @@ def age_factor(now_s: float, eligible_s: FloatArray, max_age_s: float) -> FloatA
     return age
 
 
-def job_size_factor(cpus: IntArray | FloatArray, nodes: IntArray | FloatArray, cluster_cpus: float,
-                    cluster_nodes: float, favor_small: bool) -> FloatArray:
+def job_size_factor(
+    cpus: IntArray | FloatArray,
+    nodes: IntArray | FloatArray,
+    cluster_cpus: float,
+    cluster_nodes: float,
+    favor_small: bool,
+) -> FloatArray:
     """Slurm's job size factor (without SMALL_RELATIVE_TO_TIME), clipped to [0, 1]."""
     c = np.asarray(cpus, dtype=np.float64)
     n = np.asarray(nodes, dtype=np.float64)
@@ -468,11 +480,22 @@ class Factors:
     priority: FloatArray
 
 
-def combine(params: MultifactorParams, age: FloatArray, fairshare: FloatArray, job_size: FloatArray,
-            partition: FloatArray, qos: FloatArray) -> Factors:
+def combine(
+    params: MultifactorParams,
+    age: FloatArray,
+    fairshare: FloatArray,
+    job_size: FloatArray,
+    partition: FloatArray,
+    qos: FloatArray,
+) -> Factors:
     """The weighted sum, truncated to an integer in [1, 2^32 − 1] as Slurm stores it."""
-    raw = (params.weight_age * age + params.weight_fairshare * fairshare + params.weight_job_size * job_size
-           + params.weight_partition * partition + params.weight_qos * qos)
+    raw = (
+        params.weight_age * age
+        + params.weight_fairshare * fairshare
+        + params.weight_job_size * job_size
+        + params.weight_partition * partition
+        + params.weight_qos * qos
+    )
     prio: FloatArray = np.clip(np.floor(raw), 1.0, MAX_PRIORITY)
     return Factors(age, fairshare, job_size, partition, qos, prio)
 
@@ -482,10 +505,21 @@ def queue_order(priority: FloatArray, job_id: IntArray) -> IntArray:
     return np.lexsort((np.asarray(job_id), -np.asarray(priority))).astype(np.int64)
 
 
-def job_factors(params: MultifactorParams, tree: AssocTree, usage: FloatArray, now_s: float, *,
-                eligible_s: FloatArray, cpus: IntArray, nodes: IntArray, assoc: Sequence[str],
-                partitions: Sequence[str], qos: Sequence[str], cluster_cpus: float, cluster_nodes: float
-                ) -> Factors:
+def job_factors(
+    params: MultifactorParams,
+    tree: AssocTree,
+    usage: FloatArray,
+    now_s: float,
+    *,
+    eligible_s: FloatArray,
+    cpus: IntArray,
+    nodes: IntArray,
+    assoc: Sequence[str],
+    partitions: Sequence[str],
+    qos: Sequence[str],
+    cluster_cpus: float,
+    cluster_nodes: float,
+) -> Factors:
     """Every factor and the priority of a set of jobs at a decay pass ``now_s``, from the usage then.
 
     ``assoc``: each job's association key ``"account/user"`` (:meth:`AssocTree.key`).  A job whose
@@ -493,9 +527,14 @@ def job_factors(params: MultifactorParams, tree: AssocTree, usage: FloatArray, n
     """
     fs_user = fairshare_factors(tree, usage, params)
     fs = np.array([fs_user[tree.index[a]] if a in tree.index else 0.0 for a in assoc], dtype=np.float64)
-    return combine(params, age_factor(now_s, eligible_s, params.max_age_s), fs,
-                   job_size_factor(cpus, nodes, cluster_cpus, cluster_nodes, params.favor_small),
-                   partition_factor(params, partitions), qos_factor(params, qos))
+    return combine(
+        params,
+        age_factor(now_s, eligible_s, params.max_age_s),
+        fs,
+        job_size_factor(cpus, nodes, cluster_cpus, cluster_nodes, params.favor_small),
+        partition_factor(params, partitions),
+        qos_factor(params, qos),
+    )
 
 
 # ------------------------------------------------------------------------------ a live ranking agent
@@ -507,8 +546,9 @@ class MultifactorAgent(FixedRankAgent):
     replay or a side-by-side check, not a replacement for Slurm's plugin).
     """
 
-    def __init__(self, params: MultifactorParams, vos: Sequence[str], mode: Mode = "boost",
-                 cores_per_node: int = 1) -> None:
+    def __init__(
+        self, params: MultifactorParams, vos: Sequence[str], mode: Mode = "boost", cores_per_node: int = 1
+    ) -> None:
         super().__init__(mode)
         self.params = params
         self.tree = AssocTree.flat(list(vos) or ["default"], params=params)
@@ -526,9 +566,12 @@ class MultifactorAgent(FixedRankAgent):
         if self.ledger is None:
             self.ledger = UsageLedger(self.tree.n_users, self.params, origin_s=t)
         led = self.ledger
-        now_running = {int(j): (self._user(v), int(c)) for j, v, c in
-                       zip(view.running.job_id.tolist(), view.running.vo.tolist(), view.running.cores.tolist(),
-                           strict=True)}
+        now_running = {
+            int(j): (self._user(v), int(c))
+            for j, v, c in zip(
+                view.running.job_id.tolist(), view.running.vo.tolist(), view.running.cores.tolist(), strict=True
+            )
+        }
         for j in self._running - now_running.keys():
             led.end(j, t)
         for j, (u, c) in now_running.items():
@@ -545,22 +588,23 @@ class MultifactorAgent(FixedRankAgent):
         pend = view.pending
         total = max(int(view.total_cores), 1)
         nodes = np.ceil(pend.cores / self.cores_per_node)
-        js = job_size_factor(pend.cores, nodes, total, max(total / self.cores_per_node, 1.0),
-                             self.params.favor_small)
+        js = job_size_factor(pend.cores, nodes, total, max(total / self.cores_per_node, 1.0), self.params.favor_small)
         zeros = np.zeros(len(pend))
         fs = self._fs[np.clip(pend.vo, 0, self.tree.n_users - 1)] if len(pend) else zeros
         part = partition_factor(self.params, ["" for _ in range(len(pend))])
-        return combine(self.params, age_factor(view.time_s, pend.submit_s, self.params.max_age_s), fs, js,
-                       part, zeros)
+        return combine(self.params, age_factor(view.time_s, pend.submit_s, self.params.max_age_s), fs, js, part, zeros)
 
     def rank(self, view: ClusterView) -> IntArray:
         return queue_order(self.factors(view).priority, view.pending.job_id)
 
     def rank_keys(self, view: ClusterView) -> list[RankKey] | None:
         """:func:`queue_order`'s fields: the priority (highest first), then the job id."""
-        return [RankKey("multifactor priority", np.asarray(self.factors(view).priority, dtype=np.float64),
-                        higher_first=True),
-                RankKey("job id", view.pending.job_id.astype(np.float64))]
+        return [
+            RankKey(
+                "multifactor priority", np.asarray(self.factors(view).priority, dtype=np.float64), higher_first=True
+            ),
+            RankKey("job id", view.pending.job_id.astype(np.float64)),
+        ]
 
 
 # ------------------------------------------------------------------------------ a site's settings, as text
@@ -757,7 +801,7 @@ def tree_from_sshare(rows: Sequence[ShareRow]) -> tuple[AssocTree, FloatArray]:
                 continue
             if root is None:
                 raise ValueError(f"sshare: account {row.account!r} before the root")
-            del stack[row.depth:]
+            del stack[row.depth :]
             stack[-1].children.append(node)
             stack.append(node)
         else:
@@ -775,8 +819,9 @@ def tree_from_sshare(rows: Sequence[ShareRow]) -> tuple[AssocTree, FloatArray]:
     return tree, values
 
 
-def params_from_policy(values: Mapping[str, object], partition_job_factor: Mapping[str, float] | None = None
-                       ) -> MultifactorParams:
+def params_from_policy(
+    values: Mapping[str, object], partition_job_factor: Mapping[str, float] | None = None
+) -> MultifactorParams:
     """:class:`MultifactorParams` from the ``multifactor`` policy's resolved parameters."""
     shares_text = str(values.get("shares", "") or "")
     shares: dict[str, float] = {}
@@ -788,8 +833,23 @@ def params_from_policy(values: Mapping[str, object], partition_job_factor: Mappi
             shares[name] = float(value)
         except ValueError:
             raise ValueError(f"parameter 'shares': expected ACCOUNT:SHARES[/ACCOUNT:SHARES…], got {item!r}") from None
-    keys = ("weight_age", "weight_fairshare", "weight_job_size", "weight_partition", "weight_qos", "max_age_s",
-            "half_life_s", "calc_period_s", "fair_tree", "favor_small", "damp_factor", "charge_at_end")
+    keys = (
+        "weight_age",
+        "weight_fairshare",
+        "weight_job_size",
+        "weight_partition",
+        "weight_qos",
+        "max_age_s",
+        "half_life_s",
+        "calc_period_s",
+        "fair_tree",
+        "favor_small",
+        "damp_factor",
+        "charge_at_end",
+    )
     kwargs = {k: values[k] for k in keys if k in values}
-    return MultifactorParams(**kwargs, account_shares=shares,  # type: ignore[arg-type]
-                             partition_job_factor=dict(partition_job_factor or {}))
+    return MultifactorParams(
+        **kwargs,  # type: ignore[arg-type]
+        account_shares=shares,
+        partition_job_factor=dict(partition_job_factor or {}),
+    )

@@ -53,8 +53,12 @@ class Objective:
         for cls, weight in self.class_weights.items():
             if cls not in CLASS_NAMES:
                 raise ObjectiveError(f"class weight {cls!r}: expected a class among {', '.join(CLASS_NAMES)}")
-            if isinstance(weight, bool) or not isinstance(weight, int | float) or not np.isfinite(weight) \
-                    or weight <= 0:
+            if (
+                isinstance(weight, bool)
+                or not isinstance(weight, int | float)
+                or not np.isfinite(weight)
+                or weight <= 0
+            ):
                 raise ObjectiveError(f"class weight {cls}={weight!r}: expected a finite number > 0")
 
     @property

@@ -56,7 +56,7 @@ def load_group(group: str, check: Callable[[str, Any], str | None]) -> list[Load
     for point in sorted(entry_points(group=group), key=lambda p: p.name):
         try:
             value = point.load()
-        except Exception as exc:        # a plugin's import can fail in any way: it must not stop rlsched
+        except Exception as exc:  # a plugin's import can fail in any way: it must not stop rlsched
             text = " ".join(str(exc).split()) or "(no message)"
             error = PluginError(f"{describe(point)} cannot be loaded: {type(exc).__name__}: {text}")
         else:
@@ -74,8 +74,7 @@ class PluginGroup:
     """One entry-point group, loaded once per process: ``add(name, value)`` takes what each entry point gives
     (after ``check``), :attr:`broken` keeps the error of each one that gave nothing, by name."""
 
-    def __init__(self, group: str, check: Callable[[str, Any], str | None],
-                 add: Callable[[str, Any], None]) -> None:
+    def __init__(self, group: str, check: Callable[[str, Any], str | None], add: Callable[[str, Any], None]) -> None:
         self.group = group
         self.check = check
         self.add = add

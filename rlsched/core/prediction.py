@@ -39,8 +39,19 @@ MIN_PREDICTION_S = 1.0
 #: Tsafrir et al.'s correction: a job that reaches its prediction gets it raised to the first of
 #: prediction + 1 min, 5 min, 15 min, 30 min, 1 h, 2 h, 5 h, 10 h, 20 h, 50 h, 100 h it has not reached yet,
 #: never past the request (the kill time stays the request).
-CORRECTION_STEPS_S: tuple[float, ...] = (60.0, 300.0, 900.0, 1800.0, 3600.0, 7200.0, 18000.0, 36000.0,
-                                         72000.0, 180000.0, 360000.0)
+CORRECTION_STEPS_S: tuple[float, ...] = (
+    60.0,
+    300.0,
+    900.0,
+    1800.0,
+    3600.0,
+    7200.0,
+    18000.0,
+    36000.0,
+    72000.0,
+    180000.0,
+    360000.0,
+)
 #: Jobs whose prediction is remembered until they finish (the oldest are forgotten beyond it: jobs cancelled
 #: while pending never finish, and a daemon runs for months).
 MAX_REMEMBERED_JOBS = 500_000
@@ -57,7 +68,7 @@ def raise_outlived(prediction: FloatArray, elapsed_s: FloatArray, request_s: Flo
     outlived = elapsed_s >= pred
     if outlived.any():
         raised = np.full(pred.shape, np.inf)
-        for step in reversed(CORRECTION_STEPS_S):       # the smallest step beyond the elapsed time wins
+        for step in reversed(CORRECTION_STEPS_S):  # the smallest step beyond the elapsed time wins
             later = pred + step > elapsed_s
             raised = np.where(later, pred + step, raised)
         out = np.where(outlived, np.minimum(raised, request_s), pred)
@@ -126,7 +137,7 @@ class UserLastTwo:
 
     def __init__(self) -> None:
         self._remembered = _Remembered()
-        self._last: dict[int, tuple[float, float]] = {}     # user → (last runtime, the one before; NaN: none)
+        self._last: dict[int, tuple[float, float]] = {}  # user → (last runtime, the one before; NaN: none)
 
     @property
     def unseen_finished(self) -> int:
@@ -158,13 +169,13 @@ class UserLastTwo:
 class _UserHistory:
     """What the regression remembers of one user: log runtime/request ratios, newest first."""
 
-    ratios: list[float]             # log(run / request) of the last three finished jobs, newest first
-    runs: list[float]               # log runtime of the same jobs
+    ratios: list[float]  # log(run / request) of the last three finished jobs, newest first
+    runs: list[float]  # log runtime of the same jobs
     last_request_s: float = math.nan
     last_cores: int = -1
-    mean_ratio: float = 0.0         # exponentially weighted mean of the log ratios
-    error_model: float = 0.0        # exponentially weighted absolute error (s) of the regression on this user
-    error_last2: float = 0.0        # … and of EASY++'s mean of the last two
+    mean_ratio: float = 0.0  # exponentially weighted mean of the log ratios
+    error_model: float = 0.0  # exponentially weighted absolute error (s) of the regression on this user
+    error_last2: float = 0.0  # … and of EASY++'s mean of the last two
     count: int = 0
 
 
@@ -177,8 +188,8 @@ class _Facts:
     cores: int
     request_s: float
     x: FloatArray
-    model_s: float              # the regression's prediction
-    last2_s: float              # EASY++'s
+    model_s: float  # the regression's prediction
+    last2_s: float  # EASY++'s
 
 
 #: How much more an under-prediction (the job runs longer than predicted) costs than an over-prediction of the
@@ -197,7 +208,7 @@ RATIO_EWMA = 0.3
 #: Weight of the newest job in a user's running absolute errors of the two predictions (the per-user choice).
 ERROR_EWMA = 0.3
 N_FEATURES = 19
-_LOG_SCALE = 10.0       # log-seconds divided by this are about 1
+_LOG_SCALE = 10.0  # log-seconds divided by this are about 1
 _DAY_S = 86400.0
 
 
@@ -219,8 +230,9 @@ class OnlineRegression:
 
     name: PredictorName = "learned"
 
-    def __init__(self, under_weight: float = UNDER_PREDICTION_WEIGHT, ridge: float = RIDGE,
-                 forgetting: float = FORGETTING) -> None:
+    def __init__(
+        self, under_weight: float = UNDER_PREDICTION_WEIGHT, ridge: float = RIDGE, forgetting: float = FORGETTING
+    ) -> None:
         if under_weight <= 0 or ridge <= 0 or not 0 < forgetting <= 1:
             raise ValueError("learned runtime predictor: under_weight and ridge must be > 0, forgetting in (0, 1]")
         self.under_weight = under_weight
@@ -241,7 +253,7 @@ class OnlineRegression:
         """The job's feature vector from the current history (see the class docstring)."""
         log_req = math.log(max(request_s, MIN_PREDICTION_S))
         h = self._users.get(user)
-        rel = [0.0, 0.0, 0.0]           # the user's last runtimes relative to this request (0: the request)
+        rel = [0.0, 0.0, 0.0]  # the user's last runtimes relative to this request (0: the request)
         mean_two = 0.0
         last_ratio = 0.0
         same_request = 0.0
@@ -259,14 +271,30 @@ class OnlineRegression:
             same_cores = 1.0 if h.last_cores == cores else 0.0
             user_ratio = h.mean_ratio
         phase = 2.0 * math.pi * (submit_s % _DAY_S) / _DAY_S
-        return np.array([
-            1.0, log_req / _LOG_SCALE, math.log(max(cores, 1)) / _LOG_SCALE,
-            rel[0] / _LOG_SCALE, rel[1] / _LOG_SCALE, rel[2] / _LOG_SCALE, mean_two / _LOG_SCALE,
-            1.0 if count >= 1 else 0.0, 1.0 if count >= 2 else 0.0, math.log1p(count) / _LOG_SCALE,
-            user_ratio / _LOG_SCALE, self._vo_ratio.get(vo, 0.0) / _LOG_SCALE, same_request,
-            last_ratio / _LOG_SCALE, math.sin(phase), math.cos(phase),
-            # The same script again (same request, same cores): the last runtime says more.
-            same_cores, same_request * rel[0] / _LOG_SCALE, same_request * same_cores * mean_two / _LOG_SCALE])
+        return np.array(
+            [
+                1.0,
+                log_req / _LOG_SCALE,
+                math.log(max(cores, 1)) / _LOG_SCALE,
+                rel[0] / _LOG_SCALE,
+                rel[1] / _LOG_SCALE,
+                rel[2] / _LOG_SCALE,
+                mean_two / _LOG_SCALE,
+                1.0 if count >= 1 else 0.0,
+                1.0 if count >= 2 else 0.0,
+                math.log1p(count) / _LOG_SCALE,
+                user_ratio / _LOG_SCALE,
+                self._vo_ratio.get(vo, 0.0) / _LOG_SCALE,
+                same_request,
+                last_ratio / _LOG_SCALE,
+                math.sin(phase),
+                math.cos(phase),
+                # The same script again (same request, same cores): the last runtime says more.
+                same_cores,
+                same_request * rel[0] / _LOG_SCALE,
+                same_request * same_cores * mean_two / _LOG_SCALE,
+            ]
+        )
 
     def predict(self, job_id: int, user: int, vo: int, cores: int, request_s: float, submit_s: float) -> float:
         known = self._remembered.get(job_id)

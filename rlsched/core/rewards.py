@@ -39,8 +39,16 @@ from rlsched.core.measures import (
 from rlsched.core.view import ClusterView, FloatArray, IntArray
 
 #: The utilities are defined once, in :mod:`rlsched.core.measures`; re-exported for the reward's readers.
-__all__ = ["FairnessTracker", "UtilizationTracker", "deficit_distance", "elastic_reward",
-           "fairness_utility", "normalised_shares", "responsiveness", "scheduling_reward"]
+__all__ = [
+    "FairnessTracker",
+    "UtilizationTracker",
+    "deficit_distance",
+    "elastic_reward",
+    "fairness_utility",
+    "normalised_shares",
+    "responsiveness",
+    "scheduling_reward",
+]
 
 
 def scheduling_reward(w: FloatArray | float, f: FloatArray | float, lam: float) -> FloatArray:
@@ -91,8 +99,7 @@ class FairnessTracker:
         elapsed = np.maximum(view.time_s - run.start_s, 0.0) * run.cores.astype(np.float64)
         return self.finished_service + self._per_vo(run.vo, elapsed)
 
-    def election_fairness(self, service_before: FloatArray, vo: IntArray | int,
-                          work: FloatArray | float) -> FloatArray:
+    def election_fairness(self, service_before: FloatArray, vo: IntArray | int, work: FloatArray | float) -> FloatArray:
         """F of electing jobs of VO ``vo`` bringing ``work`` core-seconds, given the service before.
 
         Vectorised over jobs: ``service_before`` is one vector (n_vos,) or one row per job.

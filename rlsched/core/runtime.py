@@ -75,8 +75,11 @@ class RuntimeModel(Protocol):
 
 
 def _class_prior(job_class: IntArray) -> FloatArray:
-    return np.where(job_class == int(JobClass.INTERACTIVE),
-                    CLASS_PRIOR_S[int(JobClass.INTERACTIVE)], CLASS_PRIOR_S[int(JobClass.BATCH)])
+    return np.where(
+        job_class == int(JobClass.INTERACTIVE),
+        CLASS_PRIOR_S[int(JobClass.INTERACTIVE)],
+        CLASS_PRIOR_S[int(JobClass.BATCH)],
+    )
 
 
 def _usable_requested(req_time_s: FloatArray, job_class: IntArray) -> FloatArray:
@@ -144,7 +147,7 @@ class EstimatedRuntime:
             if runs.size == 0:
                 continue
             window = self._sorted[cls]
-            for run in runs[-self.window:].tolist():  # older ones would be overwritten anyway
+            for run in runs[-self.window :].tolist():  # older ones would be overwritten anyway
                 slot = int(self._count[cls]) % self.window
                 if self._count[cls] >= self.window:
                     del window[bisect.bisect_left(window, float(self._ring[cls, slot]))]
@@ -175,13 +178,15 @@ class EstimatedRuntime:
 
     def load_state_arrays(self, arrays: dict[str, np.ndarray]) -> None:
         if arrays["ring"].shape != self._ring.shape:
-            raise ValueError(f"estimated runtime state: window {arrays['ring'].shape[1]} "
-                             f"does not match this model's {self.window}")
+            raise ValueError(
+                f"estimated runtime state: window {arrays['ring'].shape[1]} does not match this model's {self.window}"
+            )
         self._ring = arrays["ring"].astype(np.float64)
         self._count = arrays["count"].astype(np.int64)
         self._median = arrays["median"].astype(np.float64)
-        self._sorted = [sorted(self._ring[cls, :min(int(self._count[cls]), self.window)].tolist())
-                        for cls in range(len(JobClass))]
+        self._sorted = [
+            sorted(self._ring[cls, : min(int(self._count[cls]), self.window)].tolist()) for cls in range(len(JobClass))
+        ]
 
 
 class OracleRuntime:
@@ -230,8 +235,7 @@ class OracleRuntime:
         return np.where(ok, oracle, self.fallback.pending(jobs))
 
     def running(self, jobs: RunningJobs) -> FloatArray:
-        known = np.array([self._running_run.get(jid, np.nan) for jid in jobs.job_id.tolist()],
-                         dtype=np.float64)
+        known = np.array([self._running_run.get(jid, np.nan) for jid in jobs.job_id.tolist()], dtype=np.float64)
         return np.where(np.isnan(known), self.fallback.running(jobs), known)
 
 
@@ -258,12 +262,25 @@ class PredictedRuntime:
         self.pending(view.pending)
         self.running(view.running)
 
-    def _predict(self, job_id: IntArray, user: IntArray, vo: IntArray, cores: IntArray, request: FloatArray,
-                 submit_s: FloatArray) -> FloatArray:
+    def _predict(
+        self, job_id: IntArray, user: IntArray, vo: IntArray, cores: IntArray, request: FloatArray, submit_s: FloatArray
+    ) -> FloatArray:
         predict = self.predictor.predict
-        return np.array([predict(j, u, v, c, r, s) for j, u, v, c, r, s in zip(
-            job_id.tolist(), user.tolist(), vo.tolist(), cores.tolist(), request.tolist(), submit_s.tolist(),
-            strict=True)], dtype=np.float64)
+        return np.array(
+            [
+                predict(j, u, v, c, r, s)
+                for j, u, v, c, r, s in zip(
+                    job_id.tolist(),
+                    user.tolist(),
+                    vo.tolist(),
+                    cores.tolist(),
+                    request.tolist(),
+                    submit_s.tolist(),
+                    strict=True,
+                )
+            ],
+            dtype=np.float64,
+        )
 
     def pending(self, jobs: PendingJobs) -> FloatArray:
         request = _usable_requested(jobs.req_time_s, jobs.job_class)

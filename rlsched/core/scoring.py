@@ -48,20 +48,32 @@ SECONDS_PER_HOUR = 3600.0
 class JobQuantities:
     """The per-job quantities every feature is computed from (one array entry per job)."""
 
-    req_s: FloatArray      # usable requested time, ≥ 1 s
-    cores: FloatArray      # ≥ 1
-    submit_s: FloatArray   # as given (absolute or window-relative)
-    origin_s: float        # where ``log_submit`` counts from
+    req_s: FloatArray  # usable requested time, ≥ 1 s
+    cores: FloatArray  # ≥ 1
+    submit_s: FloatArray  # as given (absolute or window-relative)
+    origin_s: float  # where ``log_submit`` counts from
     #: The predicted runtime (≥ 1 s; :mod:`rlsched.core.prediction`), None where the function reads none.
     pred_s: FloatArray | None = None
 
     @classmethod
-    def of(cls, req_time_s: FloatArray, cores: IntArray | FloatArray, submit_s: FloatArray, job_class: IntArray,
-           origin_s: float = 0.0, pred_s: FloatArray | None = None) -> JobQuantities:
+    def of(
+        cls,
+        req_time_s: FloatArray,
+        cores: IntArray | FloatArray,
+        submit_s: FloatArray,
+        job_class: IntArray,
+        origin_s: float = 0.0,
+        pred_s: FloatArray | None = None,
+    ) -> JobQuantities:
         req = np.maximum(usable_requested(np.asarray(req_time_s, dtype=np.float64), job_class), 1.0)
         pred = None if pred_s is None else np.maximum(np.asarray(pred_s, dtype=np.float64), 1.0)
-        return cls(req, np.maximum(np.asarray(cores, dtype=np.float64), 1.0),
-                   np.asarray(submit_s, dtype=np.float64), float(origin_s), pred)
+        return cls(
+            req,
+            np.maximum(np.asarray(cores, dtype=np.float64), 1.0),
+            np.asarray(submit_s, dtype=np.float64),
+            float(origin_s),
+            pred,
+        )
 
 
 def _log_pred(q: JobQuantities) -> FloatArray:
@@ -122,8 +134,11 @@ FAMILY_RULES: dict[str, dict[str, float]] = {
 
 def family_rules(features: Sequence[str]) -> dict[str, tuple[float, ...]]:
     """The :data:`FAMILY_RULES` expressible with ``features``, as weight vectors over them."""
-    return {name: tuple(terms.get(f, 0.0) for f in features) for name, terms in FAMILY_RULES.items()
-            if set(terms) <= set(features)}
+    return {
+        name: tuple(terms.get(f, 0.0) for f in features)
+        for name, terms in FAMILY_RULES.items()
+        if set(terms) <= set(features)
+    }
 
 
 def feature_matrix(names: Sequence[str], q: JobQuantities) -> FloatArray:
@@ -149,8 +164,10 @@ class ScoringFunction:
             raise ValueError(f"{len(self.features)} scoring features but {len(self.weights)} weights")
         if len(set(self.features)) != len(self.features):
             raise ValueError(f"a scoring feature is named twice: {', '.join(self.features)}")
-        feature_matrix(self.features, JobQuantities.of(np.ones(1), np.ones(1), np.zeros(1),
-                                                       np.zeros(1, dtype=np.int64), pred_s=np.ones(1)))
+        feature_matrix(
+            self.features,
+            JobQuantities.of(np.ones(1), np.ones(1), np.zeros(1), np.zeros(1, dtype=np.int64), pred_s=np.ones(1)),
+        )
         if not all(np.isfinite(self.weights)):
             raise ValueError(f"scoring weights must be finite, got {self.weights}")
 
@@ -161,8 +178,14 @@ class ScoringFunction:
     def score(self, q: JobQuantities) -> FloatArray:
         return np.asarray(feature_matrix(self.features, q) @ np.asarray(self.weights, dtype=np.float64))
 
-    def score_jobs(self, req_time_s: FloatArray, cores: IntArray | FloatArray, submit_s: FloatArray,
-                   job_class: IntArray, pred_s: FloatArray | None = None) -> FloatArray:
+    def score_jobs(
+        self,
+        req_time_s: FloatArray,
+        cores: IntArray | FloatArray,
+        submit_s: FloatArray,
+        job_class: IntArray,
+        pred_s: FloatArray | None = None,
+    ) -> FloatArray:
         """The score of each job from its columns (``log_submit`` counts from :attr:`origin_s`)."""
         return self.score(JobQuantities.of(req_time_s, cores, submit_s, job_class, self.origin_s, pred_s))
 
@@ -172,8 +195,12 @@ class ScoringFunction:
         if "log_pred" not in self.features:
             return self, 0.0
         k = self.features.index("log_pred")
-        return (ScoringFunction(self.features[:k] + self.features[k + 1:], self.weights[:k] + self.weights[k + 1:],
-                                self.origin_s), float(self.weights[k]))
+        return (
+            ScoringFunction(
+                self.features[:k] + self.features[k + 1 :], self.weights[:k] + self.weights[k + 1 :], self.origin_s
+            ),
+            float(self.weights[k]),
+        )
 
     def with_origin(self, origin_s: float) -> ScoringFunction:
         return ScoringFunction(self.features, self.weights, float(origin_s))
@@ -239,7 +266,7 @@ class ScoredRankAgent(FixedRankAgent):
 
     def observe(self, view: ClusterView) -> None:
         if self.runtime is not None:
-            self.runtime.observe(view)      # finished jobs feed the predictor before the pending are ranked
+            self.runtime.observe(view)  # finished jobs feed the predictor before the pending are ranked
 
     def decide(self, view: ClusterView) -> Decisions:
         self.observe(view)

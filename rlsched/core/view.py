@@ -45,7 +45,7 @@ def _empty_float() -> FloatArray:
 
 def _check_lengths(obj: object, names: Sequence[str]) -> None:
     first = len(getattr(obj, names[0]))
-    for name in names:                  # every view checks this: a plain loop, the message only on failure
+    for name in names:  # every view checks this: a plain loop, the message only on failure
         if len(getattr(obj, name)) != first:
             lengths = {name: len(getattr(obj, name)) for name in names}
             raise ValueError(f"{type(obj).__name__}: columns differ in length: {lengths}")
@@ -95,8 +95,7 @@ class PendingJobs:
     user: IntArray = field(default_factory=_empty_int)
 
     def __post_init__(self) -> None:
-        _check_lengths(self, ("job_id", "vo", "job_class", "cores", "req_time_s", "submit_s",
-                              "oracle_run_s", "held"))
+        _check_lengths(self, ("job_id", "vo", "job_class", "cores", "req_time_s", "submit_s", "oracle_run_s", "held"))
         _check_optional(self, "user")
 
     def __len__(self) -> int:
@@ -252,8 +251,7 @@ def apply(decisions: Decisions, backend: Backend) -> None:
 class Agent(Protocol):
     """A policy: a view in, decisions out.  Learning agents also read ``view.finished``."""
 
-    def decide(self, view: ClusterView) -> Decisions:
-        ...
+    def decide(self, view: ClusterView) -> Decisions: ...
 
 
 @runtime_checkable
@@ -265,5 +263,4 @@ class ScoringAgent(Protocol):
     after ``decide`` to log and show the ranking).
     """
 
-    def pending_scores(self, view: ClusterView) -> FloatArray:
-        ...
+    def pending_scores(self, view: ClusterView) -> FloatArray: ...

@@ -49,8 +49,7 @@ from rlsched.errors import RlschedError
 class RankingAgent(Protocol):
     """An agent with a fixed ranking rule (``rank``: indices of ``view.pending``, best first)."""
 
-    def rank(self, view: ClusterView) -> IntArray:
-        ...
+    def rank(self, view: ClusterView) -> IntArray: ...
 
 
 class AgentStartError(RlschedError, ValueError):
@@ -67,23 +66,26 @@ def model_verdict(config: AgentConfig, mode: Mode) -> tuple[dict[str, Any] | Non
     starts with a warning.  (None, None) without a model.
     """
     if config.model is None or not Path(config.model).is_file():
-        return None, None       # no model, or a missing one: load_policy says so in its own words
+        return None, None  # no model, or a missing one: load_policy says so in its own words
     try:
         verdict = read_verdict(config.model)
     except PolicyError as exc:
         raise AgentStartError(str(exc)) from None
     if verdict is None:
-        return None, (f"model {config.model} records no verdict (trained before `rlsched train` measured models "
-                      "against the rules): nothing shows it beats them; retrain it to get one")
+        return None, (
+            f"model {config.model} records no verdict (trained before `rlsched train` measured models "
+            "against the rules): nothing shows it beats them; retrain it to get one"
+        )
     if verdict.get("outcome") != "loses":
         return verdict, None
     line = " ".join(str(verdict.get("line") or f"model loses to {verdict.get('rule')}").split())
     if mode == "shadow" and not config.allow_losing_model:
-        return verdict, (f"model {config.model}: {line}; shadow mode only watches it (boost and gate refuse it "
-                         "unless [agent] allow_losing_model = true)")
+        return verdict, (
+            f"model {config.model}: {line}; shadow mode only watches it (boost and gate refuse it "
+            "unless [agent] allow_losing_model = true)"
+        )
     if not config.allow_losing_model:
-        raise AgentStartError(f"model {config.model}: {line}; set [agent] allow_losing_model = true to run it "
-                              "anyway")
+        raise AgentStartError(f"model {config.model}: {line}; set [agent] allow_losing_model = true to run it anyway")
     return verdict, f"model {config.model}: {line}; running it anyway ([agent] allow_losing_model = true)"
 
 
@@ -114,8 +116,14 @@ def _checkpoint_spec(path: Path) -> PolicySpec | None:
     return spec
 
 
-def start_agent(config: AgentConfig, mode: Mode, vos: Sequence[str], vo_shares: Sequence[float] | None,
-                checkpoint: Path, class_rule: Mapping[str, Any] | None = None) -> tuple[AgentHandle, str]:
+def start_agent(
+    config: AgentConfig,
+    mode: Mode,
+    vos: Sequence[str],
+    vo_shares: Sequence[float] | None,
+    checkpoint: Path,
+    class_rule: Mapping[str, Any] | None = None,
+) -> tuple[AgentHandle, str]:
     """The agent the daemon starts with, and a line saying where it came from.
 
     - ``[agent] model``: the saved model, unless ``checkpoint`` (the daemon's own continued
@@ -141,13 +149,22 @@ def start_agent(config: AgentConfig, mode: Mode, vos: Sequence[str], vo_shares: 
             resumed = _checkpoint_spec(checkpoint)
             start_from = checkpoint if resumed is not None and resumed.source == source else model
             # A learned agent or a scored policy's ranking agent (load_model tells them apart by the file's spec).
-            agent, spec = load_model(start_from, expect_vos=tuple(vos), expect_features=features,
-                                     expect_class_rule=class_rule, mode=how, live=True)
+            agent, spec = load_model(
+                start_from,
+                expect_vos=tuple(vos),
+                expect_features=features,
+                expect_class_rule=class_rule,
+                mode=how,
+                live=True,
+            )
             spec = spec.with_source(str(model), sha)
             if isinstance(agent, SchedulingAgent | ScoredRankAgent):
                 agent.policy = spec.to_dict()
-            where = (f"resumed from {checkpoint} (continued learning of model {model})" if start_from == checkpoint
-                     else f"loaded model {model} (sha256 {sha[:12]})")
+            where = (
+                f"resumed from {checkpoint} (continued learning of model {model})"
+                if start_from == checkpoint
+                else f"loaded model {model} (sha256 {sha[:12]})"
+            )
             # After the checks of fit (VOs, features, class rule): a model that cannot run here is refused for
             # that first, whatever its verdict.
             verdict, warning = model_verdict(config, mode)
@@ -163,9 +180,9 @@ def start_agent(config: AgentConfig, mode: Mode, vos: Sequence[str], vo_shares: 
                     f"{checkpoint} holds the model of {saved.label()}"
                     + (f" (from {saved.source['path']})" if saved.source else "")
                     + f"; the config asks for {spec.label()}: move the file away to start afresh, or set "
-                      f"[agent] model")
-            agent, spec = load_policy(checkpoint, expect_vos=tuple(vos), expect_features=features, mode=how,
-                                      live=True)
+                    f"[agent] model"
+                )
+            agent, spec = load_policy(checkpoint, expect_vos=tuple(vos), expect_features=features, mode=how, live=True)
             return AgentHandle(agent, len(vos), spec), f"policy {spec.name}: resumed from {checkpoint}"
         built = build_policy(spec, BuildContext(mode=how, shares=vo_shares, live=True))
         return AgentHandle(built, len(vos), spec), f"policy {config.label}"
@@ -246,18 +263,40 @@ class AgentHandle:
         why: Explanation = explain_rank(i, order, scores, keys, nearest)
         run_s = float(self.runtime.pending(pend)[i])
         vo = int(pend.vo[i])
-        features = {"class": "interactive" if pend.job_class[i] == 1 else "batch",
-                    "vo": view.vos[vo] if 0 <= vo < len(view.vos) else str(vo), "cores": int(pend.cores[i]),
-                    "req_time_s": float(pend.req_time_s[i]), "est_runtime_s": run_s if np.isfinite(run_s) else None,
-                    "wait_s": float(view.time_s - pend.submit_s[i]), "held": bool(pend.held[i])}
-        return {"job_id": job_id, "policy": policy_label(self.spec, type(self.agent).__name__),
-                "score_kind": "Q-value" if self.learning else "rank score (n for the first of n)" if keys is None
-                else "rule",
-                "features": features, "score": float(why.score), "rank": why.rank, "pending": why.n,
-                "key": why.key_values,
-                "ahead": [{"job_id": int(pend.job_id[a.index]), "rank": a.rank, "reason": a.reason(),
-                           "field": a.field, "score_gap": a.score_gap} for a in why.ahead],
-                "change": why.change}
+        features = {
+            "class": "interactive" if pend.job_class[i] == 1 else "batch",
+            "vo": view.vos[vo] if 0 <= vo < len(view.vos) else str(vo),
+            "cores": int(pend.cores[i]),
+            "req_time_s": float(pend.req_time_s[i]),
+            "est_runtime_s": run_s if np.isfinite(run_s) else None,
+            "wait_s": float(view.time_s - pend.submit_s[i]),
+            "held": bool(pend.held[i]),
+        }
+        return {
+            "job_id": job_id,
+            "policy": policy_label(self.spec, type(self.agent).__name__),
+            "score_kind": "Q-value"
+            if self.learning
+            else "rank score (n for the first of n)"
+            if keys is None
+            else "rule",
+            "features": features,
+            "score": float(why.score),
+            "rank": why.rank,
+            "pending": why.n,
+            "key": why.key_values,
+            "ahead": [
+                {
+                    "job_id": int(pend.job_id[a.index]),
+                    "rank": a.rank,
+                    "reason": a.reason(),
+                    "field": a.field,
+                    "score_gap": a.score_gap,
+                }
+                for a in why.ahead
+            ],
+            "change": why.change,
+        }
 
     def q_values(self, view: ClusterView, rows: IntArray) -> FloatArray:
         """Q(s, a) of the pending jobs ``rows`` (learning agents; NaN for the others)."""
@@ -319,9 +358,14 @@ def policy_info(handle: AgentHandle, config: AgentConfig) -> dict[str, Any]:
     when the trainer wrote one, else the model file's modification time (``model_trained_from`` says which).
     """
     spec = handle.spec
-    info: dict[str, Any] = {"policy": spec.name if spec is not None else config.kind,
-                            "policy_label": policy_label(spec, config.label), "model": None, "model_sha256": None,
-                            "model_trained": None, "model_trained_from": None}
+    info: dict[str, Any] = {
+        "policy": spec.name if spec is not None else config.kind,
+        "policy_label": policy_label(spec, config.label),
+        "model": None,
+        "model_sha256": None,
+        "model_trained": None,
+        "model_trained_from": None,
+    }
     if spec is None or not spec.source:
         return info
     path = Path(spec.source["path"])
@@ -335,12 +379,19 @@ def policy_info(handle: AgentHandle, config: AgentConfig) -> dict[str, Any]:
         else:
             info["model_trained"], info["model_trained_from"] = _iso(path.stat().st_mtime), "file mtime"
     except (PolicyError, OSError):
-        pass                        # the model moved since it was loaded: path and sha256 still say what runs
+        pass  # the model moved since it was loaded: path and sha256 still say what runs
     return info
 
 
 def _subset(pend: PendingJobs, rows: IntArray) -> PendingJobs:
-    return PendingJobs(job_id=pend.job_id[rows], vo=pend.vo[rows], job_class=pend.job_class[rows],
-                       cores=pend.cores[rows], req_time_s=pend.req_time_s[rows], submit_s=pend.submit_s[rows],
-                       oracle_run_s=pend.oracle_run_s[rows], held=pend.held[rows],
-                       user=pend.user[rows] if len(pend.user) else pend.user)
+    return PendingJobs(
+        job_id=pend.job_id[rows],
+        vo=pend.vo[rows],
+        job_class=pend.job_class[rows],
+        cores=pend.cores[rows],
+        req_time_s=pend.req_time_s[rows],
+        submit_s=pend.submit_s[rows],
+        oracle_run_s=pend.oracle_run_s[rows],
+        held=pend.held[rows],
+        user=pend.user[rows] if len(pend.user) else pend.user,
+    )

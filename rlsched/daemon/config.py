@@ -268,15 +268,30 @@ def config_from_dict(data: Mapping[str, Any], source: str = "config") -> DaemonC
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
     if leasing.enabled and leasing.reconcile_every_s < poll:
-        raise _err(source, "leasing.reconcile_every_s", f"must be >= poll_interval_s ({poll:g} s): the reconcile "
-                                                        "loop runs inside a daemon cycle")
+        raise _err(
+            source,
+            "leasing.reconcile_every_s",
+            f"must be >= poll_interval_s ({poll:g} s): the reconcile loop runs inside a daemon cycle",
+        )
     shadow = shadow_config(data.get("shadow", {}), source)
     log = LOG.complete(_read(LOG, data, source))
-    return DaemonConfig(source=source, mode=mode, poll_interval_s=poll, backend=backend, agent=agent,
-                        metrics_host=host, metrics_port=port, metrics_allow_remote=allow_remote,
-                        state_dir=state["dir"], checkpoint_every_s=state["checkpoint_every_s"], gate=gate,
-                        leasing=leasing, shadow=shadow, log=LogConfig(level=log["level"].lower(), format=log["format"]),
-                        keys=tuple(_set_keys(data)))
+    return DaemonConfig(
+        source=source,
+        mode=mode,
+        poll_interval_s=poll,
+        backend=backend,
+        agent=agent,
+        metrics_host=host,
+        metrics_port=port,
+        metrics_allow_remote=allow_remote,
+        state_dir=state["dir"],
+        checkpoint_every_s=state["checkpoint_every_s"],
+        gate=gate,
+        leasing=leasing,
+        shadow=shadow,
+        log=LogConfig(level=log["level"].lower(), format=log["format"]),
+        keys=tuple(_set_keys(data)),
+    )
 
 
 def _check_tables(data: Mapping[str, Any], source: str) -> None:
@@ -303,13 +318,18 @@ def _backend(table: Mapping[str, Any], source: str) -> LiveBackendConfig:
 def _check_agent_fits(agent: AgentConfig, backend: LiveBackendConfig, mode: str, source: str) -> None:
     """A learned agent needs the backend's fixed VO list; keeping cores idle needs gate mode."""
     if agent.learning and not backend.vos:
-        raise _err(source, "backend.vos", f"agent {agent.label!r} needs a fixed VO list (the width of its "
-                                          "features); set [backend] vos and default_vo")
+        raise _err(
+            source,
+            "backend.vos",
+            f"agent {agent.label!r} needs a fixed VO list (the width of its "
+            "features); set [backend] vos and default_vo",
+        )
     if mode != "gate" and agent.model is None and agent.params.get("keep_idle_cores"):
         raise _err(source, "agent.keep_idle_cores", "keeping cores idle needs gate mode")
     if mode != "gate" and agent.kind == "interactive-first-keepidle":
-        raise _err(source, "agent.kind", "'interactive-first-keepidle' keeps cores idle by holding jobs: it "
-                                         "needs gate mode")
+        raise _err(
+            source, "agent.kind", "'interactive-first-keepidle' keeps cores idle by holding jobs: it needs gate mode"
+        )
 
 
 def _metrics(data: Mapping[str, Any], source: str) -> tuple[str, int | None, bool]:
@@ -317,9 +337,13 @@ def _metrics(data: Mapping[str, Any], source: str) -> tuple[str, int | None, boo
     metrics = METRICS.complete(_read(METRICS, data, source))
     host, port = parse_listen(metrics["listen"])
     if port is not None and not is_loopback(host) and not metrics["allow_remote"]:
-        raise _err(source, "metrics.listen", f"{host!r} is not a loopback address: the exporter would be "
-                                             "reachable from the network; set [metrics] allow_remote = true to "
-                                             "mean it (and firewall the port), or listen on 127.0.0.1")
+        raise _err(
+            source,
+            "metrics.listen",
+            f"{host!r} is not a loopback address: the exporter would be "
+            "reachable from the network; set [metrics] allow_remote = true to "
+            "mean it (and firewall the port), or listen on 127.0.0.1",
+        )
     return host, port, metrics["allow_remote"]
 
 
@@ -330,18 +354,25 @@ def _gate(gate: GateConfig, mode: str, poll: float, backend: LiveBackendConfig, 
     # hooks refuse leases on a stale one.  One call retried to its end must not make the heartbeat stale.
     slowest = poll + worst_call_s(backend)
     if gate.stale_after_s <= slowest:
-        raise _err(source, "gate.stale_after_s", f"must exceed poll_interval_s plus one backend call retried to "
-                                                  f"its end (retry_attempts x timeout_s + backoff = "
-                                                  f"{slowest - poll:g} s), i.e. {slowest:g} s, got "
-                                                  f"{gate.stale_after_s:g}: a slow but working daemon would "
-                                                  "look dead")
+        raise _err(
+            source,
+            "gate.stale_after_s",
+            f"must exceed poll_interval_s plus one backend call retried to "
+            f"its end (retry_attempts x timeout_s + backoff = "
+            f"{slowest - poll:g} s), i.e. {slowest:g} s, got "
+            f"{gate.stale_after_s:g}: a slow but working daemon would "
+            "look dead",
+        )
     if mode == "gate":
         problem = backend.gate_problem()
         if problem is not None:
             raise _err(source, f"backend.{problem[0]}", problem[1])
         if gate.stale_after_s <= 2 * poll:
-            raise _err(source, "gate.stale_after_s", f"must exceed twice poll_interval_s ({poll:g} s), "
-                                                     f"or the watchdog releases jobs under a live daemon")
+            raise _err(
+                source,
+                "gate.stale_after_s",
+                f"must exceed twice poll_interval_s ({poll:g} s), or the watchdog releases jobs under a live daemon",
+            )
     return gate
 
 
@@ -373,16 +404,21 @@ def reload_problem(running: DaemonConfig, new: DaemonConfig) -> str | None:
     new_keys = set(new.keys)
     tables = [key for key in running.keys if "." not in key and key not in new_keys]
     last = next((key for key in reversed(new.keys) if "." not in key), None)
-    cut = [key for key in running.keys if last is not None and last not in changed
-           and key.startswith(f"{last}.") and key not in new_keys]
-    shown = tables or cut             # a whole table gone: name the tables, not each of their keys
+    cut = [
+        key
+        for key in running.keys
+        if last is not None and last not in changed and key.startswith(f"{last}.") and key not in new_keys
+    ]
+    shown = tables or cut  # a whole table gone: name the tables, not each of their keys
     if not shown:
         return None
     names = ", ".join(repr(key) for key in shown[:4]) + (f" and {len(shown) - 4} more" if len(shown) > 4 else "")
     what = ("table" if tables else "key") + ("s" if len(shown) > 1 else "")
     verb = "are" if len(shown) > 1 else "is"
-    return (f"{new.source}: {what} {names} of the running config {verb} missing from the file (half-written?); "
-            "write it again (its default value to mean the default), or restart the daemon to drop it")
+    return (
+        f"{new.source}: {what} {names} of the running config {verb} missing from the file (half-written?); "
+        "write it again (its default value to mean the default), or restart the daemon to drop it"
+    )
 
 
 def shadow_config(table: Mapping[str, Any], source: str) -> DecisionLogConfig:
@@ -413,8 +449,11 @@ def agent_config(table: Mapping[str, Any], source: str) -> AgentConfig:
     params = {k: v for k, v in table.items() if k not in AGENT}
     if model is not None:
         if params:
-            raise _err(source, f"agent.{sorted(params)[0]}", "a saved model carries its own parameters; remove "
-                                                             "the key or the model")
+            raise _err(
+                source,
+                f"agent.{sorted(params)[0]}",
+                "a saved model carries its own parameters; remove the key or the model",
+            )
         path = Path(model)
         if not path.is_absolute() and Path(source).is_file():
             path = Path(source).resolve().parent / path
@@ -427,8 +466,11 @@ def agent_config(table: Mapping[str, Any], source: str) -> AgentConfig:
             message = str(exc).removeprefix(f"policy {kind!r}: ").removeprefix(f"parameter {key!r}: ")
             raise _err(source, f"agent.{key}", message) from None
     if checked.get("runtime_model") == "oracle":
-        raise _err(source, "agent.runtime_model", "'oracle' needs the actual runtimes, which only a simulator "
-                                                  "knows; use 'estimated' or 'requested'")
+        raise _err(
+            source,
+            "agent.runtime_model",
+            "'oracle' needs the actual runtimes, which only a simulator knows; use 'estimated' or 'requested'",
+        )
     if checked.get("elastic"):
         raise _err(source, "agent.elastic", "the elastic pool runs only in the simulator")
     return AgentConfig(kind=found.name, params=checked, **judging)
@@ -439,14 +481,21 @@ def _live_policy(kind: str, model: str | None, source: str) -> Any:
     if kind in RETIRED_AGENT_KINDS:
         raise _err(source, "agent.kind", f"{kind!r} is no longer a policy name; write {RETIRED_AGENT_KINDS[kind]}")
     if model in ("esn", "ffnn"):
-        raise _err(source, "agent.model", f"the Q-function is now part of the policy name: write kind = "
-                                          f"\"sarsa-{model}\" (or \"fqi-{model}\"); model is the path of a saved "
-                                          "model")
+        raise _err(
+            source,
+            "agent.model",
+            f"the Q-function is now part of the policy name: write kind = "
+            f'"sarsa-{model}" (or "fqi-{model}"); model is the path of a saved '
+            "model",
+        )
     try:
         found = entry(kind)
     except PolicyError:
-        raise _err(source, "agent.kind", f"unknown policy {kind!r} (known: "
-                                         f"{', '.join(n for n, e in POLICIES.items() if e.live)})") from None
+        raise _err(
+            source,
+            "agent.kind",
+            f"unknown policy {kind!r} (known: {', '.join(n for n, e in POLICIES.items() if e.live)})",
+        ) from None
     if not found.live:
         raise _err(source, "agent.kind", f"{kind!r} replays a trace's recorded schedule; it cannot run live")
     return found
@@ -478,8 +527,9 @@ def load_config(path: str | Path, *, require_mode: bool = False) -> DaemonConfig
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         # TOML is UTF-8: a binary file (or one in another encoding) is refused, not a traceback.
-        raise ConfigError(f"{source}: not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset {exc.start}): a TOML "
-                          "config is UTF-8") from None
+        raise ConfigError(
+            f"{source}: not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset {exc.start}): a TOML config is UTF-8"
+        ) from None
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -487,13 +537,17 @@ def load_config(path: str | Path, *, require_mode: bool = False) -> DaemonConfig
     except RecursionError:
         raise ConfigError(f"{source}: not valid TOML: arrays or tables nested too deeply") from None
     if not data:
-        raise ConfigError(f"{source}: the file is empty: a config names at least [backend] mode (shadow, boost "
-                          "or gate)")
+        raise ConfigError(
+            f"{source}: the file is empty: a config names at least [backend] mode (shadow, boost or gate)"
+        )
     backend = data.get("backend")
     if require_mode and (not isinstance(backend, Mapping) or "mode" not in backend):
         # Explicit, never the default: a file cut short before its mode would otherwise run in shadow mode.
-        raise _err(source, "backend.mode", "missing: a config names its mode explicitly (shadow, boost or gate); "
-                                           "is the file half-written?")
+        raise _err(
+            source,
+            "backend.mode",
+            "missing: a config names its mode explicitly (shadow, boost or gate); is the file half-written?",
+        )
     try:
         return config_from_dict(data, source)
     except RecursionError:

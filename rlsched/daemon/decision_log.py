@@ -95,15 +95,15 @@ class DecisionLog:
         fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
         try:
             if size > 0 and not self._ends_with_newline(fd, size):
-                line = b"\n" + line            # isolate a torn last line left by a crash
+                line = b"\n" + line  # isolate a torn last line left by a crash
             written = os.write(fd, line)
-            if written != len(line):           # a short write (disk full): the rest would tear the line
+            if written != len(line):  # a short write (disk full): the rest would tear the line
                 raise OSError(f"short write to {self.path}: {written} of {len(line)} bytes")
             os.fsync(fd)
         finally:
             os.close(fd)
         if size == 0:
-            _fsync_dir(self.path.parent)       # a new file: make its name durable too
+            _fsync_dir(self.path.parent)  # a new file: make its name durable too
         return len(line)
 
     def _size(self) -> int:
@@ -118,7 +118,7 @@ class DecisionLog:
 
     def rotate(self) -> None:
         """Shift ``.k`` to ``.k+1`` (dropping the oldest), the live file to ``.1``; each step atomic."""
-        older = rotated_paths(self.path, self.keep)        # oldest first
+        older = rotated_paths(self.path, self.keep)  # oldest first
         if self.keep == 0:
             self.path.unlink(missing_ok=True)
         else:
@@ -137,27 +137,44 @@ def _score(x: float) -> float | None:
     return round(x, 6) if math.isfinite(x) else None
 
 
-def decision_record(view: ClusterView, order: IntArray, scores: FloatArray, state: Sequence[float],
-                    state_names: Sequence[str], decisions: Decisions | None, mode: str,
-                    policy: Mapping[str, Any], max_jobs: int) -> dict[str, Any]:
+def decision_record(
+    view: ClusterView,
+    order: IntArray,
+    scores: FloatArray,
+    state: Sequence[float],
+    state_names: Sequence[str],
+    decisions: Decisions | None,
+    mode: str,
+    policy: Mapping[str, Any],
+    max_jobs: int,
+) -> dict[str, Any]:
     """One line of the log (see the module docstring) from a view and the agent's ranking of it."""
     pend = view.pending
     top = order[:max_jobs]
-    ranked = [[int(pend.job_id[i]), _score(float(scores[i])), int(pend.cores[i]), int(pend.vo[i]),
-               int(pend.job_class[i])] for i in top.tolist()]
+    ranked = [
+        [int(pend.job_id[i]), _score(float(scores[i])), int(pend.cores[i]), int(pend.vo[i]), int(pend.job_class[i])]
+        for i in top.tolist()
+    ]
     d = decisions if decisions is not None else Decisions()
     return {
-        "v": RECORD_VERSION, "time": float(view.time_s), "mode": mode,
-        "policy": policy.get("policy"), "model_sha256": policy.get("model_sha256"),
-        "vos": list(view.vos), "pending": len(pend), "idle_cores": int(view.idle_cores),
+        "v": RECORD_VERSION,
+        "time": float(view.time_s),
+        "mode": mode,
+        "policy": policy.get("policy"),
+        "model_sha256": policy.get("model_sha256"),
+        "vos": list(view.vos),
+        "pending": len(pend),
+        "idle_cores": int(view.idle_cores),
         "total_cores": int(view.total_cores),
         "state": {name: _score(float(v)) for name, v in zip(state_names, state, strict=True)},
         "ranked": ranked,
         # The top of the order the agent chose to apply where it chose one (boost): a learning agent explores
         # its top pick now and then, and the log says what Slurm was (or would have been) told.
-        "would": {"top": int(d.boost[0]) if d.boost else (ranked[0][0] if ranked else None),
-                  "release": [int(j) for j in d.release],
-                  "hold": [int(j) for j in d.hold]},
+        "would": {
+            "top": int(d.boost[0]) if d.boost else (ranked[0][0] if ranked else None),
+            "release": [int(j) for j in d.release],
+            "hold": [int(j) for j in d.hold],
+        },
     }
 
 
@@ -184,8 +201,9 @@ def _lines(path: Path) -> Iterator[tuple[int, bytes]]:
         yield from enumerate(fh, 1)
 
 
-def read_decision_log(path: Path, keep: int = DEFAULT_KEEP, since_s: float = -math.inf,
-                      until_s: float = math.inf) -> LogRead:
+def read_decision_log(
+    path: Path, keep: int = DEFAULT_KEEP, since_s: float = -math.inf, until_s: float = math.inf
+) -> LogRead:
     """Every record with ``since_s <= time < until_s``, oldest first; torn or damaged lines are counted."""
     out = LogRead(files=log_files(path, keep))
     for file in out.files:
@@ -194,8 +212,12 @@ def read_decision_log(path: Path, keep: int = DEFAULT_KEEP, since_s: float = -ma
                 continue
             try:
                 record = json.loads(raw)
-                ok = (isinstance(record, dict) and record.get("v") == RECORD_VERSION
-                      and isinstance(record.get("time"), int | float) and isinstance(record.get("ranked"), list))
+                ok = (
+                    isinstance(record, dict)
+                    and record.get("v") == RECORD_VERSION
+                    and isinstance(record.get("time"), int | float)
+                    and isinstance(record.get("ranked"), list)
+                )
             except ValueError:
                 ok = False
             if not ok:

@@ -91,8 +91,9 @@ class Daemon:
     :class:`rlsched.core.live.LiveBackend` (and :class:`~rlsched.core.live.NodeControl` for leasing).
     """
 
-    def __init__(self, config: DaemonConfig, backend: LiveBackend | None = None,
-                 clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self, config: DaemonConfig, backend: LiveBackend | None = None, clock: Callable[[], float] = time.time
+    ) -> None:
         self.config = config
         self.clock = clock
         state_dir = config.state_dir
@@ -100,9 +101,14 @@ class Daemon:
         self.backend: LiveBackend = backend if backend is not None else build_backend(backend_config, state_dir)
         # The class rule a loaded model must have been trained for (backends without one: not checked).
         class_rule = getattr(backend_config, "class_rule", None)
-        self.agent, agent_origin = start_agent(config.agent, config.mode, backend_config.vos,
-                                               backend_config.vo_shares, config.model_file,
-                                               class_rule.to_dict() if class_rule is not None else None)
+        self.agent, agent_origin = start_agent(
+            config.agent,
+            config.mode,
+            backend_config.vos,
+            backend_config.vo_shares,
+            config.model_file,
+            class_rule.to_dict() if class_rule is not None else None,
+        )
         log.info("agent: %s", agent_origin)
         for warning in self.agent.warnings:
             log.warning("agent: %s", warning)
@@ -111,7 +117,9 @@ class Daemon:
         shadow = config.shadow
         self.decision_log: DecisionLog | None = (
             DecisionLog(config.decision_log_file, shadow.max_bytes, shadow.keep)
-            if shadow.enabled and config.mode in shadow.modes else None)
+            if shadow.enabled and config.mode in shadow.modes
+            else None
+        )
         #: Persistent faults (a phase failing every cycle, the decision log), logged once then at a bounded rate.
         self.faults = FaultLog(log)
         self.counters, self.model_saved_s = load_counters(config.counters_file)
@@ -119,15 +127,22 @@ class Daemon:
         self.leasing: LeasingService | None = None
         if config.leasing.enabled:
             if not isinstance(self.backend, NodeControl):
-                raise ValueError(f"{config.source}: [leasing] is enabled but the {backend_config.kind} backend "
-                                 "cannot control nodes")
-            self.leasing = LeasingService(config.leasing, self.backend, Path(state_dir),
-                                          enforce=config.mode != "shadow")
+                raise ValueError(
+                    f"{config.source}: [leasing] is enabled but the {backend_config.kind} backend cannot control nodes"
+                )
+            self.leasing = LeasingService(
+                config.leasing, self.backend, Path(state_dir), enforce=config.mode != "shadow"
+            )
         leasing = self.leasing
-        self.exporter = Exporter(self.agent.state_names, lambda: self.counters, config.mode, clock=clock,
-                                 lease_snapshot=None if leasing is None else leasing.snapshot,
-                                 verdict=self.agent.verdict if config.agent.model is not None else None,
-                                 model=config.agent.model is not None)
+        self.exporter = Exporter(
+            self.agent.state_names,
+            lambda: self.counters,
+            config.mode,
+            clock=clock,
+            lease_snapshot=None if leasing is None else leasing.snapshot,
+            verdict=self.agent.verdict if config.agent.model is not None else None,
+            model=config.agent.model is not None,
+        )
         self.exporter.last_checkpoint_s = self.model_saved_s
         self.consecutive_failures = 0
         self._seen_errors: Counter[str] = Counter(self.backend.errors)
@@ -149,14 +164,20 @@ class Daemon:
         t0 = time.perf_counter()
         try:
             yield
-        except Exception as exc:           # never fatal (docs/design.md, Reliability): log, count, carry on
+        except Exception as exc:  # never fatal (docs/design.md, Reliability): log, count, carry on
             report.failed.append(name)
             with self.exporter.lock:
                 self.counters.cycle_failures[name] += 1
             # Once with its traceback, then a reminder at a bounded rate: a fault of every cycle (an unwritable
             # checkpoint) must not bury the rest of the log.  Every failure is counted all the same.
-            self.faults.failed(f"phase {name}", logging.WARNING if name == "view" else logging.ERROR,
-                               "cycle: %s failed: %s", name, exc, exc_info=name != "view")
+            self.faults.failed(
+                f"phase {name}",
+                logging.WARNING if name == "view" else logging.ERROR,
+                "cycle: %s failed: %s",
+                name,
+                exc,
+                exc_info=name != "view",
+            )
         else:
             self.faults.recovered(f"phase {name}", "cycle: %s works again", name)
         finally:
@@ -182,7 +203,7 @@ class Daemon:
             with self._phase("learn", report):
                 report.new_rewards = self._account_learning(view)
             if self.leasing is not None:
-                with self._phase("lease", report):     # not under the exporter's lock: it runs commands
+                with self._phase("lease", report):  # not under the exporter's lock: it runs commands
                     report.lease = self.leasing.cycle(view)
         # Counted before the checkpoint so that it holds this cycle too.
         self._sync_backend_counters()
@@ -197,8 +218,13 @@ class Daemon:
         self.exporter.cycle_finished(view, failed=bool(report.failed))
         if report.decisions is not None and not report.decisions.empty:
             d = report.decisions
-            log.debug("cycle: %s release=%s hold=%s boost=%s", "acted" if report.acted else "shadow",
-                     list(d.release), list(d.hold), None if d.boost is None else list(d.boost[:10]))
+            log.debug(
+                "cycle: %s release=%s hold=%s boost=%s",
+                "acted" if report.acted else "shadow",
+                list(d.release),
+                list(d.hold),
+                None if d.boost is None else list(d.boost[:10]),
+            )
         return report
 
     def _scoped(self, decisions: Decisions) -> Decisions:
@@ -215,16 +241,30 @@ class Daemon:
         assert self.decision_log is not None
         try:
             order, scores = self.agent.ranking(view)
-            record = decision_record(view, order, scores, self.agent.state(view).tolist(), self.agent.state_names,
-                                     decisions, self.config.mode, self.policy_info, self.config.shadow.max_jobs)
+            record = decision_record(
+                view,
+                order,
+                scores,
+                self.agent.state(view).tolist(),
+                self.agent.state_names,
+                decisions,
+                self.config.mode,
+                self.policy_info,
+                self.config.shadow.max_jobs,
+            )
             self.decision_log.append(record)
         except Exception as exc:
             with self.exporter.lock:
                 self.counters.decision_log["failed"] += 1
                 self._dirty = True
-            self.faults.failed("decision log", logging.ERROR, "decision log %s: cannot append (counted in "
-                               "rlsched_decision_log_lines_total{outcome=\"failed\"}; scheduling goes on): %s",
-                               self.decision_log.path, exc)
+            self.faults.failed(
+                "decision log",
+                logging.ERROR,
+                "decision log %s: cannot append (counted in "
+                'rlsched_decision_log_lines_total{outcome="failed"}; scheduling goes on): %s',
+                self.decision_log.path,
+                exc,
+            )
             return False
         self.faults.recovered("decision log", "decision log %s: appends work again", self.decision_log.path)
         with self.exporter.lock:
@@ -236,7 +276,7 @@ class Daemon:
         with self.exporter.lock:
             c = self.counters.decisions
             if d.boost is not None:
-                c["boost"] += 1                     # one ranking of the whole queue
+                c["boost"] += 1  # one ranking of the whole queue
             c["release"] += len(d.release)
             c["hold"] += len(d.hold)
             if d.lease_cap is not None:
@@ -263,8 +303,7 @@ class Daemon:
     # ------------------------------------------------------------------------------------- checkpoints
     def _checkpoint(self, force: bool) -> None:
         now = time.monotonic()
-        due = (self._last_checkpoint_mono is None
-               or now - self._last_checkpoint_mono >= self.config.checkpoint_every_s)
+        due = self._last_checkpoint_mono is None or now - self._last_checkpoint_mono >= self.config.checkpoint_every_s
         if not force and not (due and self._dirty):
             return
         if self.agent.save(self.config.model_file):
@@ -278,8 +317,10 @@ class Daemon:
     # ------------------------------------------------------------------------------------- export
     def _sync_backend_counters(self) -> None:
         with self.exporter.lock:
-            for source, seen, target in ((self.backend.errors, self._seen_errors, self.counters.backend_errors),
-                                         (self.backend.actions, self._seen_actions, self.counters.actions)):
+            for source, seen, target in (
+                (self.backend.errors, self._seen_errors, self.counters.backend_errors),
+                (self.backend.actions, self._seen_actions, self.counters.actions),
+            ):
                 for kind, n in source.items():
                     if n > seen[kind]:
                         target[kind] += n - seen[kind]
@@ -312,30 +353,47 @@ class Daemon:
         previous gate-mode run left behind without a clean stop (a crash, then a restart in shadow or boost
         mode), carried on until a gate-mode run stops cleanly."""
         fields = self.backend.heartbeat_fields()
-        own = fields.get("partitions", fields.get("queues"))        # Slurm partitions, PBS queues
+        own = fields.get("partitions", fields.get("queues"))  # Slurm partitions, PBS queues
         if self.config.mode == "gate":
             return sorted(str(p) for p in own) if isinstance(own, list) else []
         previous = read_heartbeat(self.config.heartbeat_file)
         if previous is None or previous.get("stopped"):
             return []
         carried = previous.get("gated_partitions")
-        if carried is None and previous.get("mode") == "gate":      # a heartbeat from before this field
+        if carried is None and previous.get("mode") == "gate":  # a heartbeat from before this field
             carried = previous.get("partitions")
         if not isinstance(carried, list) or not carried:
             return []
-        log.warning("the previous run (mode %s, pid %s) gated %s and did not stop cleanly: the watchdog releases "
-                    "their held jobs", previous.get("mode"), previous.get("pid"), ",".join(map(str, carried)))
+        log.warning(
+            "the previous run (mode %s, pid %s) gated %s and did not stop cleanly: the watchdog releases "
+            "their held jobs",
+            previous.get("mode"),
+            previous.get("pid"),
+            ",".join(map(str, carried)),
+        )
         return sorted(str(p) for p in carried)
 
     def write_heartbeat(self, stopped: bool = False) -> None:
         """Tell the watchdog and the leasing hook when the daemon last worked (or that it stopped on purpose,
         after releasing its jobs).  ``time`` is the end of the last working cycle, ``written`` now."""
-        write_json_atomic(self.config.heartbeat_file, {
-            "pid": os.getpid(), "host": socket.gethostname(), "time": self.last_working_s,
-            "written": self.clock(), "consecutive_failures": self.consecutive_failures, "mode": self.config.mode,
-            **self.backend.heartbeat_fields(), "gated_partitions": self.gated_partitions, **self.policy_info,
-            "decision_log": None if self.decision_log is None else str(self.decision_log.path),
-            "stale_after_s": self.config.gate.stale_after_s, "stopped": stopped}, mode=PUBLIC)
+        write_json_atomic(
+            self.config.heartbeat_file,
+            {
+                "pid": os.getpid(),
+                "host": socket.gethostname(),
+                "time": self.last_working_s,
+                "written": self.clock(),
+                "consecutive_failures": self.consecutive_failures,
+                "mode": self.config.mode,
+                **self.backend.heartbeat_fields(),
+                "gated_partitions": self.gated_partitions,
+                **self.policy_info,
+                "decision_log": None if self.decision_log is None else str(self.decision_log.path),
+                "stale_after_s": self.config.gate.stale_after_s,
+                "stopped": stopped,
+            },
+            mode=PUBLIC,
+        )
 
     def _heartbeat_safely(self, stopped: bool = False) -> None:
         try:
@@ -370,10 +428,10 @@ class Daemon:
             problem = reload_problem(self.config, new)
             if problem is not None:
                 raise ConfigError(problem)
-        except Exception as exc:                    # never fatal: whatever the file holds, the running config stays
+        except Exception as exc:  # never fatal: whatever the file holds, the running config stays
             reason = str(exc) if isinstance(exc, ConfigError) else f"{self.config.source}: {type(exc).__name__}: {exc}"
             log.error("reload refused, the running config stays: %s", " ".join(reason.split()))
-            with self.exporter.lock:                # rlsched_cycle_failures_total{phase="reload"}
+            with self.exporter.lock:  # rlsched_cycle_failures_total{phase="reload"}
                 self.counters.cycle_failures["reload"] += 1
                 self._dirty = True
             self.stop_event.clear()
@@ -384,8 +442,11 @@ class Daemon:
     def _reload_keeps_changes(self) -> bool:
         """Whether the new config can take over what this one changed in the batch system as it is."""
         new = self.reload_config
-        return new is not None and (new.mode, new.state_dir, new.backend) == \
-            (self.config.mode, self.config.state_dir, self.config.backend)
+        return new is not None and (new.mode, new.state_dir, new.backend) == (
+            self.config.mode,
+            self.config.state_dir,
+            self.config.backend,
+        )
 
     def next_delay_s(self, failed: bool) -> float:
         """The pause before the next cycle: the poll interval, doubled per consecutive failed view."""
@@ -408,16 +469,25 @@ class Daemon:
         After a SIGHUP whose config loads, it returns 0 with :attr:`reload_config` set (see :func:`run_daemon`).
         """
         if self.config.gate.stale_after_s <= self.config.poll_interval_s:
-            log.warning("gate.stale_after_s (%g s) does not exceed poll_interval_s (%g s): the heartbeat goes stale "
-                        "between two working cycles", self.config.gate.stale_after_s, self.config.poll_interval_s)
+            log.warning(
+                "gate.stale_after_s (%g s) does not exceed poll_interval_s (%g s): the heartbeat goes stale "
+                "between two working cycles",
+                self.config.gate.stale_after_s,
+                self.config.poll_interval_s,
+            )
         if serve_metrics and self.config.metrics_port is not None:
             port = self.exporter.serve(self.config.metrics_host, self.config.metrics_port)
             log.info("metrics on http://%s:%d/metrics", self.config.metrics_host, port)
-        log.info("rlsched daemon: mode %s, agent %s, poll every %g s, state in %s", self.config.mode,
-                 self.config.agent.label, self.config.poll_interval_s, self.config.state_dir)
+        log.info(
+            "rlsched daemon: mode %s, agent %s, poll every %g s, state in %s",
+            self.config.mode,
+            self.config.agent.label,
+            self.config.poll_interval_s,
+            self.config.state_dir,
+        )
         status = 0
         final = not once
-        notifier = Notifier()        # systemd Type=notify: READY/WATCHDOG only after cycles that worked
+        notifier = Notifier()  # systemd Type=notify: READY/WATCHDOG only after cycles that worked
         try:
             self._heartbeat_safely()
             while not self.stop_event.is_set():
@@ -432,8 +502,12 @@ class Daemon:
                 self._wait(self.next_delay_s("view" in report.failed))
                 if self.stop_event.is_set() and self._take_reload():
                     final = not self._reload_keeps_changes()
-                    log.info("reload: %s", "the new config goes on from this one's changes" if not final
-                             else "mode, state dir or backend changed: releasing and undoing first")
+                    log.info(
+                        "reload: %s",
+                        "the new config goes on from this one's changes"
+                        if not final
+                        else "mode, state dir or backend changed: releasing and undoing first",
+                    )
         finally:
             if self.reload_config is not None:
                 # The next daemon of this process sends READY=1 after its first working cycle.
@@ -466,14 +540,17 @@ class Daemon:
                 log.info("stop: undid %d changes in %s", undone, self.backend.describe())
             except Exception as exc:
                 left = {kind: n for kind, n in self.backend.changes().items() if n}
-                log.error("stop: undo incomplete, %s left for the next start (%s): %s", left,
-                          self.backend.describe(), exc)
+                log.error(
+                    "stop: undo incomplete, %s left for the next start (%s): %s", left, self.backend.describe(), exc
+                )
         if final and drain_cloud and self.leasing is not None:
             try:
                 self.leasing.stop()
             except Exception as exc:
-                log.error("stop: could not drain the cloud nodes (the resume hook marks them DOWN if Slurm picks "
-                          "them): %s", exc)
+                log.error(
+                    "stop: could not drain the cloud nodes (the resume hook marks them DOWN if Slurm picks them): %s",
+                    exc,
+                )
         self._sync_backend_counters()
         try:
             self._checkpoint(force=True)

@@ -26,8 +26,9 @@ class CheckpointError(RlschedError, ValueError):
 
 
 def save_counters(path: Path, counters: Counters, model_saved_s: float | None) -> None:
-    write_json_atomic(path, {"version": COUNTERS_VERSION, "counters": counters.to_dict(),
-                             "model_saved_s": model_saved_s})
+    write_json_atomic(
+        path, {"version": COUNTERS_VERSION, "counters": counters.to_dict(), "model_saved_s": model_saved_s}
+    )
 
 
 def load_counters(path: Path) -> tuple[Counters, float | None]:

@@ -39,7 +39,19 @@ def read_jobcomp(lines: Iterable[str], source: str, log: DropLog) -> Iterator[Hi
         # A job cancelled while pending has StartTime = EndTime and no CPUs (docs/slurm.md).
         ran = record.procs > 0 and record.nodes > 0
         yield HistoryJob(
-            job_id=str(record.job_id), raw_id=record.job_id, user=record.user, group=record.group,
-            account=record.account, partition=record.partition, qos=record.qos, state=record.state,
-            submit_s=record.submit_s, eligible_s=math.nan, start_s=record.start_s if ran else math.nan,
-            end_s=record.end_s, time_limit_s=record.time_limit_s, cpus=record.procs, nodes=record.nodes)
+            job_id=str(record.job_id),
+            raw_id=record.job_id,
+            user=record.user,
+            group=record.group,
+            account=record.account,
+            partition=record.partition,
+            qos=record.qos,
+            state=record.state,
+            submit_s=record.submit_s,
+            eligible_s=math.nan,
+            start_s=record.start_s if ran else math.nan,
+            end_s=record.end_s,
+            time_limit_s=record.time_limit_s,
+            cpus=record.procs,
+            nodes=record.nodes,
+        )

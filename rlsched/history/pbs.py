@@ -28,8 +28,9 @@ def accounting_files(path: Path) -> list[Path]:
     return [path]
 
 
-def read_pbs_accounting(lines: Iterable[str], source: str, log: DropLog,
-                        vo_from: str = "project") -> Iterator[HistoryJob]:
+def read_pbs_accounting(
+    lines: Iterable[str], source: str, log: DropLog, vo_from: str = "project"
+) -> Iterator[HistoryJob]:
     """The jobs of the ``E`` records of an accounting log; a bad line is ``log.bad`` (``FILE:LINE``)."""
     for _, record, job in end_records(lines, source, log.bad):
         if job.array:
@@ -40,8 +41,20 @@ def read_pbs_accounting(lines: Iterable[str], source: str, log: DropLog,
         etime = fields.get("etime", "")
         short_id = job.pbs_id.split(".", 1)[0]
         yield HistoryJob(
-            job_id=short_id, raw_id=job.job_id, user=job.user, group=job.group, account=job.vo_key(vo_from),
-            partition=job.queue, qos="", state="COMPLETED" if job.exit_status == 0 else "FAILED",
-            submit_s=job.submit_s, eligible_s=float(etime) if etime.isdecimal() else math.nan,
-            start_s=job.start_s, end_s=job.end_s, time_limit_s=job.walltime_s, cpus=job.cpus,
-            nodes=int(nodect) if nodect.isdecimal() else 1, req_cpus=job.cpus)
+            job_id=short_id,
+            raw_id=job.job_id,
+            user=job.user,
+            group=job.group,
+            account=job.vo_key(vo_from),
+            partition=job.queue,
+            qos="",
+            state="COMPLETED" if job.exit_status == 0 else "FAILED",
+            submit_s=job.submit_s,
+            eligible_s=float(etime) if etime.isdecimal() else math.nan,
+            start_s=job.start_s,
+            end_s=job.end_s,
+            time_limit_s=job.walltime_s,
+            cpus=job.cpus,
+            nodes=int(nodect) if nodect.isdecimal() else 1,
+            req_cpus=job.cpus,
+        )

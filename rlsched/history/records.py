@@ -15,15 +15,15 @@ from rlsched.errors import RlschedError
 
 #: Drop reasons, in the order they are tested (a record is counted once, under the first that applies).
 DROP_REASONS = (
-    "job_step",                # 123.batch, 123.0, 123.extern: a step of a job, not a job
-    "array_placeholder",       # 123_[1-5]: the pending remainder of an array, not a job that ran
+    "job_step",  # 123.batch, 123.0, 123.extern: a step of a job, not a job
+    "array_placeholder",  # 123_[1-5]: the pending remainder of an array, not a job that ran
     "cancelled_before_start",  # cancelled while pending (no start, or no CPUs allocated)
-    "not_started",             # no start time: still pending when the records were taken, or never launched
-    "not_ended",               # started but no end: still running when the records were taken
-    "zero_cpus",               # a start and an end but no allocated CPU
-    "bad_times",               # no submit time, end before start, start before submit, absurd values
-    "outside_window",          # submitted outside the --start/--end window
-    "duplicate",               # the same job (raw id and start) twice
+    "not_started",  # no start time: still pending when the records were taken, or never launched
+    "not_ended",  # started but no end: still running when the records were taken
+    "zero_cpus",  # a start and an end but no allocated CPU
+    "bad_times",  # no submit time, end before start, start before submit, absurd values
+    "outside_window",  # submitted outside the --start/--end window
+    "duplicate",  # the same job (raw id and start) twice
 )
 #: A line (or JSON entry) that could not be read at all; counted beside the drops.
 MALFORMED = "malformed"

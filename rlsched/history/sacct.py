@@ -35,14 +35,32 @@ from rlsched.history.records import DropLog, HistoryFormatError, HistoryJob
 
 #: The ``--format`` the live import asks for (``sacct -a -X -P --format=…``): no free-text field, so no
 #: value can hold ``|`` or a newline.  A saved file may have these in any order, and others beside them.
-SACCT_FIELDS = ("JobIDRaw", "JobID", "User", "Group", "Account", "Partition", "QOS", "State", "Submit",
-                "Eligible", "Start", "End", "TimelimitRaw", "AllocCPUS", "ReqCPUS", "NNodes", "NodeList")
+SACCT_FIELDS = (
+    "JobIDRaw",
+    "JobID",
+    "User",
+    "Group",
+    "Account",
+    "Partition",
+    "QOS",
+    "State",
+    "Submit",
+    "Eligible",
+    "Start",
+    "End",
+    "TimelimitRaw",
+    "AllocCPUS",
+    "ReqCPUS",
+    "NNodes",
+    "NodeList",
+)
 #: The NodeList of a job that never ran.  Slurm 22.05 gives a job cancelled while pending a Start (= End, the
 #: cancel time) and its requested CPUs as AllocCPUS: only the node list tells it never started.
 NONE_ASSIGNED = "None assigned"
 #: Columns whose values users write freely (may contain ``|`` or a newline).
-FREE_TEXT = frozenset({"jobname", "comment", "admincomment", "systemcomment", "workdir", "submitline",
-                       "constraints", "wckey", "reason"})
+FREE_TEXT = frozenset(
+    {"jobname", "comment", "admincomment", "systemcomment", "workdir", "submitline", "constraints", "wckey", "reason"}
+)
 #: A line with too few fields is joined with at most this many following lines (a newline in a job name).
 MAX_CONTINUATION = 8
 #: Upper bound on any count read (CPUs, nodes): beyond it the record is malformed, not huge.
@@ -66,11 +84,11 @@ class _Bad(Exception):
 
 def _time(text: str, name: str) -> float:
     if text.isdecimal():
-        return float(text)                  # SLURM_TIME_FORMAT=%s
+        return float(text)  # SLURM_TIME_FORMAT=%s
     if text in _NO_TIME:
         return math.nan
     try:
-        return datetime.fromisoformat(text).timestamp()   # naive: the local time zone (TZ)
+        return datetime.fromisoformat(text).timestamp()  # naive: the local time zone (TZ)
     except (ValueError, OverflowError, OSError):
         raise _Bad(f"{name}: not a time: {text[:40]!r} (epoch seconds or YYYY-MM-DDTHH:MM:SS)") from None
 
@@ -115,8 +133,9 @@ class _Columns:
                 if choice in self.pos:
                     return self.pos[choice]
             if required:
-                raise HistoryFormatError(f"{where}: no {' or '.join(choices)} column in the header "
-                                         f"({'|'.join(names)[:120]})")
+                raise HistoryFormatError(
+                    f"{where}: no {' or '.join(choices)} column in the header ({'|'.join(names)[:120]})"
+                )
             return -1
 
         self.raw = first("jobidraw", required=False)
@@ -148,18 +167,19 @@ def _fix_count(fields: list[str], cols: _Columns) -> list[str] | None:
     extra = len(fields) - cols.n
     if extra > 0 and cols.free >= 0:
         f = cols.free
-        return [*fields[:f], "|".join(fields[f:f + extra + 1]), *fields[f + extra + 1:]]
+        return [*fields[:f], "|".join(fields[f : f + extra + 1]), *fields[f + extra + 1 :]]
     return None
 
 
-def _records(lines: Iterator[tuple[int, str]], cols: _Columns, source: str,
-             log: DropLog) -> Iterator[tuple[str, list[str]]]:
+def _records(
+    lines: Iterator[tuple[int, str]], cols: _Columns, source: str, log: DropLog
+) -> Iterator[tuple[str, list[str]]]:
     """(``FILE:LINE``, fields) per record, joining lines split by a newline inside a free-text value.
 
     Only a line that ends inside the free-text column is joined, and the joined record must have exactly
     the header's count: a line cut short elsewhere is reported, and the next record is read on its own.
     """
-    pending: tuple[int, str, int] | None = None      # first line, text so far, lines joined
+    pending: tuple[int, str, int] | None = None  # first line, text so far, lines joined
     for lineno, raw in lines:
         line = raw.rstrip("\r\n")
         if cols.trailing and line.endswith("|"):
@@ -174,8 +194,10 @@ def _records(lines: Iterator[tuple[int, str]], cols: _Columns, source: str,
             if len(fields) < cols.n and len(fields) - 1 == cols.free and joined < MAX_CONTINUATION:
                 pending = (first, f"{text}\n{line}", joined + 1)
                 continue
-            log.bad(f"{source}:{first}", f"record cut short ({len(text.split('|'))} fields, the header has "
-                                         f"{cols.n}): {text[:80]!r}")
+            log.bad(
+                f"{source}:{first}",
+                f"record cut short ({len(text.split('|'))} fields, the header has {cols.n}): {text[:80]!r}",
+            )
             pending = None
         if not line.strip():
             continue
@@ -184,7 +206,7 @@ def _records(lines: Iterator[tuple[int, str]], cols: _Columns, source: str,
             fixed = _fix_count(fields, cols) if len(fields) > cols.n else None
             if fixed is None:
                 if len(fields) < cols.n and len(fields) - 1 == cols.free:
-                    pending = (lineno, line, 0)         # the line ends inside the free-text value: read on
+                    pending = (lineno, line, 0)  # the line ends inside the free-text value: read on
                     continue
                 log.bad(f"{source}:{lineno}", f"{len(fields)} fields, the header has {cols.n}: {line[:80]!r}")
                 continue
@@ -194,8 +216,9 @@ def _records(lines: Iterator[tuple[int, str]], cols: _Columns, source: str,
         log.bad(f"{source}:{pending[0]}", f"record cut short at the end of the input: {pending[1][:80]!r}")
 
 
-def read_sacct_text(lines: Iterable[str], source: str, log: DropLog,
-                    columns: Sequence[str] | None = None) -> Iterator[HistoryJob]:
+def read_sacct_text(
+    lines: Iterable[str], source: str, log: DropLog, columns: Sequence[str] | None = None
+) -> Iterator[HistoryJob]:
     """Jobs of ``sacct --parsable2`` text (see the module docstring).
 
     ``columns``: the field names of a file saved with ``--noheader`` (its first line is then a record).
@@ -206,17 +229,18 @@ def read_sacct_text(lines: Iterable[str], source: str, log: DropLog,
         for lineno, line in numbered:
             if line.strip():
                 header = line.rstrip("\r\n").split("|")
-                trailing = len(header) > 1 and header[-1] == ""     # --parsable: every line ends with '|'
+                trailing = len(header) > 1 and header[-1] == ""  # --parsable: every line ends with '|'
                 if trailing:
                     header = header[:-1]
                 if not any(h.strip().lower() in ("jobid", "jobidraw") for h in header):
                     raise HistoryFormatError(
                         f"{source}:{lineno}: not a sacct header line (no JobID/JobIDRaw field): {line[:80]!r}; "
-                        "export with `sacct --parsable2` without --noheader, or name the fields with --columns")
+                        "export with `sacct --parsable2` without --noheader, or name the fields with --columns"
+                    )
                 cols = _Columns(header, f"{source}:{lineno}", trailing)
                 break
         else:
-            return                                      # an empty file: no job
+            return  # an empty file: no job
     else:
         cols = _Columns(columns, f"{source}: --columns")
     yield from _parse_records(_records(numbered, cols, source, log), cols, log)
@@ -226,7 +250,7 @@ def _parse_records(records: Iterator[tuple[str, list[str]]], cols: _Columns, log
     # The hot loop of a million-record import (benchmarks/bench_history.py): column positions in locals, the
     # common cases (epoch digits, small counts) inline, the rare ones through the checking helpers.  A
     # missing optional column reads the "" appended to every record.
-    intern = sys.intern              # users, accounts, states repeat: keep one string of each
+    intern = sys.intern  # users, accounts, states repeat: keep one string of each
     i_id = cols.jobid if cols.jobid >= 0 else cols.raw
     i_raw, has_raw = (cols.raw, True) if cols.raw >= 0 else (i_id, False)
     i_user, i_group, i_account, i_partition, i_qos = cols.user, cols.group, cols.account, cols.partition, cols.qos
@@ -263,7 +287,7 @@ def _parse_records(records: Iterator[tuple[str, list[str]]], cols: _Columns, log
                 raw_id = int(match[1])
             state = f[i_state]
             if " " in state:
-                state = state.split(" ", 1)[0]          # "CANCELLED by 0"
+                state = state.split(" ", 1)[0]  # "CANCELLED by 0"
             if i_limit_raw >= 0:
                 limit_text = f[i_limit_raw]
                 limit = 60.0 * int(limit_text) if limit_text.isdecimal() else _limit_minutes(limit_text)
@@ -276,12 +300,23 @@ def _parse_records(records: Iterator[tuple[str, list[str]]], cols: _Columns, log
             req = f[i_req]
             never_ran = f[i_nodelist] == NONE_ASSIGNED
             yield HistoryJob(
-                job_id, raw_id, intern(f[i_user]), intern(f[i_group]), intern(f[i_account]),
-                intern(f[i_partition]), intern(f[i_qos]), intern(state), when(f[i_submit], "Submit"),
-                when(eligible, "Eligible") if eligible else nan, nan if never_ran else when(f[i_start], "Start"),
+                job_id,
+                raw_id,
+                intern(f[i_user]),
+                intern(f[i_group]),
+                intern(f[i_account]),
+                intern(f[i_partition]),
+                intern(f[i_qos]),
+                intern(state),
+                when(f[i_submit], "Submit"),
+                when(eligible, "Eligible") if eligible else nan,
+                nan if never_ran else when(f[i_start], "Start"),
                 when(f[i_end], "End"),
-                limit, count(f[i_cpus], "AllocCPUS"), count(nodes, "NNodes") if nodes else 0,
-                count(req, "ReqCPUS") if req else -1)
+                limit,
+                count(f[i_cpus], "AllocCPUS"),
+                count(nodes, "NNodes") if nodes else 0,
+                count(req, "ReqCPUS") if req else -1,
+            )
         except _Bad as exc:
             log.bad(where, str(exc))
 
@@ -306,7 +341,7 @@ def _number(value: Any, name: str) -> float | None:
 
 def _epoch_json(value: Any, name: str) -> float:
     number = _number(value, name)
-    return number if number else math.nan         # 0 or absent: no such time
+    return number if number else math.nan  # 0 or absent: no such time
 
 
 def _string(obj: Mapping[str, Any], key: str) -> str:
@@ -357,7 +392,7 @@ def _json_job(raw: Any) -> HistoryJob | str:
         if task_id is not None and task_id < _NO_VAL32:
             shown = f"{int(array_job)}_{int(task_id)}"
         elif isinstance(task, str) and task:
-            return "array_placeholder"            # the pending remainder: "1-5" or "[1-5%2]"
+            return "array_placeholder"  # the pending remainder: "1-5" or "[1-5%2]"
     het = _object(raw, "het")
     het_offset = _number(het.get("job_offset"), "het.job_offset")
     het_job = _number(het.get("job_id"), "het.job_id") or 0
@@ -391,14 +426,23 @@ def _json_job(raw: Any) -> HistoryJob | str:
         req = int(req_n) if req_n is not None and 0 <= req_n <= _MAX_COUNT else -1
     association = _object(raw, "association")
     return HistoryJob(
-        job_id=shown, raw_id=job_id, user=_string(raw, "user"), group=_string(raw, "group"),
+        job_id=shown,
+        raw_id=job_id,
+        user=_string(raw, "user"),
+        group=_string(raw, "group"),
         account=_string(raw, "account") or _string(association, "account"),
-        partition=_string(raw, "partition"), qos=_string(raw, "qos"), state=state.split(" ", 1)[0],
+        partition=_string(raw, "partition"),
+        qos=_string(raw, "qos"),
+        state=state.split(" ", 1)[0],
         submit_s=_epoch_json(time.get("submission"), "time.submission"),
         eligible_s=_epoch_json(time.get("eligible"), "time.eligible"),
         start_s=math.nan if raw.get("nodes") == NONE_ASSIGNED else _epoch_json(time.get("start"), "time.start"),
         end_s=_epoch_json(time.get("end"), "time.end"),
-        time_limit_s=limit, cpus=cpus or 0, nodes=nodes, req_cpus=req)
+        time_limit_s=limit,
+        cpus=cpus or 0,
+        nodes=nodes,
+        req_cpus=req,
+    )
 
 
 def read_sacct_json(text: str, source: str, log: DropLog) -> Iterator[HistoryJob]:
@@ -435,8 +479,17 @@ def sacct_argv(start: str, end: str, *, sacct: str = "sacct", clusters: str | No
     allocations only (``-X``: no steps), machine-readable with a header (``-P``), the fields of
     :data:`SACCT_FIELDS`, in every state, eligible or running in ``[start, end]``.  Run it with
     ``SLURM_TIME_FORMAT=%s`` (epoch seconds)."""
-    argv = [sacct, "--allusers", "--allocations", "--parsable2", f"--format={','.join(SACCT_FIELDS)}",
-            "--starttime", start, "--endtime", end]
+    argv = [
+        sacct,
+        "--allusers",
+        "--allocations",
+        "--parsable2",
+        f"--format={','.join(SACCT_FIELDS)}",
+        "--starttime",
+        start,
+        "--endtime",
+        end,
+    ]
     if clusters:
         argv += ["--clusters", clusters]
     return argv
@@ -447,6 +500,7 @@ def run_sacct(executor: CommandExecutor, argv: Sequence[str]) -> str:
 
     An answer without a header line (a cut-off answer) is retried like the daemon's commands are.
     """
+
     def parse(result: CommandResult) -> str:
         head = result.stdout.lstrip()[:200].split("\n", 1)[0]
         if "JobID" not in head:

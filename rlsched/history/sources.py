@@ -51,8 +51,11 @@ class SiteSettings:
         return {
             "config": self.config,
             "class_rule": {**rule.to_dict(), "applied_to": "time limit, QOS and partition (never the runtime)"},
-            "vo_mapping": {"vos": list(self.vos) or "one VO per account", "vo_accounts": dict(self.vo_accounts),
-                           "default_vo": self.default_vo},
+            "vo_mapping": {
+                "vos": list(self.vos) or "one VO per account",
+                "vo_accounts": dict(self.vo_accounts),
+                "default_vo": self.default_vo,
+            },
             "vo_shares": list(self.vo_shares) if self.vo_shares is not None else None,
         }
 
@@ -68,13 +71,18 @@ def site_settings(config_path: str | Path | None) -> SiteSettings:
     # The daemon reads these through its backend's config (Slurm's: SlurmBackendConfig); a backend without
     # one of them leaves the default.
     return SiteSettings(
-        class_rule=getattr(backend, "class_rule", ClassRule()), vos=tuple(backend.vos),
-        vo_shares=backend.vo_shares, vo_accounts=dict(getattr(backend, "vo_accounts", {}) or {}),
-        default_vo=getattr(backend, "default_vo", None), vo_from=getattr(backend, "vo_from", None),
+        class_rule=getattr(backend, "class_rule", ClassRule()),
+        vos=tuple(backend.vos),
+        vo_shares=backend.vo_shares,
+        vo_accounts=dict(getattr(backend, "vo_accounts", {}) or {}),
+        default_vo=getattr(backend, "default_vo", None),
+        vo_from=getattr(backend, "vo_from", None),
         slurm_conf=getattr(backend, "slurm_conf", None),
-        bin_dir=getattr(backend, "bin_dir", None), retry=getattr(backend, "retry", RetryPolicy()),
+        bin_dir=getattr(backend, "bin_dir", None),
+        retry=getattr(backend, "retry", RetryPolicy()),
         unlimited_time_s=float(getattr(backend, "unlimited_time_s", DEFAULT_UNLIMITED_TIME_S)),
-        config=str(config_path))
+        config=str(config_path),
+    )
 
 
 @dataclass(frozen=True)
@@ -123,8 +131,9 @@ def _lines(path: Path) -> Iterator[str]:
         yield from handle
 
 
-def _read_sacct_file(request: ImportRequest, settings: SiteSettings, log: DropLog,
-                     meta: dict[str, Any]) -> Iterable[HistoryJob]:
+def _read_sacct_file(
+    request: ImportRequest, settings: SiteSettings, log: DropLog, meta: dict[str, Any]
+) -> Iterable[HistoryJob]:
     from rlsched.history.sacct import read_sacct_text
 
     assert request.input is not None
@@ -132,8 +141,9 @@ def _read_sacct_file(request: ImportRequest, settings: SiteSettings, log: DropLo
     return read_sacct_text(_lines(request.input), str(request.input), log, request.columns)
 
 
-def _read_sacct_json(request: ImportRequest, settings: SiteSettings, log: DropLog,
-                     meta: dict[str, Any]) -> Iterable[HistoryJob]:
+def _read_sacct_json(
+    request: ImportRequest, settings: SiteSettings, log: DropLog, meta: dict[str, Any]
+) -> Iterable[HistoryJob]:
     from rlsched.history.sacct import read_sacct_json
 
     assert request.input is not None
@@ -142,8 +152,9 @@ def _read_sacct_json(request: ImportRequest, settings: SiteSettings, log: DropLo
     return read_sacct_json(text, str(request.input), log)
 
 
-def _read_jobcomp(request: ImportRequest, settings: SiteSettings, log: DropLog,
-                  meta: dict[str, Any]) -> Iterable[HistoryJob]:
+def _read_jobcomp(
+    request: ImportRequest, settings: SiteSettings, log: DropLog, meta: dict[str, Any]
+) -> Iterable[HistoryJob]:
     from rlsched.history.jobcomp import read_jobcomp
 
     assert request.input is not None
@@ -151,27 +162,28 @@ def _read_jobcomp(request: ImportRequest, settings: SiteSettings, log: DropLog,
     return read_jobcomp(_lines(request.input), str(request.input), log)
 
 
-def _read_sacct_live(request: ImportRequest, settings: SiteSettings, log: DropLog,
-                     meta: dict[str, Any]) -> Iterable[HistoryJob]:
+def _read_sacct_live(
+    request: ImportRequest, settings: SiteSettings, log: DropLog, meta: dict[str, Any]
+) -> Iterable[HistoryJob]:
     from rlsched.backends.slurm.errors import SlurmCommandError
     from rlsched.history.sacct import read_sacct_text, run_sacct, sacct_argv
 
     assert request.start is not None
     sacct = str(Path(settings.bin_dir) / "sacct") if settings.bin_dir else "sacct"
     argv = sacct_argv(request.start, request.end or "now", sacct=sacct, clusters=request.clusters)
-    env = {"SLURM_TIME_FORMAT": "%s"}             # epoch seconds: no time zone to guess
+    env = {"SLURM_TIME_FORMAT": "%s"}  # epoch seconds: no time zone to guess
     if settings.slurm_conf:
         env["SLURM_CONF"] = settings.slurm_conf
-    executor = CommandExecutor(SubprocessRunner(env), request.timeout_s, settings.retry,
-                               error_class=SlurmCommandError)
+    executor = CommandExecutor(SubprocessRunner(env), request.timeout_s, settings.retry, error_class=SlurmCommandError)
     meta["command"] = argv
     meta["environment"] = env
     text = run_sacct(executor, argv)
     return read_sacct_text(text.split("\n"), "sacct output", log)
 
 
-def _read_pbs_accounting(request: ImportRequest, settings: SiteSettings, log: DropLog,
-                         meta: dict[str, Any]) -> Iterable[HistoryJob]:
+def _read_pbs_accounting(
+    request: ImportRequest, settings: SiteSettings, log: DropLog, meta: dict[str, Any]
+) -> Iterable[HistoryJob]:
     from rlsched.history.pbs import accounting_files, read_pbs_accounting
 
     assert request.input is not None
@@ -186,13 +198,15 @@ def _read_pbs_accounting(request: ImportRequest, settings: SiteSettings, log: Dr
 
 #: Every ``--from`` choice, by name.
 SOURCES: dict[str, HistorySource] = {
-    "sacct": HistorySource("sacct", "run sacct now (slurmdbd) for --start/--end", _read_sacct_live,
-                           needs_input=False, needs_window=True),
+    "sacct": HistorySource(
+        "sacct", "run sacct now (slurmdbd) for --start/--end", _read_sacct_live, needs_input=False, needs_window=True
+    ),
     "sacct-file": HistorySource("sacct-file", "a saved `sacct --parsable2` text file", _read_sacct_file),
     "sacct-json": HistorySource("sacct-json", "a saved `sacct --json` file (Slurm 22.05 layout)", _read_sacct_json),
     "jobcomp": HistorySource("jobcomp", "the jobcomp/filetxt file (JobCompLoc)", _read_jobcomp),
-    "pbs-accounting": HistorySource("pbs-accounting", "a PBS accounting log (server_priv/accounting/YYYYMMDD, or "
-                                    "that folder)", _read_pbs_accounting),
+    "pbs-accounting": HistorySource(
+        "pbs-accounting", "a PBS accounting log (server_priv/accounting/YYYYMMDD, or that folder)", _read_pbs_accounting
+    ),
 }
 
 
@@ -226,8 +240,13 @@ def import_history(request: ImportRequest, settings: SiteSettings | None = None)
     log = DropLog(strict=request.strict)
     meta: dict[str, Any] = {"source": source.name}
     records = source.read(request, settings, log, meta)
-    trace = build_trace(records, log, class_rule=settings.class_rule, vo_mapping=settings.vo_mapping(),
-                        window=window, cores=request.cores)
-    trace.meta = {**meta, **settings.describe(),
-                  "window_given": {"start": request.start, "end": request.end}}
+    trace = build_trace(
+        records,
+        log,
+        class_rule=settings.class_rule,
+        vo_mapping=settings.vo_mapping(),
+        window=window,
+        cores=request.cores,
+    )
+    trace.meta = {**meta, **settings.describe(), "window_given": {"start": request.start, "end": request.end}}
     return trace

@@ -40,8 +40,17 @@ from rlsched.sim.traces.sidecar import META_FORMAT, SIDECAR_COLUMNS, sidecar_pat
 #: Requested time written for a job without a time limit (the daemon's ``unlimited_time_s`` default).
 DEFAULT_UNLIMITED_TIME_S = 7 * 86400.0
 #: SWF status (field 11) by Slurm state: 1 completed, 0 failed, 5 cancelled; -1 otherwise.
-_SWF_STATUS = {"COMPLETED": 1, "CANCELLED": 5, "FAILED": 0, "TIMEOUT": 0, "NODE_FAIL": 0, "OUT_OF_MEMORY": 0,
-               "BOOT_FAIL": 0, "DEADLINE": 0, "PREEMPTED": 0}
+_SWF_STATUS = {
+    "COMPLETED": 1,
+    "CANCELLED": 5,
+    "FAILED": 0,
+    "TIMEOUT": 0,
+    "NODE_FAIL": 0,
+    "OUT_OF_MEMORY": 0,
+    "BOOT_FAIL": 0,
+    "DEADLINE": 0,
+    "PREEMPTED": 0,
+}
 _CLASS_NAMES = {int(JobClass.INTERACTIVE): "interactive", int(JobClass.BATCH): "batch"}
 
 
@@ -78,13 +87,19 @@ def peak_allocation(jobs: list[HistoryJob]) -> int:
         return 1
     times = np.array([j.start_s for j in jobs] + [j.end_s for j in jobs])
     cpus = np.array([j.cpus for j in jobs] + [-j.cpus for j in jobs], dtype=np.int64)
-    order = np.lexsort((cpus, times))          # at one instant, ends (negative) before starts
+    order = np.lexsort((cpus, times))  # at one instant, ends (negative) before starts
     return max(1, int(np.cumsum(cpus[order]).max()))
 
 
-def build_trace(records: Iterable[HistoryJob], log: DropLog, *, class_rule: ClassRule | None = None,
-                vo_mapping: VOMapping | None = None, window: tuple[float, float] | None = None,
-                cores: int | None = None) -> HistoryTrace:
+def build_trace(
+    records: Iterable[HistoryJob],
+    log: DropLog,
+    *,
+    class_rule: ClassRule | None = None,
+    vo_mapping: VOMapping | None = None,
+    window: tuple[float, float] | None = None,
+    cores: int | None = None,
+) -> HistoryTrace:
     """Screen ``records`` (the drop rules of :mod:`rlsched.history.records`, the window, duplicates),
     order the kept jobs by submit time and give each its class and VO.
 
@@ -125,8 +140,17 @@ def build_trace(records: Iterable[HistoryJob], log: DropLog, *, class_rule: Clas
     else:
         max_procs, source = peak_allocation(kept), "peak allocation of the records"
     t0 = math.floor(kept[0].submit_s) if kept else 0
-    return HistoryTrace(jobs=kept, job_class=job_class, vo=vo, vo_names=mapping.names, log=log,
-                        max_procs=max_procs, max_procs_from=source, unix_start_time=t0, window=window)
+    return HistoryTrace(
+        jobs=kept,
+        job_class=job_class,
+        vo=vo,
+        vo_names=mapping.names,
+        log=log,
+        max_procs=max_procs,
+        max_procs_from=source,
+        unix_start_time=t0,
+        window=window,
+    )
 
 
 def _ids(values: Iterable[str]) -> dict[str, int]:
@@ -144,6 +168,7 @@ def _epoch(value: float) -> str:
 
 def _write_text(path: Path, fill: Any) -> None:
     """Atomically write what ``fill(text_handle)`` writes (UTF-8, ``\\n`` line ends)."""
+
     def write(handle: IO[bytes]) -> None:
         text = io.TextIOWrapper(handle, encoding="utf-8", newline="")
         fill(text)
@@ -153,8 +178,9 @@ def _write_text(path: Path, fill: Any) -> None:
     atomic_write(path, write)
 
 
-def write_trace(trace: HistoryTrace, out: str | Path, *, meta: Mapping[str, Any],
-                unlimited_time_s: float = DEFAULT_UNLIMITED_TIME_S) -> tuple[Path, Path, Path]:
+def write_trace(
+    trace: HistoryTrace, out: str | Path, *, meta: Mapping[str, Any], unlimited_time_s: float = DEFAULT_UNLIMITED_TIME_S
+) -> tuple[Path, Path, Path]:
     """Write ``out`` (SWF), its ``.jobs.csv`` and ``.meta.json``, each atomically; returns the three paths.
 
     ``meta``: what to record beside the counts (source, command or file, config, class rule, VO
@@ -172,33 +198,76 @@ def write_trace(trace: HistoryTrace, out: str | Path, *, meta: Mapping[str, Any]
         writer = csv.writer(handle, lineterminator="\n")
         writer.writerow(SIDECAR_COLUMNS)
         writer.writerows(
-            (n, j.job_id, j.raw_id, j.user, j.group, j.account, trace.vo_names[vo], j.partition, j.qos,
-             _CLASS_NAMES[cls], j.cpus, j.req_cpus, j.nodes,
-             "inf" if math.isinf(j.time_limit_s) else f"{j.time_limit_s:g}", j.state,
-             _epoch(j.submit_s), _epoch(j.eligible_s), _epoch(j.start_s), _epoch(j.end_s))
-            for n, (j, cls, vo) in enumerate(zip(jobs, trace.job_class, trace.vo, strict=True), 1))
+            (
+                n,
+                j.job_id,
+                j.raw_id,
+                j.user,
+                j.group,
+                j.account,
+                trace.vo_names[vo],
+                j.partition,
+                j.qos,
+                _CLASS_NAMES[cls],
+                j.cpus,
+                j.req_cpus,
+                j.nodes,
+                "inf" if math.isinf(j.time_limit_s) else f"{j.time_limit_s:g}",
+                j.state,
+                _epoch(j.submit_s),
+                _epoch(j.eligible_s),
+                _epoch(j.start_s),
+                _epoch(j.end_s),
+            )
+            for n, (j, cls, vo) in enumerate(zip(jobs, trace.job_class, trace.vo, strict=True), 1)
+        )
 
     def swf(handle: IO[str]) -> None:
         handle.write(_swf_header(trace, meta, len(users), len(queues), len(partitions)))
         line = "%d %d %d %d %d -1 -1 %d %d -1 %d %d %d -1 %d %d -1 -1\n"
         handle.writelines(
-            line % (n, round(j.submit_s) - t0, round(j.start_s - j.submit_s), round(j.end_s - j.start_s),
-                    j.cpus, j.req_cpus,
-                    round(unlimited_time_s if math.isinf(j.time_limit_s) else j.time_limit_s),
-                    _SWF_STATUS.get(j.state, -1), users[j.user], vo + 1, queues[j.qos], partitions[j.partition])
-            for n, (j, vo) in enumerate(zip(jobs, trace.vo, strict=True), 1))
+            line
+            % (
+                n,
+                round(j.submit_s) - t0,
+                round(j.start_s - j.submit_s),
+                round(j.end_s - j.start_s),
+                j.cpus,
+                j.req_cpus,
+                round(unlimited_time_s if math.isinf(j.time_limit_s) else j.time_limit_s),
+                _SWF_STATUS.get(j.state, -1),
+                users[j.user],
+                vo + 1,
+                queues[j.qos],
+                partitions[j.partition],
+            )
+            for n, (j, vo) in enumerate(zip(jobs, trace.vo, strict=True), 1)
+        )
 
     full_meta = {
-        "format": META_FORMAT, **meta, "jobs": len(jobs), "dropped": trace.log.as_dict(),
-        "malformed_examples": list(trace.log.examples), "vos": list(trace.vo_names),
-        "vo_jobs": trace.vo_counts(), "class_jobs": trace.class_counts(), "max_procs": trace.max_procs,
-        "max_procs_from": trace.max_procs_from, "unix_start_time": t0,
+        "format": META_FORMAT,
+        **meta,
+        "jobs": len(jobs),
+        "dropped": trace.log.as_dict(),
+        "malformed_examples": list(trace.log.examples),
+        "vos": list(trace.vo_names),
+        "vo_jobs": trace.vo_counts(),
+        "class_jobs": trace.class_counts(),
+        "max_procs": trace.max_procs,
+        "max_procs_from": trace.max_procs_from,
+        "unix_start_time": t0,
         "window": None if trace.window is None else {"start_epoch": trace.window[0], "end_epoch": trace.window[1]},
         "unlimited_time_s": unlimited_time_s,
-        "swf_ids": {"user": users, "group (VO)": {name: i + 1 for i, name in enumerate(trace.vo_names)},
-                    "queue (QOS)": queues, "partition": partitions},
+        "swf_ids": {
+            "user": users,
+            "group (VO)": {name: i + 1 for i, name in enumerate(trace.vo_names)},
+            "queue (QOS)": queues,
+            "partition": partitions,
+        },
         "files": {"swf": swf_path.name, "jobs": csv_path.name},
-        "rlsched_version": __version__, "created": datetime.now(UTC).isoformat(timespec="seconds")}
+        "rlsched_version": __version__,
+        "created": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
     encoded = (json.dumps(full_meta, indent=2, sort_keys=False, default=_json_default) + "\n").encode()
     _write_text(csv_path, sidecar)
     atomic_write(meta_path, lambda handle: handle.write(encoded))
@@ -215,8 +284,7 @@ def _json_default(value: Any) -> Any:
     raise TypeError(f"not JSON: {type(value).__name__}")
 
 
-def _swf_header(trace: HistoryTrace, meta: Mapping[str, Any], n_users: int, n_queues: int,
-                n_partitions: int) -> str:
+def _swf_header(trace: HistoryTrace, meta: Mapping[str, Any], n_users: int, n_queues: int, n_partitions: int) -> str:
     t0 = trace.unix_start_time
     end = max((j.end_s for j in trace.jobs), default=float(t0))
     zone = time.strftime("%Z")

@@ -45,7 +45,7 @@ class LeaseLedger:
         else:
             rate = max(self.last_nodes, leased_nodes)
             t = self.last_time_s
-            while t < now_s:            # split at UTC midnights: each day's share goes to that day
+            while t < now_s:  # split at UTC midnights: each day's share goes to that day
                 day = utc_day(t)
                 if self.day != day:
                     self.day, self.used_today_s = day, 0.0
@@ -89,8 +89,13 @@ class LeaseLedger:
         return int(left // max(reserve_s, 1.0))
 
     def to_dict(self) -> dict[str, Any]:
-        return {"day": self.day, "used_today_s": self.used_today_s, "total_node_s": self.total_node_s,
-                "last_time_s": self.last_time_s, "last_nodes": self.last_nodes}
+        return {
+            "day": self.day,
+            "used_today_s": self.used_today_s,
+            "total_node_s": self.total_node_s,
+            "last_time_s": self.last_time_s,
+            "last_nodes": self.last_nodes,
+        }
 
     def restore(self, data: dict[str, Any], source: str) -> None:
         """Load what :meth:`to_dict` wrote (the budget and price stay those of the current config)."""

@@ -121,12 +121,19 @@ def _error(source: str, key: str, message: str) -> LeasingConfigError:
 def _check_enabled(config: LeasingConfig, exchange_rate_set: bool, source: str) -> None:
     """What enabled leasing needs: nodes, a daily budget (never unbounded by default), its price, and κ."""
     if not config.nodes:
-        raise _error(source, "nodes", "leasing is enabled but no cloud nodes are named (e.g. \"cloud[1-4]\")")
+        raise _error(source, "nodes", 'leasing is enabled but no cloud nodes are named (e.g. "cloud[1-4]")')
     if config.budget_node_hours_per_day is None and config.budget_cost_per_day is None:
-        raise _error(source, "budget_node_hours_per_day", "leasing is enabled without a daily budget: set "
-                                                          "budget_node_hours_per_day or budget_cost_per_day")
+        raise _error(
+            source,
+            "budget_node_hours_per_day",
+            "leasing is enabled without a daily budget: set budget_node_hours_per_day or budget_cost_per_day",
+        )
     if config.budget_cost_per_day is not None and config.price_per_node_hour <= 0:
         raise _error(source, "price_per_node_hour", "budget_cost_per_day needs a positive price_per_node_hour")
     if config.policy == "state-aware" and not exchange_rate_set:
-        raise _error(source, "exchange_rate", "the state-aware policy needs κ, the seconds of wait one cloud "
-                                              "core-second is worth (see docs/leasing-live.md)")
+        raise _error(
+            source,
+            "exchange_rate",
+            "the state-aware policy needs κ, the seconds of wait one cloud "
+            "core-second is worth (see docs/leasing-live.md)",
+        )

@@ -41,9 +41,11 @@ class ArrivalRate:
     def observe(self, view: ClusterView) -> None:
         if self.started_s is None:
             self.started_s = view.time_s
-        for ids, submits in ((view.pending.job_id, view.pending.submit_s),
-                             (view.running.job_id, view.running.submit_s),
-                             (view.finished.job_id, view.finished.submit_s)):
+        for ids, submits in (
+            (view.pending.job_id, view.pending.submit_s),
+            (view.running.job_id, view.running.submit_s),
+            (view.finished.job_id, view.finished.submit_s),
+        ):
             for job_id, submit in zip(ids.tolist(), submits.tolist(), strict=True):
                 self._submits.setdefault(int(job_id), float(submit))
         horizon = view.time_s - self.window_s
@@ -71,7 +73,7 @@ class RuntimeRatio:
             req = self.requested.pop(int(job_id), None)
             if req is not None and req > 0 and np.isfinite(req) and end >= start:
                 self.pairs.append((end - start, req))
-        if len(self.requested) > 4 * max(len(view.running), 256):    # jobs that vanished unseen
+        if len(self.requested) > 4 * max(len(view.running), 256):  # jobs that vanished unseen
             live = set(view.running.job_id.tolist())
             self.requested = {k: v for k, v in self.requested.items() if k in live}
 
@@ -121,9 +123,13 @@ class CapPolicy:
         if self.config.policy == "fixed":
             return self.config.max_nodes
         params = StateAwareParams(threshold=self.config.threshold, arrival_window_s=self.config.arrival_window_s)
-        return state_aware_cap_from_view(view, exchange_rate=self.config.exchange_rate,
-                                         runtime_ratio=self.ratio.value,
-                                         arrival_rate_per_s=self.arrivals.rate_per_s(view.time_s), params=params)
+        return state_aware_cap_from_view(
+            view,
+            exchange_rate=self.config.exchange_rate,
+            runtime_ratio=self.ratio.value,
+            arrival_rate_per_s=self.arrivals.rate_per_s(view.time_s),
+            params=params,
+        )
 
     def decide(self, view: ClusterView, ledger: LeaseLedger, usable_nodes: int) -> CapDecision:
         """V for this cycle.  ``usable_nodes``: managed cloud nodes not out for failed launches."""

@@ -31,8 +31,13 @@ def parse_instance_list(text: str) -> list[str]:
 class ProviderClient:
     """``list`` and ``suspend`` through the configured argv (never a shell string)."""
 
-    def __init__(self, argv: Sequence[str], timeout_s: float = 60.0, env: Mapping[str, str] | None = None,
-                 retry: RetryPolicy | None = None) -> None:
+    def __init__(
+        self,
+        argv: Sequence[str],
+        timeout_s: float = 60.0,
+        env: Mapping[str, str] | None = None,
+        retry: RetryPolicy | None = None,
+    ) -> None:
         if not argv:
             raise ValueError("provider command is empty")
         self.argv = list(argv)

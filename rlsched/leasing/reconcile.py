@@ -36,8 +36,8 @@ class CloudNodeStatus:
     powering_up: bool
     powered_down: bool
     powering_down: bool
-    up: bool            # powered, answering, not powering up: a usable lease
-    down: bool          # DOWN / FAIL: Slurm gave up on it
+    up: bool  # powered, answering, not powering up: a usable lease
+    down: bool  # DOWN / FAIL: Slurm gave up on it
 
 
 @dataclass
@@ -85,13 +85,19 @@ class Reconciler:
             self.given_up.add(name)
             self.backoff_until.pop(name, None)
             plan.give_up.append(name)
-            plan.count("launch_given_up", f"{name}: {why}; launch failed {k} times in a row, giving up on it "
-                                          f"(drained as rlsched_launch_failed until an admin resumes it)")
+            plan.count(
+                "launch_given_up",
+                f"{name}: {why}; launch failed {k} times in a row, giving up on it "
+                f"(drained as rlsched_launch_failed until an admin resumes it)",
+            )
         else:
             delay = self.config.launch_backoff_s * 2.0 ** (k - 1)
             self.backoff_until[name] = now_s + delay
-            plan.count("launch_backoff", f"{name}: {why}; failed launch {k} of {self.config.max_launch_failures}, "
-                                         f"kept out of the cap for {delay:g} s")
+            plan.count(
+                "launch_backoff",
+                f"{name}: {why}; failed launch {k} of {self.config.max_launch_failures}, "
+                f"kept out of the cap for {delay:g} s",
+            )
 
     def plan(self, nodes: Iterable[CloudNodeStatus], instances: Iterable[str] | None, now_s: float) -> ReconcilePlan:
         """Compare the two views; ``instances`` is None when the provider could not be asked."""
@@ -102,8 +108,11 @@ class Reconciler:
                 since = self.powering_up_since.setdefault(name, now_s)
                 if now_s - since > self.config.power_up_timeout_s:
                     plan.power_down.append(name)
-                    plan.count("stuck_power_up", f"{name}: powering up for {now_s - since:.0f} s "
-                                                 f"(limit {self.config.power_up_timeout_s:g} s): powering it down")
+                    plan.count(
+                        "stuck_power_up",
+                        f"{name}: powering up for {now_s - since:.0f} s "
+                        f"(limit {self.config.power_up_timeout_s:g} s): powering it down",
+                    )
                     self.powering_up_since.pop(name)
                     self._failed(plan, name, now_s, "stuck powering up")
                 continue
@@ -115,7 +124,7 @@ class Reconciler:
                 plan.count("failed_launch", f"{name}: stopped powering up without coming up")
                 self._failed(plan, name, now_s, "did not come up")
         for name in [n for n in self.backoff_until if self.backoff_until[n] <= now_s]:
-            del self.backoff_until[name]          # served its time: eligible again (failures still counted)
+            del self.backoff_until[name]  # served its time: eligible again (failures still counted)
         if instances is not None:
             seen = set()
             for name in instances:
@@ -126,8 +135,11 @@ class Reconciler:
                 since = self.orphan_since.setdefault(name, now_s)
                 if now_s - since >= self.config.orphan_grace_s:
                     plan.terminate.append(name)
-                    plan.count("orphan", f"{name}: the provider runs it while Slurm has it powered down "
-                                         f"(seen for {now_s - since:.0f} s): ending the instance")
+                    plan.count(
+                        "orphan",
+                        f"{name}: the provider runs it while Slurm has it powered down "
+                        f"(seen for {now_s - since:.0f} s): ending the instance",
+                    )
                     self.orphan_since.pop(name)
             for name in set(self.orphan_since) - seen:
                 del self.orphan_since[name]
@@ -141,8 +153,13 @@ class Reconciler:
             self.backoff_until.pop(name, None)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"powering_up_since": self.powering_up_since, "orphan_since": self.orphan_since,
-                "failures": self.failures, "backoff_until": self.backoff_until, "given_up": sorted(self.given_up)}
+        return {
+            "powering_up_since": self.powering_up_since,
+            "orphan_since": self.orphan_since,
+            "failures": self.failures,
+            "backoff_until": self.backoff_until,
+            "given_up": sorted(self.given_up),
+        }
 
     def restore(self, data: Mapping[str, Any], source: str) -> None:
         try:

@@ -41,8 +41,14 @@ STOPPED_REASON = "rlsched_stopped"
 
 def node_status(node: NodeState) -> CloudNodeStatus:
     """What the reconciler reads of a node."""
-    return CloudNodeStatus(name=node.name, powering_up=node.powering_up, powered_down=node.powered_down,
-                           powering_down=node.powering_down, up=node.up, down=node.down)
+    return CloudNodeStatus(
+        name=node.name,
+        powering_up=node.powering_up,
+        powered_down=node.powered_down,
+        powering_down=node.powering_down,
+        up=node.up,
+        down=node.down,
+    )
 
 
 @dataclass
@@ -63,8 +69,14 @@ class LeasingService:
     """Owns the ledger, the policy and the reconciler; acts through ``nodes`` (the batch system's
     :class:`~rlsched.core.live.NodeControl`, e.g. the Slurm backend) and the provider."""
 
-    def __init__(self, config: LeasingConfig, nodes: NodeControl, state_dir: Path, enforce: bool,
-                 provider: ProviderClient | None = None) -> None:
+    def __init__(
+        self,
+        config: LeasingConfig,
+        nodes: NodeControl,
+        state_dir: Path,
+        enforce: bool,
+        provider: ProviderClient | None = None,
+    ) -> None:
         self.config = config
         self.nodes = nodes
         self.enforce = enforce
@@ -73,8 +85,11 @@ class LeasingService:
         self.ledger = LeaseLedger(config.budget_node_seconds_per_day, config.price_per_node_hour)
         self.policy = CapPolicy(config)
         self.reconciler = Reconciler(config)
-        self.provider = provider if provider is not None or not config.provider_command else ProviderClient(
-            config.provider_command, config.provider_timeout_s)
+        self.provider = (
+            provider
+            if provider is not None or not config.provider_command
+            else ProviderClient(config.provider_command, config.provider_timeout_s)
+        )
         self.reconcile_events: Counter[str] = Counter()
         self.last_reconcile_s: float | None = None
         self.status = LeaseStatus()
@@ -99,15 +114,32 @@ class LeasingService:
 
     def save(self) -> None:
         """Atomic: the ledger (money) and the failure counts survive a crash."""
-        write_json_atomic(self.state_file, {
-            "version": STATE_VERSION, "ledger": self.ledger.to_dict(), "reconcile": self.reconciler.to_dict(),
-            "reconcile_events": dict(self.reconcile_events), "policy_cap": self.policy.policy_cap,
-            "decided_at_s": self.policy.decided_at_s})
+        write_json_atomic(
+            self.state_file,
+            {
+                "version": STATE_VERSION,
+                "ledger": self.ledger.to_dict(),
+                "reconcile": self.reconciler.to_dict(),
+                "reconcile_events": dict(self.reconcile_events),
+                "policy_cap": self.policy.policy_cap,
+                "decided_at_s": self.policy.decided_at_s,
+            },
+        )
 
     def write_permit(self, now_s: float, allowed: list[str], cap: int, reason: str) -> None:
         # Public: the hooks read it as SlurmUser, which need not be root.
-        write_json_atomic(self.permit_file, {"version": 1, "time": now_s, "enforce": self.enforce,
-                                             "allowed": sorted(allowed), "cap": cap, "reason": reason}, mode=PUBLIC)
+        write_json_atomic(
+            self.permit_file,
+            {
+                "version": 1,
+                "time": now_s,
+                "enforce": self.enforce,
+                "allowed": sorted(allowed),
+                "cap": cap,
+                "reason": reason,
+            },
+            mode=PUBLIC,
+        )
 
     # -------------------------------------------------------------------------------------- cycle
     def managed_nodes(self) -> list[NodeState]:
@@ -134,22 +166,39 @@ class LeasingService:
             self._resume_refused(nodes, allowed)
         self.write_permit(now, allowed, decision.cap, decision.reason)
         if exhausted and not was_exhausted:
-            log.warning("leasing: budget exhausted: %.3f of %.3f node-hours used today, too little left for one "
-                        "more %g s lease: no new lease and no new job on a leased node until 00:00 UTC; running "
-                        "jobs continue", self.ledger.used_today_s / 3600,
-                        self.config.budget_node_seconds_per_day / 3600, self.config.min_lease_s)
+            log.warning(
+                "leasing: budget exhausted: %.3f of %.3f node-hours used today, too little left for one "
+                "more %g s lease: no new lease and no new job on a leased node until 00:00 UTC; running "
+                "jobs continue",
+                self.ledger.used_today_s / 3600,
+                self.config.budget_node_seconds_per_day / 3600,
+                self.config.min_lease_s,
+            )
         elif was_exhausted and not exhausted:
-            log.info("leasing: budget available again (%.2f node-hours left today)",
-                     self.ledger.remaining_today_s / 3600)
+            log.info(
+                "leasing: budget available again (%.2f node-hours left today)", self.ledger.remaining_today_s / 3600
+            )
         previous = self.status.decision
         if previous is None or previous.cap != decision.cap:
-            log.info("leasing: cap V = %d (%s; policy %d, hard %d, budget %d)%s", decision.cap, decision.reason,
-                     decision.policy_cap, decision.hard_cap, decision.budget_cap, "" if self.enforce else " [shadow]")
+            log.info(
+                "leasing: cap V = %d (%s; policy %d, hard %d, budget %d)%s",
+                decision.cap,
+                decision.reason,
+                decision.policy_cap,
+                decision.hard_cap,
+                decision.budget_cap,
+                "" if self.enforce else " [shadow]",
+            )
         self.status = LeaseStatus(
-            decision=decision, enforcing=self.enforce, leased=len(leased),
+            decision=decision,
+            enforcing=self.enforce,
+            leased=len(leased),
             busy=sum(1 for n in nodes if n.busy),
-            powering_up=sum(1 for n in nodes if n.powering_up), excluded=len(excluded),
-            allowed=allowed, budget_exhausted=exhausted)
+            powering_up=sum(1 for n in nodes if n.powering_up),
+            excluded=len(excluded),
+            allowed=allowed,
+            budget_exhausted=exhausted,
+        )
         self.save()
         return self.status
 
@@ -179,16 +228,20 @@ class LeasingService:
         names = [n.name for n in self.managed_nodes() if not n.drained or n.reason.startswith("rlsched_")]
         if names:
             self.nodes.drain_nodes(names, STOPPED_REASON)
-            log.info("stop: drained the cloud nodes %s (%s): no lease while rlsched is stopped", ",".join(names),
-                     STOPPED_REASON)
+            log.info(
+                "stop: drained the cloud nodes %s (%s): no lease while rlsched is stopped",
+                ",".join(names),
+                STOPPED_REASON,
+            )
 
     def _notice_admin_resumes(self, nodes: list[NodeState]) -> None:
         """A node rlsched drained that is no longer drained, with rlsched's reason gone, was resumed by
         someone else (``State=RESUME`` clears the reason): forget its failures.  A drain that Slurm dropped
         around a power-down keeps rlsched's reason and is set again by the enforcement instead."""
         drained = self.nodes.drained_nodes()
-        undrained = [n.name for n in nodes if n.name in drained and not n.drained
-                     and not n.reason.startswith("rlsched_")]
+        undrained = [
+            n.name for n in nodes if n.name in drained and not n.drained and not n.reason.startswith("rlsched_")
+        ]
         if undrained:
             log.info("leasing: %s resumed by someone else; its launch failures are forgotten", ",".join(undrained))
             self.nodes.forget_drained(undrained)
@@ -221,13 +274,22 @@ class LeasingService:
     def snapshot(self) -> dict[str, Any]:
         """What the exporter serves (see :mod:`rlsched.exporter`)."""
         d = self.status.decision
-        return {"cap": None if d is None else d.cap, "policy_cap": None if d is None else d.policy_cap,
-                "hard_cap": None if d is None else d.hard_cap, "budget_cap": None if d is None else d.budget_cap,
-                "leased": self.status.leased, "busy": self.status.busy, "powering_up": self.status.powering_up,
-                "excluded": self.status.excluded, "node_seconds_total": self.ledger.total_node_s,
-                "cost_total": self.ledger.total_cost, "used_today_s": self.ledger.used_today_s,
-                "budget_left_s": self.ledger.remaining_today_s,
-                "budget_left_node_hours": self.ledger.remaining_today_s / 3600.0,
-                "budget_exhausted": self.status.budget_exhausted, "enforcing": self.enforce,
-                "reconcile": dict(self.reconcile_events),
-                "provider_errors": dict(self.provider.errors) if self.provider is not None else {}}
+        return {
+            "cap": None if d is None else d.cap,
+            "policy_cap": None if d is None else d.policy_cap,
+            "hard_cap": None if d is None else d.hard_cap,
+            "budget_cap": None if d is None else d.budget_cap,
+            "leased": self.status.leased,
+            "busy": self.status.busy,
+            "powering_up": self.status.powering_up,
+            "excluded": self.status.excluded,
+            "node_seconds_total": self.ledger.total_node_s,
+            "cost_total": self.ledger.total_cost,
+            "used_today_s": self.ledger.used_today_s,
+            "budget_left_s": self.ledger.remaining_today_s,
+            "budget_left_node_hours": self.ledger.remaining_today_s / 3600.0,
+            "budget_exhausted": self.status.budget_exhausted,
+            "enforcing": self.enforce,
+            "reconcile": dict(self.reconcile_events),
+            "provider_errors": dict(self.provider.errors) if self.provider is not None else {},
+        }

@@ -41,7 +41,7 @@ from rlsched.core.agents import greedy_fill
 from rlsched.core.view import FloatArray, IntArray
 from rlsched.errors import RlschedError
 
-CLASS_NAMES = ("batch", "interactive")     # JobClass.BATCH = 0, JobClass.INTERACTIVE = 1
+CLASS_NAMES = ("batch", "interactive")  # JobClass.BATCH = 0, JobClass.INTERACTIVE = 1
 DEFAULT_TOP_K = 5
 DEFAULT_SAME_PASS_S = 1.0
 #: A job pending in a view cannot have started before it; Slurm's start times are whole seconds.
@@ -73,11 +73,17 @@ def cycle_from_record(record: Mapping[str, Any], where: str = "record") -> Cycle
     """A :class:`Cycle` from one log record (:func:`rlsched.daemon.decision_log.decision_record`)."""
     try:
         rows = record["ranked"]
-        table = np.asarray([[int(r[0]), int(r[2]), int(r[3]), int(r[4])] for r in rows],
-                           dtype=np.int64).reshape(-1, 4)
-        return Cycle(time_s=float(record["time"]), job_id=table[:, 0], cores=table[:, 1], vo=table[:, 2],
-                     job_class=table[:, 3], pending=int(record.get("pending", len(rows))),
-                     vos=tuple(str(v) for v in record.get("vos", ())), mode=str(record.get("mode", "shadow")))
+        table = np.asarray([[int(r[0]), int(r[2]), int(r[3]), int(r[4])] for r in rows], dtype=np.int64).reshape(-1, 4)
+        return Cycle(
+            time_s=float(record["time"]),
+            job_id=table[:, 0],
+            cores=table[:, 1],
+            vo=table[:, 2],
+            job_class=table[:, 3],
+            pending=int(record.get("pending", len(rows))),
+            vos=tuple(str(v) for v in record.get("vos", ())),
+            mode=str(record.get("mode", "shadow")),
+        )
     except (KeyError, IndexError, TypeError, ValueError) as exc:
         raise ShadowLogError(f"{where}: malformed decision record: {exc}") from None
 
@@ -165,13 +171,21 @@ def default_window_s(times: Sequence[float]) -> float:
 def _names(cycle: Cycle, i: int) -> tuple[str, str]:
     vo = int(cycle.vo[i])
     cls = int(cycle.job_class[i])
-    return (cycle.vos[vo] if 0 <= vo < len(cycle.vos) else f"vo{vo}",
-            CLASS_NAMES[cls] if 0 <= cls < len(CLASS_NAMES) else str(cls))
+    return (
+        cycle.vos[vo] if 0 <= vo < len(cycle.vos) else f"vo{vo}",
+        CLASS_NAMES[cls] if 0 <= cls < len(CLASS_NAMES) else str(cls),
+    )
 
 
-def analyse(cycles: Sequence[Cycle], starts: Mapping[int, float], *, top_k: int = DEFAULT_TOP_K,
-            same_pass_s: float = DEFAULT_SAME_PASS_S, max_window_s: float | None = None,
-            clock_slack_s: float = DEFAULT_CLOCK_SLACK_S) -> ShadowAnalysis:
+def analyse(
+    cycles: Sequence[Cycle],
+    starts: Mapping[int, float],
+    *,
+    top_k: int = DEFAULT_TOP_K,
+    same_pass_s: float = DEFAULT_SAME_PASS_S,
+    max_window_s: float | None = None,
+    clock_slack_s: float = DEFAULT_CLOCK_SLACK_S,
+) -> ShadowAnalysis:
     """Join ``cycles`` (any order) with Slurm's ``starts`` (job id → epoch start) into a :class:`ShadowAnalysis`."""
     if top_k < 1:
         raise ValueError(f"top_k must be >= 1, got {top_k}")
@@ -201,7 +215,7 @@ def analyse(cycles: Sequence[Cycle], starts: Mapping[int, float], *, top_k: int 
         if max(cycle.pending, n) < 2:
             out.trivial += 1
         else:
-            best_rank = int(next_starts.min())            # rows are in rlsched's order: row i is rank i + 1
+            best_rank = int(next_starts.min())  # rows are in rlsched's order: row i is rank i + 1
             out.slurm_pick_ranks.append(best_rank + 1)
             out.top1_hits += best_rank == 0
             out.topk_hits += best_rank < top_k
@@ -230,7 +244,7 @@ def _replay_window(cycle: Cycle, slurm_rows: IntArray, would_start: dict[int, fl
     """rlsched fills the cores Slurm filled in this window, in its order (see the module docstring)."""
     budget = int(cycle.cores[slurm_rows].sum())
     free = np.array([int(j) not in would_start for j in cycle.job_id.tolist()], dtype=bool)
-    order = np.nonzero(free)[0].astype(np.int64)               # rlsched's order, its "running" jobs left out
+    order = np.nonzero(free)[0].astype(np.int64)  # rlsched's order, its "running" jobs left out
     for row in greedy_fill(order, np.maximum(cycle.cores, 0), budget).tolist():
         would_start[int(cycle.job_id[row])] = t
 
@@ -261,7 +275,10 @@ def summarise_beyond(outcomes: Sequence[JobOutcome], by: str) -> list[WaitSummar
     for key in sorted(groups):
         members = groups[key]
         waits: FloatArray = np.asarray([o.beyond_s for o in members if o.beyond_s is not None], dtype=np.float64)
-        stats = ((float(waits.mean()), float(np.median(waits)), float(np.percentile(waits, 95)), float(waits.max()))
-                 if waits.size else (math.nan,) * 4)
+        stats = (
+            (float(waits.mean()), float(np.median(waits)), float(np.percentile(waits, 95)), float(waits.max()))
+            if waits.size
+            else (math.nan,) * 4
+        )
         rows.append(WaitSummary(key, len(members), int(waits.size), *stats))
     return rows

@@ -55,52 +55,77 @@ def _dur(s: float) -> str:
 
 
 def _table(rows: Sequence[WaitSummary], label: str) -> list[str]:
-    lines = [f"| {label} | started jobs | rlsched earlier | mean beyond | median | p95 | max |",
-             "|---|---:|---:|---:|---:|---:|---:|"]
+    lines = [
+        f"| {label} | started jobs | rlsched earlier | mean beyond | median | p95 | max |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
     for r in rows:
-        lines.append(f"| {r.group} | {r.jobs} | {r.earlier} | {_dur(r.mean_s)} | {_dur(r.median_s)} | "
-                     f"{_dur(r.p95_s)} | {_dur(r.max_s)} |")
+        lines.append(
+            f"| {r.group} | {r.jobs} | {r.earlier} | {_dur(r.mean_s)} | {_dur(r.median_s)} | "
+            f"{_dur(r.p95_s)} | {_dur(r.max_s)} |"
+        )
     return lines
 
 
 def markdown(a: ShadowAnalysis, ctx: ReportContext) -> str:
     """The report's text (docs/workflow.md, ``## report shadow``, explains each number)."""
     k = a.top_k
-    lines = ["# rlsched shadow report", "",
-             f"Decision log {', '.join(ctx.log_files) or '(none)'}, cycles from {ctx.since} to {ctx.until}; "
-             f"start times from {', '.join(ctx.sources) or '(none)'}.", ""]
+    lines = [
+        "# rlsched shadow report",
+        "",
+        f"Decision log {', '.join(ctx.log_files) or '(none)'}, cycles from {ctx.since} to {ctx.until}; "
+        f"start times from {', '.join(ctx.sources) or '(none)'}.",
+        "",
+    ]
     if ctx.modes:
         lines += ["Cycles by daemon mode: " + ", ".join(f"{m} {n}" for m, n in sorted(ctx.modes.items())) + ".", ""]
-    lines += ["## Agreement", "",
-              "| measure | rlsched vs Slurm | random order |", "|---|---:|---:|",
-              f"| top-1: Slurm's next start was rlsched's first job | {_pct(a.rate(a.top1_hits))} | "
-              f"{_pct(a.top1_chance if a.contested else math.nan)} |",
-              f"| top-{k}: Slurm's next start was among rlsched's first {k} | {_pct(a.rate(a.topk_hits))} | "
-              f"{_pct(a.topk_chance if a.contested else math.nan)} |", ""]
+    lines += [
+        "## Agreement",
+        "",
+        "| measure | rlsched vs Slurm | random order |",
+        "|---|---:|---:|",
+        f"| top-1: Slurm's next start was rlsched's first job | {_pct(a.rate(a.top1_hits))} | "
+        f"{_pct(a.top1_chance if a.contested else math.nan)} |",
+        f"| top-{k}: Slurm's next start was among rlsched's first {k} | {_pct(a.rate(a.topk_hits))} | "
+        f"{_pct(a.topk_chance if a.contested else math.nan)} |",
+        "",
+    ]
     if a.slurm_pick_ranks:
         ranks = np.asarray(a.slurm_pick_ranks)
-        lines += [f"Rank rlsched gave Slurm's next start: median {float(np.median(ranks)):g}, "
-                  f"p90 {float(np.percentile(ranks, 90)):g}, worst {int(ranks.max())}.", ""]
-    lines += ["## Cycles and jobs", "",
-              "| | count |", "|---|---:|",
-              f"| cycles in the window | {a.cycles} |",
-              f"| decisive (a ranked job started before the next cycle) | {a.decisive} |",
-              f"| contested (decisive, 2+ jobs pending): the agreement rates' base | {a.contested} |",
-              f"| trivial (decisive, one job pending) | {a.trivial} |",
-              f"| quiet (no ranked job started before the next cycle) | {a.quiet} |",
-              f"| jobs ranked | {a.jobs_seen} |",
-              f"| jobs ranked and started | {a.jobs_started} |",
-              f"| jobs unmatched (no start in the source: pending, cancelled, or outside it) | {a.jobs_unmatched} |",
-              f"| jobs started before a cycle that ranked them (clock skew, requeue; left out) | {a.inconsistent} |",
-              f"| damaged or torn log lines skipped | {ctx.skipped_lines} |", ""]
+        lines += [
+            f"Rank rlsched gave Slurm's next start: median {float(np.median(ranks)):g}, "
+            f"p90 {float(np.percentile(ranks, 90)):g}, worst {int(ranks.max())}.",
+            "",
+        ]
+    lines += [
+        "## Cycles and jobs",
+        "",
+        "| | count |",
+        "|---|---:|",
+        f"| cycles in the window | {a.cycles} |",
+        f"| decisive (a ranked job started before the next cycle) | {a.decisive} |",
+        f"| contested (decisive, 2+ jobs pending): the agreement rates' base | {a.contested} |",
+        f"| trivial (decisive, one job pending) | {a.trivial} |",
+        f"| quiet (no ranked job started before the next cycle) | {a.quiet} |",
+        f"| jobs ranked | {a.jobs_seen} |",
+        f"| jobs ranked and started | {a.jobs_started} |",
+        f"| jobs unmatched (no start in the source: pending, cancelled, or outside it) | {a.jobs_unmatched} |",
+        f"| jobs started before a cycle that ranked them (clock skew, requeue; left out) | {a.inconsistent} |",
+        f"| damaged or torn log lines skipped | {ctx.skipped_lines} |",
+        "",
+    ]
     if ctx.first_skipped:
         lines += [f"First skipped line: {ctx.first_skipped}.", ""]
     earlier = a.earlier
-    lines += ["## Jobs rlsched would have started earlier", "",
-              f"{len(earlier)} of {a.jobs_started} started jobs would have started earlier under rlsched "
-              f"(throughput-matched: rlsched fills the cores Slurm filled in each cycle's window, in its order); "
-              f"Slurm started {a.slurm_first} no later than rlsched would have.  How long they waited beyond "
-              "rlsched's pick:", ""]
+    lines += [
+        "## Jobs rlsched would have started earlier",
+        "",
+        f"{len(earlier)} of {a.jobs_started} started jobs would have started earlier under rlsched "
+        f"(throughput-matched: rlsched fills the cores Slurm filled in each cycle's window, in its order); "
+        f"Slurm started {a.slurm_first} no later than rlsched would have.  How long they waited beyond "
+        "rlsched's pick:",
+        "",
+    ]
     lines += [*_table(summarise_beyond(a.outcomes, "all"), "all"), ""]
     lines += [*_table(summarise_beyond(a.outcomes, "class"), "class"), ""]
     lines += [*_table(summarise_beyond(a.outcomes, "vo"), "VO"), ""]
@@ -117,20 +142,45 @@ def summary_json(a: ShadowAnalysis, ctx: ReportContext) -> dict[str, Any]:
         return x if math.isfinite(x) else None
 
     def rows(by: str) -> list[dict[str, Any]]:
-        return [{"group": r.group, "jobs": r.jobs, "earlier": r.earlier, "mean_s": num(r.mean_s),
-                 "median_s": num(r.median_s), "p95_s": num(r.p95_s), "max_s": num(r.max_s)}
-                for r in summarise_beyond(a.outcomes, by)]
+        return [
+            {
+                "group": r.group,
+                "jobs": r.jobs,
+                "earlier": r.earlier,
+                "mean_s": num(r.mean_s),
+                "median_s": num(r.median_s),
+                "p95_s": num(r.p95_s),
+                "max_s": num(r.max_s),
+            }
+            for r in summarise_beyond(a.outcomes, by)
+        ]
 
-    return {"since": ctx.since, "until": ctx.until, "log_files": list(ctx.log_files), "sources": list(ctx.sources),
-            "modes": dict(ctx.modes), "skipped_lines": ctx.skipped_lines, "top_k": a.top_k,
-            "cycles": a.cycles, "decisive": a.decisive, "contested": a.contested, "trivial": a.trivial,
-            "quiet": a.quiet, "top1": num(a.rate(a.top1_hits)), "topk": num(a.rate(a.topk_hits)),
-            "top1_chance": num(a.top1_chance) if a.contested else None,
-            "topk_chance": num(a.topk_chance) if a.contested else None,
-            "jobs_seen": a.jobs_seen, "jobs_started": a.jobs_started, "jobs_unmatched": a.jobs_unmatched,
-            "inconsistent": a.inconsistent, "earlier": len(a.earlier), "slurm_first": a.slurm_first,
-            "beyond": {"all": rows("all"), "class": rows("class"), "vo": rows("vo")},
-            "window_s": num(a.window_s)}
+    return {
+        "since": ctx.since,
+        "until": ctx.until,
+        "log_files": list(ctx.log_files),
+        "sources": list(ctx.sources),
+        "modes": dict(ctx.modes),
+        "skipped_lines": ctx.skipped_lines,
+        "top_k": a.top_k,
+        "cycles": a.cycles,
+        "decisive": a.decisive,
+        "contested": a.contested,
+        "trivial": a.trivial,
+        "quiet": a.quiet,
+        "top1": num(a.rate(a.top1_hits)),
+        "topk": num(a.rate(a.topk_hits)),
+        "top1_chance": num(a.top1_chance) if a.contested else None,
+        "topk_chance": num(a.topk_chance) if a.contested else None,
+        "jobs_seen": a.jobs_seen,
+        "jobs_started": a.jobs_started,
+        "jobs_unmatched": a.jobs_unmatched,
+        "inconsistent": a.inconsistent,
+        "earlier": len(a.earlier),
+        "slurm_first": a.slurm_first,
+        "beyond": {"all": rows("all"), "class": rows("class"), "vo": rows("vo")},
+        "window_s": num(a.window_s),
+    }
 
 
 def _save_png(fig: Any, path: Path) -> None:
@@ -174,8 +224,12 @@ def figures(a: ShadowAnalysis, out: Path) -> list[Path]:
     for cls in sorted({o.job_class for o in a.outcomes}):
         waits = np.sort([o.beyond_s for o in a.earlier if o.job_class == cls and o.beyond_s is not None])
         if waits.size:
-            ax.step(waits / 60.0, np.arange(1, waits.size + 1) / waits.size, where="post",
-                    label=f"{cls} ({waits.size} jobs)")
+            ax.step(
+                waits / 60.0,
+                np.arange(1, waits.size + 1) / waits.size,
+                where="post",
+                label=f"{cls} ({waits.size} jobs)",
+            )
     ax.set_xlabel("wait beyond rlsched's pick (minutes)")
     ax.set_ylabel("fraction of those jobs")
     ax.set_title("Jobs rlsched would have started earlier")

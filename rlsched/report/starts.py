@@ -65,8 +65,9 @@ def parse_sacct_starts(text: str) -> dict[int, float]:
         try:
             value = float(int(start))
         except ValueError:
-            raise SlurmParseError(SACCT, where,
-                                  f"not epoch seconds: {start!r:.40} (is SLURM_TIME_FORMAT=%s set?)") from None
+            raise SlurmParseError(
+                SACCT, where, f"not epoch seconds: {start!r:.40} (is SLURM_TIME_FORMAT=%s set?)"
+            ) from None
         if value > 0:
             out[int(raw_id)] = value
     return out
@@ -89,8 +90,11 @@ def parse_jobcomp_starts(text: str, path: str) -> dict[int, float]:
 
 def parse_squeue_starts(text: str) -> dict[int, float]:
     """Jobs of ``squeue --json`` that started (running, or finished within MinJobAge)."""
-    return {job.job_id: job.start_s for job in parse_squeue_json(text)
-            if not job.pending and job.cpus > 0 and math.isfinite(job.start_s) and job.start_s > 0}
+    return {
+        job.job_id: job.start_s
+        for job in parse_squeue_json(text)
+        if not job.pending and job.cpus > 0 and math.isfinite(job.start_s) and job.start_s > 0
+    }
 
 
 class StartsReader:
@@ -102,8 +106,9 @@ class StartsReader:
             env = {"SLURM_TIME_FORMAT": "%s"}
             if config.slurm_conf:
                 env["SLURM_CONF"] = config.slurm_conf
-            executor = CommandExecutor(SubprocessRunner(env), config.timeout_s, config.retry,
-                                       error_class=SlurmCommandError)
+            executor = CommandExecutor(
+                SubprocessRunner(env), config.timeout_s, config.retry, error_class=SlurmCommandError
+            )
         self.executor = executor
 
     def _cmd(self, name: str) -> str:
@@ -115,8 +120,9 @@ class StartsReader:
         if source == "auto" and self.config.completion_source != "auto":
             source = self.config.completion_source
         if source == "auto" or (source == "jobcomp" and not path):
-            slurm = self.executor.run([self._cmd("scontrol"), "show", "config"],
-                                      lambda r: parse_scontrol_config(r.stdout))
+            slurm = self.executor.run(
+                [self._cmd("scontrol"), "show", "config"], lambda r: parse_scontrol_config(r.stdout)
+            )
             path = path or slurm.get("JobCompLoc") or None
             if source == "auto":
                 source = detect_source(slurm, path)
@@ -126,8 +132,7 @@ class StartsReader:
 
     def sacct(self, since_s: float) -> dict[int, float]:
         since = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(since_s))
-        argv = [self._cmd("sacct"), "-X", "-n", "-P", "-a", f"--format={SACCT_STARTS_FORMAT}", "-S", since,
-                "-E", "now"]
+        argv = [self._cmd("sacct"), "-X", "-n", "-P", "-a", f"--format={SACCT_STARTS_FORMAT}", "-S", since, "-E", "now"]
         return self.executor.run(argv, lambda r: parse_sacct_starts(r.stdout))
 
     def squeue(self) -> dict[int, float]:
@@ -142,8 +147,13 @@ class StartsReader:
         return parse_jobcomp_starts(text, path)
 
 
-def read_starts(reader: StartsReader, source: str, since_s: float, jobcomp_path: str | None = None,
-                note: Callable[[str], None] | None = None) -> Starts:
+def read_starts(
+    reader: StartsReader,
+    source: str,
+    since_s: float,
+    jobcomp_path: str | None = None,
+    note: Callable[[str], None] | None = None,
+) -> Starts:
     """Start times from ``source`` (one of :data:`SOURCES`; jobcomp adds squeue's running jobs)."""
     if source not in SOURCES:
         raise ValueError(f"source must be one of {', '.join(SOURCES)}, got {source!r}")
@@ -158,7 +168,7 @@ def read_starts(reader: StartsReader, source: str, since_s: float, jobcomp_path:
         out.sources.append(f"jobcomp ({path})")
         try:
             running = reader.squeue()
-        except SlurmError as exc:          # the finished jobs are still worth a report
+        except SlurmError as exc:  # the finished jobs are still worth a report
             if note is not None:
                 note(f"squeue failed, jobs still running are unmatched: {exc}")
         else:

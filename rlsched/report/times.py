@@ -39,6 +39,8 @@ def parse_when(text: str, now_s: float) -> float:
         except ValueError:
             pass
         else:
-            return when.timestamp()      # naive: local time
-    raise TimeSpecError(f"cannot read {text!r} as a time: expected now, an age (30m, 12h, 7d), "
-                        "@EPOCH_SECONDS or an ISO date/date-time (2026-11-23T08:00)")
+            return when.timestamp()  # naive: local time
+    raise TimeSpecError(
+        f"cannot read {text!r} as a time: expected now, an age (30m, 12h, 7d), "
+        "@EPOCH_SECONDS or an ISO date/date-time (2026-11-23T08:00)"
+    )

@@ -103,9 +103,11 @@ class BoostPriority:
         self.step = nice_step(bound)
         # The backend boosts no more ranks than fit in Slurm's Nice range.
         self.max_boosted = max(1, min(max_boosted, MAX_NICE // self.step))
-        if self.step * self.max_boosted + bound >= 2.0 ** 32:
-            raise ValueError(f"boost: a ladder of {self.max_boosted} steps of {self.step} over priorities up to "
-                             f"{bound:g} leaves Slurm's 32-bit priority range")
+        if self.step * self.max_boosted + bound >= 2.0**32:
+            raise ValueError(
+                f"boost: a ladder of {self.max_boosted} steps of {self.step} over priorities up to "
+                f"{bound:g} leaves Slurm's 32-bit priority range"
+            )
         self._base_priority: FloatArray = np.zeros(n_rows, dtype=np.float64)
         self._offset: FloatArray = np.zeros(n_rows, dtype=np.float64)
         self._boosted: list[int] = []
@@ -150,7 +152,7 @@ class BoostPriority:
     def boost(self, rows: Sequence[int], now: float) -> dict[int, float]:
         """The daemon's boost: the first ``max_boosted`` of ``rows`` (queued, best first) get the ladder, the
         jobs boosted before and not now lose their offset.  Returns the new priority of every changed row."""
-        top = list(dict.fromkeys(rows))[:self.max_boosted]
+        top = list(dict.fromkeys(rows))[: self.max_boosted]
         k = len(top)
         wanted = {row: float(self.step * (k - rank)) for rank, row in enumerate(top)}
         changed = [row for row in self._boosted if row not in wanted]
@@ -172,18 +174,37 @@ class BoostPriority:
         return dict(zip(changed, new.tolist(), strict=True))
 
 
-def simulate_boost(workload: Workload, agent: Agent, settings: BoostSettings, base: DynamicPriority | None,
-                   bound: float, cores: int | None = None, *, backfill: bool = True, ranks_queue_only: bool = False,
-                   overrun: Overrun = DEFAULT_OVERRUN, progress: Callable[[int], None] | None = None,
-                   name: str = "") -> tuple[Schedule, BoostPriority]:
+def simulate_boost(
+    workload: Workload,
+    agent: Agent,
+    settings: BoostSettings,
+    base: DynamicPriority | None,
+    bound: float,
+    cores: int | None = None,
+    *,
+    backfill: bool = True,
+    ranks_queue_only: bool = False,
+    overrun: Overrun = DEFAULT_OVERRUN,
+    progress: Callable[[int], None] | None = None,
+    name: str = "",
+) -> tuple[Schedule, BoostPriority]:
     """Replay ``workload`` with ``agent`` (built for boost mode) ranking every ``settings.poll_interval_s``
     over ``base`` (None: FIFO; ``bound``: its largest priority).  ``ranks_queue_only``: the agent's ranking
     is a function of the pending jobs alone (a static key), so quiet polls are skipped, not deferred.
     Returns the schedule (``mode="boost"``) and the overlay (its counters)."""
     priority = BoostPriority(len(workload), base, max_boosted=settings.max_boosted, bound=bound)
     quiet: QuietPolls = "all" if settings.quiet_polls else "skip" if ranks_queue_only else "defer"
-    sim = Simulator(workload, cores, dynamic=priority, agent=agent, tick_s=settings.poll_interval_s,
-                    every_event=False, quiet_polls=quiet, backfill=backfill,
-                    overrun=overrun, name=name)
+    sim = Simulator(
+        workload,
+        cores,
+        dynamic=priority,
+        agent=agent,
+        tick_s=settings.poll_interval_s,
+        every_event=False,
+        quiet_polls=quiet,
+        backfill=backfill,
+        overrun=overrun,
+        name=name,
+    )
     schedule = sim.run(progress=progress)
     return replace(schedule, mode="boost"), priority

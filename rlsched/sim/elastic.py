@@ -90,16 +90,27 @@ class ElasticSimulator(Simulator):
             hold_on_submit, tick_s, backfill, ...).
     """
 
-    def __init__(self, workload: Workload, initial_cores: int, *, max_cores: int,
-                 min_cores: int = DEFAULT_MIN_CORES, hold_s: float = DEFAULT_HOLD_S, **options: Any) -> None:
+    def __init__(
+        self,
+        workload: Workload,
+        initial_cores: int,
+        *,
+        max_cores: int,
+        min_cores: int = DEFAULT_MIN_CORES,
+        hold_s: float = DEFAULT_HOLD_S,
+        **options: Any,
+    ) -> None:
         widest = int(workload.procs.max()) if len(workload) else 1
         self.floor_cores = max(int(min_cores), widest)
         if max_cores < self.floor_cores:
-            raise ValueError(f"elastic pool: max_cores {max_cores} is below the floor {self.floor_cores} "
-                             f"(min_cores {min_cores}, widest job {widest})")
+            raise ValueError(
+                f"elastic pool: max_cores {max_cores} is below the floor {self.floor_cores} "
+                f"(min_cores {min_cores}, widest job {widest})"
+            )
         if not self.floor_cores <= initial_cores <= max_cores:
-            raise ValueError(f"elastic pool: initial_cores {initial_cores} must lie in "
-                             f"[{self.floor_cores}, {max_cores}]")
+            raise ValueError(
+                f"elastic pool: initial_cores {initial_cores} must lie in [{self.floor_cores}, {max_cores}]"
+            )
         if hold_s < 0:
             raise ValueError(f"elastic pool: hold_s must be ≥ 0, got {hold_s}")
         super().__init__(workload, initial_cores, **options)
@@ -139,12 +150,17 @@ class ElasticSimulator(Simulator):
 
     @property
     def pool_history(self) -> PoolHistory:
-        return PoolHistory(np.array(self._pool_times, dtype=np.float64),
-                           np.array(self._pool_cores, dtype=np.int64))
+        return PoolHistory(np.array(self._pool_times, dtype=np.float64), np.array(self._pool_cores, dtype=np.int64))
 
     def run(self, progress: Callable[[int], None] | None = None, progress_every: int = 5000) -> Schedule:
         """Replay the workload; the returned schedule's ``cores`` is the largest pool used."""
         schedule = super().run(progress=progress, progress_every=progress_every)
-        return Schedule(workload=schedule.workload, cores=max(self._pool_cores), start=schedule.start,
-                        end=schedule.end, killed_at_limit=schedule.killed_at_limit,
-                        sim_seconds=schedule.sim_seconds, scheduler=schedule.scheduler)
+        return Schedule(
+            workload=schedule.workload,
+            cores=max(self._pool_cores),
+            start=schedule.start,
+            end=schedule.end,
+            killed_at_limit=schedule.killed_at_limit,
+            sim_seconds=schedule.sim_seconds,
+            scheduler=schedule.scheduler,
+        )

@@ -147,8 +147,9 @@ def effective_runtimes(workload: Workload, overrun: Overrun) -> tuple[FloatArray
     return workload.run.astype(np.float64, copy=True), 0
 
 
-def easy_reservation(need: int, free: int, rexp: list[float], rjob: list[int], procs: list[int],
-                     now: float) -> tuple[float, int]:
+def easy_reservation(
+    need: int, free: int, rexp: list[float], rjob: list[int], procs: list[int], now: float
+) -> tuple[float, int]:
     """EASY's reservation for a head job of ``need`` cores: (shadow time, extra cores).
 
     ``rexp``/``rjob`` are the running jobs sorted by expected end (start + requested time).
@@ -168,8 +169,16 @@ def easy_reservation(need: int, free: int, rexp: list[float], rjob: list[int], p
     return shadow, avail - need
 
 
-def easy_backfill(chunks: Iterable[list[int]], procs: list[int], req: list[float], queued_sizes: list[int],
-                  free: int, extra: int, now: float, shadow: float) -> list[int]:
+def easy_backfill(
+    chunks: Iterable[list[int]],
+    procs: list[int],
+    req: list[float],
+    queued_sizes: list[int],
+    free: int,
+    extra: int,
+    now: float,
+    shadow: float,
+) -> list[int]:
     """The queued jobs EASY starts now behind the head, in queue order.
 
     A candidate that fits the idle cores starts if it ends (by its request) by the shadow time,
@@ -195,16 +204,25 @@ def easy_backfill(chunks: Iterable[list[int]], procs: list[int], req: list[float
     return chosen
 
 
-def _check_options(workload: Workload, cores: int, *, priority: FloatArray | IntArray | None, agent: Agent | None,
-                   hold_on_submit: bool, tick_s: float | None, dynamic: DynamicPriority | None,
-                   every_event: bool) -> None:
+def _check_options(
+    workload: Workload,
+    cores: int,
+    *,
+    priority: FloatArray | IntArray | None,
+    agent: Agent | None,
+    hold_on_submit: bool,
+    tick_s: float | None,
+    dynamic: DynamicPriority | None,
+    every_event: bool,
+) -> None:
     """The :class:`Simulator`'s options that do not go together, each a one-line ValueError."""
     if cores < 1:
         raise ValueError("cores must be >= 1")
     if len(workload) and int(workload.procs.max()) > cores:
         raise ValueError(
             f"workload {workload.name!r} has a job of {int(workload.procs.max())} cores; the pool has "
-            f"{cores} (use Workload.with_max_procs to drop wider jobs)")
+            f"{cores} (use Workload.with_max_procs to drop wider jobs)"
+        )
     if hold_on_submit and agent is None:
         raise ValueError("hold_on_submit needs an agent to release the jobs")
     if tick_s is not None and tick_s <= 0:
@@ -212,11 +230,12 @@ def _check_options(workload: Workload, cores: int, *, priority: FloatArray | Int
     if dynamic is not None and priority is not None:
         raise ValueError("a dynamic priority replaces the static priority")
     if dynamic is not None and agent is not None and (hold_on_submit or not isinstance(dynamic, BoostablePriority)):
-        raise ValueError("an agent steers a dynamic priority only by boosting it (a BoostablePriority, "
-                         "no hold on submit)")
+        raise ValueError(
+            "an agent steers a dynamic priority only by boosting it (a BoostablePriority, no hold on submit)"
+        )
     if not every_event and (agent is None or tick_s is None):
         raise ValueError("every_event=False asks the agent at the ticks only: it needs an agent and tick_s")
-    if dynamic is not None and len(workload) * 2.0 ** 32 >= 2.0 ** 53:
+    if dynamic is not None and len(workload) * 2.0**32 >= 2.0**53:
         raise ValueError("a dynamic priority needs fewer than 2^21 jobs (its queue keys are exact floats)")
 
 
@@ -275,8 +294,16 @@ class Simulator:
     ) -> None:
         self.workload = workload
         self.cores = int(cores if cores is not None else workload.max_procs)
-        _check_options(workload, self.cores, priority=priority, agent=agent, hold_on_submit=hold_on_submit,
-                       tick_s=tick_s, dynamic=dynamic, every_event=every_event)
+        _check_options(
+            workload,
+            self.cores,
+            priority=priority,
+            agent=agent,
+            hold_on_submit=hold_on_submit,
+            tick_s=tick_s,
+            dynamic=dynamic,
+            every_event=every_event,
+        )
         self.dynamic = dynamic
         self.backfill = backfill
         self.overrun: Overrun = overrun
@@ -324,8 +351,8 @@ class Simulator:
         self._held: dict[int, None] = {}  # insertion-ordered set of held rows
         self._key_of: dict[int, float] = {}  # keys that differ from the static rank (boost, gate order)
         self._boosted: list[int] = []
-        self._reordered = False     # a boost changed the queue order since the flag was cleared
-        self._events = 0            # submits, starts and finishes so far (a poll with none since the last is quiet)
+        self._reordered = False  # a boost changed the queue order since the flag was cleared
+        self._events = 0  # submits, starts and finishes so far (a poll with none since the last is quiet)
         self._events_at_poll = -1
         #: Polls at which the agent was asked (``every_event=False``).
         self.polls = 0
@@ -344,7 +371,7 @@ class Simulator:
         # The LiveBackend side (used by agents' levers only, never by the event loop).
         self.errors: Counter[str] = Counter()
         self.actions: Counter[str] = Counter()
-        self._held_by_agent: set[int] = set()   # rows held through hold() (not hold_on_submit's gate)
+        self._held_by_agent: set[int] = set()  # rows held through hold() (not hold_on_submit's gate)
 
     # ------------------------------------------------------------------ queue primitives
     def _key(self, j: int) -> float:
@@ -389,9 +416,9 @@ class Simulator:
         while qprocs[lo] == np.inf:
             lo += 1
         self._oldest_queued = lo
-        window = qprocs[lo:self._next_submit]
+        window = qprocs[lo : self._next_submit]
         # `now + req <= shadow` exactly as the scalar test writes it, so float rounding agrees.
-        ends_in_time = (self._req_arr[lo:self._next_submit] + now) <= shadow
+        ends_in_time = (self._req_arr[lo : self._next_submit] + now) <= shadow
         fits = (window <= free) & (ends_in_time | (window <= extra))
         rows = np.flatnonzero(fits)
         rows += lo
@@ -411,7 +438,7 @@ class Simulator:
             return
         rows = np.array(self._qjobs, dtype=np.int64)
         keys = -dyn.priorities(rows, now) * (len(self._submit) + 1) + rows
-        self._rank_arr[rows] = keys       # with a dynamic priority, _key() reads this array
+        self._rank_arr[rows] = keys  # with a dynamic priority, _key() reads this array
         order = np.argsort(keys, kind="stable")
         self._qjobs = rows[order].tolist()
         self._qkeys = keys[order].tolist()
@@ -480,7 +507,7 @@ class Simulator:
         if len(qjobs) > VECTOR_SCAN_MIN_QUEUE and not self._key_of:
             rows = self._backfill_candidates(free, extra, now, shadow)
             # The pass usually ends after a few starts: convert the candidates to Python ints lazily.
-            chunks = (rows[k:k + 64].tolist() for k in range(0, len(rows), 64))
+            chunks = (rows[k : k + 64].tolist() for k in range(0, len(rows), 64))
         else:
             chunks = (qjobs[1:],)
         chosen = easy_backfill(chunks, procs, self._req, self._qsizes, free, extra, now, shadow)
@@ -504,7 +531,7 @@ class Simulator:
         idle_ticks = 0
         dyn = self.dynamic
         next_pass = inf
-        deferred_poll = inf       # a poll put off until something happens (quiet_polls="defer"; see _poll)
+        deferred_poll = inf  # a poll put off until something happens (quiet_polls="defer"; see _poll)
         while True:
             i = self._next_submit
             t_sub = submit[i] if i < n else inf
@@ -546,9 +573,14 @@ class Simulator:
         if progress is not None:
             progress(self._done)
         return Schedule(
-            workload=self.workload, cores=self.cores,
-            start=np.array(self._start, dtype=np.float64), end=np.array(self._end, dtype=np.float64),
-            killed_at_limit=self._killed, sim_seconds=time.perf_counter() - t0, scheduler=self.name)
+            workload=self.workload,
+            cores=self.cores,
+            start=np.array(self._start, dtype=np.float64),
+            end=np.array(self._end, dtype=np.float64),
+            killed_at_limit=self._killed,
+            sim_seconds=time.perf_counter() - t0,
+            scheduler=self.name,
+        )
 
     def _admit(self, i: int, now: float) -> int:
         """Submit the jobs from row ``i`` on whose submit time has come (held in gate mode, else queued);
@@ -583,9 +615,10 @@ class Simulator:
                 return True
             raise SimulationError(
                 f"{len(self._qjobs) + len(self._held)} jobs still pending at t={now} with nothing "
-                f"running and nothing left to submit (held jobs never released?)")
+                f"running and nothing left to submit (held jobs never released?)"
+            )
         if agent is not None and not self.every_event and self._finished_since_view:
-            agent.decide(self.view())   # the next poll shows the last finishes (a learner's rewards)
+            agent.decide(self.view())  # the next poll shows the last finishes (a learner's rewards)
         return False
 
     def _poll(self, agent: Agent, now: float, next_tick: float) -> tuple[float, bool]:
@@ -619,8 +652,10 @@ class Simulator:
                 self._schedule(now)
             return next_tick, False
         i = self._next_submit
-        upcoming = min(self._submit[i] if i < len(self._submit) else math.inf,
-                       self._finish_heap[0][0] if self._finish_heap else math.inf)
+        upcoming = min(
+            self._submit[i] if i < len(self._submit) else math.inf,
+            self._finish_heap[0][0] if self._finish_heap else math.inf,
+        )
         tick = self.tick_s
         assert tick is not None
         if upcoming > next_tick and upcoming < math.inf:
@@ -654,32 +689,59 @@ class Simulator:
     def view(self) -> ClusterView:
         """The state now, with the jobs finished since the previous view."""
         w = self.workload
-        pending_rows = np.fromiter([*self._qjobs, *self._held], dtype=np.int64,
-                                   count=len(self._qjobs) + len(self._held))
+        pending_rows = np.fromiter(
+            [*self._qjobs, *self._held], dtype=np.int64, count=len(self._qjobs) + len(self._held)
+        )
         held = np.zeros(len(pending_rows), dtype=np.bool_)
-        held[len(self._qjobs):] = True
+        held[len(self._qjobs) :] = True
         running_rows = np.array(self._rjob, dtype=np.int64)
         finished_rows = np.array(self._finished_since_view, dtype=np.int64)
         self._finished_since_view = []
         start = self._start
         run_eff = self._run_arr
         pending = PendingJobs(
-            job_id=w.job_id[pending_rows], vo=w.vo[pending_rows], job_class=w.job_class[pending_rows],
-            cores=w.procs[pending_rows], req_time_s=w.req_time[pending_rows],
-            submit_s=w.submit[pending_rows], oracle_run_s=run_eff[pending_rows], held=held, user=w.user[pending_rows])
+            job_id=w.job_id[pending_rows],
+            vo=w.vo[pending_rows],
+            job_class=w.job_class[pending_rows],
+            cores=w.procs[pending_rows],
+            req_time_s=w.req_time[pending_rows],
+            submit_s=w.submit[pending_rows],
+            oracle_run_s=run_eff[pending_rows],
+            held=held,
+            user=w.user[pending_rows],
+        )
         running_start = np.array([start[j] for j in self._rjob], dtype=np.float64)
         running = RunningJobs(
-            job_id=w.job_id[running_rows], vo=w.vo[running_rows], job_class=w.job_class[running_rows],
-            cores=w.procs[running_rows], req_time_s=w.req_time[running_rows],
-            submit_s=w.submit[running_rows], start_s=running_start, oracle_run_s=run_eff[running_rows],
-            user=w.user[running_rows])
+            job_id=w.job_id[running_rows],
+            vo=w.vo[running_rows],
+            job_class=w.job_class[running_rows],
+            cores=w.procs[running_rows],
+            req_time_s=w.req_time[running_rows],
+            submit_s=w.submit[running_rows],
+            start_s=running_start,
+            oracle_run_s=run_eff[running_rows],
+            user=w.user[running_rows],
+        )
         finished_start = np.array([start[j] for j in finished_rows.tolist()], dtype=np.float64)
         finished = FinishedJobs(
-            job_id=w.job_id[finished_rows], vo=w.vo[finished_rows], job_class=w.job_class[finished_rows],
-            cores=w.procs[finished_rows], submit_s=w.submit[finished_rows],
-            start_s=finished_start, end_s=finished_start + run_eff[finished_rows])
-        return ClusterView(time_s=self.now, total_cores=self.cores, idle_cores=self.free, pending=pending,
-                           running=running, finished=finished, vos=w.vo_names, vo_shares=w.vo_shares)
+            job_id=w.job_id[finished_rows],
+            vo=w.vo[finished_rows],
+            job_class=w.job_class[finished_rows],
+            cores=w.procs[finished_rows],
+            submit_s=w.submit[finished_rows],
+            start_s=finished_start,
+            end_s=finished_start + run_eff[finished_rows],
+        )
+        return ClusterView(
+            time_s=self.now,
+            total_cores=self.cores,
+            idle_cores=self.free,
+            pending=pending,
+            running=running,
+            finished=finished,
+            vos=w.vo_names,
+            vo_shares=w.vo_shares,
+        )
 
     def _requeue_all(self) -> None:
         jobs = self._qjobs
@@ -731,7 +793,7 @@ class Simulator:
             self._dequeue_job(j)
             self._rank_arr[j] = self._dynamic_key(priority, j)
             self._enqueue(j)
-        self._boosted = rows[:dyn.max_boosted]
+        self._boosted = rows[: dyn.max_boosted]
         self._reordered = self._reordered or bool(changed)
 
     def hold(self, job_id: int) -> None:
@@ -760,8 +822,9 @@ class Simulator:
         self._enqueue(j)
 
     def set_lease_cap(self, n: int) -> None:
-        raise NotImplementedError("this simulator models a rigid pool without cloud nodes; "
-                                  "use the hybrid leasing model for set_lease_cap")
+        raise NotImplementedError(
+            "this simulator models a rigid pool without cloud nodes; use the hybrid leasing model for set_lease_cap"
+        )
 
     # ------------------------------------------------------------------ LiveBackend: what the daemon asks
     def undo(self) -> int:
@@ -789,8 +852,11 @@ class Simulator:
         return len(held)
 
     def _label_rows(self) -> list[tuple[int, str]]:
-        return ([(j, "pending") for j in self._qjobs] + [(j, "held") for j in self._held]
-                + [(j, "running") for j in self._rjob])
+        return (
+            [(j, "pending") for j in self._qjobs]
+            + [(j, "held") for j in self._held]
+            + [(j, "running") for j in self._rjob]
+        )
 
     def _account(self, j: int) -> str:
         vo = int(self.workload.vo[j])
@@ -811,7 +877,7 @@ class Simulator:
         return {int(self.workload.job_id[j]): (partition, self._account(j)) for j, _ in self._label_rows()}
 
     def heartbeat_fields(self) -> dict[str, object]:
-        return {}           # no gate watchdog watches a simulation
+        return {}  # no gate watchdog watches a simulation
 
     def describe(self) -> str:
         return f"simulator ({self.name or self.workload.name}, {self.cores} cores; undo record in memory)"

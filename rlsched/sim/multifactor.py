@@ -37,8 +37,9 @@ def workload_accounts(workload: Workload) -> tuple[str, ...]:
 class MultifactorPriority:
     """The :class:`rlsched.sim.engine.DynamicPriority` of Slurm's priority/multifactor."""
 
-    def __init__(self, workload: Workload, params: MultifactorParams, cores: int, *, users: bool = False,
-                 cores_per_node: int = 1) -> None:
+    def __init__(
+        self, workload: Workload, params: MultifactorParams, cores: int, *, users: bool = False, cores_per_node: int = 1
+    ) -> None:
         self.params = params
         accounts = workload_accounts(workload)
         vo = workload.vo.astype(np.int64)
@@ -46,8 +47,9 @@ class MultifactorPriority:
             pairs = sorted({(int(v), int(u)) for v, u in zip(vo.tolist(), workload.user.tolist(), strict=True)})
             self.tree = AssocTree.flat(accounts, [(accounts[v], f"u{u}") for v, u in pairs], params)
             leaf_of = {(v, u): self.tree.index[AssocTree.key(accounts[v], f"u{u}")] for v, u in pairs}
-            leaf = np.array([leaf_of[(v, u)] for v, u in zip(vo.tolist(), workload.user.tolist(), strict=True)],
-                            dtype=np.int64)
+            leaf = np.array(
+                [leaf_of[(v, u)] for v, u in zip(vo.tolist(), workload.user.tolist(), strict=True)], dtype=np.int64
+            )
         else:
             self.tree = AssocTree.flat(accounts, (), params)
             by_account = np.array([self.tree.index[AssocTree.key(a, a)] for a in accounts], dtype=np.int64)

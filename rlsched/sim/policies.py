@@ -101,8 +101,13 @@ def workload_shares(workload: Workload) -> tuple[float, ...]:
 def job_columns(workload: Workload) -> JobColumns:
     """The columns a static key reads, with the row index as the job id (the simulator's tie-break)."""
     n = len(workload)
-    return JobColumns(np.arange(n, dtype=np.int64), workload.job_class, workload.submit.astype(np.float64),
-                      workload.req_time.astype(np.float64), workload.procs.astype(np.int64))
+    return JobColumns(
+        np.arange(n, dtype=np.int64),
+        workload.job_class,
+        workload.submit.astype(np.float64),
+        workload.req_time.astype(np.float64),
+        workload.procs.astype(np.int64),
+    )
 
 
 def static_priority(key: KeyFunction, workload: Workload) -> FloatArray | None:
@@ -148,8 +153,9 @@ def expand_site_files(spec: PolicySpec) -> PolicySpec:
         except ValueError as exc:
             raise PolicyError(f"policy 'multifactor': {exc}") from None
         if site.priority_type != "priority/multifactor":
-            raise PolicyError(f"policy 'multifactor': {conf_path}: PriorityType={site.priority_type}, "
-                              "not priority/multifactor")
+            raise PolicyError(
+                f"policy 'multifactor': {conf_path}: PriorityType={site.priority_type}, not priority/multifactor"
+            )
         for key, value in site.params.items():
             if key not in named:
                 p[key] = value
@@ -160,8 +166,11 @@ def expand_site_files(spec: PolicySpec) -> PolicySpec:
         except ValueError as exc:
             raise PolicyError(f"policy 'multifactor': {exc}") from None
         given = {item.rpartition(":")[0] for item in str(p.get("shares") or "").split("/") if item}
-        extra = [f"{r.account}:{r.shares:g}" for r in rows
-                 if r.user is None and r.account != "root" and r.account not in given]
+        extra = [
+            f"{r.account}:{r.shares:g}"
+            for r in rows
+            if r.user is None and r.account != "root" and r.account not in given
+        ]
         p["shares"] = "/".join(filter(None, [str(p.get("shares") or ""), *extra]))
     p["slurm_conf"] = ""
     p["sshare"] = ""
@@ -183,49 +192,93 @@ def _multifactor(spec: PolicySpec, workload: Workload, pool: int) -> tuple[Polic
         params = params_from_policy(spec.params)
     except ValueError as exc:
         raise PolicyError(f"policy 'multifactor': {exc}") from None
-    return spec, MultifactorPriority(workload, params, pool, users=bool(spec.params["users"]),
-                                     cores_per_node=int(spec.params["cores_per_node"]))
+    return spec, MultifactorPriority(
+        workload, params, pool, users=bool(spec.params["users"]), cores_per_node=int(spec.params["cores_per_node"])
+    )
 
 
 def _weight_sum(params: MultifactorParams) -> float:
     """The largest priority multifactor can give (each factor lies in [0, 1]): what sets the boost step."""
-    return (params.weight_age + params.weight_fairshare + params.weight_job_size + params.weight_partition
-            + params.weight_qos)
+    return (
+        params.weight_age
+        + params.weight_fairshare
+        + params.weight_job_size
+        + params.weight_partition
+        + params.weight_qos
+    )
 
 
-def _simulate_boost(workload: Workload, bound: PolicySpec, cores: int | None, settings: BoostSettings,
-                    agent: Agent | None, overrun: Overrun, progress: Callable[[int], None] | None,
-                    label: str) -> PolicyRun:
+def _simulate_boost(
+    workload: Workload,
+    bound: PolicySpec,
+    cores: int | None,
+    settings: BoostSettings,
+    agent: Agent | None,
+    overrun: Overrun,
+    progress: Callable[[int], None] | None,
+    label: str,
+) -> PolicyRun:
     """Boost mode (:mod:`rlsched.sim.boost`): the policy's agent ranks, the base order and EASY do the rest."""
     pool = cores if cores is not None else int(workload.max_procs)
     # A static key ranks the pending jobs the same way whenever they are the same (quiet polls can be skipped).
     ranks_queue_only = agent is None and static_key(bound) is not None
     if agent is None:
         start = float(workload.submit[0]) if len(workload) else 0.0
-        agent = build_agent(bound, BuildContext(mode="boost", shares=workload_shares(workload), total_cores=pool,
-                                                start_s=start))
+        agent = build_agent(
+            bound, BuildContext(mode="boost", shares=workload_shares(workload), total_cores=pool, start_s=start)
+        )
     if isinstance(agent, ElasticSchedulingAgent):
-        raise PolicyError(f"policy {bound.name!r}: elastic=true resizes the pool by holding jobs; it runs in gate "
-                          "mode only")
-    agent_mode = getattr(agent, "mode", "boost")     # the core agents say how they act; others only boost
+        raise PolicyError(
+            f"policy {bound.name!r}: elastic=true resizes the pool by holding jobs; it runs in gate mode only"
+        )
+    agent_mode = getattr(agent, "mode", "boost")  # the core agents say how they act; others only boost
     if agent_mode != "boost":
-        raise PolicyError(f"policy {bound.name!r}: the agent was built for {agent_mode!r} mode; load or build it "
-                          "with mode='boost'")
+        raise PolicyError(
+            f"policy {bound.name!r}: the agent was built for {agent_mode!r} mode; load or build it with mode='boost'"
+        )
     if settings.base_is_fifo:
-        schedule, _ = simulate_boost(workload, agent, settings, None, 0.0, cores, ranks_queue_only=ranks_queue_only,
-                                     overrun=overrun, progress=progress, name=label)
+        schedule, _ = simulate_boost(
+            workload,
+            agent,
+            settings,
+            None,
+            0.0,
+            cores,
+            ranks_queue_only=ranks_queue_only,
+            overrun=overrun,
+            progress=progress,
+            name=label,
+        )
     else:
         base_spec, base = _multifactor(resolve(settings.base), workload, pool)
-        schedule, _ = simulate_boost(workload, agent, settings, base, _weight_sum(base.params), cores,
-                                     backfill=backfill(base_spec), ranks_queue_only=ranks_queue_only,
-                                     overrun=overrun, progress=progress, name=label)
+        schedule, _ = simulate_boost(
+            workload,
+            agent,
+            settings,
+            base,
+            _weight_sum(base.params),
+            cores,
+            backfill=backfill(base_spec),
+            ranks_queue_only=ranks_queue_only,
+            overrun=overrun,
+            progress=progress,
+            name=label,
+        )
     return PolicyRun(schedule, bound, agent)
 
 
-def simulate_policy(workload: Workload, spec: PolicySpec | str, cores: int | None = None, *,
-                    mode: Mode = "gate", boost: BoostSettings | None = None,
-                    overrun: Overrun = DEFAULT_OVERRUN, agent: Agent | None = None,
-                    progress: Callable[[int], None] | None = None, name: str | None = None) -> PolicyRun:
+def simulate_policy(
+    workload: Workload,
+    spec: PolicySpec | str,
+    cores: int | None = None,
+    *,
+    mode: Mode = "gate",
+    boost: BoostSettings | None = None,
+    overrun: Overrun = DEFAULT_OVERRUN,
+    agent: Agent | None = None,
+    progress: Callable[[int], None] | None = None,
+    name: str | None = None,
+) -> PolicyRun:
     """Replay ``workload`` under ``spec`` (see the module docstring for the path each policy takes).
 
     ``mode``: ``gate`` (the paths above) or ``boost`` (:mod:`rlsched.sim.boost`, with ``boost``'s settings,
@@ -249,8 +302,15 @@ def simulate_policy(workload: Workload, spec: PolicySpec | str, cores: int | Non
     return run
 
 
-def _simulate_gate(workload: Workload, bound: PolicySpec, cores: int | None, overrun: Overrun,
-                   agent: Agent | None, progress: Callable[[int], None] | None, label: str) -> PolicyRun:
+def _simulate_gate(
+    workload: Workload,
+    bound: PolicySpec,
+    cores: int | None,
+    overrun: Overrun,
+    agent: Agent | None,
+    progress: Callable[[int], None] | None,
+    label: str,
+) -> PolicyRun:
     """Gate mode: the native fast paths, else the agent releasing held jobs (the module docstring)."""
     if bound.name == "multifactor" and agent is None:
         pool = cores if cores is not None else int(workload.max_procs)
@@ -264,25 +324,40 @@ def _simulate_gate(workload: Workload, bound: PolicySpec, cores: int | None, ove
         sim = Simulator(workload, cores, dynamic=rules, backfill=backfill(bound), overrun=overrun, name=label)
         return PolicyRun(sim.run(progress=progress), bound)
     if key is None and agent is None and entry(bound.name).family == "scored":
-        scored = ScoredPriority(workload, scoring_function(bound.params), str(bound.params["runtime_model"]),
-                                overrun)
+        scored = ScoredPriority(workload, scoring_function(bound.params), str(bound.params["runtime_model"]), overrun)
         sim = Simulator(workload, cores, dynamic=scored, backfill=backfill(bound), overrun=overrun, name=label)
         return PolicyRun(sim.run(progress=progress), bound)
     if key is not None:
-        sim = Simulator(workload, cores, priority=static_priority(key, workload), backfill=backfill(bound),
-                        overrun=overrun, name=label)
+        sim = Simulator(
+            workload,
+            cores,
+            priority=static_priority(key, workload),
+            backfill=backfill(bound),
+            overrun=overrun,
+            name=label,
+        )
         return PolicyRun(sim.run(progress=progress), bound)
     pool = cores if cores is not None else int(workload.max_procs)
     if agent is None:
         start = float(workload.submit[0]) if len(workload) else 0.0
-        agent = build_agent(bound, BuildContext(mode="gate", shares=workload_shares(workload), total_cores=pool,
-                                                start_s=start))
+        agent = build_agent(
+            bound, BuildContext(mode="gate", shares=workload_shares(workload), total_cores=pool, start_s=start)
+        )
     if isinstance(agent, ElasticSchedulingAgent):
         # The resource the pool is drawn from: the spec's largest pool (the agent's options may stop below it).
         max_cores = max(int(bound.params.get("pool_max_cores") or 2 * pool), agent.max_cores)
-        esim = ElasticSimulator(workload, pool, max_cores=max_cores, min_cores=agent.min_cores,
-                                hold_s=agent.hold_s, agent=agent, hold_on_submit=True, tick_s=agent.hold_s,
-                                overrun=overrun, name=label)
+        esim = ElasticSimulator(
+            workload,
+            pool,
+            max_cores=max_cores,
+            min_cores=agent.min_cores,
+            hold_s=agent.hold_s,
+            agent=agent,
+            hold_on_submit=True,
+            tick_s=agent.hold_s,
+            overrun=overrun,
+            name=label,
+        )
         return PolicyRun(esim.run(progress=progress), bound, agent, esim.pool_history)
     sim = Simulator(workload, cores, agent=agent, hold_on_submit=True, overrun=overrun, name=label)
     return PolicyRun(sim.run(progress=progress), bound, agent)

@@ -31,8 +31,8 @@ class PredictionScore:
     model: str
     jobs: int
     mean_abs_error_s: float
-    under_share: float           # share of jobs predicted shorter than they ran
-    seconds: float               # wall time of the replay
+    under_share: float  # share of jobs predicted shorter than they ran
+    seconds: float  # wall time of the replay
 
 
 def recorded_events(workload: Workload) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -44,7 +44,7 @@ def recorded_events(workload: Workload) -> tuple[np.ndarray, np.ndarray, np.ndar
     n = len(workload)
     rows = np.arange(n, dtype=np.int64)
     times = np.concatenate([end, workload.submit.astype(np.float64)])
-    kinds = np.concatenate([np.zeros(n), np.ones(n)])         # ends before submits at the same instant
+    kinds = np.concatenate([np.zeros(n), np.ones(n)])  # ends before submits at the same instant
     events = np.concatenate([~rows, rows])
     order = np.lexsort((np.concatenate([rows, rows]), kinds, times))
     return run, request, events[order]
@@ -70,6 +70,13 @@ def prediction_errors(workload: Workload, models: tuple[str, ...] = MODELS) -> l
                 else:
                     predictor.finished(~e, runs[~e])
             predicted = np.array(out)
-        scores.append(PredictionScore(model, len(workload), float(np.mean(np.abs(predicted - run))),
-                                      float(np.mean(predicted < run)), time.perf_counter() - t0))
+        scores.append(
+            PredictionScore(
+                model,
+                len(workload),
+                float(np.mean(np.abs(predicted - run))),
+                float(np.mean(predicted < run)),
+                time.perf_counter() - t0,
+            )
+        )
     return scores

@@ -52,8 +52,9 @@ class ReplayedRuntimes:
 
     def predict_at_submit(self, row: int) -> None:
         if self.predictor is not None:
-            self.runtime[row] = self.predictor.predict(row, self._user[row], self._vo[row], self._cores[row],
-                                                       self._request[row], self._submit[row])
+            self.runtime[row] = self.predictor.predict(
+                row, self._user[row], self._vo[row], self._cores[row], self._request[row], self._submit[row]
+            )
 
     def started(self, row: int, now: float) -> None:
         if self.predictor is not None:
@@ -81,8 +82,9 @@ class RulePriority:
         self.passes = 0
 
     def _score(self, rows: IntArray, now: float) -> FloatArray:
-        return rule_priority(rule_score(self.rule, self.runtime[rows], self.cores[rows], self.clock[rows],
-                                        now - self.submit[rows]))
+        return rule_priority(
+            rule_score(self.rule, self.runtime[rows], self.cores[rows], self.clock[rows], now - self.submit[rows])
+        )
 
     # ------------------------------------------------------------------ DynamicPriority
     def submit_priority(self, row: int, now: float) -> float:

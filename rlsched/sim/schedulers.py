@@ -59,8 +59,15 @@ def replay_native(workload: Workload) -> Schedule:
         missing = int((~np.isfinite(workload.recorded_wait)).sum())
         raise ValueError(f"workload {workload.name!r}: {missing} jobs have no recorded wait; select them out first")
     start = workload.submit + workload.recorded_wait
-    return Schedule(workload=workload, cores=workload.max_procs, start=start, end=start + workload.run,
-                    killed_at_limit=0, sim_seconds=0.0, scheduler="native")
+    return Schedule(
+        workload=workload,
+        cores=workload.max_procs,
+        start=start,
+        end=start + workload.run,
+        killed_at_limit=0,
+        sim_seconds=0.0,
+        scheduler="native",
+    )
 
 
 def with_recorded_waits(workload: Workload) -> Workload:
@@ -71,4 +78,3 @@ def with_recorded_waits(workload: Workload) -> Workload:
     dropped = dict(workload.dropped)
     dropped["wait_missing"] = dropped.get("wait_missing", 0) + int((~known).sum())
     return replace(workload.select(known), dropped=dropped)
-

@@ -35,10 +35,12 @@ class ScoredPriority:
     def __init__(self, workload: Workload, function: ScoringFunction, runtime_model: str, overrun: Overrun) -> None:
         rest, self.pred_weight = function.split()
         origin = float(workload.submit[0]) if len(workload) else 0.0
-        self.base: FloatArray = rest.with_origin(origin).score_jobs(workload.req_time, workload.procs,
-                                                                    workload.submit, workload.job_class)
-        self.request: FloatArray = np.maximum(usable_requested(workload.req_time.astype(np.float64),
-                                                               workload.job_class), 1.0)
+        self.base: FloatArray = rest.with_origin(origin).score_jobs(
+            workload.req_time, workload.procs, workload.submit, workload.job_class
+        )
+        self.request: FloatArray = np.maximum(
+            usable_requested(workload.req_time.astype(np.float64), workload.job_class), 1.0
+        )
         if runtime_model not in ("oracle", "user-last2", "learned"):
             raise ValueError(f"scored: runtime_model {runtime_model!r} is no prediction (oracle, user-last2, learned)")
         self.runtimes = ReplayedRuntimes(workload, runtime_model, overrun, self.request)

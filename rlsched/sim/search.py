@@ -111,8 +111,7 @@ class SearchConfig:
         if self.sequences < 1 or self.sequence_jobs < 0:
             raise ValueError("sequences must be >= 1 and sequence_jobs >= 0")
         if ("log_pred" in self.features) == (self.runtime_model == "requested"):
-            raise ValueError("log_pred and runtime_model go together (a prediction with log_pred; requested "
-                             "without)")
+            raise ValueError("log_pred and runtime_model go together (a prediction with log_pred; requested without)")
         if self.validation_replays < 1 or self.jitter_s < 0:
             raise ValueError("validation_replays must be >= 1 and jitter_s >= 0")
         if self.fitness not in ("pooled", "ratio"):
@@ -143,9 +142,15 @@ def _unit(weights: FloatArray) -> FloatArray:
     return weights / norm if norm > 0 else weights
 
 
-def simulate_scores(workload: Workload, function: ScoringFunction, cores: int | None = None, *,
-                    backfill: bool = True, overrun: Overrun = DEFAULT_OVERRUN,
-                    runtime_model: str = "requested") -> Schedule:
+def simulate_scores(
+    workload: Workload,
+    function: ScoringFunction,
+    cores: int | None = None,
+    *,
+    backfill: bool = True,
+    overrun: Overrun = DEFAULT_OVERRUN,
+    runtime_model: str = "requested",
+) -> Schedule:
     """Replay ``workload`` with ``function`` as the static priority (``log_submit`` counts from its first submit),
     or, when it reads a predicted runtime, as the dynamic priority of :class:`rlsched.sim.scored.ScoredPriority`
     with ``runtime_model``'s predictions.
@@ -156,8 +161,9 @@ def simulate_scores(workload: Workload, function: ScoringFunction, cores: int | 
         scored = ScoredPriority(workload, function, runtime_model, overrun)
         return Simulator(workload, cores, dynamic=scored, backfill=backfill, overrun=overrun).run()
     origin = float(workload.submit[0]) if len(workload) else 0.0
-    priority = function.with_origin(origin).score_jobs(workload.req_time, workload.procs, workload.submit,
-                                                       workload.job_class)
+    priority = function.with_origin(origin).score_jobs(
+        workload.req_time, workload.procs, workload.submit, workload.job_class
+    )
     return Simulator(workload, cores, priority=priority, backfill=backfill, overrun=overrun).run()
 
 
@@ -169,8 +175,15 @@ def mean_bsld(schedule: Schedule) -> float:
 RATIO_REFERENCE = ScoringFunction(("log_req",), (1.0,))
 
 
-def _fitness(parts: Sequence[Workload], function: ScoringFunction, cores: int, backfill: bool,
-             overrun: Overrun, reference: Sequence[float] | None, runtime_model: str) -> float:
+def _fitness(
+    parts: Sequence[Workload],
+    function: ScoringFunction,
+    cores: int,
+    backfill: bool,
+    overrun: Overrun,
+    reference: Sequence[float] | None,
+    runtime_model: str,
+) -> float:
     """``pooled``: the mean bounded slowdown over all jobs of all ``parts`` (each replayed from an empty
     machine).  ``ratio`` (``reference`` given: each part's mean bounded slowdown under easy-sjf): the geometric
     mean over the parts of the ratio to it, so that each part counts alike whatever its load."""
@@ -216,27 +229,52 @@ class SearchResult:
     @property
     def spec(self) -> PolicySpec:
         """The registry spec of the found policy (``scored:features=…,weights=…``)."""
-        return resolve(PolicySpec("scored", {"features": "/".join(self.function.features),
-                                             "weights": format_weights(self.function.weights),
-                                             "runtime_model": self.config.runtime_model,
-                                             "backfill": self.config.backfill}))
+        return resolve(
+            PolicySpec(
+                "scored",
+                {
+                    "features": "/".join(self.function.features),
+                    "weights": format_weights(self.function.weights),
+                    "runtime_model": self.config.runtime_model,
+                    "backfill": self.config.backfill,
+                },
+            )
+        )
 
     def summary(self) -> dict[str, Any]:
-        return {"spec": self.spec.label(), "validation_bsld": self.validation_bsld, "chosen": list(self.chosen),
-                "evaluations": self.evaluations, "seconds": round(self.seconds, 2), "rules": self.rules,
-                "config": {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self.config).items()},
-                "history": self.history}
+        return {
+            "spec": self.spec.label(),
+            "validation_bsld": self.validation_bsld,
+            "chosen": list(self.chosen),
+            "evaluations": self.evaluations,
+            "seconds": round(self.seconds, 2),
+            "rules": self.rules,
+            "config": {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self.config).items()},
+            "history": self.history,
+        }
 
     def save(self, path: str | Path) -> None:
         """The model file: the spec (it alone rebuilds the policy) and the search's record."""
-        save_scored_model(self.spec, path, search=self.summary(),
-                          arrays={"mean_weights": np.array([h["mean_weights"] for h in self.history]),
-                                  "train_fitness_best": np.array([h["train_best"] for h in self.history])})
+        save_scored_model(
+            self.spec,
+            path,
+            search=self.summary(),
+            arrays={
+                "mean_weights": np.array([h["mean_weights"] for h in self.history]),
+                "train_fitness_best": np.array([h["train_best"] for h in self.history]),
+            },
+        )
 
 
-def search_scoring(train: Workload, validation: Workload, config: SearchConfig = SearchConfig(),
-                   cores: int | None = None, *, overrun: Overrun = DEFAULT_OVERRUN,
-                   progress: Callable[[dict[str, Any]], None] | None = None) -> SearchResult:
+def search_scoring(
+    train: Workload,
+    validation: Workload,
+    config: SearchConfig = SearchConfig(),
+    cores: int | None = None,
+    *,
+    overrun: Overrun = DEFAULT_OVERRUN,
+    progress: Callable[[dict[str, Any]], None] | None = None,
+) -> SearchResult:
     """The cross-entropy search of the module docstring; deterministic for ``config.seed``.
 
     ``cores``: the pool (default: the training workload's machine size).  ``progress`` gets each
@@ -258,8 +296,9 @@ def search_scoring(train: Workload, validation: Workload, config: SearchConfig =
     mean = config.start()
     if config.rules:
         rules = _family_on_train(train, config, pool, overrun)
-        candidates += [(f"rule:{name}", -1, np.asarray(rule["weights"], dtype=np.float64))
-                       for name, rule in rules.items()]
+        candidates += [
+            (f"rule:{name}", -1, np.asarray(rule["weights"], dtype=np.float64)) for name, rule in rules.items()
+        ]
         evaluations += len(rules)
         if config.initial is None and rules:
             best_rule = min(rules, key=lambda name: rules[name]["train_bsld"])
@@ -270,23 +309,35 @@ def search_scoring(train: Workload, validation: Workload, config: SearchConfig =
         parts = _sequences(train, config, g)
         reference = None
         if config.fitness == "ratio":
-            reference = [mean_bsld(simulate_scores(p, RATIO_REFERENCE, pool, backfill=config.backfill,
-                                                   overrun=overrun)) for p in parts]
+            reference = [
+                mean_bsld(simulate_scores(p, RATIO_REFERENCE, pool, backfill=config.backfill, overrun=overrun))
+                for p in parts
+            ]
             evaluations += len(parts)
         population = config.clip(mean + std * rng.standard_normal((config.population, d)))
         population[0] = mean
         population = np.array([_unit(w) for w in population])
-        fitness = np.array([_fitness(parts, function_of(w), pool, config.backfill, overrun, reference,
-                                     config.runtime_model) for w in population])
+        fitness = np.array(
+            [
+                _fitness(parts, function_of(w), pool, config.backfill, overrun, reference, config.runtime_model)
+                for w in population
+            ]
+        )
         evaluations += config.population
         # Stable order: equal fitness keeps the lower index (the mean first), so the result does not depend
         # on how NumPy breaks ties.
         elite = population[np.argsort(fitness, kind="stable")[:n_elite]]
         best = int(np.argmin(fitness))
         candidates += [("mean", g, population[0].copy()), ("best", g, population[best].copy())]
-        row = {"generation": g, "train_mean": float(fitness[0]), "train_best": float(fitness[best]),
-               "train_median": float(np.median(fitness)), "mean_weights": population[0].tolist(),
-               "best_weights": population[best].tolist(), "std": std.tolist()}
+        row = {
+            "generation": g,
+            "train_mean": float(fitness[0]),
+            "train_best": float(fitness[best]),
+            "train_median": float(np.median(fitness)),
+            "mean_weights": population[0].tolist(),
+            "best_weights": population[best].tolist(),
+            "std": std.tolist(),
+        }
         history.append(row)
         if progress is not None:
             progress(row)
@@ -296,19 +347,17 @@ def search_scoring(train: Workload, validation: Workload, config: SearchConfig =
 
     # Selection on the validation window, whole, from an empty machine, as recorded and jittered.
     replays = jittered_replays(validation, config.validation_replays, config.jitter_s)
-    scored = [(_mean_over(replays, function_of(w), config, pool, overrun), k)
-              for k, (_, _, w) in enumerate(candidates)]
+    scored = [(_mean_over(replays, function_of(w), config, pool, overrun), k) for k, (_, _, w) in enumerate(candidates)]
     evaluations += len(replays) * len(candidates)
-    for (value, k) in scored:
+    for value, k in scored:
         what, g, _ = candidates[k]
         if g < 0:
             rules[what.removeprefix("rule:")]["validation_bsld"] = value
         else:
             history[g][f"validation_{what}"] = value
-    value, k = min(scored)          # ties: the earlier candidate (the rules come first)
+    value, k = min(scored)  # ties: the earlier candidate (the rules come first)
     what, g, w = candidates[k]
-    return SearchResult(function_of(w), value, (what, g), config, history, rules, evaluations,
-                        time.perf_counter() - t0)
+    return SearchResult(function_of(w), value, (what, g), config, history, rules, evaluations, time.perf_counter() - t0)
 
 
 def _family_on_train(train: Workload, config: SearchConfig, pool: int, overrun: Overrun) -> dict[str, dict[str, Any]]:
@@ -317,17 +366,34 @@ def _family_on_train(train: Workload, config: SearchConfig, pool: int, overrun: 
     rules: dict[str, dict[str, Any]] = {}
     for name, weights in family_rules(config.features).items():
         w = _unit(np.asarray(weights, dtype=np.float64))
-        s = simulate_scores(train, ScoringFunction(config.features, tuple(float(v) for v in w)), pool,
-                            backfill=config.backfill, overrun=overrun, runtime_model=config.runtime_model)
+        s = simulate_scores(
+            train,
+            ScoringFunction(config.features, tuple(float(v) for v in w)),
+            pool,
+            backfill=config.backfill,
+            overrun=overrun,
+            runtime_model=config.runtime_model,
+        )
         rules[name] = {"weights": w.tolist(), "train_bsld": mean_bsld(s)}
     return rules
 
 
-def _mean_over(replays: Sequence[Workload], function: ScoringFunction, config: SearchConfig, pool: int,
-               overrun: Overrun) -> float:
+def _mean_over(
+    replays: Sequence[Workload], function: ScoringFunction, config: SearchConfig, pool: int, overrun: Overrun
+) -> float:
     """The mean over ``replays`` of each one's mean bounded slowdown under ``function``."""
-    return float(np.mean([mean_bsld(simulate_scores(r, function, pool, backfill=config.backfill, overrun=overrun,
-                                                    runtime_model=config.runtime_model)) for r in replays]))
+    return float(
+        np.mean(
+            [
+                mean_bsld(
+                    simulate_scores(
+                        r, function, pool, backfill=config.backfill, overrun=overrun, runtime_model=config.runtime_model
+                    )
+                )
+                for r in replays
+            ]
+        )
+    )
 
 
 def jittered_replays(workload: Workload, replays: int, jitter_s: float) -> list[Workload]:
@@ -340,14 +406,21 @@ def split_by_jobs(workload: Workload, fractions: Sequence[float] = (0.5, 0.25, 0
     """Consecutive windows of the given shares of the jobs, in submit order (train, validation, test)."""
     bounds = np.round(np.cumsum([0.0, *fractions]) / sum(fractions) * len(workload)).astype(int)
     names = ("train", "validation", "test")
-    return [workload.select(np.arange(bounds[i], bounds[i + 1]), name=f"{workload.name}[{names[i]}]")
-            for i in range(len(fractions))]
+    return [
+        workload.select(np.arange(bounds[i], bounds[i + 1]), name=f"{workload.name}[{names[i]}]")
+        for i in range(len(fractions))
+    ]
 
 
 #: The registry rules every measurement compares against, by label (EASY backfilling, requested time; WFP3 and
 #: UNICEP re-prioritised every 300 s, the registry's default pass).
-REGISTRY_RULES: dict[str, str] = {"easy": "easy", "easy-sjf": "easy-sjf", "easy-saf": "saf:backfill=true",
-                                  "easy-wfp3": "wfp3:backfill=true", "easy-unicep": "unicep:backfill=true"}
+REGISTRY_RULES: dict[str, str] = {
+    "easy": "easy",
+    "easy-sjf": "easy-sjf",
+    "easy-saf": "saf:backfill=true",
+    "easy-wfp3": "wfp3:backfill=true",
+    "easy-unicep": "unicep:backfill=true",
+}
 
 
 def reference_bsld(replays: Sequence[Workload], cores: int, runtime_model: str = "requested") -> dict[str, float]:
@@ -357,56 +430,85 @@ def reference_bsld(replays: Sequence[Workload], cores: int, runtime_model: str =
     With a predicted ``runtime_model`` also the registry's sjf, saf and F1–F4 on it (``-RUNTIME_MODEL``; F1–F4's
     ``origin_s`` at each replay's first submit): the rules with the same information as the search.
     """
+
     def mean_of(spec: str, clock: bool = False) -> float:
         """``spec`` on every replay (``clock``: with F1–F4's origin at the replay's first submit)."""
-        return float(np.mean([mean_bsld(simulate_policy(r, f"{spec},origin_s={float(r.submit[0])!r}" if clock
-                                                        else spec, cores).schedule) for r in replays]))
+        return float(
+            np.mean(
+                [
+                    mean_bsld(
+                        simulate_policy(r, f"{spec},origin_s={float(r.submit[0])!r}" if clock else spec, cores).schedule
+                    )
+                    for r in replays
+                ]
+            )
+        )
 
     out = {label: mean_of(spec) for label, spec in REGISTRY_RULES.items()}
     for name, function in CARASTAN_SANTOS.items():
-        out[f"easy-{name}"] = float(np.mean([mean_bsld(simulate_scores(r, function, cores, backfill=True))
-                                             for r in replays]))
+        out[f"easy-{name}"] = float(
+            np.mean([mean_bsld(simulate_scores(r, function, cores, backfill=True)) for r in replays])
+        )
     if runtime_model != "requested":
         for rule in ("sjf", "saf", *CARASTAN_SANTOS):
-            out[f"easy-{rule}-{runtime_model}"] = mean_of(f"{rule}:runtime_model={runtime_model},backfill=true",
-                                                          clock=rule in CARASTAN_SANTOS)
+            out[f"easy-{rule}-{runtime_model}"] = mean_of(
+                f"{rule}:runtime_model={runtime_model},backfill=true", clock=rule in CARASTAN_SANTOS
+            )
     return out
 
 
-def split_experiment(workload: Workload, config: SearchConfig, cores: int | None = None,
-                     seeds: Sequence[int] = (0,),
-                     progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+def split_experiment(
+    workload: Workload,
+    config: SearchConfig,
+    cores: int | None = None,
+    seeds: Sequence[int] = (0,),
+    progress: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
     """Train on the first 50 % of ``workload``, select on the next 25 %, report the last 25 % (see module)."""
     train, validation, test = split_by_jobs(workload)
     pool = int(cores if cores is not None else workload.max_procs)
-    out: dict[str, Any] = {"trace": workload.name, "cores": pool, "jobs": len(workload),
-                           "windows": {"train": len(train), "validation": len(validation), "test": len(test)},
-                           "runtime_information": "requested time only (no actual or predicted runtime)"
-                           if config.runtime_model == "requested" else
-                           f"requested time and the {config.runtime_model} prediction (the rules: both)",
-                           "rules": {}, "searches": []}
+    out: dict[str, Any] = {
+        "trace": workload.name,
+        "cores": pool,
+        "jobs": len(workload),
+        "windows": {"train": len(train), "validation": len(validation), "test": len(test)},
+        "runtime_information": "requested time only (no actual or predicted runtime)"
+        if config.runtime_model == "requested"
+        else f"requested time and the {config.runtime_model} prediction (the rules: both)",
+        "rules": {},
+        "searches": [],
+    }
     tests = jittered_replays(test, config.validation_replays, config.jitter_s)
     rm = config.runtime_model
     on_validation = reference_bsld(jittered_replays(validation, config.validation_replays, config.jitter_s), pool, rm)
     on_test, on_tests = reference_bsld(tests[:1], pool, rm), reference_bsld(tests, pool, rm)
-    out["rules"] = {name: {"validation_bsld": on_validation[name], "test_bsld": on_test[name],
-                           "test_jittered_bsld": on_tests[name]} for name in on_validation}
+    out["rules"] = {
+        name: {"validation_bsld": on_validation[name], "test_bsld": on_test[name], "test_jittered_bsld": on_tests[name]}
+        for name in on_validation
+    }
     for seed in seeds:
         cfg = replace(config, seed=seed)
         report = None
         if progress is not None:
+
             def report(row: dict[str, Any], seed: int = seed, say: Callable[[str], None] = progress) -> None:
-                say(f"seed {seed} gen {row['generation']}: train mean {row['train_mean']:.2f} "
-                    f"best {row['train_best']:.2f}")
+                say(
+                    f"seed {seed} gen {row['generation']}: train mean {row['train_mean']:.2f} "
+                    f"best {row['train_best']:.2f}"
+                )
+
         result = search_scoring(train, validation, cfg, pool, progress=report)
-        found = [mean_bsld(simulate_scores(t, result.function, pool, backfill=cfg.backfill, runtime_model=rm))
-                 for t in tests]
+        found = [
+            mean_bsld(simulate_scores(t, result.function, pool, backfill=cfg.backfill, runtime_model=rm)) for t in tests
+        ]
         test_bsld = found[0]
-        out["searches"].append({**result.summary(), "seed": seed, "test_bsld": test_bsld,
-                                "test_jittered_bsld": float(np.mean(found))})
+        out["searches"].append(
+            {**result.summary(), "seed": seed, "test_bsld": test_bsld, "test_jittered_bsld": float(np.mean(found))}
+        )
         if progress is not None:
-            progress(f"seed {seed}: validation {result.validation_bsld:.2f} test {test_bsld:.2f} "
-                     f"({result.seconds:.0f} s)")
+            progress(
+                f"seed {seed}: validation {result.validation_bsld:.2f} test {test_bsld:.2f} ({result.seconds:.0f} s)"
+            )
     return out
 
 
@@ -438,8 +540,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("trace", nargs="?", help="a trace name or path (omit with --report-only)")
     parser.add_argument("--report-only", action="store_true", help="rewrite --out's report.md from its JSONs")
     parser.add_argument("--seeds", default="0")
-    parser.add_argument("--features", default=None, help="default: the log family, with log_pred when "
-                        "--runtime-model predicts")
+    parser.add_argument(
+        "--features", default=None, help="default: the log family, with log_pred when --runtime-model predicts"
+    )
     parser.add_argument("--runtime-model", default="requested", choices=("requested", "user-last2", "learned"))
     parser.add_argument("--generations", type=int, default=SearchConfig.generations)
     parser.add_argument("--population", type=int, default=SearchConfig.population)
@@ -456,12 +559,19 @@ def main(argv: Sequence[str] | None = None) -> None:
         return
     workload = read_trace(resolve_trace(args.trace))
     features = args.features or "/".join(LOG_FAMILY if args.runtime_model == "requested" else PREDICTED_FAMILY)
-    config = SearchConfig(features=tuple(features.split("/")), runtime_model=args.runtime_model,
-                          generations=args.generations,
-                          population=args.population, sequences=args.sequences, sequence_jobs=args.sequence_jobs,
-                          fitness=args.fitness, validation_replays=args.validation_replays)
-    result = split_experiment(workload, config, seeds=[int(s) for s in args.seeds.split(",")],
-                              progress=lambda line: print(line, flush=True))
+    config = SearchConfig(
+        features=tuple(features.split("/")),
+        runtime_model=args.runtime_model,
+        generations=args.generations,
+        population=args.population,
+        sequences=args.sequences,
+        sequence_jobs=args.sequence_jobs,
+        fitness=args.fitness,
+        validation_replays=args.validation_replays,
+    )
+    result = split_experiment(
+        workload, config, seeds=[int(s) for s in args.seeds.split(",")], progress=lambda line: print(line, flush=True)
+    )
     text = json.dumps(result, indent=1)
     if args.out is not None:
         # One JSON per trace and run; report.md is regenerated from every JSON in the folder.
@@ -471,7 +581,6 @@ def main(argv: Sequence[str] | None = None) -> None:
         write_report(args.out)
     else:
         print(text)
-
 
 
 def report_markdown(results: Sequence[dict[str, Any]]) -> str:
@@ -484,35 +593,55 @@ def report_markdown(results: Sequence[dict[str, Any]]) -> str:
         rules = res["rules"]
         best = min(rules, key=lambda name: rules[name]["test_bsld"])
         best_jittered = min(rules, key=lambda name: rules[name]["test_jittered_bsld"])
-        predicted = next((s["config"]["runtime_model"] for s in searches
-                          if s["config"].get("runtime_model", "requested") != "requested"), None)
-        lines += [f"### {res['trace']}" + (f", with {predicted} predictions" if predicted else ", requested time")
-                  + f" ({res['jobs']} jobs, {res['cores']} cores; train {res['windows']['train']}, "
-                  f"validation {res['windows']['validation']}, test {res['windows']['test']} jobs)", "",
-                  f"Runtime information: {res['runtime_information']}.  Mean bounded slowdown (τ = 10 s), EASY "
-                  "backfilling; validation = mean over the window as recorded and 3 jittered replays (±300 s), "
-                  "test = the window as recorded, test jittered = the same 4-replay mean on the test window.", "",
-                  "| policy | validation | test | test jittered |", "|---|---|---|---|"]
+        predicted = next(
+            (
+                s["config"]["runtime_model"]
+                for s in searches
+                if s["config"].get("runtime_model", "requested") != "requested"
+            ),
+            None,
+        )
+        lines += [
+            f"### {res['trace']}"
+            + (f", with {predicted} predictions" if predicted else ", requested time")
+            + f" ({res['jobs']} jobs, {res['cores']} cores; train {res['windows']['train']}, "
+            f"validation {res['windows']['validation']}, test {res['windows']['test']} jobs)",
+            "",
+            f"Runtime information: {res['runtime_information']}.  Mean bounded slowdown (τ = 10 s), EASY "
+            "backfilling; validation = mean over the window as recorded and 3 jittered replays (±300 s), "
+            "test = the window as recorded, test jittered = the same 4-replay mean on the test window.",
+            "",
+            "| policy | validation | test | test jittered |",
+            "|---|---|---|---|",
+        ]
         for name, r in sorted(rules.items(), key=lambda kv: kv[1]["test_bsld"]):
-            lines.append(f"| {name} | {r['validation_bsld']:.2f} | {r['test_bsld']:.2f} | "
-                         f"{r['test_jittered_bsld']:.2f} |")
+            lines.append(
+                f"| {name} | {r['validation_bsld']:.2f} | {r['test_bsld']:.2f} | {r['test_jittered_bsld']:.2f} |"
+            )
         for s in searches:
-            lines.append(f"| scored, seed {s['seed']} (chose {s['chosen'][0]}"
-                         + (f", generation {s['chosen'][1]}" if s['chosen'][1] >= 0 else "")
-                         + f") | {s['validation_bsld']:.2f} | {s['test_bsld']:.2f} | {s['test_jittered_bsld']:.2f} |")
+            lines.append(
+                f"| scored, seed {s['seed']} (chose {s['chosen'][0]}"
+                + (f", generation {s['chosen'][1]}" if s["chosen"][1] >= 0 else "")
+                + f") | {s['validation_bsld']:.2f} | {s['test_bsld']:.2f} | {s['test_jittered_bsld']:.2f} |"
+            )
         chosen = min(rules, key=lambda name: rules[name]["validation_bsld"])
         spread = f" (min {test.min():.2f}, max {test.max():.2f})" if len(test) > 1 else ""
         inside = len(test) > 1 and test.min() <= rules[best]["test_bsld"] <= test.max()
-        lines += ["", f"Scored over {len(searches)} seed(s): test {test.mean():.2f}{spread}.",
-                  f"- against the best rule on test ({best}, {rules[best]['test_bsld']:.2f}; a choice only hindsight "
-                  f"makes): {test.mean() / rules[best]['test_bsld']:.2f}×"
-                  + (" — inside the spread over seeds: a tie" if inside else "") + ";",
-                  f"- against the rule the validation window picks ({chosen}, validation "
-                  f"{rules[chosen]['validation_bsld']:.2f}, test {rules[chosen]['test_bsld']:.2f}): "
-                  f"{test.mean() / rules[chosen]['test_bsld']:.2f}×;",
-                  f"- on the jittered test replays {jittered.mean():.2f} against the best rule there ({best_jittered}, "
-                  f"{rules[best_jittered]['test_jittered_bsld']:.2f}): "
-                  f"{jittered.mean() / rules[best_jittered]['test_jittered_bsld']:.2f}×.", ""]
+        lines += [
+            "",
+            f"Scored over {len(searches)} seed(s): test {test.mean():.2f}{spread}.",
+            f"- against the best rule on test ({best}, {rules[best]['test_bsld']:.2f}; a choice only hindsight "
+            f"makes): {test.mean() / rules[best]['test_bsld']:.2f}×"
+            + (" — inside the spread over seeds: a tie" if inside else "")
+            + ";",
+            f"- against the rule the validation window picks ({chosen}, validation "
+            f"{rules[chosen]['validation_bsld']:.2f}, test {rules[chosen]['test_bsld']:.2f}): "
+            f"{test.mean() / rules[chosen]['test_bsld']:.2f}×;",
+            f"- on the jittered test replays {jittered.mean():.2f} against the best rule there ({best_jittered}, "
+            f"{rules[best_jittered]['test_jittered_bsld']:.2f}): "
+            f"{jittered.mean() / rules[best_jittered]['test_jittered_bsld']:.2f}×.",
+            "",
+        ]
         for s in searches:
             lines.append(f"- seed {s['seed']}: `{s['spec']}` ({s['evaluations']} replays, {s['seconds']:.0f} s)")
         lines.append("")

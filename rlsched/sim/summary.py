@@ -41,19 +41,25 @@ def trim_mask(n: int, trim: int) -> BoolArray:
         raise ValueError("trim must be >= 0")
     keep = np.zeros(n, dtype=np.bool_)
     if 2 * trim < n:
-        keep[trim:n - trim] = True
+        keep[trim : n - trim] = True
     return keep
 
 
 def _summary_keys(stats: GroupStats) -> dict[str, Any]:
     """The keys of one ``by_class``/``by_vo`` entry of the run summary."""
-    return {"jobs": stats.jobs, "mean_wait_s": stats.mean_wait_s, "median_wait_s": stats.median_wait_s,
-            "mean_responsiveness": stats.mean_w, "sd_responsiveness": stats.sd_w,
-            "frac_wait_under_120s": stats.frac_wait_under_target}
+    return {
+        "jobs": stats.jobs,
+        "mean_wait_s": stats.mean_wait_s,
+        "median_wait_s": stats.median_wait_s,
+        "mean_responsiveness": stats.mean_w,
+        "sd_responsiveness": stats.sd_w,
+        "frac_wait_under_120s": stats.frac_wait_under_target,
+    }
 
 
-def summarize(schedule: Schedule, *, trim: int = 0, workload_label: str | None = None,
-              scheduler: str | None = None) -> dict[str, Any]:
+def summarize(
+    schedule: Schedule, *, trim: int = 0, workload_label: str | None = None, scheduler: str | None = None
+) -> dict[str, Any]:
     """The run summary (the keys of ``rlsched sim run --json``)."""
     wl = schedule.workload
     n = len(wl)
@@ -81,8 +87,11 @@ def summarize(schedule: Schedule, *, trim: int = 0, workload_label: str | None =
         "killed_at_limit": schedule.killed_at_limit,
         "mean_wait_s": float(wk.mean()) if len(wk) else None,
         "median_wait_s": float(np.median(wk)) if len(wk) else None,
-        "wait_percentiles_s": ({str(p): float(v) for p, v in zip(PERCENTILES, np.percentile(wk, PERCENTILES),
-                                                                 strict=True)} if len(wk) else {}),
+        "wait_percentiles_s": (
+            {str(p): float(v) for p, v in zip(PERCENTILES, np.percentile(wk, PERCENTILES), strict=True)}
+            if len(wk)
+            else {}
+        ),
         "mean_bounded_slowdown": float(bsld.mean()) if len(wk) else None,
         "median_bounded_slowdown": float(np.median(bsld)) if len(wk) else None,
         "mean_responsiveness": float(wresp.mean()) if len(wk) else None,

@@ -100,8 +100,13 @@ class Task:
                 raise ValueError("a hindsight task takes no other prior and no jittered replay")
 
     def daily_params(self) -> DailyLearnerParams:
-        return DailyLearnerParams(horizon_days=self.horizon_days, bins=self.bins, prior_days=self.prior_days,
-                                  continuation=self.continuation, transfer_days=self.transfer_days)
+        return DailyLearnerParams(
+            horizon_days=self.horizon_days,
+            bins=self.bins,
+            prior_days=self.prior_days,
+            continuation=self.continuation,
+            transfer_days=self.transfer_days,
+        )
 
 
 #: The prior weight of a hindsight run: the trace's own clones outweigh anything it learns on the way.
@@ -154,7 +159,7 @@ def run_task(task: Task) -> dict[str, Any]:
         labels = [None]
     elif policy == "daily":
         params = task.daily_params()
-        cold = dataclasses.replace(params, transfer_days=0.0)   # the prior's key: shared across its weights
+        cold = dataclasses.replace(params, transfer_days=0.0)  # the prior's key: shared across its weights
         prior: DailyPrior | None = None
         if task.hindsight:
             params = dataclasses.replace(params, transfer_days=HINDSIGHT_DAYS)
@@ -165,22 +170,29 @@ def run_task(task: Task) -> dict[str, Any]:
         twt, cost = np.array([result.twt.sum()]), np.array([result.cost.sum()])
         labels = [None]
     elif policy == "state-aware-daily":
-        result = state_aware_daily(model, edges, StateAwareParams(threshold=task.threshold),
-                                   cost_weight=task.cost_weight)
+        result = state_aware_daily(
+            model, edges, StateAwareParams(threshold=task.threshold), cost_weight=task.cost_weight
+        )
         twt, cost = np.array([result.twt.sum()]), np.array([result.cost.sum()])
         labels = [None]
     else:
-        result = state_aware(model, edges, StateAwareParams(threshold=task.threshold),
-                             cost_weight=task.cost_weight)
+        result = state_aware(model, edges, StateAwareParams(threshold=task.threshold), cost_weight=task.cost_weight)
         twt, cost = np.array([result.twt.sum()]), np.array([result.cost.sum()])
         labels = [None]
     imp = twt_improvement_pct(twt, twt_ref)
     pct = cost_pct(cost, c_ref)
     out: dict[str, Any] = {
-        "task": asdict(task), "V": labels, "twt": twt.tolist(), "cost": cost.tolist(),
-        "twt_imp_pct": imp.tolist(), "cost_pct": pct.tolist(),
-        "balance": (imp - task.cost_weight * pct).tolist(), "twt_ref": twt_ref, "c_ref": c_ref,
-        "simulations": int(result.simulations), "wall_s": float(result.wall_s),
+        "task": asdict(task),
+        "V": labels,
+        "twt": twt.tolist(),
+        "cost": cost.tolist(),
+        "twt_imp_pct": imp.tolist(),
+        "cost_pct": pct.tolist(),
+        "balance": (imp - task.cost_weight * pct).tolist(),
+        "twt_ref": twt_ref,
+        "c_ref": c_ref,
+        "simulations": int(result.simulations),
+        "wall_s": float(result.wall_s),
     }
     if task.per_day:
         out["day_twt"] = np.atleast_2d(result.twt).tolist()
@@ -191,10 +203,18 @@ def run_task(task: Task) -> dict[str, Any]:
     return out
 
 
-def grid(setups: Sequence[str], policies: Sequence[str], *, caps: Sequence[int] = (),
-         seeds: Sequence[int] = (0,), cost_weights: Sequence[float] = (1.0,),
-         thresholds: Sequence[float] = (1.0,), runs: int = 1, caps_per_task: int = 0,
-         period_s: float = 86_400.0) -> list[Task]:
+def grid(
+    setups: Sequence[str],
+    policies: Sequence[str],
+    *,
+    caps: Sequence[int] = (),
+    seeds: Sequence[int] = (0,),
+    cost_weights: Sequence[float] = (1.0,),
+    thresholds: Sequence[float] = (1.0,),
+    runs: int = 1,
+    caps_per_task: int = 0,
+    period_s: float = 86_400.0,
+) -> list[Task]:
     """The Cartesian grid; a policy only varies over the fields it uses.
 
     ``caps_per_task`` > 0 packs that many constant V per task (they share simulation work);
@@ -202,21 +222,18 @@ def grid(setups: Sequence[str], policies: Sequence[str], *, caps: Sequence[int] 
     """
     tasks: list[Task] = []
     for setup, given, lam in itertools.product(setups, policies, cost_weights):
-        policy = lease_policy(given, stacklevel=2)       # warns at the caller of grid()
+        policy = lease_policy(given, stacklevel=2)  # warns at the caller of grid()
         if policy == "constant":
             values = list(caps)
             step = caps_per_task or max(len(values), 1)
             for i in range(0, len(values), step):
-                tasks.append(Task(setup, policy, caps=tuple(values[i:i + step]), cost_weight=lam,
-                                  period_s=period_s))
+                tasks.append(Task(setup, policy, caps=tuple(values[i : i + step]), cost_weight=lam, period_s=period_s))
         elif policy == "random":
-            tasks.extend(Task(setup, policy, seed=s, runs=runs, cost_weight=lam, period_s=period_s)
-                         for s in seeds)
+            tasks.extend(Task(setup, policy, seed=s, runs=runs, cost_weight=lam, period_s=period_s) for s in seeds)
         elif policy == "qlearning":
             tasks.append(Task(setup, policy, cost_weight=lam, period_s=period_s))
         elif policy in THRESHOLD_POLICIES:
-            tasks.extend(Task(setup, policy, threshold=th, cost_weight=lam, period_s=period_s)
-                         for th in thresholds)
+            tasks.extend(Task(setup, policy, threshold=th, cost_weight=lam, period_s=period_s) for th in thresholds)
         elif policy == "daily":
             tasks.append(Task(setup, policy, cost_weight=lam, period_s=period_s))
         else:
@@ -228,9 +245,15 @@ def _default_workers() -> int:
     return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))
 
 
-def execute(tasks: Sequence[Task], *, executor: str = "process", workers: int | None = None,
-            scheduler_address: str | None = None, progress: Callable[[int], None] | None = None,
-            fn: Callable[[Task], dict[str, Any]] = run_task) -> list[dict[str, Any]]:
+def execute(
+    tasks: Sequence[Task],
+    *,
+    executor: str = "process",
+    workers: int | None = None,
+    scheduler_address: str | None = None,
+    progress: Callable[[int], None] | None = None,
+    fn: Callable[[Task], dict[str, Any]] = run_task,
+) -> list[dict[str, Any]]:
     """Run ``tasks`` and return their results in task order; ``progress(done)`` after each one."""
     if executor not in EXECUTORS:
         raise ValueError(f"unknown executor {executor!r}; choose from {', '.join(EXECUTORS)}")
@@ -262,8 +285,12 @@ def execute(tasks: Sequence[Task], *, executor: str = "process", workers: int | 
     return [r for r in results if r is not None]
 
 
-def _execute_dask(tasks: Sequence[Task], fn: Callable[[Task], dict[str, Any]], scheduler_address: str | None,
-                  finished: Callable[[int, dict[str, Any]], None]) -> None:
+def _execute_dask(
+    tasks: Sequence[Task],
+    fn: Callable[[Task], dict[str, Any]],
+    scheduler_address: str | None,
+    finished: Callable[[int, dict[str, Any]], None],
+) -> None:
     try:
         from distributed import Client
         from distributed import as_completed as dask_completed
@@ -285,13 +312,20 @@ def rows(results: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     for res in results:
         task = res["task"]
         for i, cap in enumerate(res["V"]):
-            out.append({
-                "trace": task["setup"], "policy": task["policy"], "V": cap,
-                "seed": task["seed"] if task["policy"] == "random" else None,
-                "run": i if task["policy"] == "random" else None,
-                "lambda": task["cost_weight"],
-                "threshold": task["threshold"] if _current_name(task["policy"]) in THRESHOLD_POLICIES else None,
-                "twt": res["twt"][i], "cost": res["cost"][i], "twt_imp_pct": res["twt_imp_pct"][i],
-                "cost_pct": res["cost_pct"][i], "balance": res["balance"][i],
-            })
+            out.append(
+                {
+                    "trace": task["setup"],
+                    "policy": task["policy"],
+                    "V": cap,
+                    "seed": task["seed"] if task["policy"] == "random" else None,
+                    "run": i if task["policy"] == "random" else None,
+                    "lambda": task["cost_weight"],
+                    "threshold": task["threshold"] if _current_name(task["policy"]) in THRESHOLD_POLICIES else None,
+                    "twt": res["twt"][i],
+                    "cost": res["cost"][i],
+                    "twt_imp_pct": res["twt_imp_pct"][i],
+                    "cost_pct": res["cost_pct"][i],
+                    "balance": res["balance"][i],
+                }
+            )
     return out

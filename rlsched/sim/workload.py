@@ -18,8 +18,20 @@ from rlsched.core.classify import ClassRule
 from rlsched.core.view import INTERACTIVE_THRESHOLD_S, BoolArray, FloatArray, IntArray, JobClass
 
 #: The per-job columns, in the order they are printed and saved.
-JOB_COLUMNS = ("job_id", "submit", "run", "req_time", "procs", "user", "group", "queue",
-               "partition", "recorded_wait", "vo", "job_class")
+JOB_COLUMNS = (
+    "job_id",
+    "submit",
+    "run",
+    "req_time",
+    "procs",
+    "user",
+    "group",
+    "queue",
+    "partition",
+    "recorded_wait",
+    "vo",
+    "job_class",
+)
 
 
 @dataclass(frozen=True)
@@ -68,13 +80,15 @@ class Workload:
         n = len(self.job_id)
         for name in JOB_COLUMNS:
             if len(getattr(self, name)) != n:
-                raise ValueError(f"workload {self.name!r}: column {name} has {len(getattr(self, name))} "
-                                 f"rows, expected {n}")
+                raise ValueError(
+                    f"workload {self.name!r}: column {name} has {len(getattr(self, name))} rows, expected {n}"
+                )
         if n and np.any(np.diff(self.submit) < 0):
             raise ValueError(f"workload {self.name!r}: jobs are not sorted by submit time")
         if n and int(self.procs.max()) > self.max_procs:
-            raise ValueError(f"workload {self.name!r}: a job asks {int(self.procs.max())} cores, "
-                             f"machine has {self.max_procs}")
+            raise ValueError(
+                f"workload {self.name!r}: a job asks {int(self.procs.max())} cores, machine has {self.max_procs}"
+            )
         if n and len(self.vo_names) and int(self.vo.max()) >= len(self.vo_names):
             raise ValueError(f"workload {self.name!r}: vo index beyond vo_names")
 
@@ -131,35 +145,41 @@ class Workload:
     def summary(self) -> dict[str, Any]:
         """Job statistics as a JSON-ready dict (what ``rlsched trace info`` prints)."""
         n = len(self)
-        out: dict[str, Any] = {"name": self.name, "jobs": n, "max_procs": self.max_procs,
-                               "synthetic": self.synthetic, "dropped": dict(self.dropped),
-                               "fixed": dict(self.fixed)}
+        out: dict[str, Any] = {
+            "name": self.name,
+            "jobs": n,
+            "max_procs": self.max_procs,
+            "synthetic": self.synthetic,
+            "dropped": dict(self.dropped),
+            "fixed": dict(self.fixed),
+        }
         if n == 0:
             return out
         span = float(self.submit[-1] - self.submit[0])
         work = float(np.sum(self.run * self.procs))
         end = float(np.max(self.submit + self.run))
-        out.update({
-            "span_days": span / 86400.0,
-            "interactive_jobs": int(self.interactive.sum()),
-            "batch_jobs": int(n - self.interactive.sum()),
-            "mean_run_s": float(self.run.mean()),
-            "median_run_s": float(np.median(self.run)),
-            "mean_procs": float(self.procs.mean()),
-            "max_job_procs": int(self.procs.max()),
-            "serial_jobs": int((self.procs == 1).sum()),
-            "runtime_exceeds_request": int((self.run > self.req_time).sum()),
-            "offered_load": work / (self.max_procs * max(end - float(self.submit[0]), 1.0)),
-            "vos": len(self.vo_names),
-            "has_recorded_waits": self.has_recorded_waits,
-        })
+        out.update(
+            {
+                "span_days": span / 86400.0,
+                "interactive_jobs": int(self.interactive.sum()),
+                "batch_jobs": int(n - self.interactive.sum()),
+                "mean_run_s": float(self.run.mean()),
+                "median_run_s": float(np.median(self.run)),
+                "mean_procs": float(self.procs.mean()),
+                "max_job_procs": int(self.procs.max()),
+                "serial_jobs": int((self.procs == 1).sum()),
+                "runtime_exceeds_request": int((self.run > self.req_time).sum()),
+                "offered_load": work / (self.max_procs * max(end - float(self.submit[0]), 1.0)),
+                "vos": len(self.vo_names),
+                "has_recorded_waits": self.has_recorded_waits,
+            }
+        )
         return out
 
 
 def classify_by_runtime(run: FloatArray, threshold_s: float = INTERACTIVE_THRESHOLD_S) -> IntArray:
     """P-grid §4.2 class rule for traces that carry no class: interactive iff runtime < 15 min."""
     return np.where(run < threshold_s, JobClass.INTERACTIVE, JobClass.BATCH).astype(np.int64)
-
 
 
 def make_workload(
@@ -189,23 +209,34 @@ def make_workload(
     order = np.argsort(sub, kind="stable")
     minus_one = np.full(n, -1, dtype=np.int64)
     return Workload(
-        name=name, max_procs=max_procs, job_id=(order + 1).astype(np.int64), submit=sub[order],
-        run=run_a[order], req_time=req[order], procs=np.asarray(procs, dtype=np.int64)[order],
-        user=minus_one, group=minus_one.copy(), queue=minus_one.copy(), partition=minus_one.copy(),
-        recorded_wait=np.full(n, np.nan), vo=vo_a[order], job_class=cls[order], vo_names=vo_names)
+        name=name,
+        max_procs=max_procs,
+        job_id=(order + 1).astype(np.int64),
+        submit=sub[order],
+        run=run_a[order],
+        req_time=req[order],
+        procs=np.asarray(procs, dtype=np.int64)[order],
+        user=minus_one,
+        group=minus_one.copy(),
+        queue=minus_one.copy(),
+        partition=minus_one.copy(),
+        recorded_wait=np.full(n, np.nan),
+        vo=vo_a[order],
+        job_class=cls[order],
+        vo_names=vo_names,
+    )
 
 
-def classify_by_rule(workload: Workload, rule: ClassRule, *, qos: Sequence[str] | None = None,
-                     partition: Sequence[str] | None = None) -> np.ndarray:
+def classify_by_rule(
+    workload: Workload, rule: ClassRule, *, qos: Sequence[str] | None = None, partition: Sequence[str] | None = None
+) -> np.ndarray:
     """The class of every job by ``rule`` from its time limit (requested time), QOS and partition."""
     n = len(workload)
     # A sidecar trace names its QOS (the SWF queue column) and partitions; a plain SWF has neither name.
-    qos_s = list(qos) if qos is not None else (workload.names_of("queue") if "queue" in workload.id_names
-                                               else [""] * n)
+    qos_s = list(qos) if qos is not None else (workload.names_of("queue") if "queue" in workload.id_names else [""] * n)
     part_s = list(partition) if partition is not None else workload.names_of("partition")
     if len(qos_s) != n or len(part_s) != n:
-        raise ValueError(f"workload {workload.name!r}: {len(qos_s)} QOS / {len(part_s)} partition values for "
-                         f"{n} jobs")
+        raise ValueError(f"workload {workload.name!r}: {len(qos_s)} QOS / {len(part_s)} partition values for {n} jobs")
     limits = workload.req_time.tolist()
     # One call per distinct (qos, partition, limit): traces repeat them a lot.
     cache: dict[tuple[str, str, float], int] = {}

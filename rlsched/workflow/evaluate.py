@@ -123,8 +123,11 @@ class Contender:
         if self.mode is not None:
             what += f" in {self.mode} mode"
         if self.model_path is not None:
-            return what + f"; saved model {self.model_path} (greedy, not learning)" + (
-                f"; {self.provenance}" if self.provenance else "")
+            return (
+                what
+                + f"; saved model {self.model_path} (greedy, not learning)"
+                + (f"; {self.provenance}" if self.provenance else "")
+            )
         if self.seeded:
             return what + "; learns online from the replay (EDF pretraining)"
         return what
@@ -133,7 +136,7 @@ class Contender:
 def _is_file(text: str) -> bool:
     try:
         return Path(text).is_file()
-    except OSError:             # a policy spec longer than a file name can be
+    except OSError:  # a policy spec longer than a file name can be
         return False
 
 
@@ -229,17 +232,20 @@ def folded_vos(shares: Sequence[float]) -> tuple[list[int], list[int]]:
     return by_share[:SHOWN_VOS], sorted(by_share[SHOWN_VOS:])
 
 
-def run_measures(schedule: Schedule, shares: Sequence[float], vos: Sequence[str],
-                 objective: Objective | None = None) -> dict[str, dict[str, Any]]:
+def run_measures(
+    schedule: Schedule, shares: Sequence[float], vos: Sequence[str], objective: Objective | None = None
+) -> dict[str, dict[str, Any]]:
     """The measures of one schedule: group → measure → value (see the module docstring); with an
     ``objective``, its value on the whole run as ``all``'s ``objective``."""
     w = schedule.workload
     wait, run = schedule.wait, schedule.run
     resp = responsiveness(run, wait)
     bsld = bounded_slowdown(run, wait)
-    groups: dict[str, np.ndarray] = {"all": np.ones(len(w), dtype=bool),
-                                     "interactive": w.job_class == int(JobClass.INTERACTIVE),
-                                     "batch": w.job_class == int(JobClass.BATCH)}
+    groups: dict[str, np.ndarray] = {
+        "all": np.ones(len(w), dtype=bool),
+        "interactive": w.job_class == int(JobClass.INTERACTIVE),
+        "batch": w.job_class == int(JobClass.BATCH),
+    }
     for k, name in enumerate(vos):
         groups[f"vo:{name}"] = w.vo == k
     folded = folded_vos(shares)[1]
@@ -249,9 +255,14 @@ def run_measures(schedule: Schedule, shares: Sequence[float], vos: Sequence[str]
     out: dict[str, dict[str, Any]] = {}
     for name, mask in groups.items():
         g = group_stats(resp[mask], wait[mask], bsld[mask])
-        out[name] = {"jobs": g.jobs, "mean_w": g.mean_w, "mean_wait_s": g.mean_wait_s,
-                     "median_wait_s": g.median_wait_s, "p95_wait_s": g.p95_wait_s,
-                     "mean_bsld": g.mean_bounded_slowdown}
+        out[name] = {
+            "jobs": g.jobs,
+            "mean_w": g.mean_w,
+            "mean_wait_s": g.mean_wait_s,
+            "median_wait_s": g.median_wait_s,
+            "p95_wait_s": g.p95_wait_s,
+            "mean_bsld": g.mean_bounded_slowdown,
+        }
         if name.startswith("vo:"):
             total = float(work.sum())
             out[name]["cpu_share"] = float(work[mask].sum() / total) if total > 0 else None
@@ -281,8 +292,14 @@ def _spread(values: list[float | None]) -> dict[str, Any]:
     if not real:
         return {"mean": None, "std": None, "min": None, "max": None, "n": 0, "values": values}
     arr = np.asarray(real)
-    return {"mean": float(arr.mean()), "std": float(arr.std()), "min": float(arr.min()), "max": float(arr.max()),
-            "n": len(real), "values": values}
+    return {
+        "mean": float(arr.mean()),
+        "std": float(arr.std()),
+        "min": float(arr.min()),
+        "max": float(arr.max()),
+        "n": len(real),
+        "values": values,
+    }
 
 
 def prepare(workload: Workload, contenders: Sequence[Contender], site: Site | None) -> tuple[Workload, ClassRule]:
@@ -320,10 +337,21 @@ def check_model(path: Path, vos: Sequence[str], rule: ClassRule | None, site: Si
         raise PolicyError(f"model {path} was built for {built}; {has} {rule_text(rule)}{fix}")
 
 
-def evaluate(workload: Workload, contenders: Sequence[Contender], *, site: Site | None = None, windows: int = 1,
-             seeds: int = 1, seed: int = 0, cores: int | None = None, overrun: Overrun = DEFAULT_OVERRUN,
-             progress: Callable[[int, int], None] | None = None, split: TimeSplit | None = None,
-             deployment: Deployment | None = None, objective: Objective | None = None) -> Evaluation:
+def evaluate(
+    workload: Workload,
+    contenders: Sequence[Contender],
+    *,
+    site: Site | None = None,
+    windows: int = 1,
+    seeds: int = 1,
+    seed: int = 0,
+    cores: int | None = None,
+    overrun: Overrun = DEFAULT_OVERRUN,
+    progress: Callable[[int, int], None] | None = None,
+    split: TimeSplit | None = None,
+    deployment: Deployment | None = None,
+    objective: Objective | None = None,
+) -> Evaluation:
     """Replay ``workload`` (its test window with a ``split``) under each contender on every window (and seed);
     tables and verdicts.  ``deployment``: the mode every policy runs in (None: the simulator's, gate).
 
@@ -336,11 +364,13 @@ def evaluate(workload: Workload, contenders: Sequence[Contender], *, site: Site 
     if seeds < 1:
         raise ValueError(f"--seeds must be >= 1, got {seeds}")
     window: dict[str, Any] | None = None
-    trace = workload.name           # what the one-line errors name (the window's name is trace[test])
+    trace = workload.name  # what the one-line errors name (the window's name is trace[test])
     if split is not None:
         window = {"name": "test", **split.windows(workload)["test"], "of_jobs": len(workload)}
-        contenders = [replace(c, provenance=model_provenance(c.model_path, workload, split))
-                      if c.model_path is not None else c for c in contenders]
+        contenders = [
+            replace(c, provenance=model_provenance(c.model_path, workload, split)) if c.model_path is not None else c
+            for c in contenders
+        ]
         workload = split.window(workload, "test")
     mode = deployment.mode if deployment is not None else None
     contenders = [c if c.recorded else replace(c, mode=mode) for c in contenders]
@@ -351,9 +381,23 @@ def evaluate(workload: Workload, contenders: Sequence[Contender], *, site: Site 
             check_model(c.model_path, vos, rule, site, trace)
     shares = target_shares(seen)
     parts = split_windows(seen, windows)
-    ev = Evaluation(workload.name, len(seen), cores or seen.max_procs, windows, seeds, rule_text(rule), vos, shares,
-                    list(contenders), dropped=dict(seen.dropped), fixed=dict(seen.fixed), split=split,
-                    window=window, deployment=deployment, objective=objective or Objective())
+    ev = Evaluation(
+        workload.name,
+        len(seen),
+        cores or seen.max_procs,
+        windows,
+        seeds,
+        rule_text(rule),
+        vos,
+        shares,
+        list(contenders),
+        dropped=dict(seen.dropped),
+        fixed=dict(seen.fixed),
+        split=split,
+        window=window,
+        deployment=deployment,
+        objective=objective or Objective(),
+    )
     done = 0
     # The jobs every run replays (runs of the same window replay the same jobs): the progress's total.
     jobs_total = len(seen) * sum(seeds if c.seeded else 1 for c in contenders)
@@ -363,7 +407,7 @@ def evaluate(workload: Workload, contenders: Sequence[Contender], *, site: Site 
 
     for c in contenders:
         for k, part in enumerate(parts):
-            for s in (range(seed, seed + seeds) if c.seeded else [None]):
+            for s in range(seed, seed + seeds) if c.seeded else [None]:
                 t = time.perf_counter()
                 ran = _run_contender(c, part, s, vos, rule, cores, overrun, deployment, run_progress(done))
                 ev.runs.append(Run(c.label, k, s, ran.schedule, time.perf_counter() - t))
@@ -374,17 +418,29 @@ def evaluate(workload: Workload, contenders: Sequence[Contender], *, site: Site 
     return ev
 
 
-def _run_contender(c: Contender, part: Workload, s: int | None, vos: tuple[str, ...], rule: ClassRule,
-                   cores: int | None, overrun: Overrun, deployment: Deployment | None,
-                   progress: Callable[[int], None] | None) -> PolicyRun:
+def _run_contender(
+    c: Contender,
+    part: Workload,
+    s: int | None,
+    vos: tuple[str, ...],
+    rule: ClassRule,
+    cores: int | None,
+    overrun: Overrun,
+    deployment: Deployment | None,
+    progress: Callable[[int], None] | None,
+) -> PolicyRun:
     """One replicate: a saved model (a fresh greedy copy), a policy by name, or the recorded schedule."""
     if c.model_path is not None:
         # A fresh copy per window: a saved model is evaluated as saved, greedy.  A scored model (direct policy
         # search, rlsched.sim.search) runs from its spec alone, as `sim run` runs it.
-        loaded, spec = load_model(c.model_path, expect_vos=vos, expect_class_rule=rule.to_dict(),
-                                  mode=deployment.mode if deployment is not None else "gate",
-                                  total_cores=cores or part.max_procs,
-                                  start_s=float(part.submit[0]) if len(part) else 0.0)
+        loaded, spec = load_model(
+            c.model_path,
+            expect_vos=vos,
+            expect_class_rule=rule.to_dict(),
+            mode=deployment.mode if deployment is not None else "gate",
+            total_cores=cores or part.max_procs,
+            start_s=float(part.submit[0]) if len(part) else 0.0,
+        )
         agent = None
         if isinstance(loaded, SchedulingAgent):
             loaded.learn = False
@@ -409,8 +465,11 @@ def recorded_split(contenders: Sequence[Contender]) -> TimeSplit:
             found[str(c.model_path)] = TimeSplit.from_dict(verdict["split"])
     splits = set(found.values())
     if len(splits) > 1:
-        raise SplitError("the models were trained with different splits (" + ", ".join(
-            f"{path}: {split.text()}" for path, split in found.items()) + "): evaluate them separately")
+        raise SplitError(
+            "the models were trained with different splits ("
+            + ", ".join(f"{path}: {split.text()}" for path, split in found.items())
+            + "): evaluate them separately"
+        )
     return splits.pop() if splits else TimeSplit()
 
 
@@ -419,22 +478,28 @@ def model_provenance(path: Path, workload: Workload, split: TimeSplit) -> str:
     ``split`` overlaps them (the same trace: same name and job count)."""
     verdict = read_verdict(path)
     if verdict is None or "windows" not in verdict:
-        return ("trained on unrecorded windows (a model saved before models recorded them): nothing shows the "
-                "test window is out of sample")
+        return (
+            "trained on unrecorded windows (a model saved before models recorded them): nothing shows the "
+            "test window is out of sample"
+        )
     trained = verdict["windows"]
-    where = (f"trained on {describe_window(trained, 'train')}, selected on {describe_window(trained, 'validation')}"
-             f" of {verdict.get('workload')} ({verdict.get('jobs')} jobs, split "
-             f"{TimeSplit.from_dict(verdict['split']).text() if 'split' in verdict else '?'})")
+    where = (
+        f"trained on {describe_window(trained, 'train')}, selected on {describe_window(trained, 'validation')}"
+        f" of {verdict.get('workload')} ({verdict.get('jobs')} jobs, split "
+        f"{TimeSplit.from_dict(verdict['split']).text() if 'split' in verdict else '?'})"
+    )
     if verdict.get("workload") != workload.name or verdict.get("jobs") != len(workload):
         return where + f": another trace than {workload.name} ({len(workload)} jobs)"
     lo, hi = split.bounds(len(workload))["test"]
     for name in ("train", "validation"):
         used_lo, used_hi = trained[name]["jobs"]
         if lo < used_hi and used_lo < hi:
-            raise SplitError(f"model {path} was {'trained' if name == 'train' else 'selected'} on jobs "
-                             f"{used_lo}–{used_hi - 1} of {workload.name}, which the test window of --split "
-                             f"{split.text()} (jobs {lo}–{hi - 1}) overlaps: evaluate it with the split it was "
-                             "trained with (leave --split out)")
+            raise SplitError(
+                f"model {path} was {'trained' if name == 'train' else 'selected'} on jobs "
+                f"{used_lo}–{used_hi - 1} of {workload.name}, which the test window of --split "
+                f"{split.text()} (jobs {lo}–{hi - 1}) overlaps: evaluate it with the split it was "
+                "trained with (leave --split out)"
+            )
     return where
 
 
@@ -452,28 +517,33 @@ def tabulate(ev: Evaluation) -> None:
     """Fill ``ev.table`` (means and spreads over replicates) and ``ev.verdicts``."""
     per_run: dict[str, list[tuple[int, dict[str, dict[str, Any]]]]] = {}
     for r in ev.runs:
-        per_run.setdefault(r.contender, []).append((r.window, run_measures(r.schedule, ev.shares, ev.vos,
-                                                                           ev.objective)))
+        per_run.setdefault(r.contender, []).append(
+            (r.window, run_measures(r.schedule, ev.shares, ev.vos, ev.objective))
+        )
     ev.table = {}
     for label, runs in per_run.items():
         groups = runs[0][1].keys()
-        ev.table[label] = {g: {m: _spread([measures[g].get(m) for _, measures in runs])
-                               for m in runs[0][1][g]} for g in groups}
+        ev.table[label] = {
+            g: {m: _spread([measures[g].get(m) for _, measures in runs]) for m in runs[0][1][g]} for g in groups
+        }
         per_window = len(runs) // max(len({window for window, _ in runs}), 1)
         for g in groups:
             ev.table[label][g]["jobs"]["total"] = sum(int(m[g]["jobs"]) for _, m in runs) // max(per_window, 1)
+
     # Ranked by the site's objective first: the table lists the best policy first, its verdict comes first.
     def rank(label: str) -> float:
         mean = ev.table[label]["all"].get("objective", {}).get("mean")
         if mean is None:
             return math.inf
         return -mean if ev.objective.higher_is_better else mean
+
     ev.table = {label: ev.table[label] for label in sorted(ev.table, key=rank)}
     ev.verdicts = []
     objective_verdict = judge(ev, per_run, "all", "objective", ev.objective.higher_is_better)
     if objective_verdict is not None:
-        ev.verdicts.append({"group": "all", "measure": "objective",
-                            "title": f"objective {ev.objective.label()}", **objective_verdict})
+        ev.verdicts.append(
+            {"group": "all", "measure": "objective", "title": f"objective {ev.objective.label()}", **objective_verdict}
+        )
     for group in ("all", "interactive", "batch"):
         for key, title, higher in GROUP_MEASURES + (RUN_MEASURES if group == "all" else ()):
             verdict = judge(ev, per_run, group, key, higher)
@@ -490,18 +560,29 @@ def _window_means(runs: list[tuple[int, dict[str, dict[str, Any]]]], group: str,
     return {w: float(np.mean(v)) for w, v in by_window.items()}
 
 
-def judge(ev: Evaluation, per_run: dict[str, list[tuple[int, dict[str, dict[str, Any]]]]], group: str, key: str,
-          higher: bool) -> dict[str, Any] | None:
+def judge(
+    ev: Evaluation, per_run: dict[str, list[tuple[int, dict[str, dict[str, Any]]]]], group: str, key: str, higher: bool
+) -> dict[str, Any] | None:
     """Best and runner-up on one measure, their difference, and whether it is inside the spread."""
-    scored = [(label, ev.table[label][group][key]) for label in ev.table
-              if group in ev.table[label] and ev.table[label][group][key]["mean"] is not None]
+    scored = [
+        (label, ev.table[label][group][key])
+        for label in ev.table
+        if group in ev.table[label] and ev.table[label][group][key]["mean"] is not None
+    ]
     if len(scored) < 1:
         return None
     scored.sort(key=lambda item: item[1]["mean"], reverse=higher)
     best, best_s = scored[0]
     if len(scored) == 1:
-        return {"best": best, "value": best_s["mean"], "runner_up": None, "diff": None, "rel": None, "tie": False,
-                "tied_with": []}
+        return {
+            "best": best,
+            "value": best_s["mean"],
+            "runner_up": None,
+            "diff": None,
+            "rel": None,
+            "tie": False,
+            "tied_with": [],
+        }
     tied_with = []
     for other, other_s in scored[1:]:
         if _inside_spread(ev, per_run, group, key, best, other, best_s, other_s):
@@ -509,19 +590,35 @@ def judge(ev: Evaluation, per_run: dict[str, list[tuple[int, dict[str, dict[str,
     second, second_s = scored[1]
     diff = abs(best_s["mean"] - second_s["mean"])
     rel = diff / abs(second_s["mean"]) if second_s["mean"] else None
-    return {"best": best, "value": best_s["mean"], "runner_up": second, "runner_up_value": second_s["mean"],
-            "diff": diff, "rel": rel, "tie": second in tied_with, "tied_with": tied_with}
+    return {
+        "best": best,
+        "value": best_s["mean"],
+        "runner_up": second,
+        "runner_up_value": second_s["mean"],
+        "diff": diff,
+        "rel": rel,
+        "tie": second in tied_with,
+        "tied_with": tied_with,
+    }
 
 
-def _inside_spread(ev: Evaluation, per_run: dict[str, list[tuple[int, dict[str, dict[str, Any]]]]], group: str,
-                   key: str, a: str, b: str, sa: dict[str, Any], sb: dict[str, Any]) -> bool:
+def _inside_spread(
+    ev: Evaluation,
+    per_run: dict[str, list[tuple[int, dict[str, dict[str, Any]]]]],
+    group: str,
+    key: str,
+    a: str,
+    b: str,
+    sa: dict[str, Any],
+    sb: dict[str, Any],
+) -> bool:
     if ev.windows >= 2:
         wa, wb = _window_means(per_run[a], group, key), _window_means(per_run[b], group, key)
         common = sorted(set(wa) & set(wb))
         if len(common) >= 2:
             d = np.array([wa[w] - wb[w] for w in common])
             if np.all(d > 0) or np.all(d < 0):
-                return False        # every window has the same winner: a real difference, however small
+                return False  # every window has the same winner: a real difference, however small
             return bool(abs(d.mean()) <= d.std())
     return bool(abs(sa["mean"] - sb["mean"]) <= (sa["std"] or 0.0) + (sb["std"] or 0.0))
 
@@ -549,9 +646,16 @@ def _cell(s: dict[str, Any], key: str = "") -> str:
 
 
 TABLE_COLUMNS: tuple[tuple[str, str], ...] = (
-    ("jobs", "jobs"), ("mean_w", "mean W"), ("mean_wait_s", "mean wait s"), ("median_wait_s", "median wait s"),
-    ("p95_wait_s", "p95 wait s"), ("mean_bsld", "bsld"), ("fairness", "F"), ("utilization", "util"),
-    ("cpu_share", "CPU share"))
+    ("jobs", "jobs"),
+    ("mean_w", "mean W"),
+    ("mean_wait_s", "mean wait s"),
+    ("median_wait_s", "median wait s"),
+    ("p95_wait_s", "p95 wait s"),
+    ("mean_bsld", "bsld"),
+    ("fairness", "F"),
+    ("utilization", "util"),
+    ("cpu_share", "CPU share"),
+)
 
 
 def table_rows(ev: Evaluation, groups: Sequence[str]) -> list[list[str]]:
@@ -570,8 +674,9 @@ def text_table(ev: Evaluation, groups: Sequence[str] = ("all", "interactive", "b
     head = ["policy", "group"] + [title for _, title in TABLE_COLUMNS]
     rows = [head, *table_rows(ev, groups)]
     widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
-    return "\n".join("  ".join(cell.ljust(widths[i]) if i < 2 else cell.rjust(widths[i])
-                               for i, cell in enumerate(r)) for r in rows)
+    return "\n".join(
+        "  ".join(cell.ljust(widths[i]) if i < 2 else cell.rjust(widths[i]) for i, cell in enumerate(r)) for r in rows
+    )
 
 
 def markdown_table(ev: Evaluation, groups: Sequence[str]) -> str:
@@ -588,12 +693,16 @@ def verdict_lines(ev: Evaluation) -> list[str]:
         if v["runner_up"] is None:
             lines.append(f"- {where}: only {v['best']} ({_fmt(v['value'])})")
         elif v["tie"]:
-            lines.append(f"- {where}: tie — {', '.join([v['best'], *v['tied_with']])} within the spread "
-                         f"(best {v['best']} {_fmt(v['value'])}, {v['runner_up']} {_fmt(v['runner_up_value'])})")
+            lines.append(
+                f"- {where}: tie — {', '.join([v['best'], *v['tied_with']])} within the spread "
+                f"(best {v['best']} {_fmt(v['value'])}, {v['runner_up']} {_fmt(v['runner_up_value'])})"
+            )
         else:
             rel = f", {100 * v['rel']:.1f} %" if v["rel"] is not None else ""
-            lines.append(f"- {where}: **{v['best']}** {_fmt(v['value'])}, ahead of {v['runner_up']} "
-                         f"{_fmt(v['runner_up_value'])} by {_fmt(v['diff'])}{rel}")
+            lines.append(
+                f"- {where}: **{v['best']}** {_fmt(v['value'])}, ahead of {v['runner_up']} "
+                f"{_fmt(v['runner_up_value'])} by {_fmt(v['diff'])}{rel}"
+            )
     return lines
 
 
@@ -601,8 +710,10 @@ def window_line(ev: Evaluation) -> str:
     """Which jobs were replayed, in which mode, ranked by what (the first line under every table)."""
     if ev.split is not None and ev.window is not None:
         lo, hi = ev.window["jobs"]
-        where = (f"test window only: jobs {lo}–{hi - 1} of {ev.window['of_jobs']} (split {ev.split.text()}: "
-                 "train/validation/test; no saved model was trained or selected on these jobs)")
+        where = (
+            f"test window only: jobs {lo}–{hi - 1} of {ev.window['of_jobs']} (split {ev.split.text()}: "
+            "train/validation/test; no saved model was trained or selected on these jobs)"
+        )
     else:
         where = "the whole workload given (no train/validation/test split)"
     mode = ev.deployment.label() if ev.deployment is not None else "gate (the simulator's default)"
@@ -616,7 +727,8 @@ def report_markdown(ev: Evaluation, figures: Sequence[str]) -> str:
     if folded:
         targets.append(f"{len(folded)} other VOs {sum(ev.shares[k] for k in folded):.3f}")
     spread = (f"{ev.windows} consecutive windows" if ev.windows > 1 else "one window") + (
-        f", {ev.seeds} seeds for the learned policies run by name" if ev.seeds > 1 else "")
+        f", {ev.seeds} seeds for the learned policies run by name" if ev.seeds > 1 else ""
+    )
     parts = [
         f"# Evaluation on {ev.workload}",
         "",
@@ -636,18 +748,28 @@ def report_markdown(ev: Evaluation, figures: Sequence[str]) -> str:
     if ev.dropped:
         parts += ["", "Jobs left out of the trace: " + ", ".join(f"{k} {v}" for k, v in sorted(ev.dropped.items()))]
     if ev.fixed.get("req_time_from_runtime"):
-        parts += ["", f"{ev.fixed['req_time_from_runtime']} jobs record no requested time: the trace reader gave them "
-                      "their runtime as the request, so for them every policy (and the class rule) sees the runtime."]
-    parts += ["", "## Best policy on each measure", "",
-              "A difference within the spread is called a tie: with several windows, when the windows do not all "
-              "have the same winner and the mean of the per-window differences is within their standard "
-              "deviation; with one window, within the sum of the seed standard deviations.", ""]
+        parts += [
+            "",
+            f"{ev.fixed['req_time_from_runtime']} jobs record no requested time: the trace reader gave them "
+            "their runtime as the request, so for them every policy (and the class rule) sees the runtime.",
+        ]
+    parts += [
+        "",
+        "## Best policy on each measure",
+        "",
+        "A difference within the spread is called a tie: with several windows, when the windows do not all "
+        "have the same winner and the mean of the per-window differences is within their standard "
+        "deviation; with one window, within the sum of the seed standard deviations.",
+        "",
+    ]
     parts += verdict_lines(ev)
-    parts += ["", "## By class", "", markdown_table(ev, ("all", "interactive", "batch")), "",
-              "## By VO", ""]
+    parts += ["", "## By class", "", markdown_table(ev, ("all", "interactive", "batch")), "", "## By VO", ""]
     if folded:
-        parts += [f"{len(ev.vos)} VOs: the {len(shown)} with the largest target shares, the other {len(folded)} "
-                  f"together as {OTHER_VOS} (each VO is in results.json).", ""]
+        parts += [
+            f"{len(ev.vos)} VOs: the {len(shown)} with the largest target shares, the other {len(folded)} "
+            f"together as {OTHER_VOS} (each VO is in results.json).",
+            "",
+        ]
     parts += [markdown_table(ev, vo_groups), ""]
     if figures:
         parts += ["## Figures", ""] + [f"![{name}]({name})" for name in figures] + [""]
@@ -655,19 +777,36 @@ def report_markdown(ev: Evaluation, figures: Sequence[str]) -> str:
 
 
 def to_json(ev: Evaluation) -> dict[str, Any]:
-    return {"workload": ev.workload, "jobs": ev.jobs, "cores": ev.cores, "windows": ev.windows, "seeds": ev.seeds,
-            "class_rule": ev.class_rule, "vos": list(ev.vos), "shares": list(ev.shares), "dropped": ev.dropped,
-            "fixed": ev.fixed,
-            "split": ev.split.to_dict() if ev.split is not None else None, "window": ev.window,
-            "mode": ev.deployment.to_dict() if ev.deployment is not None else None,
-            "objective": ev.objective.to_dict(),
-            "policies": [{"label": c.label, "policy": c.spec.label() if c.spec is not None else None,
-                          "model": str(c.model_path) if c.model_path is not None else None,
-                          "mode": c.mode, "trained": c.provenance,
-                          "information": c.information(ev.class_rule)} for c in ev.contenders],
-            "runs": [{"policy": r.contender, "window": r.window, "seed": r.seed, "seconds": r.seconds}
-                     for r in ev.runs],
-            "table": ev.table, "verdicts": ev.verdicts}
+    return {
+        "workload": ev.workload,
+        "jobs": ev.jobs,
+        "cores": ev.cores,
+        "windows": ev.windows,
+        "seeds": ev.seeds,
+        "class_rule": ev.class_rule,
+        "vos": list(ev.vos),
+        "shares": list(ev.shares),
+        "dropped": ev.dropped,
+        "fixed": ev.fixed,
+        "split": ev.split.to_dict() if ev.split is not None else None,
+        "window": ev.window,
+        "mode": ev.deployment.to_dict() if ev.deployment is not None else None,
+        "objective": ev.objective.to_dict(),
+        "policies": [
+            {
+                "label": c.label,
+                "policy": c.spec.label() if c.spec is not None else None,
+                "model": str(c.model_path) if c.model_path is not None else None,
+                "mode": c.mode,
+                "trained": c.provenance,
+                "information": c.information(ev.class_rule),
+            }
+            for c in ev.contenders
+        ],
+        "runs": [{"policy": r.contender, "window": r.window, "seed": r.seed, "seconds": r.seconds} for r in ev.runs],
+        "table": ev.table,
+        "verdicts": ev.verdicts,
+    }
 
 
 def save_figures(ev: Evaluation, out: Path) -> list[str]:
@@ -681,11 +820,13 @@ def save_figures(ev: Evaluation, out: Path) -> list[str]:
     colors = {label: plt.get_cmap("tab10")(i % 10) for i, label in enumerate(labels)}
     # Wait CDF per class, all replicates of a policy pooled.
     fig, axes = plt.subplots(1, 2, figsize=(10, 4), sharey=True)
-    for ax, (cls_name, cls) in zip(axes, (("interactive", JobClass.INTERACTIVE), ("batch", JobClass.BATCH)),
-                                   strict=True):
+    for ax, (cls_name, cls) in zip(
+        axes, (("interactive", JobClass.INTERACTIVE), ("batch", JobClass.BATCH)), strict=True
+    ):
         for label in labels:
-            waits = np.concatenate([r.schedule.wait[r.schedule.workload.job_class == int(cls)]
-                                    for r in parts_of(ev, label)])
+            waits = np.concatenate(
+                [r.schedule.wait[r.schedule.workload.job_class == int(cls)] for r in parts_of(ev, label)]
+            )
             if waits.size:
                 x = np.sort(np.maximum(waits, 0.0)) + 1.0
                 ax.plot(x, np.arange(1, x.size + 1) / x.size, label=label, color=colors[label])
@@ -738,8 +879,9 @@ def vo_share_figure(ev: Evaluation, origin: float) -> Any:
             service = service_by_vo(grid, r.schedule.start, r.schedule.end, w.procs, w.vo, len(ev.vos))
             frac = service_fraction(np.diff(service, axis=0))
             columns = [frac[:, k] for k in shown] + ([frac[:, folded].sum(axis=1)] if folded else [])
-            ax.stackplot((grid[1:] - origin) / 86400, np.vstack(columns), labels=bands if r.window == 0 else (),
-                         colors=colors)
+            ax.stackplot(
+                (grid[1:] - origin) / 86400, np.vstack(columns), labels=bands if r.window == 0 else (), colors=colors
+            )
         ax.set_ylabel(label, fontsize=8)
         ax.set_ylim(0, 1)
     axes[0, 0].set_title("each VO's share of the service delivered per interval")
@@ -770,4 +912,3 @@ def write_outputs(ev: Evaluation, out: Path, *, figures: bool = True) -> dict[st
     report = report_markdown(ev, names)
     atomic_write(out / "report.md", lambda fh: fh.write(report.encode()), umask_mode())
     return {"results": out / "results.json", "report": out / "report.md", **{n: out / n for n in names}}
-

@@ -55,9 +55,17 @@ from rlsched.workflow.train import (
 from rlsched.workflow.verdict import RuleScores, Verdict, rule_over_windows, schedule_score, score_rules
 
 #: The nine logs of issue 23 (names ``rlsched.sim.traces.swf.resolve_trace`` finds under RLSCHED_TRACE_DIR).
-TRACES = ("KTH-SP2-1996-2.1-cln", "CTC-SP2-1996-3.1-cln", "SDSC-DS-2004-2.1-cln", "LPC-EGEE-2004-1.2-cln",
-          "SDSC-Par-1996-3.1-cln", "LLNL-Thunder-2007-1.1-cln", "OSC-Clust-2000-3.1-cln",
-          "LANL-CM5-1994-4.1-cln", "metacentrum/wagap-2013")
+TRACES = (
+    "KTH-SP2-1996-2.1-cln",
+    "CTC-SP2-1996-3.1-cln",
+    "SDSC-DS-2004-2.1-cln",
+    "LPC-EGEE-2004-1.2-cln",
+    "SDSC-Par-1996-3.1-cln",
+    "LLNL-Thunder-2007-1.1-cln",
+    "OSC-Clust-2000-3.1-cln",
+    "LANL-CM5-1994-4.1-cln",
+    "metacentrum/wagap-2013",
+)
 #: Traces whose jobs never wait at their recorded machine size: replayed on fewer cores (see :func:`replay_cores`).
 FEWER_CORES = ("LLNL-Thunder", "OSC-Clust")
 TARGET_LOAD = 0.8
@@ -85,6 +93,8 @@ def scored_features(runtime_model: str) -> tuple[str, ...]:
 def scored_search_config(runtime_model: str = SCORED_RUNTIME, **settings: Any) -> SearchConfig:
     """The scored search's settings with ``runtime_model``'s prediction as a feature (:func:`scored_features`)."""
     return SearchConfig(features=scored_features(runtime_model), runtime_model=runtime_model, **settings)
+
+
 #: A learned row within this factor of the best rule on test counts as a win of at least 10 %.
 WIN_RATIO = 0.90
 GEOMEAN_GOAL = 0.95
@@ -113,19 +123,34 @@ class LearningSettings:
 
     def to_dict(self) -> dict[str, Any]:
         s = self.search
-        return {"seeds": list(self.seeds), "epochs": self.epochs, "split": self.split.to_dict(),
-                "deployment": self.deployment.to_dict(), "deployment_label": self.deployment.label(),
-                "objective": self.objective.to_dict(), "objective_label": self.objective.label(),
-                "max_jobs": self.max_jobs, "learned_policy": LEARNED_POLICY, "rule_windows": self.rule_windows,
-                "search": {"features": list(s.features), "population": s.population, "generations": s.generations,
-                           "sequences": s.sequences, "sequence_jobs": s.sequence_jobs,
-                           "validation_replays": s.validation_replays, "runtime_model": s.runtime_model}}
+        return {
+            "seeds": list(self.seeds),
+            "epochs": self.epochs,
+            "split": self.split.to_dict(),
+            "deployment": self.deployment.to_dict(),
+            "deployment_label": self.deployment.label(),
+            "objective": self.objective.to_dict(),
+            "objective_label": self.objective.label(),
+            "max_jobs": self.max_jobs,
+            "learned_policy": LEARNED_POLICY,
+            "rule_windows": self.rule_windows,
+            "search": {
+                "features": list(s.features),
+                "population": s.population,
+                "generations": s.generations,
+                "sequences": s.sequences,
+                "sequence_jobs": s.sequence_jobs,
+                "validation_replays": s.validation_replays,
+                "runtime_model": s.runtime_model,
+            },
+        }
 
 
 def quick_settings(seeds: Sequence[int] = (0, 1, 2), max_jobs: int = 600) -> LearningSettings:
     """Small enough for a test: the first ``max_jobs`` jobs, one epoch, a tiny search."""
-    search = scored_search_config(population=4, generations=1, sequences=1, sequence_jobs=min(200, max_jobs // 2),
-                                  validation_replays=1)
+    search = scored_search_config(
+        population=4, generations=1, sequences=1, sequence_jobs=min(200, max_jobs // 2), validation_replays=1
+    )
     return LearningSettings(seeds=tuple(seeds), epochs=1, search=search, max_jobs=max_jobs)
 
 
@@ -179,9 +204,15 @@ class _TraceWindows:
         return -1.0 if self.settings.objective.higher_is_better else 1.0
 
 
-def learning_trace(whole: Workload, settings: LearningSettings, *, cores: int | None = None,
-                   core_fraction: float = 1.0, recorded_cores: int | None = None,
-                   say: Callable[[str], None] | None = None) -> dict[str, Any]:
+def learning_trace(
+    whole: Workload,
+    settings: LearningSettings,
+    *,
+    cores: int | None = None,
+    core_fraction: float = 1.0,
+    recorded_cores: int | None = None,
+    say: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
     """One trace's row of the table (see the module docstring); ``whole``: the trace as loaded."""
     t0 = time.perf_counter()
     note = say or (lambda _text: None)
@@ -190,13 +221,26 @@ def learning_trace(whole: Workload, settings: LearningSettings, *, cores: int | 
     split = settings.split
     train_w, validation_w, test_w = (split.window(whole, name) for name in ("train", "validation", "test"))
     rule = trace_class_rule(train_w)
-    tw = _TraceWindows(whole, train_w, validation_w, with_class_rule(train_w, rule),
-                       with_class_rule(validation_w, rule), with_class_rule(test_w, rule), settings, cores)
+    tw = _TraceWindows(
+        whole,
+        train_w,
+        validation_w,
+        with_class_rule(train_w, rule),
+        with_class_rule(validation_w, rule),
+        with_class_rule(test_w, rule),
+        settings,
+        cores,
+    )
     windows = split.windows(whole)
-    out: dict[str, Any] = {"trace": whole.name, "jobs": len(whole), "cores": int(cores or whole.max_procs),
-                           "recorded_cores": int(recorded_cores or whole.max_procs), "core_fraction": core_fraction,
-                           "offered_load": float(whole.summary()["offered_load"]),
-                           "windows": {name: describe_window(windows, name) for name in windows}}
+    out: dict[str, Any] = {
+        "trace": whole.name,
+        "jobs": len(whole),
+        "cores": int(cores or whole.max_procs),
+        "recorded_cores": int(recorded_cores or whole.max_procs),
+        "core_fraction": core_fraction,
+        "offered_load": float(whole.summary()["offered_load"]),
+        "windows": {name: describe_window(windows, name) for name in windows},
+    }
     note(f"{whole.name}: {len(whole)} jobs on {out['cores']} cores, offered load {out['offered_load']:.2f}")
 
     # Every rule on test (validation's scores come with the verdict below).
@@ -220,17 +264,25 @@ def learning_trace(whole: Workload, settings: LearningSettings, *, cores: int | 
     # A rule is deterministic, but its score rests on the exact second each job arrived: the test window
     # replayed with every submit moved by up to ±JITTER_S (seeds 1, 2, 3) gives the rules a spread too.
     t = time.perf_counter()
-    jittered = [out["best_rule_test"]["rule"], out["windows_pick"]["rule"], out["validation_pick"]["rule"],
-                verdict.replacement[0]]
-    out["jittered"] = {"jitter_s": JITTER_S, "rules": {label: _jittered(tw.test_view, on_test.specs[label],
-                                                                         settings, cores)
-                                                        for label in dict.fromkeys(jittered)}}
+    jittered = [
+        out["best_rule_test"]["rule"],
+        out["windows_pick"]["rule"],
+        out["validation_pick"]["rule"],
+        verdict.replacement[0],
+    ]
+    out["jittered"] = {
+        "jitter_s": JITTER_S,
+        "rules": {
+            label: _jittered(tw.test_view, on_test.specs[label], settings, cores) for label in dict.fromkeys(jittered)
+        },
+    }
     note(f"  jittered test replays: {time.perf_counter() - t:.0f} s")
 
     # The runtime predictors on their own, on the whole trace as recorded.
     t = time.perf_counter()
-    out["prediction"] = {s.model: {"mae_s": s.mean_abs_error_s, "under_share": s.under_share}
-                         for s in prediction_errors(whole)}
+    out["prediction"] = {
+        s.model: {"mae_s": s.mean_abs_error_s, "under_share": s.under_share} for s in prediction_errors(whole)
+    }
     note(f"  prediction MAE: {time.perf_counter() - t:.0f} s")
     out["seconds"] = round(time.perf_counter() - t0, 1)
     return out
@@ -242,14 +294,25 @@ def _learned(tw: _TraceWindows, windows: Mapping[str, Any]) -> tuple[dict[str, A
     settings, whole = tw.settings, tw.whole
     with tempfile.TemporaryDirectory(prefix="rlsched-learning-") as tmp:
         model_path = Path(tmp) / "model.npz"
-        tasks = train_plan(tw.train, LEARNED_POLICY, model_path, seeds=settings.seeds, cores=tw.cores,
-                           validation=tw.validation, epochs=settings.epochs, deployment=settings.deployment,
-                           objective=settings.objective)
+        tasks = train_plan(
+            tw.train,
+            LEARNED_POLICY,
+            model_path,
+            seeds=settings.seeds,
+            cores=tw.cores,
+            validation=tw.validation,
+            epochs=settings.epochs,
+            deployment=settings.deployment,
+            objective=settings.objective,
+        )
         results = run_tasks(tasks, workers=settings.workers)
-        verdict = judge_and_write(results, tasks, model_path,
-                                  about={"workload": whole.name, "jobs": len(whole),
-                                         "split": settings.split.to_dict(), "windows": windows},
-                                  windows=settings.rule_windows)
+        verdict = judge_and_write(
+            results,
+            tasks,
+            model_path,
+            about={"workload": whole.name, "jobs": len(whole), "split": settings.split.to_dict(), "windows": windows},
+            windows=settings.rule_windows,
+        )
         model_test: list[float] = []
         for task, result in zip(tasks, results, strict=True):
             seed_file = Path(tmp) / f"seed{result.seed}.npz"
@@ -257,17 +320,26 @@ def _learned(tw: _TraceWindows, windows: Mapping[str, Any]) -> tuple[dict[str, A
             model_test.append(validation_score(seed_file, replace(task, validation=tw.test_view)))
     selected_seed = int(verdict.extra["selected"]["seed"])
     selected_test = model_test[[r.seed for r in results].index(selected_seed)]
-    row = {"policy": LEARNED_POLICY, "test": _stats(model_test),
-           "validation": _stats([float(r.best_score or math.nan) for r in results]),
-           "selected": {"seed": selected_seed, "epoch": int(verdict.extra["selected"]["epoch"]),
-                        "test": selected_test},
-           "epoch_validation": {str(r.seed): r.validation_scores for r in results},
-           "train_seconds": [round(r.seconds, 1) for r in results],
-           "verdict": {"outcome": verdict.outcome, "rule": verdict.rule, "line": verdict.line(),
-                       "model_score": verdict.model_score, "rule_score": verdict.rule_score,
-                       "spread": verdict.spread, "rule_config": verdict.rule_config,
-                       "deploy_rule": verdict.replacement[0], "deploy_config": verdict.replacement[1]},
-           "seconds": round(time.perf_counter() - t, 1)}
+    row = {
+        "policy": LEARNED_POLICY,
+        "test": _stats(model_test),
+        "validation": _stats([float(r.best_score or math.nan) for r in results]),
+        "selected": {"seed": selected_seed, "epoch": int(verdict.extra["selected"]["epoch"]), "test": selected_test},
+        "epoch_validation": {str(r.seed): r.validation_scores for r in results},
+        "train_seconds": [round(r.seconds, 1) for r in results],
+        "verdict": {
+            "outcome": verdict.outcome,
+            "rule": verdict.rule,
+            "line": verdict.line(),
+            "model_score": verdict.model_score,
+            "rule_score": verdict.rule_score,
+            "spread": verdict.spread,
+            "rule_config": verdict.rule_config,
+            "deploy_rule": verdict.replacement[0],
+            "deploy_config": verdict.replacement[1],
+        },
+        "seconds": round(time.perf_counter() - t, 1),
+    }
     return row, verdict, tasks[0]
 
 
@@ -280,31 +352,51 @@ def _scored(tw: _TraceWindows) -> dict[str, Any]:
         found = search_scoring(tw.train_view, tw.validation_view, replace(settings.search, seed=seed), tw.cores)
         validation_run = simulate_in(deployment, tw.validation_view, found.spec, tw.cores)
         test_run = simulate_in(deployment, tw.test_view, found.spec, tw.cores)
-        searches.append({"seed": seed, "spec": found.spec.label(), "chosen": list(found.chosen),
-                         "search_validation_bsld": found.validation_bsld,
-                         "validation": schedule_score(objective, validation_run.schedule),
-                         "test": schedule_score(objective, test_run.schedule), "seconds": round(found.seconds, 1)})
+        searches.append(
+            {
+                "seed": seed,
+                "spec": found.spec.label(),
+                "chosen": list(found.chosen),
+                "search_validation_bsld": found.validation_bsld,
+                "validation": schedule_score(objective, validation_run.schedule),
+                "test": schedule_score(objective, test_run.schedule),
+                "seconds": round(found.seconds, 1),
+            }
+        )
     picked = min(searches, key=lambda s: tw.sign * float(s["validation"]))
-    return {"test": _stats([s["test"] for s in searches]), "validation": _stats([s["validation"] for s in searches]),
-            "selected": {"seed": picked["seed"], "test": picked["test"], "spec": picked["spec"]},
-            "searches": searches, "runtime_model": settings.search.runtime_model,
-            "seconds": round(time.perf_counter() - t, 1)}
+    return {
+        "test": _stats([s["test"] for s in searches]),
+        "validation": _stats([s["validation"] for s in searches]),
+        "selected": {"seed": picked["seed"], "test": picked["test"], "spec": picked["spec"]},
+        "searches": searches,
+        "runtime_model": settings.search.runtime_model,
+        "seconds": round(time.perf_counter() - t, 1),
+    }
 
 
 def _rule_rows(tw: _TraceWindows, on_test: RuleScores, validation: Mapping[str, float]) -> dict[str, Any]:
     """Every rule's validation and test score, validation's pick and test's best (hindsight)."""
     rules: dict[str, dict[str, Any]] = {
         label: {"validation": validation.get(label, math.nan), "test": float(score), "runtime": _runtime_of(label)}
-        for label, score in on_test.scores.items()}
+        for label, score in on_test.scores.items()
+    }
     best_test = min(rules, key=lambda k: tw.sign * float(rules[k]["test"]))
     known = [k for k in rules if math.isfinite(rules[k]["validation"])]
     validation_pick = min(known, key=lambda k: tw.sign * float(rules[k]["validation"])) if known else best_test
-    return {"rules": rules, "best_rule_test": {"rule": best_test, "test": rules[best_test]["test"]},
-            "validation_pick": {"rule": validation_pick, "test": rules[validation_pick]["test"]}}
+    return {
+        "rules": rules,
+        "best_rule_test": {"rule": best_test, "test": rules[best_test]["test"]},
+        "validation_pick": {"rule": validation_pick, "test": rules[validation_pick]["test"]},
+    }
 
 
-def _windows_pick(tw: _TraceWindows, verdict: Verdict, task: TrainTask, rules: dict[str, dict[str, Any]],
-                  validation: Mapping[str, float]) -> dict[str, Any]:
+def _windows_pick(
+    tw: _TraceWindows,
+    verdict: Verdict,
+    task: TrainTask,
+    rules: dict[str, dict[str, Any]],
+    validation: Mapping[str, float],
+) -> dict[str, Any]:
     """The rule the train window's halves and validation pick together (rule_over_windows), beside validation's:
     train deploys it instead of a losing model with --rule-windows 3; measured here either way.  Each rule's
     train-window scores join its row in ``rules``."""
@@ -313,8 +405,11 @@ def _windows_pick(tw: _TraceWindows, verdict: Verdict, task: TrainTask, rules: d
         train_scores = dict(verdict.extra["rule_windows"])
     else:
         cut = rule_windows(task, COMPARED_WINDOWS)
-        train_scores = {label: score_rules(w, tw.settings.deployment, objective, cores=tw.cores).scores
-                        for label, w in cut.items() if label != "validation"}
+        train_scores = {
+            label: score_rules(w, tw.settings.deployment, objective, cores=tw.cores).scores
+            for label, w in cut.items()
+            if label != "validation"
+        }
     by_window = {label: RuleScores(scores=dict(scores)) for label, scores in train_scores.items()}
     by_window["validation"] = RuleScores(scores=dict(validation))
     pick, geomeans = rule_over_windows(objective, by_window)
@@ -322,8 +417,12 @@ def _windows_pick(tw: _TraceWindows, verdict: Verdict, task: TrainTask, rules: d
         for rule_label, score in scores.items():
             if rule_label in rules:
                 rules[rule_label].setdefault("train", {})[label] = float(score)
-    return {"rule": pick, "test": rules[pick]["test"], "windows": len(by_window),
-            "geomean_ratio": float(geomeans[pick])}
+    return {
+        "rule": pick,
+        "test": rules[pick]["test"],
+        "windows": len(by_window),
+        "geomean_ratio": float(geomeans[pick]),
+    }
 
 
 def _deployed(tw: _TraceWindows, verdict: Verdict, row: Mapping[str, Any]) -> dict[str, Any]:
@@ -334,22 +433,31 @@ def _deployed(tw: _TraceWindows, verdict: Verdict, row: Mapping[str, Any]) -> di
         rule = verdict.replacement[0]
         deployed = {"kind": "rule", "what": rule, "test": rules[rule]["test"], "spread": 0.0}
     else:
-        deployed = {"kind": "model", "what": f"{LEARNED_POLICY} seed {learned['selected']['seed']}",
-                    "test": learned["selected"]["test"], "spread": learned["test"]["spread"]}
+        deployed = {
+            "kind": "model",
+            "what": f"{LEARNED_POLICY} seed {learned['selected']['seed']}",
+            "test": learned["selected"]["test"],
+            "spread": learned["test"]["spread"],
+        }
     best = row["best_rule_test"]["test"]
-    ratios = {"learned": _ratio(objective, learned["test"]["mean"], best),
-              "scored": _ratio(objective, row["scored"]["test"]["mean"], best),
-              "deployed": _ratio(objective, deployed["test"], best),
-              "validation_pick": _ratio(objective, row["validation_pick"]["test"], best),
-              "windows_pick": _ratio(objective, row["windows_pick"]["test"], best)}
+    ratios = {
+        "learned": _ratio(objective, learned["test"]["mean"], best),
+        "scored": _ratio(objective, row["scored"]["test"]["mean"], best),
+        "deployed": _ratio(objective, deployed["test"], best),
+        "validation_pick": _ratio(objective, row["validation_pick"]["test"], best),
+        "windows_pick": _ratio(objective, row["windows_pick"]["test"], best),
+    }
     return {"deployed": deployed, "ratios": ratios}
 
 
 def _jittered(test: Workload, spec: PolicySpec, settings: LearningSettings, cores: int | None) -> dict[str, Any]:
     """A rule's score on ``test`` replayed with jittered submits (:data:`JITTER_SEEDS`, ±:data:`JITTER_S`)."""
-    scores = [schedule_score(settings.objective,
-                             simulate_in(settings.deployment, test.jittered(seed, JITTER_S), spec, cores).schedule)
-              for seed in JITTER_SEEDS]
+    scores = [
+        schedule_score(
+            settings.objective, simulate_in(settings.deployment, test.jittered(seed, JITTER_S), spec, cores).schedule
+        )
+        for seed in JITTER_SEEDS
+    ]
     return _stats(scores)
 
 
@@ -380,8 +488,13 @@ def saved_row(rows_dir: Path, name: str, settings: LearningSettings) -> dict[str
     return row if isinstance(row, dict) else None
 
 
-def run_learning(loader: Callable[[str, int | None], Workload], traces: Sequence[str], settings: LearningSettings,
-                 say: Callable[[str], None] | None = None, rows_dir: Path | None = None) -> dict[str, Any]:
+def run_learning(
+    loader: Callable[[str, int | None], Workload],
+    traces: Sequence[str],
+    settings: LearningSettings,
+    say: Callable[[str], None] | None = None,
+    rows_dir: Path | None = None,
+) -> dict[str, Any]:
     """Every trace's row (``loader(name, max_procs)`` loads a trace; traces :func:`needs_fewer_cores` names are
     replayed on :func:`replay_cores`'s fraction) and what was run.
 
@@ -444,35 +557,55 @@ def goals(data: Mapping[str, Any]) -> list[str]:
         if gap > max(spread, best_spread):
             worse.append(f"{r['trace']} ({100 * (_ratio_of(higher, mean, best) - 1):+.0f} %)")
         elif gap > 0:
-            ties.append(f"{r['trace']} ({100 * (_ratio_of(higher, mean, best) - 1):+.0f} %, spread "
-                        f"{_fmt(max(spread, best_spread))})")
+            ties.append(
+                f"{r['trace']} ({100 * (_ratio_of(higher, mean, best) - 1):+.0f} %, spread "
+                f"{_fmt(max(spread, best_spread))})"
+            )
     jittered = "jittered" in rows[0] if rows else False
-    out.append("**Deployed choice never worse than the best rule on test beyond the spread**"
-               + (" (a rule's spread: its test replays with jittered submits)" if jittered else "") + ": "
-               + ("reached on all " + str(n) + " traces run" if not worse else
-                  f"missed on {len(worse)} of {n}: " + ", ".join(worse))
-               + (f"; worse but within the spread (a tie) on {', '.join(ties)}" if ties else "") + ".")
+    out.append(
+        "**Deployed choice never worse than the best rule on test beyond the spread**"
+        + (" (a rule's spread: its test replays with jittered submits)" if jittered else "")
+        + ": "
+        + (
+            "reached on all " + str(n) + " traces run"
+            if not worse
+            else f"missed on {len(worse)} of {n}: " + ", ".join(worse)
+        )
+        + (f"; worse but within the spread (a tie) on {', '.join(ties)}" if ties else "")
+        + "."
+    )
     # 2. The learned model beats the best rule by ≥ 10 % on ≥ 3 traces; geometric mean < 0.95.
     for key, what in (("learned", f"learned model ({LEARNED_POLICY})"), ("scored", "scored search")):
         ratios = [r["ratios"][key] for r in rows]
         wins = [r["trace"] for r in rows if r["ratios"][key] <= WIN_RATIO]
         g = _geomean(ratios)
-        out.append(f"**{what} ≥ 10 % better than the best rule on ≥ 3 traces**: "
-                   + (f"reached ({', '.join(wins)})." if len(wins) >= 3 else
-                      f"missed: {len(wins)} of {n} traces" + (f" ({', '.join(wins)})" if wins else "")
-                      + f"; best ratio {_fmt(min(ratios))}.")
-                   + f" Geometric-mean ratio over the {n} traces run {_fmt(g)} (goal < {GEOMEAN_GOAL} over the nine): "
-                   + ("below." if g < GEOMEAN_GOAL else f"missed by {_fmt(g - GEOMEAN_GOAL)}."))
+        out.append(
+            f"**{what} ≥ 10 % better than the best rule on ≥ 3 traces**: "
+            + (
+                f"reached ({', '.join(wins)})."
+                if len(wins) >= 3
+                else f"missed: {len(wins)} of {n} traces"
+                + (f" ({', '.join(wins)})" if wins else "")
+                + f"; best ratio {_fmt(min(ratios))}."
+            )
+            + f" Geometric-mean ratio over the {n} traces run {_fmt(g)} (goal < {GEOMEAN_GOAL} over the nine): "
+            + ("below." if g < GEOMEAN_GOAL else f"missed by {_fmt(g - GEOMEAN_GOAL)}.")
+        )
     # 3. The learned predictor's MAE below user-last2 on ≥ 7 of 9; rules on it beat the same rules on user-last2.
     # Where the request is the runtime, the predictor (never above the request) is exact by construction: no
     # comparison there.
     exact = request_is_runtime(rows)
     compared = [r for r in rows if r["trace"] not in exact]
-    lower = [r["trace"] for r in compared
-             if r["prediction"]["learned"]["mae_s"] < r["prediction"]["user-last2"]["mae_s"]]
-    out.append(f"**Learned predictor's MAE below user-last2 on ≥ 7 of the nine**: lower on {len(lower)} of the "
-               f"{len(compared)} traces run with a recorded request" + (f" ({', '.join(lower)})" if lower else "")
-               + (f"; not compared on {', '.join(exact)} (the request is the runtime)" if exact else "") + ".")
+    lower = [
+        r["trace"] for r in compared if r["prediction"]["learned"]["mae_s"] < r["prediction"]["user-last2"]["mae_s"]
+    ]
+    out.append(
+        f"**Learned predictor's MAE below user-last2 on ≥ 7 of the nine**: lower on {len(lower)} of the "
+        f"{len(compared)} traces run with a recorded request"
+        + (f" ({', '.join(lower)})" if lower else "")
+        + (f"; not compared on {', '.join(exact)} (the request is the runtime)" if exact else "")
+        + "."
+    )
     pairs, won = 0, 0
     for r in rows:
         for label, v in r["rules"].items():
@@ -483,11 +616,15 @@ def goals(data: Mapping[str, Any]) -> list[str]:
                 pairs += 1
                 a, b = v["test"], r["rules"][twin]["test"]
                 won += int(a > b if higher else a < b)
-    out.append(f"**Rules on the learned prediction beat the same rules on user-last2** (test): {won} of {pairs} "
-               "rule × trace pairs" + (" — reached." if pairs and won == pairs else " — not everywhere."))
-    out.append("**`objective = \"W\"` on the grid logs and LAL**: a run of its own (`rlsched learning --objective W "
-               "--class-weight interactive=3 --traces LPC-EGEE-2004-1.2-cln,metacentrum/wagap-2013,lal`); **CTC-SP2 "
-               "training under 15 minutes**: `benchmarks/bench_workflow.py --protocol`.")
+    out.append(
+        f"**Rules on the learned prediction beat the same rules on user-last2** (test): {won} of {pairs} "
+        "rule × trace pairs" + (" — reached." if pairs and won == pairs else " — not everywhere.")
+    )
+    out.append(
+        '**`objective = "W"` on the grid logs and LAL**: a run of its own (`rlsched learning --objective W '
+        "--class-weight interactive=3 --traces LPC-EGEE-2004-1.2-cln,metacentrum/wagap-2013,lal`); **CTC-SP2 "
+        "training under 15 minutes**: `benchmarks/bench_workflow.py --protocol`."
+    )
     return out
 
 
@@ -515,33 +652,43 @@ def render_report(data: Mapping[str, Any]) -> str:
     s = data["settings"]
     objective = Objective.from_dict(s["objective"])
     rows = data["traces"]
-    lines = ["# Learned scheduling against the field's rules (issue 23)", "",
-             f"Regenerate: `{data.get('command', 'rlsched learning')}` "
-             "(the report alone: add `--report-only`).", "",
-             f"Mode: {s['deployment_label']}; EASY backfilling with reservations from the time limit. Objective: "
-             f"{objective.label()} ({'higher' if objective.higher_is_better else 'lower'} is better"
-             + ("" if objective.name == "bsld" else "; the scored search's fitness is bounded slowdown all the same")
-             + f"). Split {TimeSplit.from_dict(s['split']).text()} by job count: "
-             "each learned model is **trained on the train window, its pass and seed selected on the validation "
-             "window; every number below is on the test window only** unless a column says validation. "
-             f"Seeds {', '.join(map(str, s['seeds']))}; {LEARNED_POLICY}: {s['epochs']} epoch(s); scored search: "
-             f"population {s['search']['population']}, {s['search']['generations']} generation(s), "
-             f"{s['search']['sequences']} sequence(s) of {s['search']['sequence_jobs']} jobs, runtime "
-             f"{s['search']['runtime_model']}."
-             + (f" **Quick setting: the first {s['max_jobs']:,} jobs of each trace.**" if s.get("max_jobs") else ""),
-             "", "Rules are deterministic (spread 0 in the table; their spread under jittered submits is below "
-             "it); a learned row is mean ± standard deviation over the seeds' test scores, and a difference inside "
-             "it is a tie. Information: the rules say theirs "
-             "(`runtime_model`, the request by default); sarsa-esn its registry defaults: the request and "
-             "`runtime_model=estimated` (the class median over a sliding window), trained on P-grid's λ-reward and "
-             "selected by the objective; the scored search the request"
-             + ("" if s["search"]["runtime_model"] == "requested" else
-                f" and the {s['search']['runtime_model']} prediction (feature `log_pred`)") + ".", "",
-             "## The table (test window)", "",
-             "| trace | jobs (cores) | best rule on test (hindsight) | rule validation picks | rule the windows "
-             "pick | sarsa-esn | scored search | deployed (train's verdict) | sarsa / best | scored / best | "
-             "deployed / best | wall time |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "# Learned scheduling against the field's rules (issue 23)",
+        "",
+        f"Regenerate: `{data.get('command', 'rlsched learning')}` (the report alone: add `--report-only`).",
+        "",
+        f"Mode: {s['deployment_label']}; EASY backfilling with reservations from the time limit. Objective: "
+        f"{objective.label()} ({'higher' if objective.higher_is_better else 'lower'} is better"
+        + ("" if objective.name == "bsld" else "; the scored search's fitness is bounded slowdown all the same")
+        + f"). Split {TimeSplit.from_dict(s['split']).text()} by job count: "
+        "each learned model is **trained on the train window, its pass and seed selected on the validation "
+        "window; every number below is on the test window only** unless a column says validation. "
+        f"Seeds {', '.join(map(str, s['seeds']))}; {LEARNED_POLICY}: {s['epochs']} epoch(s); scored search: "
+        f"population {s['search']['population']}, {s['search']['generations']} generation(s), "
+        f"{s['search']['sequences']} sequence(s) of {s['search']['sequence_jobs']} jobs, runtime "
+        f"{s['search']['runtime_model']}."
+        + (f" **Quick setting: the first {s['max_jobs']:,} jobs of each trace.**" if s.get("max_jobs") else ""),
+        "",
+        "Rules are deterministic (spread 0 in the table; their spread under jittered submits is below "
+        "it); a learned row is mean ± standard deviation over the seeds' test scores, and a difference inside "
+        "it is a tie. Information: the rules say theirs "
+        "(`runtime_model`, the request by default); sarsa-esn its registry defaults: the request and "
+        "`runtime_model=estimated` (the class median over a sliding window), trained on P-grid's λ-reward and "
+        "selected by the objective; the scored search the request"
+        + (
+            ""
+            if s["search"]["runtime_model"] == "requested"
+            else f" and the {s['search']['runtime_model']} prediction (feature `log_pred`)"
+        )
+        + ".",
+        "",
+        "## The table (test window)",
+        "",
+        "| trace | jobs (cores) | best rule on test (hindsight) | rule validation picks | rule the windows "
+        "pick | sarsa-esn | scored search | deployed (train's verdict) | sarsa / best | scored / best | "
+        "deployed / best | wall time |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
         frac = f", {100 * r['core_fraction']:.0f} % of {r['recorded_cores']}" if r["core_fraction"] < 1 else ""
         d = r["deployed"]
@@ -553,36 +700,62 @@ def render_report(data: Mapping[str, Any]) -> str:
             + (f"{picked['rule']}: {_fmt(picked['test'])}" if picked else "-")
             + f" | {_pm(r['learned']['test'])} | {_pm(r['scored']['test'])} | "
             f"{d['kind']} {d['what']}: {_fmt(d['test'])} | {_fmt(r['ratios']['learned'])} | "
-            f"{_fmt(r['ratios']['scored'])} | {_fmt(r['ratios']['deployed'])} | {r['seconds']:.0f} s |")
-    lines += ["", f"Geometric means over the {len(rows)} traces: sarsa-esn / best "
-              f"{_fmt(_geomean([r['ratios']['learned'] for r in rows]))}, scored / best "
-              f"{_fmt(_geomean([r['ratios']['scored'] for r in rows]))}, deployed / best "
-              f"{_fmt(_geomean([r['ratios']['deployed'] for r in rows]))}, validation's rule / best "
-              f"{_fmt(_geomean([r['ratios']['validation_pick'] for r in rows]))}"
-              + (f", the windows' rule / best {_fmt(_geomean([r['ratios']['windows_pick'] for r in rows]))}"
-                 if all("windows_pick" in r["ratios"] for r in rows) else "") + ".", "",
-              "The rule the windows pick is the one train's verdict deploys when the model loses: the best "
-              "geometric mean, over the train window's halves and the validation window, of its score relative "
-              "to each window's best rule (`rlsched.workflow.verdict.rule_over_windows`); the rule validation "
-              "picks is the best on the validation window alone, shown for comparison.", ""]
+            f"{_fmt(r['ratios']['scored'])} | {_fmt(r['ratios']['deployed'])} | {r['seconds']:.0f} s |"
+        )
+    lines += [
+        "",
+        f"Geometric means over the {len(rows)} traces: sarsa-esn / best "
+        f"{_fmt(_geomean([r['ratios']['learned'] for r in rows]))}, scored / best "
+        f"{_fmt(_geomean([r['ratios']['scored'] for r in rows]))}, deployed / best "
+        f"{_fmt(_geomean([r['ratios']['deployed'] for r in rows]))}, validation's rule / best "
+        f"{_fmt(_geomean([r['ratios']['validation_pick'] for r in rows]))}"
+        + (
+            f", the windows' rule / best {_fmt(_geomean([r['ratios']['windows_pick'] for r in rows]))}"
+            if all("windows_pick" in r["ratios"] for r in rows)
+            else ""
+        )
+        + ".",
+        "",
+        "The rule the windows pick is the one train's verdict deploys when the model loses: the best "
+        "geometric mean, over the train window's halves and the validation window, of its score relative "
+        "to each window's best rule (`rlsched.workflow.verdict.rule_over_windows`); the rule validation "
+        "picks is the best on the validation window alone, shown for comparison.",
+        "",
+    ]
     if any("jittered" in r for r in rows):
-        lines += ["Rules' spread on test: the test window replayed with every submit moved by up to "
-                  f"±{rows[0]['jittered']['jitter_s']:.0f} s (seeds {', '.join(map(str, JITTER_SEEDS))}), mean ± "
-                  "standard deviation: " + "; ".join(
-                      f"{r['trace']}: " + ", ".join(f"{k} {_pm(v)}" for k, v in sorted(r["jittered"]["rules"].items()))
-                      for r in rows if "jittered" in r) + ".", ""]
+        lines += [
+            "Rules' spread on test: the test window replayed with every submit moved by up to "
+            f"±{rows[0]['jittered']['jitter_s']:.0f} s (seeds {', '.join(map(str, JITTER_SEEDS))}), mean ± "
+            "standard deviation: "
+            + "; ".join(
+                f"{r['trace']}: " + ", ".join(f"{k} {_pm(v)}" for k, v in sorted(r["jittered"]["rules"].items()))
+                for r in rows
+                if "jittered" in r
+            )
+            + ".",
+            "",
+        ]
     fewer = [r for r in rows if r["core_fraction"] < 1]
     if fewer:
-        lines += ["Replayed on fewer cores (the same for every policy, for an offered load of about "
-                  f"{TARGET_LOAD}; the traces that never queue at their recorded size, and those whose replayed jobs "
-                  f"offer less than {LOW_LOAD}): "
-                  + "; ".join(f"{r['trace']} on {r['cores']} of {r['recorded_cores']} cores "
-                              f"({100 * r['core_fraction']:.1f} %)" for r in fewer) + ".", ""]
+        lines += [
+            "Replayed on fewer cores (the same for every policy, for an offered load of about "
+            f"{TARGET_LOAD}; the traces that never queue at their recorded size, and those whose replayed jobs "
+            f"offer less than {LOW_LOAD}): "
+            + "; ".join(
+                f"{r['trace']} on {r['cores']} of {r['recorded_cores']} cores ({100 * r['core_fraction']:.1f} %)"
+                for r in fewer
+            )
+            + ".",
+            "",
+        ]
     exact = request_is_runtime(rows)
     if exact:
-        lines += ["**The request is the runtime** on " + ", ".join(exact) + " (its requested-time MAE is under "
-                  "1 s: the log records no request and the reader fills it in with the runtime), so there every "
-                  "rule on `requested` is an oracle rule that no live scheduler has.", ""]
+        lines += [
+            "**The request is the runtime** on " + ", ".join(exact) + " (its requested-time MAE is under "
+            "1 s: the log records no request and the reader fills it in with the runtime), so there every "
+            "rule on `requested` is an oracle rule that no live scheduler has.",
+            "",
+        ]
     lines += _sections(data, objective)
     lines += ["![ratios](ratios.png)", ""]
     return "\n".join(lines)
@@ -593,19 +766,35 @@ def _sections(data: Mapping[str, Any], objective: Objective) -> list[str]:
     rows = data["traces"]
     lines: list[str] = []
     lines += ["## Goals of the issue", ""] + [f"- {g}" for g in goals(data)] + [""]
-    lines += ["## Windows", "", "| trace | train (learns) | validation (selects, verdict) | test (reported) |",
-              "|---|---|---|---|"]
-    lines += [f"| {r['trace']} | {r['windows']['train']} | {r['windows']['validation']} | {r['windows']['test']} |"
-              for r in rows]
+    lines += [
+        "## Windows",
+        "",
+        "| trace | train (learns) | validation (selects, verdict) | test (reported) |",
+        "|---|---|---|---|",
+    ]
+    lines += [
+        f"| {r['trace']} | {r['windows']['train']} | {r['windows']['validation']} | {r['windows']['test']} |"
+        for r in rows
+    ]
     lines += ["", "## The verdicts (validation window)", ""]
     lines += [f"- {r['trace']}: {r['learned']['verdict']['line']}" for r in rows]
-    lines += ["", "## Runtime predictors (whole trace as recorded; MAE in s, share under-predicted)", "",
-              "| trace | requested | user-last2 | learned |", "|---|---|---|---|"]
+    lines += [
+        "",
+        "## Runtime predictors (whole trace as recorded; MAE in s, share under-predicted)",
+        "",
+        "| trace | requested | user-last2 | learned |",
+        "|---|---|---|---|",
+    ]
     for r in rows:
         p = r["prediction"]
-        lines.append(f"| {r['trace']} | " + " | ".join(
-            f"{_fmt(p[m]['mae_s'])} ({100 * p[m]['under_share']:.0f} %)" if m in p else "-"
-            for m in ("requested", "user-last2", "learned")) + " |")
+        lines.append(
+            f"| {r['trace']} | "
+            + " | ".join(
+                f"{_fmt(p[m]['mae_s'])} ({100 * p[m]['under_share']:.0f} %)" if m in p else "-"
+                for m in ("requested", "user-last2", "learned")
+            )
+            + " |"
+        )
     return lines + _every_rule(rows, objective)
 
 
@@ -618,11 +807,15 @@ def _every_rule(rows: Sequence[Mapping[str, Any]], objective: Objective) -> list
         sign = -1.0 if objective.higher_is_better else 1.0
         for label, v in sorted(r["rules"].items(), key=lambda kv: (sign * kv[1]["test"], kv[0])):
             lines.append(f"| {label} | {v['runtime']} | {_fmt(v['validation'])} | {_fmt(v['test'])} |")
-        lines += ["", f"sarsa-esn per seed (test): {', '.join(_fmt(v) for v in r['learned']['test']['seeds'])}; "
-                  f"validation by epoch: {r['learned']['epoch_validation']}; training "
-                  f"{r['learned']['train_seconds']} s per seed.",
-                  f"scored per seed (test): {', '.join(_fmt(x['test']) for x in r['scored']['searches'])}; selected "
-                  f"`{r['scored']['selected']['spec']}`.", ""]
+        lines += [
+            "",
+            f"sarsa-esn per seed (test): {', '.join(_fmt(v) for v in r['learned']['test']['seeds'])}; "
+            f"validation by epoch: {r['learned']['epoch_validation']}; training "
+            f"{r['learned']['train_seconds']} s per seed.",
+            f"scored per seed (test): {', '.join(_fmt(x['test']) for x in r['scored']['searches'])}; selected "
+            f"`{r['scored']['selected']['spec']}`.",
+            "",
+        ]
         if r["rules_left_out"]:
             lines += ["Left out: " + "; ".join(r["rules_left_out"]), ""]
     return lines

@@ -90,9 +90,16 @@ class LeasingEvaluation:
 
     def row(self, policy: str, setting: str, twt: float, cost: float, seconds: float) -> LeasingRow:
         """A row scored against this trace's references."""
-        return LeasingRow(policy, setting, twt, cost, float(twt_improvement_pct(twt, self.twt_ref)),
-                          float(cost_pct(cost, self.c_ref)), float(balance(twt, cost, self.twt_ref, self.c_ref)),
-                          seconds)
+        return LeasingRow(
+            policy,
+            setting,
+            twt,
+            cost,
+            float(twt_improvement_pct(twt, self.twt_ref)),
+            float(cost_pct(cost, self.c_ref)),
+            float(balance(twt, cost, self.twt_ref, self.c_ref)),
+            seconds,
+        )
 
     def best(self, policy: str) -> LeasingRow | None:
         rows = [r for r in self.rows if r.policy == policy]
@@ -103,8 +110,9 @@ class LeasingEvaluation:
 RANDOM_RUNS = 100
 
 
-def daily_prior_from_setups(names: str, transfer_days: float,
-                            params: DailyLearnerParams | None = None) -> tuple[DailyLearnerParams, DailyPrior]:
+def daily_prior_from_setups(
+    names: str, transfer_days: float, params: DailyLearnerParams | None = None
+) -> tuple[DailyLearnerParams, DailyPrior]:
     """The daily learner's setting with a prior from the FH setups ``names`` ("kth,ctc,sdsc"): each setup run
     once by the cold learner (:func:`rlsched.sim.hybrid_cloud.daily.daily_prior`).  ``ValueError`` (one line)
     for an unknown setup; a missing trace names ``rlsched trace fetch``."""
@@ -125,12 +133,20 @@ def daily_prior_from_setups(names: str, transfer_days: float,
     return with_prior, daily_prior({name: load_model(name) for name in sources}, with_prior)
 
 
-def evaluate_leasing(workload: Workload, cloud_nodes: int, *, cores: int | None = None,
-                     thetas: tuple[float, ...] = THETAS, qlearning: bool = True, random_runs: int = RANDOM_RUNS,
-                     seed: int = 0, daily: bool = True,
-                     daily_params: DailyLearnerParams | None = None,
-                     daily_prior: DailyPrior | None = None,
-                     progress: Callable[[int, int, str], None] | None = None) -> LeasingEvaluation:
+def evaluate_leasing(
+    workload: Workload,
+    cloud_nodes: int,
+    *,
+    cores: int | None = None,
+    thetas: tuple[float, ...] = THETAS,
+    qlearning: bool = True,
+    random_runs: int = RANDOM_RUNS,
+    seed: int = 0,
+    daily: bool = True,
+    daily_params: DailyLearnerParams | None = None,
+    daily_prior: DailyPrior | None = None,
+    progress: Callable[[int, int, str], None] | None = None,
+) -> LeasingEvaluation:
     """Run the leasing policies on ``workload`` with ``cloud_nodes`` cloud nodes (see the module docstring).
 
     ``progress(steps_done, steps_total, running)`` before each step (one step per policy and setting, the
@@ -139,11 +155,14 @@ def evaluate_leasing(workload: Workload, cloud_nodes: int, *, cores: int | None 
         raise ValueError(f"--cloud-nodes must be >= 1, got {cloud_nodes}")
     if random_runs < 0:
         raise ValueError(f"--random-runs must be >= 0, got {random_runs}")
-    steps = ([f"references and constant V 0..{cloud_nodes}"]
-             + ([f"random V ({random_runs} runs)"] if random_runs else [])
-             + (["Q-learning"] if qlearning else []) + (["daily learned cap"] if daily else [])
-             + [f"state-aware held daily θ={theta:g}" for theta in thetas]
-             + [f"state-aware per pass θ={theta:g}" for theta in thetas])
+    steps = (
+        [f"references and constant V 0..{cloud_nodes}"]
+        + ([f"random V ({random_runs} runs)"] if random_runs else [])
+        + (["Q-learning"] if qlearning else [])
+        + (["daily learned cap"] if daily else [])
+        + [f"state-aware held daily θ={theta:g}" for theta in thetas]
+        + [f"state-aware per pass θ={theta:g}" for theta in thetas]
+    )
     step = iter(range(len(steps) + 1))
 
     def starting() -> None:
@@ -167,22 +186,33 @@ def evaluate_leasing(workload: Workload, cloud_nodes: int, *, cores: int | None 
         setting = params.label()
         if daily_prior is not None and params.transfer_days > 0:
             setting += f", prior from {'+'.join(daily_prior.sources)}"
-        _timed_row(ev, "daily-learned", setting,
-                   lambda: daily_learned(model, edges, params, max_cap=cloud_nodes, prior=daily_prior))
+        _timed_row(
+            ev,
+            "daily-learned",
+            setting,
+            lambda: daily_learned(model, edges, params, max_cap=cloud_nodes, prior=daily_prior),
+        )
     for theta in thetas:
         starting()
-        _timed_row(ev, "per-pass-held-daily", f"θ={theta:g}", functools.partial(
-            state_aware_daily, model, edges, StateAwareParams(threshold=theta), max_cap=cloud_nodes))
+        _timed_row(
+            ev,
+            "per-pass-held-daily",
+            f"θ={theta:g}",
+            functools.partial(state_aware_daily, model, edges, StateAwareParams(threshold=theta), max_cap=cloud_nodes),
+        )
     for theta in thetas:
         starting()
-        _timed_row(ev, "state-aware", f"θ={theta:g}", functools.partial(
-            state_aware, model, edges, StateAwareParams(threshold=theta), max_cap=cloud_nodes))
+        _timed_row(
+            ev,
+            "state-aware",
+            f"θ={theta:g}",
+            functools.partial(state_aware, model, edges, StateAwareParams(threshold=theta), max_cap=cloud_nodes),
+        )
     starting()
     return ev
 
 
-def _references_and_constants(name: str, model: HybridModel, edges: FloatArray,
-                              cloud_nodes: int) -> LeasingEvaluation:
+def _references_and_constants(name: str, model: HybridModel, edges: FloatArray, cloud_nodes: int) -> LeasingEvaluation:
     """The evaluation with its references (V = 0's wait, V → ∞'s cost) and a row per constant V in 0..N."""
     t0 = time.perf_counter()
     ref_inf = unbounded_run(model, edges)
@@ -192,8 +222,13 @@ def _references_and_constants(name: str, model: HybridModel, edges: FloatArray,
     sweep_s = time.perf_counter() - t0
     ev = LeasingEvaluation(name, model.cores, cloud_nodes, twt_ref, c_ref)
     for v in range(cloud_nodes + 1):
-        r = ev.row("constant", f"V={v}", float(constant.total_twt[v]), float(constant.total_cost[v]),
-                   sweep_s / (cloud_nodes + 1))
+        r = ev.row(
+            "constant",
+            f"V={v}",
+            float(constant.total_twt[v]),
+            float(constant.total_cost[v]),
+            sweep_s / (cloud_nodes + 1),
+        )
         ev.rows.append(r)
         ev.constant_balance.append(r.balance)
     return ev
@@ -204,15 +239,27 @@ def _random_rows(ev: LeasingEvaluation, model: HybridModel, edges: FloatArray, r
     t = time.perf_counter()
     rnd = grouped_runs(model, edges, random_caps(ev.cloud_nodes, random_runs, len(edges) - 1, seed))
     seconds = (time.perf_counter() - t) / random_runs
-    runs = [ev.row("random", f"run {k}", float(rnd.total_twt[k]), float(rnd.total_cost[k]), seconds)
-            for k in range(random_runs)]
+    runs = [
+        ev.row("random", f"run {k}", float(rnd.total_twt[k]), float(rnd.total_cost[k]), seconds)
+        for k in range(random_runs)
+    ]
     mean_twt, mean_cost = float(rnd.total_twt.mean()), float(rnd.total_cost.mean())
     mean = ev.row("random-mean", f"{random_runs} runs", mean_twt, mean_cost, seconds)
     # The mean of the runs' balances (balance is linear in twt and cost, so it is the balance of the means).
     ev.rows.append(mean)
     best = max(runs, key=lambda r: r.balance)
-    ev.rows.append(LeasingRow("random-best", f"seed {seed}, {best.setting}", best.twt_s, best.cost_core_s,
-                              best.twt_imp_pct, best.cost_pct, best.balance, seconds))
+    ev.rows.append(
+        LeasingRow(
+            "random-best",
+            f"seed {seed}, {best.setting}",
+            best.twt_s,
+            best.cost_core_s,
+            best.twt_imp_pct,
+            best.cost_pct,
+            best.balance,
+            seconds,
+        )
+    )
 
 
 def _timed_row(ev: LeasingEvaluation, policy: str, setting: str, run: Callable[[], Trajectory]) -> None:
@@ -233,12 +280,17 @@ def leasing_table(ev: LeasingEvaluation) -> str:
     head = f"{'policy':<26}{'setting':<{width}}{'twt_imp %':>10}{'cost %':>9}{'balance':>9}{'time s':>8}"
 
     def line(r: LeasingRow, label: str) -> str:
-        return (f"{label:<26}{r.setting:<{width}}{r.twt_imp_pct:>10.2f}{r.cost_pct:>9.2f}{r.balance:>9.2f}"
-                f"{r.seconds:>8.1f}")
+        return (
+            f"{label:<26}{r.setting:<{width}}{r.twt_imp_pct:>10.2f}{r.cost_pct:>9.2f}{r.balance:>9.2f}{r.seconds:>8.1f}"
+        )
 
-    lines = [f"leasing on {ev.workload}: M = {ev.cores} local cores, up to {ev.cloud_nodes} cloud nodes; "
-             f"twt_ref (V=0) {ev.twt_ref:,.0f} s, c_ref (V→∞) {ev.c_ref:,.0f} core-s", "",
-             "daily caps (V fixed for each day; the best constant V is chosen in hindsight on this trace):", head]
+    lines = [
+        f"leasing on {ev.workload}: M = {ev.cores} local cores, up to {ev.cloud_nodes} cloud nodes; "
+        f"twt_ref (V=0) {ev.twt_ref:,.0f} s, c_ref (V→∞) {ev.c_ref:,.0f} core-s",
+        "",
+        "daily caps (V fixed for each day; the best constant V is chosen in hindsight on this trace):",
+        head,
+    ]
     lines += [line(r, r.policy + (" (best)" if r is best_constant else "")) for r in shown]
     per_pass = [r for r in ev.rows if r.policy == "state-aware"]
     if per_pass:
@@ -250,8 +302,12 @@ def leasing_table(ev: LeasingEvaluation) -> str:
 
 def daemon_settings(ev: LeasingEvaluation) -> list[str]:
     best_theta = ev.best("state-aware")
-    out = ["for the daemon config (docs/leasing-live.md):", "[leasing]", 'policy = "state-aware"',
-           f"exchange_rate = {ev.exchange_rate:.6g}   # κ = twt_ref / c_ref: seconds of wait per cloud core-second"]
+    out = [
+        "for the daemon config (docs/leasing-live.md):",
+        "[leasing]",
+        'policy = "state-aware"',
+        f"exchange_rate = {ev.exchange_rate:.6g}   # κ = twt_ref / c_ref: seconds of wait per cloud core-second",
+    ]
     if best_theta is not None:
         out.append(f"threshold = {best_theta.setting.split('=')[1]}   # {theta_note(ev, best_theta)}")
     return out
@@ -265,15 +321,23 @@ def theta_note(ev: LeasingEvaluation, best: LeasingRow) -> str:
         return "the only θ tried (in-sample): run a grid with --thetas to choose one"
     if theta in (thetas[0], thetas[-1]):
         side, beyond = ("smallest", "below") if theta == thetas[0] else ("largest", "above")
-        return (f"the best of the θ tried on this trace (in-sample), but the grid's {side}: the optimum may lie "
-                f"{beyond} {theta:g}; extend --thetas")
+        return (
+            f"the best of the θ tried on this trace (in-sample), but the grid's {side}: the optimum may lie "
+            f"{beyond} {theta:g}; extend --thetas"
+        )
     return "the best θ on this trace (in-sample)"
 
 
 def leasing_json(ev: LeasingEvaluation) -> dict[str, Any]:
-    return {"workload": ev.workload, "cores": ev.cores, "cloud_nodes": ev.cloud_nodes, "twt_ref": ev.twt_ref,
-            "c_ref": ev.c_ref, "exchange_rate": ev.exchange_rate,
-            "rows": [r.__dict__ for r in ev.rows]}
+    return {
+        "workload": ev.workload,
+        "cores": ev.cores,
+        "cloud_nodes": ev.cloud_nodes,
+        "twt_ref": ev.twt_ref,
+        "c_ref": ev.c_ref,
+        "exchange_rate": ev.exchange_rate,
+        "rows": [r.__dict__ for r in ev.rows],
+    }
 
 
 def leasing_figure(ev: LeasingEvaluation) -> Any:
@@ -283,13 +347,15 @@ def leasing_figure(ev: LeasingEvaluation) -> Any:
 
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(11, 4.5))
-    ax.plot(range(len(ev.constant_balance)), ev.constant_balance, label="constant V", color="black", marker=".",
-            zorder=3)
+    ax.plot(
+        range(len(ev.constant_balance)), ev.constant_balance, label="constant V", color="black", marker=".", zorder=3
+    )
     others = [r for r in ev.rows if r.policy != "constant"]
     palette = plt.get_cmap("tab20" if len(others) > 10 else "tab10")
     for k, r in enumerate(others):
-        ax.axhline(r.balance, color=palette(k % palette.N), linestyle="--", linewidth=1,
-                   label=f"{r.policy} {r.setting}")
+        ax.axhline(
+            r.balance, color=palette(k % palette.N), linestyle="--", linewidth=1, label=f"{r.policy} {r.setting}"
+        )
     ax.set_xlabel("cap V (cloud nodes)")
     ax.set_ylabel("balance (twt_imp % − cost %)")
     ax.grid(alpha=0.3)
@@ -316,7 +382,9 @@ def write_leasing(ev: LeasingEvaluation, out: Path, *, figures: bool = True) -> 
     text = json.dumps(data, indent=2) + "\n"
     atomic_write(out / "leasing.json", lambda fh: fh.write(text.encode()), umask_mode())
     figure = save_leasing_figure(ev, out) if figures else None
-    report = "\n".join([f"# Leasing on {ev.workload}", "", "```", leasing_table(ev), "```", ""]
-                       + ([f"![balance]({figure})", ""] if figure else []))
+    report = "\n".join(
+        [f"# Leasing on {ev.workload}", "", "```", leasing_table(ev), "```", ""]
+        + ([f"![balance]({figure})", ""] if figure else [])
+    )
     atomic_write(out / "leasing.md", lambda fh: fh.write(report.encode()), umask_mode())
     return data

@@ -53,8 +53,9 @@ def load_site(path: str | os.PathLike[str]) -> Site:
     if not isinstance(rule, ClassRule):
         raise ValueError(f"{path}: the {backend.kind} backend has no class rule")
     if not backend.vos:
-        raise ValueError(f"{path}: key 'backend.vos': a trained model needs a fixed VO list; set [backend] vos "
-                         "and default_vo")
+        raise ValueError(
+            f"{path}: key 'backend.vos': a trained model needs a fixed VO list; set [backend] vos and default_vo"
+        )
     mapping_of = getattr(backend, "vo_mapping", None)
     mapping = mapping_of() if callable(mapping_of) else VOMapping(tuple(backend.vos), backend.vo_shares)
     return Site(rule, tuple(backend.vos), backend.vo_shares, mapping, str(path))
@@ -71,12 +72,17 @@ def trace_class_rule(workload: Workload) -> ClassRule:
         raise ValueError(f"workload {workload.name!r}: the recorded {exc}") from None
 
 
-def site_view(workload: Workload, site: Site, *, qos: Sequence[str] | None = None,
-              partition: Sequence[str] | None = None) -> Workload:
+def site_view(
+    workload: Workload, site: Site, *, qos: Sequence[str] | None = None, partition: Sequence[str] | None = None
+) -> Workload:
     """``workload`` with its classes by the site's rule and its VOs by the site's VO list and shares."""
     names = workload.vo_names or tuple(str(k) for k in range(int(workload.vo.max()) + 1 if len(workload) else 0))
     index = np.array([site.mapping.index(name) for name in names] or [0], dtype=np.int64)
     vo = index[workload.vo] if len(workload) else workload.vo
-    return replace(workload, job_class=classify(workload, site.class_rule, qos=qos, partition=partition),
-                   vo=vo, vo_names=site.vos, vo_shares=site.vo_shares)
-
+    return replace(
+        workload,
+        job_class=classify(workload, site.class_rule, qos=qos, partition=partition),
+        vo=vo,
+        vo_names=site.vos,
+        vo_shares=site.vo_shares,
+    )

@@ -59,8 +59,10 @@ class TimeSplit:
     def __post_init__(self) -> None:
         parts = (self.train, self.validation, self.test)
         if any(not np.isfinite(p) or p < 0 for p in parts) or abs(sum(parts) - 100.0) > 1e-6:
-            raise SplitError(f"--split {self.text()}: expected TRAIN/VALIDATION/TEST percentages >= 0 that sum to "
-                             "100 (e.g. 50/25/25)")
+            raise SplitError(
+                f"--split {self.text()}: expected TRAIN/VALIDATION/TEST percentages >= 0 that sum to "
+                "100 (e.g. 50/25/25)"
+            )
         if self.train <= 0 or self.validation <= 0:
             raise SplitError(f"--split {self.text()}: the train and validation windows must not be empty")
 
@@ -93,8 +95,10 @@ class TimeSplit:
         """
         lo, hi = self.bounds(len(workload))[name]
         if hi <= lo:
-            raise SplitError(f"workload {workload.name!r}: the {name} window of --split {self.text()} holds no job "
-                             f"({len(workload)} jobs in all)")
+            raise SplitError(
+                f"workload {workload.name!r}: the {name} window of --split {self.text()} holds no job "
+                f"({len(workload)} jobs in all)"
+            )
         named = workload if workload.vo_names else replace(workload, vo_names=workload_vos(workload))
         return named.select(np.arange(lo, hi), name=f"{workload.name}[{name}]")
 
@@ -146,26 +150,37 @@ class Deployment:
     def label(self) -> str:
         if self.mode == "gate":
             return "gate"
-        return (f"boost (top {self.max_boosted} re-ranked every {self.poll_interval_s:g} s over Slurm's "
-                f"{self.base} order)")
+        return (
+            f"boost (top {self.max_boosted} re-ranked every {self.poll_interval_s:g} s over Slurm's {self.base} order)"
+        )
 
     def to_dict(self) -> dict[str, Any]:
-        return {"mode": self.mode, "poll_interval_s": self.poll_interval_s, "max_boosted": self.max_boosted,
-                "base": self.base}
+        return {
+            "mode": self.mode,
+            "poll_interval_s": self.poll_interval_s,
+            "max_boosted": self.max_boosted,
+            "base": self.base,
+        }
 
 
-def deployment_of(config_mode: str, poll_interval_s: float | None = None,
-                  max_boosted: int | None = None, override: str | None = None,
-                  base: str | None = None) -> Deployment:
+def deployment_of(
+    config_mode: str,
+    poll_interval_s: float | None = None,
+    max_boosted: int | None = None,
+    override: str | None = None,
+    base: str | None = None,
+) -> Deployment:
     """The deployment a config (``[backend] mode``) or ``--mode`` (``override``, wins) asks for."""
     mode = override or ("gate" if config_mode == "gate" else "boost")
     if mode not in SIM_MODES:
         raise SplitError(f"--mode {mode!r}: expected one of {', '.join(SIM_MODES)}")
     try:
-        return Deployment("gate" if mode == "gate" else "boost",
-                          float(poll_interval_s) if poll_interval_s is not None else DEFAULT_POLL_INTERVAL_S,
-                          int(max_boosted) if max_boosted is not None else DEFAULT_MAX_BOOSTED,
-                          base if base is not None else BASE_FIFO)
+        return Deployment(
+            "gate" if mode == "gate" else "boost",
+            float(poll_interval_s) if poll_interval_s is not None else DEFAULT_POLL_INTERVAL_S,
+            int(max_boosted) if max_boosted is not None else DEFAULT_MAX_BOOSTED,
+            base if base is not None else BASE_FIFO,
+        )
     except SplitError as exc:
         raise SplitError(f"--boost-base {base!r}: {exc}" if base is not None else str(exc)) from None
 
@@ -178,8 +193,13 @@ class SiteChoices:
     objective: Objective
 
 
-def site_choices(config_path: str | Path | None, mode: str | None, objective: str | None,
-                 class_weights: Mapping[str, float] | None, boost_base: str | None = None) -> SiteChoices:
+def site_choices(
+    config_path: str | Path | None,
+    mode: str | None,
+    objective: str | None,
+    class_weights: Mapping[str, float] | None,
+    boost_base: str | None = None,
+) -> SiteChoices:
     """The deployment and objective from the config, the command line's options winning (``boost_base``:
     Slurm's order under the boosted jobs, ``fifo`` by default)."""
     config_mode, poll, boosted = "boost", None, None
@@ -191,14 +211,24 @@ def site_choices(config_path: str | Path | None, mode: str | None, objective: st
         config_mode, poll = config.mode, config.poll_interval_s
         boosted = getattr(config.backend, "max_boosted", None)
         config_objective = config.agent.objective
-    chosen = Objective(objective if objective is not None else config_objective.name,
-                       dict(class_weights) if class_weights else dict(config_objective.class_weights))
+    chosen = Objective(
+        objective if objective is not None else config_objective.name,
+        dict(class_weights) if class_weights else dict(config_objective.class_weights),
+    )
     return SiteChoices(deployment_of(config_mode, poll, boosted, mode, boost_base), chosen)
 
 
-def simulate_in(deployment: Deployment, workload: Workload, spec: PolicySpec | str, cores: int | None = None, *,
-                overrun: Overrun = DEFAULT_OVERRUN, agent: Agent | None = None,
-                progress: Callable[[int], None] | None = None, name: str | None = None) -> PolicyRun:
+def simulate_in(
+    deployment: Deployment,
+    workload: Workload,
+    spec: PolicySpec | str,
+    cores: int | None = None,
+    *,
+    overrun: Overrun = DEFAULT_OVERRUN,
+    agent: Agent | None = None,
+    progress: Callable[[int], None] | None = None,
+    name: str | None = None,
+) -> PolicyRun:
     """:func:`rlsched.sim.policies.simulate_policy` in ``deployment``'s mode."""
     boost = deployment.settings() if deployment.mode == "boost" else None
     resolved = resolve(spec) if isinstance(spec, str) else spec
@@ -206,5 +236,14 @@ def simulate_in(deployment: Deployment, workload: Workload, spec: PolicySpec | s
         # Its slurm_conf=/sshare= files read here: the boost path builds the agent from the spec, which
         # refuses file names (the gate path reads them itself).
         spec = expand_site_files(resolve(resolved))
-    return simulate_policy(workload, spec, cores, mode=deployment.mode, boost=boost, overrun=overrun, agent=agent,
-                           progress=progress, name=name)
+    return simulate_policy(
+        workload,
+        spec,
+        cores,
+        mode=deployment.mode,
+        boost=boost,
+        overrun=overrun,
+        agent=agent,
+        progress=progress,
+        name=name,
+    )

@@ -114,12 +114,24 @@ class TrainTask:
         if v is not None:
             for column in (v.submit, v.run, v.req_time, v.procs, v.job_class, v.vo):
                 digest.update(np.ascontiguousarray(column).tobytes())
-        digest.update(json.dumps({"spec": spec, "every": self.checkpoint_every, "cores": self.cores,
-                                  "overrun": self.overrun, "max_procs": w.max_procs, "jobs": len(w),
-                                  "epochs": self.epochs, "deployment": self.deployment.to_dict(),
-                                  "objective": self.objective.to_dict(),
-                                  "validation": len(v) if v is not None else None},
-                                 sort_keys=True, default=str).encode())
+        digest.update(
+            json.dumps(
+                {
+                    "spec": spec,
+                    "every": self.checkpoint_every,
+                    "cores": self.cores,
+                    "overrun": self.overrun,
+                    "max_procs": w.max_procs,
+                    "jobs": len(w),
+                    "epochs": self.epochs,
+                    "deployment": self.deployment.to_dict(),
+                    "objective": self.objective.to_dict(),
+                    "validation": len(v) if v is not None else None,
+                },
+                sort_keys=True,
+                default=str,
+            ).encode()
+        )
         return digest.hexdigest()[:16]
 
 
@@ -161,12 +173,24 @@ def checkpoint_path_for(model_path: Path) -> Path:
     return model_path.with_name(f"{model_path.stem}.ckpt{model_path.suffix or '.npz'}")
 
 
-def train_plan(workload: Workload, policy: str | PolicySpec, out: Path, *, seeds: Sequence[int] = (0,),
-               site: Site | None = None, checkpoint_every: int = 0, cores: int | None = None,
-               overrun: Overrun = DEFAULT_OVERRUN, fresh: bool = False, validation: Workload | None = None,
-               epochs: int = 1, deployment: Deployment | None = None,
-               objective: Objective | None = None, pretrain_rule: str | None = None,
-               pretrain_progress: Callable[[int], None] | None = None) -> list[TrainTask]:
+def train_plan(
+    workload: Workload,
+    policy: str | PolicySpec,
+    out: Path,
+    *,
+    seeds: Sequence[int] = (0,),
+    site: Site | None = None,
+    checkpoint_every: int = 0,
+    cores: int | None = None,
+    overrun: Overrun = DEFAULT_OVERRUN,
+    fresh: bool = False,
+    validation: Workload | None = None,
+    epochs: int = 1,
+    deployment: Deployment | None = None,
+    objective: Objective | None = None,
+    pretrain_rule: str | None = None,
+    pretrain_progress: Callable[[int], None] | None = None,
+) -> list[TrainTask]:
     """One :class:`TrainTask` per seed (see the module docstring); one-line errors for bad arguments.
 
     ``workload`` is the training window, ``validation`` the validation window (both as loaded: the
@@ -176,8 +200,10 @@ def train_plan(workload: Workload, policy: str | PolicySpec, out: Path, *, seeds
     """
     spec = resolve(policy)
     if entry(spec.name).family != "learned":
-        raise TrainError(f"policy {spec.name!r} is a {entry(spec.name).family}, not a learned policy: nothing to "
-                         "train (learned: " + ", ".join(n for n in _learned_names()) + ")")
+        raise TrainError(
+            f"policy {spec.name!r} is a {entry(spec.name).family}, not a learned policy: nothing to "
+            "train (learned: " + ", ".join(n for n in _learned_names()) + ")"
+        )
     if checkpoint_every < 0:
         raise TrainError(f"--checkpoint-every must be >= 0, got {checkpoint_every}")
     if not seeds:
@@ -191,14 +217,22 @@ def train_plan(workload: Workload, policy: str | PolicySpec, out: Path, *, seeds
     if validation is not None:
         validation = site_view(validation, site) if site is not None else with_class_rule(validation, rule)
         if workload_vos(validation) != workload_vos(workload):
-            raise TrainError(f"the validation window has VOs ({', '.join(workload_vos(validation))}), the training "
-                             f"window ({', '.join(workload_vos(workload))}): cut both with TimeSplit.window")
+            raise TrainError(
+                f"the validation window has VOs ({', '.join(workload_vos(validation))}), the training "
+                f"window ({', '.join(workload_vos(workload))}): cut both with TimeSplit.window"
+            )
     spec = spec.with_class_rule(rule.to_dict())
     spec = spec.bound(workload_vos(workload), spec.features)
     choice: dict[str, Any] | None = None
     if pretrain_rule == BEST_PRETRAIN_RULE:
-        choice = best_pretrain_rule(workload, deployment or Deployment("gate"), objective or Objective(),
-                                    cores=cores, overrun=overrun, progress=pretrain_progress)
+        choice = best_pretrain_rule(
+            workload,
+            deployment or Deployment("gate"),
+            objective or Objective(),
+            cores=cores,
+            overrun=overrun,
+            progress=pretrain_progress,
+        )
         pretrain_rule = str(choice["rule"])
     if pretrain_rule is not None:
         try:
@@ -208,11 +242,23 @@ def train_plan(workload: Workload, policy: str | PolicySpec, out: Path, *, seeds
     tasks = []
     for seed in seeds:
         path = seeded_path(out, seed, len(seeds))
-        tasks.append(TrainTask(workload, spec.with_params(seed=int(seed)), path,
-                               checkpoint_path_for(path) if checkpoint_every else None, checkpoint_every,
-                               cores, overrun, fresh, validation=validation, epochs=epochs,
-                               deployment=deployment or Deployment("gate"), objective=objective or Objective(),
-                               pretrain_choice=choice))
+        tasks.append(
+            TrainTask(
+                workload,
+                spec.with_params(seed=int(seed)),
+                path,
+                checkpoint_path_for(path) if checkpoint_every else None,
+                checkpoint_every,
+                cores,
+                overrun,
+                fresh,
+                validation=validation,
+                epochs=epochs,
+                deployment=deployment or Deployment("gate"),
+                objective=objective or Objective(),
+                pretrain_choice=choice,
+            )
+        )
     return tasks
 
 
@@ -220,9 +266,15 @@ def train_plan(workload: Workload, policy: str | PolicySpec, out: Path, *, seeds
 BEST_PRETRAIN_RULE = "best"
 
 
-def best_pretrain_rule(train: Workload, deployment: Deployment, objective: Objective, *, cores: int | None = None,
-                       overrun: Overrun = DEFAULT_OVERRUN,
-                       progress: Callable[[int], None] | None = None) -> dict[str, Any]:
+def best_pretrain_rule(
+    train: Workload,
+    deployment: Deployment,
+    objective: Objective,
+    *,
+    cores: int | None = None,
+    overrun: Overrun = DEFAULT_OVERRUN,
+    progress: Callable[[int], None] | None = None,
+) -> dict[str, Any]:
     """The rule to pretrain from: the verdict's candidate rules replayed on ``train`` (the training window, as
     the site sees it) in ``deployment``'s mode, best by ``objective``.  Returns what the verdict records:
     ``rule`` (a ``pretrain_rule`` value), ``score``, ``scores`` (every rule's), ``window`` and ``seconds``."""
@@ -233,8 +285,15 @@ def best_pretrain_rule(train: Workload, deployment: Deployment, objective: Objec
     best = rules.best(objective)
     if best is None:
         raise TrainError("--pretrain-rule best: no rule could be replayed on the training window")
-    return {"rule": pretrain_rule_text(rules.specs[best]), "label": best, "score": rules.scores[best],
-            "window": "train", "jobs": len(train), "scores": dict(rules.scores), "seconds": rules.seconds}
+    return {
+        "rule": pretrain_rule_text(rules.specs[best]),
+        "label": best,
+        "score": rules.scores[best],
+        "window": "train",
+        "jobs": len(train),
+        "scores": dict(rules.scores),
+        "seconds": rules.seconds,
+    }
 
 
 def _learned_names() -> list[str]:
@@ -247,15 +306,21 @@ def _pool(task: TrainTask) -> int:
     return task.cores if task.cores is not None else int(task.workload.max_procs)
 
 
-def _write_checkpoint(agent: SchedulingAgent, task: TrainTask, chunk: int, path: Path,
-                      validation_scores: Sequence[float] = ()) -> None:
+def _write_checkpoint(
+    agent: SchedulingAgent, task: TrainTask, chunk: int, path: Path, validation_scores: Sequence[float] = ()
+) -> None:
     # save_policy's binding, plus the training progress inside the same (atomically written) file.
     # ``chunk`` counts the chunks of every pass so far (pass p, chunk k: p × chunks per pass + k).
     features = agent.encoder.config.to_dict()
-    agent.policy = {**task.spec.bound(task.spec.vos, features).to_dict(),
-                    TRAINING_KEY: {"fingerprint": task.fingerprint(), "chunk": chunk,
-                                   "checkpoint_every": task.checkpoint_every,
-                                   "validation_scores": [float(v) for v in validation_scores]}}
+    agent.policy = {
+        **task.spec.bound(task.spec.vos, features).to_dict(),
+        TRAINING_KEY: {
+            "fingerprint": task.fingerprint(),
+            "chunk": chunk,
+            "checkpoint_every": task.checkpoint_every,
+            "validation_scores": [float(v) for v in validation_scores],
+        },
+    }
     agent.save(path)
 
 
@@ -278,8 +343,13 @@ def best_path_for(checkpoint: Path) -> Path:
 
 def _load(path: Path, task: TrainTask, *, learn: bool = True, workload: Workload | None = None) -> SchedulingAgent:
     w = workload if workload is not None else task.workload
-    agent, _ = load_policy(path, expect_vos=task.spec.vos, mode=task.deployment.mode, total_cores=_pool(task),
-                           start_s=float(w.submit[0]) if len(w) else 0.0)
+    agent, _ = load_policy(
+        path,
+        expect_vos=task.spec.vos,
+        mode=task.deployment.mode,
+        total_cores=_pool(task),
+        start_s=float(w.submit[0]) if len(w) else 0.0,
+    )
     agent.learn = learn
     return agent
 
@@ -336,8 +406,16 @@ def train_one(task: TrainTask, progress: Callable[[int], None] | None = None) ->
             def chunk_progress(n: int, lo: int = lo, epoch: int = epoch) -> None:
                 if progress is not None:
                     progress(epoch * len(w) + lo + n)
-            ran = simulate_in(task.deployment, part, task.spec, task.cores, overrun=task.overrun,
-                              agent=start_agent, progress=chunk_progress)
+
+            ran = simulate_in(
+                task.deployment,
+                part,
+                task.spec,
+                task.cores,
+                overrun=task.overrun,
+                agent=start_agent,
+                progress=chunk_progress,
+            )
             agent_now = ran.agent
             assert isinstance(agent_now, SchedulingAgent)
             agent = agent_now
@@ -365,8 +443,22 @@ def train_one(task: TrainTask, progress: Callable[[int], None] | None = None) ->
     from rlsched.core.measures import responsiveness
 
     mean_w = float(responsiveness(runs, waits).mean()) if len(waits) else None
-    return TrainResult(task.seed, task.model_path, model, task.spec.label(), len(w), int(agent.decisions),
-                       per_pass, resumed, time.perf_counter() - t0, mean_w, notes, task.epochs, scores, best)
+    return TrainResult(
+        task.seed,
+        task.model_path,
+        model,
+        task.spec.label(),
+        len(w),
+        int(agent.decisions),
+        per_pass,
+        resumed,
+        time.perf_counter() - t0,
+        mean_w,
+        notes,
+        task.epochs,
+        scores,
+        best,
+    )
 
 
 def _resume_point(task: TrainTask, state: Path, notes: list[str]) -> tuple[int | None, list[float]]:
@@ -377,9 +469,11 @@ def _resume_point(task: TrainTask, state: Path, notes: list[str]) -> tuple[int |
         return None, []
     if recorded.get("fingerprint") != task.fingerprint():
         if not task.fresh:
-            raise TrainError(f"checkpoint {state} was written by a training with other arguments "
-                             f"(fingerprint {recorded.get('fingerprint')}, these give "
-                             f"{task.fingerprint()}): remove it, or pass --fresh to start afresh")
+            raise TrainError(
+                f"checkpoint {state} was written by a training with other arguments "
+                f"(fingerprint {recorded.get('fingerprint')}, these give "
+                f"{task.fingerprint()}): remove it, or pass --fresh to start afresh"
+            )
         notes.append(f"checkpoint {state} was for other arguments: started afresh")
         return None, []
     done = int(recorded["chunk"])
@@ -427,9 +521,14 @@ class DaskSlurm:
     extra: tuple[str, ...] = ()
 
 
-def run_tasks(tasks: Sequence[TrainTask], *, workers: int = 1, dask_address: str | None = None,
-              dask_slurm: DaskSlurm | None = None,
-              progress: Callable[[int], None] | None = None) -> list[TrainResult]:
+def run_tasks(
+    tasks: Sequence[TrainTask],
+    *,
+    workers: int = 1,
+    dask_address: str | None = None,
+    dask_slurm: DaskSlurm | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> list[TrainResult]:
     """Run ``tasks`` here (one worker: with per-job ``progress``), on a process pool, or on Dask.
 
     With several tasks ``progress`` counts finished tasks.  Results come back in task order.
@@ -458,8 +557,9 @@ def run_tasks(tasks: Sequence[TrainTask], *, workers: int = 1, dask_address: str
     return [out[i] for i in range(len(tasks))]
 
 
-def _run_dask(tasks: Sequence[TrainTask], address: str | None, slurm: DaskSlurm | None,
-              progress: Callable[[int], None] | None) -> list[TrainResult]:
+def _run_dask(
+    tasks: Sequence[TrainTask], address: str | None, slurm: DaskSlurm | None, progress: Callable[[int], None] | None
+) -> list[TrainResult]:
     try:
         from distributed import Client, as_completed
     except ImportError:
@@ -472,9 +572,14 @@ def _run_dask(tasks: Sequence[TrainTask], address: str | None, slurm: DaskSlurm 
             raise TrainError("dask-jobqueue is not installed: pip install 'rlsched[dask]'") from None
         import sys
 
-        options: dict[str, Any] = {"cores": slurm.cores, "memory": slurm.memory, "walltime": slurm.walltime,
-                                   "processes": 1, "python": sys.executable,
-                                   "job_extra_directives": list(slurm.extra)}
+        options: dict[str, Any] = {
+            "cores": slurm.cores,
+            "memory": slurm.memory,
+            "walltime": slurm.walltime,
+            "processes": 1,
+            "python": sys.executable,
+            "job_extra_directives": list(slurm.extra),
+        }
         if slurm.queue:
             options["queue"] = slurm.queue
         if slurm.account:
@@ -539,15 +644,22 @@ def rule_windows(task: TrainTask, count: int = RULE_WINDOWS) -> dict[str, Worklo
     out: dict[str, Workload] = {}
     edges = np.linspace(0, len(train), parts + 1).round().astype(int)
     for k in range(parts):
-        out[f"train {k + 1}/{parts}"] = train.select(np.arange(edges[k], edges[k + 1]),
-                                                      name=f"{train.name}[{k + 1}/{parts}]")
+        out[f"train {k + 1}/{parts}"] = train.select(
+            np.arange(edges[k], edges[k + 1]), name=f"{train.name}[{k + 1}/{parts}]"
+        )
     out["validation"] = task.validation
     return out
 
 
-def judge_and_write(results: Sequence[TrainResult], tasks: Sequence[TrainTask], out: Path, *,
-                    about: Mapping[str, Any], progress: Callable[[int], None] | None = None,
-                    windows: int = RULE_WINDOWS) -> Verdict:
+def judge_and_write(
+    results: Sequence[TrainResult],
+    tasks: Sequence[TrainTask],
+    out: Path,
+    *,
+    about: Mapping[str, Any],
+    progress: Callable[[int], None] | None = None,
+    windows: int = RULE_WINDOWS,
+) -> Verdict:
     """Select the model (:func:`select`), judge it against every rule on the validation window, choose the rule
     to deploy if it loses over ``windows`` windows (:func:`rule_windows`; 1: validation alone), and write the
     model to ``out`` (atomically) with its verdict; ``about``: what the verdict records of the trace and the
@@ -562,7 +674,7 @@ def judge_and_write(results: Sequence[TrainResult], tasks: Sequence[TrainTask], 
     assert chosen.best_score is not None
     scored: dict[str, RuleScores] = {}
     cut = rule_windows(task, windows)
-    done = [0, 0]           # rules replayed in the windows before this one, and in this one so far
+    done = [0, 0]  # rules replayed in the windows before this one, and in this one so far
     for label, window in cut.items():
 
         def counted(i: int) -> None:
@@ -570,24 +682,34 @@ def judge_and_write(results: Sequence[TrainResult], tasks: Sequence[TrainTask], 
             if progress is not None:
                 progress(done[0] + i)
 
-        scored[label] = score_rules(window, task.deployment, task.objective, cores=task.cores,
-                                    overrun=task.overrun, progress=counted)
+        scored[label] = score_rules(
+            window, task.deployment, task.objective, cores=task.cores, overrun=task.overrun, progress=counted
+        )
         done[:] = [done[0] + done[1], 0]
     rules = scored["validation"]
     deploy_rule, ratios = rule_over_windows(task.objective, scored)
-    extra = {**dict(about),
-             "selected": {"seed": chosen.seed, "epoch": chosen.best_epoch, "epochs": chosen.epochs},
-             "seed_scores": {str(r.seed): r.best_score for r in results},
-             "epoch_scores": {str(r.seed): r.validation_scores for r in results},
-             "rules": rules.scores, "rules_left_out": rules.skipped,
-             "rule_windows": {label: w.scores for label, w in scored.items() if label != "validation"},
-             "rule_geomean_ratio": ratios,
-             "pretrain_rule": str(task.spec.params.get("pretrain_rule", "edf"))}
+    extra = {
+        **dict(about),
+        "selected": {"seed": chosen.seed, "epoch": chosen.best_epoch, "epochs": chosen.epochs},
+        "seed_scores": {str(r.seed): r.best_score for r in results},
+        "epoch_scores": {str(r.seed): r.validation_scores for r in results},
+        "rules": rules.scores,
+        "rules_left_out": rules.skipped,
+        "rule_windows": {label: w.scores for label, w in scored.items() if label != "validation"},
+        "rule_geomean_ratio": ratios,
+        "pretrain_rule": str(task.spec.params.get("pretrain_rule", "edf")),
+    }
     if task.pretrain_choice is not None:
         extra["pretrain_choice"] = dict(task.pretrain_choice)
-    verdict = judge(task.objective, task.deployment, chosen.best_score,
-                    [r.best_score for r in results if r.best_score is not None], rules, extra,
-                    deploy=(deploy_rule, len(scored)))
+    verdict = judge(
+        task.objective,
+        task.deployment,
+        chosen.best_score,
+        [r.best_score for r in results if r.best_score is not None],
+        rules,
+        extra,
+        deploy=(deploy_rule, len(scored)),
+    )
     with tempfile.TemporaryDirectory(prefix="rlsched-train-") as tmp:
         raw = Path(tmp) / "selected.npz"
         raw.write_bytes(chosen.model)

@@ -112,8 +112,15 @@ class RuleScores:
         return (max if objective.higher_is_better else min)(real, key=lambda item: item[1])[0]
 
 
-def score_rules(validation: Workload, deployment: Deployment, objective: Objective, *, cores: int | None = None,
-                overrun: Overrun = DEFAULT_OVERRUN, progress: Callable[[int], None] | None = None) -> RuleScores:
+def score_rules(
+    validation: Workload,
+    deployment: Deployment,
+    objective: Objective,
+    *,
+    cores: int | None = None,
+    overrun: Overrun = DEFAULT_OVERRUN,
+    progress: Callable[[int], None] | None = None,
+) -> RuleScores:
     """Replay ``validation`` under every candidate rule in ``deployment``'s mode."""
     t0 = time.perf_counter()
     specs, skipped = candidate_rules(workload_vos(validation), deployment)
@@ -168,25 +175,43 @@ class Verdict:
         """The one line ``rlsched train`` prints."""
         where = f"on validation {self.objective.label()}"
         spread = f"spread over {self.seeds} seeds ±{_num(self.spread)}" if self.seeds > 1 else "one seed: no spread"
-        scores = (f"model {_num(self.model_score)}, {self.rule} {_num(self.rule_score)}, {spread}, "
-                  f"{self.deployment.mode} mode")
+        scores = (
+            f"model {_num(self.model_score)}, {self.rule} {_num(self.rule_score)}, {spread}, "
+            f"{self.deployment.mode} mode"
+        )
         pct = f"{100 * abs(self.gain):.0f} %"
         if self.outcome == "beats":
             return f"model beats {self.rule} by {pct} {where} ({scores})"
         if self.outcome == "loses":
             rule, config = self.replacement
-            why = (f", the best rule over {self.deploy_windows} windows" if rule != self.rule else "")
+            why = f", the best rule over {self.deploy_windows} windows" if rule != self.rule else ""
             return f"model loses to {self.rule} by {pct} {where}: deploy {rule} (`{config}`{why}) ({scores})"
-        why = ("the scores are equal" if self.model_score == self.rule_score
-               else f"the {pct} difference is within the spread over seeds")
+        why = (
+            "the scores are equal"
+            if self.model_score == self.rule_score
+            else f"the {pct} difference is within the spread over seeds"
+        )
         return f"model ties with {self.rule} {where}: {why}; {self.rule} (`{self.rule_config}`) does as well ({scores})"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"outcome": self.outcome, "objective": self.objective.to_dict(), "mode": self.deployment.to_dict(),
-                "window": "validation", "model_score": self.model_score, "spread": self.spread, "seeds": self.seeds,
-                "rule": self.rule, "rule_score": self.rule_score, "rule_config": self.rule_config, "gain": self.gain,
-                "deploy_rule": self.replacement[0], "deploy_config": self.replacement[1],
-                "deploy_windows": self.deploy_windows, "line": self.line(), **dict(self.extra)}
+        return {
+            "outcome": self.outcome,
+            "objective": self.objective.to_dict(),
+            "mode": self.deployment.to_dict(),
+            "window": "validation",
+            "model_score": self.model_score,
+            "spread": self.spread,
+            "seeds": self.seeds,
+            "rule": self.rule,
+            "rule_score": self.rule_score,
+            "rule_config": self.rule_config,
+            "gain": self.gain,
+            "deploy_rule": self.replacement[0],
+            "deploy_config": self.replacement[1],
+            "deploy_windows": self.deploy_windows,
+            "line": self.line(),
+            **dict(self.extra),
+        }
 
 
 def _num(v: float) -> str:
@@ -207,8 +232,9 @@ def rule_over_windows(objective: Objective, windows: Mapping[str, RuleScores]) -
     per_window = [w for w in windows.values() if w.best(objective) is not None]
     if not per_window:
         raise ValueError("no rule could be replayed on any window: no rule to choose")
-    labels = sorted(set.intersection(*(
-        {label for label, s in w.scores.items() if math.isfinite(s) and s > 0} for w in per_window)))
+    labels = sorted(
+        set.intersection(*({label for label, s in w.scores.items() if math.isfinite(s) and s > 0} for w in per_window))
+    )
     if not labels:
         raise ValueError("no rule was scored in every window: no rule to choose")
     pick = max if objective.higher_is_better else min
@@ -216,7 +242,7 @@ def rule_over_windows(objective: Objective, windows: Mapping[str, RuleScores]) -
     for label in labels:
         logs = []
         for w in per_window:
-            best = pick(w.scores[other] for other in labels)     # the best of the rules that compete
+            best = pick(w.scores[other] for other in labels)  # the best of the rules that compete
             score = w.scores[label]
             logs.append(math.log(best / score if objective.higher_is_better else score / best))
         means[label] = math.exp(sum(logs) / len(logs))
@@ -224,9 +250,16 @@ def rule_over_windows(objective: Objective, windows: Mapping[str, RuleScores]) -
     return chosen, means
 
 
-def judge(objective: Objective, deployment: Deployment, model_score: float, seed_scores: Sequence[float],
-          rules: RuleScores, extra: Mapping[str, Any] | None = None, *,
-          deploy: tuple[str, int] | None = None) -> Verdict:
+def judge(
+    objective: Objective,
+    deployment: Deployment,
+    model_score: float,
+    seed_scores: Sequence[float],
+    rules: RuleScores,
+    extra: Mapping[str, Any] | None = None,
+    *,
+    deploy: tuple[str, int] | None = None,
+) -> Verdict:
     """The verdict of a model scoring ``model_score`` (its seeds ``seed_scores``) against the best rule;
     ``deploy``: (the rule to deploy if it loses, how many windows chose it; default the best rule)."""
     best = rules.best(objective)
@@ -242,8 +275,19 @@ def judge(objective: Objective, deployment: Deployment, model_score: float, seed
     deploy_rule, deploy_windows = deploy if deploy is not None else (best, 1)
     if deploy_rule not in rules.specs:
         raise ValueError(f"rule {deploy_rule!r} to deploy was not replayed on the validation window")
-    return Verdict(outcome, objective, deployment, float(model_score), spread, len(seed_scores), best,
-                   float(rule_score), config_line(rules.specs[best]), float(gain), dict(extra or {}),
-                   deploy_rule=deploy_rule, deploy_config=config_line(rules.specs[deploy_rule]),
-                   deploy_windows=deploy_windows)
-
+    return Verdict(
+        outcome,
+        objective,
+        deployment,
+        float(model_score),
+        spread,
+        len(seed_scores),
+        best,
+        float(rule_score),
+        config_line(rules.specs[best]),
+        float(gain),
+        dict(extra or {}),
+        deploy_rule=deploy_rule,
+        deploy_config=config_line(rules.specs[deploy_rule]),
+        deploy_windows=deploy_windows,
+    )

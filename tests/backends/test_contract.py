@@ -34,9 +34,15 @@ ALL_STEPS = ["interface", "view", "boost", "hold/release", "undo", "release_gate
 # ------------------------------------------------------------------------------------------- simulator
 def blocked_workload() -> Workload:
     """Job 1 (8 cores) runs long, job 2 (8 cores) ends at t=5, jobs 3-6 (16 cores each) wait behind job 1."""
-    return make_workload(submit=[0.0, 0.0, 10.0, 11.0, 12.0, 13.0], run=[1000.0, 5.0, 50.0, 60.0, 70.0, 80.0],
-                         procs=[8, 8, 16, 16, 16, 16], max_procs=16, vo=[0, 1, 0, 1, 0, 1],
-                         vo_names=("atlas", "cms"), name="blocked")
+    return make_workload(
+        submit=[0.0, 0.0, 10.0, 11.0, 12.0, 13.0],
+        run=[1000.0, 5.0, 50.0, 60.0, 70.0, 80.0],
+        procs=[8, 8, 16, 16, 16, 16],
+        max_procs=16,
+        vo=[0, 1, 0, 1, 0, 1],
+        vo_names=("atlas", "cms"),
+        name="blocked",
+    )
 
 
 class AtFourWaiting:
@@ -66,8 +72,7 @@ def simulate_with(probe: Callable[[Simulator], object], cls: type[Simulator] = S
 
 def test_the_simulator_keeps_the_live_backend_contract_and_the_check_changes_no_schedule() -> None:
     reports: list[LiveCheckReport] = []
-    agent = AtFourWaiting(lambda sim: reports.append(check_live_backend(sim, ended_job_id=2,
-                                                                         gate_covers_pending=True)))
+    agent = AtFourWaiting(lambda sim: reports.append(check_live_backend(sim, ended_job_id=2, gate_covers_pending=True)))
     sim = Simulator(blocked_workload(), agent=agent, name="sim")
     agent.sim = sim
     assert isinstance(sim, LiveBackend) and not isinstance(sim, NodeControl)
@@ -83,9 +88,13 @@ def test_the_simulator_answers_the_daemons_questions() -> None:
     def probe(sim: Simulator) -> None:
         sim.hold(3)
         counts = sim.queue_counts()
-        assert counts == {("sim", "atlas", "batch", "running"): 1, ("sim", "atlas", "interactive", "held"): 1,
-                          ("sim", "cms", "interactive", "pending"): 2, ("sim", "atlas", "interactive", "pending"): 1}
-        assert sim.job_labels()[4] == ("sim", "cms") and 2 not in sim.job_labels()     # job 2 has ended
+        assert counts == {
+            ("sim", "atlas", "batch", "running"): 1,
+            ("sim", "atlas", "interactive", "held"): 1,
+            ("sim", "cms", "interactive", "pending"): 2,
+            ("sim", "atlas", "interactive", "pending"): 1,
+        }
+        assert sim.job_labels()[4] == ("sim", "cms") and 2 not in sim.job_labels()  # job 2 has ended
         assert sim.changes() == {"boosted": 0, "held": 1, "drained": 0}
         assert sim.release_gated() == 1 and sim.changes()["held"] == 0
         assert json.dumps(sim.heartbeat_fields()) == "{}" and "simulator" in sim.describe()
@@ -132,8 +141,16 @@ def test_the_slurm_backend_keeps_the_live_backend_contract(slurm: SlurmTestClust
     blocker = slurm.sbatch("-c", "16", sleep_s=120)
     wait_for(lambda: slurm.state(blocker) == "RUNNING", 20, "the blocker to run")
     waiting = [slurm.sbatch("-c", "16", "-A", account) for account in ("atlas", "cms", "atlas")]
-    config = backend_config_from_table({"kind": "slurm", "slurm_conf": slurm.conf, "partitions": ["debug"],
-                                        "vos": ["atlas", "cms", "other"], "default_vo": "other"}, "contract")
+    config = backend_config_from_table(
+        {
+            "kind": "slurm",
+            "slurm_conf": slurm.conf,
+            "partitions": ["debug"],
+            "vos": ["atlas", "cms", "other"],
+            "default_vo": "other",
+        },
+        "contract",
+    )
     backend = build_backend(config, tmp_path)
     assert isinstance(backend, SlurmBackend) and isinstance(backend, NodeControl)
     report = check_live_backend(backend, ended_job_id=ended, gate_covers_pending=True)
@@ -151,7 +168,7 @@ def test_the_slurm_backend_keeps_the_live_backend_contract(slurm: SlurmTestClust
 
 # ------------------------------------------------------------------------------------------- PBS
 @pytest.mark.pbs
-@pytest.mark.timeout(240, func_only=True)      # the session fixture may build OpenPBS first (minutes)
+@pytest.mark.timeout(240, func_only=True)  # the session fixture may build OpenPBS first (minutes)
 def test_the_pbs_backend_keeps_the_live_backend_contract(pbs: PBSTestServer, tmp_path: Path) -> None:
     from rlsched.backends.pbs import PBSBackend
     from rlsched.backends.pbs.parsers import parse_job_id
@@ -161,9 +178,19 @@ def test_the_pbs_backend_keeps_the_live_backend_contract(pbs: PBSTestServer, tmp
     blocker = pbs.qsub(sleep_s=120)
     wait_for(lambda: pbs.state(blocker) == "R", 30, "the blocker to run")
     waiting = [pbs.qsub("-A", account) for account in ("atlas", "cms", "atlas")]
-    config = backend_config_from_table({"kind": "pbs", "command_prefix": pbs.command_prefix, "bin_dir": pbs.bin_dir,
-                                        "sched_config": pbs.sched_config, "queues": ["workq"], "vo_from": "account",
-                                        "vos": ["atlas", "cms", "other"], "default_vo": "other"}, "contract")
+    config = backend_config_from_table(
+        {
+            "kind": "pbs",
+            "command_prefix": pbs.command_prefix,
+            "bin_dir": pbs.bin_dir,
+            "sched_config": pbs.sched_config,
+            "queues": ["workq"],
+            "vo_from": "account",
+            "vos": ["atlas", "cms", "other"],
+            "default_vo": "other",
+        },
+        "contract",
+    )
     backend = build_backend(config, tmp_path)
     assert isinstance(backend, PBSBackend) and not isinstance(backend, NodeControl)
     ended_id = parse_job_id(ended)[0]
@@ -190,13 +217,13 @@ def example_plugin(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
 
 @pytest.mark.timeout(300)
 def test_a_backend_from_an_entry_point_keeps_the_live_backend_contract(example_plugin: None, tmp_path: Path) -> None:
-    config = backend_config_from_table({"kind": "toyq", "queues": ["batch"], "vos": ["physics", "biology"],
-                                        "default_vo": "physics"},
-                                       "contract")
+    config = backend_config_from_table(
+        {"kind": "toyq", "queues": ["batch"], "vos": ["physics", "biology"], "default_vo": "physics"}, "contract"
+    )
     backend = build_backend(config, tmp_path)
     assert type(backend).__module__ == "rlsched_example_backend.backend"
     toyq = ScriptedToyq()
-    backend.executor.runner = toyq      # type: ignore[attr-defined]  # the scripted batch system
+    backend.executor.runner = toyq  # type: ignore[attr-defined]  # the scripted batch system
     report = check_live_backend(backend, ended_job_id=6, gate_covers_pending=True)
     assert report.steps == ALL_STEPS and set(report.boosted) <= {3, 4, 5}
     assert backend.errors["vanished_job"] >= 4
@@ -214,26 +241,30 @@ def test_a_policy_from_an_entry_point_runs_in_the_simulator_and_live(example_plu
     spec = resolve("largest-first")
     assert ("largest-first", "rule", "the job asking for the most cores first (an example plugin)") in describe()
     # Simulated: one 8-core machine, a long job, then jobs of 2, 8 and 4 cores wait; the widest starts first.
-    workload = make_workload(submit=[0.0, 1.0, 2.0, 3.0], run=[100.0, 10.0, 10.0, 10.0], procs=[8, 2, 8, 4],
-                             max_procs=8, name="widest")
+    workload = make_workload(
+        submit=[0.0, 1.0, 2.0, 3.0], run=[100.0, 10.0, 10.0, 10.0], procs=[8, 2, 8, 4], max_procs=8, name="widest"
+    )
     starts = simulate_policy(workload, spec).schedule.start
-    assert starts[2] < min(starts[1], starts[3])       # FCFS would start the 2-core job first
+    assert starts[2] < min(starts[1], starts[3])  # FCFS would start the 2-core job first
     # Live, through the example backend: the pending jobs boosted widest first.
     backend = build_backend(backend_config_from_table({"kind": "toyq"}, "contract"), None)
-    backend.executor.runner = ScriptedToyq()      # type: ignore[attr-defined]
+    backend.executor.runner = ScriptedToyq()  # type: ignore[attr-defined]
     ranked = build_agent(spec, BuildContext(mode="boost", live=True)).decide(backend.view()).boost
-    assert ranked is not None and list(ranked)[:3] == [3, 4, 5]      # 4 cores, 2, 1
+    assert ranked is not None and list(ranked)[:3] == [3, 4, 5]  # 4 cores, 2, 1
 
 
-def test_a_daemon_config_naming_the_plugins_backend_loads_with_the_daemons_own_keys(example_plugin: None,
-                                                                                   tmp_path: Path) -> None:
+def test_a_daemon_config_naming_the_plugins_backend_loads_with_the_daemons_own_keys(
+    example_plugin: None, tmp_path: Path
+) -> None:
     # The daemon hands the whole [backend] table on; the plugin's kind reads it with rlsched's schema, so the
     # daemon's keys (mode, poll_interval_s) pass and a key of neither is refused in one line naming it.
     from rlsched.daemon.config import ConfigError, load_config
 
     path = tmp_path / "toyq.toml"
-    path.write_text('[backend]\nkind = "toyq"\nmode = "gate"\npoll_interval_s = 5\nqueues = ["batch"]\n'
-                    'vos = ["physics"]\ndefault_vo = "physics"\n')
+    path.write_text(
+        '[backend]\nkind = "toyq"\nmode = "gate"\npoll_interval_s = 5\nqueues = ["batch"]\n'
+        'vos = ["physics"]\ndefault_vo = "physics"\n'
+    )
     config = load_config(path, require_mode=True)
     assert config.backend.kind == "toyq" and config.backend.queues == frozenset({"batch"})  # type: ignore[attr-defined]
     path.write_text('[backend]\nkind = "toyq"\nmode = "shadow"\nqueus = ["batch"]\n')

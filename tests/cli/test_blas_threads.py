@@ -13,15 +13,20 @@ TIMING_KEYS = {"sim_seconds", "wall_s", "decision_us", "seconds"}
 
 
 def _env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS",
-                                                             "MKL_NUM_THREADS", "RLSCHED_BLAS_THREADS")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "RLSCHED_BLAS_THREADS")
+    }
     env.update(extra)
     return env
 
 
 def _blas_vars(env: dict[str, str]) -> list[str]:
-    code = ("import rlsched.cli, os, numpy; "
-            "print(*(os.environ[k] for k in ('OPENBLAS_NUM_THREADS', 'OMP_NUM_THREADS', 'MKL_NUM_THREADS')))")
+    code = (
+        "import rlsched.cli, os, numpy; "
+        "print(*(os.environ[k] for k in ('OPENBLAS_NUM_THREADS', 'OMP_NUM_THREADS', 'MKL_NUM_THREADS')))"
+    )
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     return out.stdout.split()
 
@@ -34,9 +39,26 @@ def test_the_cli_pins_one_blas_thread_unless_told() -> None:
 def _learned_run(tmp_path: Path, name: str, **env: str) -> dict[str, object]:
     out = tmp_path / f"{name}.json"
     rlsched = [sys.executable, "-m", "rlsched.cli"]
-    subprocess.run([*rlsched, "sim", "run", "--workload", "lal", "--scale", "0.05", "--seed", "3",
-                    "--policy", "sarsa-esn", "--json", str(out)], env=_env(**env), check=True,
-                   capture_output=True)
+    subprocess.run(
+        [
+            *rlsched,
+            "sim",
+            "run",
+            "--workload",
+            "lal",
+            "--scale",
+            "0.05",
+            "--seed",
+            "3",
+            "--policy",
+            "sarsa-esn",
+            "--json",
+            str(out),
+        ],
+        env=_env(**env),
+        check=True,
+        capture_output=True,
+    )
     summary = json.loads(out.read_text())
     return {k: v for k, v in summary.items() if k not in TIMING_KEYS}
 

@@ -20,8 +20,15 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def rlsched(*args: str, env: dict[str, str] | None = None, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "rlsched", *args], capture_output=True, text=True, timeout=300,
-                          check=False, cwd=cwd, env={**os.environ, **(env or {})})
+    return subprocess.run(
+        [sys.executable, "-m", "rlsched", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+        cwd=cwd,
+        env={**os.environ, **(env or {})},
+    )
 
 
 def assert_one_line_error(done: subprocess.CompletedProcess[str], *words: str) -> str:
@@ -45,10 +52,15 @@ def test_trace_info_lal_with_a_negative_seed() -> None:
     assert_one_line_error(rlsched("trace", "info", "lal", "--seed", "-1"), "'--seed'", "-1")
 
 
-@pytest.mark.parametrize("command", [
-    ["sim", "run"], ["sim", "experiment", "fh-references", "--quick", "--out", "OUT"],
-    ["evaluate", "--workload", "lal", "--policy", "fcfs", "--out", "OUT"],
-    ["train", "--workload", "lal", "--policy", "sarsa-esn", "--out", "OUT/m.npz"]])
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["sim", "run"],
+        ["sim", "experiment", "fh-references", "--quick", "--out", "OUT"],
+        ["evaluate", "--workload", "lal", "--policy", "fcfs", "--out", "OUT"],
+        ["train", "--workload", "lal", "--policy", "sarsa-esn", "--out", "OUT/m.npz"],
+    ],
+)
 def test_a_negative_seed_names_the_option(command: list[str], tmp_path: Path) -> None:
     args = [a.replace("OUT", str(tmp_path / "out")) for a in command]
     assert_one_line_error(rlsched(*args, "--seed", "-1"), "'--seed'", "-1")
@@ -60,8 +72,8 @@ def test_sim_run_output_into_a_missing_folder_fails_before_the_run(option: str, 
     missing = tmp_path / "no" / "such" / "out.file"
     done = rlsched("sim", "run", "--scale", "0.01", option, str(missing))
     assert_one_line_error(done, option, str(missing.parent), "does not exist")
-    assert done.stdout == ""                    # refused before the simulation printed its table
-    assert not missing.parent.exists()          # and no folder was created
+    assert done.stdout == ""  # refused before the simulation printed its table
+    assert not missing.parent.exists()  # and no folder was created
 
 
 def test_sim_sweep_out_into_a_missing_folder_fails_before_the_run(tmp_path: Path) -> None:
@@ -77,9 +89,15 @@ def test_sim_sweep_bad_caps(caps: str, word: str) -> None:
 
 
 def test_experiment_without_its_trace_points_at_trace_fetch(tmp_path: Path) -> None:
-    done = rlsched("sim", "experiment", "fh-references", "--quick", "--out", str(tmp_path / "out"),
-                   env={"RLSCHED_TRACE_DIR": str(tmp_path), "XDG_CACHE_HOME": str(tmp_path / "cache"),
-                        "HOME": str(tmp_path)})
+    done = rlsched(
+        "sim",
+        "experiment",
+        "fh-references",
+        "--quick",
+        "--out",
+        str(tmp_path / "out"),
+        env={"RLSCHED_TRACE_DIR": str(tmp_path), "XDG_CACHE_HOME": str(tmp_path / "cache"), "HOME": str(tmp_path)},
+    )
     assert_one_line_error(done, "not found", "rlsched trace fetch KTH-SP2-1996-2.1-cln")
 
 
@@ -90,8 +108,10 @@ def test_an_empty_swf_is_an_error_not_a_table_of_dashes(empty_swf: Path) -> None
     assert_one_line_error(rlsched("trace", "info", str(empty_swf)), "no job")
 
 
-@pytest.mark.parametrize("command", [["evaluate", "--policy", "fcfs", "--out", "OUT"],
-                                     ["train", "--policy", "sarsa-esn", "--out", "OUT/m.npz"]])
+@pytest.mark.parametrize(
+    "command",
+    [["evaluate", "--policy", "fcfs", "--out", "OUT"], ["train", "--policy", "sarsa-esn", "--out", "OUT/m.npz"]],
+)
 def test_an_empty_swf_for_evaluate_and_train(command: list[str], empty_swf: Path, tmp_path: Path) -> None:
     args = [a.replace("OUT", str(tmp_path)) for a in command]
     assert_one_line_error(rlsched(*args, "--workload", str(empty_swf)), str(empty_swf), "no job")
@@ -113,7 +133,8 @@ def test_a_negative_trim_names_the_option() -> None:
 
 
 def test_an_unexpected_exception_is_one_line_and_debug_lets_the_traceback_through(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     import rlsched.cli.sim as sim_cli
 
     def broken(*args: object, **kwargs: object) -> object:
@@ -122,8 +143,9 @@ def test_an_unexpected_exception_is_one_line_and_debug_lets_the_traceback_throug
     monkeypatch.setattr(sim_cli, "load_workload", broken)
     result = CliRunner().invoke(main, ["sim", "run"])
     assert result.exit_code == 1 and result.exc_info is not None and result.exc_info[0] is SystemExit
-    assert result.output.strip() == ("rlsched: internal error: RuntimeError: disk exploded (run with --debug for "
-                                     "the traceback)")
+    assert result.output.strip() == (
+        "rlsched: internal error: RuntimeError: disk exploded (run with --debug for the traceback)"
+    )
     result = CliRunner().invoke(main, ["--debug", "sim", "run"])
     assert isinstance(result.exception, RuntimeError)
 
@@ -153,7 +175,7 @@ def test_sim_run_json_alone_prints_json_and_with_a_path_writes_the_file(tmp_path
     assert summary["jobs"] > 0 and summary["workload"]
     out = tmp_path / "s.json"
     done = rlsched("sim", "run", "--scale", "0.01", "--json", str(out), "--trim", "1")
-    assert "mean wait s" in done.stdout                           # the table, as before
+    assert "mean wait s" in done.stdout  # the table, as before
     assert json.loads(out.read_text())["jobs"] == summary["jobs"] - 2
 
 

@@ -54,8 +54,23 @@ class BarRecorder:
 def test_the_evaluate_bar_counts_jobs(swf: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     bars = BarRecorder()
     monkeypatch.setattr("rlsched.cli.evaluate.progress_bar", bars)
-    result = CliRunner().invoke(main, ["evaluate", "--workload", str(swf), "--policy", "easy", "--policy", "fcfs",
-                                       "--windows", "3", "--no-figures", "--out", str(tmp_path / "e")])
+    result = CliRunner().invoke(
+        main,
+        [
+            "evaluate",
+            "--workload",
+            str(swf),
+            "--policy",
+            "easy",
+            "--policy",
+            "fcfs",
+            "--windows",
+            "3",
+            "--no-figures",
+            "--out",
+            str(tmp_path / "e"),
+        ],
+    )
     assert result.exit_code == 0, result.output
     (bar,) = bars.bars
     # Two policies, each replaying the 75 jobs of the test window (split 50/25/25 of 300, cut into 3 windows):
@@ -63,31 +78,56 @@ def test_the_evaluate_bar_counts_jobs(swf: Path, tmp_path: Path, monkeypatch: py
     assert bar["total"] == 150 and bar["done"] == 150 and "jobs" in bar["label"]
 
 
-def test_evaluate_leasing_shows_its_progress(busy_swf: Path, tmp_path: Path,
-                                             monkeypatch: pytest.MonkeyPatch) -> None:
+def test_evaluate_leasing_shows_its_progress(busy_swf: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     bars = BarRecorder()
     monkeypatch.setattr("rlsched.cli.evaluate.progress_bar", bars)
-    result = CliRunner().invoke(main, ["evaluate", "--workload", str(busy_swf), "--leasing", "--cloud-nodes", "3",
-                                       "--thetas", "1,2", "--random-runs", "5", "--no-figures",
-                                       "--out", str(tmp_path / "lease")])
+    result = CliRunner().invoke(
+        main,
+        [
+            "evaluate",
+            "--workload",
+            str(busy_swf),
+            "--leasing",
+            "--cloud-nodes",
+            "3",
+            "--thetas",
+            "1,2",
+            "--random-runs",
+            "5",
+            "--no-figures",
+            "--out",
+            str(tmp_path / "lease"),
+        ],
+    )
     assert result.exit_code == 0, result.output
     (bar,) = bars.bars
     steps = [label.split("leasing: ", 1)[1] for label in bar["labels"][1:]]
-    assert steps == ["references and constant V 0..3", "random V (5 runs)", "Q-learning", "daily learned cap",
-                     "state-aware held daily θ=1", "state-aware held daily θ=2", "state-aware per pass θ=1",
-                     "state-aware per pass θ=2", "done"]
+    assert steps == [
+        "references and constant V 0..3",
+        "random V (5 runs)",
+        "Q-learning",
+        "daily learned cap",
+        "state-aware held daily θ=1",
+        "state-aware held daily θ=2",
+        "state-aware per pass θ=1",
+        "state-aware per pass θ=2",
+        "done",
+    ]
     assert bar["done"] == bar["total"] == 8
 
 
-@pytest.mark.parametrize(("extra", "named"), [
-    (["--cloud-nodes", "4"], "--cloud-nodes goes with --leasing"),
-    (["--cloud-nodes", "4", "--no-daily"], "--cloud-nodes, --no-daily go with --leasing"),
-    (["--thetas", "1,2"], "--thetas goes with --leasing"),
-])
-def test_a_leasing_option_without_leasing_is_refused(swf: Path, tmp_path: Path, extra: list[str],
-                                                     named: str) -> None:
-    result = CliRunner().invoke(main, ["evaluate", "--workload", str(swf), "--policy", "easy", *extra,
-                                       "--out", str(tmp_path / "e")])
+@pytest.mark.parametrize(
+    ("extra", "named"),
+    [
+        (["--cloud-nodes", "4"], "--cloud-nodes goes with --leasing"),
+        (["--cloud-nodes", "4", "--no-daily"], "--cloud-nodes, --no-daily go with --leasing"),
+        (["--thetas", "1,2"], "--thetas goes with --leasing"),
+    ],
+)
+def test_a_leasing_option_without_leasing_is_refused(swf: Path, tmp_path: Path, extra: list[str], named: str) -> None:
+    result = CliRunner().invoke(
+        main, ["evaluate", "--workload", str(swf), "--policy", "easy", *extra, "--out", str(tmp_path / "e")]
+    )
     assert result.exit_code == 2, result.output
     error = result.output.strip().splitlines()
     assert len(error) == 1 and named in error[0], result.output
@@ -99,15 +139,39 @@ def test_the_result_files_follow_the_umask_like_the_figures(busy_swf: Path, tmp_
     out = tmp_path / "e"
     old = os.umask(umask)
     try:
-        result = CliRunner().invoke(main, ["evaluate", "--workload", str(busy_swf), "--policy", "easy", "--leasing",
-                                           "--cloud-nodes", "2", "--thetas", "1", "--random-runs", "2",
-                                           "--no-qlearning", "--no-daily", "--out", str(out)])
+        result = CliRunner().invoke(
+            main,
+            [
+                "evaluate",
+                "--workload",
+                str(busy_swf),
+                "--policy",
+                "easy",
+                "--leasing",
+                "--cloud-nodes",
+                "2",
+                "--thetas",
+                "1",
+                "--random-runs",
+                "2",
+                "--no-qlearning",
+                "--no-daily",
+                "--out",
+                str(out),
+            ],
+        )
     finally:
         os.umask(old)
     assert result.exit_code == 0, result.output
     modes = {path.name: stat.S_IMODE(path.stat().st_mode) for path in out.iterdir()}
-    assert {"report.md", "results.json", "leasing.md", "leasing.json", "wait_cdf.png",
-            "leasing_balance.png"} <= modes.keys()
+    assert {
+        "report.md",
+        "results.json",
+        "leasing.md",
+        "leasing.json",
+        "wait_cdf.png",
+        "leasing_balance.png",
+    } <= modes.keys()
     assert set(modes.values()) == {0o666 & ~umask}, modes
 
 
@@ -127,8 +191,10 @@ def many_vo_swf(path: Path, groups: int, n: int = 600) -> Path:
 def test_beyond_a_dozen_vos_the_report_shows_the_top_ones_and_folds_the_rest(tmp_path: Path) -> None:
     swf = many_vo_swf(tmp_path / "vos.swf", groups=40)
     out = tmp_path / "e"
-    result = CliRunner().invoke(main, ["evaluate", "--workload", str(swf), "--policy", "easy", "--policy", "fcfs",
-                                       "--no-figures", "--out", str(out)])
+    result = CliRunner().invoke(
+        main,
+        ["evaluate", "--workload", str(swf), "--policy", "easy", "--policy", "fcfs", "--no-figures", "--out", str(out)],
+    )
     assert result.exit_code == 0, result.output
     results = json.loads((out / "results.json").read_text())
     vos, shares = results["vos"], results["shares"]
@@ -139,7 +205,7 @@ def test_beyond_a_dozen_vos_the_report_shows_the_top_ones_and_folds_the_rest(tmp
     rows = [line for line in by_vo.splitlines() if line.startswith("| easy ") or line.startswith("| fcfs ")]
     assert len(rows) == 2 * 13
     easy_groups = [row.split("|")[2].strip() for row in rows if row.startswith("| easy ")]
-    assert easy_groups == [f"vo:{vos[k]}" for k in top] + ["vo:(other VOs)"]      # largest share first
+    assert easy_groups == [f"vo:{vos[k]}" for k in top] + ["vo:(other VOs)"]  # largest share first
     # The "other" row is the folded VOs together.
     table = results["table"]["easy"]
     folded = [f"vo:{vos[k]}" for k in range(len(vos)) if k not in top]
@@ -152,8 +218,9 @@ def test_beyond_a_dozen_vos_the_report_shows_the_top_ones_and_folds_the_rest(tmp
 def test_a_dozen_vos_and_one_are_not_folded(tmp_path: Path) -> None:
     swf = many_vo_swf(tmp_path / "vos.swf", groups=13, n=1200)
     out = tmp_path / "e"
-    result = CliRunner().invoke(main, ["evaluate", "--workload", str(swf), "--policy", "easy", "--no-figures",
-                                       "--out", str(out)])
+    result = CliRunner().invoke(
+        main, ["evaluate", "--workload", str(swf), "--policy", "easy", "--no-figures", "--out", str(out)]
+    )
     assert result.exit_code == 0, result.output
     assert len(json.loads((out / "results.json").read_text())["vos"]) == 13
     report = (out / "report.md").read_text()
@@ -164,38 +231,101 @@ def test_a_model_for_other_vos_without_config_names_the_trace(swf: Path, tmp_pat
     config = tmp_path / "rlsched.toml"
     config.write_text(CONFIG)
     model = tmp_path / "m.npz"
-    trained = CliRunner().invoke(main, ["train", "--workload", str(swf), "--policy",
-                                        "sarsa-esn:pretrain_decisions=30", "--config", str(config), "--out",
-                                        str(model)])
+    trained = CliRunner().invoke(
+        main,
+        [
+            "train",
+            "--workload",
+            str(swf),
+            "--policy",
+            "sarsa-esn:pretrain_decisions=30",
+            "--config",
+            str(config),
+            "--out",
+            str(model),
+        ],
+    )
     assert trained.exit_code == 0, trained.output
-    result = CliRunner().invoke(main, ["evaluate", "--workload", str(swf), "--policy", str(model), "--policy",
-                                       "easy", "--no-figures", "--out", str(tmp_path / "e")])
+    result = CliRunner().invoke(
+        main,
+        [
+            "evaluate",
+            "--workload",
+            str(swf),
+            "--policy",
+            str(model),
+            "--policy",
+            "easy",
+            "--no-figures",
+            "--out",
+            str(tmp_path / "e"),
+        ],
+    )
     assert result.exit_code == 1, result.output
     error = result.output.strip().splitlines()
     assert len(error) == 1, result.output
-    assert (f"model {model} was built for VOs (physics, chem, other); the trace t has (g1, g2) (no --config: "
-            "give the daemon config the model was trained with)") in error[0]
+    assert (
+        f"model {model} was built for VOs (physics, chem, other); the trace t has (g1, g2) (no --config: "
+        "give the daemon config the model was trained with)"
+    ) in error[0]
     assert "the config" not in error[0].replace("the daemon config", "")
     # With the config it was trained for, the model runs.
-    fits = CliRunner().invoke(main, ["evaluate", "--workload", str(swf), "--config", str(config), "--policy",
-                                     str(model), "--no-figures", "--out", str(tmp_path / "e")])
+    fits = CliRunner().invoke(
+        main,
+        [
+            "evaluate",
+            "--workload",
+            str(swf),
+            "--config",
+            str(config),
+            "--policy",
+            str(model),
+            "--no-figures",
+            "--out",
+            str(tmp_path / "e"),
+        ],
+    )
     assert fits.exit_code == 0, fits.output
     # `sim run` names the trace too.
     sim = CliRunner().invoke(main, ["sim", "run", "--workload", str(swf), "--policy", str(model)])
     assert sim.exit_code == 1 and "the trace t has (g1, g2)" in sim.output, sim.output
 
 
-@pytest.mark.parametrize(("thetas", "note"), [
-    ("0.25,0.5", "# the best of the θ tried on this trace (in-sample), but the grid's largest: the optimum may lie "
-                 "above 0.5; extend --thetas"),
-    ("0.5,1,1.5", "# the best θ on this trace (in-sample)"),
-    ("1", "# the only θ tried (in-sample): run a grid with --thetas to choose one"),
-])
-def test_the_best_theta_at_the_grid_edge_says_the_optimum_may_lie_beyond(busy_swf: Path, tmp_path: Path,
-                                                                         thetas: str, note: str) -> None:
-    result = CliRunner().invoke(main, ["evaluate", "--workload", str(busy_swf), "--leasing", "--cloud-nodes", "6",
-                                       "--thetas", thetas, "--no-qlearning", "--no-daily", "--random-runs", "0",
-                                       "--no-figures", "--out", str(tmp_path / "lease")])
+@pytest.mark.parametrize(
+    ("thetas", "note"),
+    [
+        (
+            "0.25,0.5",
+            "# the best of the θ tried on this trace (in-sample), but the grid's largest: the optimum may lie "
+            "above 0.5; extend --thetas",
+        ),
+        ("0.5,1,1.5", "# the best θ on this trace (in-sample)"),
+        ("1", "# the only θ tried (in-sample): run a grid with --thetas to choose one"),
+    ],
+)
+def test_the_best_theta_at_the_grid_edge_says_the_optimum_may_lie_beyond(
+    busy_swf: Path, tmp_path: Path, thetas: str, note: str
+) -> None:
+    result = CliRunner().invoke(
+        main,
+        [
+            "evaluate",
+            "--workload",
+            str(busy_swf),
+            "--leasing",
+            "--cloud-nodes",
+            "6",
+            "--thetas",
+            thetas,
+            "--no-qlearning",
+            "--no-daily",
+            "--random-runs",
+            "0",
+            "--no-figures",
+            "--out",
+            str(tmp_path / "lease"),
+        ],
+    )
     assert result.exit_code == 0, result.output
     line = next(line for line in result.output.splitlines() if line.startswith("threshold = "))
     best = {"0.25,0.5": "0.5", "0.5,1,1.5": "1", "1": "1"}[thetas]

@@ -31,7 +31,7 @@ kind = "{kind}"
 [metrics]
 listen = "off"
 [state]
-dir = "{tmp_path / 'state'}"
+dir = "{tmp_path / "state"}"
 """)
     return path
 
@@ -70,8 +70,9 @@ def test_explain_a_pending_job(tmp_path: Path, synthetic_cluster: SyntheticSlurm
 
 
 @pytest.mark.parametrize("job_id,message", [(1003, "is not pending"), (999_999, "is not in the queue")])
-def test_a_job_that_is_not_pending_is_a_one_line_error(job_id: int, message: str, tmp_path: Path,
-                                                      synthetic_cluster: SyntheticSlurm) -> None:
+def test_a_job_that_is_not_pending_is_a_one_line_error(
+    job_id: int, message: str, tmp_path: Path, synthetic_cluster: SyntheticSlurm
+) -> None:
     result = CliRunner().invoke(main, ["explain", str(job_id), "--config", str(_config(tmp_path))])
     assert result.exit_code == 1
     assert message in result.output and len(result.output.strip().splitlines()) == 1

@@ -29,9 +29,25 @@ def test_learning_writes_the_table_and_report_only_regenerates_it(tmp_path: Path
 def test_the_objective_and_the_scored_runtime_are_the_users_and_the_report_says_them(tmp_path: Path) -> None:
     swf = write_swf(tmp_path / "small.swf", n=200, interarrival_s=60.0)
     out = tmp_path / "learning"
-    run = CliRunner().invoke(main, ["learning", "--traces", str(swf), "--quick", "--seeds", "1", "--objective", "W",
-                                    "--class-weight", "interactive=3", "--scored-runtime", "user-last2",
-                                    "--out", str(out)])
+    run = CliRunner().invoke(
+        main,
+        [
+            "learning",
+            "--traces",
+            str(swf),
+            "--quick",
+            "--seeds",
+            "1",
+            "--objective",
+            "W",
+            "--class-weight",
+            "interactive=3",
+            "--scored-runtime",
+            "user-last2",
+            "--out",
+            str(out),
+        ],
+    )
     assert run.exit_code == 0, run.output
     data = json.loads((out / "results.json").read_text())
     assert data["settings"]["objective"] == {"name": "W", "class_weights": {"interactive": 3.0}}
@@ -43,8 +59,9 @@ def test_the_objective_and_the_scored_runtime_are_the_users_and_the_report_says_
     # W is higher-is-better: the best rule on test is the highest.
     row = data["traces"][0]
     assert row["best_rule_test"]["test"] == max(v["test"] for v in row["rules"].values())
-    bad = CliRunner().invoke(main, ["learning", "--traces", str(swf), "--quick", "--class-weight", "batchy=2",
-                                    "--out", str(out)])
+    bad = CliRunner().invoke(
+        main, ["learning", "--traces", str(swf), "--quick", "--class-weight", "batchy=2", "--out", str(out)]
+    )
     assert bad.exit_code == 1 and "class weight 'batchy'" in bad.output and "Traceback" not in bad.output
 
 
@@ -59,4 +76,5 @@ def test_the_committed_learning_report_is_what_its_results_render_to(tmp_path: P
     run = CliRunner().invoke(main, ["learning", "--report-only", "--out", str(tmp_path)])
     assert run.exit_code == 0, run.output
     assert (tmp_path / "report.md").read_text() == (source / "report.md").read_text(), (
-        "docs/results/learning/report.md is stale: rerun `rlsched learning --report-only --out docs/results/learning`")
+        "docs/results/learning/report.md is stale: rerun `rlsched learning --report-only --out docs/results/learning`"
+    )

@@ -12,9 +12,22 @@ from click.testing import CliRunner
 from rlsched.cli import main
 from tests.conftest import shared_trace
 
-REQUIRED_KEYS = {"workload", "scheduler", "cores", "jobs", "jobs_dropped", "mean_wait_s", "median_wait_s",
-                 "mean_bounded_slowdown", "mean_responsiveness", "utilization", "makespan_s", "by_class",
-                 "by_vo", "sim_seconds"}
+REQUIRED_KEYS = {
+    "workload",
+    "scheduler",
+    "cores",
+    "jobs",
+    "jobs_dropped",
+    "mean_wait_s",
+    "median_wait_s",
+    "mean_bounded_slowdown",
+    "mean_responsiveness",
+    "utilization",
+    "makespan_s",
+    "by_class",
+    "by_vo",
+    "sim_seconds",
+}
 CLASS_KEYS = {"jobs", "mean_wait_s", "mean_responsiveness", "frac_wait_under_120s"}
 
 
@@ -27,8 +40,20 @@ def run_cli(*args: str) -> str:
 @pytest.mark.parametrize("scheduler", ["fcfs", "easy", "sjf", "edf"])
 def test_sim_run_lal_json_and_schedule(tmp_path: Path, scheduler: str) -> None:
     out_json, out_csv = tmp_path / "s.json", tmp_path / "s.csv"
-    text = run_cli("sim", "run", "--workload", "lal", "--scheduler", scheduler, "--trim", "500",
-                   "--json", str(out_json), "--schedule", str(out_csv))
+    text = run_cli(
+        "sim",
+        "run",
+        "--workload",
+        "lal",
+        "--scheduler",
+        scheduler,
+        "--trim",
+        "500",
+        "--json",
+        str(out_json),
+        "--schedule",
+        str(out_csv),
+    )
     assert "interactive" in text and "utilization" in text
     summary = json.loads(out_json.read_text())
     assert summary.keys() >= REQUIRED_KEYS
@@ -84,8 +109,9 @@ def test_experiment_list() -> None:
     assert result.exit_code != 0 and "unknown experiment" in result.output
 
 
-def test_experiment_n_seeds_reaches_the_experiment_or_is_refused(tmp_path: Path,
-                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_experiment_n_seeds_reaches_the_experiment_or_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from rlsched.sim.experiments import Experiment
 
     seen: dict[str, object] = {}
@@ -116,12 +142,23 @@ def test_trace_info_lal_is_marked_synthetic() -> None:
 
 def test_sim_run_policy_save_model_then_evaluate_it(tmp_path: Path) -> None:
     model = tmp_path / "m.npz"
-    text = run_cli("sim", "run", "--workload", "lal", "--scale", "0.05", "--policy",
-                   "sarsa-esn:pretrain_decisions=20,seed=1", "--save-model", str(model))
+    text = run_cli(
+        "sim",
+        "run",
+        "--workload",
+        "lal",
+        "--scale",
+        "0.05",
+        "--policy",
+        "sarsa-esn:pretrain_decisions=20,seed=1",
+        "--save-model",
+        str(model),
+    )
     assert f"model saved to {model}" in text and model.is_file()
     out = tmp_path / "eval.json"
-    run_cli("sim", "run", "--workload", "lal", "--scale", "0.05", "--seed", "2", "--policy", str(model),
-            "--json", str(out))
+    run_cli(
+        "sim", "run", "--workload", "lal", "--scale", "0.05", "--seed", "2", "--policy", str(model), "--json", str(out)
+    )
     assert json.loads(out.read_text())["jobs"] > 0
 
 
@@ -141,13 +178,16 @@ def test_sim_run_a_saved_scored_model_runs_as_its_spec(tmp_path: Path) -> None:
     assert file_result["mean_wait_s"] == spec_result["mean_wait_s"]
 
 
-@pytest.mark.parametrize(("args", "message"), [
-    (["--policy", "easy", "--scheduler", "fcfs"], "not both"),
-    (["--policy", "sjf", "--backfill"], "--backfill goes with --scheduler"),
-    (["--policy", "sarsa-esn:lam=2"], "must lie in [0, 1]"),
-    (["--policy", "easy", "--save-model", "x.npz"], "trained no model"),
-    (["--policy", "missing.npz"], "no such file"),
-])
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--policy", "easy", "--scheduler", "fcfs"], "not both"),
+        (["--policy", "sjf", "--backfill"], "--backfill goes with --scheduler"),
+        (["--policy", "sarsa-esn:lam=2"], "must lie in [0, 1]"),
+        (["--policy", "easy", "--save-model", "x.npz"], "trained no model"),
+        (["--policy", "missing.npz"], "no such file"),
+    ],
+)
 def test_sim_run_policy_errors_are_one_line(args: list[str], message: str) -> None:
     result = CliRunner().invoke(main, ["sim", "run", "--workload", "lal", "--scale", "0.02", *args])
     errors = [line for line in result.output.splitlines() if line.startswith("Error:")]
@@ -174,8 +214,9 @@ def test_sim_run_classes_by_the_time_limit_and_names_the_rule(tmp_path: Path) ->
     summary = json.loads(run_cli("sim", "run", "--workload", str(swf), "--policy", "easy", "--json"))
     assert summary["by_class"]["interactive"]["jobs"] == int((limit <= 900).sum())
     assert "time limit <= 900 s" in summary["class_rule"]
-    runtime = json.loads(run_cli("sim", "run", "--workload", str(swf), "--policy", "easy", "--json",
-                                 "--class-by", "runtime"))
+    runtime = json.loads(
+        run_cli("sim", "run", "--workload", str(swf), "--policy", "easy", "--json", "--class-by", "runtime")
+    )
     assert runtime["by_class"]["interactive"]["jobs"] == int((run < 900).sum())
     assert "runtime < 900 s" in runtime["class_rule"]
 

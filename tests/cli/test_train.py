@@ -14,8 +14,20 @@ from tests.workflow.conftest import write_swf
 @pytest.mark.parametrize("window", ["0/2", "0/0", "3/2"])
 def test_the_retired_window_option_is_one_line_that_makes_sense(tmp_path: Path, window: str) -> None:
     swf = write_swf(tmp_path / "t.swf", n=50)
-    result = CliRunner().invoke(main, ["train", "--workload", str(swf), "--policy", "sarsa-esn", "--window", window,
-                                       "--out", str(tmp_path / "m.npz")])
+    result = CliRunner().invoke(
+        main,
+        [
+            "train",
+            "--workload",
+            str(swf),
+            "--policy",
+            "sarsa-esn",
+            "--window",
+            window,
+            "--out",
+            str(tmp_path / "m.npz"),
+        ],
+    )
     assert result.exit_code == 2, result.output
     error = result.output.strip().splitlines()
     assert len(error) == 1 and "--window is replaced by --split TRAIN/VALIDATION/TEST" in error[0], result.output
@@ -49,8 +61,20 @@ def test_train_prints_the_time_left_in_its_log(tmp_path: Path, monkeypatch: pyte
     monkeypatch.setattr("rlsched.cli.train.ESTIMATE_EVERY_S", 0.0)
     monkeypatch.setattr("rlsched.cli.train.LONG_TRAINING_JOBS", 300)
     swf = write_swf(tmp_path / "t.swf", n=300)
-    result = CliRunner().invoke(main, ["train", "--workload", str(swf), "--policy", "sarsa-esn:pretrain_decisions=30",
-                                       "--checkpoint-every", "50", "--out", str(tmp_path / "m.npz")])
+    result = CliRunner().invoke(
+        main,
+        [
+            "train",
+            "--workload",
+            str(swf),
+            "--policy",
+            "sarsa-esn:pretrain_decisions=30",
+            "--checkpoint-every",
+            "50",
+            "--out",
+            str(tmp_path / "m.npz"),
+        ],
+    )
     assert result.exit_code == 0, result.output
     log = result.stderr.splitlines()
     # The train window of the default split (150 jobs), three passes (the default): 450 jobs to learn on.
@@ -59,6 +83,20 @@ def test_train_prints_the_time_left_in_its_log(tmp_path: Path, monkeypatch: pyte
     assert estimates and estimates[0].startswith("t[train] sarsa-esn: 100 of 450 jobs in 14 s; up to "), log
     assert all(line.endswith(" left") for line in estimates)
     assert any(" about " in line for line in estimates), "three reports or more: a fit, not a bound"
-    quiet = CliRunner().invoke(main, ["train", "--workload", str(swf), "--policy", "sarsa-esn:pretrain_decisions=30",
-                                      "--checkpoint-every", "50", "--fresh", "-q", "--out", str(tmp_path / "q.npz")])
+    quiet = CliRunner().invoke(
+        main,
+        [
+            "train",
+            "--workload",
+            str(swf),
+            "--policy",
+            "sarsa-esn:pretrain_decisions=30",
+            "--checkpoint-every",
+            "50",
+            "--fresh",
+            "-q",
+            "--out",
+            str(tmp_path / "q.npz"),
+        ],
+    )
     assert quiet.exit_code == 0 and quiet.stderr == "", quiet.output

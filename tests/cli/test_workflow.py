@@ -21,8 +21,21 @@ def test_train_then_evaluate(swf: Path, tmp_path: Path) -> None:
     config = tmp_path / "rlsched.toml"
     config.write_text(CONFIG)
     model = tmp_path / "m.npz"
-    argv = ["train", "--workload", str(swf), "--policy", "sarsa-esn:pretrain_decisions=30", "--config", str(config),
-            "--out", str(model), "--checkpoint-every", "100", "--epochs", "2"]
+    argv = [
+        "train",
+        "--workload",
+        str(swf),
+        "--policy",
+        "sarsa-esn:pretrain_decisions=30",
+        "--config",
+        str(config),
+        "--out",
+        str(model),
+        "--checkpoint-every",
+        "100",
+        "--epochs",
+        "2",
+    ]
     result = CliRunner().invoke(main, argv)
     assert result.exit_code == 0, result.output
     # 300 jobs, split 50/25/25: 150 to train on (two chunks of at most 100), 75 to select on, 75 held out.
@@ -44,9 +57,28 @@ def test_train_then_evaluate(swf: Path, tmp_path: Path) -> None:
     assert again.output.strip().splitlines()[-1] == verdict_line
 
     out = tmp_path / "eval"
-    result = CliRunner().invoke(main, ["evaluate", "--workload", str(swf), "--config", str(config), "--policy",
-                                       str(model), "--policy", "easy", "--policy", "easy-sjf", "--policy", "recorded",
-                                       "--windows", "2", "--out", str(out)])
+    result = CliRunner().invoke(
+        main,
+        [
+            "evaluate",
+            "--workload",
+            str(swf),
+            "--config",
+            str(config),
+            "--policy",
+            str(model),
+            "--policy",
+            "easy",
+            "--policy",
+            "easy-sjf",
+            "--policy",
+            "recorded",
+            "--windows",
+            "2",
+            "--out",
+            str(out),
+        ],
+    )
     assert result.exit_code == 0, result.output
     for label in ("m ", "easy ", "easy-sjf ", "recorded "):
         assert label in result.output
@@ -55,26 +87,58 @@ def test_train_then_evaluate(swf: Path, tmp_path: Path) -> None:
     report = (out / "report.md").read_text()
     assert "trained on jobs 0–149, selected on jobs 150–224 of t (300 jobs, split 50/25/25)" in report
     assert (out / "report.md").is_file() and (out / "wait_cdf.png").is_file()
-    js = CliRunner().invoke(main, ["evaluate", "--workload", str(swf), "--policy", "easy", "--json", "--no-figures",
-                                   "--mode", "gate", "--out", str(tmp_path / "e2")])
+    js = CliRunner().invoke(
+        main,
+        [
+            "evaluate",
+            "--workload",
+            str(swf),
+            "--policy",
+            "easy",
+            "--json",
+            "--no-figures",
+            "--mode",
+            "gate",
+            "--out",
+            str(tmp_path / "e2"),
+        ],
+    )
     assert js.exit_code == 0 and js.output.lstrip().startswith("{")
     # A test window that reaches into the jobs the model was selected on is refused in one line.
-    overlap = CliRunner().invoke(main, ["evaluate", "--workload", str(swf), "--config", str(config), "--policy",
-                                        str(model), "--split", "40/20/40", "--out", str(out)])
+    overlap = CliRunner().invoke(
+        main,
+        [
+            "evaluate",
+            "--workload",
+            str(swf),
+            "--config",
+            str(config),
+            "--policy",
+            str(model),
+            "--split",
+            "40/20/40",
+            "--out",
+            str(out),
+        ],
+    )
     assert overlap.exit_code == 1
     assert overlap.output.count("\n") == 1 and "selected on jobs 150–224" in overlap.output
 
 
-@pytest.mark.parametrize(("argv", "fragment"), [
-    (["train", "--policy", "easy", "--out", "m.npz"], "not a learned policy"),
-    (["train", "--policy", "sarsa-esn:lam=3", "--out", "m.npz"], "must lie in [0, 1]"),
-    (["train", "--policy", "nope", "--out", "m.npz"], "unknown policy 'nope'"),
-    (["evaluate", "--policy", "easy", "--policy", "easy", "--out", "d"], "given twice"),
-    (["evaluate", "--policy", "missing.npz", "--out", "d"], "no such file"),
-    (["evaluate", "--policy", "easy", "--windows", "1000", "--out", "d"], "fewer than 1000 windows"),
-])
-def test_bad_arguments_are_one_line_errors(swf: Path, tmp_path: Path, argv: list[str], fragment: str,
-                                           monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(
+    ("argv", "fragment"),
+    [
+        (["train", "--policy", "easy", "--out", "m.npz"], "not a learned policy"),
+        (["train", "--policy", "sarsa-esn:lam=3", "--out", "m.npz"], "must lie in [0, 1]"),
+        (["train", "--policy", "nope", "--out", "m.npz"], "unknown policy 'nope'"),
+        (["evaluate", "--policy", "easy", "--policy", "easy", "--out", "d"], "given twice"),
+        (["evaluate", "--policy", "missing.npz", "--out", "d"], "no such file"),
+        (["evaluate", "--policy", "easy", "--windows", "1000", "--out", "d"], "fewer than 1000 windows"),
+    ],
+)
+def test_bad_arguments_are_one_line_errors(
+    swf: Path, tmp_path: Path, argv: list[str], fragment: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(tmp_path)
     result = CliRunner().invoke(main, [argv[0], "--workload", str(swf), *argv[1:]])
     assert result.exit_code == 1, result.output
@@ -83,17 +147,36 @@ def test_bad_arguments_are_one_line_errors(swf: Path, tmp_path: Path, argv: list
 
 
 def test_the_retired_window_option_is_refused_in_one_line(swf: Path, tmp_path: Path) -> None:
-    result = CliRunner().invoke(main, ["train", "--workload", str(swf), "--policy", "sarsa-esn", "--window", "0/2",
-                                       "--out", str(tmp_path / "m.npz")])
+    result = CliRunner().invoke(
+        main,
+        ["train", "--workload", str(swf), "--policy", "sarsa-esn", "--window", "0/2", "--out", str(tmp_path / "m.npz")],
+    )
     assert result.exit_code == 2 and "--window is replaced by --split" in result.output
     assert not (tmp_path / "m.npz").exists()
 
 
 def test_the_objective_from_the_command_line_is_recorded_and_judged_by(swf: Path, tmp_path: Path) -> None:
     model = tmp_path / "w.npz"
-    result = CliRunner().invoke(main, ["train", "--workload", str(swf), "--policy", "sarsa-esn:pretrain_decisions=30",
-                                       "--out", str(model), "--epochs", "1", "--mode", "gate", "--objective", "W",
-                                       "--class-weight", "interactive=3"])
+    result = CliRunner().invoke(
+        main,
+        [
+            "train",
+            "--workload",
+            str(swf),
+            "--policy",
+            "sarsa-esn:pretrain_decisions=30",
+            "--out",
+            str(model),
+            "--epochs",
+            "1",
+            "--mode",
+            "gate",
+            "--objective",
+            "W",
+            "--class-weight",
+            "interactive=3",
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert "objective W (interactive ×3)" in result.output
     assert "on validation W (interactive ×3)" in result.output.strip().splitlines()[-1]
@@ -102,6 +185,7 @@ def test_the_objective_from_the_command_line_is_recorded_and_judged_by(swf: Path
     assert verdict["objective"] == {"name": "W", "class_weights": {"interactive": 3.0}}
     # W: higher is better, so the best rule is the highest-scoring one.
     assert verdict["rule_score"] == max(verdict["rules"].values())
-    bad = CliRunner().invoke(main, ["train", "--workload", str(swf), "--policy", "sarsa-esn", "--out", str(model),
-                                    "--class-weight", "gpu=2"])
+    bad = CliRunner().invoke(
+        main, ["train", "--workload", str(swf), "--policy", "sarsa-esn", "--out", str(model), "--class-weight", "gpu=2"]
+    )
     assert bad.exit_code == 1 and "class weight 'gpu'" in bad.output and bad.output.count("\n") == 1

@@ -25,23 +25,48 @@ from rlsched.core.view import Agent, ClusterView, Decisions, FinishedJobs, JobCl
 BAT, INT = int(JobClass.BATCH), int(JobClass.INTERACTIVE)
 
 
-def pending(ids: list[int], classes: list[int], submit: list[float], run: list[float],
-            held: list[bool] | None = None, cores: list[int] | None = None) -> PendingJobs:
+def pending(
+    ids: list[int],
+    classes: list[int],
+    submit: list[float],
+    run: list[float],
+    held: list[bool] | None = None,
+    cores: list[int] | None = None,
+) -> PendingJobs:
     n = len(ids)
-    return PendingJobs(job_id=np.array(ids), vo=np.array([i % 2 for i in ids]), job_class=np.array(classes),
-                       cores=np.array(cores if cores is not None else [1] * n),
-                       req_time_s=np.array(run, dtype=float) * 2, submit_s=np.array(submit, dtype=float),
-                       oracle_run_s=np.array(run, dtype=float),
-                       held=np.array(held if held is not None else [True] * n))
+    return PendingJobs(
+        job_id=np.array(ids),
+        vo=np.array([i % 2 for i in ids]),
+        job_class=np.array(classes),
+        cores=np.array(cores if cores is not None else [1] * n),
+        req_time_s=np.array(run, dtype=float) * 2,
+        submit_s=np.array(submit, dtype=float),
+        oracle_run_s=np.array(run, dtype=float),
+        held=np.array(held if held is not None else [True] * n),
+    )
 
 
 def simple_view(pend: PendingJobs, idle: int, total: int = 4) -> ClusterView:
     busy = total - idle
-    running = RunningJobs(job_id=np.arange(1000, 1000 + busy), vo=np.zeros(busy, dtype=np.int64),
-                          job_class=np.zeros(busy, dtype=np.int64), cores=np.ones(busy, dtype=np.int64),
-                          req_time_s=np.full(busy, 1e4), submit_s=np.zeros(busy), start_s=np.zeros(busy))
-    return ClusterView(time_s=100.0, total_cores=total, idle_cores=idle, pending=pend, running=running,
-                       finished=FinishedJobs(), vos=("a", "b"), vo_shares=(0.5, 0.5))
+    running = RunningJobs(
+        job_id=np.arange(1000, 1000 + busy),
+        vo=np.zeros(busy, dtype=np.int64),
+        job_class=np.zeros(busy, dtype=np.int64),
+        cores=np.ones(busy, dtype=np.int64),
+        req_time_s=np.full(busy, 1e4),
+        submit_s=np.zeros(busy),
+        start_s=np.zeros(busy),
+    )
+    return ClusterView(
+        time_s=100.0,
+        total_cores=total,
+        idle_cores=idle,
+        pending=pend,
+        running=running,
+        finished=FinishedJobs(),
+        vos=("a", "b"),
+        vo_shares=(0.5, 0.5),
+    )
 
 
 def test_fcfs_and_fixed_priority() -> None:
@@ -74,6 +99,7 @@ def test_multicore_jobs_fill_greedily() -> None:
 
 # -- a tiny gate-mode cluster -------------------------------------------------------------
 
+
 @dataclass
 class ToyCluster:
     """Serial jobs, every job held on submit, released jobs start at once (like the simulator)."""
@@ -99,19 +125,40 @@ class ToyCluster:
             running = np.nonzero(np.isfinite(self.start) & (end > t))[0]
             waiting = np.nonzero((self.submit <= t) & np.isnan(self.start))[0]
             view = ClusterView(
-                time_s=t, total_cores=self.cores, idle_cores=self.cores - running.size,
-                pending=PendingJobs(job_id=waiting, vo=self.vo[waiting], job_class=self.job_class[waiting],
-                                    cores=np.ones(waiting.size, dtype=np.int64),
-                                    req_time_s=self.run[waiting] * 3, submit_s=self.submit[waiting],
-                                    oracle_run_s=self.run[waiting], held=np.ones(waiting.size, dtype=bool)),
-                running=RunningJobs(job_id=running, vo=self.vo[running], job_class=self.job_class[running],
-                                    cores=np.ones(running.size, dtype=np.int64),
-                                    req_time_s=self.run[running] * 3, submit_s=self.submit[running],
-                                    start_s=self.start[running]),
-                finished=FinishedJobs(job_id=done, vo=self.vo[done], job_class=self.job_class[done],
-                                      cores=np.ones(done.size, dtype=np.int64), submit_s=self.submit[done],
-                                      start_s=self.start[done], end_s=end[done]),
-                vos=("a", "b", "c"), vo_shares=(0.5, 0.3, 0.2))
+                time_s=t,
+                total_cores=self.cores,
+                idle_cores=self.cores - running.size,
+                pending=PendingJobs(
+                    job_id=waiting,
+                    vo=self.vo[waiting],
+                    job_class=self.job_class[waiting],
+                    cores=np.ones(waiting.size, dtype=np.int64),
+                    req_time_s=self.run[waiting] * 3,
+                    submit_s=self.submit[waiting],
+                    oracle_run_s=self.run[waiting],
+                    held=np.ones(waiting.size, dtype=bool),
+                ),
+                running=RunningJobs(
+                    job_id=running,
+                    vo=self.vo[running],
+                    job_class=self.job_class[running],
+                    cores=np.ones(running.size, dtype=np.int64),
+                    req_time_s=self.run[running] * 3,
+                    submit_s=self.submit[running],
+                    start_s=self.start[running],
+                ),
+                finished=FinishedJobs(
+                    job_id=done,
+                    vo=self.vo[done],
+                    job_class=self.job_class[done],
+                    cores=np.ones(done.size, dtype=np.int64),
+                    submit_s=self.submit[done],
+                    start_s=self.start[done],
+                    end_s=end[done],
+                ),
+                vos=("a", "b", "c"),
+                vo_shares=(0.5, 0.3, 0.2),
+            )
             decisions = agent.decide(view)
             check_valid(view, decisions)
             for jid in decisions.release:
@@ -140,9 +187,13 @@ def toy_workload(seed: int, n: int = 250) -> ToyCluster:
     interactive = rng.random(n) < 0.5
     run = np.where(interactive, rng.uniform(30, 800, n), rng.lognormal(9.0, 1.0, n))
     submit = np.sort(rng.exponential(900.0, n).cumsum() * np.where(rng.random(n) < 0.3, 0.05, 1.0))
-    return ToyCluster(cores=6, submit=np.sort(submit), run=run,
-                      job_class=np.where(interactive, INT, BAT).astype(np.int64),
-                      vo=rng.integers(0, 3, n).astype(np.int64))
+    return ToyCluster(
+        cores=6,
+        submit=np.sort(submit),
+        run=run,
+        job_class=np.where(interactive, INT, BAT).astype(np.int64),
+        vo=rng.integers(0, 3, n).astype(np.int64),
+    )
 
 
 def make_agent(seed: int, learner_kind: str = "sarsa", model: str = "esn") -> SchedulingAgent:
@@ -151,10 +202,8 @@ def make_agent(seed: int, learner_kind: str = "sarsa", model: str = "esn") -> Sc
         q: EchoStateQ | FeedForwardQ = EchoStateQ(enc.state_dim, enc.action_dim, seed=seed)
     else:
         q = FeedForwardQ(enc.state_dim, enc.action_dim, epochs=3, seed=seed)
-    learner = (SarsaLearner(q, seed=seed) if learner_kind == "sarsa"
-               else FittedQLearner(q, refit_every=40, seed=seed))
-    return SchedulingAgent(learner, enc, EstimatedRuntime(), shares=(0.5, 0.3, 0.2), lam=0.5,
-                           pretrain_decisions=60)
+    learner = SarsaLearner(q, seed=seed) if learner_kind == "sarsa" else FittedQLearner(q, refit_every=40, seed=seed)
+    return SchedulingAgent(learner, enc, EstimatedRuntime(), shares=(0.5, 0.3, 0.2), lam=0.5, pretrain_decisions=60)
 
 
 @pytest.mark.parametrize(("learner_kind", "model"), [("sarsa", "esn"), ("fqi", "esn"), ("fqi", "ffnn")])
@@ -194,9 +243,15 @@ def test_boost_mode_ranks_every_pending_job() -> None:
 
 def _running(ids: list[int], start: list[float]) -> RunningJobs:
     n = len(ids)
-    return RunningJobs(job_id=np.array(ids), vo=np.array([i % 2 for i in ids]), job_class=np.full(n, BAT),
-                       cores=np.ones(n, dtype=np.int64), req_time_s=np.full(n, 1e4), submit_s=np.zeros(n),
-                       start_s=np.array(start, dtype=float))
+    return RunningJobs(
+        job_id=np.array(ids),
+        vo=np.array([i % 2 for i in ids]),
+        job_class=np.full(n, BAT),
+        cores=np.ones(n, dtype=np.int64),
+        req_time_s=np.full(n, 1e4),
+        submit_s=np.zeros(n),
+        start_s=np.array(start, dtype=float),
+    )
 
 
 @pytest.mark.parametrize("learn", [True, False])
@@ -205,23 +260,42 @@ def test_boost_mode_learns_from_the_starts_that_follow_its_ranking(learn: bool) 
     agent.mode = "boost"
     agent.learn = learn
     pend = pending([1, 2, 3, 4], [BAT, INT, BAT, INT], [10, 20, 5, 30], [5000, 100, 7000, 50], held=[False] * 4)
-    first = ClusterView(time_s=100.0, total_cores=4, idle_cores=0, pending=pend,
-                        running=_running([1000, 1001, 1002, 1003], [0.0] * 4), finished=FinishedJobs(),
-                        vos=("a", "b"), vo_shares=(0.5, 0.5))
+    first = ClusterView(
+        time_s=100.0,
+        total_cores=4,
+        idle_cores=0,
+        pending=pend,
+        running=_running([1000, 1001, 1002, 1003], [0.0] * 4),
+        finished=FinishedJobs(),
+        vos=("a", "b"),
+        vo_shares=(0.5, 0.5),
+    )
     assert agent.decide(first).boost is not None and agent.decisions == 0
     # By the next view jobs 3 and 2 have started (3 first), and job 5, which no ranking saw, too.
-    finished = FinishedJobs(job_id=np.array([1000, 1001, 1002]), vo=np.zeros(3, dtype=np.int64),
-                            job_class=np.full(3, BAT), cores=np.ones(3, dtype=np.int64), submit_s=np.zeros(3),
-                            start_s=np.zeros(3), end_s=np.full(3, 102.0))
-    second = ClusterView(time_s=110.0, total_cores=4, idle_cores=0,
-                         pending=pending([1, 4], [BAT, INT], [10, 30], [5000, 50], held=[False] * 2),
-                         running=_running([1003, 2, 3, 5], [0.0, 105.0, 103.0, 106.0]), finished=finished,
-                         vos=("a", "b"), vo_shares=(0.5, 0.5))
+    finished = FinishedJobs(
+        job_id=np.array([1000, 1001, 1002]),
+        vo=np.zeros(3, dtype=np.int64),
+        job_class=np.full(3, BAT),
+        cores=np.ones(3, dtype=np.int64),
+        submit_s=np.zeros(3),
+        start_s=np.zeros(3),
+        end_s=np.full(3, 102.0),
+    )
+    second = ClusterView(
+        time_s=110.0,
+        total_cores=4,
+        idle_cores=0,
+        pending=pending([1, 4], [BAT, INT], [10, 30], [5000, 50], held=[False] * 2),
+        running=_running([1003, 2, 3, 5], [0.0, 105.0, 103.0, 106.0]),
+        finished=finished,
+        vos=("a", "b"),
+        vo_shares=(0.5, 0.5),
+    )
     agent.decide(second)
-    assert agent.decisions == 2                      # the two ranked jobs that started; job 5 was not ranked
+    assert agent.decisions == 2  # the two ranked jobs that started; job 5 was not ranked
     if learn:
         assert agent.learner.memory.size == 2
-        assert [agent._open[3].decision_id, agent._open[2].decision_id] == [0, 1]   # in start order
+        assert [agent._open[3].decision_id, agent._open[2].decision_id] == [0, 1]  # in start order
     else:
         assert agent.learner.memory.size == 0 and not agent._open
     # A third view with nothing new started records nothing more.
@@ -240,13 +314,15 @@ def test_agent_checkpoint_round_trip(tmp_path: Path) -> None:
     assert fresh.decisions == agent.decisions and not fresh.pretraining
     state = np.linspace(0, 1, fresh.encoder.state_dim)
     actions = np.random.default_rng(0).uniform(0, 1, (30, fresh.encoder.action_dim))
-    np.testing.assert_array_equal(fresh.learner.q.scores(state, actions),
-                                  agent.learner.q.scores(state, actions))
+    np.testing.assert_array_equal(fresh.learner.q.scores(state, actions), agent.learner.q.scores(state, actions))
     assert isinstance(fresh.runtime, EstimatedRuntime) and isinstance(agent.runtime, EstimatedRuntime)
     np.testing.assert_allclose(fresh.runtime.class_medians(), agent.runtime.class_medians())
     other_features = SchedulingAgent(
-        SarsaLearner(EchoStateQ(9, 7, seed=0)), FeatureEncoder(FeatureConfig(n_vos=3, include_wait=True)),
-        RequestedRuntime(), pretrain_decisions=0)
+        SarsaLearner(EchoStateQ(9, 7, seed=0)),
+        FeatureEncoder(FeatureConfig(n_vos=3, include_wait=True)),
+        RequestedRuntime(),
+        pretrain_decisions=0,
+    )
     with pytest.raises(ValueError, match="feature config"):
         other_features.load_state(path)
 
@@ -254,16 +330,30 @@ def test_agent_checkpoint_round_trip(tmp_path: Path) -> None:
 def test_elastic_agent_respects_pool_constraints() -> None:
     enc = FeatureEncoder(FeatureConfig(n_vos=2))
     q = EchoStateQ(enc.state_dim, enc.action_dim + 1, seed=0)
-    agent = ElasticSchedulingAgent(SarsaLearner(q, seed=0), enc, OracleRuntime(),
-                                   pool_options=range(10, 101, 10), initial_cores=40, min_cores=30,
-                                   hold_s=900.0, pretrain_decisions=0)
+    agent = ElasticSchedulingAgent(
+        SarsaLearner(q, seed=0),
+        enc,
+        OracleRuntime(),
+        pool_options=range(10, 101, 10),
+        initial_cores=40,
+        min_cores=30,
+        hold_s=900.0,
+        pretrain_decisions=0,
+    )
     q.readout[-2] = 1.0  # a Q-function that prefers the largest pool
     pend = pending(list(range(80)), [INT] * 80, [0.0] * 80, [100.0] * 80)
 
     def view_at(t: float, total: int, idle: int) -> ClusterView:
         v = simple_view(pend, idle=idle, total=total)
-        return ClusterView(time_s=t, total_cores=v.total_cores, idle_cores=v.idle_cores, pending=v.pending,
-                           running=v.running, finished=v.finished, vos=v.vos)
+        return ClusterView(
+            time_s=t,
+            total_cores=v.total_cores,
+            idle_cores=v.idle_cores,
+            pending=v.pending,
+            running=v.running,
+            finished=v.finished,
+            vos=v.vos,
+        )
 
     first = agent.decide(view_at(100.0, 40, 0))
     assert first.lease_cap is None and first.release == ()  # 15-minute hold since start
@@ -291,15 +381,15 @@ def test_pending_scores_order_the_jobs_as_boost_mode_does_and_change_nothing() -
     agent = make_agent(0)
     agent.pretraining = False
     agent.mode = "boost"
-    agent.learner.epsilon = 0.0                 # a learning agent's boost explores its top job; not here
+    agent.learner.epsilon = 0.0  # a learning agent's boost explores its top job; not here
     q_fn = agent.learner.q
     assert isinstance(q_fn, EchoStateQ)
-    q_fn.readout[:] = np.random.default_rng(1).normal(size=q_fn.readout.shape)     # a model with opinions
+    q_fn.readout[:] = np.random.default_rng(1).normal(size=q_fn.readout.shape)  # a model with opinions
     decisions_before = agent.decisions
     q = agent.pending_scores(view)
     assert q.shape == (5,) and np.isfinite(q).all()
-    fcfs = np.lexsort((pend.job_id, pend.submit_s))                 # ties (an untrained model) go FCFS
+    fcfs = np.lexsort((pend.job_id, pend.submit_s))  # ties (an untrained model) go FCFS
     assert tuple(pend.job_id[fcfs[np.argsort(-q[fcfs], kind="stable")]].tolist()) == agent.decide(view).boost
     assert agent.decisions == decisions_before
-    np.testing.assert_array_equal(agent.pending_scores(view), q)      # no learning in between: the same
+    np.testing.assert_array_equal(agent.pending_scores(view), q)  # no learning in between: the same
     assert agent.pending_scores(simple_view(pending([], [], [], []), idle=4)).shape == (0,)

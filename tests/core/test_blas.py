@@ -16,7 +16,7 @@ def test_the_guard_sets_one_thread_and_gives_the_callers_back() -> None:
         assert set(blas_threads()) == {2}
         with one_blas_thread():
             assert set(blas_threads()) == {1}
-            with one_blas_thread():                 # re-entrant: the inner exit restores nothing
+            with one_blas_thread():  # re-entrant: the inner exit restores nothing
                 pass
             assert set(blas_threads()) == {1}
         assert set(blas_threads()) == {2}

@@ -43,11 +43,14 @@ def test_a_rules_reasons_are_the_first_field_that_differs() -> None:
     assert first.rank == 1 and first.field == "requested time"
     assert why.key_values == {"class": "interactive", "requested time": "3600 s", "submit time": "1970-01-01T00:00:01Z"}
     assert "requested time 600 s" in why.change
-    behind = explain_rank(1, order, scores, keys)      # the batch job: class decides
+    behind = explain_rank(1, order, scores, keys)  # the batch job: class decides
     assert behind.ahead[0].field == "class" and behind.ahead[0].reason() == "class interactive before batch"
     assert reasons_behind(order, scores, keys, 4) == [
-        "first", "submit time: 1970-01-01T00:00:10Z before 1970-01-01T00:00:20Z",
-        "requested time: 600 s before 3600 s", "class: interactive before batch"]
+        "first",
+        "submit time: 1970-01-01T00:00:10Z before 1970-01-01T00:00:20Z",
+        "requested time: 600 s before 3600 s",
+        "class: interactive before batch",
+    ]
     assert explain_rank(0, order, scores, keys).change.startswith("it is first")
 
 

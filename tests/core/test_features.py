@@ -13,16 +13,35 @@ BAT, INT = int(JobClass.BATCH), int(JobClass.INTERACTIVE)
 
 
 def hand_view(idle: int = 1) -> ClusterView:
-    running = RunningJobs(job_id=np.array([1, 2]), vo=np.array([0, 1]), job_class=np.array([BAT, BAT]),
-                          cores=np.array([1, 2]), req_time_s=np.array([1600.0, 2000.0]),
-                          submit_s=np.array([0.0, 0.0]), start_s=np.array([0.0, 500.0]))
-    pending = PendingJobs(job_id=np.array([10, 11, 12]), vo=np.array([0, 1, 1]),
-                          job_class=np.array([INT, BAT, INT]), cores=np.array([1, 2, 1]),
-                          req_time_s=np.array([120.0, 3600.0, 60.0]), submit_s=np.array([900.0, 100.0, 940.0]),
-                          oracle_run_s=np.full(3, np.nan), held=np.ones(3, dtype=bool))
+    running = RunningJobs(
+        job_id=np.array([1, 2]),
+        vo=np.array([0, 1]),
+        job_class=np.array([BAT, BAT]),
+        cores=np.array([1, 2]),
+        req_time_s=np.array([1600.0, 2000.0]),
+        submit_s=np.array([0.0, 0.0]),
+        start_s=np.array([0.0, 500.0]),
+    )
+    pending = PendingJobs(
+        job_id=np.array([10, 11, 12]),
+        vo=np.array([0, 1, 1]),
+        job_class=np.array([INT, BAT, INT]),
+        cores=np.array([1, 2, 1]),
+        req_time_s=np.array([120.0, 3600.0, 60.0]),
+        submit_s=np.array([900.0, 100.0, 940.0]),
+        oracle_run_s=np.full(3, np.nan),
+        held=np.ones(3, dtype=bool),
+    )
     total = 3 + idle
-    return ClusterView(time_s=1000.0, total_cores=total, idle_cores=idle, pending=pending, running=running,
-                       finished=FinishedJobs(), vos=("atlas", "biomed"))
+    return ClusterView(
+        time_s=1000.0,
+        total_cores=total,
+        idle_cores=idle,
+        pending=pending,
+        running=running,
+        finished=FinishedJobs(),
+        vos=("atlas", "biomed"),
+    )
 
 
 def test_state_vector_by_hand() -> None:
@@ -62,8 +81,7 @@ def test_action_rows_by_hand() -> None:
     view = hand_view()
     run_s = RequestedRuntime().pending(view.pending)
     rows = enc.actions(view.pending, run_s, view.time_s, view.total_cores)
-    assert enc.action_names == ("class_batch", "class_interactive", "vo0", "vo1", "runtime", "waited",
-                                "cores_fraction")
+    assert enc.action_names == ("class_batch", "class_interactive", "vo0", "vo1", "runtime", "waited", "cores_fraction")
     np.testing.assert_allclose(rows[:, :4], [[0, 1, 1, 0], [1, 0, 0, 1], [0, 1, 0, 1]])
     np.testing.assert_allclose(rows[:, 4], enc.log_time(np.array([120.0, 3600.0, 60.0])))
     np.testing.assert_allclose(rows[:, 5], enc.log_time(np.array([100.0, 900.0, 60.0])))

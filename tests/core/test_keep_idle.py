@@ -50,9 +50,14 @@ def test_rule_keeps_something_running_on_a_tiny_pool() -> None:
     assert rule.decide(simple_view(only_batch, idle=3)).release == ()
 
 
-@pytest.mark.parametrize("kwargs", [{"keep_idle_cores": -1},
-                                    {"keep_idle_cores": 1},
-                                    {"keep_idle_cores": 1, "class_first": JobClass.INTERACTIVE, "mode": "boost"}])
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"keep_idle_cores": -1},
+        {"keep_idle_cores": 1},
+        {"keep_idle_cores": 1, "class_first": JobClass.INTERACTIVE, "mode": "boost"},
+    ],
+)
 def test_rule_rejects_settings_it_cannot_honour(kwargs: dict[str, object]) -> None:
     with pytest.raises(ValueError, match="keep_idle_cores"):
         FCFSAgent(**kwargs)  # type: ignore[arg-type]
@@ -61,8 +66,15 @@ def test_rule_rejects_settings_it_cannot_honour(kwargs: dict[str, object]) -> No
 def learned_agent(keep: int, runtime: object = None) -> SchedulingAgent:
     enc = FeatureEncoder(FeatureConfig(n_vos=2))
     learner = SarsaLearner(EchoStateQ(enc.state_dim, enc.action_dim, seed=0), seed=0)
-    return SchedulingAgent(learner, enc, runtime or OracleRuntime(), shares=(0.5, 0.5), lam=1.0,  # type: ignore[arg-type]
-                           pretrain_decisions=0, keep_idle_cores=keep)
+    return SchedulingAgent(
+        learner,
+        enc,
+        runtime or OracleRuntime(),  # type: ignore[arg-type]
+        shares=(0.5, 0.5),
+        lam=1.0,
+        pretrain_decisions=0,
+        keep_idle_cores=keep,
+    )
 
 
 def offered_rows(agent: SchedulingAgent, choose_last: bool = False) -> list[FloatArray]:
@@ -87,10 +99,10 @@ def test_no_job_action_is_offered_only_for_the_last_cores_and_never_before_an_in
     seen = offered_rows(agent)
     batch = pending([1, 3], [BAT, BAT], [0, 1], [5000, 5000])
     agent.decide(simple_view(batch, idle=1))
-    assert has_no_job_row(seen[-1])            # one core left, something runs, only batch jobs queued
+    assert has_no_job_row(seen[-1])  # one core left, something runs, only batch jobs queued
     seen.clear()
     agent.decide(simple_view(pending([5, 6], [BAT, INT], [0, 1], [5000, 60]), idle=1))
-    assert not has_no_job_row(seen[0])         # an interactive job waits: start it instead
+    assert not has_no_job_row(seen[0])  # an interactive job waits: start it instead
     seen.clear()
     agent.decide(simple_view(pending([7, 9], [BAT, BAT], [0, 1], [5000, 5000]), idle=2))
     assert not has_no_job_row(seen[0]) and has_no_job_row(seen[1])  # two cores: only the last may stay idle
@@ -150,8 +162,7 @@ def test_learner_with_the_no_job_action_serves_interactive_jobs_better_on_lal() 
     for keep in (0, 2):
         enc = FeatureEncoder(FeatureConfig(n_vos=len(w.vo_names)))
         learner = SarsaLearner(EchoStateQ(enc.state_dim, enc.action_dim, seed=1004), seed=1004)
-        agent = SchedulingAgent(learner, enc, EstimatedRuntime(), shares=w.vo_shares, lam=1.0,
-                                keep_idle_cores=keep)
+        agent = SchedulingAgent(learner, enc, EstimatedRuntime(), shares=w.vo_shares, lam=1.0, keep_idle_cores=keep)
         schedule = Simulator(w, 81, agent=agent, hold_on_submit=True).run()
         wv = responsiveness(schedule.run, schedule.wait)
         results[keep] = (float(wv[inter].mean()), float(wv[~inter].mean()), agent.kept_idle)
@@ -168,8 +179,9 @@ def test_fixed_rule_beats_interactive_first_in_the_simulator() -> None:
     w = generate_lal(1004, scale=0.25)
     inter = w.job_class == INT
     plain = Simulator(w, 81, priority=interactive_first_priority(w), backfill=True).run()
-    kept = Simulator(w, 81, agent=FCFSAgent(class_first=JobClass.INTERACTIVE, keep_idle_cores=2),
-                     hold_on_submit=True).run()
+    kept = Simulator(
+        w, 81, agent=FCFSAgent(class_first=JobClass.INTERACTIVE, keep_idle_cores=2), hold_on_submit=True
+    ).run()
     w_plain = responsiveness(plain.run, plain.wait)[inter].mean()
     w_kept = responsiveness(kept.run, kept.wait)[inter].mean()
     assert w_kept > w_plain + 0.02

@@ -178,7 +178,7 @@ def test_the_pending_ready_count_follows_every_update(bound: int | None) -> None
             memory.set_reward(int(rng.choice(ids)), reward)
         elif op < 9:
             memory.sync_gram()
-        assert memory.pending_ready() == int((memory.ready() & ~memory._in_gram[:memory.size]).sum())
+        assert memory.pending_ready() == int((memory.ready() & ~memory._in_gram[: memory.size]).sum())
 
 
 def test_learner_checkpoint_round_trip(tmp_path: Path) -> None:
@@ -190,8 +190,10 @@ def test_learner_checkpoint_round_trip(tmp_path: Path) -> None:
     other = SarsaLearner(EchoStateQ(N_STATES, 1, seed=99), seed=0)
     other.load_state(path)
     for s in range(N_STATES):
-        np.testing.assert_array_equal(other.q.scores(one_hot_state(s), ACTIONS),
-                                      learner.q.scores(one_hot_state(s), ACTIONS))
+        np.testing.assert_array_equal(
+            other.q.scores(one_hot_state(s), ACTIONS), learner.q.scores(one_hot_state(s), ACTIONS)
+        )
     assert other.epsilon == 0.2
-    assert [other.select(one_hot_state(0), ACTIONS) for _ in range(20)] == \
-        [learner.select(one_hot_state(0), ACTIONS) for _ in range(20)]
+    assert [other.select(one_hot_state(0), ACTIONS) for _ in range(20)] == [
+        learner.select(one_hot_state(0), ACTIONS) for _ in range(20)
+    ]

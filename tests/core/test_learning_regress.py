@@ -34,8 +34,15 @@ BAT, INT = int(JobClass.BATCH), int(JobClass.INTERACTIVE)
 def oracle_agent(credit: str, lam: float = 1.0, seed: int = 0) -> SchedulingAgent:
     enc = FeatureEncoder(FeatureConfig(n_vos=3))
     learner = SarsaLearner(EchoStateQ(enc.state_dim, enc.action_dim, seed=seed), seed=seed)
-    return SchedulingAgent(learner, enc, OracleRuntime(), shares=(0.5, 0.3, 0.2), lam=lam,
-                           pretrain_decisions=40, credit=credit)  # type: ignore[arg-type]
+    return SchedulingAgent(
+        learner,
+        enc,
+        OracleRuntime(),
+        shares=(0.5, 0.3, 0.2),
+        lam=lam,
+        pretrain_decisions=40,
+        credit=credit,  # type: ignore[arg-type]
+    )
 
 
 def toy_w(cluster: ToyCluster) -> FloatArray:
@@ -61,20 +68,33 @@ def test_rewards_sum_to_the_total_responsiveness(credit: str) -> None:
     assert total == pytest.approx(float(toy_w(cluster).sum()), rel=1e-9)
 
 
-def view(t: float, pend: PendingJobs, idle: int, finished: FinishedJobs | None = None,
-         running: RunningJobs | None = None) -> ClusterView:
-    return ClusterView(time_s=t, total_cores=2, idle_cores=idle, pending=pend,
-                       running=running if running is not None else RunningJobs(),
-                       finished=finished if finished is not None else FinishedJobs(),
-                       vos=("a", "b", "c"), vo_shares=(0.5, 0.3, 0.2))
+def view(
+    t: float, pend: PendingJobs, idle: int, finished: FinishedJobs | None = None, running: RunningJobs | None = None
+) -> ClusterView:
+    return ClusterView(
+        time_s=t,
+        total_cores=2,
+        idle_cores=idle,
+        pending=pend,
+        running=running if running is not None else RunningJobs(),
+        finished=finished if finished is not None else FinishedJobs(),
+        vos=("a", "b", "c"),
+        vo_shares=(0.5, 0.3, 0.2),
+    )
 
 
 def jobs(ids: list[int], classes: list[int], submit: list[float], run: list[float]) -> PendingJobs:
     n = len(ids)
-    return PendingJobs(job_id=np.array(ids), vo=np.zeros(n, dtype=np.int64), job_class=np.array(classes),
-                       cores=np.ones(n, dtype=np.int64), req_time_s=np.array(run) * 2,
-                       submit_s=np.array(submit, dtype=float), oracle_run_s=np.array(run, dtype=float),
-                       held=np.ones(n, dtype=bool))
+    return PendingJobs(
+        job_id=np.array(ids),
+        vo=np.zeros(n, dtype=np.int64),
+        job_class=np.array(classes),
+        cores=np.ones(n, dtype=np.int64),
+        req_time_s=np.array(run) * 2,
+        submit_s=np.array(submit, dtype=float),
+        oracle_run_s=np.array(run, dtype=float),
+        held=np.ones(n, dtype=bool),
+    )
 
 
 def test_incurred_credit_by_hand() -> None:
@@ -86,9 +106,15 @@ def test_incurred_credit_by_hand() -> None:
     assert first.release == (2,)  # EDF elects the interactive job; the batch job waits
     # t = 100: job 2 ends, a core frees, job 1 is elected.  Job 1 waited 100 s: it lost
     # W 1 − 10,000/10,100, charged to decision 0, whose W part is 1 − that loss.
-    fin = FinishedJobs(job_id=np.array([2]), vo=np.array([0]), job_class=np.array([INT]),
-                       cores=np.array([1]), submit_s=np.array([0.0]), start_s=np.array([0.0]),
-                       end_s=np.array([100.0]))
+    fin = FinishedJobs(
+        job_id=np.array([2]),
+        vo=np.array([0]),
+        job_class=np.array([INT]),
+        cores=np.array([1]),
+        submit_s=np.array([0.0]),
+        start_s=np.array([0.0]),
+        end_s=np.array([100.0]),
+    )
     second = agent.decide(view(100.0, jobs([1], [BAT], [0.0], [10_000.0]), idle=1, finished=fin))
     assert second.release == (1,)
     rewards = agent.learner.memory.rewards
@@ -120,10 +146,8 @@ def lal_run(credit: str, ridge_alpha: float, class_queue: bool) -> tuple[float, 
 
     w = generate_lal(1004, scale=0.25)
     enc = FeatureEncoder(FeatureConfig(n_vos=len(w.vo_names), include_class_queue=class_queue))
-    learner = SarsaLearner(EchoStateQ(enc.state_dim, enc.action_dim, ridge_alpha=ridge_alpha, seed=1004),
-                           seed=1004)
-    agent = SchedulingAgent(learner, enc, EstimatedRuntime(), shares=w.vo_shares, lam=1.0,
-                            credit=credit)  # type: ignore[arg-type]
+    learner = SarsaLearner(EchoStateQ(enc.state_dim, enc.action_dim, ridge_alpha=ridge_alpha, seed=1004), seed=1004)
+    agent = SchedulingAgent(learner, enc, EstimatedRuntime(), shares=w.vo_shares, lam=1.0, credit=credit)  # type: ignore[arg-type]
     counts = greedy_interactive_share(learner)
     schedule = Simulator(w, 81, agent=agent, hold_on_submit=True).run()
     fcfs = simulate_policy(w, "fcfs", 81).schedule

@@ -79,8 +79,7 @@ def test_fairness_eq2_by_hand() -> None:
 def test_service_by_vo_by_hand() -> None:
     # VO 0: one 2-core job over [0, 10]; VO 1: one 1-core job over [5, 20].
     start, end = np.array([0.0, 5.0]), np.array([10.0, 20.0])
-    service = m.service_by_vo(np.array([0.0, 5.0, 10.0, 15.0, 30.0]), start, end, np.array([2, 1]),
-                              np.array([0, 1]), 2)
+    service = m.service_by_vo(np.array([0.0, 5.0, 10.0, 15.0, 30.0]), start, end, np.array([2, 1]), np.array([0, 1]), 2)
     np.testing.assert_allclose(service, [[0, 0], [10, 0], [20, 5], [20, 10], [20, 15]])
 
 
@@ -96,15 +95,24 @@ def test_elastic_utilization_by_hand() -> None:
     assert m.pool_core_seconds(change, cores, 0.0, 400.0) == pytest.approx(10 * 100 + 40 * 200 + 20 * 100)
     assert m.pool_core_seconds(change, cores, 50.0, 150.0) == pytest.approx(10 * 50 + 40 * 50)
     assert m.pool_core_seconds(change, cores, 50.0, 50.0) == 0.0
-    np.testing.assert_array_equal(m.pool_cores_at(change, cores, np.array([-5.0, 0.0, 99.0, 100.0, 500.0])),
-                                  [10, 10, 10, 40, 20])
+    np.testing.assert_array_equal(
+        m.pool_cores_at(change, cores, np.array([-5.0, 0.0, 99.0, 100.0, 500.0])), [10, 10, 10, 40, 20]
+    )
     assert m.elastic_utilization(5_500.0, change, cores, 0.0, 400.0) == pytest.approx(5_500.0 / 11_000.0)
-    series = m.utilization_series(np.array([100.0, 200.0]), np.array([0.0, 50.0]), np.array([100.0, 150.0]),
-                                  np.array([5, 10]), 0.0, change_s=change, pool_cores=cores)
+    series = m.utilization_series(
+        np.array([100.0, 200.0]),
+        np.array([0.0, 50.0]),
+        np.array([100.0, 150.0]),
+        np.array([5, 10]),
+        0.0,
+        change_s=change,
+        pool_cores=cores,
+    )
     # By 100: job 0 done (500 core-s) over 1000 provisioned; by 200: +1000 over 1000 + 4000.
     np.testing.assert_allclose(series, [500.0 / 1000.0, 1500.0 / 5000.0])
-    rigid = m.utilization_series(np.array([0.0, 100.0]), np.array([0.0]), np.array([100.0]), np.array([5]), 0.0,
-                                 cores=10)
+    rigid = m.utilization_series(
+        np.array([0.0, 100.0]), np.array([0.0]), np.array([100.0]), np.array([5]), 0.0, cores=10
+    )
     assert np.isnan(rigid[0]) and rigid[1] == pytest.approx(0.5)
 
 

@@ -99,9 +99,13 @@ def test_the_vectorised_flat_fair_tree_equals_the_walk() -> None:
     rng = np.random.default_rng(7)
     for trial in range(200):
         n_acct = int(rng.integers(1, 6))
-        spec = {f"A{a}": (float(rng.integers(0, 4)), {f"u{k}": float(rng.integers(0, 3))
-                                                      for k in range(int(rng.integers(1, 4)))})
-                for a in range(n_acct)}
+        spec = {
+            f"A{a}": (
+                float(rng.integers(0, 4)),
+                {f"u{k}": float(rng.integers(0, 3)) for k in range(int(rng.integers(1, 4)))},
+            )
+            for a in range(n_acct)
+        }
         tree = _tree(spec)
         assert tree.is_flat
         # Small integers make ties (equal LF) frequent, zeros make ∞ and 0 LFs.
@@ -126,7 +130,7 @@ def test_classic_effective_usage_of_a_user_blends_in_its_account() -> None:
     # U_E(A) = 1.0; for u: U_N = 0.25, U_E = 0.25 + (1.0 − 0.25)·(1/2) = 0.625, S = 1/2·1/2 → 2^(−2.5).
     tree = _tree({"A": (1, {"u": 1, "w": 1}), "B": (1, {"b": 1})})
     f = classic_factors(tree, _usage(tree, {"A/u": 10, "A/w": 30}))
-    assert _factor(tree, f, "A", "u") == pytest.approx(2 ** -2.5)
+    assert _factor(tree, f, "A", "u") == pytest.approx(2**-2.5)
     assert _factor(tree, f, "B", "b") == 1.0
 
 
@@ -137,25 +141,25 @@ def test_ledger_charges_running_jobs_at_each_pass_and_decays_by_half_each_half_l
     led = UsageLedger(1, p, origin_s=0.0)
     led.start(7, 0, 4, 20.0)
     led.advance(59.0)
-    assert led.usage[0] == 0.0                                   # nothing until the pass
+    assert led.usage[0] == 0.0  # nothing until the pass
     led.advance(60.0)
-    assert led.usage[0] == pytest.approx(4 * 40 * d ** 40)       # 40 s since the start, decayed over 40 s
+    assert led.usage[0] == pytest.approx(4 * 40 * d**40)  # 40 s since the start, decayed over 40 s
     led.advance(120.0)
-    assert led.usage[0] == pytest.approx(4 * 40 * d ** 40 * d ** 60 + 4 * 60 * d ** 60)
-    led.end(7, 150.0)                                            # charged at once: 30 s since the pass
-    assert led.usage[0] == pytest.approx((4 * 40 * d ** 40 * d ** 60 + 4 * 60 * d ** 60) + 4 * 30 * d ** 30)
+    assert led.usage[0] == pytest.approx(4 * 40 * d**40 * d**60 + 4 * 60 * d**60)
+    led.end(7, 150.0)  # charged at once: 30 s since the pass
+    assert led.usage[0] == pytest.approx((4 * 40 * d**40 * d**60 + 4 * 60 * d**60) + 4 * 30 * d**30)
     before = led.usage[0]
     led.advance(150.0 + 3600.0)
-    assert led.usage[0] / before == pytest.approx(0.5, abs=2e-3)   # Slurm's 0.693 ≈ ln 2, whole passes
+    assert led.usage[0] / before == pytest.approx(0.5, abs=2e-3)  # Slurm's 0.693 ≈ ln 2, whole passes
 
 
 def test_ledger_without_charge_at_end_drops_the_last_part() -> None:
     # Slurm 22.05 without AccountingStorageEnforce=limits: a job ending between passes adds nothing more.
     led = UsageLedger(1, MultifactorParams(half_life_s=0, calc_period_s=60, charge_at_end=False), origin_s=0.0)
     led.start(1, 0, 2, 10.0)
-    led.end(1, 130.0)                     # passes at 60 (50 s) and 120 (60 s); 120–130 is lost
+    led.end(1, 130.0)  # passes at 60 (50 s) and 120 (60 s); 120–130 is lost
     led.start(2, 0, 8, 200.0)
-    led.end(2, 230.0)                     # between two passes: never charged
+    led.end(2, 230.0)  # between two passes: never charged
     led.advance(1000.0)
     assert led.usage[0] == pytest.approx(2 * 110.0)
 
@@ -188,8 +192,7 @@ def test_job_size_favours_large_or_small() -> None:
 def test_priority_is_the_truncated_weighted_sum_and_ties_go_by_job_id() -> None:
     p = MultifactorParams(weight_age=1000, weight_fairshare=10000, weight_job_size=1000, weight_partition=1000)
     one = np.ones(3)
-    f = combine(p, np.array([0.5, 0.2, 0.0]), np.array([1 / 3, 1.0, 0.0]), np.array([0.1, 0.0, 0.0]), one,
-                np.zeros(3))
+    f = combine(p, np.array([0.5, 0.2, 0.0]), np.array([1 / 3, 1.0, 0.0]), np.array([0.1, 0.0, 0.0]), one, np.zeros(3))
     assert f.priority.tolist() == [math.floor(500 + 10000 / 3 + 100 + 1000), 11200.0, 1000.0]
     assert queue_order(np.array([5.0, 7.0, 5.0]), np.array([30, 20, 10])).tolist() == [1, 2, 0]
 
@@ -197,9 +200,20 @@ def test_priority_is_the_truncated_weighted_sum_and_ties_go_by_job_id() -> None:
 def test_job_factors_of_unknown_association_get_no_fairshare() -> None:
     tree = _tree({"A": (1, {"a": 1})})
     p = MultifactorParams(partition_job_factor={"debug": 1, "short": 2}, qos_priority={"normal": 0, "high": 10})
-    f = job_factors(p, tree, np.zeros(1), 100.0, eligible_s=np.array([40.0, 100.0]), cpus=np.array([1, 2]),
-                    nodes=np.array([1, 1]), assoc=["A/a", "B/b"], partitions=["debug", "short"],
-                    qos=["normal", "high"], cluster_cpus=16, cluster_nodes=1)
+    f = job_factors(
+        p,
+        tree,
+        np.zeros(1),
+        100.0,
+        eligible_s=np.array([40.0, 100.0]),
+        cpus=np.array([1, 2]),
+        nodes=np.array([1, 1]),
+        assoc=["A/a", "B/b"],
+        partitions=["debug", "short"],
+        qos=["normal", "high"],
+        cluster_cpus=16,
+        cluster_nodes=1,
+    )
     assert f.fairshare.tolist() == [1.0, 0.0]
     assert f.partition.tolist() == [0.5, 1.0] and f.qos.tolist() == [0.0, 1.0]
     assert f.age[0] == pytest.approx(60 / p.max_age_s)
@@ -225,9 +239,17 @@ PartitionName=short Nodes=node1 PriorityJobFactor=4
 
 def test_slurm_conf_priority_keys() -> None:
     site = parse_slurm_conf(CONF, "s.conf")
-    assert site.params == {"weight_age": 1000.0, "weight_fairshare": 10000.0, "weight_job_size": 500.0,
-                           "max_age_s": 600.0, "half_life_s": 86400.0, "calc_period_s": 120.0,
-                           "fair_tree": False, "favor_small": True, "charge_at_end": False}
+    assert site.params == {
+        "weight_age": 1000.0,
+        "weight_fairshare": 10000.0,
+        "weight_job_size": 500.0,
+        "max_age_s": 600.0,
+        "half_life_s": 86400.0,
+        "calc_period_s": 120.0,
+        "fair_tree": False,
+        "favor_small": True,
+        "charge_at_end": False,
+    }
     assert site.partition_job_factor == {"debug": 1.0, "short": 4.0}
     assert site.not_modelled == ("PriorityFlags=ACCRUE_ALWAYS", "PriorityWeightTRES=CPU=1000")
     assert site.priority_type == "priority/multifactor"
@@ -242,8 +264,10 @@ def test_slurm_conf_bad_value_names_file_and_line() -> None:
         parse_slurm_conf("PriorityType=priority/multifactor\nPriorityMaxAge=soon\n", "s.conf")
 
 
-@pytest.mark.parametrize(("text", "seconds"), [("7-0", 7 * 86400.0), ("10", 600.0), ("1:30", 90.0),
-                                                ("2:00:00", 7200.0), ("1-2:03", 86400 + 7200 + 180.0)])
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [("7-0", 7 * 86400.0), ("10", 600.0), ("1:30", 90.0), ("2:00:00", 7200.0), ("1-2:03", 86400 + 7200 + 180.0)],
+)
 def test_slurm_durations(text: str, seconds: float) -> None:
     assert slurm_duration_s(text) == seconds
 
@@ -263,8 +287,12 @@ root|||0.000000|900||1.000000||||cpu=0
 def test_sshare_tree_and_usage() -> None:
     rows = parse_sshare(SSHARE, "sshare")
     tree, usage = tree_from_sshare(rows)
-    assert [(u.account, u.user) for u in tree.users] == [("root", "root"), ("alpha", "nobody"),
-                                                           ("alpha", "root"), ("beta", "root")]
+    assert [(u.account, u.user) for u in tree.users] == [
+        ("root", "root"),
+        ("alpha", "nobody"),
+        ("alpha", "root"),
+        ("beta", "root"),
+    ]
     assert usage.tolist() == [0.0, 0.0, 600.0, 300.0]
     # beta LF 0.297/0.333 = 0.891 > alpha 0.495/0.667 = 0.743; root/root (∞) and alpha/nobody rank by the walk.
     f = fair_tree_factors(tree, usage)
@@ -279,23 +307,42 @@ def test_sshare_bad_line_is_named() -> None:
 # ------------------------------------------------------------------------------ the registry's live agent
 def _view(t: float, running_vo: list[int], pending_vo: list[int]) -> ClusterView:
     n, m = len(running_vo), len(pending_vo)
-    running = RunningJobs(job_id=np.arange(100, 100 + n), vo=np.array(running_vo, dtype=np.int64),
-                          job_class=np.ones(n, dtype=np.int64), cores=np.full(n, 4), req_time_s=np.full(n, 1e4),
-                          submit_s=np.zeros(n), start_s=np.zeros(n), oracle_run_s=np.full(n, np.nan))
-    pending = PendingJobs(job_id=np.arange(1, m + 1), vo=np.array(pending_vo, dtype=np.int64),
-                          job_class=np.ones(m, dtype=np.int64), cores=np.ones(m, dtype=np.int64),
-                          req_time_s=np.full(m, 600.0), submit_s=np.zeros(m), oracle_run_s=np.full(m, np.nan),
-                          held=np.zeros(m, dtype=bool))
-    return ClusterView(time_s=t, total_cores=8, idle_cores=8 - 4 * n, pending=pending, running=running,
-                       finished=FinishedJobs(), vos=("a", "b"))
+    running = RunningJobs(
+        job_id=np.arange(100, 100 + n),
+        vo=np.array(running_vo, dtype=np.int64),
+        job_class=np.ones(n, dtype=np.int64),
+        cores=np.full(n, 4),
+        req_time_s=np.full(n, 1e4),
+        submit_s=np.zeros(n),
+        start_s=np.zeros(n),
+        oracle_run_s=np.full(n, np.nan),
+    )
+    pending = PendingJobs(
+        job_id=np.arange(1, m + 1),
+        vo=np.array(pending_vo, dtype=np.int64),
+        job_class=np.ones(m, dtype=np.int64),
+        cores=np.ones(m, dtype=np.int64),
+        req_time_s=np.full(m, 600.0),
+        submit_s=np.zeros(m),
+        oracle_run_s=np.full(m, np.nan),
+        held=np.zeros(m, dtype=bool),
+    )
+    return ClusterView(
+        time_s=t,
+        total_cores=8,
+        idle_cores=8 - 4 * n,
+        pending=pending,
+        running=running,
+        finished=FinishedJobs(),
+        vos=("a", "b"),
+    )
 
 
 def test_the_registry_agent_boosts_the_account_with_less_usage() -> None:
-    spec = resolve(parse_policy("multifactor:weight_age=0,weight_job_size=0,calc_period_s=60")).bound(("a", "b"),
-                                                                                                      None)
+    spec = resolve(parse_policy("multifactor:weight_age=0,weight_job_size=0,calc_period_s=60")).bound(("a", "b"), None)
     agent = build_agent(spec, BuildContext(mode="boost", live=True))
-    agent.decide(_view(0.0, [0], [0, 1]))                # a runs 4 cores from t = 0
+    agent.decide(_view(0.0, [0], [0, 1]))  # a runs 4 cores from t = 0
     decisions = agent.decide(_view(130.0, [0], [0, 1]))  # two passes later a has usage, b none
-    assert decisions.boost == (2, 1)                     # b's job (id 2) first
+    assert decisions.boost == (2, 1)  # b's job (id 2) first
     with pytest.raises(PolicyError, match="slurm_conf= and sshare= name files"):
         build_agent(resolve(parse_policy("multifactor:slurm_conf=/etc/slurm.conf")), BuildContext(live=True))

@@ -29,13 +29,16 @@ def test_class_weights_count_a_class_more() -> None:
     assert Objective.from_dict(weighted.to_dict()) == weighted
 
 
-@pytest.mark.parametrize(("build", "fragment"), [
-    (lambda: Objective("slowdown"), "expected one of bsld, wait, W"),
-    (lambda: Objective("W", {"gpu": 2}), "class weight 'gpu'"),
-    (lambda: Objective("W", {"interactive": 0}), "> 0"),
-    (lambda: parse_class_weights(["interactive"]), "CLASS=NUMBER"),
-    (lambda: parse_class_weights(["interactive=x"]), "CLASS=NUMBER"),
-])
+@pytest.mark.parametrize(
+    ("build", "fragment"),
+    [
+        (lambda: Objective("slowdown"), "expected one of bsld, wait, W"),
+        (lambda: Objective("W", {"gpu": 2}), "class weight 'gpu'"),
+        (lambda: Objective("W", {"interactive": 0}), "> 0"),
+        (lambda: parse_class_weights(["interactive"]), "CLASS=NUMBER"),
+        (lambda: parse_class_weights(["interactive=x"]), "CLASS=NUMBER"),
+    ],
+)
 def test_bad_objectives_are_one_line_errors(build: object, fragment: str) -> None:
     with pytest.raises(ObjectiveError, match=fragment) as info:
         build()  # type: ignore[operator]

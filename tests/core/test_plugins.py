@@ -13,30 +13,42 @@ from tests.plugin_packages import installed, write_dist_info
 
 
 def test_a_broken_backend_plugin_is_one_line_naming_its_entry_point(tmp_path: Path) -> None:
-    site = write_dist_info(tmp_path, "broken-plugin", {
-        "rlsched.backends": {"gone": "no_such_module_for_rlsched:BACKEND", "wrong": "json:dumps"}})
+    site = write_dist_info(
+        tmp_path,
+        "broken-plugin",
+        {"rlsched.backends": {"gone": "no_such_module_for_rlsched:BACKEND", "wrong": "json:dumps"}},
+    )
     with installed(site):
         with pytest.raises(UnknownBackendError) as gone:
             backend_kind("gone")
         message = str(gone.value)
         assert "\n" not in message
-        assert message.startswith("entry point rlsched.backends:gone = 'no_such_module_for_rlsched:BACKEND' "
-                                  "(from broken-plugin 0.1)")
+        assert message.startswith(
+            "entry point rlsched.backends:gone = 'no_such_module_for_rlsched:BACKEND' (from broken-plugin 0.1)"
+        )
         assert "cannot be loaded: ModuleNotFoundError" in message
         with pytest.raises(UnknownBackendError, match=r"rlsched.backends:wrong .*not a rlsched.backends.BackendKind"):
             backend_kind("wrong")
-        assert backend_kind("slurm").name == "slurm"            # the others still load
+        assert backend_kind("slurm").name == "slurm"  # the others still load
         with pytest.raises(UnknownBackendError, match="unknown backend kind 'nothing'"):
             backend_kind("nothing")
     with pytest.raises(UnknownBackendError, match="unknown backend kind 'gone'"):
-        backend_kind("gone")                                        # uninstalled: gone again
+        backend_kind("gone")  # uninstalled: gone again
 
 
-def test_a_broken_policy_plugin_is_one_line_and_a_builtin_name_is_refused(tmp_path: Path,
-                                                                         caplog: pytest.LogCaptureFixture) -> None:
-    site = write_dist_info(tmp_path, "broken-policies", {
-        "rlsched.policies": {"gone": "no_such_module_for_rlsched:POLICY",
-                             "fcfs": "rlsched.core.policies.registry:RULES"}})
+def test_a_broken_policy_plugin_is_one_line_and_a_builtin_name_is_refused(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    site = write_dist_info(
+        tmp_path,
+        "broken-policies",
+        {
+            "rlsched.policies": {
+                "gone": "no_such_module_for_rlsched:POLICY",
+                "fcfs": "rlsched.core.policies.registry:RULES",
+            }
+        },
+    )
     with installed(site):
         with pytest.raises(PolicyError) as gone:
             entry("gone")
@@ -52,8 +64,9 @@ def test_a_broken_plugin_named_in_a_config_is_one_cli_line(tmp_path: Path) -> No
 
     from rlsched.cli import main
 
-    site = write_dist_info(tmp_path / "site", "broken-plugin", {
-        "rlsched.backends": {"gone": "no_such_module_for_rlsched:BACKEND"}})
+    site = write_dist_info(
+        tmp_path / "site", "broken-plugin", {"rlsched.backends": {"gone": "no_such_module_for_rlsched:BACKEND"}}
+    )
     config = tmp_path / "rlsched.toml"
     config.write_text('[backend]\nkind = "gone"\nmode = "shadow"\n')
     with installed(site):

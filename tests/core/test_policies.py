@@ -35,12 +35,25 @@ RULES = [name for name, e in POLICIES.items() if e.family == "rule"]
 def live_view(seed: int = 0, n: int = 12, idle: int = 6, time_s: float = 5000.0) -> ClusterView:
     """A live-style view: held pending jobs of both classes and VOs, ties in submit time and requests."""
     rng = np.random.default_rng(seed)
-    pend = PendingJobs(job_id=rng.permutation(np.arange(100, 100 + n)).astype(np.int64),
-                       vo=rng.integers(0, 2, n), job_class=rng.integers(0, 2, n), cores=rng.integers(1, 3, n),
-                       req_time_s=rng.choice([60.0, 600.0, 3600.0], n), submit_s=rng.choice([10.0, 20.0, 30.0], n),
-                       oracle_run_s=np.full(n, np.nan), held=np.ones(n, dtype=bool))
-    return ClusterView(time_s=time_s, total_cores=8, idle_cores=idle, pending=pend, running=RunningJobs(),
-                       finished=FinishedJobs(), vos=VOS)
+    pend = PendingJobs(
+        job_id=rng.permutation(np.arange(100, 100 + n)).astype(np.int64),
+        vo=rng.integers(0, 2, n),
+        job_class=rng.integers(0, 2, n),
+        cores=rng.integers(1, 3, n),
+        req_time_s=rng.choice([60.0, 600.0, 3600.0], n),
+        submit_s=rng.choice([10.0, 20.0, 30.0], n),
+        oracle_run_s=np.full(n, np.nan),
+        held=np.ones(n, dtype=bool),
+    )
+    return ClusterView(
+        time_s=time_s,
+        total_cores=8,
+        idle_cores=idle,
+        pending=pend,
+        running=RunningJobs(),
+        finished=FinishedJobs(),
+        vos=VOS,
+    )
 
 
 def bound(name: str, **params: object) -> PolicySpec:
@@ -56,15 +69,18 @@ def test_parse_and_format_round_trip() -> None:
     assert parse_policy("edf:runtime_model=requested,backfill=true").params["backfill"] is True
 
 
-@pytest.mark.parametrize(("text", "fragment"), [
-    ("magic", "unknown policy 'magic'"),
-    ("sarsa-esn:lam=2", "'lam': must lie in [0, 1]"),
-    ("sarsa-esn:lam=high", "'lam': expected float"),
-    ("sarsa-esn:gamma=1", "unknown parameter 'gamma'"),
-    ("fcfs:keep_idle_cores=1", "unknown parameter"),
-    ("edf:runtime_model=psychic", "expected one of"),
-    ("sarsa-esn:lam", "not key=value"),
-])
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        ("magic", "unknown policy 'magic'"),
+        ("sarsa-esn:lam=2", "'lam': must lie in [0, 1]"),
+        ("sarsa-esn:lam=high", "'lam': expected float"),
+        ("sarsa-esn:gamma=1", "unknown parameter 'gamma'"),
+        ("fcfs:keep_idle_cores=1", "unknown parameter"),
+        ("edf:runtime_model=psychic", "expected one of"),
+        ("sarsa-esn:lam", "not key=value"),
+    ],
+)
 def test_bad_specs_are_one_line_errors(text: str, fragment: str) -> None:
     with pytest.raises(PolicyError) as info:
         parse_policy(text)
@@ -78,8 +94,10 @@ def test_every_live_policy_decides_on_a_live_view(name: str, mode: str) -> None:
         with pytest.raises(PolicyError, match="gate mode"):
             build_agent(bound(name), BuildContext(mode="boost", live=True))
         return
-    agent = build_agent(bound(name, **({"pretrain_decisions": 2} if name in LEARNED else {})),
-                        BuildContext(mode=mode, shares=(0.5, 0.5), live=True))  # type: ignore[arg-type]
+    agent = build_agent(
+        bound(name, **({"pretrain_decisions": 2} if name in LEARNED else {})),
+        BuildContext(mode=mode, shares=(0.5, 0.5), live=True),  # type: ignore[arg-type]
+    )
     for t in range(4):  # past the EDF pretraining of the learned ones
         view = live_view(seed=t)
         decisions = agent.decide(view)
@@ -93,8 +111,9 @@ def test_every_live_policy_decides_on_a_live_view(name: str, mode: str) -> None:
         assert sum(cores[j] for j in released) <= view.idle_cores
 
 
-@pytest.mark.parametrize("name", [n for n in RULES if static_key(resolve(n)) is not None]
-                         + ["edf:runtime_model=requested"])
+@pytest.mark.parametrize(
+    "name", [n for n in RULES if static_key(resolve(n)) is not None] + ["edf:runtime_model=requested"]
+)
 def test_static_key_equals_the_agents_ranking(name: str) -> None:
     spec = parse_policy(name)
     key = static_key(spec)
@@ -107,7 +126,7 @@ def test_static_key_equals_the_agents_ranking(name: str) -> None:
 
 
 def test_rules_without_a_static_key_need_an_agent() -> None:
-    assert static_key(resolve("edf")) is None                       # estimated runtimes change as jobs finish
+    assert static_key(resolve("edf")) is None  # estimated runtimes change as jobs finish
     assert static_key(resolve("interactive-first-keepidle")) is None
     assert static_key(resolve("native")) is None
     with pytest.raises(PolicyError, match="cannot decide on a live system"):
@@ -147,7 +166,7 @@ def test_the_replay_memory_keeps_its_bound_while_learning_and_after_a_reload(tmp
     for t in range(12):
         agent.decide(live_view(seed=t, time_s=5000.0 + 10 * t))
     memory = agent.learner.memory
-    assert len(memory) <= 5 and memory.offset > 0      # the oldest decisions went
+    assert len(memory) <= 5 and memory.offset > 0  # the oldest decisions went
     path = tmp_path / "m.npz"
     save_policy(agent, spec, path)
     loaded, _ = load_policy(path)
@@ -157,12 +176,16 @@ def test_the_replay_memory_keeps_its_bound_while_learning_and_after_a_reload(tmp
     assert len(loaded.learner.memory) <= 5
     # A model saved before the parameter existed carries no bound: it gets the default one.
     unbounded = bound("sarsa-esn", pretrain_decisions=3, seed=4)
-    old_spec = PolicySpec(unbounded.name, {k: v for k, v in unbounded.params.items() if k != "memory"},
-                          unbounded.vos, unbounded.features)
+    old_spec = PolicySpec(
+        unbounded.name, {k: v for k, v in unbounded.params.items() if k != "memory"}, unbounded.vos, unbounded.features
+    )
     save_policy(agent, old_spec, tmp_path / "old.npz")
     reloaded, reloaded_spec = load_policy(tmp_path / "old.npz")
-    assert reloaded.learner.memory.max_transitions == reloaded_spec.params["memory"] == entry("sarsa-esn").param(
-        "memory").default
+    assert (
+        reloaded.learner.memory.max_transitions
+        == reloaded_spec.params["memory"]
+        == entry("sarsa-esn").param("memory").default
+    )
     with pytest.raises(PolicyError, match="memory"):
         resolve("sarsa-esn:memory=1")
 

@@ -16,23 +16,23 @@ def test_user_last2_is_the_request_until_the_user_has_two_finished_jobs() -> Non
     p = UserLastTwo()
     assert p.predict(1, 7, 0, 1, 1000.0, 0.0) == 1000.0
     assert p.finished(1, 100.0)
-    assert p.predict(2, 7, 0, 1, 1000.0, 10.0) == 1000.0         # one finished job is not enough (pyss)
+    assert p.predict(2, 7, 0, 1, 1000.0, 10.0) == 1000.0  # one finished job is not enough (pyss)
     assert p.finished(2, 300.0)
-    assert p.predict(3, 7, 0, 1, 1000.0, 20.0) == 200.0          # mean of 100 and 300
-    assert p.predict(4, 8, 0, 1, 1000.0, 20.0) == 1000.0         # another user has no history
-    assert p.predict(5, 7, 0, 1, 150.0, 20.0) == 150.0           # never above the request
+    assert p.predict(3, 7, 0, 1, 1000.0, 20.0) == 200.0  # mean of 100 and 300
+    assert p.predict(4, 8, 0, 1, 1000.0, 20.0) == 1000.0  # another user has no history
+    assert p.predict(5, 7, 0, 1, 150.0, 20.0) == 150.0  # never above the request
 
 
 def test_user_last2_keeps_the_last_two_in_completion_order_and_the_first_prediction() -> None:
     p = UserLastTwo()
     for job in (1, 2, 3):
         p.predict(job, 7, 0, 1, 1000.0, 0.0)
-    p.predict(9, 7, 0, 1, 1000.0, 0.0)                           # predicted now: the request
+    p.predict(9, 7, 0, 1, 1000.0, 0.0)  # predicted now: the request
     for job, run in ((1, 10.0), (2, 20.0), (3, 60.0)):
         p.finished(job, run)
-    assert p.predict(9, 7, 0, 1, 1000.0, 0.0) == 1000.0          # made once, at first sight (EASY++: at submit)
-    assert p.predict(10, 7, 0, 1, 1000.0, 0.0) == 40.0           # (60 + 20) / 2: the oldest dropped
-    assert not p.finished(99, 5.0)                               # never predicted: not learned
+    assert p.predict(9, 7, 0, 1, 1000.0, 0.0) == 1000.0  # made once, at first sight (EASY++: at submit)
+    assert p.predict(10, 7, 0, 1, 1000.0, 0.0) == 40.0  # (60 + 20) / 2: the oldest dropped
+    assert not p.finished(99, 5.0)  # never predicted: not learned
     assert p.unseen_finished == 1
 
 
@@ -78,7 +78,7 @@ def test_the_regression_learns_users_ratios_and_beats_the_request() -> None:
     req = np.array([q for _, _, q, _ in jobs])
     learned = _replay(OnlineRegression(), jobs)
     assert np.all((learned >= 1.0) & (learned <= req))
-    tail = slice(1000, None)                                   # once it has seen a thousand jobs
+    tail = slice(1000, None)  # once it has seen a thousand jobs
     assert np.mean(np.abs(learned[tail] - run[tail])) < 0.5 * np.mean(np.abs(req[tail] - run[tail]))
 
 
@@ -90,7 +90,7 @@ def test_the_learned_predictor_hands_a_regular_user_to_easy_plus_plus() -> None:
         p.predict(job, 5, 0, 1, 1000.0, 0.0)
         p.finished(job, 100.0)
     assert p.predict(5, 5, 0, 1, 1000.0, 0.0) == pytest.approx(100.0)
-    assert p.predict(6, 6, 0, 1, 1000.0, 0.0) == pytest.approx(1000.0)        # no history: the model's
+    assert p.predict(6, 6, 0, 1, 1000.0, 0.0) == pytest.approx(1000.0)  # no history: the model's
 
 
 def test_weighing_under_predictions_more_predicts_fewer_too_short() -> None:
@@ -111,26 +111,43 @@ def test_unknown_predictor_is_one_line() -> None:
         make_predictor("psychic")
 
 
-def _view(now: float, pending: Sequence[tuple[int, int, float]], running: Sequence[tuple[int, int, float, float]] = (),
-          finished: Sequence[tuple[int, float, float]] = ()) -> ClusterView:
+def _view(
+    now: float,
+    pending: Sequence[tuple[int, int, float]],
+    running: Sequence[tuple[int, int, float, float]] = (),
+    finished: Sequence[tuple[int, float, float]] = (),
+) -> ClusterView:
     """pending (id, user, request), running (id, user, request, start), finished (id, start, end)."""
-    pend = PendingJobs(job_id=np.array([p[0] for p in pending], dtype=np.int64),
-                       vo=np.zeros(len(pending), dtype=np.int64), job_class=np.zeros(len(pending), dtype=np.int64),
-                       cores=np.ones(len(pending), dtype=np.int64),
-                       req_time_s=np.array([p[2] for p in pending], dtype=np.float64),
-                       submit_s=np.zeros(len(pending)), oracle_run_s=np.full(len(pending), np.nan),
-                       held=np.zeros(len(pending), dtype=bool), user=np.array([p[1] for p in pending], dtype=np.int64))
-    run = RunningJobs(job_id=np.array([r[0] for r in running], dtype=np.int64),
-                      vo=np.zeros(len(running), dtype=np.int64), job_class=np.zeros(len(running), dtype=np.int64),
-                      cores=np.ones(len(running), dtype=np.int64),
-                      req_time_s=np.array([r[2] for r in running], dtype=np.float64),
-                      submit_s=np.zeros(len(running)), start_s=np.array([r[3] for r in running], dtype=np.float64),
-                      user=np.array([r[1] for r in running], dtype=np.int64))
-    done = FinishedJobs(job_id=np.array([f[0] for f in finished], dtype=np.int64),
-                        vo=np.zeros(len(finished), dtype=np.int64), job_class=np.zeros(len(finished), dtype=np.int64),
-                        cores=np.ones(len(finished), dtype=np.int64), submit_s=np.zeros(len(finished)),
-                        start_s=np.array([f[1] for f in finished], dtype=np.float64),
-                        end_s=np.array([f[2] for f in finished], dtype=np.float64))
+    pend = PendingJobs(
+        job_id=np.array([p[0] for p in pending], dtype=np.int64),
+        vo=np.zeros(len(pending), dtype=np.int64),
+        job_class=np.zeros(len(pending), dtype=np.int64),
+        cores=np.ones(len(pending), dtype=np.int64),
+        req_time_s=np.array([p[2] for p in pending], dtype=np.float64),
+        submit_s=np.zeros(len(pending)),
+        oracle_run_s=np.full(len(pending), np.nan),
+        held=np.zeros(len(pending), dtype=bool),
+        user=np.array([p[1] for p in pending], dtype=np.int64),
+    )
+    run = RunningJobs(
+        job_id=np.array([r[0] for r in running], dtype=np.int64),
+        vo=np.zeros(len(running), dtype=np.int64),
+        job_class=np.zeros(len(running), dtype=np.int64),
+        cores=np.ones(len(running), dtype=np.int64),
+        req_time_s=np.array([r[2] for r in running], dtype=np.float64),
+        submit_s=np.zeros(len(running)),
+        start_s=np.array([r[3] for r in running], dtype=np.float64),
+        user=np.array([r[1] for r in running], dtype=np.int64),
+    )
+    done = FinishedJobs(
+        job_id=np.array([f[0] for f in finished], dtype=np.int64),
+        vo=np.zeros(len(finished), dtype=np.int64),
+        job_class=np.zeros(len(finished), dtype=np.int64),
+        cores=np.ones(len(finished), dtype=np.int64),
+        submit_s=np.zeros(len(finished)),
+        start_s=np.array([f[1] for f in finished], dtype=np.float64),
+        end_s=np.array([f[2] for f in finished], dtype=np.float64),
+    )
     return ClusterView(time_s=now, total_cores=8, idle_cores=0, pending=pend, running=run, finished=done)
 
 
@@ -149,7 +166,14 @@ def test_the_runtime_model_learns_from_the_completion_feed_and_raises_outlived_r
 def test_a_view_without_users_predicts_the_request_for_everyone() -> None:
     model = make_runtime_model("user-last2")
     view = _view(0.0, [(1, 5, 700.0)])
-    bare = PendingJobs(job_id=view.pending.job_id, vo=view.pending.vo, job_class=view.pending.job_class,
-                       cores=view.pending.cores, req_time_s=view.pending.req_time_s, submit_s=view.pending.submit_s,
-                       oracle_run_s=view.pending.oracle_run_s, held=view.pending.held)
+    bare = PendingJobs(
+        job_id=view.pending.job_id,
+        vo=view.pending.vo,
+        job_class=view.pending.job_class,
+        cores=view.pending.cores,
+        req_time_s=view.pending.req_time_s,
+        submit_s=view.pending.submit_s,
+        oracle_run_s=view.pending.oracle_run_s,
+        held=view.pending.held,
+    )
     assert model.pending(bare).tolist() == [700.0]

@@ -21,18 +21,39 @@ def _queue() -> PendingJobs:
     4, 5, 2, 3, 1; EDF (submit + request/9: 1000, 76.7, 353, 52.2, 84.4) 4, 2, 5, 3, 1."""
     req = np.array([9000.0, 600.0, 3000.0, 200.0, 400.0])
     cores = np.array([4, 2, 1, 1, 2])
-    return PendingJobs(job_id=np.arange(1, 6), vo=np.array([0, 1, 0, 1, 0]), job_class=np.full(5, BAT),
-                       cores=cores, req_time_s=req, submit_s=np.array([0.0, 10.0, 20.0, 30.0, 40.0]),
-                       oracle_run_s=req / 2, held=np.ones(5, dtype=bool))
+    return PendingJobs(
+        job_id=np.arange(1, 6),
+        vo=np.array([0, 1, 0, 1, 0]),
+        job_class=np.full(5, BAT),
+        cores=cores,
+        req_time_s=req,
+        submit_s=np.array([0.0, 10.0, 20.0, 30.0, 40.0]),
+        oracle_run_s=req / 2,
+        held=np.ones(5, dtype=bool),
+    )
 
 
 def _view(pend: PendingJobs, idle: int, total: int = 8) -> ClusterView:
     busy = total - idle
-    running = RunningJobs(job_id=np.arange(1000, 1000 + busy), vo=np.zeros(busy, dtype=np.int64),
-                          job_class=np.zeros(busy, dtype=np.int64), cores=np.ones(busy, dtype=np.int64),
-                          req_time_s=np.full(busy, 1e4), submit_s=np.zeros(busy), start_s=np.zeros(busy))
-    return ClusterView(time_s=100.0, total_cores=total, idle_cores=idle, pending=pend, running=running,
-                       finished=FinishedJobs(), vos=VOS, vo_shares=(0.5, 0.5))
+    running = RunningJobs(
+        job_id=np.arange(1000, 1000 + busy),
+        vo=np.zeros(busy, dtype=np.int64),
+        job_class=np.zeros(busy, dtype=np.int64),
+        cores=np.ones(busy, dtype=np.int64),
+        req_time_s=np.full(busy, 1e4),
+        submit_s=np.zeros(busy),
+        start_s=np.zeros(busy),
+    )
+    return ClusterView(
+        time_s=100.0,
+        total_cores=total,
+        idle_cores=idle,
+        pending=pend,
+        running=running,
+        finished=FinishedJobs(),
+        vos=VOS,
+        vo_shares=(0.5, 0.5),
+    )
 
 
 def _learned(rule: str, mode: str) -> SchedulingAgent:
@@ -42,15 +63,16 @@ def _learned(rule: str, mode: str) -> SchedulingAgent:
     return agent
 
 
-@pytest.mark.parametrize("rule", ["saf", "f4", "wfp3", "sjf:runtime_model=requested",
-                                  "saf:runtime_model=requested;backfill=false"])
+@pytest.mark.parametrize(
+    "rule", ["saf", "f4", "wfp3", "sjf:runtime_model=requested", "saf:runtime_model=requested;backfill=false"]
+)
 def test_boost_pretraining_ranks_as_the_named_rule(rule: str) -> None:
     view = _view(_queue(), idle=0)
     expected = build_agent(pretrain_rule_spec(rule).bound(VOS, None), BuildContext(mode="boost")).decide(view)
     got = _learned(rule, "boost").decide(view)
     assert got.boost == expected.boost
     if rule == "saf":
-        assert got.boost == (4, 5, 2, 3, 1)                           # by hand (see _queue)
+        assert got.boost == (4, 5, 2, 3, 1)  # by hand (see _queue)
         assert _learned("edf", "boost").decide(view).boost == (4, 2, 5, 3, 1)
 
 

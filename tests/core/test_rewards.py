@@ -45,33 +45,52 @@ def test_combined_rewards() -> None:
 
 
 def test_shares_normalised_and_validated() -> None:
-    np.testing.assert_allclose(normalised_shares([53, 2, 17, 8, 1, 16, 3]),
-                               np.array([53, 2, 17, 8, 1, 16, 3]) / 100)
+    np.testing.assert_allclose(normalised_shares([53, 2, 17, 8, 1, 16, 3]), np.array([53, 2, 17, 8, 1, 16, 3]) / 100)
     with pytest.raises(ValueError, match="shares"):
         normalised_shares([0.0, 0.0])
 
 
 def _view(time_s: float, running: RunningJobs, finished: FinishedJobs) -> ClusterView:
-    return ClusterView(time_s=time_s, total_cores=4, idle_cores=4 - int(running.cores.sum()),
-                       pending=PendingJobs(), running=running, finished=finished, vos=("a", "b"))
+    return ClusterView(
+        time_s=time_s,
+        total_cores=4,
+        idle_cores=4 - int(running.cores.sum()),
+        pending=PendingJobs(),
+        running=running,
+        finished=finished,
+        vos=("a", "b"),
+    )
 
 
 def test_fairness_tracker_counts_finished_and_running_service() -> None:
     tracker = FairnessTracker([0.5, 0.5])
-    finished = FinishedJobs(job_id=np.array([1]), vo=np.array([0]), job_class=np.array([0]),
-                            cores=np.array([2]), submit_s=np.array([0.0]), start_s=np.array([0.0]),
-                            end_s=np.array([100.0]))
-    running = RunningJobs(job_id=np.array([2]), vo=np.array([1]), job_class=np.array([0]),
-                          cores=np.array([1]), req_time_s=np.array([1e4]), submit_s=np.array([0.0]),
-                          start_s=np.array([50.0]))
+    finished = FinishedJobs(
+        job_id=np.array([1]),
+        vo=np.array([0]),
+        job_class=np.array([0]),
+        cores=np.array([2]),
+        submit_s=np.array([0.0]),
+        start_s=np.array([0.0]),
+        end_s=np.array([100.0]),
+    )
+    running = RunningJobs(
+        job_id=np.array([2]),
+        vo=np.array([1]),
+        job_class=np.array([0]),
+        cores=np.array([1]),
+        req_time_s=np.array([1e4]),
+        submit_s=np.array([0.0]),
+        start_s=np.array([50.0]),
+    )
     view = _view(150.0, running, finished)
     tracker.observe(view)
     service = tracker.service_now(view)
     np.testing.assert_allclose(service, [200.0, 100.0])  # 2 cores x 100 s; 1 core x 100 s so far
     # Electing a VO-1 job of 100 core-s gives 200/200: on target, F = 1; a VO-0 job gives
     # fractions (300/400, 100/400): deficit 0.25, M = 0.5, F = 0.5.
-    np.testing.assert_allclose(tracker.election_fairness(service, np.array([1, 0]), np.array([100.0, 100.0])),
-                               [1.0, 0.5])
+    np.testing.assert_allclose(
+        tracker.election_fairness(service, np.array([1, 0]), np.array([100.0, 100.0])), [1.0, 0.5]
+    )
 
 
 def test_utilization_eq3() -> None:

@@ -26,19 +26,38 @@ def queue() -> PendingJobs:
     cores = np.array([1, 64, 4, 1, 2], dtype=np.int64)
     submit = np.array([100.0, 200.0, 300.0, 400.0, 50.0])
     n = req.size
-    return PendingJobs(job_id=np.arange(10, 10 + n, dtype=np.int64), vo=np.zeros(n, dtype=np.int64),
-                       job_class=np.zeros(n, dtype=np.int64), cores=cores, req_time_s=req, submit_s=submit,
-                       oracle_run_s=np.full(n, np.nan), held=np.zeros(n, dtype=bool))
+    return PendingJobs(
+        job_id=np.arange(10, 10 + n, dtype=np.int64),
+        vo=np.zeros(n, dtype=np.int64),
+        job_class=np.zeros(n, dtype=np.int64),
+        cores=cores,
+        req_time_s=req,
+        submit_s=submit,
+        oracle_run_s=np.full(n, np.nan),
+        held=np.zeros(n, dtype=bool),
+    )
 
 
 def view_of(pend: PendingJobs, time_s: float = 1000.0) -> ClusterView:
-    return ClusterView(time_s=time_s, total_cores=64, idle_cores=0, pending=pend, running=RunningJobs(),
-                       finished=FinishedJobs(), vos=("a",))
+    return ClusterView(
+        time_s=time_s,
+        total_cores=64,
+        idle_cores=0,
+        pending=pend,
+        running=RunningJobs(),
+        finished=FinishedJobs(),
+        vos=("a",),
+    )
 
 
 def test_features_are_the_formulas() -> None:
-    q = JobQuantities.of(np.array([100.0, 0.0]), np.array([4, 0]), np.array([7200.0, 3600.0]),
-                         np.zeros(2, dtype=np.int64), origin_s=3600.0)
+    q = JobQuantities.of(
+        np.array([100.0, 0.0]),
+        np.array([4, 0]),
+        np.array([7200.0, 3600.0]),
+        np.zeros(2, dtype=np.int64),
+        origin_s=3600.0,
+    )
     x = feature_matrix(("log_req", "log_cores", "log_req_x_log_cores", "submit_h", "area", "log_submit"), q)
     assert x[0].tolist() == pytest.approx([2.0, np.log10(4), 2 * np.log10(4), 2.0, 400.0, np.log10(3600.0)])
     # A missing request takes the class prior (never log 0); no cores counts as one; s is at least 1 s.
@@ -86,18 +105,21 @@ def test_weights_round_trip_exactly() -> None:
     assert parse_policy(spec.label()) == spec
 
 
-@pytest.mark.parametrize(("text", "fragment"), [
-    ("scored:weights=1/2", "4 scoring features but 2 weights"),
-    ("scored:features=log_req/log_submit,weights=1/1", "where time starts"),
-    ("scored:features=log_req/magic,weights=1/1", "unknown feature"),
-    ("scored:weights=1/x/0/0", "numbers"),
-    ("scored:weights=1/nan/0/0", "finite"),
-])
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        ("scored:weights=1/2", "4 scoring features but 2 weights"),
+        ("scored:features=log_req/log_submit,weights=1/1", "where time starts"),
+        ("scored:features=log_req/magic,weights=1/1", "unknown feature"),
+        ("scored:weights=1/x/0/0", "numbers"),
+        ("scored:weights=1/nan/0/0", "finite"),
+    ],
+)
 def test_bad_scored_specs_are_one_line_errors(text: str, fragment: str) -> None:
     with pytest.raises(PolicyError) as info:
         build_agent(parse_policy(text))
     assert fragment in str(info.value) and "\n" not in str(info.value)
-    if "features but" in fragment:      # the simulator's static key refuses it the same way
+    if "features but" in fragment:  # the simulator's static key refuses it the same way
         with pytest.raises(PolicyError, match=fragment):
             registry_static_key(parse_policy(text))
     assert fragment in str(info.value) and "\n" not in str(info.value)
@@ -117,9 +139,16 @@ def test_a_predicted_runtime_feature_orders_by_the_prediction() -> None:
     """log_pred reads the runtime model (here the oracle, a simulator's): the order is the runtime's, not the
     request's, in the integer form the replay sorts by; no static key."""
     pend = queue()
-    pend = PendingJobs(job_id=pend.job_id, vo=pend.vo, job_class=pend.job_class, cores=pend.cores,
-                       req_time_s=pend.req_time_s, submit_s=pend.submit_s,
-                       oracle_run_s=np.array([10.0, 50.0, 40.0, 30.0, 20.0]), held=pend.held)
+    pend = PendingJobs(
+        job_id=pend.job_id,
+        vo=pend.vo,
+        job_class=pend.job_class,
+        cores=pend.cores,
+        req_time_s=pend.req_time_s,
+        submit_s=pend.submit_s,
+        oracle_run_s=np.array([10.0, 50.0, 40.0, 30.0, 20.0]),
+        held=pend.held,
+    )
     spec = parse_policy("scored:features=log_pred,weights=1,runtime_model=oracle")
     assert registry_static_key(spec) is None
     agent = build_agent(spec)
@@ -131,8 +160,10 @@ def test_a_predicted_runtime_feature_orders_by_the_prediction() -> None:
         build_agent(spec, BuildContext(live=True))
 
 
-@pytest.mark.parametrize("text", ["scored:features=log_req/log_pred,weights=1/1",
-                                  "scored:features=log_req,weights=1,runtime_model=user-last2"])
+@pytest.mark.parametrize(
+    "text",
+    ["scored:features=log_req/log_pred,weights=1/1", "scored:features=log_req,weights=1,runtime_model=user-last2"],
+)
 def test_log_pred_and_runtime_model_go_together(text: str) -> None:
     with pytest.raises(PolicyError, match="log_pred and runtime_model go together"):
         build_agent(parse_policy(text))

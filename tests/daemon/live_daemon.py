@@ -29,9 +29,13 @@ class HasEnv(Protocol):
 class DaemonProcess:
     def __init__(self, config: Path, env: Mapping[str, str] | None = None) -> None:
         self.log = config.parent / "daemon.log"
-        self.proc = subprocess.Popen([sys.executable, "-m", "rlsched", "-v", "daemon", "--config", str(config)],
-                                     cwd=ROOT, env=dict(env) if env is not None else None,
-                                     stdout=subprocess.DEVNULL, stderr=self.log.open("w"))
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "rlsched", "-v", "daemon", "--config", str(config)],
+            cwd=ROOT,
+            env=dict(env) if env is not None else None,
+            stdout=subprocess.DEVNULL,
+            stderr=self.log.open("w"),
+        )
         self.heartbeat = config.parent / "state" / "heartbeat.json"
 
     def alive(self) -> bool:

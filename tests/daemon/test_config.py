@@ -22,18 +22,23 @@ def _error(data: dict[str, Any]) -> str:
     return message
 
 
-@pytest.mark.parametrize(("data", "key"), [
-    ({"backend": {"poll_interval_s": float("inf")}}, "backend.poll_interval_s"),
-    ({"backend": {"poll_interval_s": float("nan")}}, "backend.poll_interval_s"),
-    ({"backend": {"timeout_s": float("nan")}}, "backend.timeout_s"),
-    ({"backend": {"vo_shares": [0.5, float("nan")], "vos": ["a", "b"], "default_vo": "a"}}, "backend.vo_shares[1]"),
-    ({"state": {"checkpoint_every_s": float("nan")}}, "state.checkpoint_every_s"),
-    ({"gate": {"stale_after_s": float("inf")}}, "gate.stale_after_s"),
-    ({"leasing": {"budget_node_hours_per_day": float("inf")}}, "leasing.budget_node_hours_per_day"),
-    ({"leasing": {"budget_cost_per_day": float("nan")}}, "leasing.budget_cost_per_day"),
-    ({"agent": {"kind": "sarsa-esn", "lam": float("nan")}, "backend": {"vos": ["a"], "default_vo": "a"}},
-     "agent.lam"),
-])
+@pytest.mark.parametrize(
+    ("data", "key"),
+    [
+        ({"backend": {"poll_interval_s": float("inf")}}, "backend.poll_interval_s"),
+        ({"backend": {"poll_interval_s": float("nan")}}, "backend.poll_interval_s"),
+        ({"backend": {"timeout_s": float("nan")}}, "backend.timeout_s"),
+        ({"backend": {"vo_shares": [0.5, float("nan")], "vos": ["a", "b"], "default_vo": "a"}}, "backend.vo_shares[1]"),
+        ({"state": {"checkpoint_every_s": float("nan")}}, "state.checkpoint_every_s"),
+        ({"gate": {"stale_after_s": float("inf")}}, "gate.stale_after_s"),
+        ({"leasing": {"budget_node_hours_per_day": float("inf")}}, "leasing.budget_node_hours_per_day"),
+        ({"leasing": {"budget_cost_per_day": float("nan")}}, "leasing.budget_cost_per_day"),
+        (
+            {"agent": {"kind": "sarsa-esn", "lam": float("nan")}, "backend": {"vos": ["a"], "default_vo": "a"}},
+            "agent.lam",
+        ),
+    ],
+)
 def test_non_finite_numbers_are_refused_naming_the_key(data: dict[str, Any], key: str) -> None:
     message = _error(data)
     assert f"key {key!r}" in message and "finite" in message
@@ -55,20 +60,23 @@ def test_max_boosted_bounds(value: int) -> None:
     assert "max_boosted" in _error({"backend": {"max_boosted": value}})
 
 
-@pytest.mark.parametrize(("data", "key"), [
-    ({"state": {"dir": "/etc"}}, "state.dir"),
-    ({"state": {"dir": "/"}}, "state.dir"),
-    ({"state": {"dir": "/usr/local/rlsched"}}, "state.dir"),
-    ({"state": {"dir": "/var/lib/dpkg/x"}}, "state.dir"),
-    ({"state": {"dir": "relative/state"}}, "state.dir"),
-    ({"gate": {"heartbeat_file": "/etc/passwd"}}, "gate.heartbeat_file"),
-    ({"gate": {"heartbeat_file": "/proc/self/mem"}}, "gate.heartbeat_file"),
-    ({"leasing": {"hook_log": "/etc/passwd"}}, "leasing.hook_log"),
-    ({"leasing": {"hook_log": "hooks.log"}}, "leasing.hook_log"),
-    ({"shadow": {"decision_log": "/boot/decisions.jsonl"}}, "shadow.decision_log"),
-    ({"backend": {"state_file": "/sys/x.json"}}, "backend.state_file"),
-    ({"backend": {"bin_dir": "slurm/bin"}}, "backend.bin_dir"),
-])
+@pytest.mark.parametrize(
+    ("data", "key"),
+    [
+        ({"state": {"dir": "/etc"}}, "state.dir"),
+        ({"state": {"dir": "/"}}, "state.dir"),
+        ({"state": {"dir": "/usr/local/rlsched"}}, "state.dir"),
+        ({"state": {"dir": "/var/lib/dpkg/x"}}, "state.dir"),
+        ({"state": {"dir": "relative/state"}}, "state.dir"),
+        ({"gate": {"heartbeat_file": "/etc/passwd"}}, "gate.heartbeat_file"),
+        ({"gate": {"heartbeat_file": "/proc/self/mem"}}, "gate.heartbeat_file"),
+        ({"leasing": {"hook_log": "/etc/passwd"}}, "leasing.hook_log"),
+        ({"leasing": {"hook_log": "hooks.log"}}, "leasing.hook_log"),
+        ({"shadow": {"decision_log": "/boot/decisions.jsonl"}}, "shadow.decision_log"),
+        ({"backend": {"state_file": "/sys/x.json"}}, "backend.state_file"),
+        ({"backend": {"bin_dir": "slurm/bin"}}, "backend.bin_dir"),
+    ],
+)
 def test_paths_the_daemon_writes_are_absolute_and_outside_system_dirs(data: dict[str, Any], key: str) -> None:
     assert f"key {key!r}" in _error(data)
 
@@ -81,11 +89,15 @@ def test_a_symlink_into_a_system_dir_is_refused(tmp_path: Path) -> None:
 
 
 def test_ordinary_paths_pass(tmp_path: Path) -> None:
-    config = config_from_dict({"state": {"dir": str(tmp_path / "state")},
-                               "gate": {"heartbeat_file": str(tmp_path / "hb.json")},
-                               "leasing": {"hook_log": "/var/log/rlsched/hooks.log"},
-                               "shadow": {"decision_log": "/var/lib/rlsched/d.jsonl"},
-                               "backend": {"bin_dir": "/usr/bin"}})
+    config = config_from_dict(
+        {
+            "state": {"dir": str(tmp_path / "state")},
+            "gate": {"heartbeat_file": str(tmp_path / "hb.json")},
+            "leasing": {"hook_log": "/var/log/rlsched/hooks.log"},
+            "shadow": {"decision_log": "/var/lib/rlsched/d.jsonl"},
+            "backend": {"bin_dir": "/usr/bin"},
+        }
+    )
     assert config.state_dir == str(tmp_path / "state") and config.heartbeat_file == tmp_path / "hb.json"
     assert all(d.startswith("/") for d in SYSTEM_DIRS)
 
@@ -98,8 +110,9 @@ def test_stale_after_must_outlast_one_call_retried_to_its_end() -> None:
     config = config_from_dict({"backend": backend, "gate": {"stale_after_s": 102}})
     assert worst_call_s(config.backend) == pytest.approx(91.5)
     # The issue's case: 5 s while one call could take 2 x 3 s + 0.5 s.
-    assert "gate.stale_after_s" in _error({"backend": {"timeout_s": 3, "retry_attempts": 2, "poll_interval_s": 1},
-                                           "gate": {"stale_after_s": 5}})
+    assert "gate.stale_after_s" in _error(
+        {"backend": {"timeout_s": 3, "retry_attempts": 2, "poll_interval_s": 1}, "gate": {"stale_after_s": 5}}
+    )
 
 
 @pytest.mark.parametrize("listen", ["0.0.0.0:9400", "[::]:9400", "10.1.2.3:9400", "head.example.org:9400"])
@@ -144,38 +157,46 @@ def _file_error(path: Path, require_mode: bool = True) -> str:
 
 
 @pytest.mark.parametrize("require_mode", [True, False])
-@pytest.mark.parametrize(("content", "expected"), [
-    (b"", "empty"),
-    (b"\n# only a comment\n  \n", "empty"),
-    (b"\x89PNG\r\n\x1a\n\xff\xfe[backend]\n", "not UTF-8"),
-    (b'[backend]\nmode = "gate"\n# caf\xe9 in Latin-1\n', "not UTF-8"),
-    (b"[backend]\nvos = " + b"[" * 5000 + b"]" * 5000 + b"\n", "nested too deeply"),
-    (b"[backend]\nmode = \"gate", "not valid TOML"),
-])
-def test_an_unreadable_file_is_one_line_naming_it(tmp_path: Path, content: bytes, expected: str,
-                                                   require_mode: bool) -> None:
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        (b"", "empty"),
+        (b"\n# only a comment\n  \n", "empty"),
+        (b"\x89PNG\r\n\x1a\n\xff\xfe[backend]\n", "not UTF-8"),
+        (b'[backend]\nmode = "gate"\n# caf\xe9 in Latin-1\n', "not UTF-8"),
+        (b"[backend]\nvos = " + b"[" * 5000 + b"]" * 5000 + b"\n", "nested too deeply"),
+        (b'[backend]\nmode = "gate', "not valid TOML"),
+    ],
+)
+def test_an_unreadable_file_is_one_line_naming_it(
+    tmp_path: Path, content: bytes, expected: str, require_mode: bool
+) -> None:
     path = tmp_path / "rlsched.toml"
     path.write_bytes(content)
     assert expected in _file_error(path, require_mode)
 
 
-@pytest.mark.parametrize("content", ["[backend]\n", '[backend]\nkind = "slurm"\n[state]\ndir = "/srv/rlsched"\n',
-                                     '[state]\ndir = "/srv/rlsched"\n'])
+@pytest.mark.parametrize(
+    "content",
+    ["[backend]\n", '[backend]\nkind = "slurm"\n[state]\ndir = "/srv/rlsched"\n', '[state]\ndir = "/srv/rlsched"\n'],
+)
 def test_a_daemon_config_names_its_mode_explicitly(tmp_path: Path, content: str) -> None:
     path = tmp_path / "rlsched.toml"
     path.write_text(content)
     message = _file_error(path)
     assert "key 'backend.mode'" in message and "explicitly" in message
     if content != "[backend]\n":
-        assert load_config(path).mode == "shadow"          # a reader of the site settings only needs no mode
+        assert load_config(path).mode == "shadow"  # a reader of the site settings only needs no mode
     path.write_text('[backend]\nmode = "shadow"\n' + content.replace("[backend]\n", ""))
     assert load_config(path, require_mode=True).mode == "shadow"
 
 
 def test_a_reload_must_not_drop_a_table_nor_a_key_of_the_table_it_ends_with(tmp_path: Path) -> None:
     path = tmp_path / "rlsched.toml"
-    whole = ('[backend]\nmode = "boost"\nmax_boosted = 8\nvos = ["a"]\ndefault_vo = "a"\n[state]\n'
-             'dir = "/srv/rlsched"\n[metrics]\n[agent]\nkind = "sarsa-esn"\nlam = 0.3\n[gate]\nstale_after_s = 200\n')
+    whole = (
+        '[backend]\nmode = "boost"\nmax_boosted = 8\nvos = ["a"]\ndefault_vo = "a"\n[state]\n'
+        'dir = "/srv/rlsched"\n[metrics]\n[agent]\nkind = "sarsa-esn"\nlam = 0.3\n[gate]\nstale_after_s = 200\n'
+    )
 
     def problem(text: str) -> str | None:
         path.write_text(text)
@@ -186,16 +207,19 @@ def test_a_reload_must_not_drop_a_table_nor_a_key_of_the_table_it_ends_with(tmp_
     assert running.keys[:2] == ("backend", "backend.mode") and running.keys[-2:] == ("gate", "gate.stale_after_s")
     assert problem(whole) is None
     # A file cut short: the tables after the cut, and the keys at the end of the table it ends in.
-    for dropped, text in {"'agent', 'gate'": whole.split("[agent]")[0],
-                          "'gate.stale_after_s'": whole.removesuffix("stale_after_s = 200\n"),
-                          "'metrics'": whole.replace("[metrics]\n", "")}.items():       # an empty table too
+    for dropped, text in {
+        "'agent', 'gate'": whole.split("[agent]")[0],
+        "'gate.stale_after_s'": whole.removesuffix("stale_after_s = 200\n"),
+        "'metrics'": whole.replace("[metrics]\n", ""),
+    }.items():  # an empty table too
         found = problem(text)
         assert found is not None and dropped in found and "\n" not in found, (dropped, found)
     # A key dropped from a table the file does not end with is an edit: its default applies.
     assert problem(whole.replace("max_boosted = 8\n", "")) is None
     # The file ending with [agent]: another policy takes the old one's parameters with it.
-    agent_last = whole.replace('[gate]\nstale_after_s = 200\n', '').replace('[metrics]\n', '[metrics]\n[gate]\n'
-                                                                             'stale_after_s = 200\n')
+    agent_last = whole.replace("[gate]\nstale_after_s = 200\n", "").replace(
+        "[metrics]\n", "[metrics]\n[gate]\nstale_after_s = 200\n"
+    )
     path.write_text(agent_last)
     running = load_config(path, require_mode=True)
     assert problem(agent_last.replace("lam = 0.3\n", "")) is not None

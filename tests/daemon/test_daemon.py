@@ -45,31 +45,37 @@ def test_keep_idle_cores_reaches_the_learning_agent() -> None:
     from rlsched.core.agents import SchedulingAgent
     from rlsched.daemon.agents import build_agent as build_daemon_agent
 
-    config = config_from_dict({"backend": {"mode": "gate", "partitions": ["g"], "vos": ["a", "b"],
-                                           "default_vo": "a"},
-                               "agent": {"kind": "sarsa-esn", "keep_idle_cores": 2}})
+    config = config_from_dict(
+        {
+            "backend": {"mode": "gate", "partitions": ["g"], "vos": ["a", "b"], "default_vo": "a"},
+            "agent": {"kind": "sarsa-esn", "keep_idle_cores": 2},
+        }
+    )
     agent = build_daemon_agent(config.agent, config.mode, ("a", "b"), None)
     assert isinstance(agent, SchedulingAgent) and agent.keep_idle_cores == 2 and agent.mode == "gate"
 
 
-@pytest.mark.parametrize(("data", "key"), [
-    ({"backend": {"mode": "fast"}}, "backend.mode"),
-    ({"backend": {"kind": "lsf"}}, "backend.kind"),
-    ({"backend": {"poll_interval_s": "10"}}, "backend.poll_interval_s"),
-    ({"backend": {"poll_interval_s": 0}}, "backend.poll_interval_s"),
-    ({"backend": {"max_boosted": "x"}}, "max_boosted"),
-    ({"agent": {"kind": "magic"}}, "agent.kind"),
-    ({"agent": {"lam": 2}}, "agent.lam"),
-    ({"agent": {"keep_idle_cores": -1}}, "agent.keep_idle_cores"),
-    ({"agent": {"kind": "sarsa-esn"}}, "backend.vos"),
-    ({"agent": {"colour": 1}}, "agent.colour"),
-    ({"metrics": {"listen": "localhost"}}, "metrics.listen"),
-    ({"state": {"dir": 3}}, "state.dir"),
-    ({"gate": {"stale_after_s": True}}, "gate.stale_after_s"),
-    ({"backend": {"mode": "gate"}}, "backend.partitions"),
-    ({"backend": {"mode": "gate", "partitions": ["g"], "poll_interval_s": 60}}, "gate.stale_after_s"),
-    ({"extra": {}}, "extra"),
-])
+@pytest.mark.parametrize(
+    ("data", "key"),
+    [
+        ({"backend": {"mode": "fast"}}, "backend.mode"),
+        ({"backend": {"kind": "lsf"}}, "backend.kind"),
+        ({"backend": {"poll_interval_s": "10"}}, "backend.poll_interval_s"),
+        ({"backend": {"poll_interval_s": 0}}, "backend.poll_interval_s"),
+        ({"backend": {"max_boosted": "x"}}, "max_boosted"),
+        ({"agent": {"kind": "magic"}}, "agent.kind"),
+        ({"agent": {"lam": 2}}, "agent.lam"),
+        ({"agent": {"keep_idle_cores": -1}}, "agent.keep_idle_cores"),
+        ({"agent": {"kind": "sarsa-esn"}}, "backend.vos"),
+        ({"agent": {"colour": 1}}, "agent.colour"),
+        ({"metrics": {"listen": "localhost"}}, "metrics.listen"),
+        ({"state": {"dir": 3}}, "state.dir"),
+        ({"gate": {"stale_after_s": True}}, "gate.stale_after_s"),
+        ({"backend": {"mode": "gate"}}, "backend.partitions"),
+        ({"backend": {"mode": "gate", "partitions": ["g"], "poll_interval_s": 60}}, "gate.stale_after_s"),
+        ({"extra": {}}, "extra"),
+    ],
+)
 def test_bad_config_is_a_one_line_error_naming_the_key(data: dict[str, Any], key: str) -> None:
     with pytest.raises(ConfigError) as info:
         config_from_dict(data, "site.toml")
@@ -89,17 +95,31 @@ def test_bad_toml_names_the_file(tmp_path: Path) -> None:
 # ------------------------------------------------------------------------------------------ agents
 def _view(**pending: Any) -> ClusterView:
     n = len(pending["job_id"])
-    pend = PendingJobs(job_id=np.array(pending["job_id"]), vo=np.zeros(n, np.int64),
-                       job_class=np.array(pending["job_class"]), cores=np.array(pending["cores"]),
-                       req_time_s=np.array(pending["req"], float), submit_s=np.arange(n, dtype=float),
-                       oracle_run_s=np.full(n, np.nan), held=np.array(pending["held"]))
-    return ClusterView(time_s=100.0, total_cores=4, idle_cores=pending.get("idle", 4), pending=pend,
-                       running=RunningJobs(), finished=FinishedJobs(), vos=("a",))
+    pend = PendingJobs(
+        job_id=np.array(pending["job_id"]),
+        vo=np.zeros(n, np.int64),
+        job_class=np.array(pending["job_class"]),
+        cores=np.array(pending["cores"]),
+        req_time_s=np.array(pending["req"], float),
+        submit_s=np.arange(n, dtype=float),
+        oracle_run_s=np.full(n, np.nan),
+        held=np.array(pending["held"]),
+    )
+    return ClusterView(
+        time_s=100.0,
+        total_cores=4,
+        idle_cores=pending.get("idle", 4),
+        pending=pend,
+        running=RunningJobs(),
+        finished=FinishedJobs(),
+        vos=("a",),
+    )
 
 
 def test_interactive_first_sjf_puts_interactive_first_then_shortest() -> None:
-    view = _view(job_id=[1, 2, 3, 4], job_class=[0, 1, 0, 1], cores=[2, 2, 2, 2], req=[100, 800, 50, 300],
-                 held=[True] * 4)
+    view = _view(
+        job_id=[1, 2, 3, 4], job_class=[0, 1, 0, 1], cores=[2, 2, 2, 2], req=[100, 800, 50, 300], held=[True] * 4
+    )
     spec = resolve("interactive-first-sjf")
     assert build_agent(spec, BuildContext(mode="boost")).decide(view).boost == (4, 2, 3, 1)
     # Gate: releases in that order while they fit in the 4 idle cores.
@@ -131,7 +151,7 @@ def test_boost_mode_sets_nice_for_the_top_ranked_and_undoes_on_stop(tmp_path: Pa
     updates = [c for c in scontrol_changes(runner) if c[1] == "update"]
     assert [c[2] for c in updates] == [f"JobId={j}" for j in top]
     nice = [int(c[3].split("=")[1]) for c in updates]
-    assert nice == sorted(nice) and nice[0] < 0          # the first-ranked job gets the largest offset
+    assert nice == sorted(nice) and nice[0] < 0  # the first-ranked job gets the largest offset
     assert daemon.counters.actions["nice_set"] == 4
     runner.calls.clear()
     daemon.shutdown(final=True)
@@ -149,9 +169,11 @@ def test_gate_mode_releases_only_what_fits_and_releases_everything_on_stop(tmp_p
     assert report.decisions is not None
     released = [int(c[2]) for c in scontrol_changes(runner) if c[1] == "release"]
     assert released == list(report.decisions.release) and released
-    assert report.view is not None and sum(
-        int(report.view.pending.cores[report.view.pending.job_id == j][0]) for j in released) <= \
-        report.view.idle_cores
+    assert (
+        report.view is not None
+        and sum(int(report.view.pending.cores[report.view.pending.job_id == j][0]) for j in released)
+        <= report.view.idle_cores
+    )
     runner.calls.clear()
     daemon.shutdown(final=True)
     # The in-memory squeue still shows all 30 held: the stop releases every one of them.
@@ -162,13 +184,14 @@ def test_failures_are_counted_and_never_fatal(tmp_path: Path) -> None:
     runner = SyntheticSlurm(synthetic_squeue_json(20))
     daemon = make_daemon(runner, str(tmp_path), mode="boost", retry=RetryPolicy(attempts=2))
     good = runner.squeue
-    runner.squeue = '{"jobs": [{"job_id": "x"'             # truncated JSON
+    runner.squeue = '{"jobs": [{"job_id": "x"'  # truncated JSON
     report = daemon.cycle()
     assert report.failed == ["view"] and daemon.counters.backend_errors["parse_error"] == 2
     assert daemon.exporter.registry.get_sample_value("rlsched_backend_up") == 0.0
 
     def timeout(argv: Any, timeout_s: float) -> Any:
         raise CommandTimeout("no answer")
+
     slurm_of(daemon).executor.runner = timeout
     assert daemon.cycle().failed == ["view"] and daemon.counters.backend_errors["timeout"] == 2
     slurm_of(daemon).executor.runner = runner
@@ -176,6 +199,7 @@ def test_failures_are_counted_and_never_fatal(tmp_path: Path) -> None:
 
     def broken(view: ClusterView) -> Decisions:
         raise RuntimeError("agent bug")
+
     real = daemon.agent.decide
     daemon.agent.decide = broken  # type: ignore[method-assign]
     assert daemon.cycle().failed == ["decide"]
@@ -206,8 +230,9 @@ def finish_jobs(runner: SyntheticSlurm, ids: list[int]) -> None:
 
 def test_learning_agent_gets_rewards_checkpoints_and_reloads(tmp_path: Path) -> None:
     runner = SyntheticSlurm(synthetic_squeue_json(12, n_running=0, held_fraction=1.0))
-    daemon = make_daemon(runner, str(tmp_path), mode="gate", agent="sarsa-esn",
-                         partitions=frozenset({"debug", "short"}))
+    daemon = make_daemon(
+        runner, str(tmp_path), mode="gate", agent="sarsa-esn", partitions=frozenset({"debug", "short"})
+    )
     report = daemon.cycle()
     assert report.decisions is not None and report.decisions.release
     model = tmp_path / "agent.npz"
@@ -217,7 +242,7 @@ def test_learning_agent_gets_rewards_checkpoints_and_reloads(tmp_path: Path) -> 
     report = daemon.cycle()
     assert report.view is not None and len(report.view.finished) == len(released)
     assert report.new_rewards == len(released) == daemon.counters.rewards and np.isfinite(daemon.counters.reward_sum)
-    assert model.read_bytes() != first                         # the checkpoint changed
+    assert model.read_bytes() != first  # the checkpoint changed
     counters, saved = load_counters(tmp_path / "daemon.json")
     assert counters.rewards == daemon.counters.rewards and saved is not None
     again = make_daemon(runner, str(tmp_path), mode="gate", agent="sarsa-esn", partitions=frozenset({"debug"}))
@@ -241,18 +266,24 @@ def test_kill_9_at_any_moment_leaves_a_loadable_checkpoint(tmp_path: Path) -> No
     # Each child pays ~3 s of imports on the 2-core test VM: three kills at random moments.
     rng = np.random.default_rng(0)
     for attempt in range(3):
-        child = subprocess.Popen([sys.executable, "-c", _CHECKPOINT_LOOP, str(tmp_path)], cwd=ROOT,
-                                 stdout=subprocess.PIPE, text=True)
+        child = subprocess.Popen(
+            [sys.executable, "-c", _CHECKPOINT_LOOP, str(tmp_path)], cwd=ROOT, stdout=subprocess.PIPE, text=True
+        )
         assert child.stdout is not None and child.stdout.readline().strip() == "ready"
         time.sleep(0.2 + float(rng.uniform(0, 0.4)))
         os.kill(child.pid, signal.SIGKILL)
         child.wait(10)
         counters, _ = load_counters(tmp_path / "daemon.json")
-        daemon = make_daemon(SyntheticSlurm(synthetic_squeue_json(1)), str(tmp_path), mode="gate",
-                             agent="sarsa-esn", partitions=frozenset({"debug"}))
+        daemon = make_daemon(
+            SyntheticSlurm(synthetic_squeue_json(1)),
+            str(tmp_path),
+            mode="gate",
+            agent="sarsa-esn",
+            partitions=frozenset({"debug"}),
+        )
         assert daemon.counters.cycles == counters.cycles and counters.cycles > attempt
     leftovers = [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
-    assert len(leftovers) <= 3          # a kill mid-write can leave a temp file, never a torn checkpoint
+    assert len(leftovers) <= 3  # a kill mid-write can leave a temp file, never a torn checkpoint
 
 
 # ------------------------------------------------------------------------------------------ status
@@ -264,7 +295,7 @@ def test_status_lists_pending_jobs_in_the_agents_order(tmp_path: Path) -> None:
     rows = report["order"]
     assert [r["score"] for r in rows] == sorted((r["score"] for r in rows), reverse=True)
     interactive = [r["class"] == "interactive" for r in rows]
-    assert interactive == sorted(interactive, reverse=True)       # fixed priority: interactive first
+    assert interactive == sorted(interactive, reverse=True)  # fixed priority: interactive first
     assert report["would"]["boost"][:10] == [r["job_id"] for r in rows]
     assert scontrol_changes(runner) == []
 
@@ -279,12 +310,13 @@ def test_watchdog_verdicts() -> None:
     alive = {"mode": "gate", "time": 1000.0, "stale_after_s": 30, "stopped": False}
     assert w.verdict(alive, None, 1020.0) is None
     assert "old" in w.verdict(alive, None, 1031.0)
-    assert w.verdict(alive, 100.0, 1031.0) is None                    # --stale-after overrides
+    assert w.verdict(alive, 100.0, 1031.0) is None  # --stale-after overrides
     assert w.verdict({**alive, "stopped": True}, None, 1000.0) == "daemon stopped"
     assert w.verdict(None, None, 0.0) == "no heartbeat"
-    assert "boost mode" in w.verdict({**alive, "mode": "boost"}, None, 1020.0)   # not gating: release its holds
+    assert "boost mode" in w.verdict({**alive, "mode": "boost"}, None, 1020.0)  # not gating: release its holds
 
 
 def test_job_class_names_match_the_core() -> None:
     from rlsched.exporter import CLASS_NAMES
+
     assert CLASS_NAMES[JobClass.BATCH] == "batch" and CLASS_NAMES[JobClass.INTERACTIVE] == "interactive"

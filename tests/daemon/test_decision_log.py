@@ -28,8 +28,16 @@ from tests.fakes.slurm import SyntheticSlurm, make_daemon, synthetic_squeue_json
 
 def record(t: float, ids: list[int] | None = None) -> dict[str, Any]:
     ranked = [[j, float(-k), 1, 0, 0] for k, j in enumerate(ids or [1, 2])]
-    return {"v": 1, "time": t, "mode": "shadow", "vos": ["a"], "pending": len(ranked), "ranked": ranked,
-            "state": {}, "would": {"top": ranked[0][0], "release": [], "hold": []}}
+    return {
+        "v": 1,
+        "time": t,
+        "mode": "shadow",
+        "vos": ["a"],
+        "pending": len(ranked),
+        "ranked": ranked,
+        "state": {},
+        "would": {"top": ranked[0][0], "release": [], "hold": []},
+    }
 
 
 # ---------------------------------------------------------------------------------------------- the file
@@ -46,12 +54,12 @@ def test_a_torn_last_line_is_skipped_counted_and_isolated_from_the_next_append(t
     log = DecisionLog(tmp_path / "d.jsonl")
     log.append(record(1.0))
     whole = json.dumps(record(2.0)).encode()
-    with open(log.path, "ab") as fh:                # a kill -9 in the middle of a write
+    with open(log.path, "ab") as fh:  # a kill -9 in the middle of a write
         fh.write(whole[: len(whole) // 2])
     read = read_decision_log(log.path)
     assert [r["time"] for r in read.records] == [1.0] and read.skipped == 1
     assert read.first_skipped == f"{log.path}:2"
-    log.append(record(3.0))                         # the restarted daemon goes on
+    log.append(record(3.0))  # the restarted daemon goes on
     read = read_decision_log(log.path)
     assert [r["time"] for r in read.records] == [1.0, 3.0] and read.skipped == 1
     assert log.path.read_bytes().endswith(b"\n") and log.path.read_bytes().count(b"\n") == 3
@@ -67,7 +75,7 @@ def test_rotation_keeps_at_most_keep_files_of_at_most_max_bytes_and_the_newest_r
     assert all(p.stat().st_size <= log.max_bytes for p in files)
     assert not (tmp_path / "d.jsonl.3").exists()
     times = [r["time"] for r in read_decision_log(log.path, keep=2).records]
-    assert times == [float(t) for t in range(20 - len(times), 20)] and len(times) == 8   # 3 + 3 + 2
+    assert times == [float(t) for t in range(20 - len(times), 20)] and len(times) == 8  # 3 + 3 + 2
     assert log.rotations == 6
 
 
@@ -91,24 +99,36 @@ def test_a_full_disk_raises_oserror_to_the_caller() -> None:
 def test_shadow_config_defaults_and_keys(tmp_path: Path) -> None:
     config = config_from_dict({"state": {"dir": str(tmp_path)}})
     assert config.shadow == DecisionLogConfig() and config.decision_log_file == tmp_path / "decisions.jsonl"
-    config = config_from_dict({"shadow": {"decision_log": "/var/log/rlsched/d.jsonl", "max_bytes": 4096, "keep": 0,
-                                          "max_jobs": 10, "modes": ["shadow", "boost"]}})
+    config = config_from_dict(
+        {
+            "shadow": {
+                "decision_log": "/var/log/rlsched/d.jsonl",
+                "max_bytes": 4096,
+                "keep": 0,
+                "max_jobs": 10,
+                "modes": ["shadow", "boost"],
+            }
+        }
+    )
     assert config.decision_log_file == Path("/var/log/rlsched/d.jsonl")
     assert (config.shadow.max_bytes, config.shadow.keep, config.shadow.max_jobs) == (4096, 0, 10)
     assert config.shadow.modes == ("shadow", "boost")
     assert not config_from_dict({"shadow": {"decision_log": "off"}}).shadow.enabled
 
 
-@pytest.mark.parametrize(("table", "key"), [
-    ({"max_bytes": 10}, "shadow.max_bytes"),
-    ({"keep": -1}, "shadow.keep"),
-    ({"max_jobs": 0}, "shadow.max_jobs"),
-    ({"modes": ["fast"]}, "shadow.modes"),
-    ({"modes": []}, "shadow.modes"),
-    ({"decision_log": ""}, "shadow.decision_log"),
-    ({"rotate": 1}, "shadow.rotate"),
-    ({"keep": "3"}, "shadow.keep"),
-])
+@pytest.mark.parametrize(
+    ("table", "key"),
+    [
+        ({"max_bytes": 10}, "shadow.max_bytes"),
+        ({"keep": -1}, "shadow.keep"),
+        ({"max_jobs": 0}, "shadow.max_jobs"),
+        ({"modes": ["fast"]}, "shadow.modes"),
+        ({"modes": []}, "shadow.modes"),
+        ({"decision_log": ""}, "shadow.decision_log"),
+        ({"rotate": 1}, "shadow.rotate"),
+        ({"keep": "3"}, "shadow.keep"),
+    ],
+)
 def test_bad_shadow_keys_are_one_line_errors(table: dict[str, Any], key: str) -> None:
     with pytest.raises(ConfigError) as info:
         config_from_dict({"shadow": table}, "site.toml")
@@ -126,7 +146,7 @@ def test_shadow_mode_logs_each_cycles_ranking_and_changes_nothing(tmp_path: Path
     rec = read.records[-1]
     decisions = reports[-1].decisions
     assert decisions is not None and decisions.boost is not None
-    assert [row[0] for row in rec["ranked"]] == list(decisions.boost)      # the agent's own order
+    assert [row[0] for row in rec["ranked"]] == list(decisions.boost)  # the agent's own order
     scores = [row[1] for row in rec["ranked"]]
     assert scores == sorted(scores, reverse=True) and rec["would"]["top"] == decisions.boost[0]
     assert rec["mode"] == "shadow" and rec["policy"] == "interactive-first-sjf" and rec["pending"] == 30
@@ -148,20 +168,21 @@ def test_other_modes_log_only_when_configured(tmp_path: Path) -> None:
     assert read_decision_log(tmp_path / "a" / "decisions.jsonl").records[0]["mode"] == "boost"
 
 
-def test_an_unwritable_log_is_logged_counted_and_never_stops_the_loop(tmp_path: Path,
-                                                                      caplog: pytest.LogCaptureFixture) -> None:
+def test_an_unwritable_log_is_logged_counted_and_never_stops_the_loop(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     runner = SyntheticSlurm(synthetic_squeue_json(10))
     daemon = make_daemon(runner, str(tmp_path), mode="shadow")
     blocker = tmp_path / "not-a-dir"
     blocker.write_text("")
-    daemon.decision_log = DecisionLog(blocker / "decisions.jsonl")      # its folder is a file: ENOTDIR
+    daemon.decision_log = DecisionLog(blocker / "decisions.jsonl")  # its folder is a file: ENOTDIR
     reports = [daemon.cycle() for _ in range(3)]
     assert all(not r.failed and r.decisions is not None and not r.logged for r in reports)
     assert daemon.counters.cycles == 3 and daemon.counters.decision_log["failed"] == 3
-    assert sum("cannot append" in m for m in caplog.messages) == 1            # logged once, not every cycle
+    assert sum("cannot append" in m for m in caplog.messages) == 1  # logged once, not every cycle
     metrics = generate_latest(daemon.exporter.registry).decode()
     assert 'rlsched_decision_log_lines_total{outcome="failed"} 3.0' in metrics
-    daemon.decision_log = DecisionLog(tmp_path / "decisions.jsonl")            # the disk is back
+    daemon.decision_log = DecisionLog(tmp_path / "decisions.jsonl")  # the disk is back
     assert daemon.cycle().logged and any("work again" in m for m in caplog.messages)
 
 
@@ -197,12 +218,23 @@ def test_status_prints_the_running_daemons_line_even_when_slurm_is_unreachable(t
     state = tmp_path / "state"
     config = tmp_path / "rlsched.toml"
     # No Slurm commands where bin_dir points: the cluster cannot be read (a real failure, nothing mocked).
-    config.write_text(f'[backend]\nbin_dir = "{tmp_path / "no-bin"}"\nretry_attempts = 1\n'
-                      f'[state]\ndir = "{state}"\n[metrics]\nlisten = "off"\n')
+    config.write_text(
+        f'[backend]\nbin_dir = "{tmp_path / "no-bin"}"\nretry_attempts = 1\n'
+        f'[state]\ndir = "{state}"\n[metrics]\nlisten = "off"\n'
+    )
     state.mkdir()
-    beat = {"pid": 1, "host": "h", "time": 0, "mode": "shadow", "policy": "sarsa-esn", "model": "/m.npz",
-            "model_sha256": "ab" * 32, "model_trained": "2026-11-23T10:00:00Z", "model_trained_from": "model",
-            "stale_after_s": 1}
+    beat = {
+        "pid": 1,
+        "host": "h",
+        "time": 0,
+        "mode": "shadow",
+        "policy": "sarsa-esn",
+        "model": "/m.npz",
+        "model_sha256": "ab" * 32,
+        "model_trained": "2026-11-23T10:00:00Z",
+        "model_trained_from": "model",
+        "stale_after_s": 1,
+    }
     (state / "heartbeat.json").write_text(json.dumps(beat))
     result = CliRunner().invoke(main, ["status", "--config", str(config)])
     lines = result.output.splitlines()
@@ -217,19 +249,33 @@ def test_a_model_in_shadow_mode_logs_its_q_values_and_the_heartbeat_names_the_mo
     from rlsched.core.policies import file_sha256
 
     model = tmp_path / "m.npz"
-    result = CliRunner().invoke(main, ["sim", "run", "--workload", "lal", "--scale", "0.05", "--policy",
-                                       "sarsa-esn:pretrain_decisions=20", "--save-model", str(model)])
+    result = CliRunner().invoke(
+        main,
+        [
+            "sim",
+            "run",
+            "--workload",
+            "lal",
+            "--scale",
+            "0.05",
+            "--policy",
+            "sarsa-esn:pretrain_decisions=20",
+            "--save-model",
+            str(model),
+        ],
+    )
     assert result.exit_code == 0, result.output
     runner = SyntheticSlurm(synthetic_squeue_json(12, n_running=0))
-    daemon = make_daemon(runner, str(tmp_path / "state"), mode="shadow", model=str(model),
-                         vos=tuple(f"vo{k}" for k in range(1, 8)))
+    daemon = make_daemon(
+        runner, str(tmp_path / "state"), mode="shadow", model=str(model), vos=tuple(f"vo{k}" for k in range(1, 8))
+    )
     report = daemon.cycle()
     assert report.logged and runner.actions() == []
     rec = read_decision_log(tmp_path / "state" / "decisions.jsonl").records[0]
     assert rec["policy"] == "sarsa-esn" and rec["model_sha256"] == file_sha256(model)
     assert report.view is not None and report.decisions is not None
     q = daemon.agent.q_values(report.view, daemon.agent.ranking(report.view)[0])
-    assert [row[1] for row in rec["ranked"]] == pytest.approx(q.tolist(), abs=1e-5)   # scores are Q(s, a)
+    assert [row[1] for row in rec["ranked"]] == pytest.approx(q.tolist(), abs=1e-5)  # scores are Q(s, a)
     assert [row[0] for row in rec["ranked"]] == list(report.decisions.boost or ())
     daemon.write_heartbeat()
     beat = json.loads((tmp_path / "state" / "heartbeat.json").read_text())
@@ -239,13 +285,26 @@ def test_a_model_in_shadow_mode_logs_its_q_values_and_the_heartbeat_names_the_mo
 
 def test_the_logged_top_is_the_boost_order_the_agent_chose_not_its_best_score() -> None:
     """A learning agent in boost mode explores its top pick now and then: the log names what Slurm was told."""
-    pend = PendingJobs(job_id=np.array([11, 12, 13]), vo=np.zeros(3, dtype=np.int64),
-                       job_class=np.zeros(3, dtype=np.int64), cores=np.ones(3, dtype=np.int64),
-                       req_time_s=np.full(3, 60.0), submit_s=np.arange(3.0), oracle_run_s=np.full(3, np.nan),
-                       held=np.zeros(3, dtype=bool))
-    view = ClusterView(time_s=10.0, total_cores=4, idle_cores=0, pending=pend, running=RunningJobs(),
-                       finished=FinishedJobs(), vos=("a",))
-    order, scores = np.array([0, 1, 2]), np.array([3.0, 2.0, 1.0])   # job 11 scores best
+    pend = PendingJobs(
+        job_id=np.array([11, 12, 13]),
+        vo=np.zeros(3, dtype=np.int64),
+        job_class=np.zeros(3, dtype=np.int64),
+        cores=np.ones(3, dtype=np.int64),
+        req_time_s=np.full(3, 60.0),
+        submit_s=np.arange(3.0),
+        oracle_run_s=np.full(3, np.nan),
+        held=np.zeros(3, dtype=bool),
+    )
+    view = ClusterView(
+        time_s=10.0,
+        total_cores=4,
+        idle_cores=0,
+        pending=pend,
+        running=RunningJobs(),
+        finished=FinishedJobs(),
+        vos=("a",),
+    )
+    order, scores = np.array([0, 1, 2]), np.array([3.0, 2.0, 1.0])  # job 11 scores best
     explored = decision_record(view, order, scores, [], [], Decisions(boost=(13, 11, 12)), "boost", {}, 10)
     assert explored["would"]["top"] == 13 and explored["ranked"][0][0] == 11
     shadow_gate = decision_record(view, order, scores, [], [], Decisions(release=(12,)), "gate", {}, 10)

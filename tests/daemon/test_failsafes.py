@@ -95,7 +95,7 @@ def test_once_exits_1_after_a_failed_cycle_and_marks_the_heartbeat_stopped(tmp_p
     again = make_daemon(runner, str(tmp_path), mode="boost")
     assert again.run(once=True, serve_metrics=False) == 0
     assert heartbeat(again)["stopped"] is True
-    assert slurm_of(again).changes()["boosted"] > 0          # --once leaves its changes in place
+    assert slurm_of(again).changes()["boosted"] > 0  # --once leaves its changes in place
 
 
 def test_an_unwritable_undo_record_holds_nothing_but_views_and_releases_go_on(tmp_path: Path) -> None:
@@ -109,22 +109,22 @@ def test_an_unwritable_undo_record_holds_nothing_but_views_and_releases_go_on(tm
     report = daemon.cycle()
     assert "view" not in report.failed and "act" not in report.failed, report.failed
     assert report.decisions is not None and report.decisions.release
-    assert [c for c in runner.actions() if c[1] == "release"]           # releases need no write: done
+    assert [c for c in runner.actions() if c[1] == "release"]  # releases need no write: done
     assert backend.errors["state_write_failed"] >= 1
     runner.squeue = synthetic_squeue_json(30, n_running=0, held_fraction=0.0)
     pending = [j for j in backend.poll()[0] if j.pending and not j.held]
     runner.calls.clear()
     backend.hold(pending[0].job_id)
-    assert not runner.actions() and backend.changes()["held"] == 0       # no record, no hold
+    assert not runner.actions() and backend.changes()["held"] == 0  # no record, no hold
     daemon.cycle()
-    assert daemon.counters.backend_errors["state_write_failed"] >= 2      # counted for the metrics
+    assert daemon.counters.backend_errors["state_write_failed"] >= 2  # counted for the metrics
 
 
 def test_a_restart_in_shadow_mode_after_a_gate_crash_carries_the_gated_partitions(tmp_path: Path) -> None:
     runner = SyntheticSlurm(synthetic_squeue_json(20, held_fraction=1.0))
     gate = gate_daemon(tmp_path, runner)
     gate.cycle()
-    gate.write_heartbeat()                                 # then kill -9: no stop, no release
+    gate.write_heartbeat()  # then kill -9: no stop, no release
     crashed = heartbeat(gate)
     assert crashed["gated_partitions"] == ["debug", "short"] and crashed["mode"] == "gate"
     shadow = make_daemon(runner, str(tmp_path), mode="shadow")
@@ -145,23 +145,42 @@ def test_the_watchdog_releases_what_the_undo_record_holds_whatever_the_mode(tmp_
     record = tmp_path / "slurm-record.json"
     record.write_text(json.dumps({"version": 1, "held_by_rlsched": [12, 13]}))
     w = watchdog()
-    hb = {"mode": "boost", "time": 100.0, "stale_after_s": 30, "stopped": False, "partitions": ["debug"],
-          "gated_partitions": [], "undo_record": str(record)}
+    hb = {
+        "mode": "boost",
+        "time": 100.0,
+        "stale_after_s": 30,
+        "stopped": False,
+        "partitions": ["debug"],
+        "gated_partitions": [],
+        "undo_record": str(record),
+    }
     assert w.recorded_holds(hb) == {"12", "13"}
-    assert w.gated_partitions(hb) == []                    # boost's scope is not a gate: its user holds stay
+    assert w.gated_partitions(hb) == []  # boost's scope is not a gate: its user holds stay
     assert w.verdict(hb, None, 110.0) is not None
     assert w.verdict({**hb, "mode": "gate"}, None, 110.0) is None
-    assert w.gated_partitions({**hb, "mode": "gate", "gated_partitions": None}) == ["debug"]   # old heartbeat
+    assert w.gated_partitions({**hb, "mode": "gate", "gated_partitions": None}) == ["debug"]  # old heartbeat
 
 
 def test_the_watchdog_reads_the_pbs_undo_record_by_short_id(tmp_path: Path) -> None:
     record = tmp_path / "pbs-record.json"
-    record.write_text(json.dumps({"version": 1, "held_by_rlsched": [12, 2013, True],
-                                  "pbs_ids": {"12": "12.pbshost", "2013": "13[].pbshost", "14": "14.pbshost"}}))
+    record.write_text(
+        json.dumps(
+            {
+                "version": 1,
+                "held_by_rlsched": [12, 2013, True],
+                "pbs_ids": {"12": "12.pbshost", "2013": "13[].pbshost", "14": "14.pbshost"},
+            }
+        )
+    )
     w = watchdog()
-    hb = {"mode": "boost", "batch_system": "pbs", "queues": ["workq"], "gated_partitions": [],
-          "undo_record": str(record)}
-    assert w.recorded_pbs_holds(hb) == {"12", "13[]"}      # 14 is boosted, not held; True is no job id
+    hb = {
+        "mode": "boost",
+        "batch_system": "pbs",
+        "queues": ["workq"],
+        "gated_partitions": [],
+        "undo_record": str(record),
+    }
+    assert w.recorded_pbs_holds(hb) == {"12", "13[]"}  # 14 is boosted, not held; True is no job id
     record.write_text("{not json")
     assert w.recorded_pbs_holds(hb) == set()
     assert w.recorded_pbs_holds({**hb, "undo_record": None}) == set()
@@ -178,8 +197,7 @@ dir = "{daemon.config.state_dir}"
 {extra}""")
 
 
-def test_sighup_keeps_the_running_config_when_the_file_is_bad_and_stops_cleanly_for_a_new_mode(
-        tmp_path: Path) -> None:
+def test_sighup_keeps_the_running_config_when_the_file_is_bad_and_stops_cleanly_for_a_new_mode(tmp_path: Path) -> None:
     runner = SyntheticSlurm(synthetic_squeue_json(30, n_running=0, held_fraction=1.0))
     daemon = gate_daemon(tmp_path, runner)
     config = tmp_path / "rlsched.toml"
@@ -190,7 +208,7 @@ def test_sighup_keeps_the_running_config_when_the_file_is_bad_and_stops_cleanly_
         wait_until(lambda: daemon.counters.cycles >= 1)
         daemon.request_reload()
         cycles = daemon.counters.cycles
-        wait_until(lambda: daemon.counters.cycles >= cycles + 2)      # bad file: the loop goes on
+        wait_until(lambda: daemon.counters.cycles >= cycles + 2)  # bad file: the loop goes on
         assert thread.is_alive() and daemon.reload_config is None
         assert daemon.counters.cycle_failures["reload"] == 1
         write_config(config, daemon, "shadow")
@@ -211,8 +229,11 @@ def test_a_reload_keeps_the_changes_only_for_the_same_mode_state_dir_and_backend
     daemon = gate_daemon(tmp_path, SyntheticSlurm(synthetic_squeue_json(5)))
     daemon.reload_config = dataclasses.replace(daemon.config, poll_interval_s=2.0)
     assert daemon._reload_keeps_changes()
-    for change in ({"mode": "shadow"}, {"state_dir": str(tmp_path / "elsewhere")},
-                   {"backend": dataclasses.replace(slurm_of(daemon).config, partitions=frozenset({"debug"}))}):
+    for change in (
+        {"mode": "shadow"},
+        {"state_dir": str(tmp_path / "elsewhere")},
+        {"backend": dataclasses.replace(slurm_of(daemon).config, partitions=frozenset({"debug"}))},
+    ):
         daemon.reload_config = dataclasses.replace(daemon.config, **change)
         assert not daemon._reload_keeps_changes(), change
 
@@ -227,7 +248,7 @@ partitions = ["debug", "short"]
 completion_source = "squeue"
 vos = {json.dumps(list(ACCOUNTS))}
 default_vo = "{ACCOUNTS[-1]}"
-state_file = "{tmp_path / 'slurm-record.json'}"
+state_file = "{tmp_path / "slurm-record.json"}"
 poll_interval_s = 1
 [state]
 dir = "{tmp_path}"
@@ -244,23 +265,26 @@ stale_after_s = 100
 
 
 def test_sighup_with_an_empty_a_half_written_or_a_binary_config_leaves_the_gate_daemon_as_it_was(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     # No idle core: a working gate daemon releases nothing, so any release would come from a stop.
     runner = SyntheticSlurm(synthetic_squeue_json(30, held_fraction=1.0), sinfo=synthetic_sinfo_json(idle_cpus=0))
     daemon, path = file_gate_daemon(tmp_path, runner)
     good = path.read_text()
     running_config = daemon.config
     previous = {sig: signal.getsignal(sig) for sig in (signal.SIGHUP, signal.SIGTERM, signal.SIGINT)}
-    daemon.install_signal_handlers()              # the main thread's handlers, as in `rlsched daemon`
+    daemon.install_signal_handlers()  # the main thread's handlers, as in `rlsched daemon`
     thread = threading.Thread(target=daemon.run, kwargs={"serve_metrics": False}, daemon=True)
     thread.start()
     try:
         wait_until(lambda: daemon.counters.cycles >= 1)
         assert not runner.actions()
-        faults = {"empty": b"",
-                  # cut right after [backend]'s table: valid TOML, everything else at its default
-                  "half-written": good.split("[state]")[0].encode(),
-                  "binary": b"\x89PNG\r\n\x1a\n\xff\xfe[backend]\n"}
+        faults = {
+            "empty": b"",
+            # cut right after [backend]'s table: valid TOML, everything else at its default
+            "half-written": good.split("[state]")[0].encode(),
+            "binary": b"\x89PNG\r\n\x1a\n\xff\xfe[backend]\n",
+        }
         for n, (name, content) in enumerate(faults.items(), 1):
             path.write_bytes(content)
             os.kill(os.getpid(), signal.SIGHUP)
@@ -273,7 +297,7 @@ def test_sighup_with_an_empty_a_half_written_or_a_binary_config_leaves_the_gate_
             hb = heartbeat(daemon)
             assert hb["mode"] == "gate" and hb["stopped"] is False, name
             assert hb["gated_partitions"] == ["debug", "short"] and hb["stale_after_s"] == 100, name
-            assert not runner.actions(), (name, runner.actions())       # nothing released, nothing undone
+            assert not runner.actions(), (name, runner.actions())  # nothing released, nothing undone
         assert daemon.counters.cycle_failures["reload"] == 3
     finally:
         daemon.request_stop()
@@ -301,14 +325,15 @@ def test_a_reload_that_drops_a_key_of_the_running_config_is_refused(tmp_path: Pa
 
 
 def test_a_checkpoint_failing_every_cycle_is_logged_once_and_its_recovery_once(
-        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     runner = SyntheticSlurm(synthetic_squeue_json(20))
     daemon = make_daemon(runner, str(tmp_path), mode="boost")
-    daemon.config.counters_file.mkdir()          # a directory where the counters go: every write fails, even root's
+    daemon.config.counters_file.mkdir()  # a directory where the counters go: every write fails, even root's
     with caplog.at_level(logging.INFO):
         reports = [daemon.cycle() for _ in range(20)]
         assert all(r.failed == ["checkpoint"] for r in reports)
-        assert daemon.counters.cycle_failures["checkpoint"] == 20              # every failure counted
+        assert daemon.counters.cycle_failures["checkpoint"] == 20  # every failure counted
         failures = [r for r in caplog.records if r.getMessage().startswith("cycle: checkpoint failed")]
         assert len(failures) == 1 and failures[0].levelno == logging.ERROR and failures[0].exc_info is not None
         daemon.config.counters_file.rmdir()
@@ -318,9 +343,9 @@ def test_a_checkpoint_failing_every_cycle_is_logged_once_and_its_recovery_once(
     assert len(recovered) == 1
 
 
-def test_the_watchdog_picks_the_release_routine_of_the_heartbeats_batch_system(tmp_path: Path,
-                                                                              capsys: pytest.CaptureFixture[str]
-                                                                              ) -> None:
+def test_the_watchdog_picks_the_release_routine_of_the_heartbeats_batch_system(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     w = watchdog()
     assert sorted(w.RELEASERS) == ["pbs", "slurm"]
     calls: list[tuple[str, list[str], set[str], str]] = []
@@ -329,6 +354,7 @@ def test_the_watchdog_picks_the_release_routine_of_the_heartbeats_batch_system(t
         def release(scope: list[str], job_ids: set[str], args: Any, heartbeat: dict, reason: str) -> int:
             calls.append((name, scope, job_ids, reason))
             return 0
+
         return release
 
     for name, releaser in list(w.RELEASERS.items()):

@@ -31,11 +31,30 @@ def log_lines(path: Path) -> int:
 
 
 def test_shadow_mode_with_a_model_logs_its_decisions_changes_nothing_and_is_reported(
-        slurm: SlurmTestCluster, tmp_path: Path, daemons: list[DaemonProcess]) -> None:
+    slurm: SlurmTestCluster, tmp_path: Path, daemons: list[DaemonProcess]
+) -> None:
     model = tmp_path / "m.npz"
-    trained = subprocess.run([sys.executable, "-m", "rlsched", "sim", "run", "--workload", "lal", "--scale", "0.05",
-                              "--policy", "sarsa-esn:pretrain_decisions=20", "--save-model", str(model)],
-                             cwd=ROOT, capture_output=True, text=True, timeout=120)
+    trained = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "rlsched",
+            "sim",
+            "run",
+            "--workload",
+            "lal",
+            "--scale",
+            "0.05",
+            "--policy",
+            "sarsa-esn:pretrain_decisions=20",
+            "--save-model",
+            str(model),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert trained.returncode == 0 and model.is_file(), trained.stderr[-2000:]
     begin = time.time()
     blocker = slurm.sbatch("-c", "16", "-t", "5", sleep_s=12)
@@ -56,8 +75,8 @@ def test_shadow_mode_with_a_model_logs_its_decisions_changes_nothing_and_is_repo
         return all(slurm.state(j) in ("COMPLETED", "GONE") for j in jobs)
 
     wait_for(untouched_and_done, 90, "the four jobs to run in Slurm's own order")
-    assert not changed, changed                                       # shadow: no Nice offset, no hold
-    assert log_lines(log) > grown_from                                # the log grew while they ran
+    assert not changed, changed  # shadow: no Nice offset, no hold
+    assert log_lines(log) > grown_from  # the log grew while they ran
     assert d.stop() == 0, d.text()[-2000:]
     assert f"loaded model {model}" in d.text()
     counters = json.loads((tmp_path / "state" / "daemon.json").read_text())["counters"]
@@ -67,9 +86,26 @@ def test_shadow_mode_with_a_model_logs_its_decisions_changes_nothing_and_is_repo
     assert beat["model"] == str(model) and beat["policy"] == "sarsa-esn" and len(beat["model_sha256"]) == 64
 
     out = tmp_path / "report"
-    report = subprocess.run([sys.executable, "-m", "rlsched", "report", "shadow", "--config", str(config),
-                             "--since", f"@{begin - 60:.0f}", "--out", str(out)],
-                            cwd=ROOT, env=slurm.env, capture_output=True, text=True, timeout=120)
+    report = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "rlsched",
+            "report",
+            "shadow",
+            "--config",
+            str(config),
+            "--since",
+            f"@{begin - 60:.0f}",
+            "--out",
+            str(out),
+        ],
+        cwd=ROOT,
+        env=slurm.env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert report.returncode == 0, report.stdout + report.stderr
     summary = json.loads((out / "shadow.json").read_text())
     # Every queued job was ranked, and its real start found; Slurm's first pick among four was contested.

@@ -42,7 +42,7 @@ def test_socket_address_kinds() -> None:
     assert socket_address("@abstract/name") == b"\0abstract/name"
     assert socket_address(None) is None
     assert socket_address("") is None
-    assert socket_address("vsock:2:1234") is None          # not spoken: ignored, not an error
+    assert socket_address("vsock:2:1234") is None  # not spoken: ignored, not an error
 
 
 def test_watchdog_interval_only_for_this_process() -> None:
@@ -56,12 +56,12 @@ def test_watchdog_interval_only_for_this_process() -> None:
 def test_ready_once_then_watchdog_only_after_working_cycles(listener: tuple[socket.socket, str]) -> None:
     sock, path = listener
     notifier = Notifier(path)
-    notifier.cycle_done(["view"], None)              # a failed view: no READY, no WATCHDOG
+    notifier.cycle_done(["view"], None)  # a failed view: no READY, no WATCHDOG
     first = received(sock)
     assert len(first) == 1 and "READY" not in first[0] and "WATCHDOG" not in first[0]
     assert "view" in first[0]["STATUS"]
     notifier.cycle_done([], 12)
-    notifier.cycle_done(["checkpoint"], 11)           # not a working phase: still a watchdog ping
+    notifier.cycle_done(["checkpoint"], 11)  # not a working phase: still a watchdog ping
     second = received(sock)
     assert second[0]["READY"] == "1" and second[0]["WATCHDOG"] == "1" and "12 pending" in second[0]["STATUS"]
     assert "READY" not in second[1] and second[1]["WATCHDOG"] == "1"
@@ -88,12 +88,13 @@ def test_abstract_socket() -> None:
 def test_a_missing_socket_is_not_an_error(tmp_path: Path) -> None:
     notifier = Notifier(str(tmp_path / "absent.sock"))
     assert not notifier.send(READY=1)
-    notifier.cycle_done([], 0)                        # still nothing raised
+    notifier.cycle_done([], 0)  # still nothing raised
     assert not notifier.ready
 
 
-def test_daemon_loop_notifies_systemd(listener: tuple[socket.socket, str], tmp_path: Path,
-                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_daemon_loop_notifies_systemd(
+    listener: tuple[socket.socket, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     sock, path = listener
     monkeypatch.setenv("NOTIFY_SOCKET", path)
     daemon = make_daemon(SyntheticSlurm(synthetic_squeue_json(5)), str(tmp_path / "state"), "shadow")

@@ -33,13 +33,21 @@ def synthetic_sinfo_json(idle_cpus: int) -> str:
     doc = json.loads((DATA / "sinfo-cloud.json").read_text())
     for node in doc["nodes"]:
         if node["name"] == "node1":
-            node.update(alloc_cpus=node["cpus"] - idle_cpus, idle_cpus=idle_cpus,
-                        state="idle" if idle_cpus == node["cpus"] else "mixed" if idle_cpus else "allocated")
+            node.update(
+                alloc_cpus=node["cpus"] - idle_cpus,
+                idle_cpus=idle_cpus,
+                state="idle" if idle_cpus == node["cpus"] else "mixed" if idle_cpus else "allocated",
+            )
     return json.dumps(doc)
 
 
-def synthetic_squeue_json(n_pending: int, n_running: int = 16, held_fraction: float = 0.0, seed: int = 0,
-                          partitions: Sequence[str] = ("debug", "short")) -> str:
+def synthetic_squeue_json(
+    n_pending: int,
+    n_running: int = 16,
+    held_fraction: float = 0.0,
+    seed: int = 0,
+    partitions: Sequence[str] = ("debug", "short"),
+) -> str:
     """A ``squeue --json`` document with ``n_pending`` pending and ``n_running`` running jobs."""
     doc = json.loads((DATA / "squeue-mixed.json").read_text())
     template = next(j for j in doc["jobs"] if j["job_state"] == "PENDING" and j["state_reason"] == "None")
@@ -54,12 +62,22 @@ def synthetic_squeue_json(n_pending: int, n_running: int = 16, held_fraction: fl
     for i in range(total):
         job = copy.copy(template)
         running = i < n_running
-        job.update({"job_id": 1000 + i, "account": ACCOUNTS[accounts[i]], "partition": partitions[parts[i]],
-                    "cpus": int(cpus[i]), "time_limit": int(limits[i]), "priority": 1000 + int(i % 500),
-                    "nice": None, "submit_time": NOW_S - 3600 + i % 3000,
-                    "job_state": "RUNNING" if running else "PENDING",
-                    "state_reason": "JobHeldAdmin" if held[i] and not running else "None",
-                    "start_time": NOW_S - 60 if running else 0, "end_time": 0})
+        job.update(
+            {
+                "job_id": 1000 + i,
+                "account": ACCOUNTS[accounts[i]],
+                "partition": partitions[parts[i]],
+                "cpus": int(cpus[i]),
+                "time_limit": int(limits[i]),
+                "priority": 1000 + int(i % 500),
+                "nice": None,
+                "submit_time": NOW_S - 3600 + i % 3000,
+                "job_state": "RUNNING" if running else "PENDING",
+                "state_reason": "JobHeldAdmin" if held[i] and not running else "None",
+                "start_time": NOW_S - 60 if running else 0,
+                "end_time": 0,
+            }
+        )
         if job["state_reason"] == "JobHeldAdmin":
             job["priority"] = 0
         jobs.append(job)
@@ -96,23 +114,46 @@ class SyntheticSlurm:
         return [c for c in self.calls if Path(c[0]).name == "scontrol" and c[1] in ("update", "hold", "release")]
 
 
-def make_daemon(runner: SyntheticSlurm, state_dir: str, mode: str = "boost", agent: str = "interactive-first-sjf",
-                leasing: LeasingConfig | None = None, model: str | None = None, allow_losing_model: bool = False,
-                **backend: Any) -> Daemon:
+def make_daemon(
+    runner: SyntheticSlurm,
+    state_dir: str,
+    mode: str = "boost",
+    agent: str = "interactive-first-sjf",
+    leasing: LeasingConfig | None = None,
+    model: str | None = None,
+    allow_losing_model: bool = False,
+    **backend: Any,
+) -> Daemon:
     """A daemon over ``runner`` (completions from squeue, so no jobcomp file is needed).
 
     ``agent``: a registry policy name (learned ones start without EDF pretraining); ``model``: a saved model
     (``allow_losing_model``: ``[agent] allow_losing_model``).
     """
     vos = backend.pop("vos", ACCOUNTS)
-    bcfg = SlurmBackendConfig(completion_source="squeue", vos=tuple(vos), default_vo=vos[-1],
-                              state_file=str(Path(state_dir) / "slurm-record.json"), **backend)
+    bcfg = SlurmBackendConfig(
+        completion_source="squeue",
+        vos=tuple(vos),
+        default_vo=vos[-1],
+        state_file=str(Path(state_dir) / "slurm-record.json"),
+        **backend,
+    )
     learned = model is None and entry(agent).family == "learned"
-    agent_config = (AgentConfig(kind=agent, model=model, allow_losing_model=allow_losing_model) if model is not None
-                    else AgentConfig(kind=agent, params={"pretrain_decisions": 0} if learned else {}))
-    config = DaemonConfig(source="bench", mode=mode, poll_interval_s=1.0, backend=bcfg,  # type: ignore[arg-type]
-                          agent=agent_config, metrics_port=None,
-                          state_dir=state_dir, checkpoint_every_s=0.0, leasing=leasing or LeasingConfig())
+    agent_config = (
+        AgentConfig(kind=agent, model=model, allow_losing_model=allow_losing_model)
+        if model is not None
+        else AgentConfig(kind=agent, params={"pretrain_decisions": 0} if learned else {})
+    )
+    config = DaemonConfig(
+        source="bench",
+        mode=mode,  # type: ignore[arg-type]
+        poll_interval_s=1.0,
+        backend=bcfg,
+        agent=agent_config,
+        metrics_port=None,
+        state_dir=state_dir,
+        checkpoint_every_s=0.0,
+        leasing=leasing or LeasingConfig(),
+    )
     # The synthetic jobs live around NOW_S: the backend's clock (completion feed start) must too.
     backend_clock = lambda: float(NOW_S)  # noqa: E731
     return Daemon(config, backend=SlurmBackend(bcfg, runner=runner, sleep=lambda s: None, clock=backend_clock))

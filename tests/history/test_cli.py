@@ -19,58 +19,93 @@ def invoke(*args: str) -> tuple[int, str]:
 
 
 def test_import_prints_the_summary_and_writes_three_files(tmp_path: Path) -> None:
-    code, out = invoke("--from", "sacct-file", "--input", str(HISTORY / "sacct-parsable2.txt"),
-                       "--out", str(tmp_path / "site.swf"))
+    code, out = invoke(
+        "--from", "sacct-file", "--input", str(HISTORY / "sacct-parsable2.txt"), "--out", str(tmp_path / "site.swf")
+    )
     assert code == 0, out
     assert "imported 9 jobs from sacct-file" in out and "machine: 40 cores (peak allocation" in out
-    assert "dropped 8: job_step 3, array_placeholder 1, cancelled_before_start 1, not_started 1, not_ended 1, " \
-           "malformed 1" in out
+    assert (
+        "dropped 8: job_step 3, array_placeholder 1, cancelled_before_start 1, not_started 1, not_ended 1, "
+        "malformed 1" in out
+    )
     assert "malformed: " in out and "sacct-parsable2.txt:18: 1 fields" in out
     assert sorted(p.name for p in tmp_path.iterdir()) == ["site.jobs.csv", "site.meta.json", "site.swf"]
 
 
 def test_json_summary_and_cores(tmp_path: Path) -> None:
-    code, out = invoke("--from", "jobcomp", "--input", str(DATA / "slurm" / "jobcomp.txt"), "--cores", "16",
-                       "--out", str(tmp_path / "jc.swf"), "--json")
+    code, out = invoke(
+        "--from",
+        "jobcomp",
+        "--input",
+        str(DATA / "slurm" / "jobcomp.txt"),
+        "--cores",
+        "16",
+        "--out",
+        str(tmp_path / "jc.swf"),
+        "--json",
+    )
     assert code == 0, out
     summary = json.loads(out)
     assert summary["jobs"] == 7 and summary["dropped"] == {"cancelled_before_start": 2}
     assert summary["max_procs"] == 16 and summary["max_procs_from"] == "--cores"
     assert summary["larger_than_machine"] == 0
-    code, out = invoke("--from", "jobcomp", "--input", str(DATA / "slurm" / "jobcomp.txt"), "--cores", "8",
-                       "--out", str(tmp_path / "jc.swf"))
+    code, out = invoke(
+        "--from",
+        "jobcomp",
+        "--input",
+        str(DATA / "slurm" / "jobcomp.txt"),
+        "--cores",
+        "8",
+        "--out",
+        str(tmp_path / "jc.swf"),
+    )
     assert code == 0 and "machine: 8 cores (--cores); 5 jobs ask more (the simulator drops them)" in out
 
 
 def test_the_imported_trace_runs_in_sim_run(tmp_path: Path) -> None:
     out = tmp_path / "j.swf"
     assert invoke("--from", "sacct-json", "--input", str(HISTORY / "sacct-22.05.json"), "--out", str(out))[0] == 0
-    result = CliRunner().invoke(main, ["sim", "run", "--workload", str(out), "--policy", "easy", "--json",
-                                       str(tmp_path / "s.json")])
+    result = CliRunner().invoke(
+        main, ["sim", "run", "--workload", str(out), "--policy", "easy", "--json", str(tmp_path / "s.json")]
+    )
     assert result.exit_code == 0, result.output
     summary = json.loads((tmp_path / "s.json").read_text())
     assert summary["jobs"] == 6 and set(summary["by_vo"]) == {"atlas", "cms", "ops"}
 
 
 def test_strict_makes_a_malformed_line_an_error_and_writes_nothing(tmp_path: Path) -> None:
-    code, out = invoke("--from", "sacct-file", "--input", str(HISTORY / "sacct-parsable2.txt"), "--strict",
-                       "--out", str(tmp_path / "s.swf"))
+    code, out = invoke(
+        "--from",
+        "sacct-file",
+        "--input",
+        str(HISTORY / "sacct-parsable2.txt"),
+        "--strict",
+        "--out",
+        str(tmp_path / "s.swf"),
+    )
     assert code == 1 and out.strip().endswith("sacct-parsable2.txt:18: 1 fields, the header has 19: 'garbage'")
     assert out.count("\n") == 1 and not list(tmp_path.iterdir())
 
 
-@pytest.mark.parametrize(("args", "message"), [
-    (["--from", "sacct-file"], "give --input FILE"),
-    (["--from", "sacct"], "--from sacct needs --start"),
-    (["--from", "sacct", "--start", "2026-01-01", "--input", "x"], "to read a saved file use"),
-    (["--from", "jobcomp", "--input", "/nonexistent/jobcomp.txt"], "no such file: /nonexistent/jobcomp.txt"),
-    (["--from", "sacct-json", "--input", str(HISTORY / "sacct-parsable2.txt")], "sacct-parsable2.txt:1: not JSON"),
-    (["--from", "sacct-file", "--input", str(HISTORY / "sacct-22.05.json")], "not a sacct header line"),
-    (["--from", "sacct-file", "--input", str(HISTORY / "sacct-parsable2.txt"), "--start", "last week"],
-     "--start: not a time: 'last week'"),
-    (["--from", "jobcomp", "--input", str(DATA / "slurm" / "jobcomp.txt"), "--columns", "JobID"],
-     "--columns goes with --from sacct-file"),
-])
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--from", "sacct-file"], "give --input FILE"),
+        (["--from", "sacct"], "--from sacct needs --start"),
+        (["--from", "sacct", "--start", "2026-01-01", "--input", "x"], "to read a saved file use"),
+        (["--from", "jobcomp", "--input", "/nonexistent/jobcomp.txt"], "no such file: /nonexistent/jobcomp.txt"),
+        (["--from", "sacct-json", "--input", str(HISTORY / "sacct-parsable2.txt")], "sacct-parsable2.txt:1: not JSON"),
+        (["--from", "sacct-file", "--input", str(HISTORY / "sacct-22.05.json")], "not a sacct header line"),
+        (
+            ["--from", "sacct-file", "--input", str(HISTORY / "sacct-parsable2.txt"), "--start", "last week"],
+            "--start: not a time: 'last week'",
+        ),
+        (
+            ["--from", "jobcomp", "--input", str(DATA / "slurm" / "jobcomp.txt"), "--columns", "JobID"],
+            "--columns goes with --from sacct-file",
+        ),
+    ],
+)
 def test_errors_are_one_line(tmp_path: Path, args: list[str], message: str) -> None:
     code, out = invoke(*args, "--out", str(tmp_path / "x.swf"))
     assert code != 0 and message in out and "Traceback" not in out
@@ -82,16 +117,18 @@ def test_missing_out_folder_and_config_errors(tmp_path: Path) -> None:
     assert code == 1 and "does not exist" in out
     bad = tmp_path / "r.toml"
     bad.write_text("[backend]\nvos = 3\n")
-    code, out = invoke("--from", "sacct-file", "--input", sample, "--config", str(bad), "--out",
-                       str(tmp_path / "x.swf"))
+    code, out = invoke(
+        "--from", "sacct-file", "--input", sample, "--config", str(bad), "--out", str(tmp_path / "x.swf")
+    )
     assert code == 1 and "r.toml" in out and "key 'backend.vos'" in out and out.count("\n") == 1
 
 
 def test_sacct_missing_is_a_clean_error(tmp_path: Path) -> None:
     config = tmp_path / "c.toml"
     config.write_text(f'[backend]\nbin_dir = "{tmp_path}"\nretry_attempts = 1\n')
-    code, out = invoke("--from", "sacct", "--start", "2026-11-01", "--config", str(config),
-                       "--out", str(tmp_path / "x.swf"))
+    code, out = invoke(
+        "--from", "sacct", "--start", "2026-11-01", "--config", str(config), "--out", str(tmp_path / "x.swf")
+    )
     assert code == 1 and "missing_command" in out and "Traceback" not in out
 
 
@@ -106,12 +143,26 @@ def test_from_sacct_runs_sacct_with_its_arguments_and_environment(tmp_path: Path
         "echo 'JobIDRaw|JobID|User|Group|Account|Partition|QOS|State|Submit|Eligible|Start|End|TimelimitRaw|"
         "AllocCPUS|ReqCPUS|NNodes'\n"
         "echo '7|7|alice|physics|atlas|debug|normal|COMPLETED|1795000000|1795000000|1795000010|1795000070|10|4|4|1'\n"
-        "echo '8|8|bob|physics|cms|debug|normal|PENDING|1795000000|1795000000|Unknown|Unknown|10|0|4|1'\n")
+        "echo '8|8|bob|physics|cms|debug|normal|PENDING|1795000000|1795000000|Unknown|Unknown|10|0|4|1'\n"
+    )
     script.chmod(0o755)
     config = tmp_path / "c.toml"
     config.write_text(f'[backend]\nbin_dir = "{tmp_path}"\nslurm_conf = "/etc/test/slurm.conf"\n')
-    code, out = invoke("--from", "sacct", "--start", "2026-11-01", "--end", "2027-01-01", "--clusters", "c1",
-                       "--config", str(config), "--out", str(tmp_path / "live.swf"), "--json")
+    code, out = invoke(
+        "--from",
+        "sacct",
+        "--start",
+        "2026-11-01",
+        "--end",
+        "2027-01-01",
+        "--clusters",
+        "c1",
+        "--config",
+        str(config),
+        "--out",
+        str(tmp_path / "live.swf"),
+        "--json",
+    )
     assert code == 0, out
     summary = json.loads(out)
     assert summary["jobs"] == 1 and summary["dropped"] == {"not_started": 1}
@@ -128,5 +179,5 @@ def test_trace_info_shows_the_sidecar_classes_and_vos(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["trace", "info", str(out), "--json"])
     assert result.exit_code == 0, result.output
     info = json.loads(result.output)
-    assert info["summary"]["vos"] == 4 and info["summary"]["interactive_jobs"] == 2      # 101 and 140 by limit
+    assert info["summary"]["vos"] == 4 and info["summary"]["interactive_jobs"] == 2  # 101 and 140 by limit
     assert info["header"]["rlsched_source"] == "sacct-file"

@@ -21,11 +21,13 @@ LINES = SAMPLE.splitlines()
 
 
 def record(job_id: int, name: str = "wrap", account: str = "cms", workdir: str = "/tmp") -> str:
-    return (f"JobId={job_id} UserId=alice(1000) GroupId=physics(100) Name={name} JobState=COMPLETED "
-            "Partition=debug TimeLimit=10 StartTime=2026-11-22T03:09:16 EndTime=2026-11-22T03:09:46 "
-            f"NodeList=node1 NodeCnt=1 ProcCnt=4 WorkDir={workdir} ReservationName= "
-            f"Tres=cpu=4,mem=8000M,node=1,billing=4 Account={account} QOS=normal WcKey= Cluster=c "
-            "SubmitTime=2026-11-22T03:09:00 EligibleTime=2026-11-22T03:09:00 DerivedExitCode=0:0 ExitCode=0:0 ")
+    return (
+        f"JobId={job_id} UserId=alice(1000) GroupId=physics(100) Name={name} JobState=COMPLETED "
+        "Partition=debug TimeLimit=10 StartTime=2026-11-22T03:09:16 EndTime=2026-11-22T03:09:46 "
+        f"NodeList=node1 NodeCnt=1 ProcCnt=4 WorkDir={workdir} ReservationName= "
+        f"Tres=cpu=4,mem=8000M,node=1,billing=4 Account={account} QOS=normal WcKey= Cluster=c "
+        "SubmitTime=2026-11-22T03:09:00 EligibleTime=2026-11-22T03:09:00 DerivedExitCode=0:0 ExitCode=0:0 "
+    )
 
 
 def read(text: str, strict: bool = False) -> tuple[list[HistoryJob], DropLog]:
@@ -41,7 +43,7 @@ def test_the_daemon_sample() -> None:
     assert by_id[2].end_s - by_id[2].start_s == 30 and by_id[2].time_limit_s == 600
     assert by_id[1].time_limit_s == math.inf
     assert [drop_reason(by_id[i]) for i in (4, 5)] == ["cancelled_before_start"] * 2
-    assert by_id[10].partition == "debug" and by_id[10].state == "COMPLETED"      # the "weird" name
+    assert by_id[10].partition == "debug" and by_id[10].state == "COMPLETED"  # the "weird" name
     # The daemon's per-line parser gives the same jobs (one parser, two users).
     done = {c.job_id: c for c in map(parse_jobcomp_line, LINES) if c is not None}
     assert set(done) == {j.raw_id for j in jobs if drop_reason(j) is None}
@@ -59,7 +61,7 @@ def test_a_name_forging_a_whole_record_after_a_newline_forges_nothing() -> None:
     forged = record(999, account="atlas").rstrip()
     text = record(1, name=f"x\n{forged}") + "\n" + record(2) + "\n"
     jobs, log = read(text)
-    assert [j.raw_id for j in jobs] == [2]                      # neither 999 nor a misread 1
+    assert [j.raw_id for j in jobs] == [2]  # neither 999 nor a misread 1
     assert log.malformed == 2 and log.examples[0].startswith("jobcomp.txt:1: ")
     assert log.examples[1].startswith("jobcomp.txt:2: ")
 
@@ -72,8 +74,10 @@ def test_a_name_forging_the_start_of_a_record_forges_nothing() -> None:
 
 
 def test_a_name_imitating_the_field_run_on_one_line_is_refused() -> None:
-    run = ("JobState=FAILED Partition=x TimeLimit=1 StartTime=2026-11-22T03:09:16 EndTime=2026-11-22T03:09:17 "
-           "NodeList=n NodeCnt=1 ProcCnt=64 WorkDir=")
+    run = (
+        "JobState=FAILED Partition=x TimeLimit=1 StartTime=2026-11-22T03:09:16 EndTime=2026-11-22T03:09:17 "
+        "NodeList=n NodeCnt=1 ProcCnt=64 WorkDir="
+    )
     text = record(1, name=f"x {run}/") + "\n"
     jobs, log = read(text)
     assert jobs == [] and "ambiguous" in log.examples[0]
@@ -96,6 +100,6 @@ def test_a_record_cut_short_at_the_end_and_garbage_are_reported() -> None:
 def test_no_name_makes_another_job_appear(name: str) -> None:
     jobs, _ = read(record(1, name=name) + "\n" + record(2) + "\n")
     ids = [j.raw_id for j in jobs]
-    assert ids[-1:] == [2]                             # the next job is never lost to a name
+    assert ids[-1:] == [2]  # the next job is never lost to a name
     assert set(ids) <= {1, 2}
     assert all(j.cpus == 4 for j in jobs)

@@ -53,7 +53,7 @@ def _sacct_record(slurm: SlurmTestCluster, job_id: int) -> dict[str, str]:
 
 def test_import_from_sacct_gets_every_job_with_sacct_times(slurm: SlurmTestCluster, tmp_path: Path) -> None:
     _needs_accounting(slurm)
-    os.environ["SLURM_TIME_FORMAT"] = "%s"           # the checks below read sacct's epoch times
+    os.environ["SLURM_TIME_FORMAT"] = "%s"  # the checks below read sacct's epoch times
     try:
         start = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(time.time() - 5))
         jobs: dict[int, tuple[str, str]] = {}
@@ -73,16 +73,35 @@ def test_import_from_sacct_gets_every_job_with_sacct_times(slurm: SlurmTestClust
         ids = [*jobs, cancelled]
 
         def recorded() -> bool:
-            return all(_sacct_record(slurm, j).get("State", "").split(" ")[0] in FINISHED
-                       and _sacct_record(slurm, j).get("End", "Unknown") != "Unknown" for j in ids)
+            return all(
+                _sacct_record(slurm, j).get("State", "").split(" ")[0] in FINISHED
+                and _sacct_record(slurm, j).get("End", "Unknown") != "Unknown"
+                for j in ids
+            )
 
         wait_for(recorded, 120, "slurmdbd to record every job as finished", every_s=1.0)
         time.sleep(1.0)
         config = tmp_path / "rlsched.toml"
         config.write_text(f'[backend]\nslurm_conf = "{slurm.conf}"\n')
         out = tmp_path / "live.swf"
-        result = CliRunner().invoke(main, ["history", "import", "--from", "sacct", "--start", start, "--end", "now",
-                                           "--config", str(config), "--out", str(out), "--json"])
+        result = CliRunner().invoke(
+            main,
+            [
+                "history",
+                "import",
+                "--from",
+                "sacct",
+                "--start",
+                start,
+                "--end",
+                "now",
+                "--config",
+                str(config),
+                "--out",
+                str(out),
+                "--json",
+            ],
+        )
         assert result.exit_code == 0, result.output
         summary = json.loads(result.output)
         assert summary["dropped"].get("cancelled_before_start", 0) >= 1
@@ -97,8 +116,11 @@ def test_import_from_sacct_gets_every_job_with_sacct_times(slurm: SlurmTestClust
             row = rows[job_id]
             assert row["account"] == account == truth["Account"] and row["vo"] == account
             assert int(row["cpus"]) == int(truth["AllocCPUS"])
-            assert (row["submit_epoch"], row["start_epoch"], row["end_epoch"]) == \
-                (truth["Submit"], truth["Start"], truth["End"])
+            assert (row["submit_epoch"], row["start_epoch"], row["end_epoch"]) == (
+                truth["Submit"],
+                truth["Start"],
+                truth["End"],
+            )
             assert row["job_class"] == ("interactive" if limit == "5" else "batch")
             k = int(np.flatnonzero(workload.job_id == int(row["swf_job"]))[0])
             assert workload.submit[k] == int(truth["Submit"]) - t0

@@ -42,8 +42,17 @@ def test_the_cli_imports_a_folder_with_the_vo_from_the_config(tmp_path: Path) ->
     (folder / "20261123").write_text((folder / "20261123").read_text() + "garbage line\n")
     config = tmp_path / "rlsched.toml"
     config.write_text('[backend]\nkind = "pbs"\nvo_from = "account"\n')
-    code, out = invoke("--from", "pbs-accounting", "--input", str(folder), "--config", str(config),
-                       "--out", str(tmp_path / "site.swf"), "--json")
+    code, out = invoke(
+        "--from",
+        "pbs-accounting",
+        "--input",
+        str(folder),
+        "--config",
+        str(config),
+        "--out",
+        str(tmp_path / "site.swf"),
+        "--json",
+    )
     assert code == 0, out
     summary = json.loads(out)
     assert summary["jobs"] == 7 and summary["dropped"] == {"array_placeholder": 1, "malformed": 1}

@@ -33,14 +33,19 @@ def test_parsable2_sample_reads_fields_by_header_name() -> None:
     jobs, log = read_text("sacct-parsable2.txt")
     by_id = {j.job_id: j for j in jobs}
     first = by_id["100"]
-    assert (first.user, first.group, first.account, first.partition, first.qos) == \
-        ("alice", "physics", "atlas", "debug", "normal")
+    assert (first.user, first.group, first.account, first.partition, first.qos) == (
+        "alice",
+        "physics",
+        "atlas",
+        "debug",
+        "normal",
+    )
     assert first.submit_s == epoch("2026-11-20T08:00:00") and first.start_s == epoch("2026-11-20T08:00:05")
     assert first.end_s - first.start_s == 3600 and first.time_limit_s == 7200
     assert (first.cpus, first.req_cpus, first.nodes) == (16, 16, 1)
-    assert by_id["103"].time_limit_s == 86400                     # 1-00:00:00
+    assert by_id["103"].time_limit_s == 86400  # 1-00:00:00
     assert by_id["130"].time_limit_s == math.inf and by_id["130"].nodes == 2
-    assert by_id["131"].state == "CANCELLED"                      # "CANCELLED by 0"
+    assert by_id["131"].state == "CANCELLED"  # "CANCELLED by 0"
     # Array elements are kept under their own raw ids; steps and the placeholder are counted, not read.
     assert (by_id["110_1"].raw_id, by_id["110_2"].raw_id) == (110, 111)
     assert log.dropped == {"job_step": 3, "array_placeholder": 1}
@@ -58,7 +63,7 @@ def test_a_malformed_line_is_counted_with_file_and_line_and_nothing_else_is_lost
     jobs, log = read_text("sacct-parsable2.txt")
     assert log.malformed == 1
     assert log.examples == ["sacct-parsable2.txt:18: 1 fields, the header has 19: 'garbage'"]
-    assert "140" in {j.job_id for j in jobs}                        # the line after it is read
+    assert "140" in {j.job_id for j in jobs}  # the line after it is read
     with pytest.raises(HistoryFormatError, match=r"^sacct-parsable2.txt:18: 1 fields"):
         read_text("sacct-parsable2.txt", strict=True)
 
@@ -67,14 +72,36 @@ def test_the_sample_drops_by_reason() -> None:
     jobs, log = read_text("sacct-parsable2.txt")
     trace = build_trace(jobs, log)
     assert len(trace) == 9
-    assert log.as_dict() == {"job_step": 3, "array_placeholder": 1, "cancelled_before_start": 1,
-                             "not_started": 1, "not_ended": 1, "malformed": 1}
+    assert log.as_dict() == {
+        "job_step": 3,
+        "array_placeholder": 1,
+        "cancelled_before_start": 1,
+        "not_started": 1,
+        "not_ended": 1,
+        "malformed": 1,
+    }
     assert log.total == 8
 
 
 def test_headerless_file_with_named_columns_and_epoch_times() -> None:
-    columns = ("JobIDRaw", "JobID", "User", "Group", "Account", "Partition", "QOS", "State", "Submit", "Eligible",
-               "Start", "End", "TimelimitRaw", "AllocCPUS", "ReqCPUS", "NNodes")
+    columns = (
+        "JobIDRaw",
+        "JobID",
+        "User",
+        "Group",
+        "Account",
+        "Partition",
+        "QOS",
+        "State",
+        "Submit",
+        "Eligible",
+        "Start",
+        "End",
+        "TimelimitRaw",
+        "AllocCPUS",
+        "ReqCPUS",
+        "NNodes",
+    )
     jobs, log = read_text("sacct-noheader-epoch.txt", columns=columns)
     assert [j.raw_id for j in jobs] == [200, 201] and log.total == 0
     assert jobs[0].submit_s == 1795000000 and jobs[0].time_limit_s == 600 and jobs[1].qos == "express"
@@ -83,8 +110,10 @@ def test_headerless_file_with_named_columns_and_epoch_times() -> None:
 
 
 def test_parsable_with_trailing_separator_and_other_order() -> None:
-    text = ["State|End|Start|Submit|AllocCPUS|JobID|Account|\n",
-            "COMPLETED|1795000100|1795000050|1795000000|3|77|atlas|\n"]
+    text = [
+        "State|End|Start|Submit|AllocCPUS|JobID|Account|\n",
+        "COMPLETED|1795000100|1795000050|1795000000|3|77|atlas|\n",
+    ]
     log = DropLog()
     [job] = read_sacct_text(text, "p.txt", log)
     assert (job.job_id, job.raw_id, job.cpus, job.account, job.time_limit_s) == ("77", 77, 3, "atlas", math.inf)
@@ -92,9 +121,11 @@ def test_parsable_with_trailing_separator_and_other_order() -> None:
 
 
 def test_parsable_with_trailing_separator_and_a_job_name_column() -> None:
-    text = ["JobID|JobName|State|Submit|Start|End|AllocCPUS|\n",
-            "8|a|b|COMPLETED|1795000000|1795000050|1795000100|3|\n",
-            "9|plain|COMPLETED|1795000000|1795000050|1795000100|5|\n"]
+    text = [
+        "JobID|JobName|State|Submit|Start|End|AllocCPUS|\n",
+        "8|a|b|COMPLETED|1795000000|1795000050|1795000100|3|\n",
+        "9|plain|COMPLETED|1795000000|1795000050|1795000100|5|\n",
+    ]
     jobs = list(read_sacct_text(text, "p.txt", DropLog()))
     assert [(j.raw_id, j.state, j.cpus) for j in jobs] == [(8, "COMPLETED", 3), (9, "COMPLETED", 5)]
 
@@ -104,13 +135,16 @@ def test_a_header_without_a_required_column_is_one_line_naming_file_and_line() -
         list(read_sacct_text(["\n", "JobID|State|Submit|Start|End\n"], "h.txt", DropLog()))
 
 
-@pytest.mark.parametrize(("line", "reason"), [
-    ("1|COMPLETED|yesterday|1795000050|1795000100|3", "Submit: not a time"),
-    ("1|COMPLETED|1795000000|1795000050|1795000100|-3", "AllocCPUS: not a count"),
-    ("1|COMPLETED|1795000000|1795000050|1795000100|99999999999", "AllocCPUS: not a count"),
-    ("x1|COMPLETED|1795000000|1795000050|1795000100|3", "not a job id"),
-    ("1|COMPLETED|1795000000|1795000050", "4 fields, the header has 6"),
-])
+@pytest.mark.parametrize(
+    ("line", "reason"),
+    [
+        ("1|COMPLETED|yesterday|1795000050|1795000100|3", "Submit: not a time"),
+        ("1|COMPLETED|1795000000|1795000050|1795000100|-3", "AllocCPUS: not a count"),
+        ("1|COMPLETED|1795000000|1795000050|1795000100|99999999999", "AllocCPUS: not a count"),
+        ("x1|COMPLETED|1795000000|1795000050|1795000100|3", "not a job id"),
+        ("1|COMPLETED|1795000000|1795000050", "4 fields, the header has 6"),
+    ],
+)
 def test_bad_fields_are_malformed_lines(line: str, reason: str) -> None:
     log = DropLog()
     jobs = list(read_sacct_text(["JobIDRaw|State|Submit|Start|End|AllocCPUS\n", line + "\n"], "b.txt", log))
@@ -129,28 +163,44 @@ def test_json_22_05_sample() -> None:
     assert (first.submit_s, first.start_s, first.end_s, first.time_limit_s) == (t0, t0 + 5, t0 + 3605, 7200)
     assert (first.cpus, first.nodes, first.req_cpus, first.user, first.group) == (16, 1, 16, "alice", "physics")
     assert by_id["302_2"].raw_id == 303
-    assert by_id["307"].time_limit_s == math.inf                    # 4294967295 minutes: INFINITE
+    assert by_id["307"].time_limit_s == math.inf  # 4294967295 minutes: INFINITE
     assert by_id["305"].cpus == 0 and math.isnan(by_id["305"].start_s)
-    assert by_id["308"].account == "ops" and by_id["308"].req_cpus == -1     # optional blocks absent
+    assert by_id["308"].account == "ops" and by_id["308"].req_cpus == -1  # optional blocks absent
     assert log.dropped == {"array_placeholder": 1}
     assert log.malformed == 1 and log.examples[0].startswith("sacct-22.05.json:jobs[9]: job_id")
     assert [drop_reason(by_id[i]) for i in ("305", "306")] == ["cancelled_before_start", "not_ended"]
 
 
 def test_json_later_layouts_numbers_and_states() -> None:
-    doc = {"jobs": [{"job_id": 9, "state": {"current": ["COMPLETED"]}, "account": "a",
-                     "time": {"submission": {"set": True, "infinite": False, "number": 1795000000},
-                              "start": {"set": True, "infinite": False, "number": 1795000010},
-                              "end": {"set": True, "infinite": False, "number": 1795000020},
-                              "limit": {"set": True, "infinite": True, "number": 0}},
-                     "tres": {"allocated": [{"type": "cpu", "count": 2}]}}]}
+    doc = {
+        "jobs": [
+            {
+                "job_id": 9,
+                "state": {"current": ["COMPLETED"]},
+                "account": "a",
+                "time": {
+                    "submission": {"set": True, "infinite": False, "number": 1795000000},
+                    "start": {"set": True, "infinite": False, "number": 1795000010},
+                    "end": {"set": True, "infinite": False, "number": 1795000020},
+                    "limit": {"set": True, "infinite": True, "number": 0},
+                },
+                "tres": {"allocated": [{"type": "cpu", "count": 2}]},
+            }
+        ]
+    }
     [job] = read_sacct_json(json.dumps(doc), "new.json", DropLog())
     assert job.state == "COMPLETED" and job.time_limit_s == math.inf and job.end_s == 1795000020 and job.cpus == 2
 
 
-@pytest.mark.parametrize(("text", "message"), [
-    ("{", r"^x.json:1: not JSON"), ("[]", "no 'jobs' list"), ('{"jobs": 3}', "no 'jobs' list"),
-    ('{"jobs": [], "errors": [{"error": "boom"}]}', "sacct reported errors")])
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("{", r"^x.json:1: not JSON"),
+        ("[]", "no 'jobs' list"),
+        ('{"jobs": 3}', "no 'jobs' list"),
+        ('{"jobs": [], "errors": [{"error": "boom"}]}', "sacct reported errors"),
+    ],
+)
 def test_json_documents_that_cannot_be_read(text: str, message: str) -> None:
     with pytest.raises(HistoryFormatError, match=message):
         list(read_sacct_json(text, "x.json", DropLog()))
@@ -163,7 +213,7 @@ def test_live_command_line() -> None:
     assert f"--format={','.join(SACCT_FIELDS)}" in argv
     assert argv[argv.index("--starttime") + 1] == "2026-11-01" and argv[argv.index("--endtime") + 1] == "now"
     assert argv[-2:] == ["--clusters", "c1"]
-    assert "JobName" not in SACCT_FIELDS             # no free text: no value can hold '|' or a newline
+    assert "JobName" not in SACCT_FIELDS  # no free text: no value can hold '|' or a newline
 
 
 _HEADER = "JobID|JobIDRaw|JobName|User|Account|Partition|QOS|State|Submit|Start|End|TimelimitRaw|AllocCPUS|NNodes\n"
@@ -181,15 +231,17 @@ def test_random_lines_parse_or_count_as_malformed(lines: list[str]) -> None:
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.text(alphabet=st.sampled_from("ab |\n=\r\x0céé"), max_size=30)
-       | st.text(alphabet=st.characters(exclude_categories=["Cs"]), max_size=40))
+@given(
+    st.text(alphabet=st.sampled_from("ab |\n=\r\x0céé"), max_size=30)
+    | st.text(alphabet=st.characters(exclude_categories=["Cs"]), max_size=40)
+)
 def test_any_job_name_leaves_the_other_fields_alone(name: str) -> None:
     record = f"5|5|{name}|alice|atlas|debug|normal|COMPLETED|1795000000|1795000010|1795000070|10|4|1\n"
     log = DropLog()
     text = _HEADER + record + "6|6|x|bob|cms|debug|normal|COMPLETED|1795000000|1795000010|1795000070|10|2|1\n"
     jobs = list(read_sacct_text(io.StringIO(text, newline="\n"), "n.txt", log))
     read = [(j.raw_id, j.user, j.cpus) for j in jobs]
-    assert read[-1:] == [(6, "bob", 2)], log.examples              # the next record is never lost
+    assert read[-1:] == [(6, "bob", 2)], log.examples  # the next record is never lost
     if name.count("\n") >= MAX_CONTINUATION or ("\n" in name and "|" in name):
         # Beyond what a record may span, or a '|' and a newline both (indistinguishable from a line cut
         # short): job 5 is reported, never read with another record's fields.
@@ -200,14 +252,19 @@ def test_any_job_name_leaves_the_other_fields_alone(name: str) -> None:
 
 
 _JSON_DOC = json.loads((HISTORY / "sacct-22.05.json").read_text())
-json_values = st.recursive(st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats() | st.text(max_size=8),
-                           lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner,
-                                                                                       max_size=3), max_leaves=8)
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats() | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
+    max_leaves=8,
+)
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.integers(0, 7), st.sampled_from(["job_id", "time", "state", "tres", "array", "het", "account",
-                                           "required", "allocation_nodes"]), json_values)
+@given(
+    st.integers(0, 7),
+    st.sampled_from(["job_id", "time", "state", "tres", "array", "het", "account", "required", "allocation_nodes"]),
+    json_values,
+)
 def test_a_corrupt_json_entry_is_malformed_or_read_never_a_crash(index: int, key: str, value: object) -> None:
     doc = json.loads(json.dumps(_JSON_DOC))
     doc["jobs"][index][key] = value
@@ -219,9 +276,11 @@ def test_a_corrupt_json_entry_is_malformed_or_read_never_a_crash(index: int, key
 
 def test_a_job_cancelled_while_pending_is_dropped_though_slurm_gives_it_a_start() -> None:
     # Recorded from Slurm 22.05 with slurmdbd: a job cancelled while pending behind a 16-CPU job.
-    text = ["JobIDRaw|State|Submit|Eligible|Start|End|AllocCPUS|ReqCPUS|NNodes|NodeList|Account|TimelimitRaw",
-            "2|COMPLETED|1795107511|1795107511|1795107512|1795107517|16|16|1|node1|cms|10",
-            "3|CANCELLED by 0|1795107512|1795107512|1795107513|1795107513|16|16|1|None assigned|cms|10"]
+    text = [
+        "JobIDRaw|State|Submit|Eligible|Start|End|AllocCPUS|ReqCPUS|NNodes|NodeList|Account|TimelimitRaw",
+        "2|COMPLETED|1795107511|1795107511|1795107512|1795107517|16|16|1|node1|cms|10",
+        "3|CANCELLED by 0|1795107512|1795107512|1795107513|1795107513|16|16|1|None assigned|cms|10",
+    ]
     log = DropLog()
     jobs = list(read_sacct_text(text, "live.txt", log))
     by_id = {j.job_id: j for j in jobs}

@@ -24,16 +24,46 @@ from tests.history.conftest import HISTORY
 T0 = 1_795_000_000.0
 
 
-def job(raw_id: int, submit: float, start: float, end: float, cpus: int = 1, *, account: str = "atlas",
-        qos: str = "normal", partition: str = "batch", limit: float = 3600.0, state: str = "COMPLETED",
-        user: str = "u") -> HistoryJob:
-    return HistoryJob(job_id=str(raw_id), raw_id=raw_id, user=user, group="g", account=account,
-                      partition=partition, qos=qos, state=state, submit_s=T0 + submit, eligible_s=T0 + submit,
-                      start_s=T0 + start, end_s=T0 + end, time_limit_s=limit, cpus=cpus, nodes=1)
+def job(
+    raw_id: int,
+    submit: float,
+    start: float,
+    end: float,
+    cpus: int = 1,
+    *,
+    account: str = "atlas",
+    qos: str = "normal",
+    partition: str = "batch",
+    limit: float = 3600.0,
+    state: str = "COMPLETED",
+    user: str = "u",
+) -> HistoryJob:
+    return HistoryJob(
+        job_id=str(raw_id),
+        raw_id=raw_id,
+        user=user,
+        group="g",
+        account=account,
+        partition=partition,
+        qos=qos,
+        state=state,
+        submit_s=T0 + submit,
+        eligible_s=T0 + submit,
+        start_s=T0 + start,
+        end_s=T0 + end,
+        time_limit_s=limit,
+        cpus=cpus,
+        nodes=1,
+    )
 
 
-def import_sample(tmp_path: Path, source: str = "sacct-file", name: str = "sacct-parsable2.txt",
-                  settings: SiteSettings | None = None, **kwargs: object) -> tuple[Path, dict]:
+def import_sample(
+    tmp_path: Path,
+    source: str = "sacct-file",
+    name: str = "sacct-parsable2.txt",
+    settings: SiteSettings | None = None,
+    **kwargs: object,
+) -> tuple[Path, dict]:
     request = ImportRequest(source=source, input=HISTORY / name, **kwargs)  # type: ignore[arg-type]
     settings = settings or SiteSettings()
     trace = import_history(request, settings)
@@ -45,16 +75,16 @@ def import_sample(tmp_path: Path, source: str = "sacct-file", name: str = "sacct
 def test_swf_fields_times_and_ids(tmp_path: Path) -> None:
     out, meta = import_sample(tmp_path)
     w = read_swf(out)
-    assert w.unix_start_time == meta["unix_start_time"] == 1795161600            # 2026-11-20T08:00:00Z
-    assert w.header["MaxProcs"] == str(meta["max_procs"]) == "40"                 # 32 + 8 overlap at 09:20
+    assert w.unix_start_time == meta["unix_start_time"] == 1795161600  # 2026-11-20T08:00:00Z
+    assert w.header["MaxProcs"] == str(meta["max_procs"]) == "40"  # 32 + 8 overlap at 09:20
     table = np.loadtxt(out, comments=";", ndmin=2)
     assert table.shape == (9, 18)
     first = table[0]
     # job 100: submit 08:00:00, start +5 s, ran 3600 s on 16 CPUs, limit 2 h, completed.
     assert list(first[:5]) == [1, 0, 5, 3600, 16] and first[8] == 7200 and first[10] == 1
-    unlimited = table[6]                                                           # job 130
+    unlimited = table[6]  # job 130
     assert unlimited[8] == 7 * 86400 and unlimited[4] == 32
-    assert table[7][10] == 5 and table[2][10] == 0                                 # cancelled, timeout
+    assert table[7][10] == 5 and table[2][10] == 0  # cancelled, timeout
     rows = list(csv.DictReader(sidecar_paths(out)[0].open()))
     assert [r["slurm_job_id"] for r in rows] == ["100", "101", "102", "103", "110_1", "110_2", "130", "131", "140"]
     assert rows[6]["time_limit_s"] == "inf" and rows[6]["nodes"] == "2"
@@ -62,7 +92,7 @@ def test_swf_fields_times_and_ids(tmp_path: Path) -> None:
     for row, line in zip(rows, table, strict=True):
         assert ids["user"][row["user"]] == line[11] and ids["queue (QOS)"][row["qos"]] == line[14]
         assert ids["partition"][row["partition"]] == line[15]
-        assert meta["vos"][int(line[12]) - 1] == row["vo"]                         # group = VO index + 1
+        assert meta["vos"][int(line[12]) - 1] == row["vo"]  # group = VO index + 1
         assert float(row["start_epoch"]) - float(row["submit_epoch"]) == line[2]
 
 
@@ -70,8 +100,14 @@ def test_meta_records_source_drops_rule_and_version(tmp_path: Path) -> None:
     _, meta = import_sample(tmp_path)
     assert meta["format"] == "rlsched-history-trace/1" and meta["source"] == "sacct-file"
     assert meta["input"].endswith("sacct-parsable2.txt") and meta["rlsched_version"]
-    assert meta["dropped"] == {"job_step": 3, "array_placeholder": 1, "cancelled_before_start": 1,
-                               "not_started": 1, "not_ended": 1, "malformed": 1}
+    assert meta["dropped"] == {
+        "job_step": 3,
+        "array_placeholder": 1,
+        "cancelled_before_start": 1,
+        "not_started": 1,
+        "not_ended": 1,
+        "malformed": 1,
+    }
     assert meta["malformed_examples"][0].endswith(":18: 1 fields, the header has 19: 'garbage'")
     assert meta["class_rule"]["interactive_max_time_s"] == 900 and meta["vos"] == ["atlas", "cms", "lhcb", "ops"]
 
@@ -83,16 +119,19 @@ def test_class_comes_from_the_rule_on_the_limit_never_the_runtime() -> None:
     rule = ClassRule(interactive_qos=frozenset({"express"}))
     trace = build_trace(jobs, DropLog(), class_rule=rule)
     assert trace.job_class == [JobClass.BATCH, JobClass.INTERACTIVE, JobClass.INTERACTIVE]
-    by_partition = build_trace(jobs, DropLog(), class_rule=ClassRule(
-        interactive_partitions=frozenset({"batch"}), interactive_max_time_s=None))
+    by_partition = build_trace(
+        jobs, DropLog(), class_rule=ClassRule(interactive_partitions=frozenset({"batch"}), interactive_max_time_s=None)
+    )
     assert set(by_partition.job_class) == {JobClass.INTERACTIVE}
 
 
 def test_vo_by_the_config_mapping(tmp_path: Path) -> None:
     config = tmp_path / "rlsched.toml"
-    config.write_text('[backend]\nvos = ["lhc", "other"]\ndefault_vo = "other"\nvo_shares = [0.7, 0.3]\n'
-                      'vo_accounts = { atlas = "lhc", cms = "lhc" }\ninteractive_qos = ["express"]\n'
-                      'interactive_max_time_s = 60\nunlimited_time_s = 86400\n')
+    config.write_text(
+        '[backend]\nvos = ["lhc", "other"]\ndefault_vo = "other"\nvo_shares = [0.7, 0.3]\n'
+        'vo_accounts = { atlas = "lhc", cms = "lhc" }\ninteractive_qos = ["express"]\n'
+        "interactive_max_time_s = 60\nunlimited_time_s = 86400\n"
+    )
     settings = site_settings(config)
     out, meta = import_sample(tmp_path, settings=settings)
     w = read_trace(out)
@@ -101,10 +140,11 @@ def test_vo_by_the_config_mapping(tmp_path: Path) -> None:
     assert [r["vo"] for r in rows] == ["lhc", "lhc", "other", "other", "lhc", "lhc", "lhc", "lhc", "other"]
     # Only job 101 (QOS express) is interactive: the 15-min job 140 is not under a 60 s limit rule.
     assert [r["slurm_job_id"] for r in rows if r["job_class"] == "interactive"] == ["101"]
-    assert np.array_equal(w.job_class, [JobClass.INTERACTIVE if r["qos"] == "express" else JobClass.BATCH
-                                        for r in rows])
+    assert np.array_equal(
+        w.job_class, [JobClass.INTERACTIVE if r["qos"] == "express" else JobClass.BATCH for r in rows]
+    )
     assert meta["config"] == str(config) and meta["vo_mapping"]["vo_accounts"] == {"atlas": "lhc", "cms": "lhc"}
-    assert np.loadtxt(out, comments=";", ndmin=2)[6][8] == 86400                  # the config's unlimited_time_s
+    assert np.loadtxt(out, comments=";", ndmin=2)[6][8] == 86400  # the config's unlimited_time_s
 
 
 def test_a_bad_config_is_one_line_naming_the_key(tmp_path: Path) -> None:
@@ -116,21 +156,37 @@ def test_a_bad_config_is_one_line_naming_the_key(tmp_path: Path) -> None:
 
 
 def test_drops_window_duplicates_and_absurd_times() -> None:
-    jobs = [job(1, 0, 10, 20), job(1, 0, 10, 20), job(2, 100, 90, 200), job(3, 100, 200, 150),
-            job(4, 200, 300, 300 + 400 * 86400), job(5, 5000, 5000, 5100), job(6, -10, 0, 5),
-            job(7, 50, 60, 70, cpus=0), job(8, 60, math.nan, math.nan, state="PENDING"),
-            job(9, 60, 70, math.nan, state="RUNNING"), job(10, 60, math.nan, 80, state="CANCELLED"),
-            HistoryJob("11", 11, "u", "g", "a", "p", "q", "COMPLETED", math.nan, math.nan, T0, T0 + 1, 60, 1, 1)]
+    jobs = [
+        job(1, 0, 10, 20),
+        job(1, 0, 10, 20),
+        job(2, 100, 90, 200),
+        job(3, 100, 200, 150),
+        job(4, 200, 300, 300 + 400 * 86400),
+        job(5, 5000, 5000, 5100),
+        job(6, -10, 0, 5),
+        job(7, 50, 60, 70, cpus=0),
+        job(8, 60, math.nan, math.nan, state="PENDING"),
+        job(9, 60, 70, math.nan, state="RUNNING"),
+        job(10, 60, math.nan, 80, state="CANCELLED"),
+        HistoryJob("11", 11, "u", "g", "a", "p", "q", "COMPLETED", math.nan, math.nan, T0, T0 + 1, 60, 1, 1),
+    ]
     log = DropLog()
     trace = build_trace(jobs, log, window=(T0 - 5, T0 + 4000))
     assert [j.raw_id for j in trace.jobs] == [1]
-    assert log.as_dict() == {"cancelled_before_start": 1, "not_started": 1, "not_ended": 1, "zero_cpus": 1,
-                             "bad_times": 4, "outside_window": 2, "duplicate": 1}
+    assert log.as_dict() == {
+        "cancelled_before_start": 1,
+        "not_started": 1,
+        "not_ended": 1,
+        "zero_cpus": 1,
+        "bad_times": 4,
+        "outside_window": 2,
+        "duplicate": 1,
+    }
 
 
 def test_machine_size_is_the_peak_allocation_or_given() -> None:
     jobs = [job(1, 0, 0, 100, cpus=4), job(2, 0, 50, 150, cpus=8), job(3, 0, 100, 200, cpus=16)]
-    assert peak_allocation(jobs) == 24           # 2 and 3 overlap; 1 ends as 3 starts
+    assert peak_allocation(jobs) == 24  # 2 and 3 overlap; 1 ends as 3 starts
     assert build_trace(jobs, DropLog(), cores=64).max_procs == 64
 
 

@@ -70,25 +70,51 @@ class HookSite:
         self.config.write_text(
             f'[state]\ndir = "{self.state}"\n'
             f'[backend]\nbin_dir = "{self.root / "no-slurm-bin"}"\n'
-            f"[leasing]\n{leasing}\nprovider_command = {json.dumps(command)}\n{extra}\n")
+            f"[leasing]\n{leasing}\nprovider_command = {json.dumps(command)}\n{extra}\n"
+        )
 
     def heartbeat(self, age_s: float = 0.0, **fields: Any) -> None:
-        data = {"pid": 1, "host": "h", "time": time.time() - age_s, "mode": "shadow", "stale_after_s": 120,
-                "stopped": False, **fields}
+        data = {
+            "pid": 1,
+            "host": "h",
+            "time": time.time() - age_s,
+            "mode": "shadow",
+            "stale_after_s": 120,
+            "stopped": False,
+            **fields,
+        }
         (self.state / "heartbeat.json").write_text(json.dumps(data))
 
     def permit(self, allowed: list[str], enforce: bool = True, age_s: float = 0.0, **fields: Any) -> None:
-        data = {"version": 1, "time": time.time() - age_s, "enforce": enforce, "allowed": allowed,
-                "cap": len(allowed), "reason": "test", **fields}
+        data = {
+            "version": 1,
+            "time": time.time() - age_s,
+            "enforce": enforce,
+            "allowed": allowed,
+            "cap": len(allowed),
+            "reason": "test",
+            **fields,
+        }
         (self.state / "lease-permit.json").write_text(json.dumps(data))
 
     def run(self, hook: Path, *hostlists: str) -> subprocess.CompletedProcess[str]:
-        env = {**os.environ, "RLSCHED_CONFIG": str(self.config), "CALLS": str(self.calls_file),
-               "STATUS_FILE": str(self.status_file)}
+        env = {
+            **os.environ,
+            "RLSCHED_CONFIG": str(self.config),
+            "CALLS": str(self.calls_file),
+            "STATUS_FILE": str(self.status_file),
+        }
         # The test's interpreter rather than the shebang's python3: a pyenv shim costs ~0.4 s a start here.
         # The shebangs themselves run in the live tests (slurmctld executes the hooks).
-        return subprocess.run([sys.executable, str(hook), *hostlists], capture_output=True, text=True, env=env,
-                              timeout=60, check=False, cwd=self.root)
+        return subprocess.run(
+            [sys.executable, str(hook), *hostlists],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=60,
+            check=False,
+            cwd=self.root,
+        )
 
     def calls(self) -> list[list[str]]:
         if not self.calls_file.exists():
@@ -132,7 +158,7 @@ def test_a_slurm_hostlist_is_expanded_by_the_fallback_when_scontrol_is_unavailab
 
 def test_the_heartbeat_limit_comes_from_the_config_before_the_heartbeat(site: HookSite) -> None:
     site.write_config(extra="[gate]\nstale_after_s = 30")
-    site.heartbeat(age_s=50, stale_after_s=120)     # fresh by its own limit, stale by the config's
+    site.heartbeat(age_s=50, stale_after_s=120)  # fresh by its own limit, stale by the config's
     done = site.run(RESUME, "cloud1")
     assert done.returncode == 1 and site.calls() == []
     assert "limit 30 s" in site.hook_log()
@@ -141,8 +167,9 @@ def test_the_heartbeat_limit_comes_from_the_config_before_the_heartbeat(site: Ho
 def test_heartbeat_file_and_hook_log_paths_from_the_config(site: HookSite) -> None:
     heartbeat = site.root / "elsewhere.json"
     hook_log = site.root / "hooks.log"
-    site.write_config(leasing=f'enabled = true\nhook_log = "{hook_log}"',
-                      extra=f'[gate]\nheartbeat_file = "{heartbeat}"')
+    site.write_config(
+        leasing=f'enabled = true\nhook_log = "{hook_log}"', extra=f'[gate]\nheartbeat_file = "{heartbeat}"'
+    )
     heartbeat.write_text(json.dumps({"time": time.time(), "stopped": False}))
     done = site.run(RESUME, "cloud3")
     assert done.returncode == 0, done.stderr
@@ -154,11 +181,11 @@ def test_the_hook_log_is_never_opened_through_a_symbolic_link(site: HookSite) ->
     victim = site.root / "victim"
     victim.write_text("precious\n")
     hook_log = site.root / "hooks.log"
-    hook_log.symlink_to(victim)                  # planted where the hook (maybe root) appends
+    hook_log.symlink_to(victim)  # planted where the hook (maybe root) appends
     site.write_config(leasing=f'enabled = true\nhook_log = "{hook_log}"')
     site.heartbeat()
     done = site.run(RESUME, "cloud3")
-    assert done.returncode == 0, done.stderr     # the lease goes on; only the log line is lost
+    assert done.returncode == 0, done.stderr  # the lease goes on; only the log line is lost
     assert victim.read_text() == "precious\n"
     assert f"cannot append to hook log {hook_log}: a symbolic link" in done.stderr
 
@@ -172,17 +199,21 @@ def test_a_refused_node_is_marked_down_and_a_failing_scontrol_is_logged(site: Ho
 
 
 # ------------------------------------------------------------------------------------------ resume: refused
-@pytest.mark.parametrize(("heartbeat", "reason"), [
-    (None, "no daemon heartbeat"),
-    ({"age_s": 500}, "s old (limit 120 s"),
-    ({"stopped": True}, "the daemon stopped"),
-    ({"time": "yesterday"}, "no valid 'time'"),
-])
+@pytest.mark.parametrize(
+    ("heartbeat", "reason"),
+    [
+        (None, "no daemon heartbeat"),
+        ({"age_s": 500}, "s old (limit 120 s"),
+        ({"stopped": True}, "the daemon stopped"),
+        ({"time": "yesterday"}, "no valid 'time'"),
+    ],
+)
 def test_a_missing_stale_or_stopped_heartbeat_refuses_every_node(
-        site: HookSite, heartbeat: dict[str, Any] | None, reason: str) -> None:
+    site: HookSite, heartbeat: dict[str, Any] | None, reason: str
+) -> None:
     if heartbeat is not None:
         site.heartbeat(**heartbeat)
-    site.permit(["cloud1", "cloud2"])             # even a permit cannot stand in for a live daemon
+    site.permit(["cloud1", "cloud2"])  # even a permit cannot stand in for a live daemon
     done = site.run(RESUME, "cloud1", "cloud2")
     assert done.returncode == 1
     assert site.calls() == []
@@ -225,11 +256,14 @@ def test_a_stale_enforcing_permit_refuses_every_node(site: HookSite) -> None:
     assert "lease permit is 300 s old" in site.hook_log()
 
 
-@pytest.mark.parametrize(("permit_text", "reason"), [
-    ("{not json", "unreadable"),
-    (json.dumps({"version": 2, "time": 0, "enforce": True, "allowed": []}), "version 2"),
-    (json.dumps({"version": 1, "time": 0, "enforce": "yes", "allowed": []}), "'enforce' must be"),
-])
+@pytest.mark.parametrize(
+    ("permit_text", "reason"),
+    [
+        ("{not json", "unreadable"),
+        (json.dumps({"version": 2, "time": 0, "enforce": True, "allowed": []}), "version 2"),
+        (json.dumps({"version": 1, "time": 0, "enforce": "yes", "allowed": []}), "'enforce' must be"),
+    ],
+)
 def test_an_untrustworthy_permit_refuses_every_node(site: HookSite, permit_text: str, reason: str) -> None:
     site.heartbeat()
     (site.state / "lease-permit.json").write_text(permit_text)
@@ -240,15 +274,15 @@ def test_an_untrustworthy_permit_refuses_every_node(site: HookSite, permit_text:
 
 def test_a_shadow_permit_or_no_permit_does_not_enforce_the_cap(site: HookSite) -> None:
     site.heartbeat()
-    assert site.run(RESUME, "cloud1", "cloud2").returncode == 0        # no permit file
-    site.permit([], enforce=False, age_s=10_000)                       # shadow: not enforced, age irrelevant
+    assert site.run(RESUME, "cloud1", "cloud2").returncode == 0  # no permit file
+    site.permit([], enforce=False, age_s=10_000)  # shadow: not enforced, age irrelevant
     assert site.run(RESUME, "cloud3").returncode == 0
     assert site.calls() == [[*PROVIDER_PREFIX, "resume", "cloud1", "cloud2"], [*PROVIDER_PREFIX, "resume", "cloud3"]]
 
 
 # ------------------------------------------------------------------------------------------ suspend
 def test_suspend_never_refuses(site: HookSite) -> None:
-    site.write_config(leasing="enabled = false")              # disabled, no heartbeat, a permit allowing nothing
+    site.write_config(leasing="enabled = false")  # disabled, no heartbeat, a permit allowing nothing
     site.permit([])
     done = site.run(SUSPEND, "cloud[1-2]", "cloud4")
     assert done.returncode == 0, done.stderr
@@ -310,19 +344,22 @@ def test_bad_toml_is_one_line_naming_the_file(site: HookSite) -> None:
     assert len(lines) == 1 and str(site.config) in lines[0] and "invalid TOML" in lines[0]
 
 
-@pytest.mark.parametrize(("leasing", "key"), [
-    ('enabled = true\nprovider_command = "/bin/provider resume"', "leasing.provider_command"),
-    ("enabled = true\nprovider_command = []", "leasing.provider_command"),
-    ('enabled = "yes"\nprovider_command = ["/bin/true"]', "leasing.enabled"),
-    ('enabled = true\nprovider_command = ["/bin/true"]\nprovider_timeout_s = -1', "leasing.provider_timeout_s"),
-    # the daemon's schema applies in the hooks too (issue 25): what `config check` refuses, they refuse
-    ('enabled = true\nprovider_command = ["/bin/true"]\npolicy = "greedy"', "leasing.policy"),
-    ('enabled = true\nprovider_command = ["/bin/true"]\ncolour = 1', "leasing.colour"),
-    ('enabled = true\nprovider_command = ["/bin/true"]\nhook_log = "/etc/hooks.log"', "leasing.hook_log"),
-    ('enabled = true\nprovider_command = ["/bin/true"]\nprovider_timeout_s = true', "leasing.provider_timeout_s"),
-    ('provider_command = ["/bin/true"]\n[gate]\nstale_after_s = nan', "gate.stale_after_s"),
-    ('provider_command = ["/bin/true"]\n[backend]\nslurm_conf = "slurm.conf"', "backend.slurm_conf"),
-])
+@pytest.mark.parametrize(
+    ("leasing", "key"),
+    [
+        ('enabled = true\nprovider_command = "/bin/provider resume"', "leasing.provider_command"),
+        ("enabled = true\nprovider_command = []", "leasing.provider_command"),
+        ('enabled = "yes"\nprovider_command = ["/bin/true"]', "leasing.enabled"),
+        ('enabled = true\nprovider_command = ["/bin/true"]\nprovider_timeout_s = -1', "leasing.provider_timeout_s"),
+        # the daemon's schema applies in the hooks too (issue 25): what `config check` refuses, they refuse
+        ('enabled = true\nprovider_command = ["/bin/true"]\npolicy = "greedy"', "leasing.policy"),
+        ('enabled = true\nprovider_command = ["/bin/true"]\ncolour = 1', "leasing.colour"),
+        ('enabled = true\nprovider_command = ["/bin/true"]\nhook_log = "/etc/hooks.log"', "leasing.hook_log"),
+        ('enabled = true\nprovider_command = ["/bin/true"]\nprovider_timeout_s = true', "leasing.provider_timeout_s"),
+        ('provider_command = ["/bin/true"]\n[gate]\nstale_after_s = nan', "gate.stale_after_s"),
+        ('provider_command = ["/bin/true"]\n[backend]\nslurm_conf = "slurm.conf"', "backend.slurm_conf"),
+    ],
+)
 def test_a_bad_key_is_one_line_naming_the_file_and_the_key(site: HookSite, leasing: str, key: str) -> None:
     site.config.write_text(f'[state]\ndir = "{site.state}"\n[leasing]\n{leasing}\n')
     site.heartbeat()
@@ -343,13 +380,27 @@ def test_installed_beside_the_schema_file_the_hooks_need_no_rlsched(site: HookSi
     (libexec / "rlsched_config_schema.py").write_bytes((ROOT / "rlsched" / "config_schema.py").read_bytes())
     site.write_config(leasing="enabled = false")
     env = {"RLSCHED_CONFIG": str(site.config), "CALLS": str(site.calls_file), "PATH": os.environ["PATH"]}
-    done = subprocess.run([sys.executable, "-S", "-E", str(libexec / "rlsched-suspend"), "cloud1"], env=env,
-                          capture_output=True, text=True, timeout=60, check=False, cwd=tmp_path)
+    done = subprocess.run(
+        [sys.executable, "-S", "-E", str(libexec / "rlsched-suspend"), "cloud1"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        cwd=tmp_path,
+    )
     assert done.returncode == 0, done.stderr
     assert site.calls() == [[*PROVIDER_PREFIX, "suspend", "cloud1"]]
     (libexec / "rlsched_config_schema.py").unlink()
-    done = subprocess.run([sys.executable, "-S", "-E", str(libexec / "rlsched-suspend"), "cloud1"], env=env,
-                          capture_output=True, text=True, timeout=60, check=False, cwd=tmp_path)
+    done = subprocess.run(
+        [sys.executable, "-S", "-E", str(libexec / "rlsched-suspend"), "cloud1"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        cwd=tmp_path,
+    )
     assert done.returncode == 2 and done.stderr.count("\n") == 1 and "config schema" in done.stderr, done.stderr
 
 
@@ -367,14 +418,17 @@ def test_no_hostlist_is_a_usage_error(site: HookSite) -> None:
     assert done.returncode == 2 and "usage" in done.stderr
 
 
-@pytest.mark.parametrize(("hostlist", "names"), [
-    ("cloud1", ["cloud1"]),
-    ("cloud[1-3]", ["cloud1", "cloud2", "cloud3"]),
-    ("cloud[1-2,7],gpu3", ["cloud1", "cloud2", "cloud7", "gpu3"]),
-    ("n[08-10]", ["n08", "n09", "n10"]),
-    ("r[1-2]n[1-2]", ["r1n1", "r1n2", "r2n1", "r2n2"]),
-    ("a[1]-ib", ["a1-ib"]),
-])
+@pytest.mark.parametrize(
+    ("hostlist", "names"),
+    [
+        ("cloud1", ["cloud1"]),
+        ("cloud[1-3]", ["cloud1", "cloud2", "cloud3"]),
+        ("cloud[1-2,7],gpu3", ["cloud1", "cloud2", "cloud7", "gpu3"]),
+        ("n[08-10]", ["n08", "n09", "n10"]),
+        ("r[1-2]n[1-2]", ["r1n1", "r1n2", "r2n1", "r2n2"]),
+        ("a[1]-ib", ["a1-ib"]),
+    ],
+)
 def test_fallback_hostlist_expansion(hostlist: str, names: list[str]) -> None:
     assert load_hook_module().expand_hostlist_fallback(hostlist) == names
 
@@ -389,8 +443,14 @@ def test_fallback_hostlist_expansion_rejects_what_it_cannot_read(hostlist: str) 
 # ------------------------------------------------------------------------------------------ local provider
 def provider(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k != "PROVIDER_DIR"}
-    return subprocess.run([sys.executable, str(PROVIDER), "--dir", str(folder), *args], capture_output=True,
-                          text=True, env=env, timeout=30, check=False)
+    return subprocess.run(
+        [sys.executable, str(PROVIDER), "--dir", str(folder), *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=30,
+        check=False,
+    )
 
 
 def pid_alive(pid: int) -> bool:
@@ -439,11 +499,14 @@ def test_local_provider_forgets_an_instance_whose_process_died(tmp_path: Path) -
     assert pid_alive(os.getpid())
 
 
-@pytest.mark.parametrize(("args", "message"), [
-    (["resume"], "no node given"),
-    (["resume", "cloud[1-2]"], "not a node name"),
-    (["start-orphan", "a", "b"], "exactly one node"),
-])
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["resume"], "no node given"),
+        (["resume", "cloud[1-2]"], "not a node name"),
+        (["start-orphan", "a", "b"], "exactly one node"),
+    ],
+)
 def test_local_provider_bad_use_exits_2(tmp_path: Path, args: list[str], message: str) -> None:
     done = provider(tmp_path, *args)
     assert done.returncode == 2 and message in done.stderr
@@ -451,8 +514,7 @@ def test_local_provider_bad_use_exits_2(tmp_path: Path, args: list[str], message
 
 def test_local_provider_needs_a_state_folder() -> None:
     env = {k: v for k, v in os.environ.items() if k != "PROVIDER_DIR"}
-    done = subprocess.run([str(PROVIDER), "list"], capture_output=True, text=True, env=env, timeout=30,
-                          check=False)
+    done = subprocess.run([str(PROVIDER), "list"], capture_output=True, text=True, env=env, timeout=30, check=False)
     assert done.returncode == 2 and "PROVIDER_DIR" in done.stderr
 
 
@@ -482,8 +544,9 @@ def cloud(slurm: SlurmTestCluster, tmp_path: Path) -> Iterator[SlurmTestCluster]
     for node in CLOUD_NODES:
         if not node_state(slurm, node).endswith("~"):
             slurm.run("scontrol", "update", f"NodeName={node}", "State=POWER_DOWN_FORCE", check=False)
-    wait_for(lambda: all(node_state(slurm, n).endswith("~") for n in CLOUD_NODES), 60, "cloud nodes powered down",
-             every_s=1)
+    wait_for(
+        lambda: all(node_state(slurm, n).endswith("~") for n in CLOUD_NODES), 60, "cloud nodes powered down", every_s=1
+    )
     # A node the resume hook refused is DOWN (reason rlsched_resume_refused): back in service for later tests.
     down = [n for n in CLOUD_NODES if node_state(slurm, n).startswith("down")]
     if down:
@@ -501,7 +564,8 @@ def write_live_config(slurm: SlurmTestCluster, state_dir: Path) -> Path:
     log.unlink(missing_ok=True)
     (slurm.base / "etc" / "rlsched.toml").write_text(
         f'[state]\ndir = "{state_dir}"\n[backend]\nslurm_conf = "{slurm.conf}"\n[leasing]\nenabled = true\n'
-        f'provider_command = {json.dumps(slurm.provider_command)}\nhook_log = "{log}"\n')
+        f'provider_command = {json.dumps(slurm.provider_command)}\nhook_log = "{log}"\n'
+    )
     return log
 
 
@@ -512,7 +576,8 @@ def hooks_state(slurm: SlurmTestCluster, tmp_path: Path) -> Path:
 @pytest.mark.slurm
 @pytest.mark.timeout(150)
 def test_live_hooks_and_local_provider_lease_a_cloud_node_run_a_job_and_release_it(
-        cloud: SlurmTestCluster, tmp_path: Path) -> None:
+    cloud: SlurmTestCluster, tmp_path: Path
+) -> None:
     state = hooks_state(cloud, tmp_path)
     hook_log = write_live_config(cloud, state)
     (state / "heartbeat.json").write_text(json.dumps({"time": time.time(), "stopped": False}))
@@ -522,16 +587,19 @@ def test_live_hooks_and_local_provider_lease_a_cloud_node_run_a_job_and_release_
     up_s = time.monotonic() - t0
     node = cloud.run("squeue", "-h", "-j", str(job), "-o", "%N").stdout.strip()
     assert node in CLOUD_NODES
-    assert f"{node} running" in live_instances(cloud)      # (an earlier test may have left another node up)
+    assert f"{node} running" in live_instances(cloud)  # (an earlier test may have left another node up)
     assert f"resume {node}: provider exited 0" in hook_log.read_text()
-    assert hook_log.stat().st_uid != 0              # written by the hook as SlurmUser, not root
+    assert hook_log.stat().st_uid != 0  # written by the hook as SlurmUser, not root
     print(f"cloud node {node}: job running {up_s:.1f} s after submit")
 
     cloud.run("scancel", str(job))
     wait_for(lambda: cloud.state(job) != "RUNNING", 30, f"job {job} cancelled")
     cloud.run("scontrol", "update", f"NodeName={node}", "State=POWER_DOWN")
-    wait_for(lambda: not any(line.split()[0] == node for line in live_instances(cloud)), 30,
-             f"the instance of {node} ended by the suspend hook")
+    wait_for(
+        lambda: not any(line.split()[0] == node for line in live_instances(cloud)),
+        30,
+        f"the instance of {node} ended by the suspend hook",
+    )
     wait_for(lambda: node_state(cloud, node).endswith("~"), 60, f"{node} powered down", every_s=1)
     assert f"suspend {node}: provider exited 0" in hook_log.read_text()
 
@@ -543,15 +611,16 @@ def test_live_fail_boot_leaves_the_node_powering_up(cloud: SlurmTestCluster) -> 
     (cloud.base / "provider" / "fail-boot-cloud2").touch()
     cloud.run("scontrol", "update", "NodeName=cloud2", "State=POWER_UP")
     wait_for(lambda: "cloud2 booting" in live_instances(cloud), 20, "a booting instance of cloud2")
-    time.sleep(5)                               # it would have registered by now (~1 s for a real slurmd)
-    assert node_state(cloud, "cloud2") == "idle#"          # '#': powering up
+    time.sleep(5)  # it would have registered by now (~1 s for a real slurmd)
+    assert node_state(cloud, "cloud2") == "idle#"  # '#': powering up
     assert "cloud2 booting" in live_instances(cloud)
 
 
 @pytest.mark.slurm
 @pytest.mark.timeout(150)
 def test_live_a_stale_heartbeat_refuses_the_lease_and_no_instance_starts(
-        cloud: SlurmTestCluster, tmp_path: Path) -> None:
+    cloud: SlurmTestCluster, tmp_path: Path
+) -> None:
     state = hooks_state(cloud, tmp_path)
     log = write_live_config(cloud, state)
     (state / "heartbeat.json").write_text(json.dumps({"time": time.time() - 600, "stopped": False}))

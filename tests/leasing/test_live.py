@@ -53,8 +53,14 @@ def powered(cluster: SlurmTestCluster) -> list[str]:
 
 
 def provider_list(cluster: SlurmTestCluster) -> list[str]:
-    out = subprocess.run([str(PROVIDER), "--dir", str(cluster.base / "provider"), "list"], capture_output=True,
-                         text=True, env=cluster.env, timeout=30, check=True).stdout
+    out = subprocess.run(
+        [str(PROVIDER), "--dir", str(cluster.base / "provider"), "list"],
+        capture_output=True,
+        text=True,
+        env=cluster.env,
+        timeout=30,
+        check=True,
+    ).stdout
     return sorted(line.split()[0] for line in out.splitlines() if line.strip())
 
 
@@ -72,10 +78,20 @@ def reset_cloud(cluster: SlurmTestCluster) -> None:
     busy = [name for name, n in cloud_nodes(cluster).items() if not {"POWERED_DOWN", "POWERING_DOWN"} & flags(n)]
     if busy:
         cluster.run("scontrol", "update", f"NodeName={','.join(busy)}", "State=POWER_DOWN_FORCE", check=False)
-    wait_for(lambda: all("POWERED_DOWN" in flags(n) and "POWERING_DOWN" not in flags(n)
-                         for n in cloud_nodes(cluster).values()), 90, "every cloud node powered down")
-    subprocess.run([str(PROVIDER), "--dir", str(cluster.base / "provider"), "suspend", *CLOUD],
-                   env=cluster.env, timeout=60, check=False, capture_output=True)
+    wait_for(
+        lambda: all(
+            "POWERED_DOWN" in flags(n) and "POWERING_DOWN" not in flags(n) for n in cloud_nodes(cluster).values()
+        ),
+        90,
+        "every cloud node powered down",
+    )
+    subprocess.run(
+        [str(PROVIDER), "--dir", str(cluster.base / "provider"), "suspend", *CLOUD],
+        env=cluster.env,
+        timeout=60,
+        check=False,
+        capture_output=True,
+    )
     if any("DRAIN" in flags(n) or n.get("state") == "down" for n in cloud_nodes(cluster).values()):
         cluster.run("scontrol", "update", f"NodeName={names}", "State=RESUME", check=False)
 
@@ -102,7 +118,7 @@ class ThreadedDaemon:
 @pytest.fixture
 def cloud(slurm: SlurmTestCluster, tmp_path: Path) -> Iterator[tuple[SlurmTestCluster, Path]]:
     hooks_config = slurm.base / "etc" / "rlsched.toml"
-    slurm.shared_dir(state_of(slurm, tmp_path).name)        # fresh: no ledger or failures of an earlier session
+    slurm.shared_dir(state_of(slurm, tmp_path).name)  # fresh: no ledger or failures of an earlier session
     reset_cloud(slurm)
     try:
         yield slurm, hooks_config
@@ -111,15 +127,28 @@ def cloud(slurm: SlurmTestCluster, tmp_path: Path) -> Iterator[tuple[SlurmTestCl
         reset_cloud(slurm)
 
 
-def write_config(cluster: SlurmTestCluster, path: Path, state_dir: Path, mode: str = "boost",
-                 **leasing: object) -> DaemonConfig:
-    table = {"enabled": True, "nodes": "cloud[1-4]", "max_nodes": 4, "policy": "fixed",
-             "budget_node_hours_per_day": 100.0, "price_per_node_hour": 0.5, "min_lease_s": 10.0,
-             # As slurm (the hooks) the provider goes through sudo: it starts a root slurmd (scripts/slurm-up.sh).
-             "provider_command": cluster.provider_command, "hook_log": str(cluster.hook_log(state_dir.name)),
-             "reconcile_every_s": 1.0, "power_up_timeout_s": 50.0, "orphan_grace_s": 2.0, **leasing}
+def write_config(
+    cluster: SlurmTestCluster, path: Path, state_dir: Path, mode: str = "boost", **leasing: object
+) -> DaemonConfig:
+    table = {
+        "enabled": True,
+        "nodes": "cloud[1-4]",
+        "max_nodes": 4,
+        "policy": "fixed",
+        "budget_node_hours_per_day": 100.0,
+        "price_per_node_hour": 0.5,
+        "min_lease_s": 10.0,
+        # As slurm (the hooks) the provider goes through sudo: it starts a root slurmd (scripts/slurm-up.sh).
+        "provider_command": cluster.provider_command,
+        "hook_log": str(cluster.hook_log(state_dir.name)),
+        "reconcile_every_s": 1.0,
+        "power_up_timeout_s": 50.0,
+        "orphan_grace_s": 2.0,
+        **leasing,
+    }
     lines = [f"{k} = {json.dumps(v)}" for k, v in table.items()]
-    path.write_text(f"""
+    path.write_text(
+        f"""
 [backend]
 mode = "{mode}"
 poll_interval_s = 1
@@ -134,7 +163,10 @@ checkpoint_every_s = 1
 [gate]
 stale_after_s = 10
 [leasing]
-""" + "\n".join(lines) + "\n")
+"""
+        + "\n".join(lines)
+        + "\n"
+    )
     return load_config(path)
 
 
@@ -143,8 +175,9 @@ def state_of(cluster: SlurmTestCluster, tmp_path: Path) -> Path:
     return cluster.base / "shared" / f"leasing-{tmp_path.name}"
 
 
-def start(cluster: SlurmTestCluster, hooks_config: Path, tmp_path: Path, mode: str = "boost",
-          **leasing: object) -> ThreadedDaemon:
+def start(
+    cluster: SlurmTestCluster, hooks_config: Path, tmp_path: Path, mode: str = "boost", **leasing: object
+) -> ThreadedDaemon:
     # The hooks run as SlurmUser=slurm: they read the heartbeat and permit in a folder slurm can traverse.
     state_dir = state_of(cluster, tmp_path)
     config = write_config(cluster, hooks_config, state_dir, mode, **leasing)
@@ -159,11 +192,12 @@ def submit_cloud_jobs(cluster: SlurmTestCluster, n: int, sleep_s: float) -> list
 
 
 def test_cloud_nodes_come_up_under_the_cap_and_a_lowered_cap_lets_busy_nodes_finish(
-        cloud: tuple[SlurmTestCluster, Path], tmp_path: Path) -> None:
+    cloud: tuple[SlurmTestCluster, Path], tmp_path: Path
+) -> None:
     cluster, hooks = cloud
     d = start(cluster, hooks, tmp_path, max_nodes=2)
     try:
-        assert powered(cluster) == []                       # nothing to run: nothing leased
+        assert powered(cluster) == []  # nothing to run: nothing leased
         jobs = submit_cloud_jobs(cluster, 4, sleep_s=20)
         peak = 0
 
@@ -174,15 +208,19 @@ def test_cloud_nodes_come_up_under_the_cap_and_a_lowered_cap_lets_busy_nodes_fin
 
         wait_for(two_running, 90, "two cloud jobs running on two leased nodes", every_s=0.5)
         assert peak <= 2 and len(powered(cluster)) == 2
-        assert sorted(provider_list(cluster)) == powered(cluster)        # Slurm and the provider agree
+        assert sorted(provider_list(cluster)) == powered(cluster)  # Slurm and the provider agree
         first = [j for j in jobs if cluster.state(j) == "RUNNING"]
         busy_nodes = {job_nodes(cluster, j) for j in first}
         # Lower the hard cap to 1 while both nodes are busy.
         lowered = dataclasses.replace(d.daemon.config.leasing, max_nodes=1)
         d.leasing.config = lowered
         d.leasing.policy.config = lowered
-        wait_for(lambda: sum("DRAIN" in flags(n) for n in cloud_nodes(cluster).values()) == 3, 20,
-                 "the nodes above the new cap drained", every_s=0.5)
+        wait_for(
+            lambda: sum("DRAIN" in flags(n) for n in cloud_nodes(cluster).values()) == 3,
+            20,
+            "the nodes above the new cap drained",
+            every_s=0.5,
+        )
         kept = d.leasing.status.allowed
         assert len(kept) == 1 and kept[0] in busy_nodes
         drained_busy = (busy_nodes - set(kept)).pop()
@@ -191,13 +229,19 @@ def test_cloud_nodes_come_up_under_the_cap_and_a_lowered_cap_lets_busy_nodes_fin
         # ... and the other two run one after the other on the one allowed node, never on the drained one.
         rest = [j for j in jobs if j not in first]
         for job in rest:
+
             def running(job: int = job) -> bool:
                 return cluster.state(job) == "RUNNING"
+
             wait_for(running, 90, f"job {job} to start", every_s=0.5)
             assert job_nodes(cluster, job) == kept[0]
             assert sum(cluster.state(j) == "RUNNING" for j in jobs) == 1
-            assert len([n for n, x in cloud_nodes(cluster).items()
-                        if n != drained_busy and "POWERED_DOWN" not in flags(x)]) <= 1
+            assert (
+                len(
+                    [n for n, x in cloud_nodes(cluster).items() if n != drained_busy and "POWERED_DOWN" not in flags(x)]
+                )
+                <= 1
+            )
         snap = d.leasing.snapshot()
         assert snap["cap"] == 1 and snap["node_seconds_total"] > 0 and snap["cost_total"] > 0
     finally:
@@ -213,7 +257,8 @@ def test_cloud_nodes_come_up_under_the_cap_and_a_lowered_cap_lets_busy_nodes_fin
 
 
 def test_an_exhausted_budget_stops_new_leases_without_killing_running_work(
-        cloud: tuple[SlurmTestCluster, Path], tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    cloud: tuple[SlurmTestCluster, Path], tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     cluster, hooks = cloud
     # 40 node-seconds a day, a new lease charged at least 10 s: one node can come up, then the budget is spent.
     with caplog.at_level(logging.INFO, logger="rlsched.leasing.service"):
@@ -224,12 +269,12 @@ def test_an_exhausted_budget_stops_new_leases_without_killing_running_work(
             wait_for(lambda: d.leasing.status.budget_exhausted, 60, "the budget to run out", every_s=0.5)
             later = submit_cloud_jobs(cluster, 1, sleep_s=5)
             time.sleep(8)
-            assert cluster.state(later[0]) == "PENDING"                       # no new lease
+            assert cluster.state(later[0]) == "PENDING"  # no new lease
             assert len(powered(cluster)) == 1
-            assert cluster.state(jobs[0]) == "RUNNING"                        # the running work goes on
+            assert cluster.state(jobs[0]) == "RUNNING"  # the running work goes on
             snap = d.leasing.snapshot()
             assert snap["budget_exhausted"] is True and snap["cap"] == 0
-            assert snap["budget_left_node_hours"] < 10 / 3600                  # less than one more 10 s lease
+            assert snap["budget_left_node_hours"] < 10 / 3600  # less than one more 10 s lease
             wait_for(lambda: cluster.state(jobs[0]) in ("COMPLETED", "GONE"), 60, "the running job to complete")
             assert cluster.state(later[0]) == "PENDING"
         finally:
@@ -238,7 +283,8 @@ def test_an_exhausted_budget_stops_new_leases_without_killing_running_work(
 
 
 def test_a_stuck_power_up_and_an_orphan_are_fixed_by_the_reconcile_loop(
-        cloud: tuple[SlurmTestCluster, Path], tmp_path: Path) -> None:
+    cloud: tuple[SlurmTestCluster, Path], tmp_path: Path
+) -> None:
     cluster, hooks = cloud
     provider_dir = cluster.base / "provider"
     provider_dir.mkdir(exist_ok=True)
@@ -249,23 +295,38 @@ def test_a_stuck_power_up_and_an_orphan_are_fixed_by_the_reconcile_loop(
         try:
             job = cluster.sbatch("-p", "cloud", "-c", "8", "-w", "cloud3", "-t", "5", sleep_s=5)
             wait_for(lambda: "POWERING_UP" in flags(cloud_nodes(cluster)["cloud3"]), 30, "cloud3 powering up")
-            assert "cloud3" in provider_list(cluster)                       # an instance that never boots
+            assert "cloud3" in provider_list(cluster)  # an instance that never boots
             # Within the timeout plus one reconcile period: powered down, counted, kept out of the cap.
             t0 = time.monotonic()
-            wait_for(lambda: d.leasing.snapshot()["reconcile"].get("stuck_power_up", 0) == 1, 20,
-                     "the stuck power-up to be found", every_s=0.5)
+            wait_for(
+                lambda: d.leasing.snapshot()["reconcile"].get("stuck_power_up", 0) == 1,
+                20,
+                "the stuck power-up to be found",
+                every_s=0.5,
+            )
             wait_for(lambda: "cloud3" not in provider_list(cluster), 30, "the stuck instance to be ended")
             assert time.monotonic() - t0 < 20
             # Kept out of the cap: drained once the forced power-down is over (Slurm drops a drain before).
-            wait_for(lambda: "DRAIN" in flags(cloud_nodes(cluster)["cloud3"])
-                     and cloud_nodes(cluster)["cloud3"].get("reason") == "rlsched_launch_backoff", 40,
-                     "cloud3 drained for its launch backoff", every_s=0.5)
+            wait_for(
+                lambda: (
+                    "DRAIN" in flags(cloud_nodes(cluster)["cloud3"])
+                    and cloud_nodes(cluster)["cloud3"].get("reason") == "rlsched_launch_backoff"
+                ),
+                40,
+                "cloud3 drained for its launch backoff",
+                every_s=0.5,
+            )
             assert "cloud3" not in d.leasing.status.allowed and d.leasing.reconciler.failures == {"cloud3": 1}
-            assert cluster.state(job) == "PENDING"                           # requeued, not lost
+            assert cluster.state(job) == "PENDING"  # requeued, not lost
             cluster.run("scancel", str(job))
             # An orphan: an instance the provider runs while Slurm has the node powered down.
-            subprocess.run([str(PROVIDER), "--dir", str(provider_dir), "start-orphan", "cloud4"], env=cluster.env,
-                           timeout=30, check=True, capture_output=True)
+            subprocess.run(
+                [str(PROVIDER), "--dir", str(provider_dir), "start-orphan", "cloud4"],
+                env=cluster.env,
+                timeout=30,
+                check=True,
+                capture_output=True,
+            )
             assert "cloud4" in provider_list(cluster)
             wait_for(lambda: "cloud4" not in provider_list(cluster), 15, "the orphan to be ended", every_s=0.5)
             assert d.leasing.snapshot()["reconcile"].get("orphan", 0) == 1
@@ -276,13 +337,18 @@ def test_a_stuck_power_up_and_an_orphan_are_fixed_by_the_reconcile_loop(
 
 
 def test_shadow_mode_computes_and_exports_the_cap_but_changes_no_node(
-        cloud: tuple[SlurmTestCluster, Path], tmp_path: Path) -> None:
+    cloud: tuple[SlurmTestCluster, Path], tmp_path: Path
+) -> None:
     cluster, hooks = cloud
     d = start(cluster, hooks, tmp_path, mode="shadow", max_nodes=1)
     try:
         jobs = submit_cloud_jobs(cluster, 2, sleep_s=10)
-        wait_for(lambda: all(cluster.state(j) == "RUNNING" for j in jobs), 90,
-                 "both jobs running: the cap of 1 is not enforced in shadow mode", every_s=0.5)
+        wait_for(
+            lambda: all(cluster.state(j) == "RUNNING" for j in jobs),
+            90,
+            "both jobs running: the cap of 1 is not enforced in shadow mode",
+            every_s=0.5,
+        )
         snap = d.leasing.snapshot()
         assert snap["cap"] == 1 and snap["enforcing"] is False
         assert not any("DRAIN" in flags(n) for n in cloud_nodes(cluster).values())
@@ -292,4 +358,4 @@ def test_shadow_mode_computes_and_exports_the_cap_but_changes_no_node(
     finally:
         d.stop()
     assert os.path.exists(state_of(cluster, tmp_path) / "leasing.json")
-    assert not any("DRAIN" in flags(n) for n in cloud_nodes(cluster).values())      # shadow: no drain, even on stop
+    assert not any("DRAIN" in flags(n) for n in cloud_nodes(cluster).values())  # shadow: no drain, even on stop

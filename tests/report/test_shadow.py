@@ -18,13 +18,24 @@ from rlsched.report.shadow import (
 )
 
 
-def cycle(t: float, ids: list[int], cores: list[int] | None = None, vo: list[int] | None = None,
-          cls: list[int] | None = None, pending: int | None = None) -> Cycle:
+def cycle(
+    t: float,
+    ids: list[int],
+    cores: list[int] | None = None,
+    vo: list[int] | None = None,
+    cls: list[int] | None = None,
+    pending: int | None = None,
+) -> Cycle:
     n = len(ids)
-    return Cycle(time_s=t, job_id=np.array(ids, dtype=np.int64),
-                 cores=np.array(cores or [1] * n, dtype=np.int64), vo=np.array(vo or [0] * n, dtype=np.int64),
-                 job_class=np.array(cls or [0] * n, dtype=np.int64), pending=n if pending is None else pending,
-                 vos=("atlas", "cms"))
+    return Cycle(
+        time_s=t,
+        job_id=np.array(ids, dtype=np.int64),
+        cores=np.array(cores or [1] * n, dtype=np.int64),
+        vo=np.array(vo or [0] * n, dtype=np.int64),
+        job_class=np.array(cls or [0] * n, dtype=np.int64),
+        pending=n if pending is None else pending,
+        vos=("atlas", "cms"),
+    )
 
 
 def test_agreement_chance_and_the_throughput_matched_replay_on_a_hand_worked_log() -> None:
@@ -49,9 +60,9 @@ def test_agreement_chance_and_the_throughput_matched_replay_on_a_hand_worked_log
 def test_jobs_started_in_one_scheduling_pass_all_count_as_slurms_next_start() -> None:
     cycles = [cycle(0, [7, 8, 9]), cycle(10, [9])]
     a = analyse(cycles, {8: 4.0, 7: 4.5, 9: 50.0}, top_k=1)
-    assert a.top1_hits == 1 and a.slurm_pick_ranks == [1]          # 7 started 0.5 s after 8: the same pass
+    assert a.top1_hits == 1 and a.slurm_pick_ranks == [1]  # 7 started 0.5 s after 8: the same pass
     a = analyse(cycles, {8: 4.0, 7: 6.0, 9: 50.0}, top_k=1)
-    assert a.top1_hits == 0 and a.slurm_pick_ranks == [2]          # 7 started 2 s later: a later pass
+    assert a.top1_hits == 0 and a.slurm_pick_ranks == [2]  # 7 started 2 s later: a later pass
 
 
 def test_single_job_cycles_are_trivial_and_not_in_the_rates() -> None:
@@ -76,7 +87,7 @@ def test_a_gap_in_the_log_does_not_stretch_a_window_over_it() -> None:
     cycles = [cycle(0, [1, 2]), cycle(10, [1, 2]), cycle(20, [1, 2]), cycle(2000, [2])]
     a = analyse(cycles, {1: 500.0, 2: 2005.0})
     assert default_window_s([c.time_s for c in cycles]) == 30.0
-    assert a.window_s == 30.0 and a.decisive == 1 and a.quiet == 3      # only t=2000 saw a start in its window
+    assert a.window_s == 30.0 and a.decisive == 1 and a.quiet == 3  # only t=2000 saw a start in its window
     assert analyse(cycles, {1: 500.0, 2: 2005.0}, max_window_s=math.inf).decisive == 2
 
 
@@ -98,14 +109,20 @@ def test_chance_of_a_random_order() -> None:
     assert chance_topk(4, 1, 1) == pytest.approx(0.25)
     assert chance_topk(10, 2, 3) == pytest.approx(1 - (8 * 7 * 6) / (10 * 9 * 8))
     assert chance_topk(3, 1, 5) == 1.0 and chance_topk(0, 0, 1) == 0.0
-    rng = np.random.default_rng(0)                                  # against a direct count
+    rng = np.random.default_rng(0)  # against a direct count
     hits = sum(bool(set(rng.permutation(12)[:4]) & {0, 1, 2}) for _ in range(20000))
     assert hits / 20000 == pytest.approx(chance_topk(12, 3, 4), abs=0.01)
 
 
 def test_records_become_cycles_and_bad_ones_say_which() -> None:
-    rec = {"v": 1, "time": 5.0, "mode": "shadow", "vos": ["a"], "pending": 2,
-           "ranked": [[3, 0.5, 4, 0, 1], [9, None, 1, 0, 0]]}
+    rec = {
+        "v": 1,
+        "time": 5.0,
+        "mode": "shadow",
+        "vos": ["a"],
+        "pending": 2,
+        "ranked": [[3, 0.5, 4, 0, 1], [9, None, 1, 0, 0]],
+    }
     c = cycle_from_record(rec)
     assert c.job_id.tolist() == [3, 9] and c.cores.tolist() == [4, 1] and c.job_class.tolist() == [1, 0]
     with pytest.raises(ShadowLogError, match="log:7: malformed"):

@@ -28,11 +28,14 @@ def test_sacct_starts_keep_every_job_that_started_running_ones_too() -> None:
     assert starts == {101: 1795317000.0, 102: 1795317030.0, 105: 1795317065.0, 106: 1795317065.0}
 
 
-@pytest.mark.parametrize(("text", "fragment"), [
-    ("101|1795317000\n", "line 1: 2 fields"),
-    ("101|1795317000|COMPLETED\n101.batch|1795317000|COMPLETED\n", "line 2: bad JobIDRaw"),
-    ("101|2026-11-22T03:09:16|COMPLETED\n", "SLURM_TIME_FORMAT"),
-])
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        ("101|1795317000\n", "line 1: 2 fields"),
+        ("101|1795317000|COMPLETED\n101.batch|1795317000|COMPLETED\n", "line 2: bad JobIDRaw"),
+        ("101|2026-11-22T03:09:16|COMPLETED\n", "SLURM_TIME_FORMAT"),
+    ],
+)
 def test_bad_sacct_output_is_one_line_naming_the_line(text: str, fragment: str) -> None:
     with pytest.raises(SlurmParseError) as info:
         parse_sacct_starts(text)
@@ -47,7 +50,7 @@ def test_jobcomp_starts_from_the_recorded_file() -> None:
     path = DATA / "jobcomp.txt"
     starts = parse_jobcomp_starts(path.read_text(), str(path))
     assert starts[2] == _local("2026-11-22T03:09:16") and starts[1] == _local("2026-11-22T03:09:46")
-    assert 5 not in starts                                   # cancelled before it started (ProcCnt=0)
+    assert 5 not in starts  # cancelled before it started (ProcCnt=0)
 
 
 def test_a_bad_jobcomp_line_names_the_file_and_line(tmp_path: Path) -> None:
@@ -90,8 +93,9 @@ def _reader(runner: Recorded, **config: object) -> StartsReader:
 
 def test_the_sacct_source_runs_sacct_as_an_argument_list_over_the_window() -> None:
     runner = Recorded({"sacct": (DATA / "sacct-starts.txt").read_text()})
-    starts = read_starts(_reader(runner, completion_source="sacct", bin_dir="/opt/slurm/bin"), "auto",
-                         since_s=1795317000.0)
+    starts = read_starts(
+        _reader(runner, completion_source="sacct", bin_dir="/opt/slurm/bin"), "auto", since_s=1795317000.0
+    )
     assert starts.sources == ["sacct"] and len(starts.start_s) == 4
     argv = runner.argv[0]
     assert argv[:6] == ["/opt/slurm/bin/sacct", "-X", "-n", "-P", "-a", "--format=JobIDRaw,Start,State"]
@@ -110,7 +114,7 @@ def test_the_jobcomp_source_adds_running_jobs_from_squeue_or_notes_why_not() -> 
 
 
 def test_auto_asks_slurm_which_source_it_has() -> None:
-    config = (DATA / "scontrol-show-config.txt").read_text()       # no accounting storage, jobcomp/filetxt
+    config = (DATA / "scontrol-show-config.txt").read_text()  # no accounting storage, jobcomp/filetxt
     jobcomp = str(DATA / "jobcomp.txt")
     runner = Recorded({"scontrol": config})
     assert _reader(runner, jobcomp_path=jobcomp).choose("auto", None) == ("jobcomp", jobcomp)

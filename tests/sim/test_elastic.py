@@ -33,8 +33,7 @@ class ScriptedPool:
 
 
 def serial_jobs(n: int, run_s: float, gap_s: float = 0.0) -> Workload:
-    return make_workload(submit=np.arange(n) * gap_s, run=np.full(n, run_s), procs=np.ones(n, dtype=int),
-                         max_procs=200)
+    return make_workload(submit=np.arange(n) * gap_s, run=np.full(n, run_s), procs=np.ones(n, dtype=int), max_procs=200)
 
 
 def check_pool_never_exceeded(schedule: Schedule, history: PoolHistory) -> None:
@@ -98,9 +97,18 @@ def test_elastic_agent_on_a_small_lal_respects_every_constraint() -> None:
     enc = FeatureEncoder(FeatureConfig(n_vos=len(w.vo_names)))
     q = EchoStateQ(enc.state_dim, enc.action_dim + 1, seed=0)
     start = float(w.submit[0])
-    agent = ElasticSchedulingAgent(SarsaLearner(q, seed=0), enc, OracleRuntime(),
-                                   pool_options=range(30, 121, 10), initial_cores=81, start_s=start,
-                                   min_cores=30, hold_s=900.0, lam=0.5, pretrain_decisions=50)
+    agent = ElasticSchedulingAgent(
+        SarsaLearner(q, seed=0),
+        enc,
+        OracleRuntime(),
+        pool_options=range(30, 121, 10),
+        initial_cores=81,
+        start_s=start,
+        min_cores=30,
+        hold_s=900.0,
+        lam=0.5,
+        pretrain_decisions=50,
+    )
     sim = ElasticSimulator(w, 81, max_cores=120, agent=agent, hold_on_submit=True, tick_s=900.0)
     s = sim.run()
     assert np.isfinite(s.start).all()

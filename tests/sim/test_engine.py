@@ -20,8 +20,7 @@ def five_jobs() -> Workload:
     # 10 cores.  J1 holds 6 until t=10; J2 (8 cores) must wait for it: shadow 10, extra 10-8 = 2.
     # J3 (2 cores, long) fits the 2 extra cores -> backfilled.  J4 (2 cores, long) would need cores the
     # head needs at t=10 -> refused.  J5 (2 cores, 6 s) ends exactly at the shadow time -> backfilled.
-    return make_workload(submit=[0, 1, 2, 3, 4], run=[10, 5, 100, 100, 6], procs=[6, 8, 2, 2, 2],
-                         max_procs=10)
+    return make_workload(submit=[0, 1, 2, 3, 4], run=[10, 5, 100, 100, 6], procs=[6, 8, 2, 2, 2], max_procs=10)
 
 
 def test_easy_hand_worked(five_jobs: Workload) -> None:
@@ -215,8 +214,13 @@ def test_engine_matches_textbook_easy(seed: int, overrun: str) -> None:
     w = random_workload(seed, n=300)
     # Make some jobs overrun their request, and some requests tie, to exercise both rules.
     over = rng.random(len(w)) < 0.2
-    w = make_workload(submit=w.submit, run=np.where(over, w.req_time * 1.5, w.run),
-                      req_time=np.round(w.req_time / 100) * 100 + 100, procs=w.procs, max_procs=w.max_procs)
+    w = make_workload(
+        submit=w.submit,
+        run=np.where(over, w.req_time * 1.5, w.run),
+        req_time=np.round(w.req_time / 100) * 100 + 100,
+        procs=w.procs,
+        max_procs=w.max_procs,
+    )
     runtimes, _ = effective_runtimes(w, overrun)  # type: ignore[arg-type]
     engine = Simulator(w, overrun=overrun).run()  # type: ignore[arg-type]
     assert engine.start.tolist() == textbook_easy(w, w.max_procs, runtimes).tolist()
@@ -228,8 +232,12 @@ def test_vectorised_scan_matches_plain_scan(monkeypatch: pytest.MonkeyPatch) -> 
     # A queue far longer than the threshold: heavy load on few cores.
     rng = np.random.default_rng(7)
     n = 1500
-    w = make_workload(submit=np.sort(rng.uniform(0, 2e4, n)), run=rng.exponential(300, n).round() + 1,
-                      procs=rng.integers(1, 9, n), max_procs=16)
+    w = make_workload(
+        submit=np.sort(rng.uniform(0, 2e4, n)),
+        run=rng.exponential(300, n).round() + 1,
+        procs=rng.integers(1, 9, n),
+        max_procs=16,
+    )
     for policy in ("easy", "easy-sjf"):
         fast = simulate_policy(w, policy).schedule
         monkeypatch.setattr(engine, "VECTOR_SCAN_MIN_QUEUE", 10**9)
@@ -262,14 +270,36 @@ def test_checker_finds_problems() -> None:
 
     one = np.array([1]), np.array([0.0])
     view = ClusterView(
-        time_s=5.0, total_cores=4, idle_cores=3,
-        pending=PendingJobs(job_id=one[0], vo=np.array([0]), job_class=np.array([0]), cores=np.array([1]),
-                            req_time_s=np.array([10.0]), submit_s=np.array([9.0]), oracle_run_s=np.array([1.0]),
-                            held=np.array([False])),
-        running=RunningJobs(job_id=one[0], vo=np.array([0]), job_class=np.array([0]), cores=np.array([2]),
-                            req_time_s=np.array([10.0]), submit_s=one[1], start_s=np.array([7.0])),
-        finished=FinishedJobs(), vos=("a",))
+        time_s=5.0,
+        total_cores=4,
+        idle_cores=3,
+        pending=PendingJobs(
+            job_id=one[0],
+            vo=np.array([0]),
+            job_class=np.array([0]),
+            cores=np.array([1]),
+            req_time_s=np.array([10.0]),
+            submit_s=np.array([9.0]),
+            oracle_run_s=np.array([1.0]),
+            held=np.array([False]),
+        ),
+        running=RunningJobs(
+            job_id=one[0],
+            vo=np.array([0]),
+            job_class=np.array([0]),
+            cores=np.array([2]),
+            req_time_s=np.array([10.0]),
+            submit_s=one[1],
+            start_s=np.array([7.0]),
+        ),
+        finished=FinishedJobs(),
+        vos=("a",),
+    )
     problems = " | ".join(check_view(view))
-    for expected in ("both pending and running", "hold 2 cores and 3 are idle", "start in the future",
-                     "submitted in the future"):
+    for expected in (
+        "both pending and running",
+        "hold 2 cores and 3 are idle",
+        "start in the future",
+        "submitted in the future",
+    ):
         assert expected in problems

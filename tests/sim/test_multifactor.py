@@ -28,10 +28,16 @@ def test_age_alone_is_fcfs_with_easy_backfill() -> None:
 def test_fairshare_serves_the_account_that_used_less() -> None:
     # 4 cores.  Account 0 runs alone for 1000 s; then both accounts submit one 4-core job behind a blocker.
     # The first pass after the blocker ends, account 1 (no usage) must start first although it came second.
-    w = make_workload(submit=[0, 1000, 1010, 1020], run=[1000, 400, 100, 100], procs=[4, 4, 4, 4],
-                      max_procs=4, vo=[0, 0, 0, 1], vo_names=("a", "b"))
+    w = make_workload(
+        submit=[0, 1000, 1010, 1020],
+        run=[1000, 400, 100, 100],
+        procs=[4, 4, 4, 4],
+        max_procs=4,
+        vo=[0, 0, 0, 1],
+        vo_names=("a", "b"),
+    )
     s = simulate_policy(w, "multifactor:calc_period_s=60,weight_age=0,weight_job_size=0").schedule
-    assert s.start[3] < s.start[2]                       # b's job before a's later-submitted... and earlier one
+    assert s.start[3] < s.start[2]  # b's job before a's later-submitted... and earlier one
     fcfs = simulate_policy(w, "easy").schedule
     assert fcfs.start[2] < fcfs.start[3]
 
@@ -39,17 +45,31 @@ def test_fairshare_serves_the_account_that_used_less() -> None:
 def test_shares_break_a_tie_of_usage_in_favour_of_the_larger_share() -> None:
     # a and b ran the same (0–500 s), c blocks the machine; with shares b:3, a:1 the next job of b goes
     # first (Fair Tree LF = S/U), with equal shares a's, submitted first.
-    w = make_workload(submit=[0, 0, 500, 510, 520], run=[500, 500, 100, 100, 100], procs=[2, 2, 4, 4, 4],
-                      max_procs=4, vo=[0, 1, 2, 0, 1], vo_names=("a", "b", "c"))
+    w = make_workload(
+        submit=[0, 0, 500, 510, 520],
+        run=[500, 500, 100, 100, 100],
+        procs=[2, 2, 4, 4, 4],
+        max_procs=4,
+        vo=[0, 1, 2, 0, 1],
+        vo_names=("a", "b", "c"),
+    )
     spec = "multifactor:calc_period_s=60,weight_age=0,weight_job_size=0,shares=a:1/b:3"
     s = simulate_policy(w, spec).schedule
     assert s.start[4] < s.start[3]
     equal = simulate_policy(w, "multifactor:calc_period_s=60,weight_age=0,weight_job_size=0").schedule
-    assert equal.start[3] < equal.start[4]               # equal shares, equal usage: submit order
+    assert equal.start[3] < equal.start[4]  # equal shares, equal usage: submit order
 
 
-@pytest.mark.parametrize("extra", ["fair_tree=false", "fair_tree=false,damp_factor=3", "users=true",
-                                   "favor_small=true,weight_job_size=5000", "backfill=false"])
+@pytest.mark.parametrize(
+    "extra",
+    [
+        "fair_tree=false",
+        "fair_tree=false,damp_factor=3",
+        "users=true",
+        "favor_small=true,weight_job_size=5000",
+        "backfill=false",
+    ],
+)
 def test_variants_run_every_job(extra: str) -> None:
     w = generate_lal(4, scale=0.03)
     s = simulate_policy(w, f"multifactor:{extra}").schedule
@@ -66,16 +86,15 @@ def test_the_queue_is_reprioritised_every_pass() -> None:
 
 def test_slurm_conf_and_sshare_files_set_the_parameters(tmp_path: Path) -> None:
     conf = tmp_path / "slurm.conf"
-    conf.write_text("PriorityType=priority/multifactor\nPriorityWeightAge=7\nPriorityMaxAge=1-0\n"
-                    "PriorityFlags=NO_FAIR_TREE\n")
+    conf.write_text(
+        "PriorityType=priority/multifactor\nPriorityWeightAge=7\nPriorityMaxAge=1-0\nPriorityFlags=NO_FAIR_TREE\n"
+    )
     sshare = tmp_path / "sshare.txt"
-    sshare.write_text("Account|User|RawShares|NormShares|RawUsage\nroot|||0|0\n a||5|0.5|0\n  a|u|1|1|0\n"
-                      " b||2|0.5|0\n")
-    spec = expand_site_files(parse_policy(f"multifactor:slurm_conf={conf},sshare={sshare},weight_qos=9,"
-                                          "shares=b:4"))
+    sshare.write_text("Account|User|RawShares|NormShares|RawUsage\nroot|||0|0\n a||5|0.5|0\n  a|u|1|1|0\n b||2|0.5|0\n")
+    spec = expand_site_files(parse_policy(f"multifactor:slurm_conf={conf},sshare={sshare},weight_qos=9,shares=b:4"))
     p = spec.params
     assert (p["weight_age"], p["max_age_s"], p["fair_tree"], p["weight_qos"]) == (7.0, 86400.0, False, 9.0)
-    assert p["shares"] == "b:4/a:5"      # given shares win over the file's
+    assert p["shares"] == "b:4/a:5"  # given shares win over the file's
     assert p["slurm_conf"] == p["sshare"] == ""
 
 

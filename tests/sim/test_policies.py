@@ -52,8 +52,12 @@ def test_static_rules_take_the_native_path_with_the_same_order_as_before(small: 
     old_keys = {
         "easy-sjf": (small.req_time.astype(np.float64), True),
         "interactive-first": ((small.job_class != JobClass.INTERACTIVE) * 1e12 + small.submit, True),
-        "interactive-first-sjf": (np.lexsort((np.arange(len(small)), small.req_time,
-                                              small.job_class != JobClass.INTERACTIVE)).argsort().astype(float), True),
+        "interactive-first-sjf": (
+            np.lexsort((np.arange(len(small)), small.req_time, small.job_class != JobClass.INTERACTIVE))
+            .argsort()
+            .astype(float),
+            True,
+        ),
     }
     for name, (key, backfill) in old_keys.items():
         ran = simulate_policy(small, name, CORES)
@@ -70,10 +74,10 @@ def test_edf_is_one_definition(small: Workload) -> None:
     assert native.agent is None
     deadline = small.submit + small.req_time * (1.0 / 0.9 - 1.0)
     assert np.array_equal(native.schedule.start, Simulator(small, CORES, priority=deadline, backfill=False).run().start)
-    former, _ = legacy_scheduler("edf")                                # the former --scheduler name
+    former, _ = legacy_scheduler("edf")  # the former --scheduler name
     assert np.array_equal(simulate_policy(small, former, CORES).schedule.start, native.schedule.start)
     estimated = simulate_policy(small, "edf", CORES)
-    assert estimated.agent is not None                                 # estimated runtimes: an agent
+    assert estimated.agent is not None  # estimated runtimes: an agent
 
 
 def test_legacy_scheduler_names_keep_their_labels(small: Workload) -> None:

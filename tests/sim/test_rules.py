@@ -25,8 +25,13 @@ def _busy_workload(seed: int, n: int = 160) -> Workload:
     user = rng.integers(0, 6, n)
     ratio = np.array([0.05, 0.2, 0.5, 0.9, 1.0, 0.1])[user]
     run = np.maximum(np.minimum(req, req * ratio * rng.lognormal(0, 0.2, n)), 1.0)
-    w = make_workload(submit=np.sort(rng.uniform(0, 40_000, n)).round(), run=run.round(), req_time=req,
-                      procs=rng.choice([1, 2, 4, 8, 16], n), max_procs=16)
+    w = make_workload(
+        submit=np.sort(rng.uniform(0, 40_000, n)).round(),
+        run=run.round(),
+        req_time=req,
+        procs=rng.choice([1, 2, 4, 8, 16], n),
+        max_procs=16,
+    )
     return replace(w, user=user.astype(np.int64))
 
 
@@ -56,26 +61,56 @@ class Recording(RulePriority):
         self.log.append(("end", row, now, None))
 
 
-def _view(w: Workload, now: float, pending: list[int], running: dict[int, float],
-          finished: list[tuple[int, float, float]]) -> ClusterView:
+def _view(
+    w: Workload, now: float, pending: list[int], running: dict[int, float], finished: list[tuple[int, float, float]]
+) -> ClusterView:
     rows = np.array(pending, dtype=np.int64)
-    pend = PendingJobs(job_id=w.job_id[rows], vo=w.vo[rows], job_class=w.job_class[rows], cores=w.procs[rows],
-                       req_time_s=w.req_time[rows], submit_s=w.submit[rows], oracle_run_s=np.full(len(rows), np.nan),
-                       held=np.zeros(len(rows), dtype=bool), user=w.user[rows])
+    pend = PendingJobs(
+        job_id=w.job_id[rows],
+        vo=w.vo[rows],
+        job_class=w.job_class[rows],
+        cores=w.procs[rows],
+        req_time_s=w.req_time[rows],
+        submit_s=w.submit[rows],
+        oracle_run_s=np.full(len(rows), np.nan),
+        held=np.zeros(len(rows), dtype=bool),
+        user=w.user[rows],
+    )
     rrows = np.array(list(running), dtype=np.int64)
-    run = RunningJobs(job_id=w.job_id[rrows], vo=w.vo[rrows], job_class=w.job_class[rrows], cores=w.procs[rrows],
-                      req_time_s=w.req_time[rrows], submit_s=w.submit[rrows],
-                      start_s=np.array(list(running.values()), dtype=np.float64), user=w.user[rrows])
+    run = RunningJobs(
+        job_id=w.job_id[rrows],
+        vo=w.vo[rrows],
+        job_class=w.job_class[rrows],
+        cores=w.procs[rrows],
+        req_time_s=w.req_time[rrows],
+        submit_s=w.submit[rrows],
+        start_s=np.array(list(running.values()), dtype=np.float64),
+        user=w.user[rrows],
+    )
     frows = np.array([f[0] for f in finished], dtype=np.int64)
-    done = FinishedJobs(job_id=w.job_id[frows], vo=w.vo[frows], job_class=w.job_class[frows], cores=w.procs[frows],
-                        submit_s=w.submit[frows], start_s=np.array([f[1] for f in finished], dtype=np.float64),
-                        end_s=np.array([f[2] for f in finished], dtype=np.float64))
+    done = FinishedJobs(
+        job_id=w.job_id[frows],
+        vo=w.vo[frows],
+        job_class=w.job_class[frows],
+        cores=w.procs[frows],
+        submit_s=w.submit[frows],
+        start_s=np.array([f[1] for f in finished], dtype=np.float64),
+        end_s=np.array([f[2] for f in finished], dtype=np.float64),
+    )
     return ClusterView(time_s=now, total_cores=w.max_procs, idle_cores=0, pending=pend, running=run, finished=done)
 
 
-@pytest.mark.parametrize("spec", ["wfp3:pass_s=600", "unicep:pass_s=600", "sjf:runtime_model=user-last2",
-                                  "saf:runtime_model=learned", "f2:runtime_model=learned,backfill=true",
-                                  "wfp3:runtime_model=user-last2,pass_s=900"])
+@pytest.mark.parametrize(
+    "spec",
+    [
+        "wfp3:pass_s=600",
+        "unicep:pass_s=600",
+        "sjf:runtime_model=user-last2",
+        "saf:runtime_model=learned",
+        "f2:runtime_model=learned,backfill=true",
+        "wfp3:runtime_model=user-last2,pass_s=900",
+    ],
+)
 def test_the_replays_queue_order_is_the_live_agents_order(spec: str) -> None:
     # Replay the engine's run event by event into the live agent, one view per event (a daemon polling at every
     # change), and compare the engine's queue order (its keys: −priority·(N+1) + row) with the agent's ranking
@@ -111,12 +146,12 @@ def test_the_replays_queue_order_is_the_live_agents_order(spec: str) -> None:
         decisions = agent.decide(_view(w, now, pending, running, finished))
         finished = []
         if rec.reads_wait and kind == "submit":
-            continue            # between passes the engine keeps the last pass's priorities; live re-ranks now
+            continue  # between passes the engine keeps the last pass's priorities; live re-ranks now
         rows = np.array(pending, dtype=np.int64)
         engine_order = rows[np.argsort(-priority[rows] * (n + 1) + rows, kind="stable")]
         assert decisions.boost == tuple(w.job_id[engine_order].tolist()), f"{spec} at t={now}"
         compared += len(rows) > 1
-    assert compared > 50                 # the queue did build up
+    assert compared > 50  # the queue did build up
 
 
 def test_wfp3_reprioritises_and_differs_from_its_order_at_submit() -> None:
@@ -132,8 +167,13 @@ def test_predicted_sjf_starts_the_user_with_short_history_first() -> None:
     # One core.  User 7 ran two 10-s jobs (asking 1000 s) while a 500-s blocker of user 9 held the queue;
     # then user 7 asks 1000 s again and user 8 asks 600 s, both behind another blocker.  On the request user 8
     # starts first; on user-last2 user 7's job (predicted 10 s) does.  The oracle agrees with the prediction.
-    w = make_workload(submit=[0, 1, 2, 30, 31, 32], run=[10, 10, 5, 500, 10, 600],
-                      req_time=[1000, 1000, 10, 1000, 1000, 600], procs=[1, 1, 1, 1, 1, 1], max_procs=1)
+    w = make_workload(
+        submit=[0, 1, 2, 30, 31, 32],
+        run=[10, 10, 5, 500, 10, 600],
+        req_time=[1000, 1000, 10, 1000, 1000, 600],
+        procs=[1, 1, 1, 1, 1, 1],
+        max_procs=1,
+    )
     w = replace(w, user=np.array([7, 7, 9, 9, 7, 8], dtype=np.int64))
     by_request = simulate_policy(w, "sjf").schedule
     predicted = simulate_policy(w, "sjf:runtime_model=user-last2").schedule
@@ -143,8 +183,18 @@ def test_predicted_sjf_starts_the_user_with_short_history_first() -> None:
     assert oracle.start[4] < oracle.start[5]
 
 
-@pytest.mark.parametrize("spec", ["saf:backfill=true", "f4:backfill=true", "smallest", "ljf", "unicep:backfill=true",
-                                  "f1:runtime_model=user-last2", "easy-sjf:runtime_model=learned"])
+@pytest.mark.parametrize(
+    "spec",
+    [
+        "saf:backfill=true",
+        "f4:backfill=true",
+        "smallest",
+        "ljf",
+        "unicep:backfill=true",
+        "f1:runtime_model=user-last2",
+        "easy-sjf:runtime_model=learned",
+    ],
+)
 def test_every_rule_runs_every_job(spec: str) -> None:
     w = _busy_workload(11)
     s = simulate_policy(w, spec).schedule
@@ -159,7 +209,7 @@ def test_a_learned_policy_takes_a_predicted_runtime(model: str) -> None:
     assert np.all(np.isfinite(run.schedule.start))
     runtime = run.agent.runtime  # type: ignore[union-attr]
     assert isinstance(runtime, PredictedRuntime) and runtime.name == model
-    assert runtime.predictor.unseen_finished == 0                  # every finished job had been predicted
+    assert runtime.predictor.unseen_finished == 0  # every finished job had been predicted
 
 
 def test_wait_rule_passes_always_move_forward() -> None:

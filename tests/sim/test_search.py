@@ -56,8 +56,17 @@ def windows() -> tuple[Workload, Workload]:
 def small_config(**kw: object) -> SearchConfig:
     # Starts from longest-first (log_req weight −1), the family's rules out of the selection: the search itself
     # must turn the order around.
-    base = dict(population=12, generations=5, sequences=2, sequence_jobs=300, initial=(-1.0, 0.0, 0.0, 0.0),
-                initial_std=1.0, rules=False, validation_replays=1, seed=5)
+    base = dict(
+        population=12,
+        generations=5,
+        sequences=2,
+        sequence_jobs=300,
+        initial=(-1.0, 0.0, 0.0, 0.0),
+        initial_std=1.0,
+        rules=False,
+        validation_replays=1,
+        seed=5,
+    )
     return SearchConfig(**{**base, **kw})  # type: ignore[arg-type]
 
 
@@ -82,7 +91,8 @@ def test_search_improves_on_a_workload_with_a_known_good_order(windows: tuple[Wo
     start = ScoringFunction(config.features, tuple(config.start().tolist()))
     # The fitness (bounded slowdown on the training jobs) of what it found, against where it started.
     assert mean_bsld(simulate_scores(train, result.function, CORES)) < 0.25 * mean_bsld(
-        simulate_scores(train, start, CORES))
+        simulate_scores(train, start, CORES)
+    )
     # Selected on the validation window, it lands near the known good order, far from where it started.
     assert result.validation_bsld < 0.1 * longest_first
     assert result.validation_bsld < 2 * shortest_first < 0.4 * first_come
@@ -94,7 +104,7 @@ def test_scored_spec_runs_on_the_fast_path_with_the_search_s_order(windows: tupl
     train, validation = windows
     result = search_scoring(train, validation, small_config(generations=2), CORES)
     ran = simulate_policy(validation, result.spec, CORES)
-    assert ran.agent is None                                # the static key, not an agent
+    assert ran.agent is None  # the static key, not an agent
     same = simulate_scores(validation, result.function, CORES)
     assert np.array_equal(ran.schedule.start, same.start)
     assert mean_bsld(ran.schedule) == result.validation_bsld
@@ -113,20 +123,35 @@ def test_saved_model_reloads_with_identical_ranking(windows: tuple[Workload, Wor
     assert meta["search"]["validation_bsld"] == result.validation_bsld
     rng = np.random.default_rng(0)
     n = 40
-    pend = PendingJobs(job_id=np.arange(n, dtype=np.int64), vo=np.zeros(n, dtype=np.int64),
-                       job_class=np.zeros(n, dtype=np.int64), cores=rng.integers(1, 9, n),
-                       req_time_s=rng.uniform(10, 1e5, n), submit_s=np.sort(rng.uniform(0, 1e5, n)),
-                       oracle_run_s=np.full(n, np.nan), held=np.zeros(n, dtype=bool))
-    view = ClusterView(time_s=2e5, total_cores=CORES, idle_cores=0, pending=pend, running=RunningJobs(),
-                       finished=FinishedJobs(), vos=("default",))
+    pend = PendingJobs(
+        job_id=np.arange(n, dtype=np.int64),
+        vo=np.zeros(n, dtype=np.int64),
+        job_class=np.zeros(n, dtype=np.int64),
+        cores=rng.integers(1, 9, n),
+        req_time_s=rng.uniform(10, 1e5, n),
+        submit_s=np.sort(rng.uniform(0, 1e5, n)),
+        oracle_run_s=np.full(n, np.nan),
+        held=np.zeros(n, dtype=bool),
+    )
+    view = ClusterView(
+        time_s=2e5,
+        total_cores=CORES,
+        idle_cores=0,
+        pending=pend,
+        running=RunningJobs(),
+        finished=FinishedJobs(),
+        vos=("default",),
+    )
     assert agent.rank(view).tolist() == fresh.rank(view).tolist()
     assert np.array_equal(agent.pending_scores(view), fresh.pending_scores(view))
     # The learning agents' loader says what the file is instead of failing on a missing learner.
     with pytest.raises(PolicyError, match="load_model"):
         load_policy(path)
     # The file runs in the simulator from its spec alone: the same schedule as the search's function.
-    assert np.array_equal(simulate_policy(validation, spec, CORES).schedule.start,
-                          simulate_scores(validation, result.function, CORES).start)
+    assert np.array_equal(
+        simulate_policy(validation, spec, CORES).schedule.start,
+        simulate_scores(validation, result.function, CORES).start,
+    )
 
 
 @pytest.mark.parametrize("runtime_model", ["oracle", "user-last2", "learned"])
@@ -137,8 +162,9 @@ def test_a_predicted_runtime_replays_as_its_spec(windows: tuple[Workload, Worklo
     spec = f"scored:features=log_pred/log_cores,weights=1/0.2,runtime_model={runtime_model}"
     by_spec = simulate_policy(validation, spec, CORES)
     assert by_spec.agent is None
-    assert np.array_equal(by_spec.schedule.start,
-                          simulate_scores(validation, function, CORES, runtime_model=runtime_model).start)
+    assert np.array_equal(
+        by_spec.schedule.start, simulate_scores(validation, function, CORES, runtime_model=runtime_model).start
+    )
 
 
 def test_the_oracle_runtime_beats_the_request_here(windows: tuple[Workload, Workload]) -> None:
@@ -146,8 +172,9 @@ def test_the_oracle_runtime_beats_the_request_here(windows: tuple[Workload, Work
     overstate them by up to 3x (an upper bound, not a policy)."""
     validation = windows[1]
     by_request = mean_bsld(simulate_scores(validation, ScoringFunction(("log_req",), (1.0,)), CORES))
-    by_oracle = mean_bsld(simulate_scores(validation, ScoringFunction(("log_pred",), (1.0,)), CORES,
-                                          runtime_model="oracle"))
+    by_oracle = mean_bsld(
+        simulate_scores(validation, ScoringFunction(("log_pred",), (1.0,)), CORES, runtime_model="oracle")
+    )
     assert by_oracle < 0.9 * by_request
 
 
@@ -193,8 +220,9 @@ def test_split_experiment_reports_the_test_window_against_the_rules(tmp_path: Pa
     _, _, test = split_by_jobs(workload)
     assert result["rules"]["easy-sjf"]["test_bsld"] == mean_bsld(simulate_policy(test, "easy-sjf", CORES).schedule)
     for s in result["searches"]:
-        found = ScoringFunction(tuple(s["config"]["features"]), tuple(parse_weights(
-            parse_policy(s["spec"]).params["weights"])))
+        found = ScoringFunction(
+            tuple(s["config"]["features"]), tuple(parse_weights(parse_policy(s["spec"]).params["weights"]))
+        )
         assert s["test_bsld"] == mean_bsld(simulate_scores(test, found, CORES))
     text = report_markdown([result])
     assert "### bursty" in text and "against the best rule on test" in text and "| easy-wfp3 |" in text

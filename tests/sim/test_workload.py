@@ -10,8 +10,7 @@ from rlsched.sim.workload import make_workload
 
 def test_a_jittered_replay_moves_each_job_a_little_and_keeps_the_jobs() -> None:
     submit = np.arange(0.0, 5000.0, 100.0)
-    w = make_workload(submit, run=np.arange(len(submit)) + 10.0, procs=np.ones(len(submit), dtype=int),
-                      max_procs=4)
+    w = make_workload(submit, run=np.arange(len(submit)) + 10.0, procs=np.ones(len(submit), dtype=int), max_procs=4)
     j = w.jittered(7, 300.0, name="replay")
     assert j.name == "replay" and len(j) == len(w)
     assert np.all(np.diff(j.submit) >= 0) and j.submit.min() >= 0.0

@@ -23,8 +23,10 @@ def write_swf(path: Path, n: int = 400, seed: int = 7, max_procs: int = 16, inte
     group = rng.choice([1, 2], n, p=[0.7, 0.3])
     lines = [f"; MaxProcs: {max_procs}", "; UnixStartTime: 1000000000"]
     for i in range(n):
-        lines.append(f"{i + 1} {int(submit[i])} {int(wait[i])} {int(run[i])} {procs[i]} -1 -1 {procs[i]} "
-                     f"{int(limit[i])} -1 1 {i % 5 + 1} {group[i]} -1 1 1 -1 -1")
+        lines.append(
+            f"{i + 1} {int(submit[i])} {int(wait[i])} {int(run[i])} {procs[i]} -1 -1 {procs[i]} "
+            f"{int(limit[i])} -1 1 {i % 5 + 1} {group[i]} -1 1 1 -1 -1"
+        )
     path.write_text("\n".join(lines) + "\n")
     return path
 

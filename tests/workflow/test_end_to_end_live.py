@@ -28,7 +28,7 @@ pytest_plugins = ["tests.slurm_cluster"]
 pytestmark = [pytest.mark.slurm, pytest.mark.timeout(600)]
 
 ACCOUNTS = ("atlas", "cms", "lhcb")
-N_JOBS = 99                                   # 33 per account, half of them interactive by the class rule
+N_JOBS = 99  # 33 per account, half of them interactive by the class rule
 FINISHED = ("COMPLETED", "FAILED", "TIMEOUT", "CANCELLED", "NODE_FAIL", "OUT_OF_MEMORY")
 
 
@@ -51,7 +51,7 @@ interactive_max_time_s = 600
 [metrics]
 listen = "off"
 [state]
-dir = "{path.parent / 'state'}"
+dir = "{path.parent / "state"}"
 checkpoint_every_s = 0
 [shadow]
 modes = ["shadow", "boost"]
@@ -60,17 +60,30 @@ modes = ["shadow", "boost"]
 
 
 def rlsched(slurm: SlurmTestCluster, *args: str, timeout_s: float = 240) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run([sys.executable, "-m", "rlsched", *args], cwd=ROOT, env=slurm.env, capture_output=True,
-                          text=True, timeout=timeout_s, check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "rlsched", *args],
+        cwd=ROOT,
+        env=slurm.env,
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+        check=False,
+    )
     assert done.returncode == 0, f"rlsched {' '.join(args)}: {done.stdout[-1500:]}{done.stderr[-1500:]}"
     return done
 
 
 def sacct_jobs(slurm: SlurmTestCluster, ids: list[int]) -> dict[int, dict[str, str]]:
     fields = "JobIDRaw,State,Submit,Start,End,AllocCPUS,Account,TimelimitRaw"
-    out = subprocess.run(["sacct", "-X", "-P", "-n", "-j", ",".join(map(str, ids)), f"--format={fields}"],
-                         env={**slurm.env, "SLURM_TIME_FORMAT": "%s"}, capture_output=True, text=True, timeout=30,
-                         check=True, cwd="/tmp").stdout
+    out = subprocess.run(
+        ["sacct", "-X", "-P", "-n", "-j", ",".join(map(str, ids)), f"--format={fields}"],
+        env={**slurm.env, "SLURM_TIME_FORMAT": "%s"},
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+        cwd="/tmp",
+    ).stdout
     rows = [dict(zip(fields.split(","), line.split("|"), strict=True)) for line in out.splitlines() if line]
     return {int(r["JobIDRaw"]): r for r in rows}
 
@@ -83,8 +96,9 @@ def decision_lines(path: Path) -> list[dict[str, object]]:
     return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
-def test_from_history_to_shadow_and_boost(slurm: SlurmTestCluster, tmp_path: Path,
-                                          daemons: list[DaemonProcess]) -> None:
+def test_from_history_to_shadow_and_boost(
+    slurm: SlurmTestCluster, tmp_path: Path, daemons: list[DaemonProcess]
+) -> None:
     if "accounting_storage/slurmdbd" not in slurm.run("scontrol", "show", "config").stdout:
         pytest.fail("the test cluster has no slurmdbd: scripts/slurm-up.sh sets it up")
     begin = time.time()
@@ -97,8 +111,9 @@ def test_from_history_to_shadow_and_boost(slurm: SlurmTestCluster, tmp_path: Pat
 
     def recorded() -> bool:
         rows = sacct_jobs(slurm, list(jobs))
-        return len(rows) == len(jobs) and all(r["State"].split(" ")[0] in FINISHED and r["End"] != "Unknown"
-                                              for r in rows.values())
+        return len(rows) == len(jobs) and all(
+            r["State"].split(" ")[0] in FINISHED and r["End"] != "Unknown" for r in rows.values()
+        )
 
     wait_for(recorded, 240, "slurmdbd to record every job as finished", every_s=2.0)
     truth = sacct_jobs(slurm, list(jobs))
@@ -106,29 +121,73 @@ def test_from_history_to_shadow_and_boost(slurm: SlurmTestCluster, tmp_path: Pat
     # 1. history import: every job, with sacct's times; classes by the config's rule on the limit.
     config = site_config(tmp_path / "rlsched.toml", slurm, "shadow")
     trace = tmp_path / "site.swf"
-    imported = rlsched(slurm, "history", "import", "--from", "sacct", "--start", start_text, "--end", "now",
-                       "--config", str(config), "--out", str(trace), "--cores", "16", "--json")
+    imported = rlsched(
+        slurm,
+        "history",
+        "import",
+        "--from",
+        "sacct",
+        "--start",
+        start_text,
+        "--end",
+        "now",
+        "--config",
+        str(config),
+        "--out",
+        str(trace),
+        "--cores",
+        "16",
+        "--json",
+    )
     summary = json.loads(imported.stdout)
     rows = {int(r["raw_id"]): r for r in csv.DictReader((tmp_path / "site.jobs.csv").open())}
     assert set(rows) == set(jobs) and summary["jobs"] == len(jobs), summary
     for job_id, (account, limit_min) in jobs.items():
         row, real = rows[job_id], truth[job_id]
-        assert (row["submit_epoch"], row["start_epoch"], row["end_epoch"]) == \
-            (real["Submit"], real["Start"], real["End"])
+        assert (row["submit_epoch"], row["start_epoch"], row["end_epoch"]) == (
+            real["Submit"],
+            real["Start"],
+            real["End"],
+        )
         assert row["account"] == row["vo"] == account and int(row["cpus"]) == int(real["AllocCPUS"])
         assert row["job_class"] == ("interactive" if limit_min == 5 else "batch")
 
     # 2. train a small model for this daemon config.
     model = tmp_path / "model.npz"
-    trained = rlsched(slurm, "train", "--workload", str(trace), "--config", str(config),
-                      "--policy", "sarsa-esn:pretrain_decisions=20", "--out", str(model), "--quiet")
+    trained = rlsched(
+        slurm,
+        "train",
+        "--workload",
+        str(trace),
+        "--config",
+        str(config),
+        "--policy",
+        "sarsa-esn:pretrain_decisions=20",
+        "--out",
+        str(model),
+        "--quiet",
+    )
     assert model.is_file(), trained.stdout
 
     # 3. evaluate it beside what the cluster's Slurm does (multifactor from its slurm.conf) and EASY.
     out = tmp_path / "eval"
-    rlsched(slurm, "evaluate", "--workload", str(trace), "--config", str(config), "--out", str(out),
-            "--policy", str(model), "--policy", f"multifactor:slurm_conf={slurm.conf}", "--policy", "easy",
-            "--quiet")
+    rlsched(
+        slurm,
+        "evaluate",
+        "--workload",
+        str(trace),
+        "--config",
+        str(config),
+        "--out",
+        str(out),
+        "--policy",
+        str(model),
+        "--policy",
+        f"multifactor:slurm_conf={slurm.conf}",
+        "--policy",
+        "easy",
+        "--quiet",
+    )
     report = (out / "report.md").read_text()
     results = json.loads((out / "results.json").read_text())
     text = json.dumps(results)
@@ -141,8 +200,10 @@ def test_from_history_to_shadow_and_boost(slurm: SlurmTestCluster, tmp_path: Pat
     shadow_begin = time.time()
     blocker = slurm.sbatch("-A", "atlas", "-c", "16", "-t", "5", sleep_s=10)
     wait_for(lambda: slurm.state(blocker) == "RUNNING", 30, "the blocker to run")
-    waiting = [slurm.sbatch("-A", ACCOUNTS[k % 3], "-c", "16", "-t", limit, sleep_s=1)
-               for k, limit in enumerate(("30", "5", "20", "5"))]
+    waiting = [
+        slurm.sbatch("-A", ACCOUNTS[k % 3], "-c", "16", "-t", limit, sleep_s=1)
+        for k, limit in enumerate(("30", "5", "20", "5"))
+    ]
     d = start(daemons, shadow_config, slurm)
     wait_for(lambda: len(decision_lines(log)) >= 3, 30, "three decision log lines")
     touched: list[str] = []
@@ -162,8 +223,17 @@ def test_from_history_to_shadow_and_boost(slurm: SlurmTestCluster, tmp_path: Pat
 
     # 5. report shadow: joins the log with Slurm's real starts.
     shadow_out = tmp_path / "shadow"
-    rlsched(slurm, "report", "shadow", "--config", str(shadow_config), "--since", f"@{shadow_begin - 30:.0f}",
-            "--out", str(shadow_out))
+    rlsched(
+        slurm,
+        "report",
+        "shadow",
+        "--config",
+        str(shadow_config),
+        "--since",
+        f"@{shadow_begin - 30:.0f}",
+        "--out",
+        str(shadow_out),
+    )
     shadow = json.loads((shadow_out / "shadow.json").read_text())
     assert shadow["jobs_unmatched"] == 0 and shadow["jobs_started"] >= len(waiting), shadow
     assert (shadow_out / "shadow.md").stat().st_size > 0
@@ -172,8 +242,10 @@ def test_from_history_to_shadow_and_boost(slurm: SlurmTestCluster, tmp_path: Pat
     boost_config = site_config(tmp_path / "rlsched.toml", slurm, "boost", model)
     blocker = slurm.sbatch("-A", "atlas", "-c", "16", "-t", "5", sleep_s=30)
     wait_for(lambda: slurm.state(blocker) == "RUNNING", 30, "the second blocker to run")
-    pending = [slurm.sbatch("-A", ACCOUNTS[k % 3], "-c", "16", "-t", limit, sleep_s=1)
-               for k, limit in enumerate(("30", "20", "5", "10", "5"))]
+    pending = [
+        slurm.sbatch("-A", ACCOUNTS[k % 3], "-c", "16", "-t", limit, sleep_s=1)
+        for k, limit in enumerate(("30", "20", "5", "10", "5"))
+    ]
     before = len(decision_lines(log))
     rlsched(slurm, "daemon", "--config", str(boost_config), "--once")
     last = decision_lines(log)[before:]

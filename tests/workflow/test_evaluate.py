@@ -97,8 +97,12 @@ def test_a_trained_model_runs_greedy_beside_the_rules(small_swf: Path, site_conf
     site = load_site(site_config)
     tasks = train_plan(w, "sarsa-esn:pretrain_decisions=50", tmp_path / "m.npz", site=site)
     write_models(run_tasks(tasks))
-    contenders = [parse_contender(str(tmp_path / "m.npz")), parse_contender("easy"),
-                  parse_contender("easy-sjf"), parse_contender("recorded")]
+    contenders = [
+        parse_contender(str(tmp_path / "m.npz")),
+        parse_contender("easy"),
+        parse_contender("easy-sjf"),
+        parse_contender("recorded"),
+    ]
     ev = evaluate(w, contenders, site=site, windows=2)
     assert ev.vos == ("physics", "chem", "other") and ev.shares == pytest.approx((0.6, 0.3, 0.1))
     assert set(ev.table) == {"m", "easy", "easy-sjf", "recorded"}
@@ -133,8 +137,13 @@ def test_with_a_split_only_the_test_window_is_replayed_ranked_by_the_objective(s
     from rlsched.workflow.split import Deployment, TimeSplit
 
     w = read_swf(small_swf)
-    ev = evaluate(w, [parse_contender("fcfs"), parse_contender("easy-sjf")], split=TimeSplit(),
-                  deployment=Deployment("gate"), objective=Objective("wait"))
+    ev = evaluate(
+        w,
+        [parse_contender("fcfs"), parse_contender("easy-sjf")],
+        split=TimeSplit(),
+        deployment=Deployment("gate"),
+        objective=Objective("wait"),
+    )
     assert ev.jobs == 100 and ev.window is not None and ev.window["jobs"] == [300, 400]
     (run,) = [r for r in ev.runs if r.contender == "fcfs"]
     assert np.array_equal(run.schedule.workload.submit, w.submit[300:])
@@ -152,10 +161,19 @@ def test_a_model_is_refused_on_a_test_window_overlapping_its_training(small_swf:
 
     w = read_swf(small_swf)
     split = TimeSplit()
-    tasks = train_plan(split.window(w, "train"), "sarsa-esn:pretrain_decisions=50", tmp_path / "m.npz",
-                       validation=split.window(w, "validation"), deployment=Deployment("gate"))
-    judge_and_write(run_tasks(tasks), tasks, tmp_path / "m.npz",
-                    about={"workload": w.name, "jobs": len(w), "split": split.to_dict(), "windows": split.windows(w)})
+    tasks = train_plan(
+        split.window(w, "train"),
+        "sarsa-esn:pretrain_decisions=50",
+        tmp_path / "m.npz",
+        validation=split.window(w, "validation"),
+        deployment=Deployment("gate"),
+    )
+    judge_and_write(
+        run_tasks(tasks),
+        tasks,
+        tmp_path / "m.npz",
+        about={"workload": w.name, "jobs": len(w), "split": split.to_dict(), "windows": split.windows(w)},
+    )
     model = parse_contender(str(tmp_path / "m.npz"))
     ev = evaluate(w, [model], split=split, deployment=Deployment("gate"))
     assert ev.contenders[0].provenance is not None and "trained on jobs 0–199" in ev.contenders[0].provenance
@@ -191,8 +209,12 @@ def test_multifactor_from_a_slurm_conf_runs_in_boost_mode(small_swf: Path, tmp_p
     # The file read into explicit values (its absent keys at Slurm's defaults): what the named file must give.
     explicit = expand_site_files(resolve(f"multifactor:slurm_conf={conf}"))
     assert explicit.params["weight_age"] == 7.0
-    ev = evaluate(w, [parse_contender(f"multifactor:slurm_conf={conf}"), parse_contender(explicit.label())],
-                  split=TimeSplit(), deployment=Deployment("boost"))
+    ev = evaluate(
+        w,
+        [parse_contender(f"multifactor:slurm_conf={conf}"), parse_contender(explicit.label())],
+        split=TimeSplit(),
+        deployment=Deployment("boost"),
+    )
     a, b = (r.schedule for r in ev.runs)
     assert a.mode == b.mode == "boost" and np.array_equal(a.start, b.start)
 

@@ -30,8 +30,23 @@ def imported(tmp_path: Path) -> Path:
     config = tmp_path / "rlsched.toml"
     config.write_text(CONFIG)
     out = tmp_path / "site.swf"
-    result = CliRunner().invoke(main, ["history", "import", "--from", "sacct-file", "--input", str(SAMPLE),
-                                       "--config", str(config), "--out", str(out), "--cores", "64"])
+    result = CliRunner().invoke(
+        main,
+        [
+            "history",
+            "import",
+            "--from",
+            "sacct-file",
+            "--input",
+            str(SAMPLE),
+            "--config",
+            str(config),
+            "--out",
+            str(out),
+            "--cores",
+            "64",
+        ],
+    )
     assert result.exit_code == 0, result.output
     return out
 
@@ -41,7 +56,7 @@ def test_the_sidecar_names_reach_the_rule_with_and_without_a_config(tmp_path: Pa
     short = [p == "short" for p in trace.names_of("partition")]
     assert any(short) and not all(short)
     expected = [int(JobClass.INTERACTIVE) if s else int(JobClass.BATCH) for s in short]
-    assert trace.job_class.tolist() == expected                          # as the import classed them
+    assert trace.job_class.tolist() == expected  # as the import classed them
     rule = trace_class_rule(trace)
     assert rule.interactive_partitions == frozenset({"short"}) and rule.interactive_max_time_s == 60
     # No config: the recorded rule, applied to the recorded names, gives the import's classes back.
@@ -51,7 +66,7 @@ def test_the_sidecar_names_reach_the_rule_with_and_without_a_config(tmp_path: Pa
     assert seen.job_class.tolist() == expected
     assert seen.vo_names == ("atlas", "cms", "other")
     accounts_vo = [seen.vo_names[v] for v in seen.vo.tolist()]
-    assert set(accounts_vo) <= {"atlas", "cms", "other"} and "other" in accounts_vo   # lhcb, ops → default
+    assert set(accounts_vo) <= {"atlas", "cms", "other"} and "other" in accounts_vo  # lhcb, ops → default
 
 
 def test_a_window_keeps_the_names(tmp_path: Path) -> None:

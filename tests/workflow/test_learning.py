@@ -41,8 +41,12 @@ def test_a_quick_row_scores_every_rule_and_both_learned_policies_on_the_test_win
     # The deployed choice follows train's verdict: the verdict's rule when the model loses, the model otherwise.
     verdict, deployed = row["learned"]["verdict"], row["deployed"]
     if verdict["outcome"] == "loses":
-        assert deployed == {"kind": "rule", "what": verdict["deploy_rule"],
-                            "test": rules[verdict["deploy_rule"]]["test"], "spread": 0.0}
+        assert deployed == {
+            "kind": "rule",
+            "what": verdict["deploy_rule"],
+            "test": rules[verdict["deploy_rule"]]["test"],
+            "spread": 0.0,
+        }
     else:
         assert deployed["kind"] == "model" and deployed["test"] == row["learned"]["selected"]["test"]
     assert row["ratios"]["deployed"] == pytest.approx(deployed["test"] / best["test"])
@@ -73,15 +77,18 @@ def test_the_report_regenerates_from_results_json_alone(quick_row: dict[str, Any
     assert "| small |" in report and "test window only" in report and (tmp_path / "ratios.png").stat().st_size > 0
 
 
-def _row(deployed: float, spread: float, best: float = 10.0, trace: str = "t",
-         requested_mae: float = 5.0) -> dict[str, Any]:
+def _row(
+    deployed: float, spread: float, best: float = 10.0, trace: str = "t", requested_mae: float = 5.0
+) -> dict[str, Any]:
     rules = {"easy": {"validation": best, "test": best, "runtime": "requested"}}
-    return {"trace": trace, "deployed": {"kind": "model", "what": "m", "test": deployed, "spread": spread},
-            "best_rule_test": {"rule": "easy", "test": best},
-            "ratios": {"learned": deployed / best, "scored": 1.0, "deployed": deployed / best,
-                       "validation_pick": 1.0},
-            "rules": rules, "prediction": {"requested": {"mae_s": requested_mae}, "user-last2": {"mae_s": 2.0},
-                                           "learned": {"mae_s": 1.0}}}
+    return {
+        "trace": trace,
+        "deployed": {"kind": "model", "what": "m", "test": deployed, "spread": spread},
+        "best_rule_test": {"rule": "easy", "test": best},
+        "ratios": {"learned": deployed / best, "scored": 1.0, "deployed": deployed / best, "validation_pick": 1.0},
+        "rules": rules,
+        "prediction": {"requested": {"mae_s": requested_mae}, "user-last2": {"mae_s": 2.0}, "learned": {"mae_s": 1.0}},
+    }
 
 
 def test_a_deployed_choice_worse_than_the_best_rule_beyond_its_spread_misses_the_goal() -> None:
@@ -126,8 +133,9 @@ def test_a_trace_whose_replayed_jobs_barely_load_the_machine_is_replayed_on_fewe
     assert not needs_fewer_cores("KTH-SP2-1996-2.1-cln", 0.67) and not needs_fewer_cores("x", LOW_LOAD)
 
 
-def test_each_finished_row_is_kept_and_a_run_started_again_resumes_from_it(tmp_path: Path,
-                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_each_finished_row_is_kept_and_a_run_started_again_resumes_from_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import rlsched.workflow.learning as learning
 
     ran: list[str] = []
@@ -143,7 +151,7 @@ def test_each_finished_row_is_kept_and_a_run_started_again_resumes_from_it(tmp_p
     first = learning.run_learning(lambda name, procs: load_workload(name), [str(swf)], settings, rows_dir=rows)
     assert ran == ["small"] and (rows / (str(swf).replace("/", "_") + ".json")).is_file()
     again = learning.run_learning(lambda name, procs: load_workload(name), [str(swf)], settings, rows_dir=rows)
-    assert ran == ["small"] and again == first               # resumed: not run again
+    assert ran == ["small"] and again == first  # resumed: not run again
     other = learning.quick_settings((0, 1), max_jobs=100)
     learning.run_learning(lambda name, procs: load_workload(name), [str(swf)], other, rows_dir=rows)
-    assert ran == ["small", "small"]                          # other settings: run afresh
+    assert ran == ["small", "small"]  # other settings: run afresh

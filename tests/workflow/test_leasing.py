@@ -34,9 +34,16 @@ def test_kappa_is_the_ratio_of_the_two_references(busy_swf: Path) -> None:
     assert ev.exchange_rate == pytest.approx(twt_ref / c_ref)
     assert [r.setting for r in ev.rows if r.policy == "constant"] == [f"V={v}" for v in range(7)]
     assert ev.rows[0].balance == pytest.approx(0.0)  # V = 0 is the wait reference, with no cost
-    assert [r.policy for r in ev.rows[7:]] == ["random-mean", "random-best", "qlearning", "daily-learned",
-                                                "per-pass-held-daily", "per-pass-held-daily", "state-aware",
-                                                "state-aware"]
+    assert [r.policy for r in ev.rows[7:]] == [
+        "random-mean",
+        "random-best",
+        "qlearning",
+        "daily-learned",
+        "per-pass-held-daily",
+        "per-pass-held-daily",
+        "state-aware",
+        "state-aware",
+    ]
     by = {r.policy: r for r in ev.rows[7:]}
     assert by["random-best"].balance >= by["random-mean"].balance
     # The daily learned cap is run with the hyper-parameters chosen on the FH traces, and says so.
@@ -55,8 +62,24 @@ def test_the_state_aware_cap_never_exceeds_the_cloud_nodes(busy_swf: Path) -> No
 
 def test_the_cli_prints_the_daemon_settings(busy_swf: Path, tmp_path: Path) -> None:
     out = tmp_path / "lease"
-    result = CliRunner().invoke(main, ["evaluate", "--workload", str(busy_swf), "--leasing", "--cloud-nodes", "4",
-                                       "--thetas", "1,2", "--no-qlearning", "--random-runs", "10", "--out", str(out)])
+    result = CliRunner().invoke(
+        main,
+        [
+            "evaluate",
+            "--workload",
+            str(busy_swf),
+            "--leasing",
+            "--cloud-nodes",
+            "4",
+            "--thetas",
+            "1,2",
+            "--no-qlearning",
+            "--random-runs",
+            "10",
+            "--out",
+            str(out),
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert "exchange_rate = " in result.output and "threshold = " in result.output
     # Daily caps and the per-pass rule are printed as two tables.
@@ -86,19 +109,33 @@ def test_the_daily_learner_can_start_from_other_traces(busy_swf: Path, tmp_path:
     shared_trace("kth")
     params, prior = daily_prior_from_setups("kth-quick", 10.0)
     assert params.transfer_days == 10.0 and prior.sources == ("kth-quick",) and prior.counts.sum() > 0
-    ev = evaluate_leasing(read_swf(busy_swf), 4, thetas=(1.0,), qlearning=False, random_runs=0,
-                          daily_params=params, daily_prior=prior)
+    ev = evaluate_leasing(
+        read_swf(busy_swf), 4, thetas=(1.0,), qlearning=False, random_runs=0, daily_params=params, daily_prior=prior
+    )
     (row,) = [r for r in ev.rows if r.policy == "daily-learned"]
     assert row.setting.endswith("transfer=10, prior from kth-quick")
-    bad = CliRunner().invoke(main, ["evaluate", "--workload", str(busy_swf), "--leasing", "--cloud-nodes", "4",
-                                    "--daily-prior-from", "kth,nowhere", "--out", str(tmp_path / "x")])
+    bad = CliRunner().invoke(
+        main,
+        [
+            "evaluate",
+            "--workload",
+            str(busy_swf),
+            "--leasing",
+            "--cloud-nodes",
+            "4",
+            "--daily-prior-from",
+            "kth,nowhere",
+            "--out",
+            str(tmp_path / "x"),
+        ],
+    )
     assert bad.exit_code == 1 and "unknown setup 'nowhere'" in bad.output and "Traceback" not in bad.output
 
 
 def test_the_leasing_legend_does_not_hide_the_constant_v_curve(busy_swf: Path) -> None:
     from rlsched.workflow.leasing import leasing_figure
 
-    ev = evaluate_leasing(read_swf(busy_swf), 6, random_runs=5)      # the default θ grid: 17 legend entries
+    ev = evaluate_leasing(read_swf(busy_swf), 6, random_runs=5)  # the default θ grid: 17 legend entries
     fig = leasing_figure(ev)
     fig.tight_layout()
     fig.canvas.draw()

@@ -24,9 +24,16 @@ def test_the_default_split_is_half_quarter_quarter_in_submit_order(small_swf: Pa
     assert recorded["test"]["jobs"] == [300, 400] and recorded["test"]["submit_s"][0] == float(w.submit[300])
 
 
-@pytest.mark.parametrize(("text", "fragment"), [
-    ("50/50", "TRAIN/VALIDATION/TEST"), ("50/25/20", "sum to 100"), ("0/50/50", "must not be empty"),
-    ("a/b/c", "TRAIN/VALIDATION/TEST"), ("60/-10/50", "sum to 100")])
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        ("50/50", "TRAIN/VALIDATION/TEST"),
+        ("50/25/20", "sum to 100"),
+        ("0/50/50", "must not be empty"),
+        ("a/b/c", "TRAIN/VALIDATION/TEST"),
+        ("60/-10/50", "sum to 100"),
+    ],
+)
 def test_bad_splits_are_one_line_errors(text: str, fragment: str) -> None:
     with pytest.raises(SplitError, match=fragment):
         TimeSplit.parse(text)
@@ -42,13 +49,14 @@ def test_an_empty_test_window_is_refused_when_asked_for(small_swf: Path) -> None
 
 def test_the_mode_comes_from_the_config_and_the_option_wins(site_config: Path, tmp_path: Path) -> None:
     assert deployment_of("gate").mode == "gate"
-    assert deployment_of("shadow").mode == "boost"         # shadowed rankings are deployed in boost mode
+    assert deployment_of("shadow").mode == "boost"  # shadowed rankings are deployed in boost mode
     assert deployment_of("gate", override="boost").mode == "boost"
     gate = tmp_path / "gate.toml"
-    gate.write_text(site_config.read_text().replace('[backend]\n', '[backend]\nmode = "boost"\npoll_interval_s = 20\n'
-                                                    'max_boosted = 8\n')
-                    .replace('kind = "sarsa-esn"', 'kind = "sarsa-esn"\nobjective = "W"\nclass_weights = '
-                                                   '{interactive = 3}'))
+    gate.write_text(
+        site_config.read_text()
+        .replace("[backend]\n", '[backend]\nmode = "boost"\npoll_interval_s = 20\nmax_boosted = 8\n')
+        .replace('kind = "sarsa-esn"', 'kind = "sarsa-esn"\nobjective = "W"\nclass_weights = {interactive = 3}')
+    )
     choices = site_choices(gate, None, None, None)
     assert choices.deployment == Deployment("boost", 20.0, 8)
     assert choices.objective.name == "W" and dict(choices.objective.class_weights) == {"interactive": 3}

@@ -42,8 +42,9 @@ def test_only_learned_policies_train(small_swf: Path, tmp_path: Path) -> None:
         train_plan(read_swf(small_swf), "easy", tmp_path / "m.npz")
 
 
-def test_a_model_per_seed_with_the_class_rule_and_vos_of_the_config(small_swf: Path, site_config: Path,
-                                                                     tmp_path: Path) -> None:
+def test_a_model_per_seed_with_the_class_rule_and_vos_of_the_config(
+    small_swf: Path, site_config: Path, tmp_path: Path
+) -> None:
     tasks = train_plan(read_swf(small_swf), POLICY, tmp_path / "m.npz", seeds=[3, 4], site=load_site(site_config))
     assert [t.model_path.name for t in tasks] == ["m.seed3.npz", "m.seed4.npz"]
     assert [t.seed for t in tasks] == [3, 4]
@@ -101,8 +102,7 @@ def test_a_checkpoint_of_other_arguments_is_refused_or_started_afresh(small_swf:
     (other,) = train_plan(w, "sarsa-esn:pretrain_decisions=60", tmp_path / "m.npz", checkpoint_every=200)
     with pytest.raises(TrainError, match=r"other arguments.*--fresh"):
         train_one(other)
-    (fresh,) = train_plan(w, "sarsa-esn:pretrain_decisions=60", tmp_path / "m.npz", checkpoint_every=200,
-                          fresh=True)
+    (fresh,) = train_plan(w, "sarsa-esn:pretrain_decisions=60", tmp_path / "m.npz", checkpoint_every=200, fresh=True)
     result = train_one(fresh)
     assert any("afresh" in note for note in result.notes)
     assert result.resumed_after_chunk is None

@@ -30,8 +30,9 @@ def weights(model: bytes, tmp: Path) -> dict[str, np.ndarray]:
 def test_a_local_dask_cluster_trains_the_serial_models(small_swf: Path, tmp_path: Path) -> None:
     tasks = train_plan(read_swf(small_swf), POLICY, tmp_path / "m.npz", seeds=[0, 1])
     serial = run_tasks(tasks)
-    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True, host="127.0.0.1",
-                                  dashboard_address=None) as cluster:
+    with distributed.LocalCluster(
+        n_workers=1, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None
+    ) as cluster:
         seen: list[int] = []
         remote = run_tasks(tasks, dask_address=cluster.scheduler_address, progress=seen.append)
     assert seen == [1, 2]
@@ -43,18 +44,46 @@ def test_a_local_dask_cluster_trains_the_serial_models(small_swf: Path, tmp_path
 
 @pytest.mark.slurm
 @pytest.mark.timeout(300)  # a worker job Slurm never starts would leave the client waiting
-def test_dask_slurm_submits_its_workers_to_the_site_slurm(slurm: SlurmTestCluster, small_swf: Path, tmp_path: Path,
-                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_dask_slurm_submits_its_workers_to_the_site_slurm(
+    slurm: SlurmTestCluster, small_swf: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """`rlsched train --dask-slurm`: dask-jobqueue submits worker jobs with sbatch to the local test Slurm."""
     monkeypatch.setenv("SLURM_CONF", slurm.conf)
     monkeypatch.chdir(tmp_path)  # the worker jobs' slurm-*.out files
     before = set(slurm.squeue("%i"))
     out = tmp_path / "m.npz"
-    result = CliRunner().invoke(main, [
-        "train", "--workload", str(small_swf), "--policy", POLICY, "--out", str(out), "--seeds", "2",
-        "--dask-slurm", "--slurm-cores", "1", "--slurm-memory", "1GB", "--slurm-walltime", "00:10:00",
-        "--slurm-partition", "debug", "--slurm-jobs", "1", "--dask-host", "127.0.0.1", "--quiet", "--mode", "gate",
-        "--epochs", "1"])
+    result = CliRunner().invoke(
+        main,
+        [
+            "train",
+            "--workload",
+            str(small_swf),
+            "--policy",
+            POLICY,
+            "--out",
+            str(out),
+            "--seeds",
+            "2",
+            "--dask-slurm",
+            "--slurm-cores",
+            "1",
+            "--slurm-memory",
+            "1GB",
+            "--slurm-walltime",
+            "00:10:00",
+            "--slurm-partition",
+            "debug",
+            "--slurm-jobs",
+            "1",
+            "--dask-host",
+            "127.0.0.1",
+            "--quiet",
+            "--mode",
+            "gate",
+            "--epochs",
+            "1",
+        ],
+    )
     assert result.exit_code == 0, result.output
     # Both seeds trained (on the worker) and scored on validation; the better one is the model.
     spec, meta = read_policy_spec(out)

@@ -35,18 +35,20 @@ def _seen(w: Workload) -> Workload:
 
 
 def test_best_is_the_best_rule_on_the_train_window_and_never_reads_another(
-        small_swf: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    small_swf: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     train, validation, test = _windows(small_swf)
     scored: list[Workload] = []
     real = verdict_module.score_rules
 
     def spy(window: Workload, *args: object, **kwargs: object) -> verdict_module.RuleScores:
         scored.append(window)
-        return real(window, *args, **kwargs)                            # type: ignore[arg-type]
+        return real(window, *args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(verdict_module, "score_rules", spy)
-    (task,) = train_plan(train, POLICY, tmp_path / "m.npz", validation=validation, deployment=BOOST,
-                         pretrain_rule="best")
+    (task,) = train_plan(
+        train, POLICY, tmp_path / "m.npz", validation=validation, deployment=BOOST, pretrain_rule="best"
+    )
     # The rules were replayed once, on the train window's jobs alone.
     assert len(scored) == 1
     np.testing.assert_array_equal(scored[0].submit, train.submit)
@@ -79,8 +81,19 @@ def test_best_finds_the_rule_a_hand_made_train_window_favours(tmp_path: Path) ->
     scores = task.pretrain_choice["scores"]
     best = task.pretrain_choice["label"]
     assert scores[best] < scores["fcfs"] / 2 and scores[best] < scores["ljf"] / 2
-    assert best.split(":")[0] in {"sjf", "easy-sjf", "saf", "interactive-first-sjf", "f1", "f2", "f3", "f4", "edf",
-                                  "wfp3", "unicep"}
+    assert best.split(":")[0] in {
+        "sjf",
+        "easy-sjf",
+        "saf",
+        "interactive-first-sjf",
+        "f1",
+        "f2",
+        "f3",
+        "f4",
+        "edf",
+        "wfp3",
+        "unicep",
+    }
 
 
 def test_a_named_pretrain_rule_is_set_and_a_bad_one_is_one_line(small_swf: Path, tmp_path: Path) -> None:
@@ -96,14 +109,33 @@ def test_a_named_pretrain_rule_is_set_and_a_bad_one_is_one_line(small_swf: Path,
 def test_the_command_pretrains_from_the_best_rule_and_the_model_records_it(tmp_path: Path) -> None:
     swf = write_swf(tmp_path / "t.swf", n=240)
     out = tmp_path / "m.npz"
-    result = CliRunner().invoke(main, ["train", "--workload", str(swf), "--policy", POLICY, "--epochs", "1",
-                                       "--mode", "boost", "--pretrain-rule", "best", "--out", str(out), "-q"])
+    result = CliRunner().invoke(
+        main,
+        [
+            "train",
+            "--workload",
+            str(swf),
+            "--policy",
+            POLICY,
+            "--epochs",
+            "1",
+            "--mode",
+            "boost",
+            "--pretrain-rule",
+            "best",
+            "--out",
+            str(out),
+            "-q",
+        ],
+    )
     assert result.exit_code == 0, result.output
     verdict = read_verdict(out)
     assert verdict is not None
     choice = verdict["pretrain_choice"]
-    assert f"pretraining on {choice['rule']}: the best of {len(choice['scores'])} rules on the train window" \
+    assert (
+        f"pretraining on {choice['rule']}: the best of {len(choice['scores'])} rules on the train window"
         in result.output
+    )
     spec, _ = read_policy_spec(out)
     assert spec.params["pretrain_rule"] == choice["rule"] == verdict["pretrain_rule"]
     agent, _ = load_policy(out, mode="boost")
@@ -118,6 +150,7 @@ def test_the_default_leaves_the_checkpoint_fingerprint_as_before(small_swf: Path
     old_params = {k: v for k, v in task.spec.params.items() if k != "pretrain_rule"}
     before = replace(task, spec=replace(task.spec, params=old_params))
     assert before.fingerprint() == task.fingerprint()
-    (saf,) = train_plan(train, POLICY, tmp_path / "m.npz", validation=validation, checkpoint_every=100,
-                        pretrain_rule="saf")
+    (saf,) = train_plan(
+        train, POLICY, tmp_path / "m.npz", validation=validation, checkpoint_every=100, pretrain_rule="saf"
+    )
     assert saf.fingerprint() != task.fingerprint()

@@ -70,8 +70,9 @@ def test_the_verdict_is_against_the_best_rule_and_ties_within_the_seed_spread() 
     assert beats.line().startswith("model beats easy-sjf by 12 % on validation bsld")
     loses = judge(bsld, GATE, 10.4, [10.4], field)
     assert loses.outcome == "loses" and loses.loses
-    assert loses.line().startswith('model loses to easy-sjf by 4 % on validation bsld: deploy easy-sjf '
-                                   '(`[agent] kind = "easy-sjf"`)')
+    assert loses.line().startswith(
+        'model loses to easy-sjf by 4 % on validation bsld: deploy easy-sjf (`[agent] kind = "easy-sjf"`)'
+    )
     # 0.4 worse, but the seeds spread by more: a tie, not a loss.
     ties = judge(bsld, GATE, 10.4, [10.4, 11.4, 9.6], field)
     assert ties.outcome == "ties" and ties.spread == pytest.approx(np.std([10.4, 11.4, 9.6]))
@@ -103,13 +104,15 @@ def test_each_pass_is_scored_on_validation_and_the_best_one_is_kept(small_swf: P
 
 def test_a_killed_run_with_passes_resumes_to_the_same_model_and_scores(small_swf: Path, tmp_path: Path) -> None:
     train, validation, _ = windows(small_swf)
-    (whole,) = train_plan(train, POLICY, tmp_path / "a.npz", validation=validation, epochs=2, checkpoint_every=120,
-                          deployment=GATE)
+    (whole,) = train_plan(
+        train, POLICY, tmp_path / "a.npz", validation=validation, epochs=2, checkpoint_every=120, deployment=GATE
+    )
     uninterrupted = train_one(whole)
-    (task,) = train_plan(train, POLICY, tmp_path / "b.npz", validation=validation, epochs=2, checkpoint_every=120,
-                         deployment=GATE)
+    (task,) = train_plan(
+        train, POLICY, tmp_path / "b.npz", validation=validation, epochs=2, checkpoint_every=120, deployment=GATE
+    )
     with pytest.raises(TrainError, match="stopped"):
-        train_one(replace(task, stop_after_chunks=3))      # killed in the second pass
+        train_one(replace(task, stop_after_chunks=3))  # killed in the second pass
     assert checkpoint_path_for(tmp_path / "b.npz").is_file()
     resumed = train_one(task)
     assert resumed.resumed_after_chunk == 2
@@ -118,27 +121,41 @@ def test_a_killed_run_with_passes_resumes_to_the_same_model_and_scores(small_swf
     assert resumed.model == uninterrupted.model
 
 
-def test_the_best_seed_is_judged_against_every_rule_and_the_verdict_written(small_swf: Path,
-                                                                             tmp_path: Path) -> None:
+def test_the_best_seed_is_judged_against_every_rule_and_the_verdict_written(small_swf: Path, tmp_path: Path) -> None:
     train, validation, whole = windows(small_swf)
-    tasks = train_plan(train, POLICY, tmp_path / "m.npz", seeds=[0, 1], validation=validation, epochs=2,
-                       deployment=GATE)
+    tasks = train_plan(
+        train, POLICY, tmp_path / "m.npz", seeds=[0, 1], validation=validation, epochs=2, deployment=GATE
+    )
     results = run_tasks(tasks)
     out = tmp_path / "m.npz"
-    verdict = judge_and_write(results, tasks, out, about={"workload": whole.name, "jobs": len(whole),
-                                                           "split": TimeSplit().to_dict(),
-                                                           "windows": TimeSplit().windows(whole)})
+    verdict = judge_and_write(
+        results,
+        tasks,
+        out,
+        about={
+            "workload": whole.name,
+            "jobs": len(whole),
+            "split": TimeSplit().to_dict(),
+            "windows": TimeSplit().windows(whole),
+        },
+    )
     best = min(results, key=lambda r: r.best_score or np.inf)
     assert verdict.model_score == best.best_score and verdict.extra["selected"]["seed"] == best.seed
     assert verdict.seeds == 2
     # The rules' scores are their replays of the validation window, by the objective.
     seen = with_class_rule(validation, trace_class_rule(validation))
     easy = simulate_policy(seen, "easy").schedule
-    assert verdict.extra["rules"]["easy"] == pytest.approx(Objective().score(easy.run, easy.wait,
-                                                                              easy.workload.job_class))
+    assert verdict.extra["rules"]["easy"] == pytest.approx(
+        Objective().score(easy.run, easy.wait, easy.workload.job_class)
+    )
     assert verdict.rule == min(verdict.extra["rules"], key=verdict.extra["rules"].get)
-    expected = ("ties" if abs(verdict.model_score - verdict.rule_score) <= verdict.spread
-                else "beats" if verdict.model_score < verdict.rule_score else "loses")
+    expected = (
+        "ties"
+        if abs(verdict.model_score - verdict.rule_score) <= verdict.spread
+        else "beats"
+        if verdict.model_score < verdict.rule_score
+        else "loses"
+    )
     assert verdict.outcome == expected
     recorded = read_verdict(out)
     assert recorded is not None and recorded["outcome"] == verdict.outcome and recorded["rule"] == verdict.rule
@@ -155,16 +172,18 @@ def test_in_boost_mode_the_rules_are_replayed_as_the_daemon_would_run_them(small
     scores = score_rules(seen, boost, Objective())
     direct = simulate_policy(seen, "easy-sjf", mode="boost", boost=boost.settings()).schedule
     assert direct.mode == "boost"
-    assert scores.scores["easy-sjf"] == pytest.approx(Objective().score(direct.run, direct.wait,
-                                                                         direct.workload.job_class))
+    assert scores.scores["easy-sjf"] == pytest.approx(
+        Objective().score(direct.run, direct.wait, direct.workload.job_class)
+    )
     assert "interactive-first-keepidle" not in scores.scores
 
 
 def test_a_higher_is_better_objective_keeps_the_highest_pass(small_swf: Path, tmp_path: Path) -> None:
     train, validation, _ = windows(small_swf)
     objective = Objective("W", {"interactive": 3})
-    (task,) = train_plan(train, POLICY, tmp_path / "m.npz", validation=validation, epochs=2, deployment=GATE,
-                         objective=objective)
+    (task,) = train_plan(
+        train, POLICY, tmp_path / "m.npz", validation=validation, epochs=2, deployment=GATE, objective=objective
+    )
     result = train_one(task)
     assert result.best_epoch == int(np.argmax(result.validation_scores))
     path = tmp_path / "best.npz"
@@ -176,9 +195,11 @@ def test_the_rule_over_windows_is_the_best_geometric_mean_of_ratios_to_each_wind
     from rlsched.workflow.verdict import rule_over_windows
 
     # a is best once and bad elsewhere; b is second everywhere; c was not replayed in one window.
-    windows = {"train 1/2": RuleScores(scores={"a": 10.0, "b": 12.0, "c": 1.0}),
-               "train 2/2": RuleScores(scores={"a": 40.0, "b": 22.0}),
-               "validation": RuleScores(scores={"a": 30.0, "b": 21.0, "c": 5.0})}
+    windows = {
+        "train 1/2": RuleScores(scores={"a": 10.0, "b": 12.0, "c": 1.0}),
+        "train 2/2": RuleScores(scores={"a": 40.0, "b": 22.0}),
+        "validation": RuleScores(scores={"a": 30.0, "b": 21.0, "c": 5.0}),
+    }
     chosen, means = rule_over_windows(Objective(), windows)
     assert set(means) == {"a", "b"} and chosen == "b"
     assert means["b"] == pytest.approx((1.2 * 1.0 * 1.0) ** (1 / 3))

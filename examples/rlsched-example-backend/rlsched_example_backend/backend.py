@@ -109,10 +109,21 @@ def parse_jobs(text: str | bytes) -> tuple[float, int, list[ToyqJob]]:
     jobs = []
     for i, raw in enumerate(raw_jobs):
         f = JsonFields(raw, JOBS_JSON, f"jobs[{i}]", ToyqParseError)
-        jobs.append(ToyqJob(f.req_int("id"), f.text("state"), f.req_int("cores"), float(f.req_int("limit_s")),
-                            f.opt_int("priority", 0) or 0, f.text("account", ""), f.text("queue", ""),
-                            f.text("user", ""), float(f.req_int("submit")), _time(f.opt_int("start")),
-                            _time(f.opt_int("end"))))
+        jobs.append(
+            ToyqJob(
+                f.req_int("id"),
+                f.text("state"),
+                f.req_int("cores"),
+                float(f.req_int("limit_s")),
+                f.opt_int("priority", 0) or 0,
+                f.text("account", ""),
+                f.text("queue", ""),
+                f.text("user", ""),
+                float(f.req_int("submit")),
+                _time(f.opt_int("start")),
+                _time(f.opt_int("end")),
+            )
+        )
     return float(doc.req_int("time")), doc.req_int("cores"), jobs
 
 
@@ -142,11 +153,13 @@ class ToyqBackend(CLIBackend[ToyqJob, ToyqUndoRecord]):
     boost_field = "priority"
     config: ToyqConfig
 
-    def __init__(self, config: ToyqConfig, runner: CommandRunner | None = None,
-                 clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self, config: ToyqConfig, runner: CommandRunner | None = None, clock: Callable[[], float] = time.time
+    ) -> None:
         self.config = config
-        self.executor = CommandExecutor(runner or SubprocessRunner(), config.timeout_s, RetryPolicy(attempts=2),
-                                        error_class=ToyqCommandError)
+        self.executor = CommandExecutor(
+            runner or SubprocessRunner(), config.timeout_s, RetryPolicy(attempts=2), error_class=ToyqCommandError
+        )
         self.clock = clock
         self.actions: Counter[str] = Counter()
         self._jobs: dict[int, ToyqJob] = {}
@@ -181,8 +194,9 @@ class ToyqBackend(CLIBackend[ToyqJob, ToyqUndoRecord]):
 
     # -- the view
     def poll(self) -> tuple[list[ToyqJob], list[Any]]:
-        self._time_s, self._cores, jobs = self.executor.run([self._cmd("toyq"), "jobs", "--json"],
-                                                            lambda r: parse_jobs(r.stdout_bytes))
+        self._time_s, self._cores, jobs = self.executor.run(
+            [self._cmd("toyq"), "jobs", "--json"], lambda r: parse_jobs(r.stdout_bytes)
+        )
         self._polled = jobs
         self._jobs = {job.job_id: job for job in jobs}
         return jobs, []
@@ -197,26 +211,42 @@ class ToyqBackend(CLIBackend[ToyqJob, ToyqUndoRecord]):
         running = [j for j in jobs if j.active]
 
         def common(items: Sequence[ToyqJob]) -> dict[str, np.ndarray]:
-            return {"job_id": np.array([j.job_id for j in items], dtype=np.int64),
-                    "vo": np.array([self.vo_mapping.index(j.account) for j in items], dtype=np.int64),
-                    "job_class": np.array([self.config.class_rule.classify("", j.queue, j.limit_s) for j in items],
-                                          dtype=np.int64),
-                    "cores": np.array([j.cores for j in items], dtype=np.int64),
-                    "submit_s": np.array([j.submit_s for j in items], dtype=np.float64)}
+            return {
+                "job_id": np.array([j.job_id for j in items], dtype=np.int64),
+                "vo": np.array([self.vo_mapping.index(j.account) for j in items], dtype=np.int64),
+                "job_class": np.array(
+                    [self.config.class_rule.classify("", j.queue, j.limit_s) for j in items], dtype=np.int64
+                ),
+                "cores": np.array([j.cores for j in items], dtype=np.int64),
+                "submit_s": np.array([j.submit_s for j in items], dtype=np.float64),
+            }
 
         busy = sum(j.cores for j in running)
         return ClusterView(
-            time_s=self._time_s, total_cores=self._cores, idle_cores=max(self._cores - busy, 0),
-            pending=PendingJobs(**common(pending), req_time_s=np.array([j.limit_s for j in pending]),
-                                oracle_run_s=np.full(len(pending), np.nan),
-                                held=np.array([j.held for j in pending], dtype=np.bool_),
-                                user=np.array([user_id(j.user) for j in pending], dtype=np.int64)),
-            running=RunningJobs(**common(running), req_time_s=np.array([j.limit_s for j in running]),
-                                start_s=np.array([j.start_s for j in running]),
-                                user=np.array([user_id(j.user) for j in running], dtype=np.int64)),
-            finished=FinishedJobs(**common(finished), start_s=np.array([j.start_s for j in finished]),
-                                  end_s=np.array([j.end_s for j in finished])),
-            vos=self.vo_mapping.names, vo_shares=self.vo_mapping.shares)
+            time_s=self._time_s,
+            total_cores=self._cores,
+            idle_cores=max(self._cores - busy, 0),
+            pending=PendingJobs(
+                **common(pending),
+                req_time_s=np.array([j.limit_s for j in pending]),
+                oracle_run_s=np.full(len(pending), np.nan),
+                held=np.array([j.held for j in pending], dtype=np.bool_),
+                user=np.array([user_id(j.user) for j in pending], dtype=np.int64),
+            ),
+            running=RunningJobs(
+                **common(running),
+                req_time_s=np.array([j.limit_s for j in running]),
+                start_s=np.array([j.start_s for j in running]),
+                user=np.array([user_id(j.user) for j in running], dtype=np.int64),
+            ),
+            finished=FinishedJobs(
+                **common(finished),
+                start_s=np.array([j.start_s for j in finished]),
+                end_s=np.array([j.end_s for j in finished]),
+            ),
+            vos=self.vo_mapping.names,
+            vo_shares=self.vo_mapping.shares,
+        )
 
     # -- the daemon's questions
     def queue_counts(self) -> dict[QueueKey, int]:

@@ -18,5 +18,12 @@ def _build(spec: PolicySpec, ctx: BuildContext) -> Agent:
     return StaticKeyAgent(largest_first_key, ctx.mode)
 
 
-LARGEST_FIRST = PolicyEntry("largest-first", "rule", "the job asking for the most cores first (an example plugin)",
-                            (), _build, lambda params: largest_first_key, lambda params: False)
+LARGEST_FIRST = PolicyEntry(
+    "largest-first",
+    "rule",
+    "the job asking for the most cores first (an example plugin)",
+    (),
+    _build,
+    lambda params: largest_first_key,
+    lambda params: False,
+)

@@ -143,6 +143,7 @@ class CLIBackend(ABC, Generic[JobT, RecordT]):
 
     def _job_action(self, job_id: int, argv: list[str], kind: str) -> bool:
         """Run one action on one job; False (logged, counted) when the job has vanished."""
+
         def vanished(result: CommandResult) -> BackendError | None:
             message = (result.stderr + result.stdout).strip()
             if any(m.lower() in message.lower() for m in self.vanished_messages):
@@ -194,7 +195,7 @@ class CLIBackend(ABC, Generic[JobT, RecordT]):
                 job = self._jobs.get(job_id)
                 current = getattr(job, self.boost_field) if job is not None else 0
                 if applied.get(job_id) == value and (job is None or current == value):
-                    continue            # already so
+                    continue  # already so
                 to_set[job_id] = value
                 if job_id not in original:
                     original[job_id] = current
@@ -242,7 +243,7 @@ class CLIBackend(ABC, Generic[JobT, RecordT]):
             self.executor.count("vanished_job")
             return
         if job is not None and (job.held or not job.pending):
-            return                      # already held, or running: holding a running job is meaningless
+            return  # already held, or running: holding a running job is meaningless
         # Recorded before the hold: a crash between the two leaves a record whose undo releases a job that was
         # never held (a counted no-op), never a held job nobody releases.
         self._remember_hold(job_id)
@@ -262,9 +263,9 @@ class CLIBackend(ABC, Generic[JobT, RecordT]):
         job_id = int(job_id)
         if self._job_action(job_id, self._release_argv(job_id), "release"):
             self._update_cached(job_id, **self.released_fields)
-        if job_id in self.held_by_rlsched:       # released, or vanished: either way not held any more
+        if job_id in self.held_by_rlsched:  # released, or vanished: either way not held any more
             self._forget_hold(job_id)
-            self._try_save_record()     # a stale entry only makes a later release repeat this one
+            self._try_save_record()  # a stale entry only makes a later release repeat this one
 
     # ------------------------------------------------------------------------------------------ record
     @property
@@ -281,8 +282,11 @@ class CLIBackend(ABC, Generic[JobT, RecordT]):
         self.record = record_class.load(self.config.state_file)
         left = {kind: n for kind, n in self.record.changes().items() if n}
         if left:
-            log.warning("%s: %s left by a previous run", self.config.state_file,
-                        ", ".join(f"{n} {kind}" for kind, n in left.items()))
+            log.warning(
+                "%s: %s left by a previous run",
+                self.config.state_file,
+                ", ".join(f"{n} {kind}" for kind, n in left.items()),
+            )
 
     def _record(self) -> dict[str, Any]:
         """The undo record as written to ``state_file``, with the completion feed's latest position."""

@@ -42,8 +42,13 @@ class CompletionFeedState:
     #: How long :meth:`_deliver_once` remembers a delivered (job, end) pair.
     memory_s: ClassVar[float] = 3600.0
 
-    def __init__(self, source: str, executor: CommandExecutor, clock: Callable[[], float] = time.time,
-                 state: Mapping[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        source: str,
+        executor: CommandExecutor,
+        clock: Callable[[], float] = time.time,
+        state: Mapping[str, Any] | None = None,
+    ) -> None:
         if source not in self.sources:
             names = f"{', '.join(self.sources[:-1])} or {self.sources[-1]}"
             raise ValueError(f"completion source must be {names}, got {source!r}")
@@ -53,23 +58,29 @@ class CompletionFeedState:
         self.since_s = clock()
         # (job id, end time): a requeued job that runs twice is two completions.
         self.seen: set[tuple[int, float]] = set()
-        for name in self.position_fields:           # declared (typed) by the subclass
+        for name in self.position_fields:  # declared (typed) by the subclass
             setattr(self, name, None)
         if state:
             self._load(state)
 
     def state(self) -> dict[str, Any]:
         position = {name: getattr(self, name) for name in self.position_fields}
-        return {"source": self.source, "since_s": self.since_s, **position,
-                "seen": sorted([job_id, end] for job_id, end in self.seen)}
+        return {
+            "source": self.source,
+            "since_s": self.since_s,
+            **position,
+            "seen": sorted([job_id, end] for job_id, end in self.seen),
+        }
 
     def _load(self, state: Mapping[str, Any]) -> None:
         if state.get("source") != self.source:
             return
         try:
             since_s = float(state["since_s"])
-            position = {name: None if state.get(name) is None else kind(state[name])
-                        for name, kind in self.position_fields.items()}
+            position = {
+                name: None if state.get(name) is None else kind(state[name])
+                for name, kind in self.position_fields.items()
+            }
             seen = {(int(job_id), float(end)) for job_id, end in state.get("seen", [])}
         except (KeyError, TypeError, ValueError) as exc:
             log.warning("completion feed: ignoring a bad saved position (%s)", exc)

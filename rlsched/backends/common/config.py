@@ -19,8 +19,7 @@ from rlsched.config_schema import BACKEND_COMMON, Section
 from rlsched.core.classify import ClassRule, VOMapping
 
 #: TOML key -> :class:`RetryPolicy` field.
-RETRY_KEYS = {"retry_attempts": "attempts", "retry_base_delay_s": "base_delay_s",
-              "retry_max_delay_s": "max_delay_s"}
+RETRY_KEYS = {"retry_attempts": "attempts", "retry_base_delay_s": "base_delay_s", "retry_max_delay_s": "max_delay_s"}
 
 
 @dataclass(frozen=True)
@@ -55,7 +54,7 @@ class BackendConfig:
     def __post_init__(self) -> None:
         # A config built in code gets the checks a file's gets from the reader.
         self.SECTION.check_fields(self)
-        self.vo_mapping()       # vos, vo_shares, vo_accounts and default_vo agree
+        self.vo_mapping()  # vos, vo_shares, vo_accounts and default_vo agree
 
     def vo_mapping(self) -> VOMapping:
         return VOMapping(self.vos, self.vo_shares, self.vo_accounts, self.default_vo)

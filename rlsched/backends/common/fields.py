@@ -25,7 +25,7 @@ def load_json_object(text: str | bytes, command: str, error: ParseErrorClass) ->
     """The JSON object a command printed; anything else (not JSON, another top-level type) is ``error``."""
     try:
         doc = json.loads(text)
-    except (ValueError, RecursionError) as exc:   # JSONDecodeError is a ValueError
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError is a ValueError
         raise error(command, "", f"not JSON ({str(exc)[:120]})") from None
     if not isinstance(doc, dict):
         raise error(command, "", f"top level is {type(doc).__name__}, expected an object")
@@ -39,8 +39,7 @@ class JsonFields:
     ``qstat -F json`` prints some values either way); otherwise the JSON types must be the expected ones.
     """
 
-    def __init__(self, obj: object, command: str, where: str, error: ParseErrorClass,
-                 lenient: bool = False) -> None:
+    def __init__(self, obj: object, command: str, where: str, error: ParseErrorClass, lenient: bool = False) -> None:
         if not isinstance(obj, dict):
             raise error(command, where, f"expected an object, got {type(obj).__name__}")
         self.obj: Mapping[str, Any] = obj
@@ -55,8 +54,9 @@ class JsonFields:
     def sub(self, key: str) -> JsonFields:
         """The object under ``key`` (an absent or null one: empty)."""
         value = self.obj.get(key)
-        return JsonFields({} if value is None else value, self.command, f"{self.where}.{key}", self.error_class,
-                          self.lenient)
+        return JsonFields(
+            {} if value is None else value, self.command, f"{self.where}.{key}", self.error_class, self.lenient
+        )
 
     def text(self, key: str, default: str | None = None) -> str:
         """A string; ``default`` None: the key must be there (and not null)."""

@@ -64,7 +64,7 @@ def _expand_one(name: str, source: str) -> list[str]:
             names = [n + rest for n in names]
             break
         close_at = rest.index("]", open_at)
-        prefix, body, rest = rest[:open_at], rest[open_at + 1:close_at], rest[close_at + 1:]
+        prefix, body, rest = rest[:open_at], rest[open_at + 1 : close_at], rest[close_at + 1 :]
         names = [n + prefix + k for n in names for k in _expand_ranges(body, source)]
         if len(names) > MAX_HOSTS:
             raise ValueError(f"hostlist {source!r} has more than {MAX_HOSTS} hosts")

@@ -50,8 +50,7 @@ class UndoRecordWriter:
         except OSError as exc:
             self.executor.count("state_write_failed")
             if not self.failing:
-                log.error("undo record %s cannot be written (no new hold or boost until it can): %s",
-                          self.path, exc)
+                log.error("undo record %s cannot be written (no new hold or boost until it can): %s", self.path, exc)
             self.failing = True
             return False
         if self.failing:
@@ -103,7 +102,7 @@ class UndoRecord:
         try:
             data = json.loads(Path(path).read_text())
             if isinstance(data, dict) and not isinstance(data.get("completion_feed"), dict):
-                data["completion_feed"] = None          # a bad feed position only costs a fresh start
+                data["completion_feed"] = None  # a bad feed position only costs a fresh start
             return msgspec.convert(data, cls, strict=False)
         except (OSError, ValueError, msgspec.ValidationError) as exc:
             message = " ".join(str(exc).split())

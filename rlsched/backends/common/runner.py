@@ -85,8 +85,9 @@ class CommandResult:
 
     __slots__ = ("_data", "_text", "argv", "decode_replacements", "returncode", "stderr")
 
-    def __init__(self, argv: Sequence[str], returncode: int, stdout: str | bytes, stderr: str,
-                 decode_replacements: int = 0) -> None:
+    def __init__(
+        self, argv: Sequence[str], returncode: int, stdout: str | bytes, stderr: str, decode_replacements: int = 0
+    ) -> None:
         self.argv: tuple[str, ...] = tuple(argv)
         self.returncode = returncode
         self.stderr = stderr
@@ -98,7 +99,7 @@ class CommandResult:
             self._data = stdout
         else:
             self._text, replaced = decode_output(stdout)
-            if not replaced:          # valid UTF-8: the readers can still take the bytes as they came
+            if not replaced:  # valid UTF-8: the readers can still take the bytes as they came
                 self._data = stdout
             decode_replacements += replaced
         #: Bytes of the output that were not valid UTF-8 (each became U+FFFD): a job name such as
@@ -126,15 +127,22 @@ class CommandResult:
         return copy
 
     def __repr__(self) -> str:
-        return (f"CommandResult(argv={self.argv!r}, returncode={self.returncode}, "
-                f"stdout={self.stdout[:80]!r}, stderr={self.stderr[:80]!r}, "
-                f"decode_replacements={self.decode_replacements})")
+        return (
+            f"CommandResult(argv={self.argv!r}, returncode={self.returncode}, "
+            f"stdout={self.stdout[:80]!r}, stderr={self.stderr[:80]!r}, "
+            f"decode_replacements={self.decode_replacements})"
+        )
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, CommandResult):
             return NotImplemented
-        return (self.argv, self.returncode, self.stdout, self.stderr, self.decode_replacements) == \
-            (other.argv, other.returncode, other.stdout, other.stderr, other.decode_replacements)
+        return (self.argv, self.returncode, self.stdout, self.stderr, self.decode_replacements) == (
+            other.argv,
+            other.returncode,
+            other.stdout,
+            other.stderr,
+            other.decode_replacements,
+        )
 
     __hash__ = None  # type: ignore[assignment]
 
@@ -156,8 +164,7 @@ class CommandTimeout(RlschedError):
 class CommandRunner(Protocol):
     """Runs one command; raises :class:`CommandTimeout` or :class:`FileNotFoundError`, else returns."""
 
-    def __call__(self, argv: Sequence[str], timeout_s: float) -> CommandResult:
-        ...
+    def __call__(self, argv: Sequence[str], timeout_s: float) -> CommandResult: ...
 
 
 class SubprocessRunner:
@@ -172,8 +179,9 @@ class SubprocessRunner:
 
     def __call__(self, argv: Sequence[str], timeout_s: float) -> CommandResult:
         try:
-            done = subprocess.run(list(argv), capture_output=True, timeout=timeout_s,
-                                  env=self.env, check=False, stdin=subprocess.DEVNULL)
+            done = subprocess.run(
+                list(argv), capture_output=True, timeout=timeout_s, env=self.env, check=False, stdin=subprocess.DEVNULL
+            )
         except subprocess.TimeoutExpired as exc:
             raise CommandTimeout(f"no answer in {timeout_s:g} s") from exc
         stderr, err_bad = decode_output(done.stderr)
@@ -208,9 +216,14 @@ class CommandExecutor:
     exporter reads it as ``rlsched_backend_errors_total{kind=...}``.
     """
 
-    def __init__(self, runner: CommandRunner, timeout_s: float = 30.0, retry: RetryPolicy | None = None,
-                 sleep: Callable[[float], None] = time.sleep,
-                 error_class: type[BackendCommandError] = BackendCommandError) -> None:
+    def __init__(
+        self,
+        runner: CommandRunner,
+        timeout_s: float = 30.0,
+        retry: RetryPolicy | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        error_class: type[BackendCommandError] = BackendCommandError,
+    ) -> None:
         if timeout_s <= 0:
             raise ValueError(f"timeout_s must be > 0, got {timeout_s}")
         self.runner = runner
@@ -243,14 +256,23 @@ class CommandExecutor:
         if result.decode_replacements:
             self.count("decode_replacement", result.decode_replacements)
             # A queued job's bad name is in every squeue answer: logged once, then at a bounded rate.
-            self.faults.failed(key, logging.WARNING, "%s: %d invalid UTF-8 sequence(s) in its output, replaced",
-                               argv[0], result.decode_replacements)
+            self.faults.failed(
+                key,
+                logging.WARNING,
+                "%s: %d invalid UTF-8 sequence(s) in its output, replaced",
+                argv[0],
+                result.decode_replacements,
+            )
         else:
             self.faults.recovered(key, "%s: its output is valid UTF-8 again", argv[0])
         return result
 
-    def run(self, argv: Sequence[str], parse: Callable[[CommandResult], T],
-            permanent: Callable[[CommandResult], BackendError | None] | None = None) -> T:
+    def run(
+        self,
+        argv: Sequence[str],
+        parse: Callable[[CommandResult], T],
+        permanent: Callable[[CommandResult], BackendError | None] | None = None,
+    ) -> T:
         """Run ``argv`` and ``parse`` its result, retrying with backoff.
 
         A nonzero exit is a failure unless ``permanent`` turns it into an error that retrying cannot
@@ -268,8 +290,9 @@ class CommandExecutor:
                         self.count(final.kind)
                         raise final
                     self.count("nonzero_exit")
-                    raise self.error_class("nonzero_exit", argv,
-                                            f"exit {result.returncode}: {_first_line(result.stderr)}")
+                    raise self.error_class(
+                        "nonzero_exit", argv, f"exit {result.returncode}: {_first_line(result.stderr)}"
+                    )
                 try:
                     return parse(result)
                 except BackendError as exc:
@@ -281,8 +304,7 @@ class CommandExecutor:
                 last = exc
                 if attempt + 1 < self.retry.attempts:
                     delay = self.retry.delay_s(attempt)
-                    log.warning("%s (attempt %d/%d, retrying in %.2g s)", exc, attempt + 1,
-                                self.retry.attempts, delay)
+                    log.warning("%s (attempt %d/%d, retrying in %.2g s)", exc, attempt + 1, self.retry.attempts, delay)
                     self.sleep(delay)
         assert last is not None
         log.error("%s (gave up after %d attempts)", last, self.retry.attempts)

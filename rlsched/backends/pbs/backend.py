@@ -55,8 +55,13 @@ from rlsched.core.view import ClusterView, FinishedJobs, JobClass, PendingJobs, 
 log = logging.getLogger(__name__)
 
 #: What qalter/qhold/qrls print for a job that is gone or no longer in a state the action applies to.
-_VANISHED_MESSAGES = ("Unknown Job Id", "Job has finished", "Request invalid for state of job",
-                      "invalid state for job", "Job is in wrong state")
+_VANISHED_MESSAGES = (
+    "Unknown Job Id",
+    "Job has finished",
+    "Request invalid for state of job",
+    "invalid state for job",
+    "Job is in wrong state",
+)
 
 
 class PrefixRunner:
@@ -102,13 +107,22 @@ class PBSBackend(CLIBackend[PBSJob, PBSUndoRecord]):
     held_fields: ClassVar[dict[str, Any]] = {"state": "H"}
     released_fields: ClassVar[dict[str, Any]] = {"state": "Q"}
 
-    def __init__(self, config: PBSBackendConfig | None = None, runner: CommandRunner | None = None,
-                 clock: Callable[[], float] = time.time, sleep: Callable[[float], None] = time.sleep) -> None:
+    def __init__(
+        self,
+        config: PBSBackendConfig | None = None,
+        runner: CommandRunner | None = None,
+        clock: Callable[[], float] = time.time,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
         self.config = config or PBSBackendConfig()
         inner = runner or SubprocessRunner()
-        self.executor = CommandExecutor(PrefixRunner(self.config.command_prefix, inner) if self.config.command_prefix
-                                        else inner, self.config.timeout_s, self.config.retry, sleep,
-                                        error_class=PBSCommandError)
+        self.executor = CommandExecutor(
+            PrefixRunner(self.config.command_prefix, inner) if self.config.command_prefix else inner,
+            self.config.timeout_s,
+            self.config.retry,
+            sleep,
+            error_class=PBSCommandError,
+        )
         self.clock = clock
         self.vo_mapping = self.config.vo_mapping()
         self.actions: Counter[str] = Counter()
@@ -139,8 +153,7 @@ class PBSBackend(CLIBackend[PBSJob, PBSUndoRecord]):
         history = self.config.completion_source == "history"
         argv = [self._cmd("qstat"), *(["-x"] if history else []), "-f", "-t", "-F", "json"]
         jobs = self.executor.run(argv, lambda r: parse_qstat_json(r.stdout, self._skip_job))
-        nodes = self.executor.run([self._cmd("pbsnodes"), "-a", "-F", "json"],
-                                  lambda r: parse_pbsnodes_json(r.stdout))
+        nodes = self.executor.run([self._cmd("pbsnodes"), "-a", "-F", "json"], lambda r: parse_pbsnodes_json(r.stdout))
         self._polled = jobs
         self._jobs = {job.job_id: job for job in jobs}
         self._nodes = nodes
@@ -155,8 +168,13 @@ class PBSBackend(CLIBackend[PBSJob, PBSUndoRecord]):
             log.info("completion feed: %s", self.config.completion_source)
             if self.config.completion_source == "history":
                 self._check_history_enabled()
-            self._feed = CompletionFeed(self.config.completion_source, self.executor, self.config.accounting_dir,
-                                        self.clock, self.record.completion_feed)
+            self._feed = CompletionFeed(
+                self.config.completion_source,
+                self.executor,
+                self.config.accounting_dir,
+                self.clock,
+                self.record.completion_feed,
+            )
         return self._feed
 
     def _check_history_enabled(self) -> None:
@@ -164,15 +182,18 @@ class PBSBackend(CLIBackend[PBSJob, PBSUndoRecord]):
         try:
             text = self.executor.run([self._cmd("qstat"), "-B", "-f", "-F", "json"], lambda r: r.stdout)
             servers = json.loads(text).get("Server", {})
-            enabled = any(str(s.get("job_history_enable", "")).lower() == "true" for s in servers.values()
-                          if isinstance(s, dict))
+            enabled = any(
+                str(s.get("job_history_enable", "")).lower() == "true" for s in servers.values() if isinstance(s, dict)
+            )
         except (PBSError, ValueError, AttributeError) as exc:
             log.warning("completion feed: cannot tell whether the server keeps job history (%s)", exc)
             return
         if not enabled:
-            log.warning("completion feed: the server does not keep job history, so no job completion (and no "
-                        "reward) will be seen: qmgr -c 'set server job_history_enable = True', or "
-                        'completion_source = "accounting"')
+            log.warning(
+                "completion feed: the server does not keep job history, so no job completion (and no "
+                "reward) will be seen: qmgr -c 'set server job_history_enable = True', or "
+                'completion_source = "accounting"'
+            )
 
     def _vo_key(self, job: PBSJob) -> str:
         return job.vo_key(self.config.vo_from)
@@ -184,7 +205,7 @@ class PBSBackend(CLIBackend[PBSJob, PBSUndoRecord]):
         jobs, nodes = self.poll()
         now = self.clock()
         completed = self._completion_feed().poll(jobs)
-        self._try_save_record()         # the feed's position moved (a failure only repeats a later window)
+        self._try_save_record()  # the feed's position moved (a failure only repeats a later window)
         unlimited = self.config.unlimited_time_s
 
         def req(limit_s: float) -> float:
@@ -196,29 +217,46 @@ class PBSBackend(CLIBackend[PBSJob, PBSUndoRecord]):
         vo = self.vo_mapping.index
 
         def common(items: Sequence[PBSJob]) -> dict[str, np.ndarray]:
-            return {"job_id": np.array([j.job_id for j in items], dtype=np.int64),
-                    "vo": np.array([vo(self._vo_key(j)) for j in items], dtype=np.int64),
-                    "job_class": np.array([self._class(j) for j in items], dtype=np.int64),
-                    "cores": np.array([j.cpus for j in items], dtype=np.int64),
-                    "submit_s": np.array([j.submit_s for j in items], dtype=np.float64)}
+            return {
+                "job_id": np.array([j.job_id for j in items], dtype=np.int64),
+                "vo": np.array([vo(self._vo_key(j)) for j in items], dtype=np.int64),
+                "job_class": np.array([self._class(j) for j in items], dtype=np.int64),
+                "cores": np.array([j.cpus for j in items], dtype=np.int64),
+                "submit_s": np.array([j.submit_s for j in items], dtype=np.float64),
+            }
 
         pending_view = PendingJobs(
-            **common(pending), req_time_s=np.array([req(j.walltime_s) for j in pending], dtype=np.float64),
-            oracle_run_s=np.full(len(pending), np.nan), held=np.array([j.held for j in pending], dtype=np.bool_),
-            user=np.array([user_id(j.user) for j in pending], dtype=np.int64))
+            **common(pending),
+            req_time_s=np.array([req(j.walltime_s) for j in pending], dtype=np.float64),
+            oracle_run_s=np.full(len(pending), np.nan),
+            held=np.array([j.held for j in pending], dtype=np.bool_),
+            user=np.array([user_id(j.user) for j in pending], dtype=np.int64),
+        )
         running_view = RunningJobs(
-            **common(running), req_time_s=np.array([req(j.walltime_s) for j in running], dtype=np.float64),
+            **common(running),
+            req_time_s=np.array([req(j.walltime_s) for j in running], dtype=np.float64),
             start_s=np.array([j.start_s for j in running], dtype=np.float64),
-            user=np.array([user_id(j.user) for j in running], dtype=np.int64))
+            user=np.array([user_id(j.user) for j in running], dtype=np.int64),
+        )
         finished_view = FinishedJobs(
-            **common(finished), start_s=np.array([j.start_s for j in finished], dtype=np.float64),
-            end_s=np.array([j.end_s for j in finished], dtype=np.float64))
+            **common(finished),
+            start_s=np.array([j.start_s for j in finished], dtype=np.float64),
+            end_s=np.array([j.end_s for j in finished], dtype=np.float64),
+        )
         live = [n for n in nodes if n.live]
         total = sum(n.cpus for n in live)
         idle = sum(n.idle_cpus for n in live if n.accepting)
-        return ClusterView(time_s=now, total_cores=total, idle_cores=min(idle, total), pending=pending_view,
-                           running=running_view, finished=finished_view, vos=self.vo_mapping.names,
-                           vo_shares=self.vo_mapping.shares, cloud=None)
+        return ClusterView(
+            time_s=now,
+            total_cores=total,
+            idle_cores=min(idle, total),
+            pending=pending_view,
+            running=running_view,
+            finished=finished_view,
+            vos=self.vo_mapping.names,
+            vo_shares=self.vo_mapping.shares,
+            cloud=None,
+        )
 
     # -------------------------------------------------------------------------------------- daemon's questions
     def queue_counts(self) -> dict[QueueKey, int]:
@@ -249,9 +287,13 @@ class PBSBackend(CLIBackend[PBSJob, PBSUndoRecord]):
 
     def heartbeat_fields(self) -> dict[str, object]:
         """Where the gate watchdog (``plugins/rlsched-gate-watchdog``) finds the gated PBS jobs."""
-        return {"batch_system": "pbs", "queues": sorted(self.config.queues),
-                "command_prefix": list(self.config.command_prefix), "bin_dir": self.config.bin_dir,
-                "undo_record": self.config.state_file}
+        return {
+            "batch_system": "pbs",
+            "queues": sorted(self.config.queues),
+            "command_prefix": list(self.config.command_prefix),
+            "bin_dir": self.config.bin_dir,
+            "undo_record": self.config.state_file,
+        }
 
     def describe(self) -> str:
         record = self.config.state_file or "memory only"
@@ -271,8 +313,11 @@ class PBSBackend(CLIBackend[PBSJob, PBSUndoRecord]):
         try:
             text = self.executor.run(["cat", path], lambda r: r.stdout)
         except PBSError as exc:
-            log.warning("boost: cannot read %s to check that the scheduler sorts on job priority (%s); "
-                        "boosting anyway", path, exc)
+            log.warning(
+                "boost: cannot read %s to check that the scheduler sorts on job priority (%s); boosting anyway",
+                path,
+                exc,
+            )
             self._sort_checked = True
             return True
         keys = sched_sort_keys(text)
@@ -281,13 +326,20 @@ class PBSBackend(CLIBackend[PBSJob, PBSUndoRecord]):
             return True
         found = keys[0] if keys else "none"
         if mode == "refuse":
-            log.error('boost: %s sorts jobs on %r, not "job_priority HIGH": qalter -p would change nothing, so '
-                      'rlsched does not boost (add job_sort_key: "job_priority HIGH" ALL first and HUP pbs_sched)',
-                      path, found)
+            log.error(
+                'boost: %s sorts jobs on %r, not "job_priority HIGH": qalter -p would change nothing, so '
+                'rlsched does not boost (add job_sort_key: "job_priority HIGH" ALL first and HUP pbs_sched)',
+                path,
+                found,
+            )
             self._sort_checked = False
         else:
-            log.warning('boost: %s sorts jobs on %r, not "job_priority HIGH": the scheduler may ignore '
-                        "rlsched's priorities (docs/pbs.md)", path, found)
+            log.warning(
+                'boost: %s sorts jobs on %r, not "job_priority HIGH": the scheduler may ignore '
+                "rlsched's priorities (docs/pbs.md)",
+                path,
+                found,
+            )
             self._sort_checked = True
         return self._sort_checked
 
@@ -298,7 +350,7 @@ class PBSBackend(CLIBackend[PBSJob, PBSUndoRecord]):
         return self.record.original_priority, self.record.applied_priority
 
     def _remember_boost(self, job_id: int) -> None:
-        self.record.pbs_ids[job_id] = self._pbs_id(job_id)     # the undo restores it by its full id
+        self.record.pbs_ids[job_id] = self._pbs_id(job_id)  # the undo restores it by its full id
 
     def _forget_boost(self, job_id: int) -> None:
         super()._forget_boost(job_id)
@@ -321,7 +373,7 @@ class PBSBackend(CLIBackend[PBSJob, PBSUndoRecord]):
         return [self._cmd("qrls"), "-h", "u", self._pbs_id(job_id)]
 
     def _remember_hold(self, job_id: int) -> None:
-        self.record.pbs_ids[job_id] = self._pbs_id(job_id)     # the undo record releases it by its full id
+        self.record.pbs_ids[job_id] = self._pbs_id(job_id)  # the undo record releases it by its full id
         self.held_by_rlsched.add(job_id)
 
     def _forget_hold(self, job_id: int) -> None:

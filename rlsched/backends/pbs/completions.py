@@ -46,8 +46,14 @@ class CompletionFeed(CompletionFeedState):
     file: str | None
     offset: int | None
 
-    def __init__(self, source: str, executor: CommandExecutor, accounting_dir: str | None = None,
-                 clock: Callable[[], float] = time.time, state: Mapping[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        source: str,
+        executor: CommandExecutor,
+        accounting_dir: str | None = None,
+        clock: Callable[[], float] = time.time,
+        state: Mapping[str, Any] | None = None,
+    ) -> None:
         super().__init__(source, executor, clock, state)
         self.accounting_dir = accounting_dir
 
@@ -84,7 +90,7 @@ class CompletionFeed(CompletionFeedState):
             with path.open("rb") as fh:
                 size = os.fstat(fh.fileno()).st_size
                 if size < offset:
-                    offset = 0            # truncated: read it again (delivered jobs are deduplicated)
+                    offset = 0  # truncated: read it again (delivered jobs are deduplicated)
                 fh.seek(offset)
                 data = fh.read()
         except FileNotFoundError:

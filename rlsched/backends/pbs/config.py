@@ -38,8 +38,10 @@ class PBSBackendConfig(BackendConfig):
 
     SECTION: ClassVar[Section] = PBS
     #: A PBS queue is the class rule's partition.
-    RULE_KEYS: ClassVar[Mapping[str, str]] = {"interactive_queues": "interactive_partitions",
-                                              "interactive_max_time_s": "interactive_max_time_s"}
+    RULE_KEYS: ClassVar[Mapping[str, str]] = {
+        "interactive_queues": "interactive_partitions",
+        "interactive_max_time_s": "interactive_max_time_s",
+    }
 
     command_prefix: tuple[str, ...] = ()
     queues: frozenset[str] = frozenset()

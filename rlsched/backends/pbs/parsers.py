@@ -48,8 +48,14 @@ FINISHED_STATES = frozenset({"F", "X"})
 #: Node states in which a node's CPUs are not there at all.
 DOWN_NODE_STATES = frozenset({"down", "state-unknown", "unresolvable", "stale"})
 #: Node states in which no new job starts on the node.
-UNAVAILABLE_NODE_STATES = DOWN_NODE_STATES | {"offline", "maintenance", "provisioning", "wait-provisioning",
-                                              "sleep", "resv-exclusive"}
+UNAVAILABLE_NODE_STATES = DOWN_NODE_STATES | {
+    "offline",
+    "maintenance",
+    "provisioning",
+    "wait-provisioning",
+    "sleep",
+    "resv-exclusive",
+}
 #: PBS's priority range (``qalter -p``).
 MIN_PRIORITY, MAX_PRIORITY = -1024, 1023
 #: Beyond this a job's CPU count is absurd: the job is refused rather than let to skew the view.
@@ -89,7 +95,7 @@ class PBSJob:
     @property
     def pending(self) -> bool:
         if self.subjob:
-            return False            # a queued subjob waits as part of its array parent
+            return False  # a queued subjob waits as part of its array parent
         if self.array:
             return self.state in PENDING_STATES or (self.state == "B" and self.queued_subjobs > 0)
         return self.state in PENDING_STATES
@@ -109,8 +115,14 @@ class PBSJob:
     @property
     def ran(self) -> bool:
         """A finished job that started (a job deleted while queued is no completion)."""
-        return (self.finished and not self.array and self.cpus > 0 and math.isfinite(self.start_s)
-                and math.isfinite(self.end_s) and self.end_s >= self.start_s)
+        return (
+            self.finished
+            and not self.array
+            and self.cpus > 0
+            and math.isfinite(self.start_s)
+            and math.isfinite(self.end_s)
+            and self.end_s >= self.start_s
+        )
 
     def vo_key(self, vo_from: str) -> str:
         """The name the VO mapping reads: ``account`` (Account_Name), ``project`` or ``group``."""
@@ -259,8 +271,9 @@ def _qstat_job(pbs_id: str, f: JsonFields) -> PBSJob:
     if not 0 <= cpus <= MAX_JOB_CPUS:
         raise resources.error("ncpus", f"outside 0..{MAX_JOB_CPUS}: {cpus}")
     walltime = resources.obj.get("walltime")
-    walltime_s = math.inf if walltime in (None, "") else parse_walltime(walltime, f.command,
-                                                                          f"{resources.where}.walltime")
+    walltime_s = (
+        math.inf if walltime in (None, "") else parse_walltime(walltime, f.command, f"{resources.where}.walltime")
+    )
     priority = f.opt_int("Priority", 0) or 0
     if not MIN_PRIORITY <= priority <= MAX_PRIORITY:
         raise f.error("Priority", f"outside {MIN_PRIORITY}..{MAX_PRIORITY}: {priority}")
@@ -270,17 +283,30 @@ def _qstat_job(pbs_id: str, f: JsonFields) -> PBSJob:
     if state in FINISHED_STATES and math.isnan(end):
         end = _time(f, "mtime")
     return PBSJob(
-        pbs_id=pbs_id, job_id=job_id, state=state, queue=f.text("queue", ""), user=user, group=f.text("egroup", ""),
-        account=f.text("Account_Name", ""), project=f.text("project", ""), cpus=cpus, walltime_s=walltime_s,
-        priority=priority, submit_s=_time(f, "ctime"),
+        pbs_id=pbs_id,
+        job_id=job_id,
+        state=state,
+        queue=f.text("queue", ""),
+        user=user,
+        group=f.text("egroup", ""),
+        account=f.text("Account_Name", ""),
+        project=f.text("project", ""),
+        cpus=cpus,
+        walltime_s=walltime_s,
+        priority=priority,
+        submit_s=_time(f, "ctime"),
         start_s=_time(f, "stime") if state not in ("Q", "H", "W", "T") or subjob else math.nan,
-        end_s=end if state in FINISHED_STATES else math.nan, array=array, subjob=subjob,
+        end_s=end if state in FINISHED_STATES else math.nan,
+        array=array,
+        subjob=subjob,
         queued_subjobs=_queued_subjobs(f.text("array_state_count", "")) if array else 0,
-        exit_status=f.opt_int("Exit_status"))
+        exit_status=f.opt_int("Exit_status"),
+    )
 
 
-def parse_qstat_json(text: str, on_skip: Callable[[PBSParseError], None] | None = None,
-                     command: str = QSTAT_JSON) -> list[PBSJob]:
+def parse_qstat_json(
+    text: str, on_skip: Callable[[PBSParseError], None] | None = None, command: str = QSTAT_JSON
+) -> list[PBSJob]:
     """Jobs of ``qstat -f [-x] [-t] -F json``.  A job whose fields are unreadable raises; with ``on_skip`` it
     is left out and reported there instead, so that one job cannot break the view of all the others."""
     doc = load_json_object(text, command, PBSParseError)
@@ -318,8 +344,16 @@ def parse_pbsnodes_json(text: str) -> list[PBSNode]:
         assigned = f.sub("resources_assigned").opt_int("ncpus", 0) or 0
         if not 0 <= cpus <= MAX_JOB_CPUS or not 0 <= assigned <= MAX_JOB_CPUS:
             raise f.error("resources_available.ncpus", f"CPU counts outside 0..{MAX_JOB_CPUS}: {cpus}, {assigned}")
-        nodes.append(PBSNode(name=str(name), states=frozenset(s.strip() for s in state.split(",")), cpus=cpus,
-                             assigned_cpus=assigned, queue=f.text("queue", ""), comment=f.text("comment", "")))
+        nodes.append(
+            PBSNode(
+                name=str(name),
+                states=frozenset(s.strip() for s in state.split(",")),
+                cpus=cpus,
+                assigned_cpus=assigned,
+                queue=f.text("queue", ""),
+                comment=f.text("comment", ""),
+            )
+        )
     return nodes
 
 
@@ -366,7 +400,7 @@ def _split_message(message: str) -> dict[str, str]:
             if j < n and message[j] == '"':
                 end = message.find('"', j + 1)
                 end = n if end < 0 else end
-                value = message[j + 1:end]
+                value = message[j + 1 : end]
                 i = end + 1
             else:
                 end = message.find(" ", j)
@@ -427,16 +461,29 @@ def accounting_job(record: AccountingRecord, where: str = "") -> PBSJob:
     walltime = f.get("Resource_List.walltime", "")
     exit_text = f.get("Exit_status", "")
     return PBSJob(
-        pbs_id=record.pbs_id, job_id=job_id, state="F", queue=f.get("queue", ""), user=f.get("user", ""),
-        group=f.get("group", ""), account=f.get("account", "").strip('"'), project=f.get("project", ""),
-        cpus=cpus, walltime_s=parse_walltime(walltime, ACCOUNTING, f"{where} Resource_List.walltime")
-        if walltime else math.inf, priority=0, submit_s=epoch("ctime"), start_s=epoch("start"),
-        end_s=epoch("end"), array=array, subjob=subjob,
-        exit_status=int(exit_text) if re.fullmatch(r"-?\d{1,9}", exit_text) else None)
+        pbs_id=record.pbs_id,
+        job_id=job_id,
+        state="F",
+        queue=f.get("queue", ""),
+        user=f.get("user", ""),
+        group=f.get("group", ""),
+        account=f.get("account", "").strip('"'),
+        project=f.get("project", ""),
+        cpus=cpus,
+        walltime_s=parse_walltime(walltime, ACCOUNTING, f"{where} Resource_List.walltime") if walltime else math.inf,
+        priority=0,
+        submit_s=epoch("ctime"),
+        start_s=epoch("start"),
+        end_s=epoch("end"),
+        array=array,
+        subjob=subjob,
+        exit_status=int(exit_text) if re.fullmatch(r"-?\d{1,9}", exit_text) else None,
+    )
 
 
-def end_records(lines: Iterable[str], source: str,
-                on_bad: Callable[[str, str], None]) -> Iterator[tuple[str, AccountingRecord, PBSJob]]:
+def end_records(
+    lines: Iterable[str], source: str, on_bad: Callable[[str, str], None]
+) -> Iterator[tuple[str, AccountingRecord, PBSJob]]:
     """The end records of accounting-log lines as (place ``FILE:LINE``, record, job); ``on_bad(place,
     reason)`` for the lines that cannot be read (blank lines and records of other types are skipped)."""
     for number, line in enumerate(lines, 1):
@@ -454,7 +501,6 @@ def end_records(lines: Iterable[str], source: str,
         yield where, record, job
 
 
-def read_accounting(lines: Iterable[str], source: str,
-                    on_bad: Callable[[str, str], None]) -> list[tuple[str, PBSJob]]:
+def read_accounting(lines: Iterable[str], source: str, on_bad: Callable[[str, str], None]) -> list[tuple[str, PBSJob]]:
     """The end records of accounting-log lines as (place, job) (see :func:`end_records`)."""
     return [(where, job) for where, _, job in end_records(lines, source, on_bad)]

@@ -74,8 +74,14 @@ _VANISHED_MESSAGES = ("Invalid job id", "already finished", "Job is no longer pe
 #: Slurm stores nice + NICE_OFFSET (2^31) in 32 bits and takes |nice| <= NICE_OFFSET − 3 (sbatch, scontrol
 #: update): 2147483645 is a Nice a user may submit with, and a restore must give it back exactly (issue 24).
 _MAX_NICE = 2**31 - 3
-_PRIORITY_WEIGHTS = ("PriorityWeightAge", "PriorityWeightAssoc", "PriorityWeightFairShare",
-                     "PriorityWeightJobSize", "PriorityWeightPartition", "PriorityWeightQOS")
+_PRIORITY_WEIGHTS = (
+    "PriorityWeightAge",
+    "PriorityWeightAssoc",
+    "PriorityWeightFairShare",
+    "PriorityWeightJobSize",
+    "PriorityWeightPartition",
+    "PriorityWeightQOS",
+)
 LEASE_DRAIN_REASON = "rlsched_lease_cap"
 
 
@@ -85,7 +91,7 @@ def _weight_sum(config: dict[str, str]) -> int:
     for key in _PRIORITY_WEIGHTS:
         value = config.get(key, "0")
         total += int(value) if value.isdecimal() else 0
-    for item in config.get("PriorityWeightTRES", "").split(","):      # "CPU=1000,Mem=2000"
+    for item in config.get("PriorityWeightTRES", "").split(","):  # "CPU=1000,Mem=2000"
         _, _, value = item.partition("=")
         total += int(float(value)) if value.replace(".", "", 1).isdecimal() else 0
     return total
@@ -111,9 +117,19 @@ def slurm_node_state(node: SlurmNode) -> NodeState:
     powering_down = "POWERING_DOWN" in flags
     down = node.state in ("down", "error") or "FAIL" in flags
     up = not (powering_up or powered_down or down or powering_down or "NOT_RESPONDING" in flags)
-    return NodeState(name=node.name, cloud=node.cloud, leased=not powered_down, up=up, powering_up=powering_up,
-                     powering_down=powering_down, powered_down=powered_down, down=down, busy=node.alloc_cpus > 0,
-                     drained="DRAIN" in flags, reason=node.reason)
+    return NodeState(
+        name=node.name,
+        cloud=node.cloud,
+        leased=not powered_down,
+        up=up,
+        powering_up=powering_up,
+        powering_down=powering_down,
+        powered_down=powered_down,
+        down=down,
+        busy=node.alloc_cpus > 0,
+        drained="DRAIN" in flags,
+        reason=node.reason,
+    )
 
 
 @dataclass
@@ -142,23 +158,33 @@ class SlurmBackend(CLIBackend[SlurmJob, SlurmUndoRecord]):
     held_fields: ClassVar[dict[str, Any]] = {"reason": "JobHeldAdmin", "priority": 0}
     released_fields: ClassVar[dict[str, Any]] = {"reason": "None"}
 
-    def __init__(self, config: SlurmBackendConfig | None = None, runner: CommandRunner | None = None,
-                 clock: Callable[[], float] = time.time, sleep: Callable[[float], None] = time.sleep) -> None:
+    def __init__(
+        self,
+        config: SlurmBackendConfig | None = None,
+        runner: CommandRunner | None = None,
+        clock: Callable[[], float] = time.time,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
         self.config = config or SlurmBackendConfig()
-        env = {"SLURM_TIME_FORMAT": "%s"}          # epoch seconds from sacct (the JSON has them anyway)
+        env = {"SLURM_TIME_FORMAT": "%s"}  # epoch seconds from sacct (the JSON has them anyway)
         if self.config.slurm_conf:
             env["SLURM_CONF"] = self.config.slurm_conf
-        self.executor = CommandExecutor(runner or SubprocessRunner(env), self.config.timeout_s,
-                                        self.config.retry, sleep, error_class=SlurmCommandError)
+        self.executor = CommandExecutor(
+            runner or SubprocessRunner(env),
+            self.config.timeout_s,
+            self.config.retry,
+            sleep,
+            error_class=SlurmCommandError,
+        )
         self.clock = clock
         self.vo_mapping = self.config.vo_mapping()
         self.actions: Counter[str] = Counter()
         self._slurm_config: dict[str, str] | None = None
         self._jobs: dict[int, SlurmJob] = {}
-        self._polled: list[SlurmJob] = []       # the jobs as the last poll saw them (metrics labels)
+        self._polled: list[SlurmJob] = []  # the jobs as the last poll saw them (metrics labels)
         self._nodes: list[SlurmNode] = []
         self._feed: CompletionFeed | None = None
-        self._beyond_nice_range: set[int] = set()     # pending jobs no boost can overtake (counted once each)
+        self._beyond_nice_range: set[int] = set()  # pending jobs no boost can overtake (counted once each)
         self._open_record(SlurmUndoRecord)
 
     # -------------------------------------------------------------------------------------- commands
@@ -166,7 +192,8 @@ class SlurmBackend(CLIBackend[SlurmJob, SlurmUndoRecord]):
         """``scontrol show config``, read once (retried at the next call if it failed)."""
         if self._slurm_config is None:
             self._slurm_config = self.executor.run(
-                [self._cmd("scontrol"), "show", "config"], lambda r: parse_scontrol_config(r.stdout))
+                [self._cmd("scontrol"), "show", "config"], lambda r: parse_scontrol_config(r.stdout)
+            )
         return self._slurm_config
 
     def _replace_job(self, job: SlurmJob, changes: dict[str, Any]) -> SlurmJob:
@@ -181,8 +208,9 @@ class SlurmBackend(CLIBackend[SlurmJob, SlurmUndoRecord]):
 
     def poll(self) -> tuple[list[SlurmJob], list[SlurmNode]]:
         """One ``squeue --json`` and one ``sinfo --json`` (parsed, retried)."""
-        jobs = self.executor.run([self._cmd("squeue"), "--json"],
-                                 lambda r: parse_squeue_json(r.stdout_bytes, self._skip_job))
+        jobs = self.executor.run(
+            [self._cmd("squeue"), "--json"], lambda r: parse_squeue_json(r.stdout_bytes, self._skip_job)
+        )
         nodes = self.executor.run([self._cmd("sinfo"), "--json"], lambda r: parse_sinfo_json(r.stdout_bytes))
         self._jobs = {job.job_id: job for job in jobs}
         self._polled = jobs
@@ -205,8 +233,15 @@ class SlurmBackend(CLIBackend[SlurmJob, SlurmUndoRecord]):
                 if source == "auto":
                     source = detect_source(config, jobcomp_path)
             log.info("completion feed: %s", source if source != "jobcomp" else f"jobcomp ({jobcomp_path})")
-            self._feed = CompletionFeed(source, self.executor, self._cmd("sacct"), jobcomp_path, self.clock,
-                                        self.record.completion_feed, wait_for_partition=bool(self.config.partitions))
+            self._feed = CompletionFeed(
+                source,
+                self.executor,
+                self._cmd("sacct"),
+                jobcomp_path,
+                self.clock,
+                self.record.completion_feed,
+                wait_for_partition=bool(self.config.partitions),
+            )
         return self._feed
 
     def view(self) -> ClusterView:
@@ -234,12 +269,13 @@ class SlurmBackend(CLIBackend[SlurmJob, SlurmUndoRecord]):
             time limits (inf: unlimited)."""
             n = len(items)
             limits = np.fromiter((j.time_limit_s for j in items), np.float64, n)
-            columns = {"job_id": np.fromiter((j.job_id for j in items), np.int64, n),
-                       "vo": np.fromiter((vo_of[j.account] for j in items), np.int64, n),
-                       "job_class": rule.classify_columns([j.qos for j in items], [j.partition for j in items],
-                                                          limits),
-                       "cores": np.fromiter((j.cpus for j in items), np.int64, n),
-                       "submit_s": np.fromiter((j.submit_s for j in items), np.float64, n)}
+            columns = {
+                "job_id": np.fromiter((j.job_id for j in items), np.int64, n),
+                "vo": np.fromiter((vo_of[j.account] for j in items), np.int64, n),
+                "job_class": rule.classify_columns([j.qos for j in items], [j.partition for j in items], limits),
+                "cores": np.fromiter((j.cpus for j in items), np.int64, n),
+                "submit_s": np.fromiter((j.submit_s for j in items), np.float64, n),
+            }
             return columns, limits
 
         def req(limits: np.ndarray) -> np.ndarray:
@@ -247,20 +283,25 @@ class SlurmBackend(CLIBackend[SlurmJob, SlurmUndoRecord]):
 
         columns, limits = common(pending)
         pending_view = PendingJobs(
-            **columns, req_time_s=req(limits),
+            **columns,
+            req_time_s=req(limits),
             oracle_run_s=np.full(len(pending), np.nan),
             held=np.fromiter((j.reason in HELD_REASONS for j in pending), np.bool_, len(pending)),
-            user=np.fromiter((user_of[j.user] for j in pending), np.int64, len(pending)))
+            user=np.fromiter((user_of[j.user] for j in pending), np.int64, len(pending)),
+        )
         columns, limits = common(running)
         running_view = RunningJobs(
-            **columns, req_time_s=req(limits),
+            **columns,
+            req_time_s=req(limits),
             start_s=np.fromiter((j.start_s for j in running), np.float64, len(running)),
-            user=np.fromiter((user_of[j.user] for j in running), np.int64, len(running)))
+            user=np.fromiter((user_of[j.user] for j in running), np.int64, len(running)),
+        )
         columns, _ = common(finished)
         finished_view = FinishedJobs(
             **columns,
             start_s=np.array([c.start_s for c in finished], dtype=np.float64),
-            end_s=np.array([c.end_s for c in finished], dtype=np.float64))
+            end_s=np.array([c.end_s for c in finished], dtype=np.float64),
+        )
 
         scoped = [n for n in nodes if self._in_scope(n.partitions)]
         live = [n for n in scoped if n.live]
@@ -270,13 +311,24 @@ class SlurmBackend(CLIBackend[SlurmJob, SlurmUndoRecord]):
         cloud = None
         if cloud_nodes:
             cap = self.record.lease_cap if self.record.lease_cap is not None else len(cloud_nodes)
-            cloud = CloudState(cap=cap, nodes_total=len(cloud_nodes),
-                               nodes_powered=sum(n.powered for n in cloud_nodes),
-                               nodes_busy=sum(n.alloc_cpus > 0 for n in cloud_nodes),
-                               cores_per_node=max(n.cpus for n in cloud_nodes))
-        return ClusterView(time_s=now, total_cores=total, idle_cores=min(idle, total), pending=pending_view,
-                           running=running_view, finished=finished_view, vos=self.vo_mapping.names,
-                           vo_shares=self.vo_mapping.shares, cloud=cloud)
+            cloud = CloudState(
+                cap=cap,
+                nodes_total=len(cloud_nodes),
+                nodes_powered=sum(n.powered for n in cloud_nodes),
+                nodes_busy=sum(n.alloc_cpus > 0 for n in cloud_nodes),
+                cores_per_node=max(n.cpus for n in cloud_nodes),
+            )
+        return ClusterView(
+            time_s=now,
+            total_cores=total,
+            idle_cores=min(idle, total),
+            pending=pending_view,
+            running=running_view,
+            finished=finished_view,
+            vos=self.vo_mapping.names,
+            vo_shares=self.vo_mapping.shares,
+            cloud=cloud,
+        )
 
     # -------------------------------------------------------------------------------------- daemon's questions
     def queue_counts(self) -> dict[QueueKey, int]:
@@ -312,8 +364,12 @@ class SlurmBackend(CLIBackend[SlurmJob, SlurmUndoRecord]):
 
     def heartbeat_fields(self) -> dict[str, object]:
         """Where the gate watchdog (``plugins/rlsched-gate-watchdog``) finds the gated jobs."""
-        return {"partitions": sorted(self.config.partitions), "slurm_conf": self.config.slurm_conf,
-                "bin_dir": self.config.bin_dir, "undo_record": self.config.state_file}
+        return {
+            "partitions": sorted(self.config.partitions),
+            "slurm_conf": self.config.slurm_conf,
+            "bin_dir": self.config.bin_dir,
+            "undo_record": self.config.state_file,
+        }
 
     def describe(self) -> str:
         record = self.config.state_file or "memory only"
@@ -330,9 +386,10 @@ class SlurmBackend(CLIBackend[SlurmJob, SlurmUndoRecord]):
             # Counted once per job (backend_errors{kind="nice_out_of_range"}): the boost goes on without it.
             self.executor.count("nice_out_of_range", len(beyond - self._beyond_nice_range))
         self._beyond_nice_range = beyond
-        bound = max([min(_weight_sum(config), _MAX_NICE)]
-                    + [p for j in self._jobs.values()
-                       if j.state == "PENDING" and (p := j.priority + j.nice) <= _MAX_NICE])     # base priority
+        bound = max(
+            [min(_weight_sum(config), _MAX_NICE)]
+            + [p for j in self._jobs.values() if j.state == "PENDING" and (p := j.priority + j.nice) <= _MAX_NICE]
+        )  # base priority
         step = int(10 ** math.ceil(math.log10(bound + 1))) if bound > 0 else 1
         return min(step, _MAX_NICE)
 
@@ -354,12 +411,14 @@ class SlurmBackend(CLIBackend[SlurmJob, SlurmUndoRecord]):
         step = self.nice_step()
         if step * len(ranked) > _MAX_NICE:
             keep = max(1, _MAX_NICE // step)
-            log.warning("boost: %d ranks of %d do not fit in Slurm's Nice range; boosting the top %d",
-                        len(ranked), step, keep)
+            log.warning(
+                "boost: %d ranks of %d do not fit in Slurm's Nice range; boosting the top %d", len(ranked), step, keep
+            )
             ranked = ranked[:keep]
         # Never outside Slurm's Nice range, whatever the step (a refused update would fail the whole boost).
-        self._apply_boosts({job_id: max(-_MAX_NICE, -step * (len(ranked) - rank))
-                            for rank, job_id in enumerate(ranked)})
+        self._apply_boosts(
+            {job_id: max(-_MAX_NICE, -step * (len(ranked) - rank)) for rank, job_id in enumerate(ranked)}
+        )
 
     # -------------------------------------------------------------------------------------- hold/release
     def _hold_argv(self, job_id: int) -> list[str]:
@@ -391,8 +450,9 @@ class SlurmBackend(CLIBackend[SlurmJob, SlurmUndoRecord]):
         """At most ``n`` cloud nodes may be leased (see :meth:`enforce_lease_cap`, over every cloud node)."""
         self.enforce_lease_cap(n)
 
-    def enforce_lease_cap(self, n: int, managed: Sequence[str] | None = None,
-                          excluded: Mapping[str, str] | None = None) -> list[str]:
+    def enforce_lease_cap(
+        self, n: int, managed: Sequence[str] | None = None, excluded: Mapping[str, str] | None = None
+    ) -> list[str]:
         """Keep at most ``n`` of the ``managed`` cloud nodes usable; returns the allowed ones.
 
         Allowed are the first ``n`` of the managed nodes that are neither ``excluded`` (name → drain
@@ -410,10 +470,16 @@ class SlurmBackend(CLIBackend[SlurmJob, SlurmUndoRecord]):
         excluded = excluded or {}
         names = set(managed) if managed is not None else None
         # Named nodes are managed wherever their partitions are; else every cloud node rlsched schedules.
-        cloud = [node for node in self._nodes if node.cloud
-                 and (node.name in names if names is not None else self._in_scope(node.partitions))]
-        candidates = [node for node in cloud if node.name not in excluded
-                      and ("DRAIN" not in node.flags or node.name in self.record.drained_by_rlsched)]
+        cloud = [
+            node
+            for node in self._nodes
+            if node.cloud and (node.name in names if names is not None else self._in_scope(node.partitions))
+        ]
+        candidates = [
+            node
+            for node in cloud
+            if node.name not in excluded and ("DRAIN" not in node.flags or node.name in self.record.drained_by_rlsched)
+        ]
         candidates.sort(key=lambda node: (node.alloc_cpus == 0, not node.powered, node.name))
         allowed = [node.name for node in candidates[:n]]
         by_reason: dict[str, list[str]] = {}
@@ -423,7 +489,7 @@ class SlurmBackend(CLIBackend[SlurmJob, SlurmUndoRecord]):
             reason = excluded.get(node.name, LEASE_DRAIN_REASON)
             drained = "DRAIN" in node.flags
             if drained and node.name not in self.record.drained_by_rlsched:
-                continue                       # an admin's drain: not ours to change
+                continue  # an admin's drain: not ours to change
             if drained and self.record.drain_reasons.get(node.name) == reason:
                 continue
             if node.flags & {"POWER_DOWN", "POWERING_DOWN"} and not drained:
@@ -451,11 +517,12 @@ class SlurmBackend(CLIBackend[SlurmJob, SlurmUndoRecord]):
         self.record.drained_by_rlsched.update(names)
         if not self._try_save_record():
             self.record.drained_by_rlsched.difference_update(new)
-            raise OSError(f"not draining {','.join(names)}: the undo record {self.config.state_file} cannot be "
-                          "written")
+            raise OSError(f"not draining {','.join(names)}: the undo record {self.config.state_file} cannot be written")
         try:
-            self.executor.run([self._cmd("scontrol"), "update", f"NodeName={','.join(names)}", "State=DRAIN",
-                               f"Reason={reason}"], lambda r: None)
+            self.executor.run(
+                [self._cmd("scontrol"), "update", f"NodeName={','.join(names)}", "State=DRAIN", f"Reason={reason}"],
+                lambda r: None,
+            )
         except Exception:
             self.record.drained_by_rlsched.difference_update(new)
             self._try_save_record()
@@ -468,24 +535,37 @@ class SlurmBackend(CLIBackend[SlurmJob, SlurmUndoRecord]):
         """``State=POWER_DOWN_FORCE``: Slurm requeues the nodes' jobs and runs the SuspendProgram now."""
         if not names:
             return
-        self.executor.run([self._cmd("scontrol"), "update", f"NodeName={','.join(names)}",
-                           "State=POWER_DOWN_FORCE", f"Reason={reason}"], lambda r: None)
+        self.executor.run(
+            [
+                self._cmd("scontrol"),
+                "update",
+                f"NodeName={','.join(names)}",
+                "State=POWER_DOWN_FORCE",
+                f"Reason={reason}",
+            ],
+            lambda r: None,
+        )
         self.actions["node_power_down"] += len(names)
         # A forced power-down clears the node's DRAIN (seen on Slurm 22.05): rlsched's drain is gone with it,
         # and until the next poll the node has a power-down pending.
         self.record.drained_by_rlsched.difference_update(names)
         for name in names:
             self.record.drain_reasons.pop(name, None)
-        self._nodes = [dataclasses.replace(n, flags=(n.flags - {"DRAIN", "POWERING_UP"}) | {"POWER_DOWN"})
-                       if n.name in names else n for n in self._nodes]
+        self._nodes = [
+            dataclasses.replace(n, flags=(n.flags - {"DRAIN", "POWERING_UP"}) | {"POWER_DOWN"})
+            if n.name in names
+            else n
+            for n in self._nodes
+        ]
         self._save_record()
 
     def resume_nodes(self, names: Sequence[str]) -> None:
         """``State=RESUME``: undo a drain (rlsched's record of it goes)."""
         if not names:
             return
-        self.executor.run([self._cmd("scontrol"), "update", f"NodeName={','.join(names)}", "State=RESUME"],
-                          lambda r: None)
+        self.executor.run(
+            [self._cmd("scontrol"), "update", f"NodeName={','.join(names)}", "State=RESUME"], lambda r: None
+        )
         self.record.drained_by_rlsched.difference_update(names)
         for name in names:
             self.record.drain_reasons.pop(name, None)

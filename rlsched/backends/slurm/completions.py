@@ -84,11 +84,21 @@ def read_sacct_completions(text: str, log: DropLog) -> list[CompletedJob]:
     jobs = []
     for job in read_sacct_text(text.split("\n"), SACCT, log, columns=SACCT_FORMAT.split(",")):
         if job.state not in FINISHED_STATES or job.cpus <= 0 or math.isnan(job.start_s) or math.isnan(job.end_s):
-            continue                     # still running, or never ran
-        jobs.append(CompletedJob(
-            job_id=job.raw_id, state=job.state, account=job.account, partition=job.partition, qos=job.qos,
-            cpus=job.cpus, time_limit_s=job.time_limit_s, submit_s=job.submit_s, start_s=job.start_s,
-            end_s=job.end_s))
+            continue  # still running, or never ran
+        jobs.append(
+            CompletedJob(
+                job_id=job.raw_id,
+                state=job.state,
+                account=job.account,
+                partition=job.partition,
+                qos=job.qos,
+                cpus=job.cpus,
+                time_limit_s=job.time_limit_s,
+                submit_s=job.submit_s,
+                start_s=job.start_s,
+                end_s=job.end_s,
+            )
+        )
     return jobs
 
 
@@ -96,9 +106,18 @@ def completed_from_squeue(job: SlurmJob) -> CompletedJob | None:
     """A finished job of ``squeue --json`` as a completion, or None when it never ran."""
     if not job.finished or job.cpus <= 0 or math.isnan(job.start_s) or math.isnan(job.end_s):
         return None
-    return CompletedJob(job_id=job.job_id, state=job.state, account=job.account, partition=job.partition,
-                        qos=job.qos, cpus=job.cpus, time_limit_s=job.time_limit_s, submit_s=job.submit_s,
-                        start_s=job.start_s, end_s=job.end_s)
+    return CompletedJob(
+        job_id=job.job_id,
+        state=job.state,
+        account=job.account,
+        partition=job.partition,
+        qos=job.qos,
+        cpus=job.cpus,
+        time_limit_s=job.time_limit_s,
+        submit_s=job.submit_s,
+        start_s=job.start_s,
+        end_s=job.end_s,
+    )
 
 
 class CompletionFeed(CompletionFeedState):
@@ -111,9 +130,16 @@ class CompletionFeed(CompletionFeedState):
     offset: int | None
     inode: int | None
 
-    def __init__(self, source: str, executor: CommandExecutor, sacct: str = "sacct",
-                 jobcomp_path: str | None = None, clock: Callable[[], float] = time.time,
-                 state: Mapping[str, Any] | None = None, wait_for_partition: bool = False) -> None:
+    def __init__(
+        self,
+        source: str,
+        executor: CommandExecutor,
+        sacct: str = "sacct",
+        jobcomp_path: str | None = None,
+        clock: Callable[[], float] = time.time,
+        state: Mapping[str, Any] | None = None,
+        wait_for_partition: bool = False,
+    ) -> None:
         if source == "jobcomp" and not jobcomp_path:
             raise ValueError("the jobcomp completion source needs the file's path (JobCompLoc)")
         super().__init__(source, executor, clock, state)
@@ -148,8 +174,20 @@ class CompletionFeed(CompletionFeedState):
     def _from_sacct(self) -> list[CompletedJob]:
         now = self.clock()
         start = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(self.since_s - SACCT_OVERLAP_S))
-        argv = [self.sacct, "-X", "-n", "-P", "-a", f"--format={SACCT_FORMAT}", "-S", start, "-E", "now",
-                "-s", "CD,F,TO,CA,NF,OOM,PR,BF,DL"]
+        argv = [
+            self.sacct,
+            "-X",
+            "-n",
+            "-P",
+            "-a",
+            f"--format={SACCT_FORMAT}",
+            "-S",
+            start,
+            "-E",
+            "now",
+            "-s",
+            "CD,F,TO,CA,NF,OOM,PR,BF,DL",
+        ]
         records = RecordLog()
         jobs = self.executor.run(argv, lambda r: read_sacct_completions(r.stdout, records))
         for reason in records.reasons:
@@ -157,10 +195,13 @@ class CompletionFeed(CompletionFeedState):
                 # One bad record must not blind the loop: skipped, counted and logged once.
                 self.bad_seen[reason] = now
                 self.executor.count("parse_error")
-                log.warning("sacct: skipping a malformed record (counted in rlsched_backend_errors_total"
-                            "{kind=\"parse_error\"}): %s", reason)
+                log.warning(
+                    "sacct: skipping a malformed record (counted in rlsched_backend_errors_total"
+                    '{kind="parse_error"}): %s',
+                    reason,
+                )
         fresh = []
-        for job in jobs:          # the windows overlap: drop what an earlier poll delivered
+        for job in jobs:  # the windows overlap: drop what an earlier poll delivered
             if job.end_s < self.floor_s:
                 continue
             key = (job.job_id, job.end_s)
@@ -211,7 +252,7 @@ class CompletionFeed(CompletionFeedState):
                 fh.seek(self.offset)
                 return fh.read()
         except FileNotFoundError:
-            return None     # nothing finished yet: slurmctld creates the file at the first completion
+            return None  # nothing finished yet: slurmctld creates the file at the first completion
         except OSError as exc:
             self.executor.count("jobcomp_read")
             raise SlurmError(f"{JOBCOMP_FILE}: cannot read {path}: {exc}") from exc
@@ -220,7 +261,7 @@ class CompletionFeed(CompletionFeedState):
         """The completions in ``data`` (read at :attr:`offset`), the job ids of the unreadable records, and the
         offset after the last complete record."""
         assert self.offset is not None
-        end = data.rfind(b"\n") + 1     # a line still being written is read next time
+        end = data.rfind(b"\n") + 1  # a line still being written is read next time
         line_starts: list[int] = []
         texts: list[str] = []
         position = self.offset
@@ -239,7 +280,7 @@ class CompletionFeed(CompletionFeedState):
         ambiguous: set[int] = set()
         for chunk in split_jobcomp_records(texts):
             if chunk.unfinished:
-                new_offset = line_starts[chunk.line - 1]      # the rest of it is not written yet
+                new_offset = line_starts[chunk.line - 1]  # the rest of it is not written yet
                 break
             where = f"{path}, record at byte {line_starts[chunk.line - 1]}"
             try:
@@ -273,6 +314,11 @@ class CompletionFeed(CompletionFeedState):
                 log.warning("%s: job %d: its record is unreadable and squeue no longer has it", path, job_id)
             elif not found.finished:
                 # A record naming a job that has not ended (a forged line): not its completion.
-                log.warning("%s: job %d: its record is unreadable and squeue lists the job as %s, not "
-                            "finished: the record is ignored", path, job_id, found.state)
+                log.warning(
+                    "%s: job %d: its record is unreadable and squeue lists the job as %s, not "
+                    "finished: the record is ignored",
+                    path,
+                    job_id,
+                    found.state,
+                )
         return out

@@ -35,7 +35,8 @@ class SlurmBackendConfig(BackendConfig):
 
     SECTION: ClassVar[Section] = SLURM
     RULE_KEYS: ClassVar[Mapping[str, str]] = {
-        key: key for key in ("interactive_qos", "interactive_partitions", "interactive_max_time_s")}
+        key: key for key in ("interactive_qos", "interactive_partitions", "interactive_max_time_s")
+    }
 
     slurm_conf: str | None = None
     partitions: frozenset[str] = frozenset()
@@ -48,6 +49,7 @@ class SlurmBackendConfig(BackendConfig):
     def gate_problem(self) -> tuple[str, str] | None:
         """Gate mode needs the gated partitions: in them a held job waits for rlsched."""
         if not self.partitions:
-            return "partitions", ("gate mode needs the gated partitions: in them a held job waits for rlsched "
-                                  "(see docs/daemon.md)")
+            return "partitions", (
+                "gate mode needs the gated partitions: in them a held job waits for rlsched (see docs/daemon.md)"
+            )
         return None

@@ -43,14 +43,38 @@ SACCT = "sacct"
 #: Reasons of a held job (docs/slurm.md): a user hold, an admin (root) hold.
 HELD_REASONS = frozenset({"JobHeldUser", "JobHeldAdmin"})
 #: Job states after which a job holds no more resources (squeue ``job_state``, sacct ``State``).
-FINISHED_STATES = frozenset({"COMPLETED", "FAILED", "TIMEOUT", "CANCELLED", "NODE_FAIL", "PREEMPTED",
-                             "BOOT_FAIL", "DEADLINE", "OUT_OF_MEMORY", "REVOKED"})
+FINISHED_STATES = frozenset(
+    {
+        "COMPLETED",
+        "FAILED",
+        "TIMEOUT",
+        "CANCELLED",
+        "NODE_FAIL",
+        "PREEMPTED",
+        "BOOT_FAIL",
+        "DEADLINE",
+        "OUT_OF_MEMORY",
+        "REVOKED",
+    }
+)
 #: Job states in which a job holds cores.
 ACTIVE_STATES = frozenset({"RUNNING", "COMPLETING", "CONFIGURING", "SUSPENDED", "STAGE_OUT", "SIGNALING"})
 #: Node flags under which a node accepts no new job.
-UNAVAILABLE_NODE_FLAGS = frozenset({"DRAIN", "FAIL", "POWERED_DOWN", "POWERING_DOWN", "POWERING_UP",
-                                    "POWER_DOWN", "NOT_RESPONDING", "MAINTENANCE", "REBOOT_REQUESTED",
-                                    "REBOOT_ISSUED", "INVALID_REG"})
+UNAVAILABLE_NODE_FLAGS = frozenset(
+    {
+        "DRAIN",
+        "FAIL",
+        "POWERED_DOWN",
+        "POWERING_DOWN",
+        "POWERING_UP",
+        "POWER_DOWN",
+        "NOT_RESPONDING",
+        "MAINTENANCE",
+        "REBOOT_REQUESTED",
+        "REBOOT_ISSUED",
+        "INVALID_REG",
+    }
+)
 #: Node flags under which a node has no live CPUs at all.
 DOWN_NODE_FLAGS = frozenset({"POWERED_DOWN", "POWERING_UP", "NOT_RESPONDING"})
 DOWN_NODE_STATES = frozenset({"down", "future", "unknown", "error"})
@@ -179,10 +203,10 @@ def _epoch(value: int | None) -> float:
 
 def _unsigned_nice(fields: JsonFields) -> int:
     nice = fields.opt_int("nice")
-    if nice is None:      # null when 0 (docs/slurm.md)
+    if nice is None:  # null when 0 (docs/slurm.md)
         return 0
     if _NICE_OFFSET // 2 <= nice < _NICE_OFFSET:
-        return nice - _NICE_OFFSET      # a negative nice printed as unsigned 32-bit
+        return nice - _NICE_OFFSET  # a negative nice printed as unsigned 32-bit
     if not -(_NICE_OFFSET // 2) <= nice < _NICE_OFFSET // 2:
         raise fields.error("nice", f"outside the 32-bit range: {nice}")
     return nice
@@ -195,8 +219,7 @@ def _list_of(doc: Mapping[str, Any], key: str, command: str) -> list[Any]:
     return items
 
 
-def parse_squeue_json(text: str | bytes,
-                      on_skip: Callable[[SlurmParseError], None] | None = None) -> list[SlurmJob]:
+def parse_squeue_json(text: str | bytes, on_skip: Callable[[SlurmParseError], None] | None = None) -> list[SlurmJob]:
     """Jobs of ``squeue --json`` (every state squeue still knows).
 
     A job whose fields are unreadable or absurd raises :class:`SlurmParseError`; with ``on_skip`` it is
@@ -215,7 +238,7 @@ def parse_squeue_json(text: str | bytes,
     jobs = []
     for i, raw in enumerate(doc.jobs):
         job = _typed_squeue_job(raw)
-        if job is None:         # an absurd or incomplete job: the reference reader says what is wrong
+        if job is None:  # an absurd or incomplete job: the reference reader says what is wrong
             try:
                 job = _squeue_job(_fields(_struct_dict(raw), SQUEUE_JSON, f"jobs[{i}]"))
             except SlurmParseError as exc:
@@ -227,8 +250,9 @@ def parse_squeue_json(text: str | bytes,
     return jobs
 
 
-def parse_squeue_json_reference(text: str | bytes,
-                                on_skip: Callable[[SlurmParseError], None] | None = None) -> list[SlurmJob]:
+def parse_squeue_json_reference(
+    text: str | bytes, on_skip: Callable[[SlurmParseError], None] | None = None
+) -> list[SlurmJob]:
     """:func:`parse_squeue_json` through ``json.loads`` and a check of every field (slow; exact messages)."""
     doc = _load_json(text, SQUEUE_JSON)
     jobs = []
@@ -273,8 +297,7 @@ _SQUEUE_DECODER = msgspec.json.Decoder(_SqueueDoc)
 
 def _struct_dict(raw: msgspec.Struct) -> dict[str, Any]:
     """The fields the document had (as ``json.loads`` would have given them)."""
-    return {name: value for name in raw.__struct_fields__
-            if (value := getattr(raw, name)) is not msgspec.UNSET}
+    return {name: value for name in raw.__struct_fields__ if (value := getattr(raw, name)) is not msgspec.UNSET}
 
 
 def _text_or_empty(value: str | msgspec.UnsetType | None) -> str:
@@ -313,9 +336,13 @@ def _typed_squeue_job(raw: _SqueueJob) -> SlurmJob | None:
     reference reader decides, and words the error).  Written for speed: it runs 50,000 times a cycle
     (msgspec already checked the types: a field is an int, a str, None or UNSET)."""
     job_id, state, cpus, submit = raw.job_id, raw.job_state, raw.cpus, raw.submit_time
-    if job_id.__class__ is not int or state.__class__ is not str or cpus.__class__ is not int \
-            or submit.__class__ is not int:
-        return None             # absent or null (null cpus: the request in tres_req_str, rare)
+    if (
+        job_id.__class__ is not int
+        or state.__class__ is not str
+        or cpus.__class__ is not int
+        or submit.__class__ is not int
+    ):
+        return None  # absent or null (null cpus: the request in tres_req_str, rare)
     if not (0 < job_id < _INT_LIMIT and state and 0 <= cpus <= MAX_JOB_CPUS and -_INT_LIMIT < submit < _INT_LIMIT):
         return None
     priority = raw.priority
@@ -325,7 +352,7 @@ def _typed_squeue_job(raw: _SqueueJob) -> SlurmJob | None:
         return None
     nice = raw.nice
     if nice.__class__ is not int:
-        nice = 0                # null when 0 (docs/slurm.md)
+        nice = 0  # null when 0 (docs/slurm.md)
     elif (nice := _typed_nice(nice)) is None:
         return None
     limit_min = raw.time_limit
@@ -339,9 +366,22 @@ def _typed_squeue_job(raw: _SqueueJob) -> SlurmJob | None:
     if times is None:
         return None
     start_s, end_s = times
-    return SlurmJob(job_id, state, raw.state_reason or "", raw.user_name or "", raw.account or "",
-                    raw.partition or "", raw.qos or "", cpus, limit_s, priority, nice,
-                    float(submit) if submit else math.nan, start_s, end_s)
+    return SlurmJob(
+        job_id,
+        state,
+        raw.state_reason or "",
+        raw.user_name or "",
+        raw.account or "",
+        raw.partition or "",
+        raw.qos or "",
+        cpus,
+        limit_s,
+        priority,
+        nice,
+        float(submit) if submit else math.nan,
+        start_s,
+        end_s,
+    )
 
 
 def _squeue_job(f: JsonFields) -> SlurmJob:
@@ -368,12 +408,21 @@ def _squeue_job(f: JsonFields) -> SlurmJob:
     start = f.opt_int("start_time", 0) if started else 0
     end = f.opt_int("end_time", 0) if state in FINISHED_STATES else 0
     return SlurmJob(
-        job_id=job_id, state=state, reason=f.text("state_reason", ""), user=f.text("user_name", ""),
-        account=f.text("account", ""), partition=f.text("partition", ""), qos=f.text("qos", ""),
+        job_id=job_id,
+        state=state,
+        reason=f.text("state_reason", ""),
+        user=f.text("user_name", ""),
+        account=f.text("account", ""),
+        partition=f.text("partition", ""),
+        qos=f.text("qos", ""),
         cpus=cpus,
         time_limit_s=math.inf if limit_min is None else 60.0 * limit_min,
-        priority=priority, nice=_unsigned_nice(f),
-        submit_s=_epoch(f.req_int("submit_time")), start_s=_epoch(start), end_s=_epoch(end))
+        priority=priority,
+        nice=_unsigned_nice(f),
+        submit_s=_epoch(f.req_int("submit_time")),
+        start_s=_epoch(start),
+        end_s=_epoch(end),
+    )
 
 
 def parse_sinfo_json(text: str | bytes) -> list[SlurmNode]:
@@ -397,9 +446,17 @@ def parse_sinfo_json(text: str | bytes) -> list[SlurmNode]:
         if not 0 <= alloc <= cpus < _INT_LIMIT or not 0 <= idle <= cpus:
             return parse_sinfo_json_reference(text)
         features = tuple(x for x in _text_or_empty(raw.features).split(",") if x)
-        nodes[name] = SlurmNode(name=name, state=state.lower(), flags=frozenset(raw.state_flags or ()), cpus=cpus,
-                                alloc_cpus=alloc, idle_cpus=idle, partitions=tuple(raw.partitions or ()),
-                                features=features, reason=_text_or_empty(raw.reason))
+        nodes[name] = SlurmNode(
+            name=name,
+            state=state.lower(),
+            flags=frozenset(raw.state_flags or ()),
+            cpus=cpus,
+            alloc_cpus=alloc,
+            idle_cpus=idle,
+            partitions=tuple(raw.partitions or ()),
+            features=features,
+            reason=_text_or_empty(raw.reason),
+        )
     return list(nodes.values())
 
 
@@ -437,10 +494,17 @@ def parse_sinfo_json_reference(text: str | bytes) -> list[SlurmNode]:
         if not 0 <= alloc <= cpus or not 0 <= idle <= cpus:
             raise f.error("cpus", f"inconsistent CPU counts: cpus={cpus} alloc_cpus={alloc} idle_cpus={idle}")
         features = tuple(x for x in f.text("features", "").split(",") if x)
-        nodes[name] = SlurmNode(name=name, state=f.text("state").lower(),
-                                flags=frozenset(f.text_list("state_flags")), cpus=cpus, alloc_cpus=alloc,
-                                idle_cpus=idle, partitions=f.text_list("partitions"), features=features,
-                                reason=f.text("reason", ""))
+        nodes[name] = SlurmNode(
+            name=name,
+            state=f.text("state").lower(),
+            flags=frozenset(f.text_list("state_flags")),
+            cpus=cpus,
+            alloc_cpus=alloc,
+            idle_cpus=idle,
+            partitions=f.text_list("partitions"),
+            features=features,
+            reason=f.text("reason", ""),
+        )
     return list(nodes.values())
 
 
@@ -475,7 +539,7 @@ def parse_duration_s(text: str, command: str = SACCT, where: str = "") -> float:
     days_s, a, b, c = m.groups()
     days = int(days_s) if days_s else 0
     parts = [int(x) for x in (a, b, c) if x is not None]
-    if days_s is not None:      # D-H, D-H:M, D-H:M:S
+    if days_s is not None:  # D-H, D-H:M, D-H:M:S
         hours, minutes, seconds = [*parts, 0, 0][:3]
     elif len(parts) == 3:
         hours, minutes, seconds = parts
@@ -487,24 +551,28 @@ def parse_duration_s(text: str, command: str = SACCT, where: str = "") -> float:
 
 
 _LOCAL_TIME = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d"
-_JOBCOMP_HEAD = re.compile(r"^JobId=(?P<job_id>\d+) UserId=(?P<user>[^\s(]*)(?:\(\d+\))?"
-                           r"(?: GroupId=(?P<group>[^\s(]*)(?:\(\d+\))?)?")
+_JOBCOMP_HEAD = re.compile(
+    r"^JobId=(?P<job_id>\d+) UserId=(?P<user>[^\s(]*)(?:\(\d+\))?"
+    r"(?: GroupId=(?P<group>[^\s(]*)(?:\(\d+\))?)?"
+)
 # The fixed-format run of fields between the free-text Name and WorkDir: found as a whole, so a job name
 # with spaces or '=' in it does not shift the fields (a name that mimics this whole run could still).
 _JOBCOMP_MIDDLE = re.compile(
     rf" JobState=(?P<state>[A-Z_]+)(?: by \d+)? Partition=(?P<partition>\S*) TimeLimit=(?P<limit>\S+)"
     rf" StartTime=(?P<start>{_LOCAL_TIME}|unknown|None) EndTime=(?P<end>{_LOCAL_TIME}|unknown|None)"
-    rf" NodeList=\S* NodeCnt=(?P<nodes>\d+) ProcCnt=(?P<procs>\d+) WorkDir=")
+    rf" NodeList=\S* NodeCnt=(?P<nodes>\d+) ProcCnt=(?P<procs>\d+) WorkDir="
+)
 _JOBCOMP_TAIL = re.compile(
     rf" Account=(?P<account>\S*) QOS=(?P<qos>\S*) WcKey=\S* Cluster=\S*"
-    rf" SubmitTime=(?P<submit>{_LOCAL_TIME}|unknown|None) EligibleTime=")
+    rf" SubmitTime=(?P<submit>{_LOCAL_TIME}|unknown|None) EligibleTime="
+)
 
 
 def _local_time(text: str, where: str) -> float:
     if text in ("unknown", "None"):
         return math.nan
     try:
-        return time.mktime(time.strptime(text, "%Y-%m-%dT%H:%M:%S"))   # slurmctld writes local time
+        return time.mktime(time.strptime(text, "%Y-%m-%dT%H:%M:%S"))  # slurmctld writes local time
     except (ValueError, OverflowError) as exc:
         raise SlurmParseError(JOBCOMP_FILE, where, f"bad time {text!r}: {exc}") from None
 
@@ -540,23 +608,37 @@ def parse_jobcomp_record(text: str, where: str = "") -> JobcompRecord:
     if head is None or not middles:
         raise SlurmParseError(JOBCOMP_FILE, where, f"not a jobcomp record: {text[:80]!r}")
     if len(middles) > 1:
-        raise SlurmParseError(JOBCOMP_FILE, where, f"ambiguous record: its JobState…WorkDir fields occur "
-                                                   f"{len(middles)} times (a job name imitating them)")
+        raise SlurmParseError(
+            JOBCOMP_FILE,
+            where,
+            f"ambiguous record: its JobState…WorkDir fields occur {len(middles)} times (a job name imitating them)",
+        )
     middle = middles[0]
     tails = list(_JOBCOMP_TAIL.finditer(text, middle.end()))
     if not tails:
         raise SlurmParseError(JOBCOMP_FILE, where, f"no Account/QOS/SubmitTime fields: {text[:80]!r}")
     if len(tails) > 1:
-        raise SlurmParseError(JOBCOMP_FILE, where, f"ambiguous record: its Account…SubmitTime fields occur "
-                                                   f"{len(tails)} times (a work dir imitating them)")
+        raise SlurmParseError(
+            JOBCOMP_FILE,
+            where,
+            f"ambiguous record: its Account…SubmitTime fields occur {len(tails)} times (a work dir imitating them)",
+        )
     tail = tails[0]
     return JobcompRecord(
-        job_id=int(head["job_id"]), user=head["user"], group=head["group"] or "", state=middle["state"],
+        job_id=int(head["job_id"]),
+        user=head["user"],
+        group=head["group"] or "",
+        state=middle["state"],
         partition=middle["partition"],
         time_limit_s=parse_duration_s(middle["limit"], JOBCOMP_FILE, where),
-        start_s=_local_time(middle["start"], where), end_s=_local_time(middle["end"], where),
-        nodes=int(middle["nodes"]), procs=int(middle["procs"]), account=tail["account"], qos=tail["qos"],
-        submit_s=_local_time(tail["submit"], where))
+        start_s=_local_time(middle["start"], where),
+        end_s=_local_time(middle["end"], where),
+        nodes=int(middle["nodes"]),
+        procs=int(middle["procs"]),
+        account=tail["account"],
+        qos=tail["qos"],
+        submit_s=_local_time(tail["submit"], where),
+    )
 
 
 _JOBCOMP_RECORD_START = re.compile(r"^JobId=(?P<job_id>\d+) UserId=")
@@ -586,14 +668,18 @@ def split_jobcomp_records(lines: Iterable[str]) -> Iterator[JobcompChunk]:
     a record cut short, or a name holding a newline followed by a forged record — both are chunks with a
     problem: nothing of them is trusted.  Read each good chunk with :func:`parse_jobcomp_record`.
     """
-    pending: tuple[int, str, int] | None = None     # first line, text so far, lines in it
+    pending: tuple[int, str, int] | None = None  # first line, text so far, lines in it
     for lineno, raw in enumerate(lines, 1):
         line = raw.rstrip("\r\n")
         if pending is not None:
             first, text, count = pending
             if _JOBCOMP_RECORD_START.match(line):
-                yield JobcompChunk(first, text, "record does not end on its line and the next line starts "
-                                                "another (cut short, or a job name forging a record): both skipped")
+                yield JobcompChunk(
+                    first,
+                    text,
+                    "record does not end on its line and the next line starts "
+                    "another (cut short, or a job name forging a record): both skipped",
+                )
                 yield JobcompChunk(lineno, line, f"follows the unfinished record of line {first}: skipped")
                 pending = None
                 continue
@@ -611,8 +697,9 @@ def split_jobcomp_records(lines: Iterable[str]) -> Iterator[JobcompChunk]:
             yield JobcompChunk(first, text, f"no end of record within {JOBCOMP_MAX_RECORD_LINES} lines")
             pending = None
     if pending is not None:
-        yield JobcompChunk(pending[0], pending[1], f"record cut short at the end of the file: {pending[1][:80]!r}",
-                           unfinished=True)
+        yield JobcompChunk(
+            pending[0], pending[1], f"record cut short at the end of the file: {pending[1][:80]!r}", unfinished=True
+        )
 
 
 def jobcomp_chunk_job_id(text: str) -> int | None:
@@ -627,9 +714,17 @@ def parse_jobcomp_line(line: str, where: str = "") -> CompletedJob | None:
     if record.nodes == 0 or record.procs == 0 or math.isnan(record.start_s) or math.isnan(record.end_s):
         return None
     return CompletedJob(
-        job_id=record.job_id, state=record.state, account=record.account, partition=record.partition,
-        qos=record.qos, cpus=record.procs, time_limit_s=record.time_limit_s, submit_s=record.submit_s,
-        start_s=record.start_s, end_s=record.end_s)
+        job_id=record.job_id,
+        state=record.state,
+        account=record.account,
+        partition=record.partition,
+        qos=record.qos,
+        cpus=record.procs,
+        time_limit_s=record.time_limit_s,
+        submit_s=record.submit_s,
+        start_s=record.start_s,
+        end_s=record.end_s,
+    )
 
 
 #: The ``--format`` the completion feed asks sacct for (read by

@@ -48,8 +48,7 @@ def site_params(conf: SiteConf, rows: list[ShareRow] | None = None) -> Multifact
     account shares of ``sshare`` rows (when given)."""
     values = dict(conf.params)
     if rows:
-        values["shares"] = "/".join(f"{r.account}:{r.shares:g}" for r in rows
-                                    if r.user is None and r.account != "root")
+        values["shares"] = "/".join(f"{r.account}:{r.shares:g}" for r in rows if r.user is None and r.account != "root")
     params = params_from_policy(values, conf.partition_job_factor)
     if rows:
         users = {AssocTree.key(r.account, r.user): r.shares for r in rows if r.user is not None}
@@ -97,8 +96,9 @@ def parse_sprio(text: str, source: str = "sprio") -> list[SprioRow]:
             raise ValueError(f"{source}: line {lineno}: {len(cells)} fields, expected 9 ({SPRIO_FORMAT})")
         try:
             age, fairshare, job_size, partition, qos = (float(c) for c in cells[2:7])
-            rows.append(SprioRow(int(cells[0]), float(cells[1]), age, fairshare, job_size, partition, qos,
-                                 cells[7], cells[8]))
+            rows.append(
+                SprioRow(int(cells[0]), float(cells[1]), age, fairshare, job_size, partition, qos, cells[7], cells[8])
+            )
         except ValueError:
             raise ValueError(f"{source}: line {lineno}: bad number in {line.strip()!r}") from None
     return rows

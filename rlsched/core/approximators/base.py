@@ -73,8 +73,9 @@ class QFunction(ABC):
         incrementally; linear read-outs then skip the O(n d²) product.
         """
 
-    def fit_subset(self, rows: FloatArray, subset: np.ndarray, targets: FloatArray,
-                   gram: FloatArray | None = None) -> None:
+    def fit_subset(
+        self, rows: FloatArray, subset: np.ndarray, targets: FloatArray, gram: FloatArray | None = None
+    ) -> None:
         """Like ``fit(rows[subset], targets, gram)``; linear read-outs avoid copying the rows."""
         self.fit(rows[subset], targets, gram)
 
@@ -92,8 +93,7 @@ class QFunction(ABC):
         if state.shape != (self.state_dim,):
             raise ValueError(f"{self.kind}: state has shape {state.shape}, expected ({self.state_dim},)")
         if actions.ndim != 2 or actions.shape[1] != self.action_dim:
-            raise ValueError(f"{self.kind}: actions have shape {actions.shape}, "
-                             f"expected (n, {self.action_dim})")
+            raise ValueError(f"{self.kind}: actions have shape {actions.shape}, expected (n, {self.action_dim})")
 
     # -- persistence ----------------------------------------------------------------------
     @abstractmethod
@@ -126,21 +126,21 @@ def load_qfunction(path: str | os.PathLike[str]) -> QFunction:
     return qfunction_from_checkpoint(path, meta, arrays)
 
 
-def qfunction_from_checkpoint(path: str | os.PathLike[str], meta: dict[str, Any],
-                              arrays: dict[str, np.ndarray], prefix: str = "") -> QFunction:
+def qfunction_from_checkpoint(
+    path: str | os.PathLike[str], meta: dict[str, Any], arrays: dict[str, np.ndarray], prefix: str = ""
+) -> QFunction:
     """Rebuild the Q-function stored under ``prefix`` in an already-read checkpoint."""
     kind = meta.get("kind")
     if kind not in _REGISTRY:
         raise ValueError(f"{path}: unknown Q-function kind {kind!r} (known: {sorted(_REGISTRY)})")
-    sub = {k[len(prefix):]: v for k, v in arrays.items() if k.startswith(prefix)}
+    sub = {k[len(prefix) :]: v for k, v in arrays.items() if k.startswith(prefix)}
     try:
         return _REGISTRY[kind].from_arrays(meta["model"], sub)
     except KeyError as exc:
         raise ValueError(f"{path}: missing key {exc.args[0]!r} in {kind} model") from exc
 
 
-def save_checkpoint(path: str | os.PathLike[str], meta: dict[str, Any],
-                    arrays: dict[str, np.ndarray]) -> None:
+def save_checkpoint(path: str | os.PathLike[str], meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
     """Write ``meta`` (JSON) and ``arrays`` to one ``.npz`` file, atomically."""
     target = Path(path)
     header = dict(meta, format_version=FORMAT_VERSION)
@@ -171,8 +171,7 @@ def read_checkpoint(path: str | os.PathLike[str]) -> tuple[dict[str, Any], dict[
     return meta, arrays
 
 
-def ridge_solve(gram: FloatArray, rhs: FloatArray, alpha: float,
-                unpenalised: int | None = None) -> FloatArray:
+def ridge_solve(gram: FloatArray, rhs: FloatArray, alpha: float, unpenalised: int | None = None) -> FloatArray:
     """Solve ``(G + αI) w = b`` (the ridge normal equations) by Cholesky.
 
     ``unpenalised`` is the index of a column left out of the penalty (the bias).

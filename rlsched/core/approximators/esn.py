@@ -67,14 +67,12 @@ def _activate(pre: FloatArray, activation: str) -> FloatArray:
     return np.tanh(pre)
 
 
-def reservoir_matrix(n_units: int, connectivity: float, spectral_radius: float,
-                     rng: np.random.Generator) -> FloatArray:
+def reservoir_matrix(n_units: int, connectivity: float, spectral_radius: float, rng: np.random.Generator) -> FloatArray:
     """Sparse random reservoir, weights uniform in [0, 1] (P-grid §4.1), scaled to ``spectral_radius``."""
     if not 0.0 < connectivity <= 1.0:
         raise ValueError(f"esn: connectivity must lie in (0, 1], got {connectivity}")
     if not 0.0 < spectral_radius < 1.0:
-        raise ValueError(f"esn: spectral radius must lie in (0, 1) for the echo-state property, "
-                         f"got {spectral_radius}")
+        raise ValueError(f"esn: spectral radius must lie in (0, 1) for the echo-state property, got {spectral_radius}")
     mask = rng.random((n_units, n_units)) < connectivity
     weights = np.where(mask, rng.random((n_units, n_units)), 0.0)
     radius = float(np.max(np.abs(np.linalg.eigvals(weights))))
@@ -89,10 +87,20 @@ class EchoStateQ(QFunction):
 
     kind = "esn"
 
-    def __init__(self, state_dim: int, action_dim: int, *, n_units: int = 100, connectivity: float = 0.10,
-                 spectral_radius: float = 0.9, input_scaling: float = 0.5,
-                 activation: Activation = "sigmoid", readout_fraction: float = 0.15,
-                 ridge_alpha: float = 100.0, seed: int | np.random.Generator = 0) -> None:
+    def __init__(
+        self,
+        state_dim: int,
+        action_dim: int,
+        *,
+        n_units: int = 100,
+        connectivity: float = 0.10,
+        spectral_radius: float = 0.9,
+        input_scaling: float = 0.5,
+        activation: Activation = "sigmoid",
+        readout_fraction: float = 0.15,
+        ridge_alpha: float = 100.0,
+        seed: int | np.random.Generator = 0,
+    ) -> None:
         super().__init__(state_dim, action_dim)
         if n_units < 1:
             raise ValueError(f"esn: n_units must be ≥ 1, got {n_units}")
@@ -135,22 +143,21 @@ class EchoStateQ(QFunction):
     def encode(self, state: FloatArray, actions: FloatArray) -> FloatArray:
         self._check_inputs(state, actions)
         s = self.state_dim
-        pre = self._shared_pre(state)[None, :] + actions @ self.w_in[:, s:s + self.action_dim].T
+        pre = self._shared_pre(state)[None, :] + actions @ self.w_in[:, s : s + self.action_dim].T
         n = actions.shape[0]
-        return np.hstack([_activate(pre, self.activation), np.broadcast_to(state, (n, s)), actions,
-                          np.ones((n, 1))])
+        return np.hstack([_activate(pre, self.activation), np.broadcast_to(state, (n, s)), actions, np.ones((n, 1))])
 
     def scores(self, state: FloatArray, actions: FloatArray) -> FloatArray:
         """Q of every candidate without building design rows: only read-out units are evaluated."""
         self._check_inputs(state, actions)
         s, units = self.state_dim, self._read_units
         shared = self._shared_pre(state)[units]
-        pre = actions @ self.w_in[units, s:s + self.action_dim].T
+        pre = actions @ self.w_in[units, s : s + self.action_dim].T
         pre += shared
         hidden = _activate(pre, self.activation)
         w = self.readout
-        constant = float(w[self.n_units:self.n_units + s] @ state + w[-1])
-        return hidden @ w[units] + actions @ w[self.n_units + s:self.n_units + s + self.action_dim] + constant
+        constant = float(w[self.n_units : self.n_units + s] @ state + w[-1])
+        return hidden @ w[units] + actions @ w[self.n_units + s : self.n_units + s + self.action_dim] + constant
 
     def predict(self, rows: FloatArray) -> FloatArray:
         return rows @ self.readout
@@ -162,8 +169,9 @@ class EchoStateQ(QFunction):
         sub_gram = sub_rows.T @ sub_rows if gram is None else gram[np.ix_(cols, cols)]
         self.fit_normal(sub_gram, sub_rows.T @ targets)
 
-    def fit_subset(self, rows: FloatArray, subset: np.ndarray, targets: FloatArray,
-                   gram: FloatArray | None = None) -> None:
+    def fit_subset(
+        self, rows: FloatArray, subset: np.ndarray, targets: FloatArray, gram: FloatArray | None = None
+    ) -> None:
         """Ridge fit on ``rows[subset]`` computing ``Zᵀy`` over all rows with zero targets elsewhere."""
         if gram is None:
             self.fit(rows[subset], targets)
@@ -180,7 +188,7 @@ class EchoStateQ(QFunction):
         self.readout[self.readout_cols] = weights
 
     def advance(self, row: FloatArray) -> None:
-        self.memory = np.array(row[:self.n_units], dtype=np.float64)
+        self.memory = np.array(row[: self.n_units], dtype=np.float64)
 
     def reset_memory(self) -> None:
         self.memory = np.zeros(self.n_units)
@@ -192,20 +200,40 @@ class EchoStateQ(QFunction):
         return self.memory.copy()
 
     def to_arrays(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-        meta = {"state_dim": self.state_dim, "action_dim": self.action_dim, "n_units": self.n_units,
-                "connectivity": self.connectivity, "spectral_radius": self.spectral_radius,
-                "input_scaling": self.input_scaling, "activation": self.activation,
-                "readout_fraction": self.readout_fraction, "ridge_alpha": self.ridge_alpha}
-        arrays = {"w_res": self.w_res, "w_in": self.w_in, "readout_cols": self.readout_cols,
-                  "readout": self.readout, "memory": self.memory}
+        meta = {
+            "state_dim": self.state_dim,
+            "action_dim": self.action_dim,
+            "n_units": self.n_units,
+            "connectivity": self.connectivity,
+            "spectral_radius": self.spectral_radius,
+            "input_scaling": self.input_scaling,
+            "activation": self.activation,
+            "readout_fraction": self.readout_fraction,
+            "ridge_alpha": self.ridge_alpha,
+        }
+        arrays = {
+            "w_res": self.w_res,
+            "w_in": self.w_in,
+            "readout_cols": self.readout_cols,
+            "readout": self.readout,
+            "memory": self.memory,
+        }
         return meta, arrays
 
     @classmethod
     def from_arrays(cls, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> EchoStateQ:
-        model = cls(meta["state_dim"], meta["action_dim"], n_units=meta["n_units"],
-                    connectivity=meta["connectivity"], spectral_radius=meta["spectral_radius"],
-                    input_scaling=meta["input_scaling"], activation=meta["activation"],
-                    readout_fraction=meta["readout_fraction"], ridge_alpha=meta["ridge_alpha"], seed=0)
+        model = cls(
+            meta["state_dim"],
+            meta["action_dim"],
+            n_units=meta["n_units"],
+            connectivity=meta["connectivity"],
+            spectral_radius=meta["spectral_radius"],
+            input_scaling=meta["input_scaling"],
+            activation=meta["activation"],
+            readout_fraction=meta["readout_fraction"],
+            ridge_alpha=meta["ridge_alpha"],
+            seed=0,
+        )
         for name in ("w_res", "w_in", "readout_cols", "readout", "memory"):
             expected = getattr(model, name).shape
             if arrays[name].shape != expected:

@@ -34,9 +34,19 @@ class FeedForwardQ(QFunction):
 
     kind = "ffnn"
 
-    def __init__(self, state_dim: int, action_dim: int, *, hidden: Sequence[int] = (32,), epochs: int = 30,
-                 batch_size: int = 256, learning_rate: float = 1e-3, weight_decay: float = 0.0,
-                 max_steps: int | None = 200, seed: int | np.random.Generator = 0) -> None:
+    def __init__(
+        self,
+        state_dim: int,
+        action_dim: int,
+        *,
+        hidden: Sequence[int] = (32,),
+        epochs: int = 30,
+        batch_size: int = 256,
+        learning_rate: float = 1e-3,
+        weight_decay: float = 0.0,
+        max_steps: int | None = 200,
+        seed: int | np.random.Generator = 0,
+    ) -> None:
         super().__init__(state_dim, action_dim)
         if not hidden or any(h < 1 for h in hidden):
             raise ValueError(f"ffnn: hidden layer sizes must be ≥ 1, got {list(hidden)}")
@@ -97,7 +107,7 @@ class FeedForwardQ(QFunction):
                 if steps_left == 0:
                     break
                 steps_left -= 1
-                idx = order[start:start + self.batch_size]
+                idx = order[start : start + self.batch_size]
                 acts = self._forward(rows[idx])
                 delta = (acts[-1][:, 0] - targets[idx])[:, None] / idx.size
                 grads_w: list[FloatArray] = []
@@ -109,7 +119,7 @@ class FeedForwardQ(QFunction):
                         delta = (delta @ self.weights[layer].T) * (1.0 - acts[layer] ** 2)
                 grads = [*reversed(grads_w), *reversed(grads_b)]
                 self._t += 1
-                lr = self.learning_rate * np.sqrt(1 - beta2 ** self._t) / (1 - beta1 ** self._t)
+                lr = self.learning_rate * np.sqrt(1 - beta2**self._t) / (1 - beta1**self._t)
                 for p, g, m, v in zip(self._params(), grads, self._m, self._v, strict=True):
                     m *= beta1
                     m += (1 - beta1) * g
@@ -118,9 +128,17 @@ class FeedForwardQ(QFunction):
                     p -= lr * m / (np.sqrt(v) + eps)
 
     def to_arrays(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-        meta = {"state_dim": self.state_dim, "action_dim": self.action_dim, "hidden": list(self.hidden),
-                "epochs": self.epochs, "batch_size": self.batch_size, "learning_rate": self.learning_rate,
-                "weight_decay": self.weight_decay, "max_steps": self.max_steps, "adam_t": self._t}
+        meta = {
+            "state_dim": self.state_dim,
+            "action_dim": self.action_dim,
+            "hidden": list(self.hidden),
+            "epochs": self.epochs,
+            "batch_size": self.batch_size,
+            "learning_rate": self.learning_rate,
+            "weight_decay": self.weight_decay,
+            "max_steps": self.max_steps,
+            "adam_t": self._t,
+        }
         arrays: dict[str, np.ndarray] = {}
         for i, p in enumerate(self._params()):
             arrays[f"p{i}"] = p
@@ -130,15 +148,21 @@ class FeedForwardQ(QFunction):
 
     @classmethod
     def from_arrays(cls, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> FeedForwardQ:
-        model = cls(meta["state_dim"], meta["action_dim"], hidden=meta["hidden"], epochs=meta["epochs"],
-                    batch_size=meta["batch_size"], learning_rate=meta["learning_rate"],
-                    weight_decay=meta["weight_decay"], max_steps=meta.get("max_steps"))
+        model = cls(
+            meta["state_dim"],
+            meta["action_dim"],
+            hidden=meta["hidden"],
+            epochs=meta["epochs"],
+            batch_size=meta["batch_size"],
+            learning_rate=meta["learning_rate"],
+            weight_decay=meta["weight_decay"],
+            max_steps=meta.get("max_steps"),
+        )
         for i, p in enumerate(model._params()):
             for prefix, target in (("p", p), ("m", model._m[i]), ("v", model._v[i])):
                 src = arrays[f"{prefix}{i}"]
                 if src.shape != target.shape:
-                    raise ValueError(f"ffnn: array '{prefix}{i}' has shape {src.shape}, "
-                                     f"expected {target.shape}")
+                    raise ValueError(f"ffnn: array '{prefix}{i}' has shape {src.shape}, expected {target.shape}")
                 target[...] = src
         model._t = int(meta["adam_t"])
         return model

@@ -27,8 +27,7 @@ class TableQ(QFunction):
 
     kind = "table"
 
-    def __init__(self, state_dim: int, action_dim: int, edges: Sequence[Sequence[float]],
-                 initial: float = 0.0) -> None:
+    def __init__(self, state_dim: int, action_dim: int, edges: Sequence[Sequence[float]], initial: float = 0.0) -> None:
         super().__init__(state_dim, action_dim)
         if len(edges) != self.input_dim:
             raise ValueError(f"table: {len(edges)} edge lists for {self.input_dim} input columns")
@@ -65,16 +64,19 @@ class TableQ(QFunction):
         self.visits = np.maximum(self.visits, counts)
 
     def to_arrays(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-        meta = {"state_dim": self.state_dim, "action_dim": self.action_dim,
-                "edges": [e.tolist() for e in self.edges], "initial": self.initial}
+        meta = {
+            "state_dim": self.state_dim,
+            "action_dim": self.action_dim,
+            "edges": [e.tolist() for e in self.edges],
+            "initial": self.initial,
+        }
         return meta, {"values": self.values, "visits": self.visits}
 
     @classmethod
     def from_arrays(cls, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> TableQ:
         model = cls(meta["state_dim"], meta["action_dim"], meta["edges"], meta["initial"])
         if arrays["values"].shape != model.values.shape:
-            raise ValueError(f"table: array 'values' has shape {arrays['values'].shape}, "
-                             f"expected {model.values.shape}")
+            raise ValueError(f"table: array 'values' has shape {arrays['values'].shape}, expected {model.values.shape}")
         model.values = arrays["values"].astype(np.float64)
         model.visits = arrays["visits"].astype(np.int64)
         return model

@@ -33,8 +33,17 @@ class BatchLearner(ABC):
 
     kind: str = "base"
 
-    def __init__(self, q: QFunction, *, gamma: float, epsilon: float, refit_every: int, n_candidates: int,
-                 max_transitions: int | None, seed: int | np.random.Generator) -> None:
+    def __init__(
+        self,
+        q: QFunction,
+        *,
+        gamma: float,
+        epsilon: float,
+        refit_every: int,
+        n_candidates: int,
+        max_transitions: int | None,
+        seed: int | np.random.Generator,
+    ) -> None:
         if not 0.0 <= gamma < 1.0:
             raise ValueError(f"{self.kind}: gamma must lie in [0, 1), got {gamma}")
         if not 0.0 <= epsilon <= 1.0:
@@ -69,7 +78,7 @@ class BatchLearner(ABC):
     @single_blas_thread
     def record(self, state: FloatArray, actions: FloatArray, chosen: int) -> int:
         """Store the decision ``actions[chosen]`` taken in ``state``; advance the Q memory; return its id."""
-        rows = self.q.encode(state, actions[chosen:chosen + 1])
+        rows = self.q.encode(state, actions[chosen : chosen + 1])
         row = rows[0]
         candidates = self._candidate_rows(state, actions, chosen, row) if self.memory.n_candidates else None
         decision_id = self.memory.append(row, candidates)
@@ -81,8 +90,7 @@ class BatchLearner(ABC):
         chosen = self.select(state, actions, explore)
         return chosen, self.record(state, actions, chosen)
 
-    def _candidate_rows(self, state: FloatArray, actions: FloatArray, chosen: int,
-                        row: FloatArray) -> FloatArray:
+    def _candidate_rows(self, state: FloatArray, actions: FloatArray, chosen: int, row: FloatArray) -> FloatArray:
         """The chosen row plus up to ``n_candidates − 1`` other distinct actions, drawn at random.
 
         ``max_b Q(s, b)`` of fitted-Q iteration is then taken over this subset: exact when
@@ -138,8 +146,12 @@ class BatchLearner(ABC):
     def hyper_parameters(self) -> dict[str, Any]:
         return {"gamma": self.gamma, "epsilon": self.epsilon, "refit_every": self.refit_every}
 
-    def save(self, path: str | os.PathLike[str], extra_meta: dict[str, Any] | None = None,
-             extra_arrays: dict[str, np.ndarray] | None = None) -> None:
+    def save(
+        self,
+        path: str | os.PathLike[str],
+        extra_meta: dict[str, Any] | None = None,
+        extra_arrays: dict[str, np.ndarray] | None = None,
+    ) -> None:
         """Q-function, replay memory and random state in one file, atomically.
 
         ``extra_meta``/``extra_arrays`` let an agent add its own state to the same file
@@ -147,13 +159,21 @@ class BatchLearner(ABC):
         """
         q_meta, q_arrays = self.q.to_arrays()
         m_meta, m_arrays = self.memory.to_arrays()
-        meta = {"agent": extra_meta or {}, "kind": self.q.kind, "model": q_meta, "learner": self.kind,
-                "hyper": self.hyper_parameters(),
-                "replay": m_meta, "refits": self.refits,
-                "rng": self.rng.bit_generator.state}
-        arrays = {**{f"q/{k}": v for k, v in q_arrays.items()},
-                  **{f"replay/{k}": v for k, v in m_arrays.items()},
-                  **{f"agent/{k}": v for k, v in (extra_arrays or {}).items()}}
+        meta = {
+            "agent": extra_meta or {},
+            "kind": self.q.kind,
+            "model": q_meta,
+            "learner": self.kind,
+            "hyper": self.hyper_parameters(),
+            "replay": m_meta,
+            "refits": self.refits,
+            "rng": self.rng.bit_generator.state,
+        }
+        arrays = {
+            **{f"q/{k}": v for k, v in q_arrays.items()},
+            **{f"replay/{k}": v for k, v in m_arrays.items()},
+            **{f"agent/{k}": v for k, v in (extra_arrays or {}).items()},
+        }
         save_checkpoint(path, meta, arrays)
 
     def load_state(self, path: str | os.PathLike[str]) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
@@ -165,7 +185,7 @@ class BatchLearner(ABC):
         if meta.get("learner") != self.kind:
             raise ValueError(f"{path}: holds a {meta.get('learner')!r} learner, not {self.kind!r}")
         self.q = qfunction_from_checkpoint(path, meta, arrays, prefix="q/")
-        replay = {k[len("replay/"):]: v for k, v in arrays.items() if k.startswith("replay/")}
+        replay = {k[len("replay/") :]: v for k, v in arrays.items() if k.startswith("replay/")}
         try:
             self.memory = ReplayMemory.from_arrays(meta["replay"], replay)
         except KeyError as exc:
@@ -174,5 +194,5 @@ class BatchLearner(ABC):
             setattr(self, key, value)
         self.refits = int(meta["refits"])
         self.rng.bit_generator.state = meta["rng"]
-        agent_arrays = {k[len("agent/"):]: v for k, v in arrays.items() if k.startswith("agent/")}
+        agent_arrays = {k[len("agent/") :]: v for k, v in arrays.items() if k.startswith("agent/")}
         return dict(meta.get("agent", {})), agent_arrays

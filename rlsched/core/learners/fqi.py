@@ -38,15 +38,31 @@ class FittedQLearner(BatchLearner):
 
     kind = "fqi"
 
-    def __init__(self, q: QFunction, *, gamma: float = 0.8, epsilon: float = 0.05, iterations: int = 5,
-                 refit_every: int = 50, n_candidates: int = 16, max_transitions: int | None = None,
-                 seed: int | np.random.Generator = 0) -> None:
+    def __init__(
+        self,
+        q: QFunction,
+        *,
+        gamma: float = 0.8,
+        epsilon: float = 0.05,
+        iterations: int = 5,
+        refit_every: int = 50,
+        n_candidates: int = 16,
+        max_transitions: int | None = None,
+        seed: int | np.random.Generator = 0,
+    ) -> None:
         if iterations < 1:
             raise ValueError(f"fqi: iterations must be ≥ 1, got {iterations}")
         if n_candidates < 1:
             raise ValueError(f"fqi: n_candidates must be ≥ 1, got {n_candidates}")
-        super().__init__(q, gamma=gamma, epsilon=epsilon, refit_every=refit_every, n_candidates=n_candidates,
-                         max_transitions=max_transitions, seed=seed)
+        super().__init__(
+            q,
+            gamma=gamma,
+            epsilon=epsilon,
+            refit_every=refit_every,
+            n_candidates=n_candidates,
+            max_transitions=max_transitions,
+            seed=seed,
+        )
         self.iterations = iterations
 
     def _default_sweeps(self) -> int:
@@ -57,13 +73,13 @@ class FittedQLearner(BatchLearner):
         out = np.empty(ready.size)
         k = self.memory.n_candidates
         for start in range(0, ready.size, _CHUNK):  # bounded memory: candidates are stored as float32
-            nxt = ready[start:start + _CHUNK] + 1
+            nxt = ready[start : start + _CHUNK] + 1
             cand = self.memory.candidates[nxt]  # (m, K, d)
             m, _, d = cand.shape
             values = self.q.predict(cand.reshape(m * k, d).astype(np.float64)).reshape(m, k)
             values[np.arange(k)[None, :] >= self.memory.candidate_counts[nxt][:, None]] = -np.inf
             best = values.max(axis=1)
-            out[start:start + m] = np.where(np.isfinite(best), best, 0.0)
+            out[start : start + m] = np.where(np.isfinite(best), best, 0.0)
         return out
 
     def targets(self, ready: np.ndarray) -> FloatArray:

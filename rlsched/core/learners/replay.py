@@ -53,19 +53,19 @@ class ReplayMemory:
     # -- views ----------------------------------------------------------------------------
     @property
     def rows(self) -> FloatArray:
-        return self._rows[:self.size]
+        return self._rows[: self.size]
 
     @property
     def rewards(self) -> FloatArray:
-        return self._reward[:self.size]
+        return self._reward[: self.size]
 
     @property
     def candidates(self) -> np.ndarray:
-        return self._cand[:self.size]
+        return self._cand[: self.size]
 
     @property
     def candidate_counts(self) -> IntArray:
-        return self._cand_count[:self.size]
+        return self._cand_count[: self.size]
 
     def ready(self) -> BoolArray:
         """Transitions with a known reward and a following decision."""
@@ -83,7 +83,7 @@ class ReplayMemory:
 
         def grown(a: np.ndarray, fill: float | bool | int) -> np.ndarray:
             out = np.full((cap, *a.shape[1:]), fill, dtype=a.dtype)
-            out[:a.shape[0]] = a
+            out[: a.shape[0]] = a
             return out
 
         self._rows = grown(self._rows, 0.0)
@@ -101,7 +101,7 @@ class ReplayMemory:
         if self.size == self._rows.shape[0]:
             self._grow()
         if self.size and self._counts_as_pending(self.size - 1):
-            self._pending_ready += 1      # the last decision now has a successor
+            self._pending_ready += 1  # the last decision now has a successor
         i = self.size
         self._rows[i] = row
         self._reward[i] = np.nan
@@ -133,13 +133,13 @@ class ReplayMemory:
 
     def sync_gram(self) -> int:
         """Add the newly ready rows to the Gram matrix; returns how many were added."""
-        new = np.flatnonzero(self.ready() & ~self._in_gram[:self.size])
+        new = np.flatnonzero(self.ready() & ~self._in_gram[: self.size])
         if new.size == 0:
             return 0
         # Contiguous runs are multiplied in place: no copy of the (possibly 100 MB) row block.
         breaks = np.flatnonzero(np.diff(new) != 1) + 1
         for run in np.split(new, breaks):
-            z = self._rows[run[0]:run[-1] + 1]
+            z = self._rows[run[0] : run[-1] + 1]
             self.gram += z.T @ z
         self._in_gram[new] = True
         self._pending_ready = 0
@@ -150,7 +150,7 @@ class ReplayMemory:
         return self._pending_ready
 
     def _count_pending_ready(self) -> int:
-        return int((self.ready() & ~self._in_gram[:self.size]).sum())
+        return int((self.ready() & ~self._in_gram[: self.size]).sum())
 
     def _drop_oldest(self, count: int) -> None:
         count = min(count, self.size)
@@ -169,10 +169,18 @@ class ReplayMemory:
 
     # -- persistence ----------------------------------------------------------------------
     def to_arrays(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-        meta = {"design_dim": self.design_dim, "n_candidates": self.n_candidates,
-                "max_transitions": self.max_transitions, "offset": self.offset}
-        arrays = {"rows": self.rows.copy(), "rewards": self.rewards.copy(),
-                  "candidates": self.candidates.copy(), "candidate_counts": self.candidate_counts.copy()}
+        meta = {
+            "design_dim": self.design_dim,
+            "n_candidates": self.n_candidates,
+            "max_transitions": self.max_transitions,
+            "offset": self.offset,
+        }
+        arrays = {
+            "rows": self.rows.copy(),
+            "rewards": self.rewards.copy(),
+            "candidates": self.candidates.copy(),
+            "candidate_counts": self.candidate_counts.copy(),
+        }
         return meta, arrays
 
     @classmethod
@@ -180,8 +188,7 @@ class ReplayMemory:
         memory = cls(int(meta["design_dim"]), int(meta["n_candidates"]), meta["max_transitions"])
         rows = arrays["rows"]
         if rows.ndim != 2 or rows.shape[1] != memory.design_dim:
-            raise ValueError(f"replay memory: array 'rows' has shape {rows.shape}, "
-                             f"expected (n, {memory.design_dim})")
+            raise ValueError(f"replay memory: array 'rows' has shape {rows.shape}, expected (n, {memory.design_dim})")
         n = rows.shape[0]
         while memory._rows.shape[0] < n:
             memory._grow()

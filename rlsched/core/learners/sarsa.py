@@ -34,11 +34,26 @@ class SarsaLearner(BatchLearner):
 
     kind = "sarsa"
 
-    def __init__(self, q: QFunction, *, gamma: float = 0.8, epsilon: float = 0.05, eta: float = 0.2,
-                 refit_every: int = 10, max_transitions: int | None = None,
-                 seed: int | np.random.Generator = 0) -> None:
-        super().__init__(q, gamma=gamma, epsilon=epsilon, refit_every=refit_every, n_candidates=0,
-                         max_transitions=max_transitions, seed=seed)
+    def __init__(
+        self,
+        q: QFunction,
+        *,
+        gamma: float = 0.8,
+        epsilon: float = 0.05,
+        eta: float = 0.2,
+        refit_every: int = 10,
+        max_transitions: int | None = None,
+        seed: int | np.random.Generator = 0,
+    ) -> None:
+        super().__init__(
+            q,
+            gamma=gamma,
+            epsilon=epsilon,
+            refit_every=refit_every,
+            n_candidates=0,
+            max_transitions=max_transitions,
+            seed=seed,
+        )
         if not 0.0 < eta <= 1.0:
             raise ValueError(f"sarsa: learning rate eta must lie in (0, 1], got {eta}")
         self.eta = eta

@@ -22,8 +22,9 @@ class JobColumns:
     The simulator builds one from a workload with the row index as ``job_id`` (its tie-break).
     """
 
-    def __init__(self, job_id: IntArray, job_class: IntArray, submit_s: FloatArray, req_time_s: FloatArray,
-                 cores: IntArray) -> None:
+    def __init__(
+        self, job_id: IntArray, job_class: IntArray, submit_s: FloatArray, req_time_s: FloatArray, cores: IntArray
+    ) -> None:
         self.job_id = job_id
         self.job_class = job_class
         self.submit_s = submit_s

@@ -50,8 +50,9 @@ MODEL_FAMILIES: tuple[str, ...] = ("learned", "scored")
 VERDICT_KEY = "verdict"
 
 
-def save_policy(agent: SchedulingAgent, spec: PolicySpec, path: str | os.PathLike[str],
-                metadata: Mapping[str, Any] | None = None) -> None:
+def save_policy(
+    agent: SchedulingAgent, spec: PolicySpec, path: str | os.PathLike[str], metadata: Mapping[str, Any] | None = None
+) -> None:
     """Write ``agent`` (a learned policy) with ``spec`` to one ``.npz``, atomically.
 
     ``spec`` is bound to the agent's feature layout before it is written (its VO names are
@@ -63,16 +64,18 @@ def save_policy(agent: SchedulingAgent, spec: PolicySpec, path: str | os.PathLik
     features = agent.encoder.config.to_dict()
     vos = spec.vos or tuple(f"vo{k}" for k in range(agent.encoder.config.n_vos))
     if len(vos) != agent.encoder.config.n_vos:
-        raise PolicyError(f"policy {spec.name!r}: {len(vos)} VO names for a model with "
-                          f"{agent.encoder.config.n_vos} VO columns")
+        raise PolicyError(
+            f"policy {spec.name!r}: {len(vos)} VO names for a model with {agent.encoder.config.n_vos} VO columns"
+        )
     agent.policy = {**spec.bound(vos, features).to_dict(), **(metadata or {})}
     agent.save(path)
 
 
-def add_policy_metadata(source: str | os.PathLike[str], target: str | os.PathLike[str],
-                        metadata: Mapping[str, Any]) -> None:
+def add_policy_metadata(
+    source: str | os.PathLike[str], target: str | os.PathLike[str], metadata: Mapping[str, Any]
+) -> None:
     """Copy the model ``source`` to ``target`` (atomically) with ``metadata`` added to its policy metadata."""
-    read_policy_spec(source)                     # a model with a spec, or a one-line PolicyError
+    read_policy_spec(source)  # a model with a spec, or a one-line PolicyError
     try:
         meta, arrays = read_checkpoint(source)
     except (ValueError, OSError) as exc:
@@ -143,14 +146,18 @@ def _check_member(path: str | os.PathLike[str], archive: zipfile.ZipFile, info: 
     name = info.filename
     where = f"model {path}: member {name!r}"
     if name != _META_MEMBER and not (name.startswith(MEMBER_PREFIXES) and name.endswith(".npy")):
-        raise PolicyError(f"{where} is not part of a model (a model holds {_META_MEMBER} and "
-                          f"{', '.join(p + '*.npy' for p in MEMBER_PREFIXES)})")
+        raise PolicyError(
+            f"{where} is not part of a model (a model holds {_META_MEMBER} and "
+            f"{', '.join(p + '*.npy' for p in MEMBER_PREFIXES)})"
+        )
     bound = MAX_META_BYTES if name == _META_MEMBER else MAX_MEMBER_BYTES
     if info.file_size > bound:
         raise PolicyError(f"{where} declares {info.file_size} bytes, more than the {bound} a model member may hold")
     if info.compress_type != zipfile.ZIP_STORED and info.file_size > MAX_INFLATION * max(info.compress_size, 1):
-        raise PolicyError(f"{where} inflates {info.compress_size} bytes to {info.file_size} (more than "
-                          f"x{MAX_INFLATION}): not a model rlsched wrote")
+        raise PolicyError(
+            f"{where} inflates {info.compress_size} bytes to {info.file_size} (more than "
+            f"x{MAX_INFLATION}): not a model rlsched wrote"
+        )
     # The array header must describe exactly the bytes the member declares: numpy allocates what the header
     # says before it reads (a small member could otherwise claim a huge shape).
     with archive.open(info) as member:
@@ -167,8 +174,10 @@ def _check_member(path: str | os.PathLike[str], archive: zipfile.ZipFile, info: 
         data_bytes = int(np.prod(shape, dtype=np.float64)) * dtype.itemsize
         header_bytes = member.tell()
     if header_bytes + data_bytes != info.file_size:
-        raise PolicyError(f"{where}: its header describes {data_bytes} bytes of data, the member holds "
-                          f"{info.file_size - header_bytes}")
+        raise PolicyError(
+            f"{where}: its header describes {data_bytes} bytes of data, the member holds "
+            f"{info.file_size - header_bytes}"
+        )
 
 
 def _read_meta(path: str | os.PathLike[str]) -> dict[str, Any]:
@@ -183,8 +192,9 @@ def _read_meta(path: str | os.PathLike[str]) -> dict[str, Any]:
     if not isinstance(meta, dict):
         raise PolicyError(f"model {path}: {_META_MEMBER} is not a JSON object")
     if meta.get("format_version") != FORMAT_VERSION:
-        raise PolicyError(f"model {path}: format_version {meta.get('format_version')!r} is not supported "
-                          f"(expected {FORMAT_VERSION})")
+        raise PolicyError(
+            f"model {path}: format_version {meta.get('format_version')!r} is not supported (expected {FORMAT_VERSION})"
+        )
     return meta
 
 
@@ -197,9 +207,11 @@ def read_policy_spec(path: str | os.PathLike[str]) -> tuple[PolicySpec, dict[str
     meta = _read_meta(path)
     agent_meta = meta.get("agent")
     if not isinstance(agent_meta, dict) or "policy" not in agent_meta:
-        raise PolicyError(f"model {path} is an old checkpoint without a policy spec (saved before models carried "
-                          "one): it cannot be rebuilt on its own; train and save it again "
-                          "(rlsched sim run --policy NAME --save-model PATH)")
+        raise PolicyError(
+            f"model {path} is an old checkpoint without a policy spec (saved before models carried "
+            "one): it cannot be rebuilt on its own; train and save it again "
+            "(rlsched sim run --policy NAME --save-model PATH)"
+        )
     try:
         spec = resolve(PolicySpec.from_dict(agent_meta["policy"]))
     except PolicyError as exc:
@@ -213,9 +225,13 @@ def _rule_text(rule: Mapping[str, Any]) -> str:
     return "(" + ", ".join(f"{k}={rule[k]}" for k in sorted(rule)) + ")"
 
 
-def check_compatible(path: str | os.PathLike[str], spec: PolicySpec, expect_vos: Sequence[str] | None,
-                     expect_features: FeatureConfig | None,
-                     expect_class_rule: Mapping[str, Any] | None = None) -> None:
+def check_compatible(
+    path: str | os.PathLike[str],
+    spec: PolicySpec,
+    expect_vos: Sequence[str] | None,
+    expect_features: FeatureConfig | None,
+    expect_class_rule: Mapping[str, Any] | None = None,
+) -> None:
     """Refuse a model built for another VO list, feature layout or class rule (one line naming both).
 
     ``expect_class_rule``: the caller's class rule as a model records it; a model that records
@@ -223,23 +239,38 @@ def check_compatible(path: str | os.PathLike[str], spec: PolicySpec, expect_vos:
     not checked against it.
     """
     if expect_vos is not None and tuple(spec.vos) != tuple(expect_vos):
-        raise PolicyError(f"model {path} was built for VOs ({', '.join(spec.vos)}); the config has "
-                          f"({', '.join(expect_vos)})")
+        raise PolicyError(
+            f"model {path} was built for VOs ({', '.join(spec.vos)}); the config has ({', '.join(expect_vos)})"
+        )
     if expect_features is not None:
         saved = feature_config(spec)
         if saved != expect_features:
-            raise PolicyError(f"model {path} was built for features {_features_text(saved)}; the config has "
-                              f"{_features_text(expect_features)}")
-    if expect_class_rule is not None and spec.class_rule is not None \
-            and dict(spec.class_rule) != dict(expect_class_rule):
-        raise PolicyError(f"model {path} was built for the class rule {_rule_text(spec.class_rule)}; the config "
-                          f"has {_rule_text(expect_class_rule)}")
+            raise PolicyError(
+                f"model {path} was built for features {_features_text(saved)}; the config has "
+                f"{_features_text(expect_features)}"
+            )
+    if (
+        expect_class_rule is not None
+        and spec.class_rule is not None
+        and dict(spec.class_rule) != dict(expect_class_rule)
+    ):
+        raise PolicyError(
+            f"model {path} was built for the class rule {_rule_text(spec.class_rule)}; the config "
+            f"has {_rule_text(expect_class_rule)}"
+        )
 
 
-def load_policy(path: str | os.PathLike[str], *, expect_vos: Sequence[str] | None = None,
-                expect_features: FeatureConfig | None = None, expect_class_rule: Mapping[str, Any] | None = None,
-                mode: Mode = "gate", live: bool = False,
-                total_cores: int | None = None, start_s: float = 0.0) -> tuple[SchedulingAgent, PolicySpec]:
+def load_policy(
+    path: str | os.PathLike[str],
+    *,
+    expect_vos: Sequence[str] | None = None,
+    expect_features: FeatureConfig | None = None,
+    expect_class_rule: Mapping[str, Any] | None = None,
+    mode: Mode = "gate",
+    live: bool = False,
+    total_cores: int | None = None,
+    start_s: float = 0.0,
+) -> tuple[SchedulingAgent, PolicySpec]:
     """Rebuild the agent saved in ``path`` (by :func:`save_policy`) and return it with its spec.
 
     ``expect_vos``/``expect_features``/``expect_class_rule``: the VO names, feature layout and
@@ -249,14 +280,15 @@ def load_policy(path: str | os.PathLike[str], *, expect_vos: Sequence[str] | Non
     """
     spec, agent_meta = read_policy_spec(path)
     if entry(spec.name).family != "learned":
-        raise PolicyError(f"model {path} holds a {entry(spec.name).family} policy ({spec.name!r}), not a learning "
-                          "agent: load it with rlsched.core.policies.load_model")
+        raise PolicyError(
+            f"model {path} holds a {entry(spec.name).family} policy ({spec.name!r}), not a learning "
+            "agent: load it with rlsched.core.policies.load_model"
+        )
     check_compatible(path, spec, expect_vos, expect_features, expect_class_rule)
     shares = agent_meta.get("shares") if agent_meta.get("use_fairness") else None
     pool = total_cores if total_cores is not None else agent_meta.get("pool_cores")
     try:
-        agent = build_agent(spec, BuildContext(mode=mode, shares=shares, total_cores=pool, start_s=start_s,
-                                               live=live))
+        agent = build_agent(spec, BuildContext(mode=mode, shares=shares, total_cores=pool, start_s=start_s, live=live))
     except PolicyError as exc:
         raise PolicyError(_one_line(f"model {path}: {exc}")) from None
     if not isinstance(agent, SchedulingAgent):
@@ -272,8 +304,12 @@ def load_policy(path: str | os.PathLike[str], *, expect_vos: Sequence[str] | Non
     return agent, spec
 
 
-def save_scored_model(spec: PolicySpec, path: str | os.PathLike[str], search: Mapping[str, Any] | None = None,
-                      arrays: Mapping[str, Any] | None = None) -> None:
+def save_scored_model(
+    spec: PolicySpec,
+    path: str | os.PathLike[str],
+    search: Mapping[str, Any] | None = None,
+    arrays: Mapping[str, Any] | None = None,
+) -> None:
     """Write a ``scored`` policy's spec (and what its search recorded, JSON and arrays) to one ``.npz``, atomically.
 
     The spec alone rebuilds the policy; ``search`` and ``arrays`` are for the reader (the fitness history, the
@@ -287,18 +323,32 @@ def save_scored_model(spec: PolicySpec, path: str | os.PathLike[str], search: Ma
     save_checkpoint(path, meta, {f"search/{k}": np.asarray(v) for k, v in (arrays or {}).items()})
 
 
-def load_model(path: str | os.PathLike[str], *, expect_vos: Sequence[str] | None = None,
-               expect_features: FeatureConfig | None = None, expect_class_rule: Mapping[str, Any] | None = None,
-               mode: Mode = "gate", live: bool = False,
-               total_cores: int | None = None, start_s: float = 0.0) -> tuple[Agent, PolicySpec]:
+def load_model(
+    path: str | os.PathLike[str],
+    *,
+    expect_vos: Sequence[str] | None = None,
+    expect_features: FeatureConfig | None = None,
+    expect_class_rule: Mapping[str, Any] | None = None,
+    mode: Mode = "gate",
+    live: bool = False,
+    total_cores: int | None = None,
+    start_s: float = 0.0,
+) -> tuple[Agent, PolicySpec]:
     """Rebuild the agent of any model file: a learned agent (:func:`load_policy`, same arguments) or a
     scored policy's ranking agent (it reads no VO or feature column, so those checks do not apply; its
     ``policy`` attribute holds the spec, as a learned agent's does)."""
     spec, _ = read_policy_spec(path)
     if entry(spec.name).family == "learned":
-        return load_policy(path, expect_vos=expect_vos, expect_features=expect_features,
-                           expect_class_rule=expect_class_rule, mode=mode, live=live, total_cores=total_cores,
-                           start_s=start_s)
+        return load_policy(
+            path,
+            expect_vos=expect_vos,
+            expect_features=expect_features,
+            expect_class_rule=expect_class_rule,
+            mode=mode,
+            live=live,
+            total_cores=total_cores,
+            start_s=start_s,
+        )
     try:
         agent = build_agent(spec, BuildContext(mode=mode, live=live, total_cores=total_cores, start_s=start_s))
     except PolicyError as exc:

@@ -173,8 +173,10 @@ class PolicyEntry:
         for p in self.params:
             if p.name == name:
                 return p
-        raise PolicyError(f"policy {self.name!r}: unknown parameter {name!r} "
-                          f"(known: {', '.join(p.name for p in self.params) or 'none'})")
+        raise PolicyError(
+            f"policy {self.name!r}: unknown parameter {name!r} "
+            f"(known: {', '.join(p.name for p in self.params) or 'none'})"
+        )
 
 
 # ------------------------------------------------------------------------------ rules
@@ -200,13 +202,20 @@ def _interactive_first_sjf_key(jobs: JobColumns) -> tuple[np.ndarray, ...]:
 
 def edf_requested_key(w_target: float) -> KeyFunction:
     """EDF under the ``requested`` runtime model: :func:`rlsched.core.agents.edf_deadline`, a static key."""
+
     def key(jobs: JobColumns) -> tuple[np.ndarray, ...]:
-        pend = PendingJobs(job_id=jobs.job_id, job_class=jobs.job_class, submit_s=jobs.submit_s,
-                           req_time_s=jobs.req_time_s, vo=np.zeros(jobs.job_id.size, dtype=np.int64),
-                           cores=jobs.cores,
-                           oracle_run_s=np.full(jobs.job_id.size, np.nan),
-                           held=np.zeros(jobs.job_id.size, dtype=bool))
+        pend = PendingJobs(
+            job_id=jobs.job_id,
+            job_class=jobs.job_class,
+            submit_s=jobs.submit_s,
+            req_time_s=jobs.req_time_s,
+            vo=np.zeros(jobs.job_id.size, dtype=np.int64),
+            cores=jobs.cores,
+            oracle_run_s=np.full(jobs.job_id.size, np.nan),
+            held=np.zeros(jobs.job_id.size, dtype=bool),
+        )
         return (edf_deadline(pend, usable_requested(jobs.req_time_s, jobs.job_class), w_target),)
+
     return key
 
 
@@ -234,15 +243,21 @@ class StaticKeyAgent(FixedRankAgent):
         if fields is None:
             return None
         values = self.key(JobColumns.of(view.pending))
-        return [*(RankKey(name, np.asarray(v, dtype=np.float64), unit=unit, labels=labels)
-                  for (name, unit, labels), v in zip(fields, values, strict=True)),
-                *tie_break_keys(view.pending)]
+        return [
+            *(
+                RankKey(name, np.asarray(v, dtype=np.float64), unit=unit, labels=labels)
+                for (name, unit, labels), v in zip(fields, values, strict=True)
+            ),
+            *tie_break_keys(view.pending),
+        ]
 
 
-def _static_rule(name: str, description: str, key: KeyFunction, backfill: bool,
-                 agent: Callable[[BuildContext], Agent] | None = None) -> PolicyEntry:
+def _static_rule(
+    name: str, description: str, key: KeyFunction, backfill: bool, agent: Callable[[BuildContext], Agent] | None = None
+) -> PolicyEntry:
     def build(spec: PolicySpec, ctx: BuildContext) -> Agent:
         return agent(ctx) if agent is not None else StaticKeyAgent(key, ctx.mode)
+
     return PolicyEntry(name, "rule", description, (), build, lambda params: key, lambda params: backfill)
 
 
@@ -270,8 +285,10 @@ def _build_edf(spec: PolicySpec, ctx: BuildContext) -> Agent:
 def _runtime(spec: PolicySpec, ctx: BuildContext) -> Any:
     name = spec.params["runtime_model"]
     if ctx.live and name == "oracle":
-        raise PolicyError(f"policy {spec.name!r}: runtime_model 'oracle' needs the actual runtimes, which only a "
-                          "simulator knows; use 'requested', 'user-last2' or 'learned'")
+        raise PolicyError(
+            f"policy {spec.name!r}: runtime_model 'oracle' needs the actual runtimes, which only a "
+            "simulator knows; use 'requested', 'user-last2' or 'learned'"
+        )
     return make_runtime_model(name)
 
 
@@ -281,8 +298,10 @@ def _build_keepidle(spec: PolicySpec, ctx: BuildContext) -> Agent:
     return FCFSAgent(class_first=JobClass.INTERACTIVE, keep_idle_cores=spec.params["keep_idle_cores"])
 
 
-_RUNTIME_PARAM_DOC = ("what the policy believes a job's runtime to be (P-grid §3.2): estimated, requested, oracle, "
-                      "user-last2 (EASY++) or learned (rlsched.core.prediction)")
+_RUNTIME_PARAM_DOC = (
+    "what the policy believes a job's runtime to be (P-grid §3.2): estimated, requested, oracle, "
+    "user-last2 (EASY++) or learned (rlsched.core.prediction)"
+)
 
 # ------------------------------------------------------------------------------ the field's rules
 #: How often the simulator re-prioritises the queue under a wait-reading rule (wfp3, unicep), Slurm's default
@@ -309,8 +328,12 @@ def rule_setup(spec: PolicySpec) -> RuleSetup | None:
     if formula is None:
         return None
     p = spec.params
-    return RuleSetup(formula, str(p.get("runtime_model", "requested")), float(p.get("origin_s", 0.0)),
-                     float(p.get("pass_s", DEFAULT_RULE_PASS_S)))
+    return RuleSetup(
+        formula,
+        str(p.get("runtime_model", "requested")),
+        float(p.get("origin_s", 0.0)),
+        float(p.get("pass_s", DEFAULT_RULE_PASS_S)),
+    )
 
 
 def _field_static(formula: str) -> Callable[[Mapping[str, Any]], KeyFunction | None]:
@@ -318,10 +341,11 @@ def _field_static(formula: str) -> Callable[[Mapping[str, Any]], KeyFunction | N
         if formula in WAIT_RULES or params.get("runtime_model", "requested") != "requested":
             return None
         if formula == "sjf":
-            return _sjf_key           # the request as given: sjf and easy-sjf order exactly as before
+            return _sjf_key  # the request as given: sjf and easy-sjf order exactly as before
         key = static_rule_key(formula, float(params.get("origin_s", 0.0)))
-        KEY_FIELDS.setdefault(key, ((f"{formula} score", "", None),))     # what `rlsched explain` shows
+        KEY_FIELDS.setdefault(key, ((f"{formula} score", "", None),))  # what `rlsched explain` shows
         return key
+
     return static
 
 
@@ -329,17 +353,44 @@ def _field_rule(name: str, formula: str, description: str, backfill_default: boo
     """A field rule (rlsched.core.policies.rules): static key on the request, else a :class:`RuleAgent`."""
     params: list[Param] = []
     if formula not in RUNTIME_FREE_RULES:
-        params.append(Param("runtime_model", str, "requested", "the runtime r the rule orders by: requested, "
-                            "user-last2 (EASY++), learned (rlsched.core.prediction) or oracle (simulator only)",
-                            RULE_RUNTIME_MODELS))
-    params.append(Param("backfill", bool, backfill_default, "EASY backfilling behind the queue head (live: the "
-                        "batch system's own backfill does it)"))
+        params.append(
+            Param(
+                "runtime_model",
+                str,
+                "requested",
+                "the runtime r the rule orders by: requested, "
+                "user-last2 (EASY++), learned (rlsched.core.prediction) or oracle (simulator only)",
+                RULE_RUNTIME_MODELS,
+            )
+        )
+    params.append(
+        Param(
+            "backfill",
+            bool,
+            backfill_default,
+            "EASY backfilling behind the queue head (live: the batch system's own backfill does it)",
+        )
+    )
     if formula in CLOCK_RULES:
-        params.append(Param("origin_s", float, 0.0, "the instant s counts from, on the submit clock (a trace's "
-                            "clock starts at 0; live, epoch seconds: set it to when the site's accounting began)"))
+        params.append(
+            Param(
+                "origin_s",
+                float,
+                0.0,
+                "the instant s counts from, on the submit clock (a trace's "
+                "clock starts at 0; live, epoch seconds: set it to when the site's accounting began)",
+            )
+        )
     if formula in WAIT_RULES:
-        params.append(Param("pass_s", float, DEFAULT_RULE_PASS_S,
-                            "simulator: seconds between re-prioritisations of the queue", check=_positive))
+        params.append(
+            Param(
+                "pass_s",
+                float,
+                DEFAULT_RULE_PASS_S,
+                "simulator: seconds between re-prioritisations of the queue",
+                check=_positive,
+            )
+        )
     static = _field_static(formula)
 
     def build(spec: PolicySpec, ctx: BuildContext) -> Agent:
@@ -349,8 +400,7 @@ def _field_rule(name: str, formula: str, description: str, backfill_default: boo
         return RuleAgent(formula, _runtime(spec, ctx), ctx.mode, float(spec.params.get("origin_s", 0.0)))
 
     FIELD_RULES[name] = formula
-    return PolicyEntry(name, "rule", description, tuple(params), build, static,
-                       lambda params: bool(params["backfill"]))
+    return PolicyEntry(name, "rule", description, tuple(params), build, static, lambda params: bool(params["backfill"]))
 
 
 _FIELD_RULE_DOCS: tuple[tuple[str, str], ...] = (
@@ -366,37 +416,72 @@ _FIELD_RULE_DOCS: tuple[tuple[str, str], ...] = (
 )
 
 RULES: tuple[PolicyEntry, ...] = (
-    _static_rule("fcfs", "first come, first served, no backfilling", _no_key, False,
-                 lambda ctx: FCFSAgent(ctx.mode)),
-    _static_rule("easy", "FCFS order with EASY backfilling (Mu'alem & Feitelson 2001); live, the batch "
-                 "system's backfill does the backfilling", _no_key, True, lambda ctx: FCFSAgent(ctx.mode)),
+    _static_rule("fcfs", "first come, first served, no backfilling", _no_key, False, lambda ctx: FCFSAgent(ctx.mode)),
+    _static_rule(
+        "easy",
+        "FCFS order with EASY backfilling (Mu'alem & Feitelson 2001); live, the batch "
+        "system's backfill does the backfilling",
+        _no_key,
+        True,
+        lambda ctx: FCFSAgent(ctx.mode),
+    ),
     _field_rule("sjf", "sjf", "shortest job first (r), no backfilling unless backfill=true", False),
     _field_rule("easy-sjf", "sjf", "shortest job first (r) with EASY backfilling", True),
-    _static_rule("interactive-first", "interactive jobs first, FCFS inside a class, EASY backfilling (the "
-                 "achievable anchor of the LAL-like workload, docs/workloads.md)", _interactive_first_key, True,
-                 lambda ctx: FCFSAgent(ctx.mode, class_first=JobClass.INTERACTIVE)),
-    _static_rule("interactive-first-sjf", "interactive jobs first, then shortest requested time, then FCFS, "
-                 "EASY backfilling (the daemon's former 'fixed')", _interactive_first_sjf_key, True),
+    _static_rule(
+        "interactive-first",
+        "interactive jobs first, FCFS inside a class, EASY backfilling (the "
+        "achievable anchor of the LAL-like workload, docs/workloads.md)",
+        _interactive_first_key,
+        True,
+        lambda ctx: FCFSAgent(ctx.mode, class_first=JobClass.INTERACTIVE),
+    ),
+    _static_rule(
+        "interactive-first-sjf",
+        "interactive jobs first, then shortest requested time, then FCFS, "
+        "EASY backfilling (the daemon's former 'fixed')",
+        _interactive_first_sjf_key,
+        True,
+    ),
     PolicyEntry(
-        "interactive-first-keepidle", "rule",
+        "interactive-first-keepidle",
+        "rule",
         "interactive first, FCFS inside a class; batch jobs never take the last keep_idle_cores idle cores "
         "(gate mode; the rule the -keepidle learners can learn)",
-        (Param("keep_idle_cores", int, KEEP_IDLE_CORES, "idle cores kept back for interactive arrivals",
-               check=lambda v: None if v >= 1 else f"must be ≥ 1, got {v}"),),
-        _build_keepidle),
+        (
+            Param(
+                "keep_idle_cores",
+                int,
+                KEEP_IDLE_CORES,
+                "idle cores kept back for interactive arrivals",
+                check=lambda v: None if v >= 1 else f"must be ≥ 1, got {v}",
+            ),
+        ),
+        _build_keepidle,
+    ),
     PolicyEntry(
-        "edf", "rule",
+        "edf",
+        "rule",
         "earliest deadline first, deadline submit + run·(1/w_target − 1) (P-grid §3.3's pretraining policy); "
         "static (native fast path) with runtime_model=requested",
-        (Param("w_target", float, DEFAULT_EDF_W_TARGET, "the W a job meeting its deadline reaches (P-grid §5.2)",
-               check=_w_target_check),
-         Param("runtime_model", str, "estimated", _RUNTIME_PARAM_DOC, RUNTIME_MODELS),
-         Param("backfill", bool, False, "native path only: EASY backfilling behind the queue head")),
+        (
+            Param(
+                "w_target",
+                float,
+                DEFAULT_EDF_W_TARGET,
+                "the W a job meeting its deadline reaches (P-grid §5.2)",
+                check=_w_target_check,
+            ),
+            Param("runtime_model", str, "estimated", _RUNTIME_PARAM_DOC, RUNTIME_MODELS),
+            Param("backfill", bool, False, "native path only: EASY backfilling behind the queue head"),
+        ),
         _build_edf,
         lambda params: edf_requested_key(params["w_target"]) if params["runtime_model"] == "requested" else None,
-        lambda params: bool(params["backfill"])),
-    *(_field_rule(name, name, f"{doc}; no backfilling unless backfill=true (docs/rules.md)", False)
-      for name, doc in _FIELD_RULE_DOCS),
+        lambda params: bool(params["backfill"]),
+    ),
+    *(
+        _field_rule(name, name, f"{doc}; no backfilling unless backfill=true (docs/rules.md)", False)
+        for name, doc in _FIELD_RULE_DOCS
+    ),
 )
 
 
@@ -449,8 +534,10 @@ def pretrain_rule_spec(text: str) -> PolicySpec:
     spec = parse_policy(text.replace(PRETRAIN_PARAM_SEPARATOR, ","))
     family = entry(spec.name).family
     if family != "rule":
-        raise PolicyError(f"pretrain_rule {text!r}: {spec.name!r} is a {family} policy; pretraining follows a rule "
-                          f"({', '.join(e.name for e in POLICIES.values() if e.family == 'rule')})")
+        raise PolicyError(
+            f"pretrain_rule {text!r}: {spec.name!r} is a {family} policy; pretraining follows a rule "
+            f"({', '.join(e.name for e in POLICIES.values() if e.family == 'rule')})"
+        )
     return spec
 
 
@@ -458,8 +545,9 @@ def pretrain_rule_text(spec: PolicySpec) -> str:
     """The ``pretrain_rule`` value naming ``spec``: its non-default parameters joined by ``;``."""
     e = entry(spec.name)
     named = sorted((k, v) for k, v in spec.params.items() if e.param(k).default != v)
-    return spec.name + (":" + PRETRAIN_PARAM_SEPARATOR.join(f"{k}={_format_value(v)}" for k, v in named)
-                        if named else "")
+    return spec.name + (
+        ":" + PRETRAIN_PARAM_SEPARATOR.join(f"{k}={_format_value(v)}" for k, v in named) if named else ""
+    )
 
 
 def _check_pretrain_rule(text: str) -> str | None:
@@ -492,24 +580,45 @@ def _learned_builder(learner_kind: str, q_kind: str) -> Callable[[PolicySpec, Bu
         pretrain_rule = _pretrain_ranker(spec, ctx)
         if p["elastic"]:
             if ctx.live:
-                raise PolicyError(f"policy {spec.name!r}: elastic=true resizes the pool, which only the "
-                                  "simulator can do")
+                raise PolicyError(
+                    f"policy {spec.name!r}: elastic=true resizes the pool, which only the simulator can do"
+                )
             if ctx.total_cores is None:
                 raise PolicyError(f"policy {spec.name!r}: elastic=true needs the rigid pool size")
             max_cores = p["pool_max_cores"] or 2 * ctx.total_cores
-            learner = make_learner(learner_kind, make_q(q_kind, enc.state_dim, enc.action_dim + 1, p["seed"]),
-                                   p["seed"], p["memory"])
+            learner = make_learner(
+                learner_kind, make_q(q_kind, enc.state_dim, enc.action_dim + 1, p["seed"]), p["seed"], p["memory"]
+            )
             return ElasticSchedulingAgent(
-                learner, enc, runtime,
+                learner,
+                enc,
+                runtime,
                 pool_options=range(p["pool_min_cores"], max_cores + 1, p["pool_step_cores"]),
-                initial_cores=ctx.total_cores, start_s=ctx.start_s, min_cores=p["pool_min_cores"],
-                hold_s=p["pool_hold_s"], lam=p["lam"], mode=ctx.mode, pretrain_decisions=p["pretrain_decisions"],
-                keep_idle_cores=p["keep_idle_cores"], pretrain_rule=pretrain_rule)
-        learner = make_learner(learner_kind, make_q(q_kind, enc.state_dim, enc.action_dim, p["seed"]), p["seed"],
-                               p["memory"])
-        return SchedulingAgent(learner, enc, runtime, shares=ctx.shares, lam=p["lam"], mode=ctx.mode,
-                               pretrain_decisions=p["pretrain_decisions"], keep_idle_cores=p["keep_idle_cores"],
-                               pretrain_rule=pretrain_rule)
+                initial_cores=ctx.total_cores,
+                start_s=ctx.start_s,
+                min_cores=p["pool_min_cores"],
+                hold_s=p["pool_hold_s"],
+                lam=p["lam"],
+                mode=ctx.mode,
+                pretrain_decisions=p["pretrain_decisions"],
+                keep_idle_cores=p["keep_idle_cores"],
+                pretrain_rule=pretrain_rule,
+            )
+        learner = make_learner(
+            learner_kind, make_q(q_kind, enc.state_dim, enc.action_dim, p["seed"]), p["seed"], p["memory"]
+        )
+        return SchedulingAgent(
+            learner,
+            enc,
+            runtime,
+            shares=ctx.shares,
+            lam=p["lam"],
+            mode=ctx.mode,
+            pretrain_decisions=p["pretrain_decisions"],
+            keep_idle_cores=p["keep_idle_cores"],
+            pretrain_rule=pretrain_rule,
+        )
+
     return build
 
 
@@ -524,34 +633,69 @@ def _learned_params(keep_idle_default: int) -> tuple[Param, ...]:
     return (
         Param("runtime_model", str, "estimated", _RUNTIME_PARAM_DOC, RUNTIME_MODELS),
         Param("lam", float, 0.5, "λ of the reward λ·W + (1 − λ)·F (P-grid §3.2)", check=_unit_interval),
-        Param("keep_idle_cores", int, keep_idle_default,
-              "gate mode: idle cores the agent may learn to keep for interactive arrivals (0: never)",
-              check=_non_negative),
-        Param("pretrain_decisions", int, 500, "EDF decisions before the learned policy acts (P-grid §3.3)",
-              check=_non_negative),
-        Param("pretrain_rule", str, PRETRAIN_EDF,
-              "the rule followed (and recorded) while pretraining: edf (P-grid §3.3, on the agent's runtime belief) "
-              "or any rule spec, its parameters separated by ';' (saf, f4, sjf:runtime_model=learned); "
-              "`rlsched train --pretrain-rule best` picks the best rule on the training window",
-              check=_check_pretrain_rule),
+        Param(
+            "keep_idle_cores",
+            int,
+            keep_idle_default,
+            "gate mode: idle cores the agent may learn to keep for interactive arrivals (0: never)",
+            check=_non_negative,
+        ),
+        Param(
+            "pretrain_decisions",
+            int,
+            500,
+            "EDF decisions before the learned policy acts (P-grid §3.3)",
+            check=_non_negative,
+        ),
+        Param(
+            "pretrain_rule",
+            str,
+            PRETRAIN_EDF,
+            "the rule followed (and recorded) while pretraining: edf (P-grid §3.3, on the agent's runtime belief) "
+            "or any rule spec, its parameters separated by ';' (saf, f4, sjf:runtime_model=learned); "
+            "`rlsched train --pretrain-rule best` picks the best rule on the training window",
+            check=_check_pretrain_rule,
+        ),
         Param("seed", int, 0, "random seed (exploration, ESN reservoir, FFNN weights)"),
-        Param("memory", int, DEFAULT_MEMORY_TRANSITIONS,
-              "replay memory: the most recent transitions kept and re-fitted on (0: all; the oldest tenth "
-              "goes when it is full)", check=lambda v: None if v == 0 or v >= 2 else f"must be 0 or ≥ 2, got {v}"),
+        Param(
+            "memory",
+            int,
+            DEFAULT_MEMORY_TRANSITIONS,
+            "replay memory: the most recent transitions kept and re-fitted on (0: all; the oldest tenth "
+            "goes when it is full)",
+            check=lambda v: None if v == 0 or v >= 2 else f"must be 0 or ≥ 2, got {v}",
+        ),
         Param("elastic", bool, False, "simulator only: also choose the pool size every period (P-grid §3.2/§4.1)"),
-        Param("pool_min_cores", int, ELASTIC_MIN_CORES, "elastic: smallest pool (P-grid §4.1)",
-              check=lambda v: None if v >= 1 else f"must be ≥ 1, got {v}"),
+        Param(
+            "pool_min_cores",
+            int,
+            ELASTIC_MIN_CORES,
+            "elastic: smallest pool (P-grid §4.1)",
+            check=lambda v: None if v >= 1 else f"must be ≥ 1, got {v}",
+        ),
         Param("pool_max_cores", int, 0, "elastic: largest pool (0: twice the rigid pool)", check=_non_negative),
-        Param("pool_step_cores", int, ELASTIC_STEP_CORES, "elastic: step between pool sizes",
-              check=lambda v: None if v >= 1 else f"must be ≥ 1, got {v}"),
-        Param("pool_hold_s", float, ELASTIC_HOLD_S, "elastic: least time between pool changes (P-grid §4.1)",
-              check=_positive),
+        Param(
+            "pool_step_cores",
+            int,
+            ELASTIC_STEP_CORES,
+            "elastic: step between pool sizes",
+            check=lambda v: None if v >= 1 else f"must be ≥ 1, got {v}",
+        ),
+        Param(
+            "pool_hold_s",
+            float,
+            ELASTIC_HOLD_S,
+            "elastic: least time between pool changes (P-grid §4.1)",
+            check=_positive,
+        ),
     )
 
 
 _LEARNED_DOC = {
-    "sarsa": "SARSA (P-grid §3.1–3.3)", "fqi": "fitted Q iteration (P-fqi Alg. 1)",
-    "esn": "an Echo State Network Q-function", "ffnn": "a feed-forward net Q-function",
+    "sarsa": "SARSA (P-grid §3.1–3.3)",
+    "fqi": "fitted Q iteration (P-fqi Alg. 1)",
+    "esn": "an Echo State Network Q-function",
+    "ffnn": "a feed-forward net Q-function",
     "table": "a lookup-table Q-function (one split per column)",
 }
 
@@ -563,8 +707,13 @@ def _learned(name: str, learner: str, q: str, keep_idle: int = 0, extra: str = "
 
 LEARNED: tuple[PolicyEntry, ...] = (
     _learned("sarsa-esn", "sarsa", "esn"),
-    _learned("sarsa-esn-keepidle", "sarsa", "esn", KEEP_IDLE_CORES,
-             f"; may keep up to {KEEP_IDLE_CORES} idle cores for interactive arrivals"),
+    _learned(
+        "sarsa-esn-keepidle",
+        "sarsa",
+        "esn",
+        KEEP_IDLE_CORES,
+        f"; may keep up to {KEEP_IDLE_CORES} idle cores for interactive arrivals",
+    ),
     _learned("sarsa-ffnn", "sarsa", "ffnn"),
     _learned("sarsa-table", "sarsa", "table"),
     _learned("fqi-esn", "fqi", "esn"),
@@ -572,18 +721,20 @@ LEARNED: tuple[PolicyEntry, ...] = (
     _learned("fqi-table", "fqi", "table"),
 )
 
+
 # ------------------------------------------------------------------------------ Slurm's own
 def _build_multifactor(spec: PolicySpec, ctx: BuildContext) -> Agent:
     p = spec.params
     if p["slurm_conf"] or p["sshare"]:
-        raise PolicyError(f"policy {spec.name!r}: slurm_conf= and sshare= name files, which the simulator and "
-                          "the CLI read (rlsched.sim.policies.expand_site_files); give the values here instead")
+        raise PolicyError(
+            f"policy {spec.name!r}: slurm_conf= and sshare= name files, which the simulator and "
+            "the CLI read (rlsched.sim.policies.expand_site_files); give the values here instead"
+        )
     try:
         params = params_from_policy(p)
     except ValueError as exc:
         raise PolicyError(f"policy {spec.name!r}: {exc}") from None
-    return MultifactorAgent(params, spec.vos, mode=ctx.mode,
-                            cores_per_node=p["cores_per_node"])
+    return MultifactorAgent(params, spec.vos, mode=ctx.mode, cores_per_node=p["cores_per_node"])
 
 
 def _non_negative_float(value: float) -> str | None:
@@ -597,20 +748,32 @@ MULTIFACTOR_PARAMS: tuple[Param, ...] = (
     Param("weight_partition", float, 0.0, "PriorityWeightPartition", check=_non_negative_float),
     Param("weight_qos", float, 0.0, "PriorityWeightQOS", check=_non_negative_float),
     Param("max_age_s", float, 7 * DAY_S, "PriorityMaxAge, seconds", check=_positive),
-    Param("half_life_s", float, 7 * DAY_S, "PriorityDecayHalfLife, seconds (0: no decay)",
-          check=_non_negative_float),
+    Param("half_life_s", float, 7 * DAY_S, "PriorityDecayHalfLife, seconds (0: no decay)", check=_non_negative_float),
     Param("calc_period_s", float, 300.0, "PriorityCalcPeriod, seconds", check=_positive),
     Param("fair_tree", bool, True, "Fair Tree (false: the classic formula, PriorityFlags=NO_FAIR_TREE)"),
     Param("favor_small", bool, False, "PriorityFavorSmall"),
-    Param("damp_factor", float, 1.0, "FairShareDampeningFactor (classic only)",
-          check=lambda v: None if v >= 1 else f"must be ≥ 1, got {v:g}"),
-    Param("charge_at_end", bool, True, "charge a job's usage since the last pass when it ends (Slurm does "
-          "only under AccountingStorageEnforce=limits)"),
+    Param(
+        "damp_factor",
+        float,
+        1.0,
+        "FairShareDampeningFactor (classic only)",
+        check=lambda v: None if v >= 1 else f"must be ≥ 1, got {v:g}",
+    ),
+    Param(
+        "charge_at_end",
+        bool,
+        True,
+        "charge a job's usage since the last pass when it ends (Slurm does only under AccountingStorageEnforce=limits)",
+    ),
     Param("shares", str, "", "raw shares per account (VO), ACCOUNT:SHARES/ACCOUNT:SHARES… (1 when absent)"),
-    Param("users", bool, False, "simulator: one user association per SWF user in each account (else one "
-          "per account)"),
-    Param("cores_per_node", int, 1, "cores of a node, for the job size factor's node term",
-          check=lambda v: None if v >= 1 else f"must be ≥ 1, got {v}"),
+    Param("users", bool, False, "simulator: one user association per SWF user in each account (else one per account)"),
+    Param(
+        "cores_per_node",
+        int,
+        1,
+        "cores of a node, for the job size factor's node term",
+        check=lambda v: None if v >= 1 else f"must be ≥ 1, got {v}",
+    ),
     Param("backfill", bool, True, "simulator: EASY backfilling behind the queue head (Slurm's sched/backfill)"),
     Param("slurm_conf", str, "", "a slurm.conf whose Priority* keys replace the defaults (explicit parameters win)"),
     Param("sshare", str, "", "a saved `sshare -a -P -l` whose account shares are used"),
@@ -618,24 +781,27 @@ MULTIFACTOR_PARAMS: tuple[Param, ...] = (
 
 SLURM_RULES: tuple[PolicyEntry, ...] = (
     PolicyEntry(
-        "multifactor", "rule",
+        "multifactor",
+        "rule",
         "Slurm's priority/multifactor (age, Fair Tree or classic fair-share with decayed usage, job size, "
         "partition, QOS) re-computed every PriorityCalcPeriod, with EASY backfilling: what a Slurm site runs "
         "today (docs/multifactor.md)",
-        MULTIFACTOR_PARAMS, _build_multifactor, None, lambda params: bool(params["backfill"])),
+        MULTIFACTOR_PARAMS,
+        _build_multifactor,
+        None,
+        lambda params: bool(params["backfill"]),
+    ),
 )
 
 REPLAY: tuple[PolicyEntry, ...] = (
-    PolicyEntry("native", "replay", "the schedule the trace recorded (start = submit + recorded wait); "
-                "simulator only"),
+    PolicyEntry("native", "replay", "the schedule the trace recorded (start = submit + recorded wait); simulator only"),
 )
 #: Other names of registry entries.
 ALIASES: dict[str, str] = {"recorded": "native"}
 
 POLICIES: dict[str, PolicyEntry] = {e.name: e for e in (*RULES, *SLURM_RULES, *LEARNED, *REPLAY)}
 #: Which learner and Q-function each learned name stands for (saved models are rebuilt from it).
-LEARNED_PARTS: dict[str, tuple[str, str]] = {
-    e.name: (e.name.split("-")[0], e.name.split("-")[1]) for e in LEARNED}
+LEARNED_PARTS: dict[str, tuple[str, str]] = {e.name: (e.name.split("-")[0], e.name.split("-")[1]) for e in LEARNED}
 
 
 # ------------------------------------------------------------------------------ leasing
@@ -647,12 +813,11 @@ LEASE_POLICIES: dict[str, str] = {
     "daily": "simulator: V once a day from the day's start, learned from FH's daily clones (DailyCapLearner)",
     "state-aware-daily": "simulator: the state-aware cap evaluated at the day's start and held for the day",
     "state-aware": "simulator and live: the state-aware cap with threshold θ at every scheduling pass (a per-pass "
-                   "transfer rule; the same code in both)",
+    "transfer rule; the same code in both)",
     "fixed": "live: V = max_nodes (Slurm's plain power saving, bounded by the budget)",
 }
 #: The leasing policies of the simulator's FH sweeps (rlsched.sim.sweep), in table order.
-SIM_LEASE_POLICIES: tuple[str, ...] = ("constant", "random", "qlearning", "daily", "state-aware-daily",
-                                       "state-aware")
+SIM_LEASE_POLICIES: tuple[str, ...] = ("constant", "random", "qlearning", "daily", "state-aware-daily", "state-aware")
 #: The simulator's former names of the state-aware policies → their names now.  Deprecated: accepted with a
 #: warning (:func:`lease_policy`) for one release, then removed.
 DEPRECATED_LEASE_POLICIES: dict[str, str] = {"ours": "state-aware", "ours-daily": "state-aware-daily"}
@@ -663,8 +828,18 @@ LIVE_LEASE_POLICIES: tuple[str, ...] = ("state-aware", "fixed")
 #: Tong §6.3's task-to-machine dispatch policies (rlsched.sim.dispatch), in the order of Tong Figs. 8–11,
 #: then the learner variants.  Each policy's random stream is spawned by its position here, so new names
 #: go at the end (they leave the streams of the others unchanged).
-DISPATCH_POLICIES: tuple[str, ...] = ("qlearning", "nlp", "ect", "min-min", "max-min", "suffrage", "random",
-                                      "qlearning-neg", "qlearning-delayed", "qlearning-neg-delayed")
+DISPATCH_POLICIES: tuple[str, ...] = (
+    "qlearning",
+    "nlp",
+    "ect",
+    "min-min",
+    "max-min",
+    "suffrage",
+    "random",
+    "qlearning-neg",
+    "qlearning-delayed",
+    "qlearning-neg-delayed",
+)
 
 
 # ------------------------------------------------------------------------------ lookup
@@ -677,8 +852,11 @@ def lease_policy(name: str, stacklevel: int = 2) -> str:
         return name
     if name not in _warned_lease_names:
         _warned_lease_names.add(name)
-        warnings.warn(f"the leasing policy name {name!r} is deprecated: use {new!r} (the old name goes in the next "
-                      "release)", FutureWarning, stacklevel=stacklevel + 1)
+        warnings.warn(
+            f"the leasing policy name {name!r} is deprecated: use {new!r} (the old name goes in the next release)",
+            FutureWarning,
+            stacklevel=stacklevel + 1,
+        )
     return new
 
 
@@ -727,8 +905,10 @@ def build_agent(spec: PolicySpec, ctx: BuildContext | None = None) -> Agent:
     e = entry(spec.name)
     context = ctx or BuildContext()
     if e.build is None:
-        raise PolicyError(f"policy {e.name!r} replays a trace's recorded schedule; it cannot decide "
-                          + ("on a live system" if context.live else "as an agent"))
+        raise PolicyError(
+            f"policy {e.name!r} replays a trace's recorded schedule; it cannot decide "
+            + ("on a live system" if context.live else "as an agent")
+        )
     if context.live and e.family == "learned" and spec.params.get("elastic"):
         raise PolicyError(f"policy {spec.name!r}: elastic=true resizes the pool, which only the simulator can do")
     try:
@@ -754,18 +934,21 @@ def scoring_function(params: Mapping[str, Any]) -> ScoringFunction:
     except ValueError as exc:
         raise PolicyError(f"policy 'scored': {exc}") from None
     if function.reads_prediction == (params["runtime_model"] == "requested"):
-        raise PolicyError("policy 'scored': log_pred and runtime_model go together (runtime_model=user-last2, "
-                          "learned or oracle with log_pred; requested without: the request is log_req)")
+        raise PolicyError(
+            "policy 'scored': log_pred and runtime_model go together (runtime_model=user-last2, "
+            "learned or oracle with log_pred; requested without: the request is log_req)"
+        )
     return function
 
 
 def _scoring_key(params: Mapping[str, Any]) -> KeyFunction | None:
     function = scoring_function(params)
     if function.reads_prediction:
-        return None         # known once the job's runtime is predicted: the simulator's dynamic priority
+        return None  # known once the job's runtime is predicted: the simulator's dynamic priority
 
     def key(jobs: JobColumns) -> tuple[np.ndarray, ...]:
         return (function.score_jobs(jobs.req_time_s, jobs.cores, jobs.submit_s, jobs.job_class),)
+
     return key
 
 
@@ -776,8 +959,10 @@ def _check_features(text: str) -> str | None:
         return f"unknown feature(s) {', '.join(unknown)}; known: {', '.join(FEATURES)}"
     tied = sorted(ORIGIN_DEPENDENT.intersection(names))
     if tied:
-        return (f"{', '.join(tied)} depends on where time starts, which a live scheduler does not have; the "
-                f"wait enters as submit_h")
+        return (
+            f"{', '.join(tied)} depends on where time starts, which a live scheduler does not have; the "
+            f"wait enters as submit_h"
+        )
     return None if names else "must name at least one feature"
 
 
@@ -796,20 +981,41 @@ def _build_scored(spec: PolicySpec, ctx: BuildContext) -> Agent:
 
 SCORED: tuple[PolicyEntry, ...] = (
     PolicyEntry(
-        "scored", "scored",
+        "scored",
+        "scored",
         "a scoring function of what is known at submit (log requested time, log cores, their product, the "
         "wait, optionally a predicted runtime), its weights found by direct policy search on the simulated "
         "objective (rlsched.sim.search); lower score first, a static key without prediction (native fast "
         "path), EASY backfilling by default",
-        (Param("features", str, "/".join(LOG_FAMILY), "the features, '/'-separated (rlsched.core.scoring.FEATURES)",
-               check=_check_features),
-         Param("weights", str, format_weights((1.0, 0.0, 0.0, 0.0)),
-               "one weight per feature, '/'-separated (the default ranks as easy-sjf)", check=_check_weights),
-         Param("runtime_model", str, "requested", "the runtime behind log_pred: user-last2, learned "
-               "(rlsched.core.prediction) or oracle (simulator only); requested when no feature reads one",
-               RULE_RUNTIME_MODELS),
-         Param("backfill", bool, True, "EASY backfilling behind the queue head (live: the batch system's own)")),
-        _build_scored, _scoring_key, lambda params: bool(params["backfill"])),
+        (
+            Param(
+                "features",
+                str,
+                "/".join(LOG_FAMILY),
+                "the features, '/'-separated (rlsched.core.scoring.FEATURES)",
+                check=_check_features,
+            ),
+            Param(
+                "weights",
+                str,
+                format_weights((1.0, 0.0, 0.0, 0.0)),
+                "one weight per feature, '/'-separated (the default ranks as easy-sjf)",
+                check=_check_weights,
+            ),
+            Param(
+                "runtime_model",
+                str,
+                "requested",
+                "the runtime behind log_pred: user-last2, learned "
+                "(rlsched.core.prediction) or oracle (simulator only); requested when no feature reads one",
+                RULE_RUNTIME_MODELS,
+            ),
+            Param("backfill", bool, True, "EASY backfilling behind the queue head (live: the batch system's own)"),
+        ),
+        _build_scored,
+        _scoring_key,
+        lambda params: bool(params["backfill"]),
+    ),
 )
 POLICIES.update({e.name: e for e in SCORED})
 
@@ -835,8 +1041,9 @@ def _check_plugin(name: str, value: Any) -> str | None:
 
 
 #: The policies of the entry points; the name of one that cannot be loaded is its error (by entry-point name).
-PLUGINS = PluginGroup(PLUGIN_GROUP, _check_plugin,
-                      lambda name, value: POLICIES.update({e.name: e for e in _plugin_entries(value)}))
+PLUGINS = PluginGroup(
+    PLUGIN_GROUP, _check_plugin, lambda name, value: POLICIES.update({e.name: e for e in _plugin_entries(value)})
+)
 
 
 def load_policy_plugins(reload: bool = False) -> None:

@@ -49,8 +49,9 @@ def submit_clock(submit_s: FloatArray, origin_s: float) -> FloatArray:
     return np.maximum(np.asarray(submit_s, dtype=np.float64) - origin_s, 1.0)
 
 
-def rule_score(rule: str, runtime_s: FloatArray, cores: FloatArray | IntArray, clock_s: FloatArray,
-               wait_s: FloatArray) -> FloatArray:
+def rule_score(
+    rule: str, runtime_s: FloatArray, cores: FloatArray | IntArray, clock_s: FloatArray, wait_s: FloatArray
+) -> FloatArray:
     """The score of every job under ``rule`` (lower first; see the module docstring)."""
     r = np.asarray(runtime_s, dtype=np.float64)
     n = np.asarray(cores, dtype=np.float64)
@@ -90,8 +91,8 @@ def rule_priority(score: FloatArray) -> FloatArray:
     one function live and in a replay.  Scores within float32's precision (about 6e-8 relative) tie and
     fall back to submit order.
     """
-    want64 = -np.asarray(score, dtype=np.float64) + 0.0     # + 0.0: −0.0 becomes 0.0, so zero scores tie
-    top = float(np.finfo(np.float32).max)           # beyond float32's range: its largest value (a tie)
+    want64 = -np.asarray(score, dtype=np.float64) + 0.0  # + 0.0: −0.0 becomes 0.0, so zero scores tie
+    top = float(np.finfo(np.float32).max)  # beyond float32's range: its largest value (a tie)
     want = np.clip(np.where(np.isnan(want64), -np.inf, want64), -top, top).astype(np.float32)
     bits = want.view(np.uint32).astype(np.int64)
     ordered = np.where(bits & _SIGN_BIT, _ALL_BITS - bits, bits | _SIGN_BIT)
@@ -113,8 +114,10 @@ def static_rule_key(rule: str, origin_s: float = 0.0) -> KeyFunction:
 
     def key(jobs: JobColumns) -> tuple[np.ndarray, ...]:
         request = usable_requested(jobs.req_time_s, jobs.job_class)
-        return (rule_score(rule, request, jobs.cores, submit_clock(jobs.submit_s, origin_s),
-                           np.zeros(jobs.job_id.size)),)
+        return (
+            rule_score(rule, request, jobs.cores, submit_clock(jobs.submit_s, origin_s), np.zeros(jobs.job_id.size)),
+        )
+
     return key
 
 
@@ -136,9 +139,10 @@ class RuleAgent(FixedRankAgent):
     def priorities(self, view: ClusterView) -> FloatArray:
         """The integer priority of every pending job now (higher first)."""
         pend = view.pending
-        runtime = (np.ones(len(pend)) if self.rule in RUNTIME_FREE_RULES else self.runtime.pending(pend))
-        score = rule_score(self.rule, runtime, pend.cores, submit_clock(pend.submit_s, self.origin_s),
-                           view.time_s - pend.submit_s)
+        runtime = np.ones(len(pend)) if self.rule in RUNTIME_FREE_RULES else self.runtime.pending(pend)
+        score = rule_score(
+            self.rule, runtime, pend.cores, submit_clock(pend.submit_s, self.origin_s), view.time_s - pend.submit_s
+        )
         return rule_priority(score)
 
     def rank(self, view: ClusterView) -> IntArray:
@@ -146,8 +150,10 @@ class RuleAgent(FixedRankAgent):
         return order_by_priority(self.priorities(view), pend.submit_s, pend.job_id)
 
     def rank_keys(self, view: ClusterView) -> list[RankKey] | None:
-        return [RankKey(f"{self.rule} priority", self.priorities(view), higher_first=True),
-                *tie_break_keys(view.pending)]
+        return [
+            RankKey(f"{self.rule} priority", self.priorities(view), higher_first=True),
+            *tie_break_keys(view.pending),
+        ]
 
     def observe(self, view: ClusterView) -> None:
         self.runtime.observe(view)

@@ -54,8 +54,9 @@ class PolicySpec:
 
     def bound(self, vos: tuple[str, ...], features: Mapping[str, Any] | None) -> PolicySpec:
         """The same policy bound to a VO list and a feature layout."""
-        return replace(self, params=dict(self.params), vos=tuple(vos),
-                       features=dict(features) if features is not None else None)
+        return replace(
+            self, params=dict(self.params), vos=tuple(vos), features=dict(features) if features is not None else None
+        )
 
     def with_source(self, path: str, sha256: str) -> PolicySpec:
         return replace(self, params=dict(self.params), source={"path": path, "sha256": sha256})
@@ -68,10 +69,14 @@ class PolicySpec:
         return format_policy(self.name, self.params)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "params": dict(self.params), "vos": list(self.vos),
-                "features": dict(self.features) if self.features is not None else None,
-                "source": dict(self.source) if self.source is not None else None,
-                "class_rule": dict(self.class_rule) if self.class_rule is not None else None}
+        return {
+            "name": self.name,
+            "params": dict(self.params),
+            "vos": list(self.vos),
+            "features": dict(self.features) if self.features is not None else None,
+            "source": dict(self.source) if self.source is not None else None,
+            "class_rule": dict(self.class_rule) if self.class_rule is not None else None,
+        }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> PolicySpec:
@@ -86,10 +91,14 @@ class PolicySpec:
         features = data.get("features")
         source = data.get("source")
         rule = data.get("class_rule")
-        return cls(name, dict(params), tuple(str(v) for v in vos),
-                   dict(features) if isinstance(features, Mapping) else None,
-                   {str(k): str(v) for k, v in source.items()} if isinstance(source, Mapping) else None,
-                   dict(rule) if isinstance(rule, Mapping) else None)
+        return cls(
+            name,
+            dict(params),
+            tuple(str(v) for v in vos),
+            dict(features) if isinstance(features, Mapping) else None,
+            {str(k): str(v) for k, v in source.items()} if isinstance(source, Mapping) else None,
+            dict(rule) if isinstance(rule, Mapping) else None,
+        )
 
 
 def _format_value(value: Any) -> str:

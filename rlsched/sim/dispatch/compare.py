@@ -48,16 +48,30 @@ LEARNERS: dict[str, tuple[RewardKind, FeedbackAt]] = {
 }
 
 
-def make_policy(name: str, units: Units, rng: np.random.Generator, *, nlp_probs: FloatArray | None = None,
-                epsilon: float | None = None, gamma: float | None = None,
-                batch_size: int = DEFAULT_BATCH_SIZE, record: bool = False) -> OnlinePolicy | BatchPolicy:
+def make_policy(
+    name: str,
+    units: Units,
+    rng: np.random.Generator,
+    *,
+    nlp_probs: FloatArray | None = None,
+    epsilon: float | None = None,
+    gamma: float | None = None,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    record: bool = False,
+) -> OnlinePolicy | BatchPolicy:
     """Build one named policy for ``units``; ``nlp`` needs the allocation of Eq. 11."""
     if name in LEARNERS:
         reward, feedback_at = LEARNERS[name]
-        return QLearning(units.n_types, units.n_units, rng, record=record,
-                         epsilon=DEFAULT_EPSILON if epsilon is None else epsilon,
-                         gamma=DEFAULT_GAMMA if gamma is None else gamma,
-                         reward=reward, feedback_at=feedback_at)
+        return QLearning(
+            units.n_types,
+            units.n_units,
+            rng,
+            record=record,
+            epsilon=DEFAULT_EPSILON if epsilon is None else epsilon,
+            gamma=DEFAULT_GAMMA if gamma is None else gamma,
+            reward=reward,
+            feedback_at=feedback_at,
+        )
     if name == "nlp":
         if nlp_probs is None:
             raise ValueError("policy 'nlp' needs the allocation probabilities of Eq. 11")
@@ -72,10 +86,18 @@ def make_policy(name: str, units: Units, rng: np.random.Generator, *, nlp_probs:
     raise ValueError(f"unknown policy {name!r}; expected one of {', '.join(POLICIES)}")
 
 
-def run_policies(flow: Flow, units: Units, names: tuple[str, ...], seed: int | np.random.SeedSequence, *,
-                 nlp_probs: FloatArray | None = None, epsilon: float | None = None,
-                 gamma: float | None = None, cost: SchedulerCost | None = None,
-                 record: bool = False) -> dict[str, RunResult]:
+def run_policies(
+    flow: Flow,
+    units: Units,
+    names: tuple[str, ...],
+    seed: int | np.random.SeedSequence,
+    *,
+    nlp_probs: FloatArray | None = None,
+    epsilon: float | None = None,
+    gamma: float | None = None,
+    cost: SchedulerCost | None = None,
+    record: bool = False,
+) -> dict[str, RunResult]:
     """Simulate each named policy on ``flow``; returns results by policy name."""
     seq = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
     streams = dict(zip(POLICIES, seq.spawn(len(POLICIES)), strict=True))
@@ -83,8 +105,15 @@ def run_policies(flow: Flow, units: Units, names: tuple[str, ...], seed: int | n
     for name in names:
         if name not in streams:
             raise ValueError(f"unknown policy {name!r}; expected one of {', '.join(POLICIES)}")
-        policy = make_policy(name, units, np.random.default_rng(streams[name]), nlp_probs=nlp_probs,
-                             epsilon=epsilon, gamma=gamma, record=record)
+        policy = make_policy(
+            name,
+            units,
+            np.random.default_rng(streams[name]),
+            nlp_probs=nlp_probs,
+            epsilon=epsilon,
+            gamma=gamma,
+            record=record,
+        )
         result = simulate(flow, units, policy, cost)
         if isinstance(policy, QLearning) and record:
             result.q_history = np.array(policy.history)

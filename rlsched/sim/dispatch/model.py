@@ -48,8 +48,9 @@ class Flow:
     def __post_init__(self) -> None:
         n = len(self.arrival_h)
         if len(self.task_type) != n or len(self.work) != n:
-            raise ValueError(f"flow {self.name!r}: arrival/type/work lengths differ "
-                             f"({n}, {len(self.task_type)}, {len(self.work)})")
+            raise ValueError(
+                f"flow {self.name!r}: arrival/type/work lengths differ ({n}, {len(self.task_type)}, {len(self.work)})"
+            )
         if n and np.any(np.diff(self.arrival_h) < 0):
             raise ValueError(f"flow {self.name!r}: arrivals are not sorted")
         if n and (np.any(self.work < 0) or not np.all(np.isfinite(self.work))):
@@ -75,8 +76,7 @@ class Units:
 
     def __post_init__(self) -> None:
         if self.mu_true.ndim != 2 or np.any(self.mu_true <= 0):
-            raise ValueError(f"service rates must be a positive [type, unit] matrix, got shape "
-                             f"{self.mu_true.shape}")
+            raise ValueError(f"service rates must be a positive [type, unit] matrix, got shape {self.mu_true.shape}")
         if self.mu_est is not None and (self.mu_est.shape != self.mu_true.shape or np.any(self.mu_est <= 0)):
             raise ValueError(f"estimated rates: shape {self.mu_est.shape} or non-positive values")
 
@@ -128,8 +128,7 @@ class UnitsState:
         The task in service is expected to end at start + expected service (or now, if it
         is overdue); queued tasks add their expected service.
         """
-        busy_until = np.maximum(now_h, self.head_start_h + self.head_est_h) + (self.backlog_est_h
-                                                                                - self.head_est_h)
+        busy_until = np.maximum(now_h, self.head_start_h + self.head_est_h) + (self.backlog_est_h - self.head_est_h)
         return np.where(self.unfinished > 0, busy_until, now_h)
 
 
@@ -138,14 +137,11 @@ class OnlinePolicy(Protocol):
 
     name: str
 
-    def assign(self, task: int, task_type: int, now_h: float, state: UnitsState) -> int:
-        ...
+    def assign(self, task: int, task_type: int, now_h: float, state: UnitsState) -> int: ...
 
-    def completed(self, task: int, response_h: float) -> None:
-        ...
+    def completed(self, task: int, response_h: float) -> None: ...
 
-    def pairs_per_decision(self, n_units: int) -> int:
-        ...
+    def pairs_per_decision(self, n_units: int) -> int: ...
 
 
 class BatchPolicy(Protocol):
@@ -154,9 +150,9 @@ class BatchPolicy(Protocol):
     name: str
     batch_size: int
 
-    def assign_batch(self, types: IntArray, arrivals_h: FloatArray, now_h: float,
-                     state: UnitsState) -> tuple[IntArray, IntArray]:
-        ...
+    def assign_batch(
+        self, types: IntArray, arrivals_h: FloatArray, now_h: float, state: UnitsState
+    ) -> tuple[IntArray, IntArray]: ...
 
 
 @dataclass
@@ -195,8 +191,9 @@ class RunResult:
         return float(window.mean())
 
 
-def simulate(flow: Flow, units: Units, policy: OnlinePolicy | BatchPolicy,
-             cost: SchedulerCost | None = None) -> RunResult:
+def simulate(
+    flow: Flow, units: Units, policy: OnlinePolicy | BatchPolicy, cost: SchedulerCost | None = None
+) -> RunResult:
     """Run ``policy`` on ``flow`` and return every task's dispatch, start and completion time."""
     if len(flow) and flow.n_types > units.n_types:
         raise ValueError(f"flow {flow.name!r} has {flow.n_types} task types, units know {units.n_types}")
@@ -213,8 +210,17 @@ def simulate(flow: Flow, units: Units, policy: OnlinePolicy | BatchPolicy,
     else:
         loop.run_batches(policy)  # type: ignore[arg-type]
     loop.drain(np.inf)
-    return RunResult(policy.name, flow.name, loop.arrival, loop.dispatch, loop.start, loop.end, loop.assigned,
-                     loop.wall, loop.decisions)
+    return RunResult(
+        policy.name,
+        flow.name,
+        loop.arrival,
+        loop.dispatch,
+        loop.start,
+        loop.end,
+        loop.assigned,
+        loop.wall,
+        loop.decisions,
+    )
 
 
 class _EventLoop:

@@ -53,8 +53,9 @@ def least_loaded_argmin(cost: FloatArray, queued: IntArray) -> IntArray:
     return load.argmin(axis=1).astype(np.int64)
 
 
-def map_batch(rule: BatchRule, ready_h: FloatArray, exec_h: FloatArray,
-              arrival_h: FloatArray, queued: IntArray | None = None) -> tuple[IntArray, IntArray]:
+def map_batch(
+    rule: BatchRule, ready_h: FloatArray, exec_h: FloatArray, arrival_h: FloatArray, queued: IntArray | None = None
+) -> tuple[IntArray, IntArray]:
     """Map a batch by ``rule``: returns (batch positions in mapping order, unit of each).
 
     ``ready_h[j]`` is when unit ``j`` is expected to be free, ``exec_h[i, j]`` the expected
@@ -68,8 +69,7 @@ def map_batch(rule: BatchRule, ready_h: FloatArray, exec_h: FloatArray,
     exec_h = np.asarray(exec_h, dtype=np.float64)
     b, n = exec_h.shape
     if ready.shape != (n,) or np.shape(arrival_h) != (b,):
-        raise ValueError(f"map_batch: ready {ready.shape}, exec {exec_h.shape}, "
-                         f"arrival {np.shape(arrival_h)}")
+        raise ValueError(f"map_batch: ready {ready.shape}, exec {exec_h.shape}, arrival {np.shape(arrival_h)}")
     held = np.zeros(n, dtype=np.int64) if queued is None else np.array(queued, dtype=np.int64)
     if held.shape != (n,):
         raise ValueError(f"map_batch: queued {held.shape}, expected ({n},)")
@@ -112,10 +112,12 @@ class BatchHeuristic:
         self.rule: BatchRule = rule
         self.batch_size = batch_size
 
-    def assign_batch(self, types: IntArray, arrivals_h: FloatArray, now_h: float,
-                     state: UnitsState) -> tuple[IntArray, IntArray]:
-        return map_batch(self.rule, state.ready_est_h(now_h), state.expected_service_h[types], arrivals_h,
-                         state.unfinished)
+    def assign_batch(
+        self, types: IntArray, arrivals_h: FloatArray, now_h: float, state: UnitsState
+    ) -> tuple[IntArray, IntArray]:
+        return map_batch(
+            self.rule, state.ready_est_h(now_h), state.expected_service_h[types], arrivals_h, state.unfinished
+        )
 
 
 class ECT:
@@ -184,8 +186,7 @@ FeedbackAt = Literal["dispatch", "completion"]
 
 def learner_name(reward: RewardKind, feedback_at: FeedbackAt) -> str:
     """Policy name of a learner variant: ``qlearning[-neg][-delayed]``."""
-    return ("qlearning" + ("-neg" if reward == "negative" else "")
-            + ("-delayed" if feedback_at == "completion" else ""))
+    return "qlearning" + ("-neg" if reward == "negative" else "") + ("-delayed" if feedback_at == "completion" else "")
 
 
 class QLearning:
@@ -209,16 +210,24 @@ class QLearning:
     (reward −response time; see :mod:`rlsched.core.dispatch`).
     """
 
-    def __init__(self, n_types: int, n_units: int, rng: np.random.Generator, *,
-                 epsilon: float = DEFAULT_EPSILON, gamma: float = DEFAULT_GAMMA,
-                 reward: RewardKind = "inverse", feedback_at: FeedbackAt = "dispatch",
-                 record: bool = False, record_type: int = 0) -> None:
+    def __init__(
+        self,
+        n_types: int,
+        n_units: int,
+        rng: np.random.Generator,
+        *,
+        epsilon: float = DEFAULT_EPSILON,
+        gamma: float = DEFAULT_GAMMA,
+        reward: RewardKind = "inverse",
+        feedback_at: FeedbackAt = "dispatch",
+        record: bool = False,
+        record_type: int = 0,
+    ) -> None:
         if feedback_at not in ("dispatch", "completion"):
             raise ValueError(f"feedback_at={feedback_at!r}, expected 'dispatch' or 'completion'")
         self.name = learner_name(reward, feedback_at)
         self.feedback_at: FeedbackAt = feedback_at
-        self.agent = QLearningDispatcher(n_types, n_units, epsilon=epsilon, gamma=gamma, rng=rng,
-                                         reward=reward)
+        self.agent = QLearningDispatcher(n_types, n_units, epsilon=epsilon, gamma=gamma, rng=rng, reward=reward)
         self.record = record
         self.record_type = record_type
         self.history: list[FloatArray] = []
@@ -254,8 +263,7 @@ def convergence_iteration(history: FloatArray, tolerance: float = 0.05, horizon:
         return None
     scale = np.maximum(np.abs(h), 1e-12)
     for it in range(len(h) - horizon):
-        window = h[it + 1: it + 1 + horizon]
+        window = h[it + 1 : it + 1 + horizon]
         if np.all(np.abs(window - h[it]) <= tolerance * scale[it]):
             return it
     return None
-

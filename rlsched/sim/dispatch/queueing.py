@@ -33,8 +33,9 @@ ServiceMix = Literal["paper", "harmonic"]
 _STABILITY_MARGIN = 1e-6
 
 
-def _terms(probs: FloatArray, type_probs: FloatArray, rate_per_h: float, mu: FloatArray,
-           service_mix: ServiceMix) -> tuple[FloatArray, FloatArray]:
+def _terms(
+    probs: FloatArray, type_probs: FloatArray, rate_per_h: float, mu: FloatArray, service_mix: ServiceMix
+) -> tuple[FloatArray, FloatArray]:
     """Per-unit (response-time term, stability slack); slack ≤ 0 means the unit is unstable."""
     lam_ij = probs * type_probs[:, None] * rate_per_h  # Eq. 8
     lam_j = lam_ij.sum(axis=0)
@@ -52,11 +53,17 @@ def _terms(probs: FloatArray, type_probs: FloatArray, rate_per_h: float, mu: Flo
     return terms, slack
 
 
-def expected_response_time(probs: FloatArray, type_probs: FloatArray, rate_per_h: float, mu: FloatArray,
-                           service_mix: ServiceMix = "paper") -> float:
+def expected_response_time(
+    probs: FloatArray, type_probs: FloatArray, rate_per_h: float, mu: FloatArray, service_mix: ServiceMix = "paper"
+) -> float:
     """Eq. 10 for the allocation ``probs[type, unit]``; ``inf`` when a unit is overloaded."""
-    terms, slack = _terms(np.asarray(probs, dtype=np.float64), np.asarray(type_probs, dtype=np.float64),
-                          rate_per_h, np.asarray(mu, dtype=np.float64), service_mix)
+    terms, slack = _terms(
+        np.asarray(probs, dtype=np.float64),
+        np.asarray(type_probs, dtype=np.float64),
+        rate_per_h,
+        np.asarray(mu, dtype=np.float64),
+        service_mix,
+    )
     if np.any(slack <= 0):
         return float("inf")
     return float(terms.sum())
@@ -72,8 +79,9 @@ class Allocation:
     message: str
 
 
-def optimise_allocation(type_probs: FloatArray, rate_per_h: float, mu: FloatArray,
-                        service_mix: ServiceMix = "paper", max_iter: int = 500) -> Allocation:
+def optimise_allocation(
+    type_probs: FloatArray, rate_per_h: float, mu: FloatArray, service_mix: ServiceMix = "paper", max_iter: int = 500
+) -> Allocation:
     """Algorithm 2: the allocation probabilities minimising Eq. 10 under the simplex constraints.
 
     ``mu`` is the ``[type, unit]`` service-rate matrix the optimiser *believes* (it may carry
@@ -97,14 +105,22 @@ def optimise_allocation(type_probs: FloatArray, rate_per_h: float, mu: FloatArra
         return _terms(x.reshape(m, n), rho, rate_per_h, mu, service_mix)[1]
 
     row_sums = np.kron(np.eye(m), np.ones(n))
-    constraints = [{"type": "eq", "fun": lambda x: row_sums @ x - 1.0, "jac": lambda x: row_sums},
-                   {"type": "ineq", "fun": stability}]
+    constraints = [
+        {"type": "eq", "fun": lambda x: row_sums @ x - 1.0, "jac": lambda x: row_sums},
+        {"type": "ineq", "fun": stability},
+    ]
     starts = [np.full((m, n), 1.0 / n), mu / mu.sum(axis=1, keepdims=True)]  # Alg. 2 line 1; by rate
     best: Allocation | None = None
     messages = []
     for x0 in starts:
-        res = minimize(objective, x0.ravel(), method="SLSQP", bounds=[(0.0, 1.0)] * (m * n),
-                       constraints=constraints, options={"maxiter": max_iter, "ftol": 1e-12})
+        res = minimize(
+            objective,
+            x0.ravel(),
+            method="SLSQP",
+            bounds=[(0.0, 1.0)] * (m * n),
+            constraints=constraints,
+            options={"maxiter": max_iter, "ftol": 1e-12},
+        )
         probs = np.clip(res.x.reshape(m, n), 0.0, 1.0)
         probs /= probs.sum(axis=1, keepdims=True)
         rt = expected_response_time(probs, rho, rate_per_h, mu, service_mix)
@@ -112,8 +128,9 @@ def optimise_allocation(type_probs: FloatArray, rate_per_h: float, mu: FloatArra
         if np.isfinite(rt) and (best is None or rt < best.expected_response_h):
             best = Allocation(probs, rt, bool(res.success), str(res.message))
     if best is None:
-        raise ValueError(f"no stable allocation for λ={rate_per_h}/h with these service rates "
-                         f"(solver: {'; '.join(messages)})")
+        raise ValueError(
+            f"no stable allocation for λ={rate_per_h}/h with these service rates (solver: {'; '.join(messages)})"
+        )
     return best
 
 

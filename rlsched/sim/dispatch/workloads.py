@@ -32,9 +32,9 @@ from rlsched.sim.workload import Workload
 
 #: Tong Table 3, service rates in tasks/hour, transposed to ``[type, unit]`` (rows t1..t5,
 #: columns P1..P3).
-TONG_SERVICE_RATES: FloatArray = np.array([[60.0, 50.0, 40.0, 45.0, 55.0],
-                                           [30.0, 35.0, 30.0, 40.0, 40.0],
-                                           [15.0, 55.0, 50.0, 35.0, 45.0]]).T.copy()
+TONG_SERVICE_RATES: FloatArray = np.array(
+    [[60.0, 50.0, 40.0, 45.0, 55.0], [30.0, 35.0, 30.0, 40.0, 40.0], [15.0, 55.0, 50.0, 35.0, 45.0]]
+).T.copy()
 #: Tong §6.1: types t1..t5 arrive with probabilities 0.4, 0.2, 0.1, 0.1, 0.2.
 TONG_TYPE_PROBS: FloatArray = np.array([0.4, 0.2, 0.1, 0.1, 0.2])
 #: Tong §6.1: "the arrival rate λ = 80 tasks per hour".
@@ -48,8 +48,9 @@ ARRIVAL_LAWS: tuple[ArrivalLaw, ...] = ("exponential", "constant", "uniform", "c
 CHI_SQUARE_DOF = 1
 
 
-def interarrival_times(law: ArrivalLaw, rate_per_h: float, n: int, rng: np.random.Generator,
-                       chi2_dof: int = CHI_SQUARE_DOF) -> FloatArray:
+def interarrival_times(
+    law: ArrivalLaw, rate_per_h: float, n: int, rng: np.random.Generator, chi2_dof: int = CHI_SQUARE_DOF
+) -> FloatArray:
     """``n`` inter-arrival times (hours) of mean ``1/rate_per_h`` under ``law`` (Tong §6.2).
 
     ``uniform`` is U(0, 2/λ); ``constant`` is exactly 1/λ; ``chisquare`` is χ²_k · (1/λ)/k.
@@ -68,8 +69,14 @@ def interarrival_times(law: ArrivalLaw, rate_per_h: float, n: int, rng: np.rando
     raise ValueError(f"unknown arrival law {law!r}; expected one of {', '.join(ARRIVAL_LAWS)}")
 
 
-def synthetic_flow(n_tasks: int, rate_per_h: float, type_probs: FloatArray, rng: np.random.Generator,
-                   law: ArrivalLaw = "exponential", name: str | None = None) -> Flow:
+def synthetic_flow(
+    n_tasks: int,
+    rate_per_h: float,
+    type_probs: FloatArray,
+    rng: np.random.Generator,
+    law: ArrivalLaw = "exponential",
+    name: str | None = None,
+) -> Flow:
     """A flow of ``n_tasks`` typed tasks: arrivals by ``law``, i.i.d. types, Exp(1) work (§6.1)."""
     probs = np.asarray(type_probs, dtype=np.float64)
     if probs.ndim != 1 or np.any(probs < 0) or not np.isclose(probs.sum(), 1.0):
@@ -80,8 +87,7 @@ def synthetic_flow(n_tasks: int, rate_per_h: float, type_probs: FloatArray, rng:
     return Flow(arrival, types, work, name or f"{law}-{rate_per_h:g}")
 
 
-def tong_flow(n_tasks: int, rate_per_h: float, rng: np.random.Generator,
-              law: ArrivalLaw = "exponential") -> Flow:
+def tong_flow(n_tasks: int, rate_per_h: float, rng: np.random.Generator, law: ArrivalLaw = "exponential") -> Flow:
     """The small-scale flow of Tong §6.1–§6.3.1 (Table 3 setting)."""
     return synthetic_flow(n_tasks, rate_per_h, TONG_TYPE_PROBS, rng, law)
 
@@ -98,8 +104,12 @@ def shifted_rates(rates: FloatArray, shift_per_h: float) -> FloatArray:
 
 
 #: Tong §6.2 estimation-error cases (label, shift in tasks/hour), the x-axis of Figs. 6–7.
-ESTIMATION_ERRORS: tuple[tuple[str, float], ...] = (("correct", 0.0), ("5-under", -5.0),
-                                                   ("5-over", 5.0), ("10-over", 10.0))
+ESTIMATION_ERRORS: tuple[tuple[str, float], ...] = (
+    ("correct", 0.0),
+    ("5-under", -5.0),
+    ("5-over", 5.0),
+    ("10-over", 10.0),
+)
 
 
 @dataclass(frozen=True)

@@ -38,8 +38,10 @@ class Experiment:
         params = inspect.signature(self.run).parameters
         open_ended = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
         # n_seeds only when named: an experiment taking **options may hand it to a function without it.
-        for name, accepted in (("n_seeds", name_in(params, "n_seeds")),
-                               ("workers", name_in(params, "workers") or open_ended)):
+        for name, accepted in (
+            ("n_seeds", name_in(params, "n_seeds")),
+            ("workers", name_in(params, "workers") or open_ended),
+        ):
             value = getattr(options, name)
             if value is None:
                 continue

@@ -65,23 +65,29 @@ Tuned = dict[str, dict[str, dict[Any, float]]]
 TASK_WEIGHT = {"daily": 4, "constant": 3, "random": 2, "qlearning": 1, "ours-daily": 0, "ours": 0}
 
 
-def _tasks(setups: tuple[str, ...], parts: frozenset[str], random_runs: int, seed: int,
-           thresholds: tuple[float, ...], daily_grid: tuple[DailySetting, ...]) -> list[Task]:
+def _tasks(
+    setups: tuple[str, ...],
+    parts: frozenset[str],
+    random_runs: int,
+    seed: int,
+    thresholds: tuple[float, ...],
+    daily_grid: tuple[DailySetting, ...],
+) -> list[Task]:
     tasks: list[Task] = []
     for name in setups:
         model, _ = load_model(name)
         tasks.append(Task(name, "constant", caps=tuple(range(model.cores + 1)), per_day=True))
         chunk = min(RANDOM_CHUNK, random_runs)
         for k, start in enumerate(range(0, random_runs, chunk)):
-            tasks.append(Task(name, "random", seed=seed * 1000 + k, runs=min(chunk, random_runs - start),
-                              per_day=True))
+            tasks.append(Task(name, "random", seed=seed * 1000 + k, runs=min(chunk, random_runs - start), per_day=True))
         if "qlearning" in parts:
             tasks.append(Task(name, "qlearning", per_day=True))
             tasks.append(Task(name, "qlearning", day_wait="accrued", per_day=True))
         if "daily" in parts:
             others = _others(name, setups)
-            tasks.extend(Task(name, "daily", per_day=True, **_daily_fields(g, others))
-                         for g in daily_grid if g[4] == 0 or others)
+            tasks.extend(
+                Task(name, "daily", per_day=True, **_daily_fields(g, others)) for g in daily_grid if g[4] == 0 or others
+            )
         if "ours" in parts:
             tasks.extend(Task(name, "ours-daily", threshold=th, per_day=True) for th in thresholds)
             tasks.extend(Task(name, "ours", threshold=th, per_day=True) for th in thresholds)
@@ -90,10 +96,17 @@ def _tasks(setups: tuple[str, ...], parts: frozenset[str], random_runs: int, see
 
 def _merge(results: Results, name: str, policy: str, **match: Any) -> dict[str, Any]:
     """All results of one setup and policy, runs concatenated in task order."""
-    picked = [r for r in results if r["task"]["setup"] == name and r["task"]["policy"] == policy
-              and all(r["task"][k] == v for k, v in match.items())]
-    merged: dict[str, Any] = {"wall_s": sum(r["wall_s"] for r in picked),
-                              "simulations": sum(r["simulations"] for r in picked)}
+    picked = [
+        r
+        for r in results
+        if r["task"]["setup"] == name
+        and r["task"]["policy"] == policy
+        and all(r["task"][k] == v for k, v in match.items())
+    ]
+    merged: dict[str, Any] = {
+        "wall_s": sum(r["wall_s"] for r in picked),
+        "simulations": sum(r["simulations"] for r in picked),
+    }
     for key in ("V", "twt", "cost", "twt_imp_pct", "cost_pct", "balance", "day_twt", "day_cost", "day_caps"):
         merged[key] = [x for r in picked for x in r.get(key, [])]
     for key in ("twt_ref", "c_ref", "ref_day_twt", "ref_day_cost"):
@@ -103,8 +116,16 @@ def _merge(results: Results, name: str, policy: str, **match: Any) -> dict[str, 
 
 def _row(name: str, policy: str, merged: dict[str, Any], i: int = 0, **extra: Any) -> dict[str, Any]:
     """A results.json row from run ``i`` of a merged result."""
-    return {"trace": name, "policy": policy, "V": None, "twt_imp_pct": merged["twt_imp_pct"][i],
-            "cost_pct": merged["cost_pct"][i], "balance": merged["balance"][i], "wall_s": merged["wall_s"], **extra}
+    return {
+        "trace": name,
+        "policy": policy,
+        "V": None,
+        "twt_imp_pct": merged["twt_imp_pct"][i],
+        "cost_pct": merged["cost_pct"][i],
+        "balance": merged["balance"][i],
+        "wall_s": merged["wall_s"],
+        **extra,
+    }
 
 
 @dataclass(frozen=True)
@@ -136,16 +157,28 @@ class FhExperiment(PaperExperiment[Task, dict[str, Any]]):
         for name in self.names:
             by = self._trace(results, name, tuned, rows, timing, chosen)
             figures += report.figures(run.out, name, by)
-        spread = (_spread(self.names, rows, chosen, run, self.jitter_seeds)
-                  if "spread" in self.parts and chosen and len(self.names) > 1 and self.jitter_seeds else {})
+        spread = (
+            _spread(self.names, rows, chosen, run, self.jitter_seeds)
+            if "spread" in self.parts and chosen and len(self.names) > 1 and self.jitter_seeds
+            else {}
+        )
         if "spread" in self.parts and chosen:
             for extra in _hindsight_rows(self.names, chosen, run):
-                at = next(i for i, r in enumerate(rows)
-                          if (r["trace"], r["policy"]) == (extra["trace"], "daily-learned"))
+                at = next(
+                    i for i, r in enumerate(rows) if (r["trace"], r["policy"]) == (extra["trace"], "daily-learned")
+                )
                 rows.insert(at + 1, extra)
-        return {"rows": rows, "timing": timing, "wall_s": run.wall_s(), "workers": run.workers, "quick": self.quick,
-                "setups": {n: SETUPS[n].note for n in self.names},
-                "jobs": {n: len(load_workload(n)) for n in self.names}, "figures": figures, "spread": spread}
+        return {
+            "rows": rows,
+            "timing": timing,
+            "wall_s": run.wall_s(),
+            "workers": run.workers,
+            "quick": self.quick,
+            "setups": {n: SETUPS[n].note for n in self.names},
+            "jobs": {n: len(load_workload(n)) for n in self.names},
+            "figures": figures,
+            "spread": spread,
+        }
 
     def render(self, results: dict[str, Any]) -> str:
         return render_report(results)
@@ -156,19 +189,32 @@ class FhExperiment(PaperExperiment[Task, dict[str, Any]]):
         for name in self.names:
             if "ours" in self.parts:
                 for policy in ("ours", "ours-daily"):
-                    tuned[policy][name] = {th: _merge(results, name, policy, threshold=th)["balance"][0]
-                                           for th in self.thresholds}
+                    tuned[policy][name] = {
+                        th: _merge(results, name, policy, threshold=th)["balance"][0] for th in self.thresholds
+                    }
             if "daily" in self.parts:
                 others = _others(name, self.names)
-                tuned["daily"][name] = {g: _merge(results, name, "daily", **_daily_fields(g, others))["balance"][0]
-                                        for g in self.grid if g[4] == 0 or others}
+                tuned["daily"][name] = {
+                    g: _merge(results, name, "daily", **_daily_fields(g, others))["balance"][0]
+                    for g in self.grid
+                    if g[4] == 0 or others
+                }
         return tuned
 
-    def _trace(self, results: Results, name: str, tuned: Tuned, rows: list[dict[str, Any]],
-               timing: dict[str, dict[str, float]], chosen: dict[str, DailySetting]) -> dict[str, dict[str, Any]]:
+    def _trace(
+        self,
+        results: Results,
+        name: str,
+        tuned: Tuned,
+        rows: list[dict[str, Any]],
+        timing: dict[str, dict[str, float]],
+        chosen: dict[str, DailySetting],
+    ) -> dict[str, dict[str, Any]]:
         """Append the rows and timing of trace ``name``; returns its merged results by policy (for the figures)."""
-        by: dict[str, dict[str, Any]] = {"constant": _merge(results, name, "constant"),
-                                          "random": _merge(results, name, "random")}
+        by: dict[str, dict[str, Any]] = {
+            "constant": _merge(results, name, "constant"),
+            "random": _merge(results, name, "random"),
+        }
         rows += _reference_rows(results, name, self.names, by["constant"], by["random"])
         timing[name] = _timing(name, by["constant"], by["random"])
         if "qlearning" in self.parts:
@@ -181,13 +227,22 @@ class FhExperiment(PaperExperiment[Task, dict[str, Any]]):
             for policy, label in OURS_ROWS:
                 theta, chosen_on = _held_out(name, tuned[policy], self.names, self.thresholds, default=1.0)
                 by[policy] = _merge(results, name, policy, threshold=theta)
-                rows.append(_row(name, label, by[policy], threshold=theta, chosen_on=chosen_on,
-                                 balance_by_threshold=tuned[policy][name]))
+                rows.append(
+                    _row(
+                        name,
+                        label,
+                        by[policy],
+                        threshold=theta,
+                        chosen_on=chosen_on,
+                        balance_by_threshold=tuned[policy][name],
+                    )
+                )
         return by
 
 
-def _reference_rows(results: Results, name: str, names: tuple[str, ...], const: dict[str, Any],
-                    rnd: dict[str, Any]) -> list[dict[str, Any]]:
+def _reference_rows(
+    results: Results, name: str, names: tuple[str, ...], const: dict[str, Any], rnd: dict[str, Any]
+) -> list[dict[str, Any]]:
     """FH's references: the best constant V (hindsight), the held-out constant V, the random runs' mean and best."""
     best = int(np.argmax(const["balance"]))
     rows = [_row(name, "constant-best", const, best) | {"V": const["V"][best]}]
@@ -196,28 +251,63 @@ def _reference_rows(results: Results, name: str, names: tuple[str, ...], const: 
         fraction, chosen_on = held
         v = _cap_at(fraction, name)
         i = const["V"].index(v)
-        rows.append({"trace": name, "policy": "constant-held-out", "V": v, "fraction": fraction,
-                     "twt_imp_pct": const["twt_imp_pct"][i], "cost_pct": const["cost_pct"][i],
-                     "balance": const["balance"][i], "wall_s": const["wall_s"], "chosen_on": chosen_on})
+        rows.append(
+            {
+                "trace": name,
+                "policy": "constant-held-out",
+                "V": v,
+                "fraction": fraction,
+                "twt_imp_pct": const["twt_imp_pct"][i],
+                "cost_pct": const["cost_pct"][i],
+                "balance": const["balance"][i],
+                "wall_s": const["wall_s"],
+                "chosen_on": chosen_on,
+            }
+        )
     rb = np.asarray(rnd["balance"])
     ib = int(np.argmax(rb))
-    rows.append({"trace": name, "policy": "random-mean", "V": None,
-                 "twt_imp_pct": float(np.mean(rnd["twt_imp_pct"])), "cost_pct": float(np.mean(rnd["cost_pct"])),
-                 "balance": float(rb.mean()), "wall_s": rnd["wall_s"], "runs": len(rb)})
-    rows.append({"trace": name, "policy": "random-best", "V": None, "twt_imp_pct": rnd["twt_imp_pct"][ib],
-                 "cost_pct": rnd["cost_pct"][ib], "balance": float(rb[ib]), "wall_s": rnd["wall_s"]})
+    rows.append(
+        {
+            "trace": name,
+            "policy": "random-mean",
+            "V": None,
+            "twt_imp_pct": float(np.mean(rnd["twt_imp_pct"])),
+            "cost_pct": float(np.mean(rnd["cost_pct"])),
+            "balance": float(rb.mean()),
+            "wall_s": rnd["wall_s"],
+            "runs": len(rb),
+        }
+    )
+    rows.append(
+        {
+            "trace": name,
+            "policy": "random-best",
+            "V": None,
+            "twt_imp_pct": rnd["twt_imp_pct"][ib],
+            "cost_pct": rnd["cost_pct"][ib],
+            "balance": float(rb[ib]),
+            "wall_s": rnd["wall_s"],
+        }
+    )
     return rows
 
 
 def _timing(name: str, const: dict[str, Any], rnd: dict[str, Any]) -> dict[str, float]:
     model, edges = load_model(name)
-    return {"days": len(edges) - 1, "M": model.cores, "jobs": model.n,
-            "constant_sweep_s": const["wall_s"], "constant_simulations": const["simulations"],
-            "random_s": rnd["wall_s"], "random_simulations": rnd["simulations"]}
+    return {
+        "days": len(edges) - 1,
+        "M": model.cores,
+        "jobs": model.n,
+        "constant_sweep_s": const["wall_s"],
+        "constant_simulations": const["simulations"],
+        "random_s": rnd["wall_s"],
+        "random_simulations": rnd["simulations"],
+    }
 
 
-def _qlearning_rows(results: Results, name: str, by: dict[str, dict[str, Any]],
-                    timing: dict[str, float]) -> list[dict[str, Any]]:
+def _qlearning_rows(
+    results: Results, name: str, by: dict[str, dict[str, Any]], timing: dict[str, float]
+) -> list[dict[str, Any]]:
     """FH's Q-learner under both readings of a clone's day (``started``, ``accrued``); times the first."""
     rows = []
     for policy, wait in (("qlearning", "started"), ("qlearning-accrued", "accrued")):
@@ -226,42 +316,79 @@ def _qlearning_rows(results: Results, name: str, by: dict[str, dict[str, Any]],
         if wait == "started":
             by["qlearning"] = q
             days, cores = timing["days"], timing["M"]
-            timing.update({"qlearning_s": q["wall_s"], "qlearning_simulations": q["simulations"],
-                           "per_day_ms": 1000.0 * q["wall_s"] / days,
-                           "per_evaluated_V_us": 1e6 * q["wall_s"] / (days * (cores + 1))})
+            timing.update(
+                {
+                    "qlearning_s": q["wall_s"],
+                    "qlearning_simulations": q["simulations"],
+                    "per_day_ms": 1000.0 * q["wall_s"] / days,
+                    "per_evaluated_V_us": 1e6 * q["wall_s"] / (days * (cores + 1)),
+                }
+            )
     return rows
 
 
-def _daily_row(results: Results, name: str, names: tuple[str, ...], g: DailySetting, chosen_on: list[str],
-               balances: dict[Any, float], by: dict[str, dict[str, Any]]) -> dict[str, Any]:
+def _daily_row(
+    results: Results,
+    name: str,
+    names: tuple[str, ...],
+    g: DailySetting,
+    chosen_on: list[str],
+    balances: dict[Any, float],
+    by: dict[str, dict[str, Any]],
+) -> dict[str, Any]:
     """The daily learned cap at its held-out setting ``g``, with every setting's balance on the trace."""
     others = _others(name, names)
     d = _merge(results, name, "daily", **_daily_fields(g, others))
     by["daily"] = d
     const = by["constant"]
     params = Task(name, "daily", **_daily_fields(g, others)).daily_params()
-    return _row(name, "daily-learned", d, params=params.label(), chosen_on=chosen_on,
-                prior_from=list(others) if g[4] > 0 else [],
-                gap_by_period=_gap_by_period(d, const, int(np.argmax(const["balance"]))),
-                balance_by_params={_daily_label(name, g2, others): b for g2, b in balances.items()})
+    return _row(
+        name,
+        "daily-learned",
+        d,
+        params=params.label(),
+        chosen_on=chosen_on,
+        prior_from=list(others) if g[4] > 0 else [],
+        gap_by_period=_gap_by_period(d, const, int(np.argmax(const["balance"]))),
+        balance_by_params={_daily_label(name, g2, others): b for g2, b in balances.items()},
+    )
 
 
-def run_fh(out_dir: str | Path, parts: set[str], *, quick: bool = False, seed: int = 0,
-           setups: tuple[str, ...] | None = None, workers: int = 2, random_runs: int | None = None,
-           thresholds: tuple[float, ...] = THRESHOLDS,
-           daily_grid: tuple[DailySetting, ...] | None = None,
-           jitter_seeds: tuple[int, ...] = JITTER_SEEDS) -> dict[str, Any]:
+def run_fh(
+    out_dir: str | Path,
+    parts: set[str],
+    *,
+    quick: bool = False,
+    seed: int = 0,
+    setups: tuple[str, ...] | None = None,
+    workers: int = 2,
+    random_runs: int | None = None,
+    thresholds: tuple[float, ...] = THRESHOLDS,
+    daily_grid: tuple[DailySetting, ...] | None = None,
+    jitter_seeds: tuple[int, ...] = JITTER_SEEDS,
+) -> dict[str, Any]:
     """Run ``parts`` of the FH reproduction; writes results.json, report.md and the figures into ``out_dir``."""
     experiment = FhExperiment(
-        frozenset(parts), quick, seed, setups or (QUICK_SETUPS if quick else FH_SETUPS),
-        random_runs or (QUICK_RANDOM_RUNS if quick else RANDOM_RUNS), thresholds,
-        daily_grid or (DAILY_GRID[:1] if quick else DAILY_GRID), jitter_seeds)
+        frozenset(parts),
+        quick,
+        seed,
+        setups or (QUICK_SETUPS if quick else FH_SETUPS),
+        random_runs or (QUICK_RANDOM_RUNS if quick else RANDOM_RUNS),
+        thresholds,
+        daily_grid or (DAILY_GRID[:1] if quick else DAILY_GRID),
+        jitter_seeds,
+    )
     # Quick mode is seconds of work: a pool would cost more than it saves.
     return experiment.run(out_dir, 1 if quick else workers)
 
 
-def _spread(names: tuple[str, ...], rows: list[dict[str, Any]], chosen: dict[str, DailySetting],
-            run: ExperimentRun, seeds: tuple[int, ...]) -> dict[str, Any]:
+def _spread(
+    names: tuple[str, ...],
+    rows: list[dict[str, Any]],
+    chosen: dict[str, DailySetting],
+    run: ExperimentRun,
+    seeds: tuple[int, ...],
+) -> dict[str, Any]:
     """The daily learned cap against the constant V on jittered replays of each trace.
 
     Replay 0 is the trace as recorded (the rows above); replays 1… move every submit by up to
@@ -286,33 +413,57 @@ def _spread(names: tuple[str, ...], rows: list[dict[str, Any]], chosen: dict[str
         held = [held_row["balance"]] if held_row else []
         learned = [row[(name, "daily-learned")]["balance"]]
         for seed in seeds:
-            const = next(r for r in results if r["task"]["setup"] == name and r["task"]["jitter_seed"] == seed
-                         and r["task"]["policy"] == "constant")
+            const = next(
+                r
+                for r in results
+                if r["task"]["setup"] == name and r["task"]["jitter_seed"] == seed and r["task"]["policy"] == "constant"
+            )
             i = int(np.argmax(const["balance"]))
             best.append(float(const["balance"][i]))
             best_v.append(int(const["V"][i]))
             if held_row:
                 held.append(float(const["balance"][const["V"].index(held_row["V"])]))
-            learned.append(next(float(r["balance"][0]) for r in results if r["task"]["setup"] == name
-                                and r["task"]["jitter_seed"] == seed and r["task"]["policy"] == "daily"))
-        entry: dict[str, Any] = {"constant_best": best, "constant_best_V": best_v, "daily_learned": learned,
-                                 "against_best": _paired(learned, best)}
+            learned.append(
+                next(
+                    float(r["balance"][0])
+                    for r in results
+                    if r["task"]["setup"] == name
+                    and r["task"]["jitter_seed"] == seed
+                    and r["task"]["policy"] == "daily"
+                )
+            )
+        entry: dict[str, Any] = {
+            "constant_best": best,
+            "constant_best_V": best_v,
+            "daily_learned": learned,
+            "against_best": _paired(learned, best),
+        }
         if held_row:
             entry.update(constant_held_out=held, against_held_out=_paired(learned, held))
         out["traces"][name] = entry
     return out
 
 
-def _hindsight_rows(names: tuple[str, ...], chosen: dict[str, DailySetting], run: ExperimentRun
-                    ) -> list[dict[str, Any]]:
+def _hindsight_rows(
+    names: tuple[str, ...], chosen: dict[str, DailySetting], run: ExperimentRun
+) -> list[dict[str, Any]]:
     """The daily learner at its held-out setting, its estimates from its own trace's clones from day one:
     what its decision rule could do knowing the whole trace (an upper reference, like the best constant V)."""
     tasks = [Task(name, "daily", hindsight=True, **_daily_fields(_cold(chosen[name]))) for name in names]
     results = run.map(run_task, tasks)
-    return [{"trace": task.setup, "policy": "daily-hindsight", "V": None, "twt_imp_pct": r["twt_imp_pct"][0],
-             "cost_pct": r["cost_pct"][0], "balance": r["balance"][0], "wall_s": r["wall_s"],
-             "params": task.daily_params().label() + ", its own trace's clones from day one"}
-            for task, r in zip(tasks, results, strict=True)]
+    return [
+        {
+            "trace": task.setup,
+            "policy": "daily-hindsight",
+            "V": None,
+            "twt_imp_pct": r["twt_imp_pct"][0],
+            "cost_pct": r["cost_pct"][0],
+            "balance": r["balance"][0],
+            "wall_s": r["wall_s"],
+            "params": task.daily_params().label() + ", its own trace's clones from day one",
+        }
+        for task, r in zip(tasks, results, strict=True)
+    ]
 
 
 def _gap_by_period(learned: dict[str, Any], const: dict[str, Any], best: int) -> dict[str, float]:
@@ -321,8 +472,10 @@ def _gap_by_period(learned: dict[str, Any], const: dict[str, Any], best: int) ->
     twt = np.asarray(learned["day_twt"][0]) - np.asarray(const["day_twt"][best])
     cost = np.asarray(learned["day_cost"][0]) - np.asarray(const["day_cost"][best])
     day = -100.0 * (twt / learned["twt_ref"] + cost / learned["c_ref"])
-    return {f"first {GAP_SPLIT_DAYS} days": float(day[:GAP_SPLIT_DAYS].sum()),
-            f"day {GAP_SPLIT_DAYS} to the end": float(day[GAP_SPLIT_DAYS:].sum())}
+    return {
+        f"first {GAP_SPLIT_DAYS} days": float(day[:GAP_SPLIT_DAYS].sum()),
+        f"day {GAP_SPLIT_DAYS} to the end": float(day[GAP_SPLIT_DAYS:].sum()),
+    }
 
 
 def _cold(setting: DailySetting) -> DailySetting:
@@ -356,16 +509,23 @@ def _others(name: str, names: tuple[str, ...]) -> tuple[str, ...]:
 def _daily_fields(setting: DailySetting, others: tuple[str, ...] = ()) -> dict[str, Any]:
     """A grid setting as Task fields; a setting with a prior transfers from ``others``."""
     h, b, m, c, t = setting
-    return {"horizon_days": h, "bins": b, "prior_days": m, "continuation": c, "transfer_days": t,
-            "transfer_from": others if t > 0 else ()}
+    return {
+        "horizon_days": h,
+        "bins": b,
+        "prior_days": m,
+        "continuation": c,
+        "transfer_days": t,
+        "transfer_from": others if t > 0 else (),
+    }
 
 
 def _daily_label(name: str, setting: DailySetting, others: tuple[str, ...]) -> str:
     return Task(name, "daily", **_daily_fields(setting, others)).daily_params().label()
 
 
-def _constant_held_out(name: str, constants: dict[str, dict[str, Any]], names: tuple[str, ...]
-                       ) -> tuple[float, list[str]] | None:
+def _constant_held_out(
+    name: str, constants: dict[str, dict[str, Any]], names: tuple[str, ...]
+) -> tuple[float, list[str]] | None:
     """The fraction f of M whose constant V = round(f·M) has the best mean balance on the *other* setups:
     a constant V chosen without the trace it is reported on (None alone, in quick mode)."""
     others = list(_others(name, names))
@@ -380,8 +540,13 @@ def _constant_held_out(name: str, constants: dict[str, dict[str, Any]], names: t
     return CONSTANT_FRACTIONS[int(np.argmax(means))], others
 
 
-def _held_out(name: str, balances: dict[str, dict[Any, float]], names: tuple[str, ...], settings: tuple[Any, ...],
-              default: Any = None) -> tuple[Any, list[str]]:
+def _held_out(
+    name: str,
+    balances: dict[str, dict[Any, float]],
+    names: tuple[str, ...],
+    settings: tuple[Any, ...],
+    default: Any = None,
+) -> tuple[Any, list[str]]:
     """The setting with the best mean balance on the *other* setups, and those setups.
 
     Alone (quick mode) there is nothing to tune on: ``default`` (else the first setting), untuned.
@@ -402,22 +567,40 @@ def _experiment(parts: set[str], setups: tuple[str, ...] | None = None) -> Calla
     def run(out_dir: str | Path, *, quick: bool = False, seed: int = 0, **options: Any) -> dict[str, Any]:
         options.setdefault("setups", None if quick else setups)
         return run_fh(out_dir, parts, quick=quick, seed=seed, **options)
+
     return run
 
 
 EXPERIMENTS = {
-    "fh-references": Experiment("fh-references", "FH Tables 2-3 and Fig. 5: best constant V and random V "
-                                "(1000 runs) on KTH, CTC, SDSC", _experiment({"references"}), render_report),
-    "fh-qlearning": Experiment("fh-qlearning", "FH Table 4 and Fig. 6: the Q-learning leasing policy beside "
-                               "the references", _experiment({"references", "qlearning"}), render_report),
-    "fh-ours": Experiment("fh-ours", "our leasing policies (daily learned cap, state-aware rule held for a day, "
-                          "per-pass rule) beside FH's references and Q-learning",
-                          _experiment({"references", "qlearning", "daily", "ours", "spread"}), render_report),
-    "fh-daily": Experiment("fh-daily", "the daily caps only (constant, random, FH Q-learning, daily learned) on "
-                           "KTH, CTC, SDSC", _experiment({"references", "qlearning", "daily", "spread"}),
-                           render_report),
-    "fh-ours-file": Experiment("fh-ours-file", "everything of fh-ours on CTC with the file's M=338 and on "
-                               "SDSC-DS over all 13 months",
-                               _experiment({"references", "qlearning", "daily", "ours", "spread"}, FILE_SETUPS),
-                               render_report),
+    "fh-references": Experiment(
+        "fh-references",
+        "FH Tables 2-3 and Fig. 5: best constant V and random V (1000 runs) on KTH, CTC, SDSC",
+        _experiment({"references"}),
+        render_report,
+    ),
+    "fh-qlearning": Experiment(
+        "fh-qlearning",
+        "FH Table 4 and Fig. 6: the Q-learning leasing policy beside the references",
+        _experiment({"references", "qlearning"}),
+        render_report,
+    ),
+    "fh-ours": Experiment(
+        "fh-ours",
+        "our leasing policies (daily learned cap, state-aware rule held for a day, "
+        "per-pass rule) beside FH's references and Q-learning",
+        _experiment({"references", "qlearning", "daily", "ours", "spread"}),
+        render_report,
+    ),
+    "fh-daily": Experiment(
+        "fh-daily",
+        "the daily caps only (constant, random, FH Q-learning, daily learned) on KTH, CTC, SDSC",
+        _experiment({"references", "qlearning", "daily", "spread"}),
+        render_report,
+    ),
+    "fh-ours-file": Experiment(
+        "fh-ours-file",
+        "everything of fh-ours on CTC with the file's M=338 and on SDSC-DS over all 13 months",
+        _experiment({"references", "qlearning", "daily", "ours", "spread"}, FILE_SETUPS),
+        render_report,
+    ),
 }

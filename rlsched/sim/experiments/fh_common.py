@@ -16,10 +16,16 @@ THRESHOLDS = (0.5, 1.0, 1.5, 2.0, 3.0, 4.0)
 #: The last field is the prior's weight in days (0: cold start; > 0: a prior from the *other* FH traces'
 #: daily clones, :class:`rlsched.core.leasing.DailyPrior`).
 DailySetting = tuple[int, int, float, str, float]
-DAILY_GRID: tuple[DailySetting, ...] = ((7, 3, 3.0, "held", 0.0), (7, 3, 10.0, "held", 0.0),
-                                        (7, 3, 3.0, "followed", 0.0), (14, 3, 10.0, "followed", 0.0),
-                                        (7, 3, 3.0, "held", 30.0), (7, 1, 3.0, "held", 30.0),
-                                        (14, 1, 3.0, "held", 30.0), (7, 3, 10.0, "held", 30.0))
+DAILY_GRID: tuple[DailySetting, ...] = (
+    (7, 3, 3.0, "held", 0.0),
+    (7, 3, 10.0, "held", 0.0),
+    (7, 3, 3.0, "followed", 0.0),
+    (14, 3, 10.0, "followed", 0.0),
+    (7, 3, 3.0, "held", 30.0),
+    (7, 1, 3.0, "held", 30.0),
+    (14, 1, 3.0, "held", 30.0),
+    (7, 3, 10.0, "held", 30.0),
+)
 #: Jittered replays the daily learner and the constant V are compared on besides the recorded trace.
 JITTER_SEEDS = (1, 2, 3, 4)
 #: The fractions of M a held-out constant V is chosen among (``fh._constant_held_out``).
@@ -33,5 +39,9 @@ GAP_SPLIT_DAYS = 30
 #: The report's rows of the state-aware rules, by sweep policy: held for a day, or at every pass.
 OURS_ROWS = (("ours-daily", "per-pass-held-daily"), ("ours", "per-pass-rule"))
 #: Figure labels of the policies.
-CURVE_LABELS = {"qlearning": "FH Q-learning", "daily": "daily learned", "ours-daily": "per-pass rule held a day",
-                "ours": "per-pass rule"}
+CURVE_LABELS = {
+    "qlearning": "FH Q-learning",
+    "daily": "daily learned",
+    "ours-daily": "per-pass rule held a day",
+    "ours": "per-pass rule",
+}

@@ -20,8 +20,9 @@ from rlsched.sim.experiments.harness import pyplot, save_figure
 from rlsched.sim.hybrid_cloud.setups import FH_PUBLISHED, SETUPS
 
 
-def _cumulative_balance(day_twt: np.ndarray, day_cost: np.ndarray, ref_twt: np.ndarray,
-                        ref_cost: np.ndarray) -> np.ndarray:
+def _cumulative_balance(
+    day_twt: np.ndarray, day_cost: np.ndarray, ref_twt: np.ndarray, ref_cost: np.ndarray
+) -> np.ndarray:
     """Balance of the run so far, day by day (FH Fig. 6), against the references so far."""
     ct, cc = np.cumsum(day_twt, axis=-1), np.cumsum(day_cost, axis=-1)
     rt, rc = np.cumsum(ref_twt), np.cumsum(ref_cost)
@@ -52,12 +53,12 @@ def figures(out: Path, name: str, by: dict[str, dict[str, Any]]) -> list[str]:
     ref_twt, ref_cost = np.asarray(const["ref_day_twt"]), np.asarray(const["ref_day_cost"])
     days = np.arange(1, len(ref_twt) + 1)
     fig, ax = plt.subplots(figsize=(6, 3.5))
-    curves = {f"constant V={const['V'][best]}": (np.asarray(const["day_twt"][best]),
-                                                  np.asarray(const["day_cost"][best]))}
+    curves = {
+        f"constant V={const['V'][best]}": (np.asarray(const["day_twt"][best]), np.asarray(const["day_cost"][best]))
+    }
     for policy in ("qlearning", "daily", "ours-daily", "ours"):
         if policy in by:
-            curves[CURVE_LABELS[policy]] = (np.asarray(by[policy]["day_twt"][0]),
-                                            np.asarray(by[policy]["day_cost"][0]))
+            curves[CURVE_LABELS[policy]] = (np.asarray(by[policy]["day_twt"][0]), np.asarray(by[policy]["day_cost"][0]))
     for label, (t, c) in curves.items():
         ax.plot(days, _cumulative_balance(t, c, ref_twt, ref_cost), lw=1, label=label)
     rnd = by["random"]
@@ -73,9 +74,12 @@ def figures(out: Path, name: str, by: dict[str, dict[str, Any]]) -> list[str]:
     if "qlearning" in by or "ours" in by or "daily" in by:
         fig, ax = plt.subplots(figsize=(6, 3.5))
         ax.plot(days, np.full(len(days), const["V"][best]), lw=1, label=f"constant V={const['V'][best]}")
-        for policy, label in (("qlearning", "Q-learning V"), ("daily", "daily learned V"),
-                              ("ours-daily", "per-pass rule held for a day: V"),
-                              ("ours", "per-pass rule (peak cloud nodes of the day)")):
+        for policy, label in (
+            ("qlearning", "Q-learning V"),
+            ("daily", "daily learned V"),
+            ("ours-daily", "per-pass rule held for a day: V"),
+            ("ours", "per-pass rule (peak cloud nodes of the day)"),
+        ):
             if policy in by:
                 ax.step(days, by[policy]["day_caps"][0], lw=1, where="post", label=label)
         ax.set_xlabel("day")
@@ -97,10 +101,12 @@ def _fmt(x: Any) -> str:
 def _row_line(r: dict[str, Any]) -> str:
     pub = FH_PUBLISHED.get(r["trace"], {})
     best = (pub.get("best_twt_imp"), pub.get("best_cost"), pub.get("best_balance"))
-    published = {"constant-best": best,
-                 "random-mean": (None, None, pub.get("random_mean")),
-                 "random-best": (None, None, pub.get("random_best")),
-                 "qlearning": (pub.get("q_twt_imp"), pub.get("q_cost"), pub.get("q_balance"))}
+    published = {
+        "constant-best": best,
+        "random-mean": (None, None, pub.get("random_mean")),
+        "random-best": (None, None, pub.get("random_best")),
+        "qlearning": (pub.get("q_twt_imp"), pub.get("q_cost"), pub.get("q_balance")),
+    }
     fh = published.get(r["policy"], (None, None, None))
     v = r["V"]
     if r["policy"] == "constant-best" and pub:
@@ -116,12 +122,17 @@ def _row_line(r: dict[str, Any]) -> str:
         setting = f"θ={r['threshold']:g}"
     if "chosen_on" in r:
         setting += f"; chosen on {'+'.join(r['chosen_on'])}" if r["chosen_on"] else "; untuned default"
-    return (f"| {r['trace']} | {r['policy']} | {_fmt(v)} | {setting or '–'} | {_fmt(r['twt_imp_pct'])} "
-            f"| {_fmt(r['cost_pct'])} | {_fmt(r['balance'])} | {_fmt(fh[0])} | {_fmt(fh[1])} | {_fmt(fh[2])} |")
+    return (
+        f"| {r['trace']} | {r['policy']} | {_fmt(v)} | {setting or '–'} | {_fmt(r['twt_imp_pct'])} "
+        f"| {_fmt(r['cost_pct'])} | {_fmt(r['balance'])} | {_fmt(fh[0])} | {_fmt(fh[1])} | {_fmt(fh[2])} |"
+    )
 
 
-TABLE_HEAD = ["| trace | policy | V | setting (held out) | twt_imp % | cost % | balance "
-              "| FH twt_imp % | FH cost % | FH balance |", "|---|---|---|---|---|---|---|---|---|---|"]
+TABLE_HEAD = [
+    "| trace | policy | V | setting (held out) | twt_imp % | cost % | balance "
+    "| FH twt_imp % | FH cost % | FH balance |",
+    "|---|---|---|---|---|---|---|---|---|---|",
+]
 
 
 def _verdict(rows: list[dict[str, Any]], names: tuple[str, ...]) -> list[str]:
@@ -142,10 +153,13 @@ def _verdict(rows: list[dict[str, Any]], names: tuple[str, ...]) -> list[str]:
         gap = gaps.get(n)
         if gap:
             line += "; the gap to the best constant V by period: " + ", ".join(
-                f"{period} {value:+.2f}" for period, value in gap.items())
+                f"{period} {value:+.2f}" for period, value in gap.items()
+            )
         if (n, "daily-hindsight") in by:
-            line += (f"; the same learner knowing its whole trace (`daily-hindsight`): {by[(n, 'daily-hindsight')]:.2f}"
-                     f" ({by[(n, 'daily-hindsight')] - by[(n, 'constant-best')]:+.2f} against the best constant V)")
+            line += (
+                f"; the same learner knowing its whole trace (`daily-hindsight`): {by[(n, 'daily-hindsight')]:.2f}"
+                f" ({by[(n, 'daily-hindsight')] - by[(n, 'constant-best')]:+.2f} against the best constant V)"
+            )
         out.append(line)
     return ["", "Daily learned cap, in balance points:", "", *out] if out else []
 
@@ -155,13 +169,19 @@ def _spread_lines(spread: dict[str, Any]) -> list[str]:
     if not spread:
         return []
     seeds = spread["seeds"]
-    lines = ["", f"## Spread over jittered replays (replays {seeds[0]}–{seeds[-1]}; 0 is the trace as recorded)",
-             "", f"Replays 1–{seeds[-1]} move every job's submit time by up to ±{spread['jitter_s']:g} s "
-             "(uniform, one seed each). The best constant V is chosen in hindsight on each replay again; the "
-             "held-out constant and the learner keep the settings chosen on the recorded traces. "
-             "Differences are paired per replay; a mean within one standard deviation of zero is a tie.", "",
-             "| trace | best constant V (hindsight): balance, V | held-out constant | daily learned "
-             "| learned − best constant | learned − held-out constant |", "|---|---|---|---|---|---|"]
+    lines = [
+        "",
+        f"## Spread over jittered replays (replays {seeds[0]}–{seeds[-1]}; 0 is the trace as recorded)",
+        "",
+        f"Replays 1–{seeds[-1]} move every job's submit time by up to ±{spread['jitter_s']:g} s "
+        "(uniform, one seed each). The best constant V is chosen in hindsight on each replay again; the "
+        "held-out constant and the learner keep the settings chosen on the recorded traces. "
+        "Differences are paired per replay; a mean within one standard deviation of zero is a tie.",
+        "",
+        "| trace | best constant V (hindsight): balance, V | held-out constant | daily learned "
+        "| learned − best constant | learned − held-out constant |",
+        "|---|---|---|---|---|---|",
+    ]
 
     def ms(values: list[float]) -> str:
         a = np.asarray(values, dtype=np.float64)
@@ -173,11 +193,19 @@ def _spread_lines(spread: dict[str, Any]) -> list[str]:
     for name, t in spread["traces"].items():
         vs = ", ".join(str(v) for v in t["constant_best_V"])
         held = ms(t["constant_held_out"]) if "constant_held_out" in t else "–"
-        lines.append(f"| {name} | {ms(t['constant_best'])} (V = {vs}) | {held} | {ms(t['daily_learned'])} "
-                     f"| {paired(t['against_best'])} | {paired(t.get('against_held_out'))} |")
-    lines += ["", "Per replay (balance): " + "; ".join(
-        f"{name}: best constant {', '.join(f'{x:.2f}' for x in t['constant_best'])} / learned "
-        f"{', '.join(f'{x:.2f}' for x in t['daily_learned'])}" for name, t in spread["traces"].items())]
+        lines.append(
+            f"| {name} | {ms(t['constant_best'])} (V = {vs}) | {held} | {ms(t['daily_learned'])} "
+            f"| {paired(t['against_best'])} | {paired(t.get('against_held_out'))} |"
+        )
+    lines += [
+        "",
+        "Per replay (balance): "
+        + "; ".join(
+            f"{name}: best constant {', '.join(f'{x:.2f}' for x in t['constant_best'])} / learned "
+            f"{', '.join(f'{x:.2f}' for x in t['daily_learned'])}"
+            for name, t in spread["traces"].items()
+        ),
+    ]
     return lines
 
 
@@ -195,9 +223,14 @@ def report_markdown(payload: dict[str, Any], names: tuple[str, ...]) -> str:
 
 
 def _setups_section(payload: dict[str, Any], names: tuple[str, ...]) -> list[str]:
-    lines = ["# Fölling & Hofmann cloud leasing: reproduction", "",
-             f"Wall time {payload['wall_s']:.0f} s on {payload['workers']} worker(s).", "",
-             "Setups (see docs/leasing.md for the differences with FH's trace versions):", ""]
+    lines = [
+        "# Fölling & Hofmann cloud leasing: reproduction",
+        "",
+        f"Wall time {payload['wall_s']:.0f} s on {payload['workers']} worker(s).",
+        "",
+        "Setups (see docs/leasing.md for the differences with FH's trace versions):",
+        "",
+    ]
     for n in names:
         pub = FH_PUBLISHED.get(n)
         extra = f" — FH: {int(pub['jobs'])} jobs, M={int(pub['M'])}" if pub else ""
@@ -207,43 +240,68 @@ def _setups_section(payload: dict[str, Any], names: tuple[str, ...]) -> list[str
 
 def _daily_caps_section(daily: list[dict[str, Any]]) -> list[str]:
     """FH's tables beside ours, the daily caps only (like for like), and what each row is."""
-    lines = ["", "## Daily caps (like for like: V is fixed for each day from what is known at its start)", "",
-             *TABLE_HEAD, *(_row_line(r) for r in daily)]
-    lines += ["", "`qlearning` counts a clone's day as FH's event simulator most likely did (the waits of "
-              "the jobs started that day, the full cost of the jobs sent that day); `qlearning-accrued` "
-              "integrates wait and cloud use within the day instead (carried-over jobs then count in every "
-              "clone, which dilutes the "
-              "cost term and pushes V up). FH do not say which; both are reported. `daily-learned` sets V "
-              "once a day from the day's backlog and recent arrivals, learned online from FH's daily clones "
-              "run H days on; `per-pass-held-daily` is the state-aware rule evaluated at the day's start and "
-              "held for the day."]
-    lines += ["", "`constant-best` is FH's upper reference: the V with the best balance on the trace itself, "
-              "chosen in hindsight. `constant-held-out` is a constant V chosen like every other setting here: "
-              "the fraction of M with the best mean balance on the *other* traces. A `daily-learned` setting "
-              "with a prior starts from the other traces' daily clones (never from the trace it is reported on). "
-              "`daily-hindsight` is not a policy but an upper reference, like `constant-best`: the daily learner at "
-              "its held-out setting whose estimates come, from the first day, from the clones of its whole trace."]
+    lines = [
+        "",
+        "## Daily caps (like for like: V is fixed for each day from what is known at its start)",
+        "",
+        *TABLE_HEAD,
+        *(_row_line(r) for r in daily),
+    ]
+    lines += [
+        "",
+        "`qlearning` counts a clone's day as FH's event simulator most likely did (the waits of "
+        "the jobs started that day, the full cost of the jobs sent that day); `qlearning-accrued` "
+        "integrates wait and cloud use within the day instead (carried-over jobs then count in every "
+        "clone, which dilutes the "
+        "cost term and pushes V up). FH do not say which; both are reported. `daily-learned` sets V "
+        "once a day from the day's backlog and recent arrivals, learned online from FH's daily clones "
+        "run H days on; `per-pass-held-daily` is the state-aware rule evaluated at the day's start and "
+        "held for the day.",
+    ]
+    lines += [
+        "",
+        "`constant-best` is FH's upper reference: the V with the best balance on the trace itself, "
+        "chosen in hindsight. `constant-held-out` is a constant V chosen like every other setting here: "
+        "the fraction of M with the best mean balance on the *other* traces. A `daily-learned` setting "
+        "with a prior starts from the other traces' daily clones (never from the trace it is reported on). "
+        "`daily-hindsight` is not a policy but an upper reference, like `constant-best`: the daily learner at "
+        "its held-out setting whose estimates come, from the first day, from the clones of its whole trace.",
+    ]
     return lines
 
 
 def _per_pass_section(per_pass: list[dict[str, Any]]) -> list[str]:
     if not per_pass:
         return []
-    return ["", "## Per-pass transfer rule (not a daily cap)", "",
-            "The state-aware rule sets V at every scheduling pass from the queue it sees then. FH's "
-            "policies, the constant and random V and the daily policies above fix V for a day, so this "
-            "row is a different kind of policy and is not compared with them in one table.", "",
-            *TABLE_HEAD, *(_row_line(r) for r in per_pass)]
+    return [
+        "",
+        "## Per-pass transfer rule (not a daily cap)",
+        "",
+        "The state-aware rule sets V at every scheduling pass from the queue it sees then. FH's "
+        "policies, the constant and random V and the daily policies above fix V for a day, so this "
+        "row is a different kind of policy and is not compared with them in one table.",
+        "",
+        *TABLE_HEAD,
+        *(_row_line(r) for r in per_pass),
+    ]
 
 
 def _timing_section(timing: dict[str, dict[str, Any]]) -> list[str]:
-    lines = ["", "## Timing", "", "| trace | M | days | jobs | constant sweep s (sims) | random s (sims) | "
-             "Q-learning s | per day ms | per evaluated V µs |", "|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "",
+        "## Timing",
+        "",
+        "| trace | M | days | jobs | constant sweep s (sims) | random s (sims) | "
+        "Q-learning s | per day ms | per evaluated V µs |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for n, t in timing.items():
-        lines.append(f"| {n} | {t['M']} | {t['days']} | {t['jobs']} | {t['constant_sweep_s']:.1f} "
-                     f"({t['constant_simulations']}) | {t['random_s']:.1f} ({t['random_simulations']}) | "
-                     f"{_fmt(t.get('qlearning_s'))} | {_fmt(t.get('per_day_ms'))} | "
-                     f"{_fmt(t.get('per_evaluated_V_us'))} |")
+        lines.append(
+            f"| {n} | {t['M']} | {t['days']} | {t['jobs']} | {t['constant_sweep_s']:.1f} "
+            f"({t['constant_simulations']}) | {t['random_s']:.1f} ({t['random_simulations']}) | "
+            f"{_fmt(t.get('qlearning_s'))} | {_fmt(t.get('per_day_ms'))} | "
+            f"{_fmt(t.get('per_evaluated_V_us'))} |"
+        )
     return lines
 
 
@@ -251,18 +309,27 @@ def _held_out_section(tuned: list[dict[str, Any]]) -> list[str]:
     """Every held-out choice, with the balance of every setting on the trace itself."""
     if not tuned:
         return []
-    lines = ["", "## Held-out hyper-parameters", "",
-             "Each trace's setting is the one with the best mean balance on the *other* traces (leave one "
-             "trace out); the balance of every setting on the trace itself is listed so the sensitivity is "
-             "visible, and was not used to choose.", ""]
+    lines = [
+        "",
+        "## Held-out hyper-parameters",
+        "",
+        "Each trace's setting is the one with the best mean balance on the *other* traces (leave one "
+        "trace out); the balance of every setting on the trace itself is listed so the sensitivity is "
+        "visible, and was not used to choose.",
+        "",
+    ]
     for r in tuned:
         if "fraction" in r:
-            lines.append(f"- {r['trace']} {r['policy']}: V = {r['fraction']:g}·M = {r['V']} (the fraction with the "
-                         f"best mean balance on {'+'.join(r['chosen_on'])}, over 0, 0.01, …, 1)")
+            lines.append(
+                f"- {r['trace']} {r['policy']}: V = {r['fraction']:g}·M = {r['V']} (the fraction with the "
+                f"best mean balance on {'+'.join(r['chosen_on'])}, over 0, 0.01, …, 1)"
+            )
             continue
         grid = r.get("balance_by_params") or {f"θ={float(k):g}": v for k, v in r["balance_by_threshold"].items()}
         setting = r.get("params") or f"θ={r['threshold']:g}"
         others = "+".join(r["chosen_on"]) or "nothing (untuned default)"
-        lines.append(f"- {r['trace']} {r['policy']}: reported {setting} (chosen on {others}); "
-                     + "; ".join(f"{k}: {v:.2f}" for k, v in grid.items()))
+        lines.append(
+            f"- {r['trace']} {r['policy']}: reported {setting} (chosen on {others}); "
+            + "; ".join(f"{k}: {v:.2f}" for k, v in grid.items())
+        )
     return lines

@@ -98,9 +98,15 @@ def single_threaded_blas_env() -> Iterator[None]:
                 os.environ[k] = v
 
 
-def run_in_pool(fn: Callable[[Item], Result], items: Sequence[Item], workers: int, *,
-                cost: Callable[[Item], Any] | None = None, chunksize: int = 1,
-                progress: Callable[[int], None] | None = None) -> list[Result]:
+def run_in_pool(
+    fn: Callable[[Item], Result],
+    items: Sequence[Item],
+    workers: int,
+    *,
+    cost: Callable[[Item], Any] | None = None,
+    chunksize: int = 1,
+    progress: Callable[[int], None] | None = None,
+) -> list[Result]:
     """``[fn(x) for x in items]``, in ``workers`` spawned processes with one BLAS thread each.
 
     The results come in the order of ``items`` whatever order they finished in, so a run's
@@ -118,8 +124,10 @@ def run_in_pool(fn: Callable[[Item], Result], items: Sequence[Item], workers: in
         return results
     order = sorted(range(n), key=lambda i: cost(items[i])) if cost is not None else list(range(n))
     slots: list[Result | None] = [None] * n
-    with single_threaded_blas_env(), ProcessPoolExecutor(
-            max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+    with (
+        single_threaded_blas_env(),
+        ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool,
+    ):
         if progress is None:
             for i, value in zip(order, pool.map(fn, [items[i] for i in order], chunksize=chunksize), strict=True):
                 slots[i] = value
@@ -157,8 +165,9 @@ def _json_default(obj: object) -> object:
     raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
 
 
-def write_results(out: Path, result: dict[str, Any], report_md: str, *, indent: int = 1,
-                  allow_nan: bool = True) -> None:
+def write_results(
+    out: Path, result: dict[str, Any], report_md: str, *, indent: int = 1, allow_nan: bool = True
+) -> None:
     """``results.json`` (NumPy scalars as plain numbers) and ``report.md`` into ``out``.
 
     ``indent`` is kept per experiment so the committed results under docs/results keep their layout.
@@ -179,8 +188,14 @@ class ExperimentRun:
         """Seconds since the run started."""
         return time.perf_counter() - self.started
 
-    def map(self, fn: Callable[[Item], Result], items: Sequence[Item], *, cost: Callable[[Item], Any] | None = None,
-            chunksize: int = 1) -> list[Result]:
+    def map(
+        self,
+        fn: Callable[[Item], Result],
+        items: Sequence[Item],
+        *,
+        cost: Callable[[Item], Any] | None = None,
+        chunksize: int = 1,
+    ) -> list[Result]:
         """:func:`run_in_pool` on this run's workers (for an ``aggregate`` that needs a second round of tasks)."""
         return run_in_pool(fn, items, self.workers, cost=cost, chunksize=chunksize)
 
@@ -230,6 +245,5 @@ class PaperExperiment(ABC, Generic[TaskT, RowT]):
         out.mkdir(parents=True, exist_ok=True)
         run = ExperimentRun(out, workers)
         results = self.aggregate(self.execute(self.plan(), run), run)
-        write_results(out, results, self.render(results), indent=self.json_indent,
-                      allow_nan=self.json_allow_nan)
+        write_results(out, results, self.render(results), indent=self.json_indent, allow_nan=self.json_allow_nan)
         return results

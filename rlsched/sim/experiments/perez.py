@@ -191,8 +191,10 @@ def load_workload(spec: RunSpec) -> tuple[Workload, int]:
         full = load_lpc_egee()
         w = full.cut(first * 86400.0, last * 86400.0, name=f"{full.name} days {first:g}-{last:g}")
         if 2 * trim_jobs(spec) >= len(w):
-            raise ValueError(f"perez: LPC-EGEE window days {first:g}-{last:g} has {len(w)} jobs, "
-                             f"too few for trimming {trim_jobs(spec)} at each end")
+            raise ValueError(
+                f"perez: LPC-EGEE window days {first:g}-{last:g} has {len(w)} jobs, "
+                f"too few for trimming {trim_jobs(spec)} at each end"
+            )
         return w, int(w.max_procs)
     raise ValueError(f"perez: unknown workload {spec.workload!r}")
 
@@ -219,8 +221,10 @@ def seen_by_policies(w: Workload, protocol: str) -> Workload:
     if protocol == PROTOCOL_BOTH:
         differ = int(np.count_nonzero(product.job_class != w.job_class))
         if differ:
-            raise ValueError(f"perez: protocol 'both' on {w.name!r}, but the product class rule differs from the "
-                             f"runtime class on {differ} jobs; run the protocols apart")
+            raise ValueError(
+                f"perez: protocol 'both' on {w.name!r}, but the product class rule differs from the "
+                f"runtime class on {differ} jobs; run the protocols apart"
+            )
         return w
     return product
 
@@ -234,9 +238,13 @@ def multifactor_shares(w: Workload) -> str:
 
 #: What each policy reads to order and place jobs, beside the class (see :func:`information`).
 _ESTIMATE_USED = {
-    "fcfs": "none (submit order)", "easy": "requested time (backfill)", "easy-sjf": "requested time (order, backfill)",
-    "interactive-first": "requested time (backfill)", "interactive-first-sjf": "requested time (order, backfill)",
-    "interactive-first-keepidle": "none", "multifactor": "requested time (backfill); VO usage (fair-share)",
+    "fcfs": "none (submit order)",
+    "easy": "requested time (backfill)",
+    "easy-sjf": "requested time (order, backfill)",
+    "interactive-first": "requested time (backfill)",
+    "interactive-first-sjf": "requested time (order, backfill)",
+    "interactive-first-keepidle": "none",
+    "multifactor": "requested time (backfill); VO usage (fair-share)",
     "native": "– (recorded schedule)",
 }
 _READS_CLASS = {"interactive-first", "interactive-first-sjf", "interactive-first-keepidle", *LEARNED_POLICIES}
@@ -279,12 +287,20 @@ def policy_spec(spec: RunSpec) -> PolicySpec:
         if spec.elastic:
             raise ValueError(f"perez: {spec.policy!r} has no elastic variant")
         return resolve(spec.policy)
-    params: dict[str, Any] = {"runtime_model": spec.runtime_model or "estimated",
-                              "lam": 0.5 if spec.lam is None else spec.lam,
-                              "pretrain_decisions": pretrain_decisions(spec), "seed": spec.seed}
+    params: dict[str, Any] = {
+        "runtime_model": spec.runtime_model or "estimated",
+        "lam": 0.5 if spec.lam is None else spec.lam,
+        "pretrain_decisions": pretrain_decisions(spec),
+        "seed": spec.seed,
+    }
     if spec.elastic:
-        params.update(elastic=True, pool_min_cores=DEFAULT_MIN_CORES, pool_max_cores=ELASTIC_MAX_CORES,
-                      pool_step_cores=ELASTIC_STEP_CORES, pool_hold_s=DEFAULT_HOLD_S)
+        params.update(
+            elastic=True,
+            pool_min_cores=DEFAULT_MIN_CORES,
+            pool_max_cores=ELASTIC_MAX_CORES,
+            pool_step_cores=ELASTIC_STEP_CORES,
+            pool_hold_s=DEFAULT_HOLD_S,
+        )
     return resolve(spec.policy, **params)
 
 
@@ -295,15 +311,13 @@ def run_one(spec: RunSpec) -> RunResult:
     pool_t: FloatArray | None = None
     pool_c: IntArray | None = None
     util: float | None = None
-    if spec.policy not in (*CLASSIC_POLICIES, *RESERVATION_POLICIES, *SAME_INFO_RULES, "native",
-                           *LEARNED_POLICIES):
+    if spec.policy not in (*CLASSIC_POLICIES, *RESERVATION_POLICIES, *SAME_INFO_RULES, "native", *LEARNED_POLICIES):
         raise ValueError(f"perez: unknown policy {spec.policy!r}")
     if spec.protocol == "product" and spec.runtime_model == "oracle":
         raise ValueError("perez: the product protocol gives no policy the actual runtime (runtime model 'oracle')")
     seen = seen_by_policies(w, spec.protocol)
     name = spec.policy + ("-elastic" if spec.elastic else "")
-    pspec = (resolve("multifactor", shares=multifactor_shares(w)) if spec.policy == "multifactor"
-             else policy_spec(spec))
+    pspec = resolve("multifactor", shares=multifactor_shares(w)) if spec.policy == "multifactor" else policy_spec(spec)
     ran = simulate_policy(seen, pspec, None if spec.policy == "native" else cores, name=name)
     schedule = ran.schedule
     if ran.pool_history is not None:
@@ -316,19 +330,42 @@ def run_one(spec: RunSpec) -> RunResult:
         util = utilization(float(np.sum(core_seconds(run, w.procs))), cores, length)
     keep = trim_mask(len(w), trim_jobs(spec))
     span = (float(w.submit.min()), float(schedule.end.max()))
-    return RunResult(spec, w.job_class[keep], wait[keep], responsiveness(run_s=run[keep], wait_s=wait[keep]),
-                     time.perf_counter() - started, util, span, pool_t, pool_c,
-                     submit_s=w.submit.copy(), start_s=schedule.start.copy(), end_s=schedule.end.copy(),
-                     procs=w.procs.copy(), vo=w.vo.copy(), shares=vo_shares(w), cores=cores,
-                     class_disagreements=int(np.count_nonzero(seen.job_class != w.job_class)))
+    return RunResult(
+        spec,
+        w.job_class[keep],
+        wait[keep],
+        responsiveness(run_s=run[keep], wait_s=wait[keep]),
+        time.perf_counter() - started,
+        util,
+        span,
+        pool_t,
+        pool_c,
+        submit_s=w.submit.copy(),
+        start_s=schedule.start.copy(),
+        end_s=schedule.end.copy(),
+        procs=w.procs.copy(),
+        vo=w.vo.copy(),
+        shares=vo_shares(w),
+        cores=cores,
+        class_disagreements=int(np.count_nonzero(seen.job_class != w.job_class)),
+    )
 
 
 # ------------------------------------------------------------------------ plans and aggregation
-def plan(*, quick: bool, seeds: Iterable[int], elastic: bool = False, lpc: bool = False,
-         learned: Sequence[str] = ("sarsa-esn",), rigid_learned: bool = True,
-         classic: Sequence[str] = CLASSIC_POLICIES,
-         scale: float | None = None, lpc_window_days: tuple[float, float] | None = None,
-         protocols: Sequence[str] = ("paper",), holdout_protocols: Sequence[str] = ()) -> list[RunSpec]:
+def plan(
+    *,
+    quick: bool,
+    seeds: Iterable[int],
+    elastic: bool = False,
+    lpc: bool = False,
+    learned: Sequence[str] = ("sarsa-esn",),
+    rigid_learned: bool = True,
+    classic: Sequence[str] = CLASSIC_POLICIES,
+    scale: float | None = None,
+    lpc_window_days: tuple[float, float] | None = None,
+    protocols: Sequence[str] = ("paper",),
+    holdout_protocols: Sequence[str] = (),
+) -> list[RunSpec]:
     """Every simulation of an experiment.
 
     Classic policies run once per LAL-like seed and once on LPC-EGEE (a fixed trace, a
@@ -364,13 +401,15 @@ def plan(*, quick: bool, seeds: Iterable[int], elastic: bool = False, lpc: bool 
             # A fixed policy on a fixed trace is deterministic: one run, on the first seed.
             for seed in seed_list if workload == "lal" else seed_list[:1]:
                 specs += [replace(base, policy=policy, seed=seed) for policy in fixed]
-            specs += _learned_specs(base, seed_list, learned, rigid=rigid_learned,
-                                    elastic=elastic and workload == "lal")
+            specs += _learned_specs(
+                base, seed_list, learned, rigid=rigid_learned, elastic=elastic and workload == "lal"
+            )
     return specs
 
 
-def _learned_specs(base: RunSpec, seeds: list[int], learned: Sequence[str], *, rigid: bool,
-                   elastic: bool) -> list[RunSpec]:
+def _learned_specs(
+    base: RunSpec, seeds: list[int], learned: Sequence[str], *, rigid: bool, elastic: bool
+) -> list[RunSpec]:
     """Every learned run of one workload and protocol: seed × policy × runtime model × λ, rigid and/or elastic.
 
     Under the product protocol only estimated runtimes (no policy reads the actual runtime)."""
@@ -397,9 +436,15 @@ def label(spec: RunSpec) -> tuple[str, str, str | None, float | None, str]:
 def _row_stats(w: FloatArray, wait: FloatArray) -> dict[str, Any]:
     """The statistics keys of a results.json row (:func:`rlsched.core.measures.group_stats`)."""
     s = group_stats(w, wait)
-    return {"mean_W": s.mean_w, "sd_W": s.sd_w, "mean_wait_s": s.mean_wait_s, "sd_wait_s": s.sd_wait_s,
-            "median_wait_s": s.median_wait_s, "frac_wait_under_120s": s.frac_wait_under_target,
-            "frac_W_over_0_9": s.frac_w_over_0_9}
+    return {
+        "mean_W": s.mean_w,
+        "sd_W": s.sd_w,
+        "mean_wait_s": s.mean_wait_s,
+        "sd_wait_s": s.sd_wait_s,
+        "median_wait_s": s.median_wait_s,
+        "frac_wait_under_120s": s.frac_wait_under_target,
+        "frac_W_over_0_9": s.frac_w_over_0_9,
+    }
 
 
 def aggregate(results: list[RunResult]) -> list[dict[str, Any]]:
@@ -422,9 +467,16 @@ def aggregate(results: list[RunResult]) -> list[dict[str, Any]]:
             by_seed = [float(r.w[m].mean()) if m.any() else None for r, m in zip(runs, masks, strict=True)]
             seen_w = [x for x in by_seed if x is not None]
             row: dict[str, Any] = {
-                "workload": workload, "policy": policy, "runtime_model": rm, "lambda": lam, "class": cls_name,
-                "protocol": protocol, **information(policy, rm, protocol),
-                "jobs": int(w.size), "seeds": [r.spec.seed for r in runs], **_row_stats(w, wait),
+                "workload": workload,
+                "policy": policy,
+                "runtime_model": rm,
+                "lambda": lam,
+                "class": cls_name,
+                "protocol": protocol,
+                **information(policy, rm, protocol),
+                "jobs": int(w.size),
+                "seeds": [r.spec.seed for r in runs],
+                **_row_stats(w, wait),
                 "mean_W_by_seed": by_seed,
                 # Spread over seeds: the sd of the per-seed means (0 for one run).
                 "sd_W_over_seeds": float(np.std(seen_w)) if seen_w else None,
@@ -444,10 +496,16 @@ def aggregate(results: list[RunResult]) -> list[dict[str, Any]]:
 def _row_order(spec: RunSpec) -> tuple[Any, ...]:
     order = (*CLASSIC_POLICIES, *SAME_INFO_RULES, *RESERVATION_POLICIES, "native", *LEARNED_POLICIES)
     pol_rank = order.index(spec.policy) if spec.policy in order else 99
-    proto_rank = (PROTOCOL_BOTH, *PROTOCOLS).index(spec.protocol) if spec.protocol in (PROTOCOL_BOTH,
-                                                                                          *PROTOCOLS) else 9
-    return (WORKLOADS.index(spec.workload) if spec.workload in WORKLOADS else 9, proto_rank, spec.elastic, pol_rank,
-            spec.runtime_model or "", spec.lam if spec.lam is not None else -1.0, spec.seed)
+    proto_rank = (PROTOCOL_BOTH, *PROTOCOLS).index(spec.protocol) if spec.protocol in (PROTOCOL_BOTH, *PROTOCOLS) else 9
+    return (
+        WORKLOADS.index(spec.workload) if spec.workload in WORKLOADS else 9,
+        proto_rank,
+        spec.elastic,
+        pol_rank,
+        spec.runtime_model or "",
+        spec.lam if spec.lam is not None else -1.0,
+        spec.seed,
+    )
 
 
 def _mean_pool(r: RunResult) -> float:
@@ -484,9 +542,16 @@ def same_info_goal(rows: list[dict[str, Any]], protocol: str = "product") -> lis
     for workload in WORKLOADS:
         proto = PROTOCOL_BOTH if workload == "lal" else protocol
         learned = find_row(rows, workload, policy, "interactive", rm, lam, proto)
-        rules = [r for r in rows if r["workload"] == workload and r["class"] == "interactive"
-                 and r.get("protocol") == proto and r["runtime_model"] is None and r["policy"] != "native"
-                 and r["mean_W"] is not None]
+        rules = [
+            r
+            for r in rows
+            if r["workload"] == workload
+            and r["class"] == "interactive"
+            and r.get("protocol") == proto
+            and r["runtime_model"] is None
+            and r["policy"] != "native"
+            and r["mean_W"] is not None
+        ]
         if learned is None or not rules:
             continue
         best = max(rules, key=lambda r: (round(r["mean_W"], 6), r["mean_fairness"]))
@@ -496,14 +561,29 @@ def same_info_goal(rows: list[dict[str, Any]], protocol: str = "product") -> lis
         d_f = learned["mean_fairness"] - best["mean_fairness"]
         w_holds = d_w >= -spread_w
         f_holds = d_f > spread_f
-        out.append({"workload": workload, "protocol": proto, "learned": f"{policy} {rm} λ={lam:g}",
-                    "best_rule": best["policy"],
-                    "learned_W": learned["mean_W"], "learned_sd_W": learned["sd_W_over_seeds"],
-                    "rule_W": best["mean_W"], "rule_sd_W": best["sd_W_over_seeds"],
-                    "learned_F": learned["mean_fairness"], "learned_sd_F": learned["sd_fairness_over_seeds"],
-                    "rule_F": best["mean_fairness"], "rule_sd_F": best["sd_fairness_over_seeds"],
-                    "diff_W": d_w, "spread_W": spread_w, "diff_F": d_f, "spread_F": spread_f,
-                    "W_no_worse": bool(w_holds), "F_better": bool(f_holds), "met": bool(w_holds and f_holds)})
+        out.append(
+            {
+                "workload": workload,
+                "protocol": proto,
+                "learned": f"{policy} {rm} λ={lam:g}",
+                "best_rule": best["policy"],
+                "learned_W": learned["mean_W"],
+                "learned_sd_W": learned["sd_W_over_seeds"],
+                "rule_W": best["mean_W"],
+                "rule_sd_W": best["sd_W_over_seeds"],
+                "learned_F": learned["mean_fairness"],
+                "learned_sd_F": learned["sd_fairness_over_seeds"],
+                "rule_F": best["mean_fairness"],
+                "rule_sd_F": best["sd_fairness_over_seeds"],
+                "diff_W": d_w,
+                "spread_W": spread_w,
+                "diff_F": d_f,
+                "spread_F": spread_f,
+                "W_no_worse": bool(w_holds),
+                "F_better": bool(f_holds),
+                "met": bool(w_holds and f_holds),
+            }
+        )
     return out
 
 
@@ -511,8 +591,10 @@ def targets(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The issue-3 goals, checked on every learned setting that ran."""
     checks: list[dict[str, Any]] = []
     fcfs_batch = find_row(rows, "lal", "fcfs", "batch")
-    learned = sorted({(r["workload"], r["policy"]) for r in rows if r["runtime_model"] is not None},
-                     key=lambda k: (WORKLOADS.index(k[0]) if k[0] in WORKLOADS else 9, k[1]))
+    learned = sorted(
+        {(r["workload"], r["policy"]) for r in rows if r["runtime_model"] is not None},
+        key=lambda k: (WORKLOADS.index(k[0]) if k[0] in WORKLOADS else 9, k[1]),
+    )
     for workload, policy in learned:
         for rm in RUNTIME_MODELS:
             for lam in LAMBDAS:
@@ -523,25 +605,39 @@ def targets(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 tag = f"{workload} {policy} {rm} λ={lam:g}"
                 if workload == "lal":
                     goal = 0.97 if policy.endswith("elastic") else 0.95
-                    checks.append({"check": f"{tag}: interactive mean W {inter['mean_W']:.3f} ≥ {goal}",
-                                   "holds": inter["mean_W"] >= goal})
-                    checks.append({"check": f"{tag}: interactive wait < 120 s for "
-                                            f"{inter['frac_wait_under_120s']:.1%} > 90 %",
-                                   "holds": inter["frac_wait_under_120s"] > 0.9})
+                    checks.append(
+                        {
+                            "check": f"{tag}: interactive mean W {inter['mean_W']:.3f} ≥ {goal}",
+                            "holds": inter["mean_W"] >= goal,
+                        }
+                    )
+                    checks.append(
+                        {
+                            "check": f"{tag}: interactive wait < 120 s for {inter['frac_wait_under_120s']:.1%} > 90 %",
+                            "holds": inter["frac_wait_under_120s"] > 0.9,
+                        }
+                    )
                     if fcfs_batch is not None and batch["mean_W"] is not None and not policy.endswith("elastic"):
-                        checks.append({"check": f"{tag}: batch mean W {batch['mean_W']:.3f} ≥ FCFS "
-                                                f"{fcfs_batch['mean_W']:.3f}",
-                                       "holds": batch["mean_W"] >= fcfs_batch["mean_W"]})
+                        checks.append(
+                            {
+                                "check": f"{tag}: batch mean W {batch['mean_W']:.3f} ≥ FCFS {fcfs_batch['mean_W']:.3f}",
+                                "holds": batch["mean_W"] >= fcfs_batch["mean_W"],
+                            }
+                        )
                 else:
                     native = find_row(rows, workload, "native", "interactive")
                     fcfs = find_row(rows, workload, "fcfs", "interactive")
                     context = f" (context only: simulated FCFS has {fcfs['mean_W']:.3f})" if fcfs else ""
                     if native is not None:
-                        checks.append({"check": f"{tag}: interactive W {inter['mean_W']:.3f} > native "
-                                                f"{native['mean_W']:.3f} and mean wait {inter['mean_wait_s']:.0f} "
-                                                f"< {native['mean_wait_s']:.0f} s{context}",
-                                       "holds": inter["mean_W"] > native["mean_W"]
-                                       and inter["mean_wait_s"] < native["mean_wait_s"]})
+                        checks.append(
+                            {
+                                "check": f"{tag}: interactive W {inter['mean_W']:.3f} > native "
+                                f"{native['mean_W']:.3f} and mean wait {inter['mean_wait_s']:.0f} "
+                                f"< {native['mean_wait_s']:.0f} s{context}",
+                                "holds": inter["mean_W"] > native["mean_W"]
+                                and inter["mean_wait_s"] < native["mean_wait_s"],
+                            }
+                        )
     return checks
 
 
@@ -559,8 +655,10 @@ def reported_seeds(seed: int, n_seeds: int | None, quick: bool) -> list[int]:
         raise ValueError(f"perez: n_seeds must be ≥ 1, got {k}")
     seeds = list(range(seed, seed + k))
     if any(s < 0 or s >= TUNING_SEED_BASE for s in seeds):
-        raise ValueError(f"perez: reported seeds must lie in [0, {TUNING_SEED_BASE}); seeds ≥ "
-                         f"{TUNING_SEED_BASE} are reserved for tuning (got {seeds})")
+        raise ValueError(
+            f"perez: reported seeds must lie in [0, {TUNING_SEED_BASE}); seeds ≥ "
+            f"{TUNING_SEED_BASE} are reserved for tuning (got {seeds})"
+        )
     return seeds
 
 
@@ -605,19 +703,27 @@ class PerezExperiment(PaperExperiment[RunSpec, RunResult]):
         rows = aggregate(results)
         figures = report.figures(run.out, results)
         result: dict[str, Any] = {
-            "experiment": self.name, "quick": self.quick, "seeds": list(self.seeds),
-            "tuning_seed_base": TUNING_SEED_BASE, "lal_cores": LAL_CORES,
+            "experiment": self.name,
+            "quick": self.quick,
+            "seeds": list(self.seeds),
+            "tuning_seed_base": TUNING_SEED_BASE,
+            "lal_cores": LAL_CORES,
             "trim_jobs": sorted({trim_jobs(s) for s in specs}),
             "pretrain_decisions": sorted({pretrain_decisions(s) for s in specs if s.policy in LEARNED_POLICIES}),
             "lpc_window_days": next((list(lpc_window(s)) for s in specs if s.workload == "lpc-egee"), None),
-            "lpc_holdout_window_days": next((list(lpc_window(s)) for s in specs if s.workload == "lpc-egee-holdout"),
-                                            None),
+            "lpc_holdout_window_days": next(
+                (list(lpc_window(s)) for s in specs if s.workload == "lpc-egee-holdout"), None
+            ),
             "protocols": sorted({s.protocol for s in specs}, key=(PROTOCOL_BOTH, *PROTOCOLS).index),
             "primary_learned": list(PRIMARY_LEARNED),
             "workloads": sorted({s.workload for s in specs}, key=WORKLOADS.index),
-            "notes": list(self.notes), "published": published_rows_json(),
+            "notes": list(self.notes),
+            "published": published_rows_json(),
             "runs": [{**asdict(r.spec), "wall_s": r.wall_s} for r in results],
-            "rows": rows, "targets": targets(rows), "same_info_goal": same_info_goal(rows), "figures": figures,
+            "rows": rows,
+            "targets": targets(rows),
+            "same_info_goal": same_info_goal(rows),
+            "figures": figures,
         }
         result["wall_time_s"] = run.wall_s()
         return result
@@ -626,17 +732,34 @@ class PerezExperiment(PaperExperiment[RunSpec, RunResult]):
         return report.report_markdown(results)
 
 
-def run_experiment(name: str, out_dir: Path, specs: list[RunSpec], *, quick: bool, seeds: list[int],
-                   workers: int | None, notes: Sequence[str] = ()) -> dict[str, Any]:
+def run_experiment(
+    name: str,
+    out_dir: Path,
+    specs: list[RunSpec],
+    *,
+    quick: bool,
+    seeds: list[int],
+    workers: int | None,
+    notes: Sequence[str] = (),
+) -> dict[str, Any]:
     """Run ``specs`` (longest first, on ``workers`` processes), then write ``results.json``, ``report.md``
     and the figures into ``out_dir``."""
     experiment = PerezExperiment(name, tuple(specs), quick, tuple(seeds), tuple(notes))
     return experiment.run(out_dir, workers if workers is not None else default_workers())
 
 
-def run_rigid(out_dir: Path, *, quick: bool = False, seed: int = 0, n_seeds: int | None = None,
-              lpc: bool | None = None, workers: int | None = None, scale: float | None = None,
-              lpc_window_days: tuple[float, float] | None = None, holdout: bool = True) -> dict[str, Any]:
+def run_rigid(
+    out_dir: Path,
+    *,
+    quick: bool = False,
+    seed: int = 0,
+    n_seeds: int | None = None,
+    lpc: bool | None = None,
+    workers: int | None = None,
+    scale: float | None = None,
+    lpc_window_days: tuple[float, float] | None = None,
+    holdout: bool = True,
+) -> dict[str, Any]:
     """P-grid Tables 2–3: rigid pool; writes results.json, report.md and figures into ``out_dir``.
 
     Options as :func:`rlsched.sim.experiments.perez_fqi.run_fqi`; LPC-EGEE runs under both information
@@ -644,29 +767,60 @@ def run_rigid(out_dir: Path, *, quick: bool = False, seed: int = 0, n_seeds: int
     """
     seeds = reported_seeds(seed, n_seeds, quick)
     use_lpc, why = resolve_lpc(lpc, quick)
-    specs = plan(quick=quick, seeds=seeds, lpc=use_lpc, learned=RIGID_LEARNED, scale=scale,
-                 classic=(*CLASSIC_POLICIES, *SAME_INFO_RULES, *RESERVATION_POLICIES), lpc_window_days=lpc_window_days,
-                 protocols=PROTOCOLS, holdout_protocols=("product",) if holdout else ())
-    return run_experiment("perez-rigid", out_dir, specs, quick=quick, seeds=seeds, workers=workers,
-                          notes=[why] if why else [])
+    specs = plan(
+        quick=quick,
+        seeds=seeds,
+        lpc=use_lpc,
+        learned=RIGID_LEARNED,
+        scale=scale,
+        classic=(*CLASSIC_POLICIES, *SAME_INFO_RULES, *RESERVATION_POLICIES),
+        lpc_window_days=lpc_window_days,
+        protocols=PROTOCOLS,
+        holdout_protocols=("product",) if holdout else (),
+    )
+    return run_experiment(
+        "perez-rigid", out_dir, specs, quick=quick, seeds=seeds, workers=workers, notes=[why] if why else []
+    )
 
 
-def run_elastic(out_dir: Path, *, quick: bool = False, seed: int = 0, n_seeds: int | None = None,
-                workers: int | None = None, scale: float | None = None) -> dict[str, Any]:
+def run_elastic(
+    out_dir: Path,
+    *,
+    quick: bool = False,
+    seed: int = 0,
+    n_seeds: int | None = None,
+    workers: int | None = None,
+    scale: float | None = None,
+) -> dict[str, Any]:
     """P-grid Tables 4–5: elastic pool on the LAL-like workload, beside the rigid agent of each setting."""
     seeds = reported_seeds(seed, n_seeds, quick)
-    specs = plan(quick=quick, seeds=seeds, elastic=True, lpc=False, learned=RIGID_LEARNED, scale=scale,
-                 classic=(*CLASSIC_POLICIES, *RESERVATION_POLICIES))
+    specs = plan(
+        quick=quick,
+        seeds=seeds,
+        elastic=True,
+        lpc=False,
+        learned=RIGID_LEARNED,
+        scale=scale,
+        classic=(*CLASSIC_POLICIES, *RESERVATION_POLICIES),
+    )
     return run_experiment("perez-elastic", out_dir, specs, quick=quick, seeds=seeds, workers=workers)
 
 
 EXPERIMENTS = {
     "perez-rigid": Experiment(
-        "perez-rigid", "Perez et al. P-grid Tables 2-3: SARSA-ESN (oracle/estimated, λ=0.5/1; also with the "
+        "perez-rigid",
+        "Perez et al. P-grid Tables 2-3: SARSA-ESN (oracle/estimated, λ=0.5/1; also with the "
         "keep-idle action) vs FCFS, EASY, EASY-SJF, interactive-first (-sjf, keeping 2 cores), multifactor "
         "fair-share (and the recorded native schedule on LPC-EGEE), rigid pool; paper and product information "
-        "protocols, and a held-out LPC-EGEE window", run_rigid, report.report_markdown),
+        "protocols, and a held-out LPC-EGEE window",
+        run_rigid,
+        report.report_markdown,
+    ),
     "perez-elastic": Experiment(
-        "perez-elastic", "Perez et al. P-grid Tables 4-5: SARSA-ESN choosing the pool size every period "
-        "(≥ 15 min, ≥ 30 cores, ≥ running jobs) on the LAL-like workload", run_elastic, report.report_markdown),
+        "perez-elastic",
+        "Perez et al. P-grid Tables 4-5: SARSA-ESN choosing the pool size every period "
+        "(≥ 15 min, ≥ 30 cores, ≥ running jobs) on the LAL-like workload",
+        run_elastic,
+        report.report_markdown,
+    ),
 }

@@ -148,14 +148,25 @@ class RunResult:
     class_disagreements: int = 0
 
 
-def find_row(rows: list[dict[str, Any]], workload: str, policy: str, cls: str, rm: str | None = None,
-             lam: float | None = None, protocol: str | None = None) -> dict[str, Any] | None:
+def find_row(
+    rows: list[dict[str, Any]],
+    workload: str,
+    policy: str,
+    cls: str,
+    rm: str | None = None,
+    lam: float | None = None,
+    protocol: str | None = None,
+) -> dict[str, Any] | None:
     """The row of these keys; ``protocol=None`` takes the paper protocol's (``both`` on the LAL-like workload)."""
     wanted = ("paper", PROTOCOL_BOTH) if protocol is None else (protocol,)
     for r in rows:
-        if (r["workload"], r["policy"], r["class"], r["runtime_model"], r["lambda"]) == (workload, policy, cls,
-                                                                                           rm, lam) \
-                and r.get("protocol", "paper") in wanted:
+        if (r["workload"], r["policy"], r["class"], r["runtime_model"], r["lambda"]) == (
+            workload,
+            policy,
+            cls,
+            rm,
+            lam,
+        ) and r.get("protocol", "paper") in wanted:
             return r
     return None
 
@@ -163,21 +174,44 @@ def find_row(rows: list[dict[str, Any]], workload: str, policy: str, cls: str, r
 #: The published numbers in one line per table (kept in results.json for readers of the previous format).
 PUBLISHED_SUMMARY: dict[str, dict[str, str]] = {
     "P-grid Table 2 (rigid, W mean ± sd)": {
-        "sarsa-esn interactive": "0.864–0.869 ± 0.31", "sarsa-esn batch": "0.892–0.899",
-        "native interactive": "0.628 ± 0.418", "native batch": "0.830"},
+        "sarsa-esn interactive": "0.864–0.869 ± 0.31",
+        "sarsa-esn batch": "0.892–0.899",
+        "native interactive": "0.628 ± 0.418",
+        "native batch": "0.830",
+    },
     "P-grid Table 3 (rigid, interactive mean wait, s)": {"sarsa-esn": "862–1152", "native": "2756"},
     "P-grid Table 4 (elastic, interactive W)": {"sarsa-esn": "0.958–0.971; ≥ 94 % with W > 0.9"},
     "P-grid Table 5 (elastic, speedup of queueing delay)": {"sarsa-esn": "45–73 %"},
     "P-fqi Table 2 (W, all jobs)": {"fqi-esn estimated": "0.94", "fqi-ffnn estimated": "0.93", "native": "0.73"},
     "P-fqi Table 3 (mean wait interactive / batch, s)": {
-        "fqi-esn estimated": "495 / 3492 (> 90 % interactive under 2 min)", "native": "2756 / 13041"},
+        "fqi-esn estimated": "495 / 3492 (> 90 % interactive under 2 min)",
+        "native": "2756 / 13041",
+    },
 }
 
 
-def _pub(source: str, policy: str, rm: str | None, lam: float | None, cls: str, metric: str, mean: float,
-         sd: float | None = None, note: str = "") -> dict[str, Any]:
-    return {"source": source, "policy": policy, "runtime_model": rm, "lambda": lam, "class": cls,
-            "metric": metric, "mean": mean, "sd": sd, "note": note}
+def _pub(
+    source: str,
+    policy: str,
+    rm: str | None,
+    lam: float | None,
+    cls: str,
+    metric: str,
+    mean: float,
+    sd: float | None = None,
+    note: str = "",
+) -> dict[str, Any]:
+    return {
+        "source": source,
+        "policy": policy,
+        "runtime_model": rm,
+        "lambda": lam,
+        "class": cls,
+        "metric": metric,
+        "mean": mean,
+        "sd": sd,
+        "note": note,
+    }
 
 
 def _published_rows() -> list[dict[str, Any]]:
@@ -185,9 +219,12 @@ def _published_rows() -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     t2 = "P-grid Table 2"
     # P-grid Table 2: rig-ora-0.5, rig-ora-1, rig-est-0.5, rig-est-1, nat; (interactive, batch) mean ± sd of W.
-    pgrid_w = {("oracle", 0.5): ((0.866, 0.314), (0.892, 0.228)), ("oracle", 1.0): ((0.869, 0.308), (0.893, 0.226)),
-               ("estimated", 0.5): ((0.864, 0.319), (0.894, 0.223)),
-               ("estimated", 1.0): ((0.867, 0.311), (0.899, 0.216))}
+    pgrid_w = {
+        ("oracle", 0.5): ((0.866, 0.314), (0.892, 0.228)),
+        ("oracle", 1.0): ((0.869, 0.308), (0.893, 0.226)),
+        ("estimated", 0.5): ((0.864, 0.319), (0.894, 0.223)),
+        ("estimated", 1.0): ((0.867, 0.311), (0.899, 0.216)),
+    }
     for (rm, lam), (inter, batch) in pgrid_w.items():
         rows.append(_pub(t2, "sarsa-esn", rm, lam, "interactive", "W", *inter))
         rows.append(_pub(t2, "sarsa-esn", rm, lam, "batch", "W", *batch))
@@ -195,8 +232,12 @@ def _published_rows() -> list[dict[str, Any]]:
     rows.append(_pub(t2, "native", None, None, "batch", "W", 0.830, 0.265))
     # P-grid Table 3: interactive queueing delay (s).
     t3 = "P-grid Table 3"
-    for (rm, lam), (mean, sd) in {("oracle", 0.5): (1096, 5137), ("oracle", 1.0): (862, 3505),
-                                  ("estimated", 0.5): (1087, 4838), ("estimated", 1.0): (1152, 5417)}.items():
+    for (rm, lam), (mean, sd) in {
+        ("oracle", 0.5): (1096, 5137),
+        ("oracle", 1.0): (862, 3505),
+        ("estimated", 0.5): (1087, 4838),
+        ("estimated", 1.0): (1152, 5417),
+    }.items():
         rows.append(_pub(t3, "sarsa-esn", rm, lam, "interactive", "wait", mean, sd))
     rows.append(_pub(t3, "native", None, None, "interactive", "wait", 2756, 8844))
     # P-grid §5.2: fractions of interactive jobs with W ≥ 0.9 and with a wait under 2 minutes.
@@ -207,29 +248,56 @@ def _published_rows() -> list[dict[str, Any]]:
     rows.append(_pub(s52, "native", None, None, "interactive", "frac_wait_under_120s", 0.63))
     # P-grid Table 4: elastic W (interactive, batch); Table 5: speedup of the interactive queueing delay.
     t4, t5 = "P-grid Table 4", "P-grid Table 5"
-    elastic_w = {("oracle", 0.5): ((0.965, 0.177), (0.966, 0.116)), ("oracle", 1.0): ((0.971, 0.160), (0.966, 0.121)),
-                 ("estimated", 0.5): ((0.958, 0.184), (0.960, 0.123)),
-                 ("estimated", 1.0): ((0.968, 0.167), (0.968, 0.113))}
+    elastic_w = {
+        ("oracle", 0.5): ((0.965, 0.177), (0.966, 0.116)),
+        ("oracle", 1.0): ((0.971, 0.160), (0.966, 0.121)),
+        ("estimated", 0.5): ((0.958, 0.184), (0.960, 0.123)),
+        ("estimated", 1.0): ((0.968, 0.167), (0.968, 0.113)),
+    }
     speedup = {("oracle", 0.5): 0.45, ("oracle", 1.0): 0.73, ("estimated", 0.5): 0.58, ("estimated", 1.0): 0.64}
     for (rm, lam), (inter, batch) in elastic_w.items():
         rows.append(_pub(t4, "sarsa-esn-elastic", rm, lam, "interactive", "W", *inter))
         rows.append(_pub(t4, "sarsa-esn-elastic", rm, lam, "batch", "W", *batch))
-        rows.append(_pub(t5, "sarsa-esn-elastic", rm, lam, "interactive", "speedup", speedup[(rm, lam)],
-                         note="vs the rigid agent of the same setting"))
-    rows.append(_pub("P-grid §5.3", "sarsa-esn-elastic", None, None, "interactive", "frac_W_over_0_9", 0.94,
-                     note="“more than 94 %”"))
+        rows.append(
+            _pub(
+                t5,
+                "sarsa-esn-elastic",
+                rm,
+                lam,
+                "interactive",
+                "speedup",
+                speedup[(rm, lam)],
+                note="vs the rigid agent of the same setting",
+            )
+        )
+    rows.append(
+        _pub(
+            "P-grid §5.3",
+            "sarsa-esn-elastic",
+            None,
+            None,
+            "interactive",
+            "frac_W_over_0_9",
+            0.94,
+            note="“more than 94 %”",
+        )
+    )
     # P-fqi Table 2 (λ = 0.5): W batch / interactive / total; Table 3: queueing delay batch / interactive.
     f2, f3 = "P-fqi Table 2", "P-fqi Table 3"
-    fqi_w = {("native", None): ((0.82, 0.26), (0.62, 0.41), (0.73, 0.36)),
-             ("fqi-ffnn", "oracle"): ((0.93, 0.18), (0.94, 0.22), (0.93, 0.20)),
-             ("fqi-ffnn", "estimated"): ((0.92, 0.18), (0.94, 0.22), (0.93, 0.20)),
-             ("fqi-esn", "oracle"): ((0.93, 0.19), (0.94, 0.20), (0.93, 0.19)),
-             ("fqi-esn", "estimated"): ((0.93, 0.17), (0.95, 0.19), (0.94, 0.18))}
-    fqi_wait = {("native", None): ((13041, 26726), (2756, 8844)),
-                ("fqi-ffnn", "oracle"): ((3777, 12168), (1366, 7989)),
-                ("fqi-ffnn", "estimated"): ((3803, 12232), (1382, 8076)),
-                ("fqi-esn", "oracle"): ((3962, 13014), (1085, 8491)),
-                ("fqi-esn", "estimated"): ((3492, 12175), (495, 3589))}
+    fqi_w = {
+        ("native", None): ((0.82, 0.26), (0.62, 0.41), (0.73, 0.36)),
+        ("fqi-ffnn", "oracle"): ((0.93, 0.18), (0.94, 0.22), (0.93, 0.20)),
+        ("fqi-ffnn", "estimated"): ((0.92, 0.18), (0.94, 0.22), (0.93, 0.20)),
+        ("fqi-esn", "oracle"): ((0.93, 0.19), (0.94, 0.20), (0.93, 0.19)),
+        ("fqi-esn", "estimated"): ((0.93, 0.17), (0.95, 0.19), (0.94, 0.18)),
+    }
+    fqi_wait = {
+        ("native", None): ((13041, 26726), (2756, 8844)),
+        ("fqi-ffnn", "oracle"): ((3777, 12168), (1366, 7989)),
+        ("fqi-ffnn", "estimated"): ((3803, 12232), (1382, 8076)),
+        ("fqi-esn", "oracle"): ((3962, 13014), (1085, 8491)),
+        ("fqi-esn", "estimated"): ((3492, 12175), (495, 3589)),
+    }
     for (policy, fqi_rm), (batch, inter, total) in fqi_w.items():
         fqi_lam = None if fqi_rm is None else 0.5
         rows.append(_pub(f2, policy, fqi_rm, fqi_lam, "interactive", "W", *inter))
@@ -240,8 +308,11 @@ def _published_rows() -> list[dict[str, Any]]:
         rows.append(_pub(f3, policy, fqi_rm, fqi_lam, "interactive", "wait", *inter))
         rows.append(_pub(f3, policy, fqi_rm, fqi_lam, "batch", "wait", *batch))
     s5 = "P-fqi §5.1–5.2"
-    rows.append(_pub(s5, "fqi-esn", None, None, "interactive", "frac_wait_under_120s", 0.90,
-                     note="“more than 90 %” (ESN and NN)"))
+    rows.append(
+        _pub(
+            s5, "fqi-esn", None, None, "interactive", "frac_wait_under_120s", 0.90, note="“more than 90 %” (ESN and NN)"
+        )
+    )
     rows.append(_pub(s5, "native", None, None, "interactive", "frac_wait_under_120s", 0.63))
     return rows
 

@@ -38,9 +38,17 @@ from rlsched.sim.experiments.perez_common import CLASSIC_POLICIES, PROTOCOLS, SA
 FQI_POLICIES = ("fqi-esn", "fqi-ffnn")
 
 
-def run_fqi(out_dir: Path, *, quick: bool = False, seed: int = 0, n_seeds: int | None = None,
-            lpc: bool | None = None, workers: int | None = None, scale: float | None = None,
-            lpc_window_days: tuple[float, float] | None = None) -> dict[str, Any]:
+def run_fqi(
+    out_dir: Path,
+    *,
+    quick: bool = False,
+    seed: int = 0,
+    n_seeds: int | None = None,
+    lpc: bool | None = None,
+    workers: int | None = None,
+    scale: float | None = None,
+    lpc_window_days: tuple[float, float] | None = None,
+) -> dict[str, Any]:
     """P-fqi Tables 2–3; writes results.json, report.md and figures into ``out_dir``.
 
     ``lpc=None`` runs LPC-EGEE in full mode (error when the trace is missing) and in quick
@@ -50,16 +58,27 @@ def run_fqi(out_dir: Path, *, quick: bool = False, seed: int = 0, n_seeds: int |
     """
     seeds = reported_seeds(seed, n_seeds, quick)
     use_lpc, why = resolve_lpc(lpc, quick)
-    specs = plan(quick=quick, seeds=seeds, lpc=use_lpc, learned=FQI_POLICIES, scale=scale,
-                 classic=(*CLASSIC_POLICIES, *SAME_INFO_RULES), lpc_window_days=lpc_window_days,
-                 protocols=PROTOCOLS)
-    return run_experiment("perez-fqi", out_dir, specs, quick=quick, seeds=seeds, workers=workers,
-                          notes=[why] if why else [])
+    specs = plan(
+        quick=quick,
+        seeds=seeds,
+        lpc=use_lpc,
+        learned=FQI_POLICIES,
+        scale=scale,
+        classic=(*CLASSIC_POLICIES, *SAME_INFO_RULES),
+        lpc_window_days=lpc_window_days,
+        protocols=PROTOCOLS,
+    )
+    return run_experiment(
+        "perez-fqi", out_dir, specs, quick=quick, seeds=seeds, workers=workers, notes=[why] if why else []
+    )
 
 
 EXPERIMENTS = {
     "perez-fqi": Experiment(
-        "perez-fqi", "Perez et al. P-fqi Tables 2-3: ESN vs FFNN fitted-Q iteration (oracle/estimated, λ=0.5/1) "
-        "vs FCFS, EASY, EASY-SJF (and the recorded native schedule on LPC-EGEE)", run_fqi,
-        perez_report.report_markdown),
+        "perez-fqi",
+        "Perez et al. P-fqi Tables 2-3: ESN vs FFNN fitted-Q iteration (oracle/estimated, λ=0.5/1) "
+        "vs FCFS, EASY, EASY-SJF (and the recorded native schedule on LPC-EGEE)",
+        run_fqi,
+        perez_report.report_markdown,
+    ),
 }

@@ -45,6 +45,7 @@ from rlsched.sim.experiments.perez_common import (
 #: Points of the time grid of the fairness and utilization series.
 SERIES_POINTS = 600
 
+
 # ------------------------------------------------------------------------ time series
 def fairness_series(r: RunResult, t: FloatArray) -> FloatArray:
     """F(t) = 1 − max_k (w_k − S_k(t))_+ / max_k w_k (P-grid Eq. 2); NaN before any service."""
@@ -69,8 +70,9 @@ def mean_fairness(r: RunResult) -> float:
 def utilization_series(r: RunResult, t: FloatArray) -> FloatArray:
     """U(t) of P-grid Eq. 3: work of the jobs completed by t over the core-seconds provisioned since the start."""
     assert r.end_s is not None and r.start_s is not None and r.procs is not None
-    return _utilization_series(t, r.start_s, r.end_s, r.procs, r.span_s[0], cores=r.cores,
-                               change_s=r.pool_time_s, pool_cores=r.pool_cores)
+    return _utilization_series(
+        t, r.start_s, r.end_s, r.procs, r.span_s[0], cores=r.cores, change_s=r.pool_time_s, pool_cores=r.pool_cores
+    )
 
 
 # ------------------------------------------------------------------------ figures
@@ -138,11 +140,19 @@ def figures(out: Path, results: list[RunResult]) -> list[str]:
             ax_d.step(d + 1.0, np.arange(1, d.size + 1) / d.size, where="post", label=name, **style)
             floor = min(floor, float((w >= 0.1).mean()))
         # Truncated vertical axis, as in P-grid Fig. 4 and P-fqi Fig. 2: the curves differ near the top.
-        ax_w.set(xlabel="responsiveness W", ylabel="fraction of interactive jobs with W ≥ x",
-                 title=f"{workload}: inverse CDF of W, interactive jobs", xlim=(0.0, 1.0),
-                 ylim=(max(floor - 0.05, 0.0), 1.01))
-        ax_d.set(xscale="log", xlabel="queueing delay + 1 (s)", ylabel="fraction of interactive jobs",
-                 title=f"{workload}: CDF of interactive queueing delay")
+        ax_w.set(
+            xlabel="responsiveness W",
+            ylabel="fraction of interactive jobs with W ≥ x",
+            title=f"{workload}: inverse CDF of W, interactive jobs",
+            xlim=(0.0, 1.0),
+            ylim=(max(floor - 0.05, 0.0), 1.01),
+        )
+        ax_d.set(
+            xscale="log",
+            xlabel="queueing delay + 1 (s)",
+            ylabel="fraction of interactive jobs",
+            title=f"{workload}: CDF of interactive queueing delay",
+        )
         ax_d.axvline(INTERACTIVE_TARGET_WAIT_S + 1.0, color="grey", ls=":", lw=1, label="2 minutes")
         for fig, ax, stem in ((fig_w, ax_w, "inverse_cdf_W_interactive"), (fig_d, ax_d, "cdf_wait_interactive")):
             written.append(_save(fig, ax, out / f"{stem}_{workload}.png"))
@@ -176,8 +186,11 @@ def _fairness_figure(plt: Any, out: Path, workload: str, runs: list[RunResult]) 
             diff = fairness_series(r, t) - f_ref
             ax.plot((t - t[0]) / 86400.0, diff, label=_name(r), **_style(r, learned_index.get(_name(r), 0)))
         ax.axhline(0.0, color="grey", ls=":", lw=1)
-        ax.set(title=f"{workload}: fairness utility F(t) minus F(t) of {ref.spec.policy}",
-               xlabel="day", ylabel="F(policy) − F(" + ref.spec.policy + ")")
+        ax.set(
+            title=f"{workload}: fairness utility F(t) minus F(t) of {ref.spec.policy}",
+            xlabel="day",
+            ylabel="F(policy) − F(" + ref.spec.policy + ")",
+        )
     return _save(fig, ax, out / f"fairness_difference_{workload}.png")
 
 
@@ -192,8 +205,9 @@ def _elastic_figure(plt: Any, out: Path, results: list[RunResult], elastic: list
     seed = min(r.spec.seed for r in elastic)
     shown: dict[str, RunResult] = {}
     for r in elastic:
-        if r.spec.seed == seed and (r.spec.policy not in shown
-                                    or (r.spec.runtime_model, r.spec.lam) == ("estimated", 0.5)):
+        if r.spec.seed == seed and (
+            r.spec.policy not in shown or (r.spec.runtime_model, r.spec.lam) == ("estimated", 0.5)
+        ):
             shown[r.spec.policy] = r
     rigid_cores = 0
     for index, r in enumerate(shown.values()):
@@ -201,24 +215,46 @@ def _elastic_figure(plt: Any, out: Path, results: list[RunResult], elastic: list
         t0 = r.span_s[0]
         ends = np.append(r.pool_time_s, r.span_s[1])
         color = f"C{index}"
-        ax_p.step((ends - t0) / 86400.0, np.append(r.pool_cores, r.pool_cores[-1]), where="post", lw=0.4,
-                  alpha=0.25, color=color)
+        ax_p.step(
+            (ends - t0) / 86400.0,
+            np.append(r.pool_cores, r.pool_cores[-1]),
+            where="post",
+            lw=0.4,
+            alpha=0.25,
+            color=color,
+        )
         history = PoolHistory(r.pool_time_s, r.pool_cores)
         days = np.arange(t0, r.span_s[1], 86400.0)
         daily = [history.mean_cores(a, min(a + 86400.0, r.span_s[1])) for a in days]
-        ax_p.step(np.append(days - t0, r.span_s[1] - t0) / 86400.0, np.append(daily, daily[-1]), where="post",
-                  lw=1.6, color=color, label=f"{_name(r)} daily mean (U={r.utilization:.2f})")
+        ax_p.step(
+            np.append(days - t0, r.span_s[1] - t0) / 86400.0,
+            np.append(daily, daily[-1]),
+            where="post",
+            lw=1.6,
+            color=color,
+            label=f"{_name(r)} daily mean (U={r.utilization:.2f})",
+        )
         t = time_grid(r)
         ax_u.plot((t - t0) / 86400.0, utilization_series(r, t), lw=0.8, color=color, label=_name(r))
         rigid_cores = r.cores
     for r in results:  # the rigid runs of the same realisation, for comparison
-        if r.pool_time_s is None and r.spec.seed == seed and r.spec.workload == "lal" and r.spec.policy in (
-                "fcfs", "sarsa-esn"):
+        if (
+            r.pool_time_s is None
+            and r.spec.seed == seed
+            and r.spec.workload == "lal"
+            and r.spec.policy in ("fcfs", "sarsa-esn")
+        ):
             if r.spec.policy == "sarsa-esn" and (r.spec.runtime_model, r.spec.lam) != ("estimated", 0.5):
                 continue
             t = time_grid(r)
-            ax_u.plot((t - r.span_s[0]) / 86400.0, utilization_series(r, t), lw=1.0, ls="--",
-                      color="0.55" if r.spec.policy == "fcfs" else "0.0", label=f"rigid {_name(r)}")
+            ax_u.plot(
+                (t - r.span_s[0]) / 86400.0,
+                utilization_series(r, t),
+                lw=1.0,
+                ls="--",
+                color="0.55" if r.spec.policy == "fcfs" else "0.0",
+                label=f"rigid {_name(r)}",
+            )
     if rigid_cores:
         ax_p.axhline(rigid_cores, color="grey", ls=":", lw=1, label=f"rigid pool ({rigid_cores})")
     ax_p.set(xlabel="day", ylabel="pool size (cores)", title="LAL-like: elastic pool size over time")
@@ -250,8 +286,9 @@ def _ours(rows: list[dict[str, Any]], pub: dict[str, Any], workload: str) -> str
             return "–"
         return f"{1.0 - el['mean_wait_s'] / rg['mean_wait_s']:.0%}"
     if pub["runtime_model"] is None and pub["policy"] != "native":  # a fraction quoted over every setting
-        values = [find_row(rows, workload, pub["policy"], pub["class"], rm, lam)
-                  for rm in RUNTIME_MODELS for lam in LAMBDAS]
+        values = [
+            find_row(rows, workload, pub["policy"], pub["class"], rm, lam) for rm in RUNTIME_MODELS for lam in LAMBDAS
+        ]
         got = [v[metric] for v in values if v is not None and v.get(metric) is not None]
         return f"{min(got):.2f}–{max(got):.2f}" if got else "–"
     row = find_row(rows, workload, pub["policy"], pub["class"], pub["runtime_model"], pub["lambda"])
@@ -274,25 +311,34 @@ def _pub_value(pub: dict[str, Any]) -> str:
     return f"{pub['mean']:.2f}" + (f" {pub['note']}" if pub["note"] else "")
 
 
-_METRIC_NAMES = {"W": "W mean ± sd", "wait": "wait mean ± sd (s)", "speedup": "interactive wait speedup",
-                 "frac_W_over_0_9": "fraction W > 0.9",
-                 "frac_wait_under_120s": "fraction wait < 120 s"}
+_METRIC_NAMES = {
+    "W": "W mean ± sd",
+    "wait": "wait mean ± sd (s)",
+    "speedup": "interactive wait speedup",
+    "frac_W_over_0_9": "fraction W > 0.9",
+    "frac_wait_under_120s": "fraction wait < 120 s",
+}
 
 
 def side_by_side(result: dict[str, Any]) -> list[str]:
     """Markdown table: each published entry of this experiment's tables beside ours on both workloads."""
     rows = result["rows"]
     workloads = [wl for wl in result.get("workloads", ["lal"]) if wl in ("lal", "lpc-egee")]
-    head = "| source | policy | runtime | λ | class | metric | published (LAL trace) | " + " | ".join(
-        f"ours {'LAL-like' if wl == 'lal' else 'LPC-EGEE'} (paper protocol)" for wl in workloads) + " |"
+    head = (
+        "| source | policy | runtime | λ | class | metric | published (LAL trace) | "
+        + " | ".join(f"ours {'LAL-like' if wl == 'lal' else 'LPC-EGEE'} (paper protocol)" for wl in workloads)
+        + " |"
+    )
     lines = [head, "|" + "---|" * (7 + len(workloads))]
     for pub in PUBLISHED_ROWS:
         if pub["source"] not in SOURCES.get(result["experiment"], ()):
             continue
         cells = " | ".join(_ours(rows, pub, wl) for wl in workloads)
-        lines.append(f"| {pub['source']} | {pub['policy']} | {_fmt(pub['runtime_model'])} | "
-                     f"{_fmt(pub['lambda'], 1)} | {pub['class']} | {_METRIC_NAMES[pub['metric']]} | "
-                     f"{_pub_value(pub)} | {cells} |")
+        lines.append(
+            f"| {pub['source']} | {pub['policy']} | {_fmt(pub['runtime_model'])} | "
+            f"{_fmt(pub['lambda'], 1)} | {pub['class']} | {_METRIC_NAMES[pub['metric']]} | "
+            f"{_pub_value(pub)} | {cells} |"
+        )
     return lines
 
 
@@ -329,33 +375,52 @@ def _differences(result: dict[str, Any]) -> list[str]:
         "fixed. This is a lever the papers do not use; the plain `sarsa-esn` rows are the papers' agent.",
     ]
     for workload, wl_name in (("lal", "LAL-like"), ("lpc-egee", "LPC-EGEE")):
-        best_classic = [find_row(rows, workload, p, "interactive")
-                        for p in ("fcfs", "easy", "easy-sjf", "interactive-first", "interactive-first-sjf",
-                                  "multifactor", "interactive-first-keepidle")]
+        best_classic = [
+            find_row(rows, workload, p, "interactive")
+            for p in (
+                "fcfs",
+                "easy",
+                "easy-sjf",
+                "interactive-first",
+                "interactive-first-sjf",
+                "multifactor",
+                "interactive-first-keepidle",
+            )
+        ]
         classic = [r for r in best_classic if r is not None and r["mean_W"] is not None]
-        learned = [r for r in rows if r["workload"] == workload and r["class"] == "interactive"
-                   and r["runtime_model"] is not None and r["mean_W"] is not None
-                   and r.get("protocol", "paper") in ("paper", "both")]
+        learned = [
+            r
+            for r in rows
+            if r["workload"] == workload
+            and r["class"] == "interactive"
+            and r["runtime_model"] is not None
+            and r["mean_W"] is not None
+            and r.get("protocol", "paper") in ("paper", "both")
+        ]
         if not classic or not learned:
             continue
         top_c = max(classic, key=lambda r: r["mean_W"])
         top_l = max(learned, key=lambda r: r["mean_W"])
         low_l = min(learned, key=lambda r: r["mean_W"])
         verdict = "above" if top_l["mean_W"] > top_c["mean_W"] else "not above"
-        out.append(f"- **{wl_name}, this run, paper protocol.** Learned policies reach interactive mean W "
-                   f"{low_l['mean_W']:.3f}–{top_l['mean_W']:.3f} (best: {top_l['policy']} {top_l['runtime_model']} "
-                   f"λ={top_l['lambda']:g}); the best classic baseline, {top_c['policy']}, reaches "
-                   f"{top_c['mean_W']:.3f}: the best learned policy is {verdict} it.")
+        out.append(
+            f"- **{wl_name}, this run, paper protocol.** Learned policies reach interactive mean W "
+            f"{low_l['mean_W']:.3f}–{top_l['mean_W']:.3f} (best: {top_l['policy']} {top_l['runtime_model']} "
+            f"λ={top_l['lambda']:g}); the best classic baseline, {top_c['policy']}, reaches "
+            f"{top_c['mean_W']:.3f}: the best learned policy is {verdict} it."
+        )
         native = find_row(rows, workload, "native", "interactive")
         if native is not None:
             beats = [r for r in learned if r["mean_W"] > native["mean_W"] and r["mean_wait_s"] < native["mean_wait_s"]]
             fcfs = find_row(rows, workload, "fcfs", "interactive")
-            out.append(f"- **{wl_name}, native (context only).** Recorded schedule: interactive W "
-                       f"{native['mean_W']:.3f}, mean wait {native['mean_wait_s']:.0f} s; {len(beats)} of "
-                       f"{len(learned)} learned settings beat it on both, but so does simulated FCFS"
-                       + (f" (interactive W {fcfs['mean_W']:.3f})" if fcfs is not None else "")
-                       + ": the gap is the simulator's idealised single queue, not learning. The primary "
-                       "comparison is against the simulated rules (the same-information tables above).")
+            out.append(
+                f"- **{wl_name}, native (context only).** Recorded schedule: interactive W "
+                f"{native['mean_W']:.3f}, mean wait {native['mean_wait_s']:.0f} s; {len(beats)} of "
+                f"{len(learned)} learned settings beat it on both, but so does simulated FCFS"
+                + (f" (interactive W {fcfs['mean_W']:.3f})" if fcfs is not None else "")
+                + ": the gap is the simulator's idealised single queue, not learning. The primary "
+                "comparison is against the simulated rules (the same-information tables above)."
+            )
     return out
 
 
@@ -374,13 +439,17 @@ _PROTOCOL_TEXT = {
 
 def same_information(result: dict[str, Any]) -> list[str]:
     """The tables that put learned policies beside rules, one per workload × protocol, and the goal."""
-    lines = ["## Same information: learned policies beside rules", "",
-             "Every table below gives the rules and the learned policies the same class information. "
-             "W and the waits are measured on the paper's classes (actual runtime < 900 s) under either "
-             "protocol; the protocol changes only what the schedulers see. Spread: mean ± sd over the "
-             "reporting seeds of the per-seed means (a rule on LPC-EGEE is deterministic: one run, sd 0); "
-             "a difference inside the spread is a tie. F: time-averaged VO fairness (P-grid Eq. 2). "
-             "`native` is the recorded schedule, context only.", ""]
+    lines = [
+        "## Same information: learned policies beside rules",
+        "",
+        "Every table below gives the rules and the learned policies the same class information. "
+        "W and the waits are measured on the paper's classes (actual runtime < 900 s) under either "
+        "protocol; the protocol changes only what the schedulers see. Spread: mean ± sd over the "
+        "reporting seeds of the per-seed means (a rule on LPC-EGEE is deterministic: one run, sd 0); "
+        "a difference inside the spread is a tie. F: time-averaged VO fairness (P-grid Eq. 2). "
+        "`native` is the recorded schedule, context only.",
+        "",
+    ]
     for workload in result.get("workloads", ["lal"]):
         for protocol in result.get("protocols", ["paper"]):
             lines += _protocol_table(result["rows"], workload, protocol)
@@ -389,14 +458,20 @@ def same_information(result: dict[str, Any]) -> list[str]:
 
 def _protocol_table(rows: list[dict[str, Any]], workload: str, protocol: str) -> list[str]:
     """Rules and learned policies of one workload under one protocol (nothing when none ran)."""
-    wl_rows = [r for r in rows if r["workload"] == workload and r.get("protocol", "paper") == protocol
-               and r["class"] == "interactive"]
+    wl_rows = [
+        r
+        for r in rows
+        if r["workload"] == workload and r.get("protocol", "paper") == protocol and r["class"] == "interactive"
+    ]
     if not wl_rows:
         return []
-    lines = [f"### {WORKLOAD_NAMES.get(workload, workload)}, {_PROTOCOL_TEXT.get(protocol, protocol)}", "",
-             "| policy | runtime | λ | class from | runtime estimate from | interactive W | "
-             "interactive wait (s) | batch W | F | class ≠ paper's |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        f"### {WORKLOAD_NAMES.get(workload, workload)}, {_PROTOCOL_TEXT.get(protocol, protocol)}",
+        "",
+        "| policy | runtime | λ | class from | runtime estimate from | interactive W | "
+        "interactive wait (s) | batch W | F | class ≠ paper's |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in wl_rows:
         batch = find_row(rows, workload, r["policy"], "batch", r["runtime_model"], r["lambda"], protocol)
         lines.append(
@@ -405,7 +480,8 @@ def _protocol_table(rows: list[dict[str, Any]], workload: str, protocol: str) ->
             f"{_pm(r['mean_W'], r.get('sd_W_over_seeds'))} | {_fmt(r['mean_wait_s'], 0)} | "
             f"{_pm(batch['mean_W'], batch.get('sd_W_over_seeds')) if batch else '–'} | "
             f"{_pm(r['mean_fairness'], r.get('sd_fairness_over_seeds'))} | "
-            f"{r.get('class_disagreements', 0)} |")
+            f"{r.get('class_disagreements', 0)} |"
+        )
     lines.append("")
     return lines
 
@@ -415,29 +491,47 @@ def _goal_section(result: dict[str, Any]) -> list[str]:
     goal = result.get("same_info_goal", [])
     if not goal:
         return []
-    lines = ["### The goal under the product protocol", "",
-             "The learned row is fixed in advance (`" + " ".join(str(x) for x in result.get("primary_learned", []))
-             + "`); the best rule is the rule with the highest interactive W under the same protocol. Goal: "
-             "interactive W no worse than the best rule's (difference ≥ −spread) and F better (difference "
-             "> spread). Spread: the sd over seeds of the paired per-seed differences (at least 0.001).",
-             "",
-             "| workload | learned W | best rule | rule W | ΔW (spread) | learned F | rule F | ΔF (spread) | "
-             "W no worse | F better |", "|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "### The goal under the product protocol",
+        "",
+        "The learned row is fixed in advance (`"
+        + " ".join(str(x) for x in result.get("primary_learned", []))
+        + "`); the best rule is the rule with the highest interactive W under the same protocol. Goal: "
+        "interactive W no worse than the best rule's (difference ≥ −spread) and F better (difference "
+        "> spread). Spread: the sd over seeds of the paired per-seed differences (at least 0.001).",
+        "",
+        "| workload | learned W | best rule | rule W | ΔW (spread) | learned F | rule F | ΔF (spread) | "
+        "W no worse | F better |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for g in goal:
         lines.append(
             f"| {WORKLOAD_NAMES.get(g['workload'], g['workload'])} | {_pm(g['learned_W'], g['learned_sd_W'])} | "
             f"{g['best_rule']} | {_pm(g['rule_W'], g['rule_sd_W'])} | {g['diff_W']:+.3f} ({g['spread_W']:.3f}) | "
             f"{_pm(g['learned_F'], g['learned_sd_F'])} | {_pm(g['rule_F'], g['rule_sd_F'])} | "
             f"{g['diff_F']:+.3f} ({g['spread_F']:.3f}) | {'yes' if g['W_no_worse'] else 'NO'} | "
-            f"{'yes' if g['F_better'] else 'NO'} |")
-    lines += ["", "How far F can move at all: the range of mean F over every simulated policy (rules and "
-              "learned, both protocols) on each workload.", ""]
+            f"{'yes' if g['F_better'] else 'NO'} |"
+        )
+    lines += [
+        "",
+        "How far F can move at all: the range of mean F over every simulated policy (rules and "
+        "learned, both protocols) on each workload.",
+        "",
+    ]
     for workload in result.get("workloads", ["lal"]):
-        fs = [r["mean_fairness"] for r in result["rows"] if r["workload"] == workload and r["class"] == "all"
-              and r["policy"] != "native" and r["mean_fairness"] is not None]
+        fs = [
+            r["mean_fairness"]
+            for r in result["rows"]
+            if r["workload"] == workload
+            and r["class"] == "all"
+            and r["policy"] != "native"
+            and r["mean_fairness"] is not None
+        ]
         if fs:
-            lines.append(f"- {WORKLOAD_NAMES.get(workload, workload)}: F {min(fs):.4f}–{max(fs):.4f} "
-                         f"(range {max(fs) - min(fs):.4f}).")
+            lines.append(
+                f"- {WORKLOAD_NAMES.get(workload, workload)}: F {min(fs):.4f}–{max(fs):.4f} "
+                f"(range {max(fs) - min(fs):.4f})."
+            )
     lines.append("")
     return lines
 
@@ -446,10 +540,14 @@ def report_markdown(result: dict[str, Any]) -> str:
     """The whole report: published vs ours side by side, our full table, the targets, the differences."""
     lines = _intro(result)
     lines += same_information(result)
-    lines += ["## Published vs ours", "",
-              "Published values are from the real LAL trace; ours from the LAL-like workload and the LPC-EGEE "
-              "window. Pooled over the reporting seeds; the first and last "
-              f"{'/'.join(str(t) for t in result['trim_jobs'])} jobs are left out.", ""]
+    lines += [
+        "## Published vs ours",
+        "",
+        "Published values are from the real LAL trace; ours from the LAL-like workload and the LPC-EGEE "
+        "window. Pooled over the reporting seeds; the first and last "
+        f"{'/'.join(str(t) for t in result['trim_jobs'])} jobs are left out.",
+        "",
+    ]
     lines += side_by_side(result)
     lines += _every_row_section(result["rows"])
     lines += ["", "## Targets (issue 3)", ""]
@@ -466,34 +564,51 @@ def _intro(result: dict[str, Any]) -> list[str]:
     workloads = result.get("workloads", ["lal"])
     mode = "quick (LAL-like at scale 0.1, one day of LPC-EGEE)" if result["quick"] else "full"
     window = result.get("lpc_window_days")
-    lines = [f"# {result['experiment']}: Perez et al. regenerated", "",
-             f"Mode: {mode}; workloads: {', '.join(workloads)}; wall time {result['wall_time_s']:.0f} s.", "",
-             f"Seeds: the tables use the reporting seeds {result['seeds']} (LAL-like realisation and agent; on "
-             f"LPC-EGEE the agent only). Seeds ≥ {result['tuning_seed_base']} are reserved for tuning and are "
-             "refused here; the few tuned settings (ESN ridge α, the cores a `-keepidle` policy may keep idle) were "
-             "tuned on those seeds only.", ""]
+    lines = [
+        f"# {result['experiment']}: Perez et al. regenerated",
+        "",
+        f"Mode: {mode}; workloads: {', '.join(workloads)}; wall time {result['wall_time_s']:.0f} s.",
+        "",
+        f"Seeds: the tables use the reporting seeds {result['seeds']} (LAL-like realisation and agent; on "
+        f"LPC-EGEE the agent only). Seeds ≥ {result['tuning_seed_base']} are reserved for tuning and are "
+        "refused here; the few tuned settings (ESN ridge α, the cores a `-keepidle` policy may keep idle) were "
+        "tuned on those seeds only.",
+        "",
+    ]
     if "lpc-egee" in workloads and window:
-        lines += [f"LPC-EGEE window: days {window[0]:g}–{window[1]:g} after the trace's start (see "
-                  "docs/perez.md for why), 140 cores, SWF group = VO.", ""]
+        lines += [
+            f"LPC-EGEE window: days {window[0]:g}–{window[1]:g} after the trace's start (see "
+            "docs/perez.md for why), 140 cores, SWF group = VO.",
+            "",
+        ]
     holdout = result.get("lpc_holdout_window_days")
     if holdout:
-        lines += [f"LPC-EGEE held out: days {holdout[0]:g}–{holdout[1]:g}, a window no choice was made on "
-                  "(docs/perez.md says why this window and why not another site).", ""]
+        lines += [
+            f"LPC-EGEE held out: days {holdout[0]:g}–{holdout[1]:g}, a window no choice was made on "
+            "(docs/perez.md says why this window and why not another site).",
+            "",
+        ]
     for note in result.get("notes", []):
         lines += [f"Note: {note}.", ""]
     return lines
 
 
 def _every_row_section(rows: list[dict[str, Any]]) -> list[str]:
-    lines = ["", "## Ours, every row", "",
-             "| workload | protocol | policy | runtime | λ | class | jobs | mean W | sd W | mean wait (s) | "
-             "sd wait (s) | wait < 120 s | W > 0.9 | mean F | util |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "",
+        "## Ours, every row",
+        "",
+        "| workload | protocol | policy | runtime | λ | class | jobs | mean W | sd W | mean wait (s) | "
+        "sd wait (s) | wait < 120 s | W > 0.9 | mean F | util |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
-        lines.append(f"| {r['workload']} | {r.get('protocol', 'paper')} | {r['policy']} | "
-                     f"{_fmt(r['runtime_model'])} | {_fmt(r['lambda'], 1)} | "
-                     f"{r['class']} | {r['jobs']} | {_fmt(r['mean_W'])} | {_fmt(r['sd_W'])} | "
-                     f"{_fmt(r['mean_wait_s'], 0)} | {_fmt(r.get('sd_wait_s'), 0)} | "
-                     f"{_fmt(r['frac_wait_under_120s'])} | {_fmt(r['frac_W_over_0_9'])} | "
-                     f"{_fmt(r.get('mean_fairness'))} | {_fmt(r['utilization'])} |")
+        lines.append(
+            f"| {r['workload']} | {r.get('protocol', 'paper')} | {r['policy']} | "
+            f"{_fmt(r['runtime_model'])} | {_fmt(r['lambda'], 1)} | "
+            f"{r['class']} | {r['jobs']} | {_fmt(r['mean_W'])} | {_fmt(r['sd_W'])} | "
+            f"{_fmt(r['mean_wait_s'], 0)} | {_fmt(r.get('sd_wait_s'), 0)} | "
+            f"{_fmt(r['frac_wait_under_120s'])} | {_fmt(r['frac_W_over_0_9'])} | "
+            f"{_fmt(r.get('mean_fairness'))} | {_fmt(r['utilization'])} |"
+        )
     return lines

@@ -99,11 +99,20 @@ class SmallTask:
 
 
 def _run_small(task: SmallTask) -> list[dict[str, Any]]:
-    flow = tong_flow(TASKS_PER_FLOW, task.rate,
-                     np.random.default_rng(_seed(task.seed, task.flow_key, task.flow_index)), task.law)
+    flow = tong_flow(
+        TASKS_PER_FLOW, task.rate, np.random.default_rng(_seed(task.seed, task.flow_key, task.flow_index)), task.law
+    )
     units = Units(TONG_SERVICE_RATES, task.mu_est)
-    results = run_policies(flow, units, task.policies, _seed(task.seed, "policies", task.flow_key, task.flow_index),
-                           nlp_probs=task.nlp_probs, epsilon=task.epsilon, gamma=task.gamma, record=task.record)
+    results = run_policies(
+        flow,
+        units,
+        task.policies,
+        _seed(task.seed, "policies", task.flow_key, task.flow_index),
+        nlp_probs=task.nlp_probs,
+        epsilon=task.epsilon,
+        gamma=task.gamma,
+        record=task.record,
+    )
     out = []
     for name, res in results.items():
         row: dict[str, Any] = {
@@ -149,23 +158,26 @@ def _run_lpc(task: LpcTask) -> list[dict[str, Any]]:
     else:
         flow = task.replay.flow
         rates = np.repeat((1.0 / task.replay.mean_run_h)[:, None], lpc.cpus, axis=1)
-    results = run_policies(flow, Units(rates), LPC_POLICIES, _seed(task.seed, "policies", task.setting,
-                                                                    task.flow_index))
+    results = run_policies(
+        flow, Units(rates), LPC_POLICIES, _seed(task.seed, "policies", task.setting, task.flow_index)
+    )
     out = []
     for name, res in results.items():
         day = np.floor(res.arrival_h / 24.0).astype(np.int64)
         daily = np.bincount(day, weights=res.response_h) / np.maximum(np.bincount(day), 1)
-        out.append({
-            "experiment": "lpc",
-            "setting": task.setting,
-            "policy": name,
-            "flow": task.flow_index,
-            "paper_h": res.mean_response_h(WARMUP_TASKS, WARMUP_TASKS + PAPER_WINDOW),
-            "long_h": res.mean_response_h(),
-            "tasks": len(flow),
-            "decision_us": 1e6 * res.decision_wall_s / len(flow),
-            "daily_h": daily.tolist(),
-        })
+        out.append(
+            {
+                "experiment": "lpc",
+                "setting": task.setting,
+                "policy": name,
+                "flow": task.flow_index,
+                "paper_h": res.mean_response_h(WARMUP_TASKS, WARMUP_TASKS + PAPER_WINDOW),
+                "long_h": res.mean_response_h(),
+                "tasks": len(flow),
+                "decision_us": 1e6 * res.decision_wall_s / len(flow),
+                "daily_h": daily.tolist(),
+            }
+        )
     return out
 
 
@@ -179,7 +191,8 @@ class _NlpAllocations:
     def __call__(self, rate: float, shift: float = 0.0) -> FloatArray:
         if (rate, shift) not in self._cache:
             self._cache[rate, shift] = optimise_allocation(
-                TONG_TYPE_PROBS, rate, shifted_rates(TONG_SERVICE_RATES, shift)).probs
+                TONG_TYPE_PROBS, rate, shifted_rates(TONG_SERVICE_RATES, shift)
+            ).probs
         return self._cache[rate, shift]
 
 
@@ -191,13 +204,33 @@ def _rate_tasks(sizes: Sizes, seed: int, f: int, nlp: _NlpAllocations) -> Iterat
             if law in ("exponential", "uniform"):
                 continue  # covered by the comparison below, on the same flows
             key = f"{law}-{rate:g}"
-            yield SmallTask("arrival", key, key, law, rate, f, seed, (*LEARNER_VARIANTS, "nlp", "ect"),
-                            nlp_probs=nlp(rate), extra={"law": law, "rate_per_h": rate})
+            yield SmallTask(
+                "arrival",
+                key,
+                key,
+                law,
+                rate,
+                f,
+                seed,
+                (*LEARNER_VARIANTS, "nlp", "ect"),
+                nlp_probs=nlp(rate),
+                extra={"law": law, "rate_per_h": rate},
+            )
         # Figs. 8–9 (and the exponential/uniform points of Figs. 4–5): every policy.
         for law, label in (("exponential", "poisson"), ("uniform", "uniform")):
             key = f"{label}-{rate:g}"
-            yield SmallTask("comparison", key, key, law, rate, f, seed, POLICIES, nlp_probs=nlp(rate),
-                            extra={"law": law, "rate_per_h": rate})
+            yield SmallTask(
+                "comparison",
+                key,
+                key,
+                law,
+                rate,
+                f,
+                seed,
+                POLICIES,
+                nlp_probs=nlp(rate),
+                extra={"law": law, "rate_per_h": rate},
+            )
 
 
 def _estimation_tasks(seed: int, f: int, nlp: _NlpAllocations) -> Iterator[SmallTask]:
@@ -207,19 +240,50 @@ def _estimation_tasks(seed: int, f: int, nlp: _NlpAllocations) -> Iterator[Small
         for label, shift in ESTIMATION_ERRORS:
             if shift == 0.0:
                 continue
-            yield SmallTask("estimation", f"error-{label}-{rate:g}", f"poisson-{rate:g}", "exponential", rate, f,
-                            seed, ("nlp", "ect", "min-min"), mu_est=shifted_rates(TONG_SERVICE_RATES, shift),
-                            nlp_probs=nlp(rate, shift), extra={"error": label, "rate_per_h": rate})
+            yield SmallTask(
+                "estimation",
+                f"error-{label}-{rate:g}",
+                f"poisson-{rate:g}",
+                "exponential",
+                rate,
+                f,
+                seed,
+                ("nlp", "ect", "min-min"),
+                mu_est=shifted_rates(TONG_SERVICE_RATES, shift),
+                nlp_probs=nlp(rate, shift),
+                extra={"error": label, "rate_per_h": rate},
+            )
 
 
 def _parameter_tasks(sizes: Sizes, seed: int, f: int) -> Iterator[SmallTask]:
     """Fig. 12 and Table 4: the discount factor and the exploration probability (Poisson, λ = 80)."""
     for gamma in sizes.gammas:
-        yield SmallTask("gamma", f"gamma-{gamma:g}", "poisson-80", "exponential", 80.0, f, seed, SWEEP_POLICIES,
-                        gamma=gamma, extra={"gamma": gamma})
+        yield SmallTask(
+            "gamma",
+            f"gamma-{gamma:g}",
+            "poisson-80",
+            "exponential",
+            80.0,
+            f,
+            seed,
+            SWEEP_POLICIES,
+            gamma=gamma,
+            extra={"gamma": gamma},
+        )
     for eps in sizes.epsilons:
-        yield SmallTask("epsilon", f"epsilon-{eps:g}", "poisson-80", "exponential", 80.0, f, seed, SWEEP_POLICIES,
-                        epsilon=eps, record=True, extra={"epsilon": eps})
+        yield SmallTask(
+            "epsilon",
+            f"epsilon-{eps:g}",
+            "poisson-80",
+            "exponential",
+            80.0,
+            f,
+            seed,
+            SWEEP_POLICIES,
+            epsilon=eps,
+            record=True,
+            extra={"epsilon": eps},
+        )
 
 
 def small_tasks(sizes: Sizes, seed: int) -> list[SmallTask]:
@@ -228,8 +292,11 @@ def small_tasks(sizes: Sizes, seed: int) -> list[SmallTask]:
     tasks: list[SmallTask] = []
     for f in range(sizes.flows):
         # Fig. 3: convergence of Q(t1, ·) on a Poisson flow at λ = 80.
-        tasks.append(SmallTask("convergence", "poisson-80", "poisson-80", "exponential", 80.0, f, seed,
-                               LEARNER_VARIANTS, record=True))
+        tasks.append(
+            SmallTask(
+                "convergence", "poisson-80", "poisson-80", "exponential", 80.0, f, seed, LEARNER_VARIANTS, record=True
+            )
+        )
         tasks += _rate_tasks(sizes, seed, f, nlp)
         tasks += _estimation_tasks(seed, f, nlp)
         tasks += _parameter_tasks(sizes, seed, f)
@@ -244,8 +311,11 @@ def _trace_directory(trace_dir: Path | None) -> Path | None:
 
 def lpc_tasks(sizes: Sizes, seed: int, trace_dir: Path | None) -> tuple[list[LpcTask], dict[str, Any]]:
     """The synthetic LPC tasks, and the LPC-EGEE replay's when the trace is found; with what the replay was."""
-    tasks = [LpcTask(f"lpc-{cpus}", LpcSetting(cpus=cpus, days=sizes.lpc_days), f, seed)
-             for cpus in (140, 15) for f in range(sizes.lpc_flows)]
+    tasks = [
+        LpcTask(f"lpc-{cpus}", LpcSetting(cpus=cpus, days=sizes.lpc_days), f, seed)
+        for cpus in (140, 15)
+        for f in range(sizes.lpc_flows)
+    ]
     taskshare = LpcSetting(cpus=15, days=sizes.lpc_days, burst_fraction=TASK_SHARE_BURST_FRACTION)
     tasks += [LpcTask("lpc-15-taskshare", taskshare, f, seed) for f in range(sizes.lpc_flows)]
     info: dict[str, Any] = {}
@@ -272,8 +342,11 @@ def lpc_tasks(sizes: Sizes, seed: int, trace_dir: Path | None) -> tuple[list[Lpc
         "days": sizes.replay_days,
         "type_share": float(np.mean(replay.flow.task_type == 0)),
     }
-    tasks += [LpcTask(f"lpc-egee-{cpus}", LpcSetting(cpus=cpus, days=sizes.lpc_days), f, seed, replay)
-              for cpus in (140, 15) for f in range(sizes.lpc_flows)]
+    tasks += [
+        LpcTask(f"lpc-egee-{cpus}", LpcSetting(cpus=cpus, days=sizes.lpc_days), f, seed, replay)
+        for cpus in (140, 15)
+        for f in range(sizes.lpc_flows)
+    ]
     return tasks, info
 
 
@@ -353,8 +426,9 @@ class TongExperiment(PaperExperiment[SmallTask | LpcTask, list[dict[str, Any]]])
             "warmup_tasks": WARMUP_TASKS,
             "paper_window_tasks": PAPER_WINDOW,
             "flows": self.sizes.flows,
-            "published": {k: v if not isinstance(v, dict) else {str(a): b for a, b in v.items()}
-                          for k, v in PUBLISHED.items()},
+            "published": {
+                k: v if not isinstance(v, dict) else {str(a): b for a, b in v.items()} for k, v in PUBLISHED.items()
+            },
             "orderings": [{"check": text, "holds": ok} for text, ok in report.orderings(table, self.sizes)],
             "replay": self.replay_info.get("replay"),
             "figures": figures,

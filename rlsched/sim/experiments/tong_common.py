@@ -51,8 +51,17 @@ PUBLISHED: dict[str, Any] = {
     "lpc_ideal_h": 0.52 * 0.1 + 0.48 * 1.5,
 }
 
-LPC_POLICIES = ("qlearning", "qlearning-neg", "ect", "min-min", "max-min", "suffrage", "random",
-                "qlearning-delayed", "qlearning-neg-delayed")
+LPC_POLICIES = (
+    "qlearning",
+    "qlearning-neg",
+    "ect",
+    "min-min",
+    "max-min",
+    "suffrage",
+    "random",
+    "qlearning-delayed",
+    "qlearning-neg-delayed",
+)
 #: §6.3.2 read literally: "one third tasks arrive ... at the rate of 66/h" (12.6/h on average).
 TASK_SHARE_BURST_FRACTION = burst_time_fraction(1.0 / 3.0, LpcSetting.burst_rate_per_h, LpcSetting.base_rate_per_h)
 

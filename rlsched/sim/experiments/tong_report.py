@@ -45,9 +45,12 @@ POLICY_LABELS: dict[str, str] = {
 }
 #: Table columns: the primary learner first, the simulation-only learners last.
 TABLE_POLICIES: tuple[str, ...] = (
-    "qlearning-neg-delayed", "qlearning-delayed",
+    "qlearning-neg-delayed",
+    "qlearning-delayed",
     *(p for p in POLICIES if p not in POLICY_LABELS),
-    "qlearning-neg", "qlearning")
+    "qlearning-neg",
+    "qlearning",
+)
 #: The learners in report order (primary first).
 REPORT_LEARNERS: tuple[str, ...] = ("qlearning-neg-delayed", "qlearning-delayed", "qlearning-neg", "qlearning")
 #: The learners of the γ and p_e sweeps (Fig. 12, Table 4), in report order.
@@ -86,8 +89,9 @@ def figures(out: Path, rows: Rows, raw: Rows, sizes: Sizes) -> list[str]:
     return written
 
 
-def _by_rate(rows: Rows, sizes: Sizes, experiment: str, setting_fmt: str,
-             policy: str) -> tuple[list[float], list[float], list[float]]:
+def _by_rate(
+    rows: Rows, sizes: Sizes, experiment: str, setting_fmt: str, policy: str
+) -> tuple[list[float], list[float], list[float]]:
     """(rates, mean response, sd over flows) of one policy over the arrival rates of ``sizes``."""
     xs, ys, es = [], [], []
     for rate in sizes.rates:
@@ -109,8 +113,14 @@ def _law_setting(law: str, rate: str = "{rate:g}") -> tuple[str, str]:
 
 
 def _fig3_convergence(plt: Any, out: Path, raw: Rows) -> list[str]:
-    history = next((r.get("q_history") for r in raw
-                    if r["experiment"] == "convergence" and r["policy"] == "qlearning" and r["flow"] == 0), None)
+    history = next(
+        (
+            r.get("q_history")
+            for r in raw
+            if r["experiment"] == "convergence" and r["policy"] == "qlearning" and r["flow"] == 0
+        ),
+        None,
+    )
     if not history:
         return []
     fig, ax = plt.subplots(figsize=(6, 3.5))
@@ -183,8 +193,11 @@ def _fig10_11_lpc(plt: Any, out: Path, raw: Rows) -> list[str]:
     for setting in sorted({r["setting"] for r in raw if r["experiment"] == "lpc"}):
         fig, ax = plt.subplots(figsize=(7, 4))
         for policy in (p for p in TABLE_POLICIES if p in LPC_POLICIES):
-            curves = [r["daily_h"] for r in raw
-                      if r["experiment"] == "lpc" and r["setting"] == setting and r["policy"] == policy]
+            curves = [
+                r["daily_h"]
+                for r in raw
+                if r["experiment"] == "lpc" and r["setting"] == setting and r["policy"] == policy
+            ]
             if curves:
                 length = min(len(c) for c in curves)
                 ax.plot(np.mean([c[:length] for c in curves], axis=0), label=policy_label(policy))
@@ -236,13 +249,9 @@ def orderings(rows: list[dict[str, Any]], sizes: Sizes) -> list[tuple[str, bool]
         for learner in REPORT_LEARNERS:
             q, n = _value(rows, "comparison", p, learner), _value(rows, "comparison", p, "nlp")
             name = policy_label(learner)
-            checks.append(
-                (f"Poisson λ={rate:g}: {name} within 20 % of nlp ({_fmt(q)} vs {_fmt(n)} h)", q <= 1.2 * n)
-            )
+            checks.append((f"Poisson λ={rate:g}: {name} within 20 % of nlp ({_fmt(q)} vs {_fmt(n)} h)", q <= 1.2 * n))
             qu, nu = _value(rows, "comparison", u, learner), _value(rows, "comparison", u, "nlp")
-            checks.append(
-                (f"uniform λ={rate:g}: {name} ahead of nlp ({_fmt(qu)} vs {_fmt(nu)} h)", qu < nu)
-            )
+            checks.append((f"uniform λ={rate:g}: {name} ahead of nlp ({_fmt(qu)} vs {_fmt(nu)} h)", qu < nu))
             ect = _value(rows, "comparison", p, "ect")
             checks.append((f"Poisson λ={rate:g}: {name} ahead of ECT ({_fmt(q)} vs {_fmt(ect)} h)", q < ect))
             batch = min(_value(rows, "comparison", p, pol) for pol in ("min-min", "max-min", "suffrage"))
@@ -290,9 +299,7 @@ def _table(
             if r is None:
                 cells.append("")
             elif long:
-                cells.append(
-                    f"{_fmt(r['long_mean_response_h'], digits)} ± {_fmt(r['long_sd_response_h'], digits)}"
-                )
+                cells.append(f"{_fmt(r['long_mean_response_h'], digits)} ± {_fmt(r['long_sd_response_h'], digits)}")
             else:
                 cells.append(f"{_fmt(r['mean_response_h'], digits)} ± {_fmt(r['sd_response_h'], digits)}")
         lines.append(f"| {s} | " + " | ".join(cells) + " |")
@@ -304,8 +311,15 @@ def report_markdown(result: dict[str, Any]) -> str:
     rows: Rows = result["rows"]
     sizes = Sizes.make(result["quick"])
     lines = _header(result, sizes)
-    for section in (_primary_section, _orderings_section, _all_policies_section, _arrival_section,
-                    _estimation_section, _convergence_section, _parameters_section):
+    for section in (
+        _primary_section,
+        _orderings_section,
+        _all_policies_section,
+        _arrival_section,
+        _estimation_section,
+        _convergence_section,
+        _parameters_section,
+    ):
         lines += section(rows, sizes)
     lines += _lpc_section(rows, sizes, result.get("replay"))
     lines += _decision_cost_section(rows)
@@ -351,25 +365,34 @@ def _lpc_settings(rows: Rows) -> list[str]:
 
 
 def _primary_section(rows: Rows, sizes: Sizes) -> list[str]:
-    lines = ["## The primary learner against the heuristics", "",
-             "Paper window, Poisson and uniform arrivals; LPC settings: whole run. `qlearning-neg at "
-             "completion` is what a live dispatcher can run.", "",
-             "| setting | qlearning-neg at completion (primary) | best of min-min / max-min / suffrage | ect | "
-             "qlearning-neg at placement (simulation only) |", "|---|---|---|---|---|"]
+    lines = [
+        "## The primary learner against the heuristics",
+        "",
+        "Paper window, Poisson and uniform arrivals; LPC settings: whole run. `qlearning-neg at "
+        "completion` is what a live dispatcher can run.",
+        "",
+        "| setting | qlearning-neg at completion (primary) | best of min-min / max-min / suffrage | ect | "
+        "qlearning-neg at placement (simulation only) |",
+        "|---|---|---|---|---|",
+    ]
     for rate in sizes.rates:
         for law in ("poisson", "uniform"):
             setting = f"{law}-{rate:g}"
             batch = min(_value(rows, "comparison", setting, p) for p in ("min-min", "max-min", "suffrage"))
-            lines.append(f"| {setting} | {_fmt(_value(rows, 'comparison', setting, 'qlearning-neg-delayed'))} | "
-                         f"{_fmt(batch)} | {_fmt(_value(rows, 'comparison', setting, 'ect'))} | "
-                         f"{_fmt(_value(rows, 'comparison', setting, 'qlearning-neg'))} |")
+            lines.append(
+                f"| {setting} | {_fmt(_value(rows, 'comparison', setting, 'qlearning-neg-delayed'))} | "
+                f"{_fmt(batch)} | {_fmt(_value(rows, 'comparison', setting, 'ect'))} | "
+                f"{_fmt(_value(rows, 'comparison', setting, 'qlearning-neg'))} |"
+            )
     for setting in _lpc_settings(rows):
         key = "long_mean_response_h"
         batch = min(_value(rows, "lpc", setting, p, key) for p in ("min-min", "max-min", "suffrage"))
         primary = _value(rows, "lpc", setting, "qlearning-neg-delayed", key)
-        lines.append(f"| {setting} (whole run) | {_fmt(primary, 3)} | "
-                     f"{_fmt(batch, 3)} | {_fmt(_value(rows, 'lpc', setting, 'ect', key), 3)} | "
-                     f"{_fmt(_value(rows, 'lpc', setting, 'qlearning-neg', key), 3)} |")
+        lines.append(
+            f"| {setting} (whole run) | {_fmt(primary, 3)} | "
+            f"{_fmt(batch, 3)} | {_fmt(_value(rows, 'lpc', setting, 'ect', key), 3)} | "
+            f"{_fmt(_value(rows, 'lpc', setting, 'qlearning-neg', key), 3)} |"
+        )
     return lines
 
 
@@ -407,14 +430,19 @@ def _arrival_section(rows: Rows, sizes: Sizes) -> list[str]:
 
 
 def _estimation_section(rows: Rows, sizes: Sizes) -> list[str]:
-    lines = _heading("Figs. 6–7: service-rate estimation errors, Poisson (paper window)",
-                     "The learner reads no estimate, so its numbers are those of the correct case by construction.",
-                     "", "| λ | error | nlp | ect | min-min | qlearning-neg at completion (primary) |",
-                     "|---|---|---|---|---|---|")
+    lines = _heading(
+        "Figs. 6–7: service-rate estimation errors, Poisson (paper window)",
+        "The learner reads no estimate, so its numbers are those of the correct case by construction.",
+        "",
+        "| λ | error | nlp | ect | min-min | qlearning-neg at completion (primary) |",
+        "|---|---|---|---|---|---|",
+    )
     for rate in (60.0, 80.0):
         for label, shift in ESTIMATION_ERRORS:
-            vals = [_estimation_value(rows, p, rate, label, shift)
-                    for p in ("nlp", "ect", "min-min", "qlearning-neg-delayed")]
+            vals = [
+                _estimation_value(rows, p, rate, label, shift)
+                for p in ("nlp", "ect", "min-min", "qlearning-neg-delayed")
+            ]
             lines.append(f"| {rate:g} | {label} | " + " | ".join(_fmt(v) for v in vals) + " |")
     return lines
 
@@ -443,8 +471,7 @@ def _parameters_section(rows: Rows, sizes: Sizes) -> list[str]:
     )
     for g in sizes.gammas:
         lines.append(
-            f"| {g:g} | " + " | ".join(_fmt(_value(rows, "gamma", f"gamma-{g:g}", p)) for p in SWEEP_LEARNERS)
-            + " |"
+            f"| {g:g} | " + " | ".join(_fmt(_value(rows, "gamma", f"gamma-{g:g}", p)) for p in SWEEP_LEARNERS) + " |"
         )
     lines += [
         "",
@@ -456,8 +483,11 @@ def _parameters_section(rows: Rows, sizes: Sizes) -> list[str]:
     for e in sizes.epsilons:
         setting = f"epsilon-{e:g}"
         r = _find(rows, "epsilon", setting, "qlearning")
-        ci = "—" if r is None else (f"{_fmt(r.get('median_convergence_iteration'), 0)} "
-                                    f"({100 * r['converged_fraction']:.0f} %)")
+        ci = (
+            "—"
+            if r is None
+            else (f"{_fmt(r.get('median_convergence_iteration'), 0)} ({100 * r['converged_fraction']:.0f} %)")
+        )
         lines.append(
             f"| {e:g} | {TABLE4_ART_H.get(e, '—')} | {TABLE4_CI.get(e, '—')} | "
             f"{_fmt(_value(rows, 'epsilon', setting, 'qlearning'))} | {ci} | "
@@ -477,7 +507,7 @@ def _lpc_section(rows: Rows, sizes: Sizes, replay: Any) -> list[str]:
         f"{LpcSetting(cpus=15).offered_load:.2f} on 15 CPUs. **On 15 CPUs the offered load exceeds 1**, so "
         "under any policy the queues grow for the whole run and the mean over 163 days is dominated by the "
         "backlog; the paper's 2.2 h can only be a short window early in the run. Both are shown. "
-        "`lpc-15-taskshare` reads §6.3.2's \"one third tasks arrive ... at 66/h\" literally (a third of the "
+        '`lpc-15-taskshare` reads §6.3.2\'s "one third tasks arrive ... at 66/h" literally (a third of the '
         f"*tasks*, {TASK_SHARE_BURST_FRACTION * 6:.2f} h of bursts per 6-hour cycle): mean rate "
         f"{taskshare.mean_rate_per_h:.1f}/h, offered load "
         f"{LpcSetting(cpus=15, burst_fraction=TASK_SHARE_BURST_FRACTION).offered_load:.2f}, stable. Published: "
@@ -495,8 +525,9 @@ def _lpc_section(rows: Rows, sizes: Sizes, replay: Any) -> list[str]:
 
 
 def _decision_cost_section(rows: Rows) -> list[str]:
-    lines = _heading("Decision cost (measured, µs per task, mean over runs)", "| policy | poisson-80 | lpc-140 |",
-                     "|---|---|---|")
+    lines = _heading(
+        "Decision cost (measured, µs per task, mean over runs)", "| policy | poisson-80 | lpc-140 |", "|---|---|---|"
+    )
     for pol in TABLE_POLICIES:
         lines.append(
             f"| {policy_label(pol)} | {_fmt(_value(rows, 'comparison', 'poisson-80', pol, 'decision_us'), 1)} | "

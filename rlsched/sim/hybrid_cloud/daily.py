@@ -86,8 +86,9 @@ class _Observer:
                 self.ratio = ratio
 
 
-def day_features(model: HybridModel, s: HybridState, ratio: float, submit: FloatArray,
-                 procs: FloatArray, req: FloatArray) -> FloatArray:
+def day_features(
+    model: HybridModel, s: HybridState, ratio: float, submit: FloatArray, procs: FloatArray, req: FloatArray
+) -> FloatArray:
     """The day's context, in days of the whole local machine's work (so traces compare):
 
     * ``backlog``: expected work of the queue plus the running jobs' remaining work;
@@ -98,16 +99,28 @@ def day_features(model: HybridModel, s: HybridState, ratio: float, submit: Float
     scale = model.cores * DAY_S
     rows = np.fromiter(s.queue, dtype=np.int64, count=len(s.queue))
     queued = float((procs[rows] * req[rows]).sum()) * ratio
-    running = remaining_work(np.asarray([model.procs[j] for j in s.rjob], dtype=np.float64),
-                             np.asarray(s.rexp, dtype=np.float64), s.now) * ratio
+    running = (
+        remaining_work(
+            np.asarray([model.procs[j] for j in s.rjob], dtype=np.float64), np.asarray(s.rexp, dtype=np.float64), s.now
+        )
+        * ratio
+    )
     first = int(np.searchsorted(submit, s.now - DAY_S, side="left"))
-    recent = float((procs[first:s.next_submit] * req[first:s.next_submit]).sum()) * ratio
+    recent = float((procs[first : s.next_submit] * req[first : s.next_submit]).sum()) * ratio
     return np.array([(queued + running) / scale, recent / scale])
 
 
-def _counterfactual(model: HybridModel, starts: list[HybridState], edges: FloatArray, day: int, last: int,
-                    caps: tuple[int, ...], followed: list[int], actual_twt: FloatArray,
-                    actual_cost: FloatArray) -> tuple[FloatArray, FloatArray]:
+def _counterfactual(
+    model: HybridModel,
+    starts: list[HybridState],
+    edges: FloatArray,
+    day: int,
+    last: int,
+    caps: tuple[int, ...],
+    followed: list[int],
+    actual_twt: FloatArray,
+    actual_cost: FloatArray,
+) -> tuple[FloatArray, FloatArray]:
     """Wait and cloud cost over days ``day`` … ``last`` for each cap of ``caps`` on ``day``, then the caps
     ``followed[k]`` actually used on the days after.
 
@@ -118,8 +131,9 @@ def _counterfactual(model: HybridModel, starts: list[HybridState], edges: FloatA
     the actual future from there on, so it stops and takes the actual costs.
     """
     # Clones that end the day in the same state share their continuation (their day's costs may differ).
-    outcomes, waits, cloud, _ = advance_groups(model, [(starts[0], np.arange(len(caps)))],
-                                               np.asarray(caps, dtype=np.int64), _period_end(edges, day))
+    outcomes, waits, cloud, _ = advance_groups(
+        model, [(starts[0], np.arange(len(caps)))], np.asarray(caps, dtype=np.int64), _period_end(edges, day)
+    )
     for clone, members in outcomes:
         wait = spent = 0.0
         for k, d in enumerate(range(day, last + 1)):
@@ -128,16 +142,17 @@ def _counterfactual(model: HybridModel, starts: list[HybridState], edges: FloatA
                 wait += step.twt
                 spent += step.cost
             if clone.key() == starts[k + 1].key():
-                wait += float(actual_twt[k + 1:].sum())
-                spent += float(actual_cost[k + 1:].sum())
+                wait += float(actual_twt[k + 1 :].sum())
+                spent += float(actual_cost[k + 1 :].sum())
                 break
         waits[members] += wait
         cloud[members] += spent
     return waits, cloud
 
 
-def _held_counterfactual(model: HybridModel, start: HybridState, edges: FloatArray, day: int, last: int,
-                         caps: tuple[int, ...]) -> tuple[FloatArray, FloatArray]:
+def _held_counterfactual(
+    model: HybridModel, start: HybridState, edges: FloatArray, day: int, last: int, caps: tuple[int, ...]
+) -> tuple[FloatArray, FloatArray]:
     """Wait and cloud cost over days ``day`` … ``last`` for each cap of ``caps`` held over all those days.
 
     Runs that share a state are simulated once per certificate interval, and runs whose states
@@ -154,9 +169,16 @@ def _held_counterfactual(model: HybridModel, start: HybridState, edges: FloatArr
     return waits, cloud
 
 
-def daily_learned(model: HybridModel, edges: FloatArray, params: DailyLearnerParams, *,
-                  cost_weight: float = 1.0, max_cap: int | None = None, prior: DailyPrior | None = None,
-                  collect: DailyPrior | None = None) -> Trajectory:
+def daily_learned(
+    model: HybridModel,
+    edges: FloatArray,
+    params: DailyLearnerParams,
+    *,
+    cost_weight: float = 1.0,
+    max_cap: int | None = None,
+    prior: DailyPrior | None = None,
+    collect: DailyPrior | None = None,
+) -> Trajectory:
     """The daily learned cap (:class:`DailyCapLearner`) over the whole trace, learning online.
 
     Day d: features from the state at the day's start → context bin → greedy cap, held all day.
@@ -175,8 +197,9 @@ def daily_learned(model: HybridModel, edges: FloatArray, params: DailyLearnerPar
     fractions = cap_fraction_index(caps_set, model.cores, max_cap)
     unknown = set(params.features) - set(DAY_FEATURES)
     if unknown:
-        raise ValueError(f"unknown daily feature(s) {', '.join(sorted(unknown))}; "
-                         f"choose from {', '.join(DAY_FEATURES)}")
+        raise ValueError(
+            f"unknown daily feature(s) {', '.join(sorted(unknown))}; choose from {', '.join(DAY_FEATURES)}"
+        )
     picked = [DAY_FEATURES.index(f) for f in params.features]
     learner = DailyCapLearner(caps_set, len(picked), params, prior=prior, fraction_index=fractions)
     seen = _Observer(model, cost_weight)
@@ -203,8 +226,17 @@ def daily_learned(model: HybridModel, edges: FloatArray, params: DailyLearnerPar
                 waits, cloud = _held_counterfactual(model, starts[first], edges, first, d, caps_set)
             else:
                 window = [starts[k] for k in range(first, d + 1)] + [state]
-                waits, cloud = _counterfactual(model, window, edges, first, d, caps_set,
-                                               caps[first + 1:d + 1].tolist(), twt[first:d + 1], cost[first:d + 1])
+                waits, cloud = _counterfactual(
+                    model,
+                    window,
+                    edges,
+                    first,
+                    d,
+                    caps_set,
+                    caps[first + 1 : d + 1].tolist(),
+                    twt[first : d + 1],
+                    cost[first : d + 1],
+                )
             context_first = contexts.pop(first)
             learner.update(context_first, waits, cloud)
             if collect is not None:
@@ -215,14 +247,25 @@ def daily_learned(model: HybridModel, edges: FloatArray, params: DailyLearnerPar
     if collect is not None:
         wait_per_day, cost_per_day = seen.per_day
         for context, waits, cloud in samples:
-            collect.add(context, waits / wait_per_day if wait_per_day > 0 else np.zeros_like(waits),
-                        cloud / cost_per_day if cost_per_day > 0 else np.zeros_like(cloud), fractions)
-    return Trajectory(twt=twt, cost=cost, caps=caps, simulations=sims, wall_s=time.perf_counter() - t0,
-                      info={"actions": float(len(caps_set))})
+            collect.add(
+                context,
+                waits / wait_per_day if wait_per_day > 0 else np.zeros_like(waits),
+                cloud / cost_per_day if cost_per_day > 0 else np.zeros_like(cloud),
+                fractions,
+            )
+    return Trajectory(
+        twt=twt,
+        cost=cost,
+        caps=caps,
+        simulations=sims,
+        wall_s=time.perf_counter() - t0,
+        info={"actions": float(len(caps_set))},
+    )
 
 
-def daily_prior(sources: dict[str, tuple[HybridModel, FloatArray]], params: DailyLearnerParams, *,
-                cost_weight: float = 1.0) -> DailyPrior:
+def daily_prior(
+    sources: dict[str, tuple[HybridModel, FloatArray]], params: DailyLearnerParams, *, cost_weight: float = 1.0
+) -> DailyPrior:
     """The prior other traces give: each source run once by the cold learner (no prior) with ``params``,
     its daily clones collected in normalised units (see :class:`DailyPrior`)."""
     cold = dataclasses.replace(params, transfer_days=0.0)
@@ -232,8 +275,14 @@ def daily_prior(sources: dict[str, tuple[HybridModel, FloatArray]], params: Dail
     return prior
 
 
-def state_aware_daily(model: HybridModel, edges: FloatArray, params: StateAwareParams, *,
-                      cost_weight: float = 1.0, max_cap: int | None = None) -> Trajectory:
+def state_aware_daily(
+    model: HybridModel,
+    edges: FloatArray,
+    params: StateAwareParams,
+    *,
+    cost_weight: float = 1.0,
+    max_cap: int | None = None,
+) -> Trajectory:
     """The per-pass state-aware rule evaluated once, at the day's start, and that cap held for the day."""
     t0 = time.perf_counter()
     days = len(edges) - 1

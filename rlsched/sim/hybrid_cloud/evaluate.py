@@ -44,8 +44,15 @@ class CapSweep:
     simulations: int
 
 
-def sweep_caps(model: HybridModel, state: HybridState, until: float, max_cap: int, *,
-               keep: frozenset[int] | None = None, brute_force: bool = False) -> CapSweep:
+def sweep_caps(
+    model: HybridModel,
+    state: HybridState,
+    until: float,
+    max_cap: int,
+    *,
+    keep: frozenset[int] | None = None,
+    brute_force: bool = False,
+) -> CapSweep:
     """Simulate the period ``[state.now, until)`` for every cap 0..max_cap and ∞ from ``state``.
 
     ``keep``: caps whose end state is returned (None: all distinct end states).
@@ -77,21 +84,30 @@ def sweep_caps(model: HybridModel, state: HybridState, until: float, max_cap: in
         bounds.append((lo, hi))
         last = min(hi, max_cap)
         if cap <= max_cap:
-            twt[cap:last + 1] = result.twt
-            cost[cap:last + 1] = result.cost
-            started[cap:last + 1] = result.started_wait
-            started_cost[cap:last + 1] = result.started_cost
-            group[cap:last + 1] = g
+            twt[cap : last + 1] = result.twt
+            cost[cap : last + 1] = result.cost
+            started[cap : last + 1] = result.started_wait
+            started_cost[cap : last + 1] = result.started_cost
+            group[cap : last + 1] = g
         wanted = keep is None or any(cap <= k <= hi for k in keep)
         states.append(clone if wanted else None)
         if hi >= UNBOUNDED:
             twt_inf, cost_inf, started_cost_inf = result.twt, result.cost, result.started_cost
             break
         cap = hi + 1 if hi + 1 <= max_cap else UNBOUNDED
-    return CapSweep(twt=twt, cost=cost, started_wait=started, started_cost=started_cost,
-                    started_cost_inf=started_cost_inf, twt_inf=twt_inf, cost_inf=cost_inf, group=group,
-                    bounds=bounds,
-                    states=states, simulations=sims)
+    return CapSweep(
+        twt=twt,
+        cost=cost,
+        started_wait=started,
+        started_cost=started_cost,
+        started_cost_inf=started_cost_inf,
+        twt_inf=twt_inf,
+        cost_inf=cost_inf,
+        group=group,
+        bounds=bounds,
+        states=states,
+        simulations=sims,
+    )
 
 
 def state_for(sweep: CapSweep, cap: int) -> HybridState:

@@ -70,8 +70,7 @@ class HybridState:
     finishes ``(end, row, expected end)``; ``cheap`` cloud finishes ``(end, row, cores)``.
     """
 
-    __slots__ = ("cheap", "cloud_used", "free", "lheap", "next_submit", "now", "qsizes", "queue", "rexp",
-                 "rjob")
+    __slots__ = ("cheap", "cloud_used", "free", "lheap", "next_submit", "now", "qsizes", "queue", "rexp", "rjob")
 
     def __init__(self, cores: int) -> None:
         self.now = 0.0
@@ -139,8 +138,10 @@ class HybridModel:
         self.workload = workload
         self.cores = int(cores if cores is not None else workload.max_procs)
         if len(workload) and int(workload.procs.max()) > self.cores:
-            raise ValueError(f"workload {workload.name!r} has a job of {int(workload.procs.max())} cores; "
-                             f"the local machine has {self.cores} (use Workload.with_max_procs)")
+            raise ValueError(
+                f"workload {workload.name!r} has a job of {int(workload.procs.max())} cores; "
+                f"the local machine has {self.cores} (use Workload.with_max_procs)"
+            )
         run_eff, self.killed_at_limit = effective_runtimes(workload, overrun)
         self.n = len(workload)
         self.submit: list[float] = workload.submit.tolist()
@@ -273,8 +274,19 @@ class HybridModel:
             i += 1
         s.next_submit = i
 
-    def _step_result(self, s: HybridState, now: float, until: float, twt: float, cost: float, *, transfers: int,
-                     bounds: list[int], cap: int, policy: CapPolicy | None) -> StepResult:
+    def _step_result(
+        self,
+        s: HybridState,
+        now: float,
+        until: float,
+        twt: float,
+        cost: float,
+        *,
+        transfers: int,
+        bounds: list[int],
+        cap: int,
+        policy: CapPolicy | None,
+    ) -> StepResult:
         """The end of :meth:`advance`: waits and cloud use up to ``until`` (when finite), ``s.now`` set."""
         if until < INF:
             dt = until - now
@@ -284,11 +296,17 @@ class HybridModel:
         s.now = now
         if policy is not None:
             bounds = [cap, cap]
-        return StepResult(twt=twt, cost=cost, cap_lo=bounds[0], cap_hi=bounds[1], transfers=transfers,
-                          started_wait=self.started_wait, started_cost=self.started_cost)
+        return StepResult(
+            twt=twt,
+            cost=cost,
+            cap_lo=bounds[0],
+            cap_hi=bounds[1],
+            transfers=transfers,
+            started_wait=self.started_wait,
+            started_cost=self.started_cost,
+        )
 
-    def advance(self, s: HybridState, cap: int, until: float = INF, *,
-                policy: CapPolicy | None = None) -> StepResult:
+    def advance(self, s: HybridState, cap: int, until: float = INF, *, policy: CapPolicy | None = None) -> StepResult:
         """Simulate from ``s.now`` to ``until`` (exclusive) under cap ``cap``; ``s`` is updated in place.
 
         Events at exactly ``until`` belong to the next step.  With ``until = inf`` the run
@@ -318,7 +336,7 @@ class HybridModel:
             if cheap and cheap[0][0] < t:
                 t = cheap[0][0]
             if t >= until:
-                break           # the step's end (t = inf: the run's), accounted in _step_result
+                break  # the step's end (t = inf: the run's), accounted in _step_result
             dt = t - now
             twt += len(queue) * dt
             cost += s.cloud_used * dt

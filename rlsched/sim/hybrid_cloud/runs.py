@@ -64,8 +64,9 @@ def _period_end(edges: FloatArray, d: int) -> float:
 Group = tuple[HybridState, IntArray]
 
 
-def advance_groups(model: HybridModel, groups: list[Group], caps: IntArray, until: float
-                   ) -> tuple[list[Group], FloatArray, FloatArray, int]:
+def advance_groups(
+    model: HybridModel, groups: list[Group], caps: IntArray, until: float
+) -> tuple[list[Group], FloatArray, FloatArray, int]:
     """One period for runs grouped by shared state: run r uses cap ``caps[r]`` until ``until``.
 
     A group is split into the certificate intervals its members' caps fall in (one simulation
@@ -118,8 +119,14 @@ def grouped_runs(model: HybridModel, edges: FloatArray, caps: IntArray) -> RunSe
         groups, twt[:, d], cost[:, d], n = advance_groups(model, groups, caps[:, d], _period_end(edges, d))
         sims += n
         max_groups = max(max_groups, len(groups))
-    return RunSet(twt=twt, cost=cost, caps=caps.astype(np.int64), simulations=sims,
-                  wall_s=time.perf_counter() - t0, info={"max_groups": float(max_groups)})
+    return RunSet(
+        twt=twt,
+        cost=cost,
+        caps=caps.astype(np.int64),
+        simulations=sims,
+        wall_s=time.perf_counter() - t0,
+        info={"max_groups": float(max_groups)},
+    )
 
 
 def constant_sweep(model: HybridModel, edges: FloatArray, caps: IntArray | None = None) -> RunSet:
@@ -158,9 +165,18 @@ class Trajectory:
     info: dict[str, float] = field(default_factory=dict)
 
 
-def fh_qlearning(model: HybridModel, edges: FloatArray, *, alpha: float = 0.1, gamma: float = 0.1,
-                 cost_weight: float = 1.0, brute_force: bool = False, day_wait: str = "started",
-                 on_day: Callable[[int, int], None] | None = None, max_cap: int | None = None) -> Trajectory:
+def fh_qlearning(
+    model: HybridModel,
+    edges: FloatArray,
+    *,
+    alpha: float = 0.1,
+    gamma: float = 0.1,
+    cost_weight: float = 1.0,
+    brute_force: bool = False,
+    day_wait: str = "started",
+    on_day: Callable[[int, int], None] | None = None,
+    max_cap: int | None = None,
+) -> Trajectory:
     """FH §5: each day simulate every V ∈ 0..M (and V = 0, V → ∞ as the day's references)
     from the chosen clone, reward the rescaled day balances, update all Q-values, go greedy.
 
@@ -199,8 +215,14 @@ def fh_qlearning(model: HybridModel, edges: FloatArray, *, alpha: float = 0.1, g
         cap = learner.step(day_balance)
         if on_day is not None:
             on_day(d, sweep.simulations)
-    return Trajectory(twt=twt, cost=cost, caps=caps, simulations=sims, wall_s=time.perf_counter() - t0,
-                      evaluated_caps=days * (top + 1))
+    return Trajectory(
+        twt=twt,
+        cost=cost,
+        caps=caps,
+        simulations=sims,
+        wall_s=time.perf_counter() - t0,
+        evaluated_caps=days * (top + 1),
+    )
 
 
 #: Jobs submitted this long before the current time count as finished for the runtime ratio.
@@ -225,26 +247,42 @@ class _StateAwareController:
         rows = np.fromiter(s.queue, dtype=np.int64, count=len(s.queue))
         now = s.now
         # The jobs submitted so far (every one of them by ``now``): what a live controller has seen.
-        rate = arrival_rate_per_s(self.submit[:s.next_submit], now, self.params.arrival_window_s)
+        rate = arrival_rate_per_s(self.submit[: s.next_submit], now, self.params.arrival_window_s)
         run_rows = np.fromiter(s.rjob, dtype=np.int64, count=len(s.rjob))
         rexp = np.fromiter(s.rexp, dtype=np.float64, count=len(s.rexp))
         cap = state_aware_cap_from_state(
-            cores=model.cores, cloud_used=s.cloud_used, queue_cores=self.procs[rows], queue_req_s=self.req[rows],
-            running_cores=self.procs[run_rows], running_expected_end_s=rexp, now_s=now, runtime_ratio=self.ratio,
-            arrival_rate_per_s=rate, exchange_rate=self.exchange_rate, params=self.params)
+            cores=model.cores,
+            cloud_used=s.cloud_used,
+            queue_cores=self.procs[rows],
+            queue_req_s=self.req[rows],
+            running_cores=self.procs[run_rows],
+            running_expected_end_s=rexp,
+            now_s=now,
+            runtime_ratio=self.ratio,
+            arrival_rate_per_s=rate,
+            exchange_rate=self.exchange_rate,
+            params=self.params,
+        )
         if s.cloud_used > self.peak_used:
             self.peak_used = s.cloud_used
         return cap
 
 
-def _capped(policy: Callable[[HybridModel, HybridState], int],
-            max_cap: int) -> Callable[[HybridModel, HybridState], int]:
+def _capped(
+    policy: Callable[[HybridModel, HybridState], int], max_cap: int
+) -> Callable[[HybridModel, HybridState], int]:
     """``policy``'s cap, never above ``max_cap`` (the cloud nodes a site has)."""
     return lambda model, s: min(policy(model, s), max_cap)
 
 
-def state_aware(model: HybridModel, edges: FloatArray, params: StateAwareParams, *,
-                cost_weight: float = 1.0, max_cap: int | None = None) -> Trajectory:
+def state_aware(
+    model: HybridModel,
+    edges: FloatArray,
+    params: StateAwareParams,
+    *,
+    cost_weight: float = 1.0,
+    max_cap: int | None = None,
+) -> Trajectory:
     """Our policy: the cap is set at every scheduling pass from the state (see :func:`state_aware_cap`).
 
     κ = twt_ref/c_ref is estimated online from the V = 0 and V → ∞ reference runs driven by
@@ -269,8 +307,7 @@ def state_aware(model: HybridModel, edges: FloatArray, params: StateAwareParams,
         until = _period_end(edges, d)
         controller.exchange_rate = cost_weight * twt_ref / c_ref if c_ref > 0 else 0.0
         controller.peak_used = state.cloud_used
-        result = model.advance(state, 0, until,
-                               policy=controller if max_cap is None else _capped(controller, max_cap))
+        result = model.advance(state, 0, until, policy=controller if max_cap is None else _capped(controller, max_cap))
         twt[d], cost[d] = result.twt, result.cost
         caps[d] = max(controller.peak_used, state.cloud_used)
         twt_ref += model.advance(ref0, 0, until).twt

@@ -45,20 +45,33 @@ class TraceSetup:
 
 
 SETUPS: dict[str, TraceSetup] = {
-    "kth": TraceSetup("kth", "KTH", "KTH-SP2-1996-2.1-cln", 100, None,
-                      "FH setup: the whole log (≈ 11 months), M=100"),
-    "ctc": TraceSetup("ctc", "CTC", "CTC-SP2-1996-3.1-cln", 430, None,
-                      "FH setup: the whole log (≈ 11 months), M=430 (FH Table 1)"),
-    "sdsc": TraceSetup("sdsc", "SDSC05", "SDSC-DS-2004-2.1-cln", 1664, ELEVEN_MONTHS_DAYS,
-                       "FH setup: the first 11 of 13 months (from the log's start time), M=1664"),
-    "ctc-file": TraceSetup("ctc-file", "CTC (file)", "CTC-SP2-1996-3.1-cln", 338, None,
-                           "whole file, the file's M=338"),
-    "sdsc-file": TraceSetup("sdsc-file", "SDSC (file)", "SDSC-DS-2004-2.1-cln", 1664, None,
-                            "whole file (13 months), M=1664"),
-    "kth-quick": TraceSetup("kth-quick", "KTH (3 weeks)", "KTH-SP2-1996-2.1-cln", 100, 28.0,
-                            "first 4 weeks of the KTH log (3 weeks of jobs), for tests"),
-    "ctc-quick": TraceSetup("ctc-quick", "CTC (3 weeks)", "CTC-SP2-1996-3.1-cln", 430, 21.0,
-                            "first 3 weeks of the CTC log, for tests"),
+    "kth": TraceSetup("kth", "KTH", "KTH-SP2-1996-2.1-cln", 100, None, "FH setup: the whole log (≈ 11 months), M=100"),
+    "ctc": TraceSetup(
+        "ctc", "CTC", "CTC-SP2-1996-3.1-cln", 430, None, "FH setup: the whole log (≈ 11 months), M=430 (FH Table 1)"
+    ),
+    "sdsc": TraceSetup(
+        "sdsc",
+        "SDSC05",
+        "SDSC-DS-2004-2.1-cln",
+        1664,
+        ELEVEN_MONTHS_DAYS,
+        "FH setup: the first 11 of 13 months (from the log's start time), M=1664",
+    ),
+    "ctc-file": TraceSetup("ctc-file", "CTC (file)", "CTC-SP2-1996-3.1-cln", 338, None, "whole file, the file's M=338"),
+    "sdsc-file": TraceSetup(
+        "sdsc-file", "SDSC (file)", "SDSC-DS-2004-2.1-cln", 1664, None, "whole file (13 months), M=1664"
+    ),
+    "kth-quick": TraceSetup(
+        "kth-quick",
+        "KTH (3 weeks)",
+        "KTH-SP2-1996-2.1-cln",
+        100,
+        28.0,
+        "first 4 weeks of the KTH log (3 weeks of jobs), for tests",
+    ),
+    "ctc-quick": TraceSetup(
+        "ctc-quick", "CTC (3 weeks)", "CTC-SP2-1996-3.1-cln", 430, 21.0, "first 3 weeks of the CTC log, for tests"
+    ),
 }
 
 #: The FH reproduction proper (FH Tables 2–4).
@@ -66,15 +79,48 @@ FH_SETUPS = ("kth", "ctc", "sdsc")
 
 #: FH Table 1 (jobs, M, utilisation %) and the published results, by setup label.
 FH_PUBLISHED: dict[str, dict[str, float]] = {
-    "kth": {"jobs": 28479, "M": 100, "util_pct": 68.9, "best_V": 31, "best_twt_imp": 70.38,
-            "best_cost": 45.39, "best_balance": 25.0, "random_mean": 14.0, "random_best": 20.0,
-            "q_twt_imp": 46.54, "q_cost": 22.31, "q_balance": 24.23},
-    "ctc": {"jobs": 77199, "M": 430, "util_pct": 66.2, "best_V": 62, "best_twt_imp": 58.46,
-            "best_cost": 30.43, "best_balance": 28.0, "random_mean": 11.0, "random_best": 18.0,
-            "q_twt_imp": 46.66, "q_cost": 23.67, "q_balance": 22.99},
-    "sdsc": {"jobs": 74903, "M": 1664, "util_pct": 60.1, "best_V": 184, "best_twt_imp": 51.53,
-             "best_cost": 30.14, "best_balance": 21.4, "random_mean": 5.0, "random_best": 11.0,
-             "q_twt_imp": 34.44, "q_cost": 20.69, "q_balance": 13.75},
+    "kth": {
+        "jobs": 28479,
+        "M": 100,
+        "util_pct": 68.9,
+        "best_V": 31,
+        "best_twt_imp": 70.38,
+        "best_cost": 45.39,
+        "best_balance": 25.0,
+        "random_mean": 14.0,
+        "random_best": 20.0,
+        "q_twt_imp": 46.54,
+        "q_cost": 22.31,
+        "q_balance": 24.23,
+    },
+    "ctc": {
+        "jobs": 77199,
+        "M": 430,
+        "util_pct": 66.2,
+        "best_V": 62,
+        "best_twt_imp": 58.46,
+        "best_cost": 30.43,
+        "best_balance": 28.0,
+        "random_mean": 11.0,
+        "random_best": 18.0,
+        "q_twt_imp": 46.66,
+        "q_cost": 23.67,
+        "q_balance": 22.99,
+    },
+    "sdsc": {
+        "jobs": 74903,
+        "M": 1664,
+        "util_pct": 60.1,
+        "best_V": 184,
+        "best_twt_imp": 51.53,
+        "best_cost": 30.14,
+        "best_balance": 21.4,
+        "random_mean": 5.0,
+        "random_best": 11.0,
+        "q_twt_imp": 34.44,
+        "q_cost": 20.69,
+        "q_balance": 13.75,
+    },
 }
 
 

@@ -60,11 +60,14 @@ def parse_alea(text: str, display: str, n_fields: int) -> tuple[NDArray[np.float
         if not tokens:
             continue
         if len(tokens) != n_fields + len(EXTRA_FIELDS):
-            raise AleaFormatError(f"{display}:{number}: expected {n_fields + len(EXTRA_FIELDS)} fields (18 SWF "
-                                  f"fields, CPU ids, queue, request), found {len(tokens)}")
+            raise AleaFormatError(
+                f"{display}:{number}: expected {n_fields + len(EXTRA_FIELDS)} fields (18 SWF "
+                f"fields, CPU ids, queue, request), found {len(tokens)}"
+            )
         if not (tokens[n_fields].startswith("{") and tokens[n_fields].endswith("}")):
-            raise AleaFormatError(f"{display}:{number}: field {n_fields + 1} is not a {{…}} CPU list: "
-                                  f"{tokens[n_fields][:40]!r}")
+            raise AleaFormatError(
+                f"{display}:{number}: field {n_fields + 1} is not a {{…}} CPU list: {tokens[n_fields][:40]!r}"
+            )
         rows.append(tokens[:n_fields])
         line_numbers.append(number)
         queues.append(tokens[n_fields + 1])
@@ -78,8 +81,9 @@ def parse_alea(text: str, display: str, n_fields: int) -> tuple[NDArray[np.float
                 try:
                     float(token)
                 except ValueError:
-                    raise AleaFormatError(f"{display}:{number}: field {column + 1} is not a number: "
-                                          f"{token[:40]!r}") from None
+                    raise AleaFormatError(
+                        f"{display}:{number}: field {column + 1} is not a number: {token[:40]!r}"
+                    ) from None
         raise
     names = sorted(set(queues))
     ids = {name: k for k, name in enumerate(names)}
@@ -100,6 +104,7 @@ def machine_cores(trace: Path) -> int | None:
         try:
             total += int(tokens[2]) * int(tokens[3])
         except (IndexError, ValueError):
-            raise AleaFormatError(f"{path.name}:{number}: expected 'id name nodes cpus_per_node …', "
-                                  f"got {line.strip()[:60]!r}") from None
+            raise AleaFormatError(
+                f"{path.name}:{number}: expected 'id name nodes cpus_per_node …', got {line.strip()[:60]!r}"
+            ) from None
     return total or None

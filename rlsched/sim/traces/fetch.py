@@ -61,35 +61,62 @@ class ArchiveLog:
 
 _LOGS = (
     # The four traces of docs/traces.md, with the sha256 of the archive's own .gz files.
-    ArchiveLog("KTH-SP2-1996-2.1-cln", "l_kth_sp2",
-               "3e152f201fd2e96808a735bced6ea6eb0bb07fdc447689cafb0750d87b264c0b",
-               ("kth", "kth-sp2"), "KTH IBM SP2, 100 procs, 28,476 jobs (FH)"),
-    ArchiveLog("CTC-SP2-1996-3.1-cln", "l_ctc_sp2",
-               "9fa28ac16c4386fb81b72a91d8bd8888281df2948a9d912769d387c5ee285bb4",
-               ("ctc", "ctc-sp2"), "Cornell Theory Center IBM SP2, 338 procs, 77,222 jobs (FH)"),
-    ArchiveLog("SDSC-DS-2004-2.1-cln", "l_sdsc_ds",
-               "0ddb885a96a7f5ee9009d8a36ef350b1d1c451044c205811938995aac80fcc36",
-               ("sdsc", "sdsc-ds", "datastar"), "SDSC DataStar, 1664 procs, 96,069 jobs (FH 'SDSC')"),
-    ArchiveLog("LPC-EGEE-2004-1.2-cln", "l_lpc",
-               "2fc37df5cc14c355fc7a88235f72e54fdf5f0d93de09399d015383ee5c35a59d",
-               ("lpc", "lpc-egee"), "LPC Clermont EGEE grid site, 140 CPUs, serial, 234,889 jobs (Tong)"),
+    ArchiveLog(
+        "KTH-SP2-1996-2.1-cln",
+        "l_kth_sp2",
+        "3e152f201fd2e96808a735bced6ea6eb0bb07fdc447689cafb0750d87b264c0b",
+        ("kth", "kth-sp2"),
+        "KTH IBM SP2, 100 procs, 28,476 jobs (FH)",
+    ),
+    ArchiveLog(
+        "CTC-SP2-1996-3.1-cln",
+        "l_ctc_sp2",
+        "9fa28ac16c4386fb81b72a91d8bd8888281df2948a9d912769d387c5ee285bb4",
+        ("ctc", "ctc-sp2"),
+        "Cornell Theory Center IBM SP2, 338 procs, 77,222 jobs (FH)",
+    ),
+    ArchiveLog(
+        "SDSC-DS-2004-2.1-cln",
+        "l_sdsc_ds",
+        "0ddb885a96a7f5ee9009d8a36ef350b1d1c451044c205811938995aac80fcc36",
+        ("sdsc", "sdsc-ds", "datastar"),
+        "SDSC DataStar, 1664 procs, 96,069 jobs (FH 'SDSC')",
+    ),
+    ArchiveLog(
+        "LPC-EGEE-2004-1.2-cln",
+        "l_lpc",
+        "2fc37df5cc14c355fc7a88235f72e54fdf5f0d93de09399d015383ee5c35a59d",
+        ("lpc", "lpc-egee"),
+        "LPC Clermont EGEE grid site, 140 CPUs, serial, 234,889 jobs (Tong)",
+    ),
     # Other common logs: folder known, hash not checked here (need --sha256 or --no-verify).
-    ArchiveLog("SDSC-SP2-1998-4.2-cln", "l_sdsc_sp2", aliases=("sdsc-sp2",),
-               description="SDSC IBM SP2, 128 procs"),
-    ArchiveLog("SDSC-BLUE-2000-4.2-cln", "l_sdsc_blue", aliases=("sdsc-blue", "blue"),
-               description="SDSC Blue Horizon, 1152 procs"),
-    ArchiveLog("ANL-Intrepid-2009-1", "l_anl_int", aliases=("anl", "intrepid", "anl-intrepid"),
-               description="Argonne Intrepid Blue Gene/P, 163,840 cores"),
-    ArchiveLog("HPC2N-2002-2.2-cln", "l_hpc2n", aliases=("hpc2n",),
-               description="HPC2N Seth Linux cluster, 240 procs"),
-    ArchiveLog("LANL-CM5-1994-4.1-cln", "l_lanl_cm5", aliases=("lanl-cm5", "cm5"),
-               description="LANL Thinking Machines CM-5, 1024 procs"),
-    ArchiveLog("SDSC-Par-1996-3.1-cln", "l_sdsc_par", aliases=("sdsc-par",),
-               description="SDSC Intel Paragon, 416 procs"),
-    ArchiveLog("CEA-Curie-2011-2.1-cln", "l_cea_curie", aliases=("curie", "cea-curie"),
-               description="CEA Curie, 93,312 cores"),
-    ArchiveLog("KIT-FH2-2016-1", "l_kit_fh2", aliases=("kit-fh2", "fh2"),
-               description="KIT ForHLR II, 24,048 cores"),
+    ArchiveLog("SDSC-SP2-1998-4.2-cln", "l_sdsc_sp2", aliases=("sdsc-sp2",), description="SDSC IBM SP2, 128 procs"),
+    ArchiveLog(
+        "SDSC-BLUE-2000-4.2-cln",
+        "l_sdsc_blue",
+        aliases=("sdsc-blue", "blue"),
+        description="SDSC Blue Horizon, 1152 procs",
+    ),
+    ArchiveLog(
+        "ANL-Intrepid-2009-1",
+        "l_anl_int",
+        aliases=("anl", "intrepid", "anl-intrepid"),
+        description="Argonne Intrepid Blue Gene/P, 163,840 cores",
+    ),
+    ArchiveLog("HPC2N-2002-2.2-cln", "l_hpc2n", aliases=("hpc2n",), description="HPC2N Seth Linux cluster, 240 procs"),
+    ArchiveLog(
+        "LANL-CM5-1994-4.1-cln",
+        "l_lanl_cm5",
+        aliases=("lanl-cm5", "cm5"),
+        description="LANL Thinking Machines CM-5, 1024 procs",
+    ),
+    ArchiveLog(
+        "SDSC-Par-1996-3.1-cln", "l_sdsc_par", aliases=("sdsc-par",), description="SDSC Intel Paragon, 416 procs"
+    ),
+    ArchiveLog(
+        "CEA-Curie-2011-2.1-cln", "l_cea_curie", aliases=("curie", "cea-curie"), description="CEA Curie, 93,312 cores"
+    ),
+    ArchiveLog("KIT-FH2-2016-1", "l_kit_fh2", aliases=("kit-fh2", "fh2"), description="KIT ForHLR II, 24,048 cores"),
 )
 
 #: Archive logs by archive name.
@@ -139,16 +166,26 @@ def resolve_log(name: str) -> ArchiveLog:
         for suffix in (".swf.gz", ".swf"):
             stem = stem.removesuffix(suffix)
         return ArchiveLog(stem, folder)
-    raise FetchError(f"unknown archive log {name!r}: use one of {', '.join(sorted(CATALOGUE))}, "
-                     f"or name it as l_<folder>/<NAME> (the archive's folder and file name)")
+    raise FetchError(
+        f"unknown archive log {name!r}: use one of {', '.join(sorted(CATALOGUE))}, "
+        f"or name it as l_<folder>/<NAME> (the archive's folder and file name)"
+    )
 
 
 ProgressCallback = Callable[[int, int | None], None]
 
 
-def fetch_trace(name: str, *, base: str | None = None, dest: str | os.PathLike[str] | None = None,
-                sha256: str | None = None, verify: bool = True, force: bool = False,
-                timeout_s: float = 60.0, progress: ProgressCallback | None = None) -> Path:
+def fetch_trace(
+    name: str,
+    *,
+    base: str | None = None,
+    dest: str | os.PathLike[str] | None = None,
+    sha256: str | None = None,
+    verify: bool = True,
+    force: bool = False,
+    timeout_s: float = 60.0,
+    progress: ProgressCallback | None = None,
+) -> Path:
     """Download the archive log ``name`` into ``dest`` (default :func:`cache_dir`) and return its path.
 
     ``sha256`` overrides the catalogue's hash; a log whose hash is unknown needs one, or
@@ -161,8 +198,9 @@ def fetch_trace(name: str, *, base: str | None = None, dest: str | os.PathLike[s
     if expected is not None and (len(expected) != 64 or any(c not in "0123456789abcdef" for c in expected)):
         raise FetchError(f"{entry.name}: --sha256 must be 64 hex digits, got {expected!r}")
     if verify and expected is None:
-        raise FetchError(f"{entry.name}: no known sha256 for this log; pass --sha256 HEX "
-                         f"(from a trusted copy) or --no-verify")
+        raise FetchError(
+            f"{entry.name}: no known sha256 for this log; pass --sha256 HEX (from a trusted copy) or --no-verify"
+        )
     folder = Path(dest).expanduser() if dest is not None else cache_dir()
     target = folder / entry.file_name
     if target.exists() and not force:
@@ -170,8 +208,7 @@ def fetch_trace(name: str, *, base: str | None = None, dest: str | os.PathLike[s
             return target
         if expected is not None and sha256_of(target) == expected:
             return target
-        log.warning("%s: existing %s does not match sha256 %s; downloading again", entry.name, target,
-                    expected)
+        log.warning("%s: existing %s does not match sha256 %s; downloading again", entry.name, target, expected)
     url = entry.url(base or base_url())
     try:
         folder.mkdir(parents=True, exist_ok=True)
@@ -181,8 +218,9 @@ def fetch_trace(name: str, *, base: str | None = None, dest: str | os.PathLike[s
     return target
 
 
-def _download(url: str, target: Path, expected: str | None, label: str, timeout_s: float,
-              progress: ProgressCallback | None) -> None:
+def _download(
+    url: str, target: Path, expected: str | None, label: str, timeout_s: float, progress: ProgressCallback | None
+) -> None:
     """Stream ``url`` to a temp file next to ``target``, check it, then rename it into place."""
     import http.client
     import tempfile

@@ -27,9 +27,27 @@ from rlsched.sim.traces.swf import SwfFormatError, read_swf
 from rlsched.sim.workload import Workload
 
 #: Columns of ``NAME.jobs.csv``, in order.
-SIDECAR_COLUMNS = ("swf_job", "slurm_job_id", "raw_id", "user", "group", "account", "vo", "partition", "qos",
-                   "job_class", "cpus", "req_cpus", "nodes", "time_limit_s", "state", "submit_epoch",
-                   "eligible_epoch", "start_epoch", "end_epoch")
+SIDECAR_COLUMNS = (
+    "swf_job",
+    "slurm_job_id",
+    "raw_id",
+    "user",
+    "group",
+    "account",
+    "vo",
+    "partition",
+    "qos",
+    "job_class",
+    "cpus",
+    "req_cpus",
+    "nodes",
+    "time_limit_s",
+    "state",
+    "submit_epoch",
+    "eligible_epoch",
+    "start_epoch",
+    "end_epoch",
+)
 #: ``format`` of ``NAME.meta.json``.
 META_FORMAT = "rlsched-history-trace/1"
 #: ``job_class`` values of the sidecar.
@@ -74,8 +92,9 @@ def read_sidecar(csv_path: Path) -> tuple[dict[int, tuple[str, int]], list[str]]
         try:
             i_job, i_vo, i_class = (header.index(name) for name in ("swf_job", "vo", "job_class"))
         except ValueError:
-            raise SwfFormatError(f"{csv_path}:1: the header lacks swf_job, vo or job_class: "
-                                 f"{','.join(header)[:120]}") from None
+            raise SwfFormatError(
+                f"{csv_path}:1: the header lacks swf_job, vo or job_class: {','.join(header)[:120]}"
+            ) from None
         width = len(header)
         for row in reader:
             line = reader.line_num
@@ -86,8 +105,9 @@ def read_sidecar(csv_path: Path) -> tuple[dict[int, tuple[str, int]], list[str]]
                 raise SwfFormatError(f"{csv_path}:{line}: swf_job is not a job number: {job_text[:40]!r}")
             cls = CLASS_NAMES.get(cls_name)
             if cls is None:
-                raise SwfFormatError(f"{csv_path}:{line}: job_class must be interactive or batch, got "
-                                     f"{cls_name[:40]!r}")
+                raise SwfFormatError(
+                    f"{csv_path}:{line}: job_class must be interactive or batch, got {cls_name[:40]!r}"
+                )
             job = int(job_text)
             if job in rows:
                 raise SwfFormatError(f"{csv_path}:{line}: SWF job {job} appears twice")
@@ -96,8 +116,13 @@ def read_sidecar(csv_path: Path) -> tuple[dict[int, tuple[str, int]], list[str]]
     return rows, list(seen_vos)
 
 
-def read_trace(path: str | os.PathLike[str], *, name: str | None = None, max_procs: int | None = None,
-               interactive_threshold_s: float = INTERACTIVE_THRESHOLD_S) -> Workload:
+def read_trace(
+    path: str | os.PathLike[str],
+    *,
+    name: str | None = None,
+    max_procs: int | None = None,
+    interactive_threshold_s: float = INTERACTIVE_THRESHOLD_S,
+) -> Workload:
     """Read an SWF trace and, when ``NAME.jobs.csv`` is beside it, its jobs' VOs and classes from there.
 
     With a sidecar: ``vo_names`` is the meta file's ``vos`` (the daemon config's list, in its order) or the
@@ -113,8 +138,9 @@ def read_trace(path: str | os.PathLike[str], *, name: str | None = None, max_pro
     meta = _read_meta(meta_path)
     rows, seen_vos = read_sidecar(csv_path)
     names = meta.get("vos")
-    vo_names: list[str] = list(names) if isinstance(names, list) and all(isinstance(v, str) for v in names) \
-        else seen_vos
+    vo_names: list[str] = (
+        list(names) if isinstance(names, list) and all(isinstance(v, str) for v in names) else seen_vos
+    )
     index = {vo: i for i, vo in enumerate(vo_names)}
     for name_seen in seen_vos:
         if name_seen not in index:
@@ -125,21 +151,33 @@ def read_trace(path: str | os.PathLike[str], *, name: str | None = None, max_pro
     for k, job in enumerate(workload.job_id.tolist()):
         row = rows.get(job)
         if row is None:
-            raise SwfFormatError(f"{csv_path}: no row for SWF job {job} of {Path(path).name} "
-                                 "(a sidecar of another trace?)")
+            raise SwfFormatError(
+                f"{csv_path}: no row for SWF job {job} of {Path(path).name} (a sidecar of another trace?)"
+            )
         vo_index[k] = index[row[0]]
         job_class[k] = row[1]
     shares = meta.get("vo_shares")
     vo_shares = None
-    if isinstance(shares, list) and len(shares) == len(vo_names) and all(
-            isinstance(s, int | float) and not isinstance(s, bool) and math.isfinite(s) and s >= 0 for s in shares):
+    if (
+        isinstance(shares, list)
+        and len(shares) == len(vo_names)
+        and all(isinstance(s, int | float) and not isinstance(s, bool) and math.isfinite(s) and s >= 0 for s in shares)
+    ):
         vo_shares = tuple(float(s) for s in shares)
     header = dict(workload.header)
     if isinstance(meta.get("source"), str):
         header["rlsched_source"] = meta["source"]
     rule = meta.get("class_rule")
-    return replace(workload, vo=vo_index, job_class=job_class, vo_names=tuple(vo_names), vo_shares=vo_shares,
-                   header=header, id_names=_id_names(meta), class_rule=rule if isinstance(rule, dict) else None)
+    return replace(
+        workload,
+        vo=vo_index,
+        job_class=job_class,
+        vo_names=tuple(vo_names),
+        vo_shares=vo_shares,
+        header=header,
+        id_names=_id_names(meta),
+        class_rule=rule if isinstance(rule, dict) else None,
+    )
 
 
 #: The meta file's ``swf_ids`` tables → :attr:`Workload.id_names` columns.

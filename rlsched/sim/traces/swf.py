@@ -53,8 +53,23 @@ log = logging.getLogger(__name__)
 
 #: The 18 SWF fields, in file order (0-based column = position in this tuple).
 SWF_FIELDS = (
-    "job", "submit", "wait", "run", "alloc_procs", "avg_cpu", "used_mem", "req_procs", "req_time",
-    "req_mem", "status", "user", "group", "executable", "queue", "partition", "preceding_job",
+    "job",
+    "submit",
+    "wait",
+    "run",
+    "alloc_procs",
+    "avg_cpu",
+    "used_mem",
+    "req_procs",
+    "req_time",
+    "req_mem",
+    "status",
+    "user",
+    "group",
+    "executable",
+    "queue",
+    "partition",
+    "preceding_job",
     "think_time",
 )
 N_FIELDS = len(SWF_FIELDS)
@@ -62,11 +77,21 @@ _COL = {name: i for i, name in enumerate(SWF_FIELDS)}
 
 #: Fields that are identifiers or counts: they must hold integers (the others may be fractional,
 #: e.g. average CPU time in CTC-SP2).
-INTEGER_FIELDS = ("job", "alloc_procs", "req_procs", "status", "user", "group", "executable", "queue",
-                  "partition", "preceding_job")
+INTEGER_FIELDS = (
+    "job",
+    "alloc_procs",
+    "req_procs",
+    "status",
+    "user",
+    "group",
+    "executable",
+    "queue",
+    "partition",
+    "preceding_job",
+)
 _INT_COLS = np.array([_COL[name] for name in INTEGER_FIELDS])
 #: Integers beyond 2**53 are not exact in a float64 and overflow nothing useful: reject them.
-_MAX_EXACT_INT = 2.0 ** 53
+_MAX_EXACT_INT = 2.0**53
 
 #: Drop reasons, in the order they are tested: a job that fails several rules is counted once,
 #: under the first (so ``sum(dropped.values())`` is the number of dropped job lines).
@@ -89,6 +114,7 @@ class SwfFormatError(RlschedError, ValueError):
 # --------------------------------------------------------------------------------------------
 # Header
 # --------------------------------------------------------------------------------------------
+
 
 def _lines(text: str) -> Iterator[str]:
     """The lines of ``text`` (split at ``\n`` only, without it), one at a time.  Not ``io.StringIO``: it holds
@@ -145,6 +171,7 @@ def header_int(header: dict[str, str], key: str) -> int | None:
 # --------------------------------------------------------------------------------------------
 # Numbers
 # --------------------------------------------------------------------------------------------
+
 
 def _read_text(path: Path) -> str:
     """The whole file as text: gzip detected by its magic bytes, not by the file name."""
@@ -218,6 +245,7 @@ def _parse_numbers(text: str, display: str) -> NDArray[np.float64]:
 # Rules and the Workload
 # --------------------------------------------------------------------------------------------
 
+
 def _vo_from_groups(group: NDArray[np.int64]) -> tuple[NDArray[np.int64], tuple[str, ...]]:
     """VO index per job from the SWF group id (P-grid §4.1: a grid site's group is its VO).
 
@@ -233,8 +261,13 @@ def _vo_from_groups(group: NDArray[np.int64]) -> tuple[NDArray[np.int64], tuple[
     return rank[inverse].astype(np.int64), tuple(f"g{int(ids[i])}" for i in order)
 
 
-def read_swf(path: str | os.PathLike[str], *, name: str | None = None, max_procs: int | None = None,
-             interactive_threshold_s: float = INTERACTIVE_THRESHOLD_S) -> Workload:
+def read_swf(
+    path: str | os.PathLike[str],
+    *,
+    name: str | None = None,
+    max_procs: int | None = None,
+    interactive_threshold_s: float = INTERACTIVE_THRESHOLD_S,
+) -> Workload:
     """Read an SWF trace (plain or gzip) into a :class:`Workload`.
 
     ``max_procs`` overrides the header's ``MaxProcs`` (jobs larger than the machine are dropped
@@ -259,15 +292,23 @@ def read_swf(path: str | os.PathLike[str], *, name: str | None = None, max_procs
     rows, procs, dropped, fixed = _usable_jobs(table, machine)
     if machine is None:
         machine = int(procs.max()) if len(procs) else 1
-        log.info("%s: no MaxProcs in the header; machine size taken from the largest job: %d",
-                 display, machine)
-    return _workload(rows, procs, fixed, name=name or _trace_name(file_path), machine=int(machine),
-                     dropped=dropped, header=header, id_names=id_names,
-                     interactive_threshold_s=interactive_threshold_s)
+        log.info("%s: no MaxProcs in the header; machine size taken from the largest job: %d", display, machine)
+    return _workload(
+        rows,
+        procs,
+        fixed,
+        name=name or _trace_name(file_path),
+        machine=int(machine),
+        dropped=dropped,
+        header=header,
+        id_names=id_names,
+        interactive_threshold_s=interactive_threshold_s,
+    )
 
 
-def _usable_jobs(table: NDArray[np.float64], machine: int | None) -> tuple[NDArray[np.float64], NDArray[np.int64],
-                                                                            dict[str, int], dict[str, int]]:
+def _usable_jobs(
+    table: NDArray[np.float64], machine: int | None
+) -> tuple[NDArray[np.float64], NDArray[np.int64], dict[str, int], dict[str, int]]:
     """The rows kept (docs/traces.md's rules), their cores, and the counts of rows dropped and of cores fixed."""
     submit = table[:, _COL["submit"]]
     run = table[:, _COL["run"]]
@@ -293,9 +334,18 @@ def _usable_jobs(table: NDArray[np.float64], machine: int | None) -> tuple[NDArr
     return table[keep], procs[keep].astype(np.int64), dropped, fixed
 
 
-def _workload(rows: NDArray[np.float64], procs: NDArray[np.int64], fixed: dict[str, int], *, name: str,
-              machine: int, dropped: dict[str, int], header: dict[str, str], id_names: dict[str, dict[int, str]],
-              interactive_threshold_s: float) -> Workload:
+def _workload(
+    rows: NDArray[np.float64],
+    procs: NDArray[np.int64],
+    fixed: dict[str, int],
+    *,
+    name: str,
+    machine: int,
+    dropped: dict[str, int],
+    header: dict[str, str],
+    id_names: dict[str, dict[int, str]],
+    interactive_threshold_s: float,
+) -> Workload:
     """The kept rows as a :class:`Workload` in submit order, a missing request or wait repaired (counted in
     ``fixed``)."""
     run = rows[:, _COL["run"]]
@@ -341,8 +391,9 @@ def _workload(rows: NDArray[np.float64], procs: NDArray[np.int64], fixed: dict[s
     )
 
 
-def _read_alea(text: str, path: Path, header: dict[str, str]) -> tuple[NDArray[np.float64], dict[int, str],
-                                                                        dict[str, str]]:
+def _read_alea(
+    text: str, path: Path, header: dict[str, str]
+) -> tuple[NDArray[np.float64], dict[int, str], dict[str, str]]:
     """An extended SWF file's table (submit times from the first job), queue names and a header saying so."""
     try:
         table, queues = alea.parse_alea(text, path.name, N_FIELDS)
@@ -404,6 +455,9 @@ def resolve_trace(name_or_path: str) -> Path:
             if candidate.is_file():
                 return candidate
             tried.append(str(candidate))
-    hint = (f"; fetch it with: rlsched trace fetch {entry.name} (or set RLSCHED_TRACE_DIR)" if entry
-            else f" (known names: {', '.join(sorted(CATALOGUE))})")
+    hint = (
+        f"; fetch it with: rlsched trace fetch {entry.name} (or set RLSCHED_TRACE_DIR)"
+        if entry
+        else f" (known names: {', '.join(sorted(CATALOGUE))})"
+    )
     raise FileNotFoundError(f"trace {name_or_path!r} not found; looked at: {', '.join(tried)}{hint}")

@@ -152,15 +152,15 @@ class InteractiveRuntimeModel:
         x = np.clip(np.asarray(x, dtype=np.float64), 0.0, self.limit_s)
         short = -np.expm1(-x / self.short_mean_s) / -math.expm1(-self.limit_s / self.short_mean_s)
         bulk = special.gammainc(self.bulk_shape, x / self.bulk_scale_s) / special.gammainc(
-            self.bulk_shape, self.limit_s / self.bulk_scale_s)
+            self.bulk_shape, self.limit_s / self.bulk_scale_s
+        )
         return np.asarray(self.short_weight * short + (1.0 - self.short_weight) * bulk)
 
     def moments(self) -> tuple[float, float, float]:
         """(mean, median, sd) of the model, in closed form (the median by root finding)."""
         from scipy import optimize, special
 
-        w, theta, k, s, h = (self.short_weight, self.short_mean_s, self.bulk_shape,
-                             self.bulk_scale_s, self.limit_s)
+        w, theta, k, s, h = (self.short_weight, self.short_mean_s, self.bulk_shape, self.bulk_scale_s, self.limit_s)
         # Truncated exponential on [0, h): E[X] and E[X^2] in closed form.
         r = h / theta
         tail = math.exp(-r) / -math.expm1(-r)
@@ -206,8 +206,9 @@ class BatchRuntimeModel:
         z = special.ndtr(b) - special.ndtr(a)
 
         def raw(n: int) -> float:  # E[X^n] of the truncated lognormal body
-            return float(math.exp(n * mu + n * n * sg * sg / 2)
-                         * (special.ndtr(b - n * sg) - special.ndtr(a - n * sg)) / z)
+            return float(
+                math.exp(n * mu + n * n * sg * sg / 2) * (special.ndtr(b - n * sg) - special.ndtr(a - n * sg)) / z
+            )
 
         mean = (1 - q) * raw(1) + q * hi
         second = (1 - q) * raw(2) + q * hi * hi
@@ -218,7 +219,8 @@ class BatchRuntimeModel:
 #: Solved by :func:`solve_interactive_runtime` (``scipy.optimize.fsolve`` on the three
 #: published moments, short-job mean fixed at 20 s); re-derived in tests/test_lal.py.
 INTERACTIVE_RUNTIME = InteractiveRuntimeModel(
-    short_weight=0.32653264487, short_mean_s=20.0, bulk_shape=17.225554099, bulk_scale_s=13.229148623)
+    short_weight=0.32653264487, short_mean_s=20.0, bulk_shape=17.225554099, bulk_scale_s=13.229148623
+)
 
 #: The batch queue wall-time limit assumed for the LAL site: one week.
 BATCH_WALLTIME_LIMIT_S = WEEK_S
@@ -226,28 +228,30 @@ BATCH_WALLTIME_LIMIT_S = WEEK_S
 #: Solved by :func:`solve_batch_runtime` (``scipy.optimize.fsolve`` on the three published
 #: moments, limit fixed at one week); re-derived in tests/test_lal.py.
 BATCH_RUNTIME = BatchRuntimeModel(
-    body_mu=9.6318941498, body_sigma=1.0408086808, killed_fraction=0.01521138733,
-    limit_s=BATCH_WALLTIME_LIMIT_S)
+    body_mu=9.6318941498, body_sigma=1.0408086808, killed_fraction=0.01521138733, limit_s=BATCH_WALLTIME_LIMIT_S
+)
 
 
-def solve_interactive_runtime(short_mean_s: float = 20.0,
-                              limit_s: float = INTERACTIVE_THRESHOLD_S) -> InteractiveRuntimeModel:
+def solve_interactive_runtime(
+    short_mean_s: float = 20.0, limit_s: float = INTERACTIVE_THRESHOLD_S
+) -> InteractiveRuntimeModel:
     """Re-derive :data:`INTERACTIVE_RUNTIME`: the mixture whose mean, median, sd are P-grid Table 1's."""
     from scipy import optimize, special
 
-    target = np.array([PUBLISHED_INTERACTIVE_MEAN_S, PUBLISHED_INTERACTIVE_MEDIAN_S,
-                       PUBLISHED_INTERACTIVE_SD_S])
+    target = np.array([PUBLISHED_INTERACTIVE_MEAN_S, PUBLISHED_INTERACTIVE_MEDIAN_S, PUBLISHED_INTERACTIVE_SD_S])
 
     def model(x: FloatArray) -> InteractiveRuntimeModel:
         # Unconstrained coordinates: logit(weight), log(shape), log(scale).
-        return InteractiveRuntimeModel(float(special.expit(x[0])), short_mean_s, float(np.exp(x[1])),
-                                       float(np.exp(x[2])), limit_s)
+        return InteractiveRuntimeModel(
+            float(special.expit(x[0])), short_mean_s, float(np.exp(x[1])), float(np.exp(x[2])), limit_s
+        )
 
     def residual(x: FloatArray) -> FloatArray:
         return np.asarray(model(x).moments()) / target - 1.0
 
-    solution, _, status, message = optimize.fsolve(residual, np.array([-1.0, np.log(10.0), np.log(20.0)]),
-                                                   full_output=True, xtol=1e-12)
+    solution, _, status, message = optimize.fsolve(
+        residual, np.array([-1.0, np.log(10.0), np.log(20.0)]), full_output=True, xtol=1e-12
+    )
     if status != 1:
         raise RuntimeError(f"interactive runtime calibration did not converge: {message}")
     return model(solution)
@@ -266,8 +270,9 @@ def solve_batch_runtime(limit_s: float = BATCH_WALLTIME_LIMIT_S) -> BatchRuntime
     def residual(x: FloatArray) -> FloatArray:
         return np.log(np.asarray(model(x).moments()) / target)
 
-    solution, _, status, message = optimize.fsolve(residual, np.array([np.log(14000.0), 0.0, -4.0]),
-                                                   full_output=True, xtol=1e-12)
+    solution, _, status, message = optimize.fsolve(
+        residual, np.array([np.log(14000.0), 0.0, -4.0]), full_output=True, xtol=1e-12
+    )
     if status != 1:
         raise RuntimeError(f"batch runtime calibration did not converge: {message}")
     return model(solution)
@@ -323,8 +328,7 @@ def _batch_log_quantile_table(model: BatchRuntimeModel) -> FloatArray:
     return table
 
 
-def interactive_runtime_from_scores(z: FloatArray, model: InteractiveRuntimeModel = INTERACTIVE_RUNTIME
-                                    ) -> FloatArray:
+def interactive_runtime_from_scores(z: FloatArray, model: InteractiveRuntimeModel = INTERACTIVE_RUNTIME) -> FloatArray:
     """Interactive runtimes (s) for standard-normal scores ``z`` (F^-1(Phi(z)))."""
     return np.interp(z, _Z_GRID, _interactive_quantile_table(model))
 
@@ -426,13 +430,14 @@ def _draw_burst_sizes(rng: np.random.Generator, n_jobs: int, median: float, sigm
         total += int(sizes[-1].sum())
     all_sizes = np.concatenate(sizes)
     cut = int(np.searchsorted(np.cumsum(all_sizes), n_jobs))
-    out = all_sizes[:cut + 1].copy()
+    out = all_sizes[: cut + 1].copy()
     out[-1] -= int(out.sum()) - n_jobs
     return out
 
 
-def _job_levels(rng: np.random.Generator, bursts: _Bursts, burst_of_job: IntArray,
-                size_correlation: float) -> FloatArray:
+def _job_levels(
+    rng: np.random.Generator, bursts: _Bursts, burst_of_job: IntArray, size_correlation: float
+) -> FloatArray:
     """Runtime level (a standard-normal score) per job, shared closely inside each burst.
 
     Per class, bursts are ranked by ``-c * standardised log(size) + sqrt(1 - c^2) * noise``
@@ -452,7 +457,7 @@ def _job_levels(rng: np.random.Generator, bursts: _Bursts, burst_of_job: IntArra
         log_size = np.log(bursts.size[members].astype(np.float64))
         spread = float(log_size.std())
         standard = (log_size - log_size.mean()) / spread if spread > 0 else np.zeros(len(members))
-        key = -size_correlation * standard + math.sqrt(1.0 - size_correlation ** 2) * noise[members]
+        key = -size_correlation * standard + math.sqrt(1.0 - size_correlation**2) * noise[members]
         order = members[np.argsort(key, kind="stable")]
         sizes = bursts.size[order].astype(np.float64)
         low[order] = (np.cumsum(sizes) - sizes) / sizes.sum()
@@ -462,8 +467,7 @@ def _job_levels(rng: np.random.Generator, bursts: _Bursts, burst_of_job: IntArra
     return np.asarray(np.interp(u, _PHI_GRID, _Z_GRID))
 
 
-def _burst_rate(rng: np.random.Generator, span_s: float,
-                model: ArrivalModel) -> tuple[FloatArray, FloatArray]:
+def _burst_rate(rng: np.random.Generator, span_s: float, model: ArrivalModel) -> tuple[FloatArray, FloatArray]:
     """Bin edges and relative burst rate per bin over [0, span_s) (regime x daily x weekly)."""
     n_bins = max(1, math.ceil(span_s / model.rate_grid_s))
     edges = np.linspace(0.0, span_s, n_bins + 1)
@@ -497,8 +501,9 @@ def _draw_burst_starts(rng: np.random.Generator, n: int, edges: FloatArray, rate
     return np.asarray(edges[bins] + within * np.diff(edges)[bins])
 
 
-def _assign_vos(rng: np.random.Generator, burst_class: IntArray, burst_work: FloatArray,
-                shares: FloatArray) -> IntArray:
+def _assign_vos(
+    rng: np.random.Generator, burst_class: IntArray, burst_work: FloatArray, shares: FloatArray
+) -> IntArray:
     """VO of each burst, such that every VO's share of all CPU time is near its target.
 
     Interactive bursts (0.4% of the work) take a VO at random with the target shares as
@@ -551,8 +556,13 @@ def _users_per_vo(shares: FloatArray) -> IntArray:
     return np.maximum(2, np.round(40 * shares)).astype(np.int64)
 
 
-def generate_lal(seed: int = 0, *, scale: float = 1.0, arrivals: ArrivalModel = DEFAULT_ARRIVALS,
-                 requests: RequestModel = "queue_limit") -> Workload:
+def generate_lal(
+    seed: int = 0,
+    *,
+    scale: float = 1.0,
+    arrivals: ArrivalModel = DEFAULT_ARRIVALS,
+    requests: RequestModel = "queue_limit",
+) -> Workload:
     """The LAL-like workload (see the module docstring and docs/workloads.md).
 
     ``scale`` multiplies the job counts (rounded, at least one job per class) and, through
@@ -576,9 +586,15 @@ def generate_lal(seed: int = 0, *, scale: float = 1.0, arrivals: ArrivalModel = 
     sigma = arrivals.burst_size_sigma
     sizes_i = _draw_burst_sizes(rng, n_interactive, arrivals.interactive_burst_median, sigma)
     sizes_b = _draw_burst_sizes(rng, n_batch, arrivals.batch_burst_median, sigma)
-    bursts = _Bursts(size=np.concatenate((sizes_i, sizes_b)),
-                     job_class=np.concatenate((np.full(len(sizes_i), JobClass.INTERACTIVE, dtype=np.int64),
-                                               np.full(len(sizes_b), JobClass.BATCH, dtype=np.int64))))
+    bursts = _Bursts(
+        size=np.concatenate((sizes_i, sizes_b)),
+        job_class=np.concatenate(
+            (
+                np.full(len(sizes_i), JobClass.INTERACTIVE, dtype=np.int64),
+                np.full(len(sizes_b), JobClass.BATCH, dtype=np.int64),
+            )
+        ),
+    )
     n_bursts = len(bursts.size)
     burst_of_job = np.repeat(np.arange(n_bursts), bursts.size)
     job_class = bursts.job_class[burst_of_job]
@@ -601,8 +617,14 @@ def generate_lal(seed: int = 0, *, scale: float = 1.0, arrivals: ArrivalModel = 
     submit = submit[order] - submit[order][0]
     if submit[-1] > 0:
         submit *= span / submit[-1]
-    return _lal_workload(submit, run[order], job_class[order], burst_vo[burst_of_job][order],
-                         burst_user[burst_of_job][order], _header(seed, scale, span, arrivals))
+    return _lal_workload(
+        submit,
+        run[order],
+        job_class[order],
+        burst_vo[burst_of_job][order],
+        burst_user[burst_of_job][order],
+        _header(seed, scale, span, arrivals),
+    )
 
 
 def _check_options(scale: float, requests: RequestModel, arrivals: ArrivalModel) -> None:
@@ -616,31 +638,38 @@ def _check_options(scale: float, requests: RequestModel, arrivals: ArrivalModel)
             raise ValueError(f"generate_lal: ArrivalModel.{name} must be in [0, 1), got {value!r}")
 
 
-def _runtimes(rng: np.random.Generator, bursts: _Bursts, burst_of_job: IntArray, job_class: IntArray,
-              arrivals: ArrivalModel) -> FloatArray:
+def _runtimes(
+    rng: np.random.Generator, bursts: _Bursts, burst_of_job: IntArray, job_class: IntArray, arrivals: ArrivalModel
+) -> FloatArray:
     """Each job's runtime from its burst's level and its own noise (correlation ``runtime_correlation``)."""
     rho = arrivals.runtime_correlation
     level = _job_levels(rng, bursts, burst_of_job, arrivals.size_runtime_correlation)
-    scores = (rho * level
-              + math.sqrt(1.0 - rho * rho) * rng.standard_normal(len(burst_of_job)))
+    scores = rho * level + math.sqrt(1.0 - rho * rho) * rng.standard_normal(len(burst_of_job))
     interactive = job_class == JobClass.INTERACTIVE
     run = np.empty(len(scores))
     # Whole seconds, as in a PBS log; >= 1 s so that W = run/(run+wait) is always defined,
     # and interactive jobs stay < 900 s so the runtime class rule agrees with job_class.
-    run[interactive] = np.clip(np.rint(interactive_runtime_from_scores(scores[interactive])),
-                               1.0, INTERACTIVE_THRESHOLD_S - 1.0)
-    run[~interactive] = np.clip(np.rint(batch_runtime_from_scores(scores[~interactive])),
-                                INTERACTIVE_THRESHOLD_S, BATCH_RUNTIME.limit_s)
+    run[interactive] = np.clip(
+        np.rint(interactive_runtime_from_scores(scores[interactive])), 1.0, INTERACTIVE_THRESHOLD_S - 1.0
+    )
+    run[~interactive] = np.clip(
+        np.rint(batch_runtime_from_scores(scores[~interactive])), INTERACTIVE_THRESHOLD_S, BATCH_RUNTIME.limit_s
+    )
     return run
 
 
-def _submit_times(rng: np.random.Generator, span: float, arrivals: ArrivalModel, bursts: _Bursts,
-                  burst_of_job: IntArray, job_class: IntArray) -> FloatArray:
+def _submit_times(
+    rng: np.random.Generator,
+    span: float,
+    arrivals: ArrivalModel,
+    bursts: _Bursts,
+    burst_of_job: IntArray,
+    job_class: IntArray,
+) -> FloatArray:
     """Each job's submit time (unsorted): its burst's start in ``[0, span]`` plus the gaps inside the burst."""
     edges, rate = _burst_rate(rng, span, arrivals)
     burst_start = _draw_burst_starts(rng, len(bursts.size), edges, rate)
-    gap_mean = np.where(job_class == JobClass.INTERACTIVE, arrivals.interactive_gap_mean_s,
-                        arrivals.batch_gap_mean_s)
+    gap_mean = np.where(job_class == JobClass.INTERACTIVE, arrivals.interactive_gap_mean_s, arrivals.batch_gap_mean_s)
     gaps = rng.exponential(1.0, size=len(burst_of_job)) * gap_mean
     # Offset of each job inside its burst: cumulative gaps, restarting at every burst
     # (the first job of a burst arrives at the burst start).
@@ -651,8 +680,9 @@ def _submit_times(rng: np.random.Generator, span: float, arrivals: ArrivalModel,
     return np.asarray(burst_start[burst_of_job] + offset)
 
 
-def _lal_workload(submit: FloatArray, run: FloatArray, job_class: IntArray, vo: IntArray, user: IntArray,
-                  header: dict[str, str]) -> Workload:
+def _lal_workload(
+    submit: FloatArray, run: FloatArray, job_class: IntArray, vo: IntArray, user: IntArray, header: dict[str, str]
+) -> Workload:
     """The jobs (in submit order) as the ``lal`` :class:`Workload`: one core each, the queue's limit as request."""
     req_time = np.where(job_class == JobClass.INTERACTIVE, INTERACTIVE_THRESHOLD_S, BATCH_RUNTIME.limit_s)
     n = len(run)
@@ -684,24 +714,32 @@ def _header(seed: int, scale: float, span_s: float, arrivals: ArrivalModel) -> d
     ia, ba = INTERACTIVE_RUNTIME, BATCH_RUNTIME
     return {
         "Generator": "rlsched LAL-like synthetic workload (sim/workloads/lal.py); NOT the real LAL trace",
-        "Calibration": ("Perez et al. P-grid §4.2 Table 1: 81 cores, 4480 interactive (mean 160 s, median "
-                        "190 s, sd 108 s), 5020 batch (mean 34927 s, median 15615 s, sd 78755 s), "
-                        "utilization 0.56, VO shares 0.53/0.02/0.17/0.08/0.01/0.16/0.03"),
+        "Calibration": (
+            "Perez et al. P-grid §4.2 Table 1: 81 cores, 4480 interactive (mean 160 s, median "
+            "190 s, sd 108 s), 5020 batch (mean 34927 s, median 15615 s, sd 78755 s), "
+            "utilization 0.56, VO shares 0.53/0.02/0.17/0.08/0.01/0.16/0.03"
+        ),
         "Seed": str(seed),
         "Scale": repr(scale),
         "MaxProcs": str(LAL_CORES),
         "SpanSeconds": f"{span_s:.0f}",
-        "InteractiveRuntime": (f"mixture: {ia.short_weight:.4f} x exp(mean {ia.short_mean_s:g} s) + "
-                               f"gamma(k={ia.bulk_shape:.3f}, scale={ia.bulk_scale_s:.3f} s), < 900 s"),
-        "BatchRuntime": (f"lognormal(mu={ba.body_mu:.4f}, sigma={ba.body_sigma:.4f}) on [900 s, "
-                         f"{ba.limit_s:.0f} s) + {ba.killed_fraction:.4f} killed at the limit"),
-        "Arrivals": (f"bursts (median {arrivals.interactive_burst_median:g} interactive jobs "
-                     f"{arrivals.interactive_gap_mean_s:g} s apart / {arrivals.batch_burst_median:g} batch "
-                     f"jobs {arrivals.batch_gap_mean_s:g} s apart, size sigma {arrivals.burst_size_sigma:g}, "
-                     f"runtime correlation {arrivals.runtime_correlation:g}, size-runtime correlation "
-                     f"-{arrivals.size_runtime_correlation:g}), MMPP calm/busy "
-                     f"{arrivals.calm_mean_s / DAY_S:g} d/{arrivals.busy_mean_s / DAY_S:g} d, "
-                     f"rate ratio {arrivals.busy_rate_ratio:g}, daily and weekly cycle"),
+        "InteractiveRuntime": (
+            f"mixture: {ia.short_weight:.4f} x exp(mean {ia.short_mean_s:g} s) + "
+            f"gamma(k={ia.bulk_shape:.3f}, scale={ia.bulk_scale_s:.3f} s), < 900 s"
+        ),
+        "BatchRuntime": (
+            f"lognormal(mu={ba.body_mu:.4f}, sigma={ba.body_sigma:.4f}) on [900 s, "
+            f"{ba.limit_s:.0f} s) + {ba.killed_fraction:.4f} killed at the limit"
+        ),
+        "Arrivals": (
+            f"bursts (median {arrivals.interactive_burst_median:g} interactive jobs "
+            f"{arrivals.interactive_gap_mean_s:g} s apart / {arrivals.batch_burst_median:g} batch "
+            f"jobs {arrivals.batch_gap_mean_s:g} s apart, size sigma {arrivals.burst_size_sigma:g}, "
+            f"runtime correlation {arrivals.runtime_correlation:g}, size-runtime correlation "
+            f"-{arrivals.size_runtime_correlation:g}), MMPP calm/busy "
+            f"{arrivals.calm_mean_s / DAY_S:g} d/{arrivals.busy_mean_s / DAY_S:g} d, "
+            f"rate ratio {arrivals.busy_rate_ratio:g}, daily and weekly cycle"
+        ),
         "RequestedTime": f"queue limit: 900 s interactive, {ba.limit_s:.0f} s batch",
         "Note": "queue = group = VO (1-based); user = submitter of the burst",
     }
@@ -755,11 +793,15 @@ def interactive_first_priority(workload: Workload) -> FloatArray:
 
 #: The policies the calibration table replays: name -> (priority key or None for FCFS, backfill).
 _TABLE_POLICIES: tuple[tuple[str, bool, bool], ...] = (
-    ("FCFS", False, False), ("EASY", False, True), ("interactive-first", True, True))
+    ("FCFS", False, False),
+    ("EASY", False, True),
+    ("interactive-first", True, True),
+)
 
 
-def calibration_table(seeds: Sequence[int] = CALIBRATION_SEEDS, scale: float = 1.0
-                      ) -> list[tuple[str, float | None, float, float]]:
+def calibration_table(
+    seeds: Sequence[int] = CALIBRATION_SEEDS, scale: float = 1.0
+) -> list[tuple[str, float | None, float, float]]:
     """Published statistic beside the generator's: rows (name, published or None, mean, sd over seeds).
 
     The queueing rows replay each workload with :class:`rlsched.sim.engine.Simulator` on
@@ -795,8 +837,11 @@ def calibration_table(seeds: Sequence[int] = CALIBRATION_SEEDS, scale: float = 1
         add("batch median (s)", PUBLISHED_BATCH_MEDIAN_S, float(np.median(run_b)))
         add("batch sd (s)", PUBLISHED_BATCH_SD_S, float(run_b.std()))
         add("batch killed at the 1-week limit", None, float(np.mean(run_b >= BATCH_RUNTIME.limit_s)))
-        add("utilization over the submission span", PUBLISHED_UTILIZATION,
-            utilization(float(w.run.sum()), LAL_CORES, span))
+        add(
+            "utilization over the submission span",
+            PUBLISHED_UTILIZATION,
+            utilization(float(w.run.sum()), LAL_CORES, span),
+        )
         add("offered load to the last completion", None, float(w.summary()["offered_load"]))
         add("submission span (days)", None, span / DAY_S)
         add("max abs(VO CPU share - target share)", 0.0, float(np.max(np.abs(cpu - shares))))
@@ -807,17 +852,32 @@ def calibration_table(seeds: Sequence[int] = CALIBRATION_SEEDS, scale: float = 1
             wait = schedule.wait
             resp = responsiveness(run_s=schedule.run, wait_s=wait)
             native = not class_first
-            add(f"{policy}: interactive W", PUBLISHED_NATIVE_INTERACTIVE_W if native
-                else PUBLISHED_RL_INTERACTIVE_W, float(resp[ia].mean()))
-            add(f"{policy}: interactive sd(W)", PUBLISHED_NATIVE_INTERACTIVE_W_SD if native else None,
-                float(resp[ia].std()))
-            add(f"{policy}: interactive wait < 120 s", PUBLISHED_NATIVE_INTERACTIVE_UNDER_120S if native
-                else PUBLISHED_RL_INTERACTIVE_UNDER_120S, float(np.mean(wait[ia] < 120.0)))
-            add(f"{policy}: interactive mean wait (s)", PUBLISHED_NATIVE_INTERACTIVE_WAIT_S if native
-                else PUBLISHED_RL_INTERACTIVE_WAIT_S, float(wait[ia].mean()))
+            add(
+                f"{policy}: interactive W",
+                PUBLISHED_NATIVE_INTERACTIVE_W if native else PUBLISHED_RL_INTERACTIVE_W,
+                float(resp[ia].mean()),
+            )
+            add(
+                f"{policy}: interactive sd(W)",
+                PUBLISHED_NATIVE_INTERACTIVE_W_SD if native else None,
+                float(resp[ia].std()),
+            )
+            add(
+                f"{policy}: interactive wait < 120 s",
+                PUBLISHED_NATIVE_INTERACTIVE_UNDER_120S if native else PUBLISHED_RL_INTERACTIVE_UNDER_120S,
+                float(np.mean(wait[ia] < 120.0)),
+            )
+            add(
+                f"{policy}: interactive mean wait (s)",
+                PUBLISHED_NATIVE_INTERACTIVE_WAIT_S if native else PUBLISHED_RL_INTERACTIVE_WAIT_S,
+                float(wait[ia].mean()),
+            )
             add(f"{policy}: batch W", PUBLISHED_NATIVE_BATCH_W if native else None, float(resp[~ia].mean()))
-            add(f"{policy}: batch mean wait (s)", PUBLISHED_NATIVE_BATCH_WAIT_S if native else None,
-                float(wait[~ia].mean()))
+            add(
+                f"{policy}: batch mean wait (s)",
+                PUBLISHED_NATIVE_BATCH_WAIT_S if native else None,
+                float(wait[~ia].mean()),
+            )
     return [(name, published[name], float(np.mean(v)), float(np.std(v))) for name, v in rows.items()]
 
 
@@ -831,9 +891,12 @@ def format_calibration_table(rows: Sequence[tuple[str, float | None, float, floa
     for name, target, mean, sd in rows:
         shown = "-" if target is None else number(target)
         lines.append(f"| {name} | {shown} | {number(mean)} ± {number(sd)} |")
-    lines += ["", "Published column of the queueing rows: the native EGEE schedule for FCFS and EASY "
-              "(P-grid Tables 2-3, P-fqi Table 3); the papers' rigid RL for interactive-first "
-              "(P-grid Table 2, §5.2; P-fqi Table 3), a level interactive-first must reach."]
+    lines += [
+        "",
+        "Published column of the queueing rows: the native EGEE schedule for FCFS and EASY "
+        "(P-grid Tables 2-3, P-fqi Table 3); the papers' rigid RL for interactive-first "
+        "(P-grid Table 2, §5.2; P-fqi Table 3), a level interactive-first must reach.",
+    ]
     return "\n".join(lines)
 
 

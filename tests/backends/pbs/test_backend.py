@@ -26,7 +26,7 @@ NODES = (DATA / "pbsnodes-busy.json").read_text()
 ACCOUNTING = (DATA / "accounting-20261123").read_text()
 SERVER = (DATA / "qstat-B.json").read_text()
 SORTED = 'job_sort_key: "job_priority HIGH"\tALL\n'
-NOW = 1795462930.0          # just after the recorded jobs ended
+NOW = 1795462930.0  # just after the recorded jobs ended
 
 Reply = CommandResult | Exception
 
@@ -41,7 +41,7 @@ class ScriptedRunner:
 
     def __call__(self, argv: Sequence[str], timeout_s: float) -> CommandResult:
         self.calls.append(tuple(argv))
-        assert tuple(argv[:len(self.prefix)]) == self.prefix
+        assert tuple(argv[: len(self.prefix)]) == self.prefix
         name = Path(argv[len(self.prefix)]).name
         if name == "qstat" and "-B" in argv:
             name = "qstat -B"
@@ -60,8 +60,7 @@ def fail(stderr: str, code: int = 1) -> CommandResult:
 
 
 def make(runner: ScriptedRunner, **config: object) -> PBSBackend:
-    cfg = PBSBackendConfig(**{"vo_from": "account", "retry": RetryPolicy(attempts=2, base_delay_s=0),
-                              **config})  # type: ignore[arg-type]
+    cfg = PBSBackendConfig(**{"vo_from": "account", "retry": RetryPolicy(attempts=2, base_delay_s=0), **config})  # type: ignore[arg-type]
     return PBSBackend(cfg, runner=runner, clock=lambda: NOW, sleep=lambda s: None)
 
 
@@ -84,13 +83,13 @@ def test_the_view_of_the_recorded_server() -> None:
     pending = dict(zip(view.pending.job_id.tolist(), view.pending.held.tolist(), strict=True))
     assert pending[4] and not pending[3]
     cores = dict(zip(view.pending.job_id.tolist(), view.pending.cores.tolist(), strict=True))
-    assert cores[5] == 7                    # select=2:ncpus=2+1:ncpus=3
+    assert cores[5] == 7  # select=2:ncpus=2+1:ncpus=3
     req = dict(zip(view.pending.job_id.tolist(), view.pending.req_time_s.tolist(), strict=True))
     assert req[3] == 5400 and req[6] == backend.config.unlimited_time_s
     vo = dict(zip(view.pending.job_id.tolist(), view.pending.vo.tolist(), strict=True))
-    assert vo[3] == 0 and vo[6] == 2        # atlas; no Account_Name → the default VO
+    assert vo[3] == 0 and vo[6] == 2  # atlas; no Account_Name → the default VO
     classes = dict(zip(view.pending.job_id.tolist(), view.pending.job_class.tolist(), strict=True))
-    assert classes[3] == JobClass.BATCH and classes[2] == JobClass.INTERACTIVE     # walltime 5 min
+    assert classes[3] == JobClass.BATCH and classes[2] == JobClass.INTERACTIVE  # walltime 5 min
     counts = backend.queue_counts()
     assert counts[("workq", "lhcb", "batch", "held")] == 1 and counts[("workq", "cms", "interactive", "running")] == 1
     assert backend.job_labels()[3] == ("workq", "atlas")
@@ -123,8 +122,8 @@ def test_every_command_runs_behind_the_prefix_as_an_argument_list() -> None:
     assert (*prefix, "/opt/pbs/bin/qalter", "-p", "1023", "3.pbshost") in runner.calls
     assert (*prefix, "/opt/pbs/bin/qhold", "-h", "u", "6.pbshost") in runner.calls
     assert (*prefix, "cat", "/var/spool/pbs/sched_priv/sched_config") in runner.calls
-    assert (*prefix, "/opt/pbs/bin/qstat", "-B", "-f", "-F", "json") in runner.calls     # job history kept?
-    assert all(call[:len(prefix)] == prefix for call in runner.calls)
+    assert (*prefix, "/opt/pbs/bin/qstat", "-B", "-f", "-F", "json") in runner.calls  # job history kept?
+    assert all(call[: len(prefix)] == prefix for call in runner.calls)
 
 
 def test_the_priority_ladder_and_its_undo_survive_a_restart(tmp_path: Path) -> None:
@@ -132,16 +131,19 @@ def test_the_priority_ladder_and_its_undo_survive_a_restart(tmp_path: Path) -> N
     runner = ScriptedRunner()
     backend = make(runner, state_file=str(record), max_boosted=2)
     backend.view()
-    backend.boost([6, 3, 5, 99])           # 99 does not exist; only the first two pending count
+    backend.boost([6, 3, 5, 99])  # 99 does not exist; only the first two pending count
     assert acted(runner, "qalter") == [("qalter", "-p", "1023", "6.pbshost"), ("qalter", "-p", "1022", "3.pbshost")]
     assert backend.changes() == {"boosted": 2, "held": 0, "drained": 0}
     saved = json.loads(record.read_text())
     assert saved["original_priority"] == {"6": 0, "3": 0} and saved["pbs_ids"]["6"] == "6.pbshost"
     # A new ranking: 3 leaves it and gets its priority back (5 had its own priority 5, kept to restore).
     backend.boost([5, 6])
-    assert acted(runner, "qalter")[2:] == [("qalter", "-p", "0", "3.pbshost"), ("qalter", "-p", "1023", "5.pbshost"),
-                                           ("qalter", "-p", "1022", "6.pbshost")]
-    backend.hold(4)                        # already held by its user: not ours, nothing run
+    assert acted(runner, "qalter")[2:] == [
+        ("qalter", "-p", "0", "3.pbshost"),
+        ("qalter", "-p", "1023", "5.pbshost"),
+        ("qalter", "-p", "1022", "6.pbshost"),
+    ]
+    backend.hold(4)  # already held by its user: not ours, nothing run
     backend.hold(3)
     assert acted(runner, "qhold") == [("qhold", "-h", "u", "3.pbshost")]
     # A restarted daemon reads the record and undoes everything, by the recorded PBS ids.
@@ -157,31 +159,36 @@ def test_the_priority_ladder_and_its_undo_survive_a_restart(tmp_path: Path) -> N
 
 def test_an_unwritable_undo_record_changes_nothing_new_but_views_and_releases_go_on(tmp_path: Path) -> None:
     broken = tmp_path / "broken"
-    broken.write_text("")                  # the record's folder is a regular file: ENOTDIR, even for root
+    broken.write_text("")  # the record's folder is a regular file: ENOTDIR, even for root
     runner = ScriptedRunner()
     backend = make(runner, state_file=str(broken / "pbs-record.json"), max_boosted=2)
-    assert len(backend.view().pending) > 0                    # the feed's position is not written: no matter
+    assert len(backend.view().pending) > 0  # the feed's position is not written: no matter
     backend.boost([6, 3])
     backend.hold(5)
-    assert acted(runner, "qalter") == [] and acted(runner, "qhold") == []    # no record, no change
+    assert acted(runner, "qalter") == [] and acted(runner, "qhold") == []  # no record, no change
     assert backend.changes() == {"boosted": 0, "held": 0, "drained": 0}
-    backend.release(4)                                         # a release needs no record first: done
+    backend.release(4)  # a release needs no record first: done
     assert acted(runner, "qrls") == [("qrls", "-h", "u", "4.pbshost")]
     assert backend.errors["state_write_failed"] >= 3
 
 
 def test_a_vanished_job_is_counted_not_raised() -> None:
     gone = fail("qalter: Unknown Job Id 6.pbshost", 153)
-    runner = ScriptedRunner({"qalter": [gone], "qhold": [fail("qhold: Unknown Job Id 77.pbshost", 153)],
-                             "qrls": [fail("qrls: Request invalid for state of job 3.pbshost", 168)]})
+    runner = ScriptedRunner(
+        {
+            "qalter": [gone],
+            "qhold": [fail("qhold: Unknown Job Id 77.pbshost", 153)],
+            "qrls": [fail("qrls: Request invalid for state of job 3.pbshost", 168)],
+        }
+    )
     backend = make(runner)
     backend.view()
     backend.boost([6])
     backend.hold(77)
     backend.release(3)
     assert backend.errors["vanished_job"] == 3 and backend.changes()["boosted"] == 0
-    assert acted(runner, "qhold") == [("qhold", "-h", "u", "77")]       # an unknown number: no server suffix
-    backend.hold(SUBJOB_ID_BASE * 8 + 2)    # a subjob the view does not have: named by array and index
+    assert acted(runner, "qhold") == [("qhold", "-h", "u", "77")]  # an unknown number: no server suffix
+    backend.hold(SUBJOB_ID_BASE * 8 + 2)  # a subjob the view does not have: named by array and index
     assert acted(runner, "qhold")[-1] == ("qhold", "-h", "u", "2[7]")
 
 
@@ -213,8 +220,13 @@ def test_release_gated_releases_the_held_jobs_of_the_gated_queues() -> None:
     backend = make(runner, queues=frozenset({"workq"}))
     assert backend.release_gated() == 1 and acted(runner, "qrls") == [("qrls", "-h", "u", "4.pbshost")]
     fields = backend.heartbeat_fields()
-    assert fields == {"batch_system": "pbs", "queues": ["workq"], "command_prefix": [], "bin_dir": None,
-                      "undo_record": None}
+    assert fields == {
+        "batch_system": "pbs",
+        "queues": ["workq"],
+        "command_prefix": [],
+        "bin_dir": None,
+        "undo_record": None,
+    }
 
 
 def test_the_history_feed_delivers_each_completion_once_and_nothing_from_before() -> None:
@@ -236,8 +248,8 @@ def test_the_accounting_feed_reads_on_from_where_it_stopped_and_into_the_next_da
     day1, day2 = tmp_path / "20261123", tmp_path / "20261124"
     day1.write_text("".join(lines[:2]))
     feed = CompletionFeed("accounting", executor, str(tmp_path), clock=lambda: NOW)
-    assert feed.poll([]) == []                        # starts at the end: no replay
-    day1.write_text("".join(lines[:20]) + lines[20][:30])     # a record still being written
+    assert feed.poll([]) == []  # starts at the end: no replay
+    day1.write_text("".join(lines[:20]) + lines[20][:30])  # a record still being written
     got = feed.poll([])
     day1.write_text("".join(lines))
     got += feed.poll([])

@@ -30,15 +30,36 @@ from rlsched.backends.pbs.parsers import (
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats(allow_nan=True) | st.text(max_size=30),
     lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=12), children, max_size=5),
-    max_leaves=30)
-job_keys = st.sampled_from(["job_state", "queue", "Resource_List", "ctime", "stime", "obittime", "mtime",
-                            "Priority", "Account_Name", "project", "egroup", "euser", "Job_Owner",
-                            "array_state_count", "Exit_status"])
-resource_values = st.dictionaries(st.sampled_from(["ncpus", "select", "walltime", "nodect"]),
-                                  json_values | st.sampled_from(["1:ncpus=2+2:ncpus=3", "01:00:00", "x:y", ""]))
-job_objects = st.dictionaries(job_keys, json_values | resource_values
-                              | st.sampled_from(["Q", "R", "H", "F", "B", "X", "Mon Nov 23 09:17:30 2026"]),
-                              max_size=12)
+    max_leaves=30,
+)
+job_keys = st.sampled_from(
+    [
+        "job_state",
+        "queue",
+        "Resource_List",
+        "ctime",
+        "stime",
+        "obittime",
+        "mtime",
+        "Priority",
+        "Account_Name",
+        "project",
+        "egroup",
+        "euser",
+        "Job_Owner",
+        "array_state_count",
+        "Exit_status",
+    ]
+)
+resource_values = st.dictionaries(
+    st.sampled_from(["ncpus", "select", "walltime", "nodect"]),
+    json_values | st.sampled_from(["1:ncpus=2+2:ncpus=3", "01:00:00", "x:y", ""]),
+)
+job_objects = st.dictionaries(
+    job_keys,
+    json_values | resource_values | st.sampled_from(["Q", "R", "H", "F", "B", "X", "Mon Nov 23 09:17:30 2026"]),
+    max_size=12,
+)
 job_ids = st.sampled_from(["1.h", "2[].h", "3[4].h", "x", "5[", "9" * 20, "6[999999999999].h"]) | st.text(max_size=12)
 
 
@@ -82,9 +103,24 @@ def test_accounting_any_line_parses_or_raises_a_parse_error(line: str) -> None:
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.dictionaries(st.sampled_from(["start", "end", "ctime", "Resource_List.ncpus", "Resource_List.select",
-                                        "Resource_List.walltime", "Exit_status", "account", "queue"]),
-                       st.text(alphabet="0123456789:=+ncpus\" ab", max_size=20)))
+@given(
+    st.dictionaries(
+        st.sampled_from(
+            [
+                "start",
+                "end",
+                "ctime",
+                "Resource_List.ncpus",
+                "Resource_List.select",
+                "Resource_List.walltime",
+                "Exit_status",
+                "account",
+                "queue",
+            ]
+        ),
+        st.text(alphabet='0123456789:=+ncpus" ab', max_size=20),
+    )
+)
 def test_accounting_any_end_record_fields_parse_or_raise(fields: dict[str, str]) -> None:
     message = " ".join(f"{k}={v}" for k, v in fields.items())
     bad: list[tuple[str, str]] = []
@@ -112,8 +148,11 @@ def test_times_durations_select_any_value(value: object) -> None:
 
 @given(st.integers(0, SUBJOB_ID_BASE - 1), st.integers(0, 100_000))
 def test_job_ids_map_to_distinct_integers_and_back(seq: int, index: int) -> None:
-    plain, array, subjob = parse_job_id(f"{seq}.server"), parse_job_id(f"{seq}[].server"), parse_job_id(
-        f"{seq}[{index}].server")
+    plain, array, subjob = (
+        parse_job_id(f"{seq}.server"),
+        parse_job_id(f"{seq}[].server"),
+        parse_job_id(f"{seq}[{index}].server"),
+    )
     assert plain == (seq, False, False) and array == (seq, True, False)
     assert subjob[2] and subjob[0] != seq and pbs_id_of(subjob[0]) == f"{seq}[{index}]"
     assert pbs_id_of(seq) == str(seq)
@@ -125,9 +164,13 @@ def test_values_as_pbs_writes_them() -> None:
     assert parse_pbs_time("Mon Nov  2 09:17:30 2026") == parse_pbs_time("Mon Nov 2 09:17:30 2026")
     assert parse_pbs_time(1700000000) == 1700000000.0
     assert sched_sort_keys('# c\njob_sort_key: "job_priority HIGH"\tALL\njob_sort_key: "ncpus LOW" ALL\n') == [
-        "job_priority HIGH", "ncpus LOW"]
-    record = parse_accounting_line('11/23/2026 09:17:31;E;7.pbshost;user=u group=g jobname="a b" queue=workq '
-                                   "ctime=100 start=110 end=170 Resource_List.ncpus=4 Exit_status=0 account=atlas")
+        "job_priority HIGH",
+        "ncpus LOW",
+    ]
+    record = parse_accounting_line(
+        '11/23/2026 09:17:31;E;7.pbshost;user=u group=g jobname="a b" queue=workq '
+        "ctime=100 start=110 end=170 Resource_List.ncpus=4 Exit_status=0 account=atlas"
+    )
     job = accounting_job(record)
     assert record.fields["jobname"] == "a b" and job.cpus == 4 and job.ran and job.account == "atlas"
     assert (job.submit_s, job.start_s, job.end_s) == (100.0, 110.0, 170.0)
@@ -137,8 +180,11 @@ def test_values_as_pbs_writes_them() -> None:
 
 node_objects = st.dictionaries(
     st.sampled_from(["state", "resources_available", "resources_assigned", "queue", "comment"]),
-    json_values | st.sampled_from(["free", "down,offline", "job-busy"])
-    | st.dictionaries(st.sampled_from(["ncpus", "mem"]), json_values), max_size=5)
+    json_values
+    | st.sampled_from(["free", "down,offline", "job-busy"])
+    | st.dictionaries(st.sampled_from(["ncpus", "mem"]), json_values),
+    max_size=5,
+)
 
 
 @settings(max_examples=300, deadline=None)

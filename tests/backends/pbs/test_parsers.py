@@ -38,7 +38,7 @@ def test_the_live_view_queued_running_held_arrays_and_multi_chunk_select() -> No
     assert array.array and array.state == "B" and array.queued_subjobs == 2 and array.pending
     assert array.job_id == 2 and not array.active and array.project == "physics"
     assert jobs["2[0].pbshost"].active and jobs["2[0].pbshost"].job_id == sub(2, 0)
-    assert not jobs["2[2].pbshost"].pending and not jobs["2[2].pbshost"].active     # waits as part of 2[]
+    assert not jobs["2[2].pbshost"].pending and not jobs["2[2].pbshost"].active  # waits as part of 2[]
     queued = jobs["3.pbshost"]
     assert queued.pending and not queued.held and queued.walltime_s == 5400 and queued.cpus == 4
     assert (queued.account, queued.project, queued.group) == ("atlas", "physics", "root")
@@ -54,8 +54,15 @@ def test_the_history_only_jobs_that_ran_are_completions() -> None:
     jobs = {job.pbs_id: job for job in parse_qstat_json(HISTORY)}
     ran = sorted(job.pbs_id for job in jobs.values() if job.ran)
     # 0 and 6 ran to the end, 1 was deleted running, the subjobs ran; 3, 4, 5 never started; 2[] is the array.
-    assert ran == ["0.pbshost", "1.pbshost", "2[0].pbshost", "2[1].pbshost", "2[2].pbshost", "2[3].pbshost",
-                   "6.pbshost"]
+    assert ran == [
+        "0.pbshost",
+        "1.pbshost",
+        "2[0].pbshost",
+        "2[1].pbshost",
+        "2[2].pbshost",
+        "2[3].pbshost",
+        "6.pbshost",
+    ]
     zero = jobs["0.pbshost"]
     assert zero.end_s - zero.start_s == 1 and zero.exit_status == 0 and zero.finished and not zero.pending
 

@@ -55,11 +55,11 @@ def fail(stderr: str, code: int = 1) -> CommandResult:
     return CommandResult(("x",), code, "", stderr)
 
 
-def make(runner: FakeRunner, sleeps: list[float] | None = None, clock: Callable[[], float] | None = None,
-         **config: object) -> SlurmBackend:
+def make(
+    runner: FakeRunner, sleeps: list[float] | None = None, clock: Callable[[], float] | None = None, **config: object
+) -> SlurmBackend:
     sleeps = [] if sleeps is None else sleeps
-    cfg = SlurmBackendConfig(completion_source=str(config.pop("completion_source", "squeue")),
-                             **config)  # type: ignore[arg-type]
+    cfg = SlurmBackendConfig(completion_source=str(config.pop("completion_source", "squeue")), **config)  # type: ignore[arg-type]
     return SlurmBackend(cfg, runner=runner, sleep=sleeps.append, clock=clock or (lambda: 1795317000.0))
 
 
@@ -90,8 +90,12 @@ def test_it_answers_the_daemons_questions_from_its_last_poll() -> None:
     assert counts and all("debug" in k[0].split(",") for k in counts)
     labels = b.job_labels()
     assert set(view.pending.job_id.tolist()) <= set(labels)
-    assert b.heartbeat_fields() == {"partitions": ["debug"], "slurm_conf": "/etc/s.conf", "bin_dir": None,
-                                    "undo_record": None}
+    assert b.heartbeat_fields() == {
+        "partitions": ["debug"],
+        "slurm_conf": "/etc/s.conf",
+        "bin_dir": None,
+        "undo_record": None,
+    }
     assert b.changes() == {"boosted": 0, "held": 0, "drained": 0} and b.boost_limit == 32
 
 
@@ -133,14 +137,14 @@ def test_view_from_recorded_samples() -> None:
     # squeue feed: jobs that ran and ended after the backend started (clock 1795317000); 4 and 5 never ran.
     assert set(view.finished.job_id.tolist()) == {1, 3, 6}
     assert (view.finished.run_s >= 0).all() and (view.finished.wait_s >= 0).all()
-    assert len(b.view().finished) == 0          # delivered once
+    assert len(b.view().finished) == 0  # delivered once
 
 
 def test_the_view_carries_each_jobs_user_for_the_runtime_predictors() -> None:
     b = make(FakeRunner())
     view = b.view()
     names = {job.job_id: job.user for job in b._polled}
-    assert all(names[j] for j in view.pending.job_id.tolist())          # the sample names every user
+    assert all(names[j] for j in view.pending.job_id.tolist())  # the sample names every user
     assert view.pending.user.tolist() == [user_id(names[j]) for j in view.pending.job_id.tolist()]
     assert view.running.user.tolist() == [user_id(names[j]) for j in view.running.job_id.tolist()]
 
@@ -152,10 +156,16 @@ def test_partition_scope_filters_jobs_and_nodes() -> None:
 
 
 def test_transient_failures_are_retried_with_exponential_backoff_and_counted() -> None:
-    runner = FakeRunner({"squeue": [fail("slurm_load_jobs error: Unable to contact slurm controller"),
-                                    CommandResult(("squeue",), 0, SQUEUE[:500], ""),
-                                    CommandTimeout("no answer in 30 s"),
-                                    ok(("squeue",), SQUEUE)]})
+    runner = FakeRunner(
+        {
+            "squeue": [
+                fail("slurm_load_jobs error: Unable to contact slurm controller"),
+                CommandResult(("squeue",), 0, SQUEUE[:500], ""),
+                CommandTimeout("no answer in 30 s"),
+                ok(("squeue",), SQUEUE),
+            ]
+        }
+    )
     sleeps: list[float] = []
     b = make(runner, sleeps, retry=RetryPolicy(attempts=4, base_delay_s=0.5, max_delay_s=8))
     assert len(b.view().pending) == 3
@@ -180,8 +190,12 @@ def test_missing_command_is_not_retried() -> None:
 
 
 def test_vanished_job_is_counted_not_retried_not_raised() -> None:
-    runner = FakeRunner({"scontrol update": [fail("Invalid job id specified for job 8")],
-                         "scontrol hold": [fail("Job has already finished for job 8")]})
+    runner = FakeRunner(
+        {
+            "scontrol update": [fail("Invalid job id specified for job 8")],
+            "scontrol hold": [fail("Job has already finished for job 8")],
+        }
+    )
     b = make(runner)
     b.view()
     b.boost([8])
@@ -207,18 +221,20 @@ def test_boost_ladder_orders_ranked_jobs_above_any_multifactor_priority() -> Non
     runner = FakeRunner()
     b = make(runner)
     b.view()
-    b.boost([10, 9, 8, 424242, 10])      # unknown and duplicate ids are ignored
+    b.boost([10, 9, 8, 424242, 10])  # unknown and duplicate ids are ignored
     updates = [c for c in runner.calls if c[:2] == ("scontrol", "update")]
-    assert updates == [("scontrol", "update", "JobId=10", "Nice=-30000"),
-                       ("scontrol", "update", "JobId=9", "Nice=-20000"),
-                       ("scontrol", "update", "JobId=8", "Nice=-10000")]
+    assert updates == [
+        ("scontrol", "update", "JobId=10", "Nice=-30000"),
+        ("scontrol", "update", "JobId=9", "Nice=-20000"),
+        ("scontrol", "update", "JobId=8", "Nice=-10000"),
+    ]
     # The step (10000) exceeds the sum of the PriorityWeight* settings of the sample config (2000).
     assert b.nice_step() == 10000
     assert b.record.original_nice == {10: 0, 9: 100, 8: 0}
     runner.calls.clear()
-    b.boost([10, 9, 8])                  # same ranking: nothing to do
+    b.boost([10, 9, 8])  # same ranking: nothing to do
     assert runner.calls == []
-    b.boost([8])                         # 10 and 9 leave the ranking: their own Nice comes back
+    b.boost([8])  # 10 and 9 leave the ranking: their own Nice comes back
     updates = [c[2:] for c in runner.calls if c[:2] == ("scontrol", "update")]
     # The ladder counts from the bottom rank: job 8 keeps its offset, no call for it.
     assert updates == [("JobId=10", "Nice=0"), ("JobId=9", "Nice=100")]
@@ -273,21 +289,23 @@ def test_lease_cap_keeps_busy_nodes_and_drains_the_rest() -> None:
 
 
 def jobcomp_line(job_id: int, name: str = "wrap", start: str = "2026-11-22T03:09:16") -> str:
-    return (f"JobId={job_id} UserId=root(0) GroupId=root(0) Name={name} JobState=COMPLETED Partition=debug "
-            f"TimeLimit=10 StartTime={start} EndTime=2026-11-22T03:09:46 NodeList=node1 NodeCnt=1 ProcCnt=2 "
-            "WorkDir=/tmp ReservationName= Tres=cpu=2,node=1 Account=atlas QOS= WcKey= Cluster=unknown "
-            "SubmitTime=2026-11-22T03:09:00 EligibleTime=unknown DerivedExitCode=0:0 ExitCode=0:0 \n")
+    return (
+        f"JobId={job_id} UserId=root(0) GroupId=root(0) Name={name} JobState=COMPLETED Partition=debug "
+        f"TimeLimit=10 StartTime={start} EndTime=2026-11-22T03:09:46 NodeList=node1 NodeCnt=1 ProcCnt=2 "
+        "WorkDir=/tmp ReservationName= Tres=cpu=2,node=1 Account=atlas QOS= WcKey= Cluster=unknown "
+        "SubmitTime=2026-11-22T03:09:00 EligibleTime=unknown DerivedExitCode=0:0 ExitCode=0:0 \n"
+    )
 
 
 def test_jobcomp_feed_reads_new_whole_lines_once(tmp_path: Path) -> None:
     path = tmp_path / "jobcomp.txt"
     path.write_text(jobcomp_line(1))
     feed = CompletionFeed("jobcomp", CommandExecutor(FakeRunner()), jobcomp_path=str(path))
-    assert feed.poll([]) == []                      # history before the start is not replayed
+    assert feed.poll([]) == []  # history before the start is not replayed
     with path.open("a") as fh:
         fh.write(jobcomp_line(2, name="a b JobState=FAILED x=y"))
         fh.write("garbage line\n")
-        fh.write(jobcomp_line(3)[:40])              # still being written
+        fh.write(jobcomp_line(3)[:40])  # still being written
     done = feed.poll([])
     assert [j.job_id for j in done] == [2] and feed.executor.errors["parse_error"] == 1
     assert done[0].start_s - done[0].submit_s == 16 and done[0].end_s - done[0].start_s == 30
@@ -295,15 +313,14 @@ def test_jobcomp_feed_reads_new_whole_lines_once(tmp_path: Path) -> None:
         fh.write(jobcomp_line(3)[40:])
     assert [j.job_id for j in feed.poll([])] == [3]
     assert feed.poll([]) == []
-    path.write_text(jobcomp_line(4))                # rotated: a new, shorter file
+    path.write_text(jobcomp_line(4))  # rotated: a new, shorter file
     restored = CompletionFeed("jobcomp", feed.executor, jobcomp_path=str(path), state=feed.state())
     assert [j.job_id for j in restored.poll([])] == [4]
 
 
 def test_sacct_feed_deduplicates_overlapping_windows() -> None:
     line = "101|atlas|debug|normal|4|01:00:00|1700000000|1700000060|1700000360|COMPLETED\n"
-    runner = FakeRunner({"sacct": [ok(("sacct",), line),
-                                   ok(("sacct",), line + line.replace("101", "102"))]})
+    runner = FakeRunner({"sacct": [ok(("sacct",), line), ok(("sacct",), line + line.replace("101", "102"))]})
     now = [1700000300.0]
     feed = CompletionFeed("sacct", CommandExecutor(runner), clock=lambda: now[0])
     assert [j.job_id for j in feed.poll([])] == [101]
@@ -329,8 +346,12 @@ def test_sacct_feed_waits_for_a_partition_slurmdbd_has_not_written_yet() -> None
     assert feed.poll([]) == []
     # Never written: delivered as it is once the wait is over, not lost.
     now[0] = 1699999990.0
-    stale = CompletionFeed("sacct", CommandExecutor(FakeRunner({"sacct": [ok(("sacct",), early)] * 2})),
-                           clock=lambda: now[0], wait_for_partition=True)
+    stale = CompletionFeed(
+        "sacct",
+        CommandExecutor(FakeRunner({"sacct": [ok(("sacct",), early)] * 2})),
+        clock=lambda: now[0],
+        wait_for_partition=True,
+    )
     now[0] = 1700000012.0
     assert stale.poll([]) == []
     now[0] += SACCT_PARTITION_WAIT_S
@@ -341,15 +362,25 @@ def test_completion_source_detection(tmp_path: Path) -> None:
     log = tmp_path / "jobcomp.txt"
     log.write_text("")
     assert detect_source({"AccountingStorageType": "accounting_storage/slurmdbd"}) == "sacct"
-    assert detect_source({"AccountingStorageType": "accounting_storage/none", "JobCompType": "jobcomp/filetxt",
-                          "JobCompLoc": str(log)}) == "jobcomp"
+    assert (
+        detect_source(
+            {
+                "AccountingStorageType": "accounting_storage/none",
+                "JobCompType": "jobcomp/filetxt",
+                "JobCompLoc": str(log),
+            }
+        )
+        == "jobcomp"
+    )
     assert detect_source({"JobCompType": "jobcomp/filetxt", "JobCompLoc": str(tmp_path / "nope")}) == "squeue"
     config = CONFIG.replace("/tmp/rlsched-slurm/log/jobcomp.txt", str(tmp_path / "nope"))
     b = make(FakeRunner({"scontrol show": [ok(("scontrol",), config)]}), completion_source="auto")
     b.view()
     assert b._feed is not None and b._feed.source == "squeue"
-    b = make(FakeRunner({"scontrol show": [ok(("scontrol",), config.replace(str(tmp_path / "nope"), str(log)))]}),
-             completion_source="auto")
+    b = make(
+        FakeRunner({"scontrol show": [ok(("scontrol",), config.replace(str(tmp_path / "nope"), str(log)))]}),
+        completion_source="auto",
+    )
     b.view()
     assert b._feed is not None and b._feed.source == "jobcomp"
 
@@ -377,11 +408,24 @@ def test_class_rule() -> None:
 
 
 def test_config_from_table() -> None:
-    config = SlurmBackendConfig.from_table({
-        "kind": "slurm", "mode": "boost", "slurm_conf": "/etc/slurm/slurm.conf", "timeout_s": 10,
-        "vos": ["atlas", "other"], "vo_shares": [0.7, 0.3], "default_vo": "other",
-        "vo_accounts": {"atlas-prod": "atlas"}, "interactive_qos": ["express"], "interactive_max_time_s": 600,
-        "retry_attempts": 5, "completion_source": "jobcomp", "partitions": ["debug"]}, "rlsched.toml [backend]")
+    config = SlurmBackendConfig.from_table(
+        {
+            "kind": "slurm",
+            "mode": "boost",
+            "slurm_conf": "/etc/slurm/slurm.conf",
+            "timeout_s": 10,
+            "vos": ["atlas", "other"],
+            "vo_shares": [0.7, 0.3],
+            "default_vo": "other",
+            "vo_accounts": {"atlas-prod": "atlas"},
+            "interactive_qos": ["express"],
+            "interactive_max_time_s": 600,
+            "retry_attempts": 5,
+            "completion_source": "jobcomp",
+            "partitions": ["debug"],
+        },
+        "rlsched.toml [backend]",
+    )
     assert config.timeout_s == 10.0 and config.retry.attempts == 5 and config.partitions == {"debug"}
     assert config.class_rule.interactive_qos == {"express"} and config.class_rule.interactive_max_time_s == 600
     with pytest.raises(ValueError, match=r"^rlsched.toml: key 'backend.timeout_z': unknown key"):

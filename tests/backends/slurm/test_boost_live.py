@@ -47,8 +47,7 @@ def test_simulated_boost_order_equals_slurms(slurm: SlurmTestCluster) -> None:
         cpus, limit_min, sleep_s = LIVE_JOBS[name]
         ids[name] = slurm.sbatch("-p", "debug", "-c", str(cpus), "-t", str(limit_min), sleep_s=sleep_s)
         if name == "R2":
-            wait_for(lambda: all(slurm.state(ids[r]) == "RUNNING" for r in ("R1", "R2")), 30,
-                     "R1 and R2 to fill node1")
+            wait_for(lambda: all(slurm.state(ids[r]) == "RUNNING" for r in ("R1", "R2")), 30, "R1 and R2 to fill node1")
     t0 = time.monotonic()
     label = {job: name for name, job in ids.items()}
     backend = SlurmBackend(SlurmBackendConfig(slurm_conf=slurm.conf, max_boosted=2))
@@ -60,11 +59,11 @@ def test_simulated_boost_order_equals_slurms(slurm: SlurmTestCluster) -> None:
             for job, start in zip(table.job_id.tolist(), table.start_s.tolist(), strict=True):
                 if job in label:
                     started.setdefault(label[job], start)
-        apply(agent.decide(view), backend)                     # what the daemon's boost mode does each cycle
+        apply(agent.decide(view), backend)  # what the daemon's boost mode does each cycle
         time.sleep(1.0)
     assert backend.errors.total() == 0, dict(backend.errors)
     live = start_waves(list(started), list(started.values()), WAVE_GAP_S)
-    live.append({n for n in names if n not in started})        # still waiting
+    live.append({n for n in names if n not in started})  # still waiting
     simulated = simulate_live_scenario(f"multifactor:slurm_conf={slurm.conf}")
     print(f"\nSlurm's waves: {live}\nsimulated:     {simulated}")
     assert live == simulated

@@ -24,21 +24,31 @@ NEWLINE_ACCOUNT = "102|evil\nacct|debug|normal|2|00:10:00|1700000000|1700000100|
 
 
 def test_the_finished_jobs_that_ran() -> None:
-    text = (GOOD +
-            "102|cms|short|high|0|00:10:00|1700000000|None|1700000010|CANCELLED by 0\n"
-            "103|cms|short|high|2|00:10:00|1700000000|1700000005|1700000100|CANCELLED by 0\n"
-            "104|cms|short|high|2|00:10:00|1700000000|1700000005|Unknown|RUNNING\n"
-            "105|cms|debug|normal|2||1700000000|1700000005|1700000100|CANCELLED by 0\n")
+    text = (
+        GOOD + "102|cms|short|high|0|00:10:00|1700000000|None|1700000010|CANCELLED by 0\n"
+        "103|cms|short|high|2|00:10:00|1700000000|1700000005|1700000100|CANCELLED by 0\n"
+        "104|cms|short|high|2|00:10:00|1700000000|1700000005|Unknown|RUNNING\n"
+        "105|cms|debug|normal|2||1700000000|1700000005|1700000100|CANCELLED by 0\n"
+    )
     log = DropLog()
     jobs = read_sacct_completions(text, log)
     assert [j.job_id for j in jobs] == [101, 103, 105] and log.malformed == 0
-    assert jobs[2].time_limit_s == math.inf      # slurmdbd recorded no limit
+    assert jobs[2].time_limit_s == math.inf  # slurmdbd recorded no limit
     assert jobs[0].start_s - jobs[0].submit_s == 60 and jobs[0].time_limit_s == 3600
     assert jobs[1].state == "CANCELLED" and jobs[1].qos == "high" and jobs[0].account == "atlas"
 
 
-@pytest.mark.parametrize("bad", ["1|2|3\n", NEWLINE_ACCOUNT, GOOD.replace("1700000060", "yesterday"),
-                                 GOOD.replace("|4|", "|four|"), GOOD.replace("101", "x101"), "\x00|" * 9 + "\n"])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "1|2|3\n",
+        NEWLINE_ACCOUNT,
+        GOOD.replace("1700000060", "yesterday"),
+        GOOD.replace("|4|", "|four|"),
+        GOOD.replace("101", "x101"),
+        "\x00|" * 9 + "\n",
+    ],
+)
 def test_a_malformed_record_is_counted_and_the_others_are_read(bad: str) -> None:
     log = DropLog()
     jobs = read_sacct_completions(bad + GOOD.replace("101", "106"), log)
@@ -53,7 +63,7 @@ def test_the_sacct_feed_delivers_around_a_newline_account_and_counts_it_once(cap
     with caplog.at_level(logging.WARNING):
         assert [j.job_id for j in feed.poll([])] == [101, 103]
         counted = feed.executor.errors["parse_error"]
-        assert counted == 2                          # the record's two lines, each unreadable on its own
+        assert counted == 2  # the record's two lines, each unreadable on its own
         now[0] += 60
         # sacct's windows overlap: the same record is read again, but counted and logged once.
         assert [j.job_id for j in feed.poll([])] == [104]
@@ -70,14 +80,15 @@ def test_the_record_log_keeps_every_reason() -> None:
 
 
 def test_an_unreadable_jobcomp_record_naming_a_running_job_is_not_said_to_be_gone(
-        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     path = tmp_path / "jobcomp.txt"
     path.write_text(jobcomp_line(1))
     feed = CompletionFeed("jobcomp", CommandExecutor(FakeRunner()), jobcomp_path=str(path))
     assert feed.poll([]) == []
     forged = jobcomp_line(7).rstrip("\n")
     with path.open("a") as fh:
-        fh.write(jobcomp_line(2, name="x\n" + forged))         # a name forging a record of job 7
+        fh.write(jobcomp_line(2, name="x\n" + forged))  # a name forging a record of job 7
     running = msgspec.structs.replace(finished(7, math.nan), state="RUNNING", end_s=math.nan)
     with caplog.at_level(logging.WARNING):
         done = feed.poll([finished(2, 1795317000.0), running])

@@ -26,8 +26,7 @@ def squeue_with(**changes: object) -> str:
     return json.dumps(doc)
 
 
-@pytest.mark.parametrize("field, value", [("cpus", 2**40), ("priority", 2**40), ("priority", -5),
-                                          ("cpus", "many")])
+@pytest.mark.parametrize("field, value", [("cpus", 2**40), ("priority", 2**40), ("priority", -5), ("cpus", "many")])
 def test_an_absurd_job_is_refused_by_the_parser_and_skipped_by_the_view(field: str, value: object) -> None:
     text = squeue_with(**{field: value})
     with pytest.raises(SlurmParseError, match=rf"jobs\[\d+\]\.{field}"):
@@ -45,7 +44,7 @@ def test_an_absurd_job_is_refused_by_the_parser_and_skipped_by_the_view(field: s
 
 def test_invalid_utf8_in_a_job_name_keeps_the_view_and_is_counted() -> None:
     raw = squeue_with(name="X").replace('"name": "X"', '"name": "\udcff"')
-    data = raw.encode("utf-8", "surrogateescape")          # the byte 0xff, as slurmctld prints it
+    data = raw.encode("utf-8", "surrogateescape")  # the byte 0xff, as slurmctld prints it
     assert b"\xff" in data
 
     class BytesRunner(FakeRunner):
@@ -67,12 +66,12 @@ def test_extreme_nice_of_one_job_does_not_stop_the_others_boost() -> None:
     runner = FakeRunner({"squeue": [ok(("squeue",), text)]})
     b = make(runner)
     b.view()
-    assert b.nice_step() == 10000             # the extreme job does not widen the step
+    assert b.nice_step() == 10000  # the extreme job does not widen the step
     b.boost([9, 10, 8])
     updates = [c[2:] for c in runner.calls if c[:2] == ("scontrol", "update")]
     assert updates == [("JobId=9", "Nice=-30000"), ("JobId=10", "Nice=-20000"), ("JobId=8", "Nice=-10000")]
     runner.calls.clear()
-    b.boost([])                                # given back exactly: Slurm takes |Nice| up to 2**31 - 3
+    b.boost([])  # given back exactly: Slurm takes |Nice| up to 2**31 - 3
     restores = {c[2]: c[3] for c in runner.calls if c[:2] == ("scontrol", "update")}
     assert restores["JobId=9"] == "Nice=2147483645"
 
@@ -85,13 +84,26 @@ def test_priorities_beyond_the_nice_range_still_boost_within_it() -> None:
     b.boost([10, 8, 9])
     nices = [int(c[3].split("=")[1]) for c in runner.calls if c[:2] == ("scontrol", "update")]
     assert nices and all(-(2**31 - 3) <= n < 0 for n in nices)
-    assert nices == sorted(nices)             # still a ladder, top first
+    assert nices == sorted(nices)  # still a ladder, top first
 
 
 def finished(job_id: int, end_s: float) -> SlurmJob:
-    return SlurmJob(job_id=job_id, state="COMPLETED", reason="", user="u", account="real", partition="debug",
-                    qos="normal", cpus=1, time_limit_s=600.0, priority=1, nice=0, submit_s=end_s - 60,
-                    start_s=end_s - 30, end_s=end_s)
+    return SlurmJob(
+        job_id=job_id,
+        state="COMPLETED",
+        reason="",
+        user="u",
+        account="real",
+        partition="debug",
+        qos="normal",
+        cpus=1,
+        time_limit_s=600.0,
+        priority=1,
+        nice=0,
+        submit_s=end_s - 60,
+        start_s=end_s - 30,
+        end_s=end_s,
+    )
 
 
 def test_a_job_name_forging_a_jobcomp_record_forges_nothing_and_hides_nothing(tmp_path: Path) -> None:
@@ -101,9 +113,14 @@ def test_a_job_name_forging_a_jobcomp_record_forges_nothing_and_hides_nothing(tm
     assert feed.poll([]) == []
     forged = jobcomp_line(666).rstrip("\n").replace("Account=atlas", "Account=forged")
     with path.open("a") as fh:
-        fh.write(jobcomp_line(2, name="x\n" + forged))       # the name: a newline, then a whole record
-        fh.write(jobcomp_line(3, name="y JobState=COMPLETED Partition=debug TimeLimit=10 StartTime=2026-11-22T03:"
-                                      "09:16 EndTime=2026-11-22T03:09:46 NodeList=n NodeCnt=1 ProcCnt=99 WorkDir=/"))
+        fh.write(jobcomp_line(2, name="x\n" + forged))  # the name: a newline, then a whole record
+        fh.write(
+            jobcomp_line(
+                3,
+                name="y JobState=COMPLETED Partition=debug TimeLimit=10 StartTime=2026-11-22T03:"
+                "09:16 EndTime=2026-11-22T03:09:46 NodeList=n NodeCnt=1 ProcCnt=99 WorkDir=/",
+            )
+        )
         fh.write(jobcomp_line(4))
     squeue = [finished(2, 1795317000.0), finished(3, 1795317001.0), finished(666, 1795317002.0)]
     done = feed.poll(squeue[:2])
@@ -112,7 +129,7 @@ def test_a_job_name_forging_a_jobcomp_record_forges_nothing_and_hides_nothing(tm
     assert {j.account for j in done if j.job_id in (2, 3)} == {"real"}
     assert all(j.account != "forged" and j.cpus != 99 for j in done)
     assert feed.executor.errors["parse_error"] == 3
-    assert feed.poll(squeue) == []                             # nothing twice, and 666 is never read
+    assert feed.poll(squeue) == []  # nothing twice, and 666 is never read
     assert feed.offset == path.stat().st_size
 
 

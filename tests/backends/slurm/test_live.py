@@ -55,7 +55,7 @@ def test_view_reports_jobs_nodes_classes_and_vos(slurm: SlurmTestCluster) -> Non
     pending = dict(zip(view.pending.job_id.tolist(), range(len(view.pending)), strict=True))
     assert set(pending) == {short, held}
     i, h = pending[short], pending[held]
-    assert view.pending.vo[i] == 1 and view.pending.vo[h] == 2          # lhcb is not listed: "other"
+    assert view.pending.vo[i] == 1 and view.pending.vo[h] == 2  # lhcb is not listed: "other"
     assert view.pending.job_class[i] == JobClass.INTERACTIVE and view.pending.job_class[h] == JobClass.BATCH
     assert view.pending.req_time_s[i] == 300.0
     assert view.pending.req_time_s[h] == b.config.unlimited_time_s
@@ -64,8 +64,9 @@ def test_view_reports_jobs_nodes_classes_and_vos(slurm: SlurmTestCluster) -> Non
     assert b.errors.total() == 0
 
 
-def test_boost_makes_the_top_ranked_job_start_first_and_undo_restores_nice(slurm: SlurmTestCluster,
-                                                                           tmp_path: Path) -> None:
+def test_boost_makes_the_top_ranked_job_start_first_and_undo_restores_nice(
+    slurm: SlurmTestCluster, tmp_path: Path
+) -> None:
     blocker = slurm.sbatch("-c", "16", sleep_s=4)
     wait_for(lambda: slurm.state(blocker) == "RUNNING", 20, "the blocker to run")
     first, second = slurm.sbatch("-c", "16"), slurm.sbatch("-c", "16")
@@ -74,7 +75,7 @@ def test_boost_makes_the_top_ranked_job_start_first_and_undo_restores_nice(slurm
     b = backend(slurm, state_file=str(state_file))
     view = b.view()
     assert set(view.pending.job_id.tolist()) == {first, second, third}
-    b.boost([third, second])           # against submission order and against third's own nice
+    b.boost([third, second])  # against submission order and against third's own nice
     niceness = {job: int(fields[2]) for job, fields in slurm.squeue().items()}
     assert niceness[third] < niceness[second] < 0 and niceness[first] == 0
     assert json.loads(state_file.read_text())["original_nice"] == {str(third): 50, str(second): 0}
@@ -151,7 +152,7 @@ def test_finished_jobs_are_delivered_once(slurm: SlurmTestCluster, source: str) 
     wait_blocker, run_blocker = seen[blocker]
     wait_job, _ = seen[job]
     assert 0 <= wait_blocker <= 3 and 0 <= run_blocker <= 4
-    assert wait_job >= run_blocker - 1   # it waited for the blocker's 16 CPUs to free
+    assert wait_job >= run_blocker - 1  # it waited for the blocker's 16 CPUs to free
     assert b.errors.total() == 0
 
 
@@ -159,12 +160,13 @@ def test_lease_cap_drains_cloud_nodes_above_it_and_undo_resumes_them(slurm: Slur
     b = backend(slurm)
     b.view()
     b.set_lease_cap(1)
-    drained = [line.split() for line in slurm.run("sinfo", "-h", "-N", "-p", "cloud", "-o", "%N %T %E").stdout
-               .splitlines()]
+    drained = [
+        line.split() for line in slurm.run("sinfo", "-h", "-N", "-p", "cloud", "-o", "%N %T %E").stdout.splitlines()
+    ]
     reasons = {name: reason for name, _, reason in drained}
     assert sorted(b.record.drained_by_rlsched) == ["cloud2", "cloud3", "cloud4"]
     assert all(reasons[n] == "rlsched_lease_cap" for n in ("cloud2", "cloud3", "cloud4"))
-    assert b.view().cloud is not None and b.view().cloud.cap == 1   # type: ignore[union-attr]
+    assert b.view().cloud is not None and b.view().cloud.cap == 1  # type: ignore[union-attr]
     b.set_lease_cap(2)
     assert sorted(b.record.drained_by_rlsched) == ["cloud3", "cloud4"]
     assert b.undo() == 2

@@ -47,10 +47,22 @@ def last_decay_pass(cluster: SlurmTestCluster) -> int:
     return int(struct.unpack(">q", data[:8])[0])
 
 
-def submit(cluster: SlurmTestCluster, account: str | None, user: str, cpus: int, partition: str,
-           sleep_s: float) -> int:
-    argv = ["sbatch", "--parsable", "-o", "/dev/null", "-D", "/tmp", "-n", str(cpus), "-p", partition,
-            *(["-A", account] if account else []), "--wrap", f"sleep {sleep_s:g}"]
+def submit(cluster: SlurmTestCluster, account: str | None, user: str, cpus: int, partition: str, sleep_s: float) -> int:
+    argv = [
+        "sbatch",
+        "--parsable",
+        "-o",
+        "/dev/null",
+        "-D",
+        "/tmp",
+        "-n",
+        str(cpus),
+        "-p",
+        partition,
+        *(["-A", account] if account else []),
+        "--wrap",
+        f"sleep {sleep_s:g}",
+    ]
     if user != "root":
         argv = ["runuser", "-u", user, "--", *argv]
     return int(cluster.run(*argv).stdout.strip().split(";")[0])
@@ -68,20 +80,32 @@ def cluster_size(cluster: SlurmTestCluster) -> tuple[float, float]:
 def test_emulated_factors_and_order_equal_sprio(slurm: SlurmTestCluster) -> None:
     # 1. Usage that differs by account and user: Slurm charges running jobs at its decay passes (and, without
     #    AccountingStorageEnforce=limits, nothing at their end), so these run across one pass, then stop.
-    usage_jobs = [submit(slurm, "alpha", "root", 6, "debug", 300), submit(slurm, "beta", "nobody", 3, "debug", 300),
-                  submit(slurm, "gamma", "root", 1, "debug", 300), submit(slurm, "beta", "root", 2, "short", 300)]
+    usage_jobs = [
+        submit(slurm, "alpha", "root", 6, "debug", 300),
+        submit(slurm, "beta", "nobody", 3, "debug", 300),
+        submit(slurm, "gamma", "root", 1, "debug", 300),
+        submit(slurm, "beta", "root", 2, "short", 300),
+    ]
     wait_for(lambda: all(slurm.state(j) == "RUNNING" for j in usage_jobs), 30, "the usage jobs to start")
     started_at = int(time.time())
     wait_for(lambda: last_decay_pass(slurm) > started_at + 1, 80, "a decay pass while they run", every_s=0.5)
     slurm.run("scancel", *map(str, usage_jobs))
-    wait_for(lambda: all(slurm.state(j) not in ("RUNNING", "COMPLETING") for j in usage_jobs), 30,
-             "the usage jobs to stop")
+    wait_for(
+        lambda: all(slurm.state(j) not in ("RUNNING", "COMPLETING") for j in usage_jobs), 30, "the usage jobs to stop"
+    )
     # 2. node1 full, then a batch of waiting jobs, a few seconds apart (ages differ).
     blocker = submit(slurm, "gamma", "nobody", 16, "debug", 600)
     wait_for(lambda: slurm.state(blocker) == "RUNNING", 30, "the blocker to start")
-    batch = [("alpha", "root", 2, "debug"), ("beta", "nobody", 1, "high"), ("gamma", "root", 4, "short"),
-             ("gamma", "nobody", 1, "debug"), ("beta", "root", 8, "high"), ("alpha", "nobody", 3, "debug"),
-             (None, "root", 1, "debug"), ("beta", "root", 2, "debug")]
+    batch = [
+        ("alpha", "root", 2, "debug"),
+        ("beta", "nobody", 1, "high"),
+        ("gamma", "root", 4, "short"),
+        ("gamma", "nobody", 1, "debug"),
+        ("beta", "root", 8, "high"),
+        ("alpha", "nobody", 3, "debug"),
+        (None, "root", 1, "debug"),
+        ("beta", "root", 2, "debug"),
+    ]
     waiting = []
     for k, (account, user, cpus, partition) in enumerate(batch):
         waiting.append(submit(slurm, account, user, cpus, partition, 60))
@@ -109,21 +133,40 @@ def test_emulated_factors_and_order_equal_sprio(slurm: SlurmTestCluster) -> None
     cpus_total, nodes_total = cluster_size(slurm)
     ids = np.array([j["job_id"] for j in jobs])
     emulated = job_factors(
-        params, tree, usage, float(pass_s),
+        params,
+        tree,
+        usage,
+        float(pass_s),
         eligible_s=np.array([float(j["accrue_time"]) for j in jobs]),
-        cpus=np.array([j["cpus"] for j in jobs]), nodes=np.array([j["node_count"] for j in jobs]),
+        cpus=np.array([j["cpus"] for j in jobs]),
+        nodes=np.array([j["node_count"] for j in jobs]),
         assoc=[AssocTree.key(j["account"], j["user_name"]) for j in jobs],
-        partitions=[j["partition"] for j in jobs], qos=[j["qos"] for j in jobs],
-        cluster_cpus=cpus_total, cluster_nodes=nodes_total)
-    real = {name: np.array([getattr(sprio[i], name) for i in ids.tolist()])
-            for name in ("age", "fairshare", "job_size", "partition", "qos", "priority")}
+        partitions=[j["partition"] for j in jobs],
+        qos=[j["qos"] for j in jobs],
+        cluster_cpus=cpus_total,
+        cluster_nodes=nodes_total,
+    )
+    real = {
+        name: np.array([getattr(sprio[i], name) for i in ids.tolist()])
+        for name in ("age", "fairshare", "job_size", "partition", "qos", "priority")
+    }
     diffs = {name: float(np.max(np.abs(getattr(emulated, name) - real[name]))) for name in real}
-    print(f"\nmultifactor vs sprio, largest |difference| over {len(ids)} jobs: "
-          + ", ".join(f"{k} {v:.2g}" for k, v in diffs.items()))
-    Path("/tmp/rlsched-multifactor-vs-sprio.json").write_text(json.dumps(
-        {"pass_s": pass_s, "diffs": diffs, "jobs": ids.tolist(),
-         "emulated": {k: getattr(emulated, k).tolist() for k in real},
-         "sprio": {k: v.tolist() for k, v in real.items()}}, indent=1))
+    print(
+        f"\nmultifactor vs sprio, largest |difference| over {len(ids)} jobs: "
+        + ", ".join(f"{k} {v:.2g}" for k, v in diffs.items())
+    )
+    Path("/tmp/rlsched-multifactor-vs-sprio.json").write_text(
+        json.dumps(
+            {
+                "pass_s": pass_s,
+                "diffs": diffs,
+                "jobs": ids.tolist(),
+                "emulated": {k: getattr(emulated, k).tolist() for k in real},
+                "sprio": {k: v.tolist() for k, v in real.items()},
+            },
+            indent=1,
+        )
+    )
     assert diffs["age"] <= AGE_TOL
     assert diffs["fairshare"] <= EXACT_TOL
     assert diffs["job_size"] <= EXACT_TOL

@@ -73,7 +73,7 @@ def test_jobcomp_sample() -> None:
     lines = (DATA / "jobcomp.txt").read_text().splitlines()
     parsed = [parse_jobcomp_line(line, f"line {i}") for i, line in enumerate(lines, 1)]
     by_id = {job.job_id: job for job in parsed if job is not None}
-    assert 4 not in by_id and 5 not in by_id          # cancelled while pending: never ran
+    assert 4 not in by_id and 5 not in by_id  # cancelled while pending: never ran
     assert by_id[2].cpus == 16 and by_id[2].account == "cms" and by_id[2].time_limit_s == 600
     assert by_id[2].end_s - by_id[2].start_s == 30 and by_id[2].start_s == by_id[2].submit_s
     # The job name "weird | name "x" JobState=FAILED Partition=x" does not fool the parser.
@@ -86,9 +86,19 @@ def test_jobcomp_bad_line_names_the_place() -> None:
         parse_jobcomp_line("JobId=x garbage", "line 7")
 
 
-@pytest.mark.parametrize(("text", "seconds"), [
-    ("UNLIMITED", math.inf), ("Partition_Limit", math.inf), ("10", 600), ("10:30", 630),
-    ("01:02:03", 3723), ("2-00", 172800), ("1-02:03", 93780), ("1-02:03:04", 93784)])
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [
+        ("UNLIMITED", math.inf),
+        ("Partition_Limit", math.inf),
+        ("10", 600),
+        ("10:30", 630),
+        ("01:02:03", 3723),
+        ("2-00", 172800),
+        ("1-02:03", 93780),
+        ("1-02:03:04", 93784),
+    ],
+)
 def test_durations(text: str, seconds: float) -> None:
     assert parse_duration_s(text) == seconds
 
@@ -121,7 +131,8 @@ def test_wrong_types_name_the_field() -> None:
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers(min_value=-(2**70), max_value=2**70) | st.floats() | st.text(max_size=8),
     lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4),
-    max_leaves=12)
+    max_leaves=12,
+)
 
 
 def _mutate(doc: Any, path: list[Any], value: Any) -> Any:
@@ -147,7 +158,7 @@ def test_random_text_parses_or_raises_parse_error(text: str) -> None:
     for parser in (parse_squeue_json, parse_sinfo_json, parse_scontrol_config):
         with contextlib.suppress(SlurmParseError):
             parser(text)
-    read_sacct_completions(text, DropLog())          # never raises: a bad record is counted and skipped
+    read_sacct_completions(text, DropLog())  # never raises: a bad record is counted and skipped
     with contextlib.suppress(SlurmParseError):
         parse_jobcomp_line(text)
 
@@ -195,33 +206,53 @@ def _outcome(parse: Any, text: str) -> tuple[Any, list[str], str | None]:
     """What a reader makes of ``text``: its records (NaN made comparable), its skips, its error."""
     skipped: list[str] = []
     try:
-        records = parse(text, skipped.append) if parse in (parse_squeue_json, parse_squeue_json_reference) \
-            else parse(text)
+        records = (
+            parse(text, skipped.append) if parse in (parse_squeue_json, parse_squeue_json_reference) else parse(text)
+        )
     except SlurmParseError as exc:
         return None, [str(e) for e in skipped], str(exc)
     return repr(records).replace("nan", "NaN"), [str(e) for e in skipped], None
 
 
 @settings(max_examples=400, deadline=None)
-@given(st.lists(st.lists(st.integers(0, 50), min_size=1, max_size=4), min_size=1, max_size=3), json_values,
-       st.sampled_from(["squeue", "sinfo"]))
-def test_typed_decoding_reads_exactly_what_the_reference_reader_does(paths: list[list[int]], value: Any,
-                                                                      which: str) -> None:
+@given(
+    st.lists(st.lists(st.integers(0, 50), min_size=1, max_size=4), min_size=1, max_size=3),
+    json_values,
+    st.sampled_from(["squeue", "sinfo"]),
+)
+def test_typed_decoding_reads_exactly_what_the_reference_reader_does(
+    paths: list[list[int]], value: Any, which: str
+) -> None:
     """msgspec's typed reader against json.loads + field checks: same jobs, same skips, same errors."""
     doc = copy.deepcopy(_SQUEUE_DOC if which == "squeue" else _SINFO_DOC)
-    jobs_key = 1 if which == "squeue" else 2          # "jobs" / "nodes" among the sorted top-level keys
+    jobs_key = 1 if which == "squeue" else 2  # "jobs" / "nodes" among the sorted top-level keys
     for path in paths:
         # Mostly inside one job (node), sometimes anywhere in the document.
         doc = _mutate(doc, [jobs_key, *path] if len(path) > 1 else path, copy.deepcopy(value))
     text = json.dumps(doc)
-    fast, reference = ((parse_squeue_json, parse_squeue_json_reference) if which == "squeue"
-                       else (parse_sinfo_json, parse_sinfo_json_reference))
+    fast, reference = (
+        (parse_squeue_json, parse_squeue_json_reference)
+        if which == "squeue"
+        else (parse_sinfo_json, parse_sinfo_json_reference)
+    )
     assert _outcome(fast, text) == _outcome(reference, text)
 
 
-@pytest.mark.parametrize("field,value", [("cpus", None), ("cpus", 2**30), ("priority", 2**33), ("nice", 2**40),
-                                         ("job_id", 0), ("job_state", ""), ("submit_time", None),
-                                         ("time_limit", None), ("start_time", None), ("state_reason", None)])
+@pytest.mark.parametrize(
+    "field,value",
+    [
+        ("cpus", None),
+        ("cpus", 2**30),
+        ("priority", 2**33),
+        ("nice", 2**40),
+        ("job_id", 0),
+        ("job_state", ""),
+        ("submit_time", None),
+        ("time_limit", None),
+        ("start_time", None),
+        ("state_reason", None),
+    ],
+)
 def test_typed_decoding_of_odd_fields_matches_the_reference(field: str, value: Any) -> None:
     doc = copy.deepcopy(_SQUEUE_DOC)
     for job in doc["jobs"]:

@@ -10,12 +10,14 @@ from rlsched.backends.common.runner import CommandExecutor, CommandResult, Retry
 from rlsched.backends.slurm.priority import parse_sprio, read_slurm_conf, read_sprio, read_sshare, site_params
 from rlsched.core.multifactor import parse_sshare
 
-SSHARE = ("Account|User|RawShares|NormShares|RawUsage|NormUsage|EffectvUsage|FairShare|LevelFS\n"
-          "root|||0.000000|100||1.000000||\n"
-          " alpha||50|0.5|100|1.0|1.0||0.5\n"
-          "  alpha|root|1|1.0|100|1.0|1.0|0.5|1.0\n"
-          " beta||50|0.5|0|0|0||inf\n"
-          "  beta|root|2|1.0|0|0|0|1.0|inf\n")
+SSHARE = (
+    "Account|User|RawShares|NormShares|RawUsage|NormUsage|EffectvUsage|FairShare|LevelFS\n"
+    "root|||0.000000|100||1.000000||\n"
+    " alpha||50|0.5|100|1.0|1.0||0.5\n"
+    "  alpha|root|1|1.0|100|1.0|1.0|0.5|1.0\n"
+    " beta||50|0.5|0|0|0||inf\n"
+    "  beta|root|2|1.0|0|0|0|1.0|inf\n"
+)
 
 
 class Canned:
@@ -44,8 +46,10 @@ def test_bad_sprio_output_is_a_parse_error_naming_the_command() -> None:
 
 def test_site_params_from_conf_and_sshare(tmp_path: Path) -> None:
     conf = tmp_path / "slurm.conf"
-    conf.write_text("PriorityType=priority/multifactor\nPriorityWeightFairshare=500\n"
-                    "AccountingStorageEnforce=limits\nPartitionName=a Nodes=n PriorityJobFactor=3\n")
+    conf.write_text(
+        "PriorityType=priority/multifactor\nPriorityWeightFairshare=500\n"
+        "AccountingStorageEnforce=limits\nPartitionName=a Nodes=n PriorityJobFactor=3\n"
+    )
     rows, tree, usage = read_sshare(CommandExecutor(Canned(SSHARE)))
     params = site_params(read_slurm_conf(conf), rows)
     assert params.weight_fairshare == 500 and params.charge_at_end

@@ -17,15 +17,21 @@ from rlsched.core.policies import io as policy_io
 LAL_VOS = tuple(f"vo{k}" for k in range(1, 8))
 
 
-def add_zeros_member(model: Path, name: str, n_bytes: int, compress: int = zipfile.ZIP_DEFLATED,
-                     claimed_shape: tuple[int, ...] | None = None) -> None:
+def add_zeros_member(
+    model: Path,
+    name: str,
+    n_bytes: int,
+    compress: int = zipfile.ZIP_DEFLATED,
+    claimed_shape: tuple[int, ...] | None = None,
+) -> None:
     """Append an array member of ``n_bytes`` zero bytes of data (float64), written in chunks; its header may
     claim another shape than the data it holds."""
     info = zipfile.ZipInfo(name)
     info.compress_type = compress
     with zipfile.ZipFile(model, "a") as archive, archive.open(info, "w", force_zip64=True) as member:
-        np.lib.format.write_array_header_1_0(member, {"descr": "<f8", "fortran_order": False,
-                                                      "shape": claimed_shape or (n_bytes // 8,)})
+        np.lib.format.write_array_header_1_0(
+            member, {"descr": "<f8", "fortran_order": False, "shape": claimed_shape or (n_bytes // 8,)}
+        )
         chunk = bytes(1 << 20)
         for _ in range(n_bytes // len(chunk)):
             member.write(chunk)
@@ -47,7 +53,7 @@ def test_an_intact_model_loads(model: Path) -> None:
 
 
 def test_a_deflated_bomb_is_refused_before_it_is_inflated(model: Path) -> None:
-    add_zeros_member(model, "replay/extra.npy", 256 << 20)        # 256 MiB of zeros: about 250 KB deflated
+    add_zeros_member(model, "replay/extra.npy", 256 << 20)  # 256 MiB of zeros: about 250 KB deflated
     assert model.stat().st_size < 2 << 20
     tracemalloc.start()
     try:

@@ -181,8 +181,16 @@ def test_feedback_at_dispatch_reports_the_realised_response_before_the_next_deci
     # Table 1 flow, schedule (a): responses 6, 6, 5, 4 (Fig. 1).
     policy = Recorder([0, 2, 1, 0], "dispatch")
     simulate(TABLE1_FLOW, TABLE1_UNITS, policy)
-    assert policy.log == [("assign", 0), ("completed", 0, 6.0), ("assign", 1), ("completed", 1, 6.0),
-                          ("assign", 2), ("completed", 2, 5.0), ("assign", 3), ("completed", 3, 4.0)]
+    assert policy.log == [
+        ("assign", 0),
+        ("completed", 0, 6.0),
+        ("assign", 1),
+        ("completed", 1, 6.0),
+        ("assign", 2),
+        ("completed", 2, 5.0),
+        ("assign", 3),
+        ("completed", 3, 4.0),
+    ]
 
 
 def test_feedback_at_completion_waits_for_the_completion():

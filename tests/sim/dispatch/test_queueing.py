@@ -43,15 +43,17 @@ def test_table3_solution_satisfies_constraints_and_beats_uniform():
     for _ in range(200):
         trial = np.clip(alloc.probs + rng.normal(0, 0.01, alloc.probs.shape), 0, None)
         trial /= trial.sum(axis=1, keepdims=True)
-        assert expected_response_time(trial, TONG_TYPE_PROBS, 80.0, TONG_SERVICE_RATES) >= \
-            alloc.expected_response_h - 1e-9
+        assert (
+            expected_response_time(trial, TONG_TYPE_PROBS, 80.0, TONG_SERVICE_RATES) >= alloc.expected_response_h - 1e-9
+        )
 
 
 def test_overload_is_infeasible():
     with pytest.raises(ValueError, match="no stable allocation"):
         optimise_allocation(np.array([1.0]), 100.0, np.array([[30.0, 30.0]]))
-    assert expected_response_time(np.array([[1.0, 0.0]]), np.array([1.0]), 40.0,
-                                  np.array([[30.0, 30.0]])) == float("inf")
+    assert expected_response_time(np.array([[1.0, 0.0]]), np.array([1.0]), 40.0, np.array([[30.0, 30.0]])) == float(
+        "inf"
+    )
 
 
 def test_simulated_response_matches_the_model_for_one_type():

@@ -81,17 +81,30 @@ def test_lpc_task_share_reading():
 def _workload(groups, runs, submits):
     n = len(groups)
     ints = np.full(n, -1, dtype=np.int64)
-    return Workload(name="t", max_procs=140, job_id=np.arange(n, dtype=np.int64),
-                    submit=np.asarray(submits, dtype=float), run=np.asarray(runs, dtype=float),
-                    req_time=np.full(n, 1e5), procs=np.ones(n, dtype=np.int64), user=ints,
-                    group=np.asarray(groups, dtype=np.int64), queue=ints, partition=ints,
-                    recorded_wait=np.full(n, np.nan), vo=np.zeros(n, dtype=np.int64),
-                    job_class=np.zeros(n, dtype=np.int64))
+    return Workload(
+        name="t",
+        max_procs=140,
+        job_id=np.arange(n, dtype=np.int64),
+        submit=np.asarray(submits, dtype=float),
+        run=np.asarray(runs, dtype=float),
+        req_time=np.full(n, 1e5),
+        procs=np.ones(n, dtype=np.int64),
+        user=ints,
+        group=np.asarray(groups, dtype=np.int64),
+        queue=ints,
+        partition=ints,
+        recorded_wait=np.full(n, np.nan),
+        vo=np.zeros(n, dtype=np.int64),
+        job_class=np.zeros(n, dtype=np.int64),
+    )
 
 
 def test_replay_picks_two_groups_and_keeps_runtimes():
-    w = _workload(groups=[5, 2, 5, 2, 5, 9, 2, 5], runs=[360, 5400, 0, 3600, 720, 10, 7200, 360],
-                  submits=[0, 10, 20, 30, 40, 50, 60, 90000])
+    w = _workload(
+        groups=[5, 2, 5, 2, 5, 9, 2, 5],
+        runs=[360, 5400, 0, 3600, 720, 10, 7200, 360],
+        submits=[0, 10, 20, 30, 40, 50, 60, 90000],
+    )
     replay = lpc_replay_flow(w, days=1.0)
     assert replay.groups == (5, 2)  # shorter mean first: "dteam", then "biomed"
     assert replay.dropped == {"zero_runtime": 1, "other_groups": 1, "after_window": 1}

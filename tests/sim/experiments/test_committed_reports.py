@@ -14,8 +14,14 @@ from rlsched.sim.experiments import Experiment, registry
 
 RESULTS = Path(__file__).resolve().parents[3] / "docs" / "results"
 #: Committed folder → the experiment that wrote it.
-COMMITTED = {"perez-rigid": "perez-rigid", "perez-fqi": "perez-fqi", "perez-elastic": "perez-elastic",
-             "fh": "fh-ours", "fh-file": "fh-ours-file", "tong": "tong"}
+COMMITTED = {
+    "perez-rigid": "perez-rigid",
+    "perez-fqi": "perez-fqi",
+    "perez-elastic": "perez-elastic",
+    "fh": "fh-ours",
+    "fh-file": "fh-ours-file",
+    "tong": "tong",
+}
 
 
 @pytest.mark.parametrize("folder", sorted(COMMITTED))
@@ -28,7 +34,8 @@ def test_a_committed_report_is_what_its_results_render_to(folder: str, tmp_path:
     assert result.exit_code == 0, result.output
     assert (copy / "report.md").read_text() == (source / "report.md").read_text(), (
         f"docs/results/{folder}/report.md is stale: rerun `rlsched sim experiment {COMMITTED[folder]} "
-        f"--report-only --out docs/results/{folder}`")
+        f"--report-only --out docs/results/{folder}`"
+    )
 
 
 def test_every_experiment_with_committed_results_can_render() -> None:

@@ -63,8 +63,9 @@ def test_write_results_and_save_figure(tmp_path: Path) -> None:
 def test_options_reach_the_experiment_or_are_refused(tmp_path: Path) -> None:
     seen: dict[str, object] = {}
 
-    def with_seeds(out: Path, *, quick: bool, seed: int, n_seeds: int | None = None,
-                   workers: int | None = None) -> dict[str, object]:
+    def with_seeds(
+        out: Path, *, quick: bool, seed: int, n_seeds: int | None = None, workers: int | None = None
+    ) -> dict[str, object]:
         seen.update(out=out, quick=quick, seed=seed, n_seeds=n_seeds, workers=workers)
         return {}
 
@@ -143,4 +144,3 @@ def test_reports_and_common_modules_never_import_their_run_module() -> None:
         assert paper not in graph[f"{paper}_report"] | graph[f"{paper}_common"]
         assert f"{paper}_report" not in graph[f"{paper}_common"]
     # Cycles anywhere in the package (these included): tests/test_architecture.py.
-

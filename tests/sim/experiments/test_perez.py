@@ -16,13 +16,30 @@ from rlsched.sim.experiments.perez_common import LAMBDAS, RIGID_LEARNED, RUNTIME
 from rlsched.sim.workload import Workload
 from tests.conftest import shared_trace
 
-REQUIRED_KEYS = {"workload", "policy", "runtime_model", "lambda", "class", "jobs", "mean_W", "sd_W",
-                 "mean_wait_s", "frac_wait_under_120s"}
+REQUIRED_KEYS = {
+    "workload",
+    "policy",
+    "runtime_model",
+    "lambda",
+    "class",
+    "jobs",
+    "mean_W",
+    "sd_W",
+    "mean_wait_s",
+    "frac_wait_under_120s",
+}
 #: CI size: 380 LAL-like jobs (trim and pretraining scale with it: 20 each).
 CI_SCALE = 0.04
 #: The rules beside the learned policies in perez-rigid.
-RIGID_RULES = ("fcfs", "easy", "easy-sjf", "interactive-first", "interactive-first-sjf", "multifactor",
-               "interactive-first-keepidle")
+RIGID_RULES = (
+    "fcfs",
+    "easy",
+    "easy-sjf",
+    "interactive-first",
+    "interactive-first-sjf",
+    "multifactor",
+    "interactive-first-keepidle",
+)
 
 
 def test_registered() -> None:
@@ -30,12 +47,16 @@ def test_registered() -> None:
     assert {"perez-rigid", "perez-elastic", "perez-fqi"} <= set(found)
 
 
-def _by_key(rows: list[dict[str, Any]], workload: str, protocol: str | None = None) -> dict[tuple[Any, ...],
-                                                                                         dict[str, Any]]:
+def _by_key(
+    rows: list[dict[str, Any]], workload: str, protocol: str | None = None
+) -> dict[tuple[Any, ...], dict[str, Any]]:
     """The rows of ``workload`` under ``protocol`` (default: the paper's, ``both`` on the LAL-like workload)."""
     wanted = ("paper", "both") if protocol is None else (protocol,)
-    return {(r["policy"], r["runtime_model"], r["lambda"], r["class"]): r for r in rows
-            if r["workload"] == workload and r["protocol"] in wanted}
+    return {
+        (r["policy"], r["runtime_model"], r["lambda"], r["class"]): r
+        for r in rows
+        if r["workload"] == workload and r["protocol"] in wanted
+    }
 
 
 @pytest.mark.slow  # about 10 s: 8 learned and 4 classic CI-sized runs, and the figures
@@ -49,7 +70,8 @@ def test_rigid_writes_rows_report_and_figures(tmp_path: Path) -> None:
         assert row["workload"] == "lal"
     policies = {(r["policy"], r["runtime_model"], r["lambda"]) for r in rows}
     assert policies == {(p, None, None) for p in RIGID_RULES} | {
-        (policy, rm, lam) for policy in RIGID_LEARNED for rm in RUNTIME_MODELS for lam in LAMBDAS}
+        (policy, rm, lam) for policy in RIGID_LEARNED for rm in RUNTIME_MODELS for lam in LAMBDAS
+    }
     by_key = _by_key(rows, "lal")
     for policy, rm, lam in policies:
         parts = by_key[(policy, rm, lam, "interactive")]["jobs"] + by_key[(policy, rm, lam, "batch")]["jobs"]
@@ -60,7 +82,8 @@ def test_rigid_writes_rows_report_and_figures(tmp_path: Path) -> None:
             assert r["mean_wait_s"] >= 0.0 and 0.0 <= r["mean_fairness"] <= 1.0
     # FCFS and EASY coincide on serial jobs (nothing to backfill).
     assert by_key[("fcfs", None, None, "all")]["mean_wait_s"] == pytest.approx(
-        by_key[("easy", None, None, "all")]["mean_wait_s"])
+        by_key[("easy", None, None, "all")]["mean_wait_s"]
+    )
     report = (tmp_path / "report.md").read_text()
     assert "| P-grid Table 2 | sarsa-esn | estimated | 0.5 | interactive | W mean ± sd | 0.864 ± 0.319 |" in report
     assert "| lal | both | sarsa-esn | estimated | 0.5 | interactive |" in report
@@ -77,8 +100,9 @@ def test_rigid_writes_rows_report_and_figures(tmp_path: Path) -> None:
 @pytest.mark.slow  # about 10 s: a 6-hour LPC-EGEE window with its native schedule
 def test_rigid_lpc_egee_has_native(tmp_path: Path) -> None:
     shared_trace("lpc")  # skips without $RLSCHED_TRACE_DIR (fails under RLSCHED_REQUIRE_TRACES=1)
-    result = run_rigid(tmp_path, quick=True, seed=0, lpc=True, workers=1, scale=CI_SCALE,
-                       lpc_window_days=(252.0, 252.25))
+    result = run_rigid(
+        tmp_path, quick=True, seed=0, lpc=True, workers=1, scale=CI_SCALE, lpc_window_days=(252.0, 252.25)
+    )
     by_key = _by_key(result["rows"], "lpc-egee")
     for cls in ("interactive", "batch", "all"):
         assert by_key[("native", None, None, cls)]["jobs"] == by_key[("sarsa-esn", "oracle", 1.0, cls)]["jobs"]
@@ -92,7 +116,8 @@ def test_rigid_lpc_egee_has_native(tmp_path: Path) -> None:
     for workload in ("lpc-egee", "lpc-egee-holdout"):
         product = _by_key(result["rows"], workload, "product")
         assert {k[:3] for k in product} == {(p, None, None) for p in (*RIGID_RULES, "native")} | {
-            (p, "estimated", lam) for p in RIGID_LEARNED for lam in LAMBDAS}
+            (p, "estimated", lam) for p in RIGID_LEARNED for lam in LAMBDAS
+        }
         learned = product[("sarsa-esn", "estimated", 0.5, "interactive")]
         assert learned["class_from"].startswith("requested time") and "oracle" not in learned["runtime_from"]
     paper = by_key[("sarsa-esn", "oracle", 0.5, "interactive")]
@@ -118,11 +143,23 @@ def test_product_protocol_classes_by_requested_time_and_measures_on_runtime_clas
     """The schedulers see the live class rule's classes; W is still reported on the runtime classes."""
     from rlsched.sim.workload import classify_by_runtime
 
-    w = Workload("toy", 4, np.arange(4), np.zeros(4), np.array([100.0, 100.0, 5000.0, 5000.0]),
-                 np.array([600.0, 7200.0, 600.0, 7200.0]), np.ones(4, dtype=np.int64), np.zeros(4, dtype=np.int64),
-                 np.zeros(4, dtype=np.int64), np.zeros(4, dtype=np.int64), np.zeros(4, dtype=np.int64),
-                 np.full(4, np.nan), np.zeros(4, dtype=np.int64),
-                 classify_by_runtime(np.array([100.0, 100.0, 5000.0, 5000.0])), ("vo",))
+    w = Workload(
+        "toy",
+        4,
+        np.arange(4),
+        np.zeros(4),
+        np.array([100.0, 100.0, 5000.0, 5000.0]),
+        np.array([600.0, 7200.0, 600.0, 7200.0]),
+        np.ones(4, dtype=np.int64),
+        np.zeros(4, dtype=np.int64),
+        np.zeros(4, dtype=np.int64),
+        np.zeros(4, dtype=np.int64),
+        np.zeros(4, dtype=np.int64),
+        np.full(4, np.nan),
+        np.zeros(4, dtype=np.int64),
+        classify_by_runtime(np.array([100.0, 100.0, 5000.0, 5000.0])),
+        ("vo",),
+    )
     inter, batch = int(JobClass.INTERACTIVE), int(JobClass.BATCH)
     assert list(seen_by_policies(w, "paper").job_class) == [inter, inter, batch, batch]
     assert list(seen_by_policies(w, "product").job_class) == [inter, batch, inter, batch]
@@ -134,14 +171,28 @@ def test_product_protocol_classes_by_requested_time_and_measures_on_runtime_clas
 
 def test_same_info_goal_calls_a_difference_inside_the_spread_a_tie() -> None:
     def row(policy: str, rm: str | None, w: list[float], f: list[float]) -> dict[str, Any]:
-        return {"workload": "lpc-egee", "policy": policy, "runtime_model": rm, "lambda": 0.5 if rm else None,
-                "class": "interactive", "protocol": "product", "seeds": list(range(len(w))),
-                "mean_W": float(np.mean(w)), "sd_W_over_seeds": float(np.std(w)), "mean_W_by_seed": w,
-                "mean_fairness": float(np.mean(f)), "sd_fairness_over_seeds": float(np.std(f)),
-                "mean_fairness_by_seed": f}
-    rows = [row("fcfs", None, [0.90], [0.80]), row("interactive-first-keepidle", None, [0.95], [0.79]),
-            row("native", None, [0.99], [0.99]),
-            row("sarsa-esn-keepidle", "estimated", [0.92, 0.96, 0.94], [0.798, 0.800, 0.802])]
+        return {
+            "workload": "lpc-egee",
+            "policy": policy,
+            "runtime_model": rm,
+            "lambda": 0.5 if rm else None,
+            "class": "interactive",
+            "protocol": "product",
+            "seeds": list(range(len(w))),
+            "mean_W": float(np.mean(w)),
+            "sd_W_over_seeds": float(np.std(w)),
+            "mean_W_by_seed": w,
+            "mean_fairness": float(np.mean(f)),
+            "sd_fairness_over_seeds": float(np.std(f)),
+            "mean_fairness_by_seed": f,
+        }
+
+    rows = [
+        row("fcfs", None, [0.90], [0.80]),
+        row("interactive-first-keepidle", None, [0.95], [0.79]),
+        row("native", None, [0.99], [0.99]),
+        row("sarsa-esn-keepidle", "estimated", [0.92, 0.96, 0.94], [0.798, 0.800, 0.802]),
+    ]
     [goal] = same_info_goal(rows)
     assert goal["best_rule"] == "interactive-first-keepidle"  # native is context, not a rule
     # ΔW −0.01 inside the spread 0.016; ΔF +0.01 beyond 0.0016.
@@ -150,8 +201,10 @@ def test_same_info_goal_calls_a_difference_inside_the_spread_a_tie() -> None:
     [goal] = same_info_goal(rows)
     assert not goal["W_no_worse"] and not goal["F_better"]  # −0.01 beyond 0.001; +0.0005 is a tie
     # Paired over seeds: a workload that moves both sides together is not spread.
-    both = [row("interactive-first-keepidle", None, [0.80, 0.90, 1.00], [0.7, 0.8, 0.9]),
-            row("sarsa-esn-keepidle", "estimated", [0.78, 0.88, 0.98], [0.7, 0.8, 0.9])]
+    both = [
+        row("interactive-first-keepidle", None, [0.80, 0.90, 1.00], [0.7, 0.8, 0.9]),
+        row("sarsa-esn-keepidle", "estimated", [0.78, 0.88, 0.98], [0.7, 0.8, 0.9]),
+    ]
     for r in both:
         r["workload"], r["protocol"] = "lal", "both"
     [goal] = same_info_goal(both)

@@ -39,7 +39,8 @@ def _check_rows(rows: list[dict[str, Any]], workload: str, classic: tuple[str, .
     mine = [r for r in rows if r["workload"] == workload and r["protocol"] in ("paper", "both")]
     settings = {(r["policy"], r["runtime_model"], r["lambda"]) for r in mine}
     expected = {(p, None, None) for p in classic} | {
-        (p, rm, lam) for p in FQI_POLICIES for rm in RUNTIME_MODELS for lam in LAMBDAS}
+        (p, rm, lam) for p in FQI_POLICIES for rm in RUNTIME_MODELS for lam in LAMBDAS
+    }
     assert settings == expected
     by_key = {(r["policy"], r["runtime_model"], r["lambda"], r["class"]): r for r in mine}
     assert len(by_key) == len(mine) == 3 * len(expected)  # interactive, batch, all: once each
@@ -78,8 +79,7 @@ def test_lal_rows_report_and_figures(tmp_path: Path) -> None:
     assert data["rows"] == json.loads(json.dumps(result["rows"]))
     _check_rows(data["rows"], "lal", FQI_RULES)
     assert data["seeds"] == [0] and data["tuning_seed_base"] == TUNING_SEED_BASE
-    for name in ("inverse_cdf_W_interactive_lal.png", "cdf_wait_interactive_lal.png",
-                 "fairness_difference_lal.png"):
+    for name in ("inverse_cdf_W_interactive_lal.png", "cdf_wait_interactive_lal.png", "fairness_difference_lal.png"):
         assert name in data["figures"] and (tmp_path / name).stat().st_size > 5000
     report = (tmp_path / "report.md").read_text()
     assert "| P-fqi Table 2 | fqi-esn | estimated | 0.5 | interactive | W mean ± sd | 0.95 ± 0.19 |" in report
@@ -89,12 +89,14 @@ def test_lal_rows_report_and_figures(tmp_path: Path) -> None:
 @pytest.mark.slow  # about 15 s: adds a 6-hour LPC-EGEE window with its native schedule
 def test_lpc_egee_rows_include_native(tmp_path: Path) -> None:
     shared_trace("lpc")  # skips without $RLSCHED_TRACE_DIR (fails under RLSCHED_REQUIRE_TRACES=1)
-    result = run_fqi(tmp_path, quick=True, seed=0, lpc=True, workers=1, scale=CI_SCALE,
-                     lpc_window_days=(252.0, 252.25))
+    result = run_fqi(tmp_path, quick=True, seed=0, lpc=True, workers=1, scale=CI_SCALE, lpc_window_days=(252.0, 252.25))
     _check_rows(result["rows"], "lpc-egee", (*FQI_RULES, "native"))
     _check_rows(result["rows"], "lal", FQI_RULES)
-    product = {(r["policy"], r["runtime_model"]) for r in result["rows"]
-               if r["workload"] == "lpc-egee" and r["protocol"] == "product"}
+    product = {
+        (r["policy"], r["runtime_model"])
+        for r in result["rows"]
+        if r["workload"] == "lpc-egee" and r["protocol"] == "product"
+    }
     assert product == {(p, None) for p in (*FQI_RULES, "native")} | {(p, "estimated") for p in FQI_POLICIES}
     assert result["lpc_window_days"] == [252.0, 252.25]
     assert (tmp_path / "fairness_difference_lpc-egee.png").stat().st_size > 5000
@@ -123,16 +125,37 @@ def test_published_tables_are_complete() -> None:
     # Table 2: 5 algorithms × 3 classes; Table 3: 5 algorithms × 2 classes.
     assert len(fqi) == 25
     assert {(p["policy"], p["runtime_model"]) for p in fqi} == {
-        ("native", None), *((p, rm) for p in FQI_POLICIES for rm in RUNTIME_MODELS)}
+        ("native", None),
+        *((p, rm) for p in FQI_POLICIES for rm in RUNTIME_MODELS),
+    }
 
 
-def _result(start: list[float], end: list[float], vo: list[int], shares: tuple[float, ...],
-            procs: list[int] | None = None, cores: int = 4) -> RunResult:
+def _result(
+    start: list[float],
+    end: list[float],
+    vo: list[int],
+    shares: tuple[float, ...],
+    procs: list[int] | None = None,
+    cores: int = 4,
+) -> RunResult:
     s, e = np.asarray(start, float), np.asarray(end, float)
     n = s.size
-    return RunResult(RunSpec("lal", "fcfs", None, None, 0, 1.0), np.full(n, int(JobClass.BATCH)), np.zeros(n),
-                     np.ones(n), 0.0, 0.0, (0.0, float(e.max())), submit_s=np.zeros(n), start_s=s, end_s=e,
-                     procs=np.asarray(procs or [1] * n), vo=np.asarray(vo), shares=shares, cores=cores)
+    return RunResult(
+        RunSpec("lal", "fcfs", None, None, 0, 1.0),
+        np.full(n, int(JobClass.BATCH)),
+        np.zeros(n),
+        np.ones(n),
+        0.0,
+        0.0,
+        (0.0, float(e.max())),
+        submit_s=np.zeros(n),
+        start_s=s,
+        end_s=e,
+        procs=np.asarray(procs or [1] * n),
+        vo=np.asarray(vo),
+        shares=shares,
+        cores=cores,
+    )
 
 
 def test_service_and_fairness_by_hand() -> None:
@@ -162,7 +185,8 @@ def test_fairness_series_agrees_with_the_core_tracker() -> None:
         done = end <= now
         running = (start <= now) & ~done
         service = np.bincount(vo[done], weights=(end - start)[done], minlength=3) + np.bincount(
-            vo[running], weights=(now - start)[running], minlength=3)
+            vo[running], weights=(now - start)[running], minlength=3
+        )
         want = tracker.election_fairness(service.astype(np.float64), 0, 0.0)[0]
         assert got[k] == pytest.approx(want)
 

@@ -64,7 +64,7 @@ def test_decisions_use_nothing_after_the_days_start(kth_cut: HybridModel) -> Non
     # The cut keeps the times (cut from 0) and so the day edges; only the jobs from day 5 on are gone.
     cut = HybridModel(kth_cut.workload.cut(0.0, float(edges[5])), 100)
     cut_edges = day_edges(cut)
-    np.testing.assert_array_equal(cut_edges, edges[:len(cut_edges)])
+    np.testing.assert_array_equal(cut_edges, edges[: len(cut_edges)])
     short = daily_learned(cut, cut_edges, params)
     days = len(cut_edges) - 1
     assert days == 5 and len(set(full.caps[:days].tolist())) > 1
@@ -150,7 +150,8 @@ def test_counterfactual_clones_match_simulating_each_cap_alone(kth_cut: HybridMo
         actual_twt.append(step.twt)
         actual_cost.append(step.cost)
         starts.append(s.copy())
-    waits, cloud = _counterfactual(kth_cut, starts, edges, 3, 6, caps, followed, np.array(actual_twt),
-                                   np.array(actual_cost))
+    waits, cloud = _counterfactual(
+        kth_cut, starts, edges, 3, 6, caps, followed, np.array(actual_twt), np.array(actual_cost)
+    )
     for i, cap in enumerate(caps):
         assert (waits[i], cloud[i]) == pytest.approx(_brute(kth_cut, 3, 6, cap, followed), rel=1e-9), cap

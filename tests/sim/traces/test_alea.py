@@ -44,11 +44,17 @@ def test_without_a_machines_file_the_largest_job_sizes_the_machine(tmp_path: Pat
     assert read_swf(write(tmp_path, LINES, machines=None)).max_procs == 64
 
 
-@pytest.mark.parametrize(("line", "problem"), [
-    ("3 1356999000 0 10 1 1 1024 1 60 1 1 62 1 1 -1 1 1 1 {1} q_2h", "site.swf:4: expected 21 fields"),
-    ("3 1356999000 0 10 1 1 1024 1 60 1 1 62 1 1 -1 1 1 1 1 q_2h 1:ppn=1", "site.swf:4: field 19 is not a {…}"),
-    ("3 1356999000 0 ten 1 1 1024 1 60 1 1 62 1 1 -1 1 1 1 {1} q_2h 1:ppn=1", "site.swf:4: field 4 is not a number"),
-])
+@pytest.mark.parametrize(
+    ("line", "problem"),
+    [
+        ("3 1356999000 0 10 1 1 1024 1 60 1 1 62 1 1 -1 1 1 1 {1} q_2h", "site.swf:4: expected 21 fields"),
+        ("3 1356999000 0 10 1 1 1024 1 60 1 1 62 1 1 -1 1 1 1 1 q_2h 1:ppn=1", "site.swf:4: field 19 is not a {…}"),
+        (
+            "3 1356999000 0 ten 1 1 1024 1 60 1 1 62 1 1 -1 1 1 1 {1} q_2h 1:ppn=1",
+            "site.swf:4: field 4 is not a number",
+        ),
+    ],
+)
 def test_a_malformed_line_is_named_by_file_and_line(tmp_path: Path, line: str, problem: str) -> None:
     with pytest.raises(SwfFormatError, match=problem):
         read_swf(write(tmp_path, [*LINES, line]))
@@ -71,5 +77,15 @@ def test_the_shared_metacentrum_log(trace_dir: Path) -> None:
     # 17,900 lines, two without a runtime (dropped and counted); 2,176 CPUs from the .machines file.
     assert len(w) == 17_898 and w.dropped == {"runtime_missing": 2}
     assert w.max_procs == 2176 and w.unix_start_time == 1356996147 and w.submit[0] == 0.0
-    assert set(w.id_names["queue"].values()) >= {"q_2h", "q_4h", "q_1d", "q_2d", "q_4d", "q_1w", "q_2w",
-                                                  "q_2w_plus", "backfill", "ops"}
+    assert set(w.id_names["queue"].values()) >= {
+        "q_2h",
+        "q_4h",
+        "q_1d",
+        "q_2d",
+        "q_4d",
+        "q_1w",
+        "q_2w",
+        "q_2w_plus",
+        "backfill",
+        "ops",
+    }

@@ -23,10 +23,12 @@ from rlsched.cli.trace import trace
 from rlsched.sim.traces.fetch import CATALOGUE, FetchError, fetch_trace, lookup_catalogue, sha256_of
 from rlsched.sim.traces.swf import read_swf, resolve_trace
 
-SMALL_SWF = ("; Version: 2.2\n; MaxProcs: 8\n; UnixStartTime: 1000\n"
-             "1 0 5 100 2 -1 -1 2 200 -1 1 1 1 -1 1 1 -1 -1\n"
-             "2 10 -1 -1 2 -1 -1 2 200 -1 5 1 2 -1 1 1 -1 -1\n"
-             "3 20 0 50 16 -1 -1 16 60 -1 1 2 1 -1 1 1 -1 -1\n")
+SMALL_SWF = (
+    "; Version: 2.2\n; MaxProcs: 8\n; UnixStartTime: 1000\n"
+    "1 0 5 100 2 -1 -1 2 200 -1 1 1 1 -1 1 1 -1 -1\n"
+    "2 10 -1 -1 2 -1 -1 2 200 -1 5 1 2 -1 1 1 -1 -1\n"
+    "3 20 0 50 16 -1 -1 16 60 -1 1 2 1 -1 1 1 -1 -1\n"
+)
 SMALL_GZ = gzip.compress(SMALL_SWF.encode(), mtime=0)
 SMALL_SHA = hashlib.sha256(SMALL_GZ).hexdigest()
 
@@ -191,8 +193,7 @@ def test_unknown_hash_needs_sha_or_no_verify(archive: Archive) -> None:
     assert archive.requests == []  # all refused before any network access
 
 
-def test_existing_files_and_env_base_url(archive: Archive, tmp_path: Path,
-                                         monkeypatch: pytest.MonkeyPatch) -> None:
+def test_existing_files_and_env_base_url(archive: Archive, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     archive.put("l_test", "Small-1.swf.gz", SMALL_GZ)
     monkeypatch.setenv("RLSCHED_PWA_URL", archive.url)
     cache = tmp_path / "cache"
@@ -229,8 +230,9 @@ def test_cli_fetch_then_info_by_name(archive: Archive, tmp_path: Path) -> None:
 
 def test_cli_fetch_json(archive: Archive, tmp_path: Path) -> None:
     archive.put("l_test", "Small-1.swf.gz", SMALL_GZ)
-    result = CliRunner().invoke(trace, ["fetch", "l_test/Small-1", "--base-url", archive.url, "--sha256", SMALL_SHA,
-                                        "--json"])
+    result = CliRunner().invoke(
+        trace, ["fetch", "l_test/Small-1", "--base-url", archive.url, "--sha256", SMALL_SHA, "--json"]
+    )
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
     assert data["path"] == str(tmp_path / "cache" / "Small-1.swf.gz") and data["sha256"] == SMALL_SHA

@@ -32,16 +32,44 @@ HEADER = """\
 """
 
 
-def job_line(job: int = 1, submit: float = 0, wait: float = 5, run: float = 100, procs: int = 4,
-             req_procs: int = 4, req_time: float = 200, group: int = 1, user: int = 1, queue: int = 1,
-             partition: int = 1, avg_cpu: str = "-1") -> str:
-    fields = [job, submit, wait, run, procs, avg_cpu, -1, req_procs, req_time, -1, 1, user, group, -1,
-              queue, partition, -1, -1]
+def job_line(
+    job: int = 1,
+    submit: float = 0,
+    wait: float = 5,
+    run: float = 100,
+    procs: int = 4,
+    req_procs: int = 4,
+    req_time: float = 200,
+    group: int = 1,
+    user: int = 1,
+    queue: int = 1,
+    partition: int = 1,
+    avg_cpu: str = "-1",
+) -> str:
+    fields = [
+        job,
+        submit,
+        wait,
+        run,
+        procs,
+        avg_cpu,
+        -1,
+        req_procs,
+        req_time,
+        -1,
+        1,
+        user,
+        group,
+        -1,
+        queue,
+        partition,
+        -1,
+        -1,
+    ]
     return " ".join(str(f) for f in fields)
 
 
-def write(tmp_path: Path, lines: list[str], name: str = "t.swf", header: str = HEADER,
-          gz: bool = False) -> Path:
+def write(tmp_path: Path, lines: list[str], name: str = "t.swf", header: str = HEADER, gz: bool = False) -> Path:
     text = header + "".join(line + "\n" for line in lines)
     path = tmp_path / name
     path.write_bytes(gzip.compress(text.encode()) if gz else text.encode())
@@ -73,7 +101,8 @@ def test_header_lpc_style_right_aligned_and_repeated_keys() -> None:
     assert header["Queue"] == "1   test\n2   short"
     assert header["Information"].splitlines() == [
         "http://www.cs.huji.ac.il/labs/parallel/workload/l_lpc.html",
-        "JSSPP'05 - Workload Analysis of a Cluster in a Grid Environment"]
+        "JSSPP'05 - Workload Analysis of a Cluster in a Grid Environment",
+    ]
     assert header_int(header, "MaxProcs") == 140
     assert header_int(header, "MaxNodes") == 70
     assert header_int(header, "UnixStartTime") == 1091615532
@@ -81,12 +110,14 @@ def test_header_lpc_style_right_aligned_and_repeated_keys() -> None:
 
 
 def test_header_continuation_lines_and_first_integer() -> None:
-    text = ("; Information: http://www.pdc.kth.se/\n"
-            ";              http://www.cs.huji.ac.il/labs/parallel/workload/\n"
-            "; MaxProcs: 1664 (72, 1368, 224)\n"
-            "; Note: THIS IS A CLEANED VERSION OF THE LOG!\n"
-            ";       The filter used to produce it was\n"
-            ";         job<=20 (20 jobs removed)\n")
+    text = (
+        "; Information: http://www.pdc.kth.se/\n"
+        ";              http://www.cs.huji.ac.il/labs/parallel/workload/\n"
+        "; MaxProcs: 1664 (72, 1368, 224)\n"
+        "; Note: THIS IS A CLEANED VERSION OF THE LOG!\n"
+        ";       The filter used to produce it was\n"
+        ";         job<=20 (20 jobs removed)\n"
+    )
     header = parse_header(text)
     assert header["Information"] == "http://www.pdc.kth.se/\nhttp://www.cs.huji.ac.il/labs/parallel/workload/"
     assert "http" not in header
@@ -146,8 +177,12 @@ def test_runtime_missing_is_dropped(tmp_path: Path) -> None:
 
 
 def test_procs_from_request_or_dropped(tmp_path: Path) -> None:
-    lines = [job_line(job=1, procs=0, req_procs=6), job_line(job=2, procs=-1, req_procs=-1),
-             job_line(job=3, procs=-1, req_procs=0), job_line(job=4, procs=2)]
+    lines = [
+        job_line(job=1, procs=0, req_procs=6),
+        job_line(job=2, procs=-1, req_procs=-1),
+        job_line(job=3, procs=-1, req_procs=0),
+        job_line(job=4, procs=2),
+    ]
     w = read_swf(write(tmp_path, lines))
     assert w.job_id.tolist() == [1, 4]
     assert w.procs.tolist() == [6, 2]
@@ -156,8 +191,15 @@ def test_procs_from_request_or_dropped(tmp_path: Path) -> None:
 
 
 def test_procs_exceeding_machine_dropped_and_override(tmp_path: Path) -> None:
-    path = write(tmp_path, [job_line(job=1, procs=16), job_line(job=2, procs=17),
-                            job_line(job=3, procs=0, req_procs=40), job_line(job=4, procs=8)])
+    path = write(
+        tmp_path,
+        [
+            job_line(job=1, procs=16),
+            job_line(job=2, procs=17),
+            job_line(job=3, procs=0, req_procs=40),
+            job_line(job=4, procs=8),
+        ],
+    )
     w = read_swf(path)
     assert w.job_id.tolist() == [1, 4]
     assert w.dropped == {"procs_exceed_machine": 2}
@@ -180,8 +222,12 @@ def test_machine_size_from_largest_job_without_header(tmp_path: Path) -> None:
 
 
 def test_req_time_from_runtime(tmp_path: Path) -> None:
-    lines = [job_line(job=1, run=100, req_time=-1), job_line(job=2, run=100, req_time=0),
-             job_line(job=3, run=0, req_time=0), job_line(job=4, run=100, req_time=50)]
+    lines = [
+        job_line(job=1, run=100, req_time=-1),
+        job_line(job=2, run=100, req_time=0),
+        job_line(job=3, run=0, req_time=0),
+        job_line(job=4, run=100, req_time=50),
+    ]
     w = read_swf(write(tmp_path, lines))
     assert w.req_time.tolist() == [100, 100, 0, 50]
     assert w.fixed == {"req_time_from_runtime": 2}
@@ -209,8 +255,13 @@ def test_a_job_failing_several_rules_is_counted_once(tmp_path: Path) -> None:
 
 
 def test_sorted_by_submit_stably(tmp_path: Path) -> None:
-    lines = [job_line(job=1, submit=50), job_line(job=2, submit=10), job_line(job=3, submit=50),
-             job_line(job=4, submit=10), job_line(job=5, submit=0)]
+    lines = [
+        job_line(job=1, submit=50),
+        job_line(job=2, submit=10),
+        job_line(job=3, submit=50),
+        job_line(job=4, submit=10),
+        job_line(job=5, submit=0),
+    ]
     w = read_swf(write(tmp_path, lines))
     assert w.job_id.tolist() == [5, 2, 4, 1, 3]
     assert w.submit.tolist() == [0, 10, 10, 50, 50]  # the SWF's own seconds, not shifted
@@ -249,8 +300,10 @@ def test_consistent_wrong_field_count(tmp_path: Path) -> None:
         read_swf(write(tmp_path, lines))
 
 
-@pytest.mark.parametrize(("token", "what"), [("abc", "not a number"), ("1_0", "not a number"),
-                                             ("nan", "not a number"), ("1e999", "not a finite number")])
+@pytest.mark.parametrize(
+    ("token", "what"),
+    [("abc", "not a number"), ("1_0", "not a number"), ("nan", "not a number"), ("1e999", "not a finite number")],
+)
 def test_non_number_names_line_and_field(tmp_path: Path, token: str, what: str) -> None:
     bad = job_line(job=2).split()
     bad[3] = token
@@ -278,9 +331,10 @@ def test_corrupt_gzip_and_missing_file(tmp_path: Path) -> None:
         read_swf(tmp_path / "absent.swf")
 
 
-VALID_TEXT = HEADER + "".join(job_line(job=i, submit=i * 3, run=i * 7 % 50 - 2, procs=i % 20,
-                                       req_time=i * 11 % 90 - 1, group=i % 4) + "\n"
-                              for i in range(1, 12))
+VALID_TEXT = HEADER + "".join(
+    job_line(job=i, submit=i * 3, run=i * 7 % 50 - 2, procs=i % 20, req_time=i * 11 % 90 - 1, group=i % 4) + "\n"
+    for i in range(1, 12)
+)
 SWF_PIECES = st.sampled_from([*"0123456789 -.;e\t\n+x\r\x00é", "nan", "inf", "1e400", " -1", " 0", " 17"])
 SWF_TEXT = st.lists(SWF_PIECES, max_size=40).map("".join)
 NUMERIC_TOKEN = st.one_of(st.integers(-3, 3000).map(str), st.sampled_from(["-1", "0", "0.5", "1e3", "9e15", "x"]))
@@ -305,11 +359,12 @@ def test_random_lines_parse_or_raise_format_error(tmp_path: Path, lines: list[st
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(st.lists(st.lists(st.integers(-3, 40), min_size=N_FIELDS, max_size=N_FIELDS), max_size=30),
-       st.sampled_from([None, 1, 8, 64]))
+@given(
+    st.lists(st.lists(st.integers(-3, 40), min_size=N_FIELDS, max_size=N_FIELDS), max_size=30),
+    st.sampled_from([None, 1, 8, 64]),
+)
 def test_any_numeric_jobs_obey_the_rules(tmp_path: Path, rows: list[list[int]], override: int | None) -> None:
-    path = write(tmp_path, [" ".join(map(str, row)) for row in rows], "n.swf",
-                 header="; MaxProcs: 16\n; Note: fuzz\n")
+    path = write(tmp_path, [" ".join(map(str, row)) for row in rows], "n.swf", header="; MaxProcs: 16\n; Note: fuzz\n")
     w = read_swf(path, max_procs=override)
     assert len(w) + sum(w.dropped.values()) == len(rows)
     assert set(w.dropped) <= {"submit_missing", "runtime_missing", "procs_missing", "procs_exceed_machine"}
@@ -332,7 +387,7 @@ def test_corrupted_valid_file_parses_or_raises_format_error(tmp_path: Path, data
         at = data.draw(st.integers(0, len(text)))
         cut = data.draw(st.integers(0, 5))
         insert = data.draw(SWF_TEXT)
-        text = text[:at] + insert + text[at + cut:]
+        text = text[:at] + insert + text[at + cut :]
     path = tmp_path / "c.swf"
     path.write_text(text, encoding="utf-8")
     try:
@@ -344,7 +399,7 @@ def test_corrupted_valid_file_parses_or_raises_format_error(tmp_path: Path, data
         if located:  # the named line really has the problem the message names
             raw_line = text.split("\n")[int(located.group(1)) - 1]
             fields = raw_line.split(";", 1)[0].split()
-            problem = message[located.end():]
+            problem = message[located.end() :]
             if problem.startswith("carriage return"):
                 assert "\r" in raw_line
             elif problem.startswith("expected 18 fields"):

@@ -111,16 +111,20 @@ def test_exact_counts_and_columns() -> None:
     assert "Calibration" in w.header and w.unix_start_time == lal.LAL_UNIX_START
 
 
-@pytest.mark.parametrize(("job_class", "statistic", "target", "tolerance"), [
-    (JobClass.INTERACTIVE, np.mean, 160.0, 0.05),
-    (JobClass.INTERACTIVE, np.median, 190.0, 0.05),
-    (JobClass.INTERACTIVE, np.std, 108.0, 0.05),
-    (JobClass.BATCH, np.mean, 34927.0, 0.05),
-    (JobClass.BATCH, np.median, 15615.0, 0.05),
-    (JobClass.BATCH, np.std, 78755.0, 0.10),
-])
-def test_runtime_moments_match_published(job_class: JobClass, statistic: Callable[[FloatArray], float],
-                                         target: float, tolerance: float) -> None:
+@pytest.mark.parametrize(
+    ("job_class", "statistic", "target", "tolerance"),
+    [
+        (JobClass.INTERACTIVE, np.mean, 160.0, 0.05),
+        (JobClass.INTERACTIVE, np.median, 190.0, 0.05),
+        (JobClass.INTERACTIVE, np.std, 108.0, 0.05),
+        (JobClass.BATCH, np.mean, 34927.0, 0.05),
+        (JobClass.BATCH, np.median, 15615.0, 0.05),
+        (JobClass.BATCH, np.std, 78755.0, 0.10),
+    ],
+)
+def test_runtime_moments_match_published(
+    job_class: JobClass, statistic: Callable[[FloatArray], float], target: float, tolerance: float
+) -> None:
     value = seed_average(lambda w: statistic(w.run[w.job_class == job_class]))
     assert rel_err(value, target) < tolerance, f"{statistic.__name__} {value:.1f} vs {target}"
 
@@ -162,9 +166,16 @@ def test_arrivals_are_bursty() -> None:
         assert counts.var() / counts.mean() > 10.0
     # The same counts with the bursts switched off (bursts of ceil(0.5) = 1 job, no regime
     # and no cycles) are close to Poisson: the measure can fail.
-    calm = dataclasses.replace(lal.DEFAULT_ARRIVALS, interactive_burst_median=0.5, batch_burst_median=0.5,
-                               burst_size_sigma=1e-9, busy_rate_ratio=1.0, daily_amplitude=0.0,
-                               weekend_factor=1.0, size_runtime_correlation=0.0)
+    calm = dataclasses.replace(
+        lal.DEFAULT_ARRIVALS,
+        interactive_burst_median=0.5,
+        batch_burst_median=0.5,
+        burst_size_sigma=1e-9,
+        busy_rate_ratio=1.0,
+        daily_amplitude=0.0,
+        weekend_factor=1.0,
+        size_runtime_correlation=0.0,
+    )
     counts = np.bincount((lal.generate_lal(SEEDS[0], arrivals=calm).submit // 3600).astype(np.int64))
     assert counts.var() / counts.mean() < 1.5
 
@@ -177,9 +188,13 @@ def replay(seed: int, policy: str) -> dict[str, float]:
     schedule = Simulator(w, priority=priority, backfill=policy != "fcfs").run()
     resp = responsiveness(run_s=schedule.run, wait_s=schedule.wait)
     ia = w.interactive
-    return {"W_i": float(resp[ia].mean()), "under_120": float(np.mean(schedule.wait[ia] < 120.0)),
-            "wait_i": float(schedule.wait[ia].mean()), "W_b": float(resp[~ia].mean()),
-            "wait_b": float(schedule.wait[~ia].mean())}
+    return {
+        "W_i": float(resp[ia].mean()),
+        "under_120": float(np.mean(schedule.wait[ia] < 120.0)),
+        "wait_i": float(schedule.wait[ia].mean()),
+        "W_b": float(resp[~ia].mean()),
+        "wait_b": float(schedule.wait[~ia].mean()),
+    }
 
 
 def policy_average(policy: str, key: str) -> float:
@@ -263,8 +278,11 @@ def test_calibration_table_rows() -> None:
 
 def test_fcfs_waits_by_hand() -> None:
     w = dataclasses.replace(
-        workload(0).select(np.arange(4)), max_procs=2,
-        submit=np.array([0.0, 0.0, 1.0, 2.0]), run=np.array([10.0, 5.0, 3.0, 1.0]))
+        workload(0).select(np.arange(4)),
+        max_procs=2,
+        submit=np.array([0.0, 0.0, 1.0, 2.0]),
+        run=np.array([10.0, 5.0, 3.0, 1.0]),
+    )
     # Cores free at 10 and 5; job 3 starts at 5 (wait 4) -> frees at 8; job 4 starts at 8 (wait 6).
     np.testing.assert_array_equal(lal.fcfs_waits(w, cores=2), [0.0, 0.0, 4.0, 6.0])
 
