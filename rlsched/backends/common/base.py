@@ -23,6 +23,8 @@ from typing import Any, ClassVar, Generic, Protocol, TypeVar
 from rlsched.backends.common.completions import CompletionFeedState
 from rlsched.backends.common.record import UndoRecord, UndoRecordWriter
 from rlsched.backends.common.runner import BackendError, CommandExecutor, CommandResult, VanishedJobError
+from rlsched.core.classify import VOMapping
+from rlsched.core.view import CloudState, ClusterView, FinishedJobs, PendingJobs, RunningJobs
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +70,8 @@ class CLIBackend(ABC, Generic[JobT, RecordT]):
     config: BackendConfig
     executor: CommandExecutor
     actions: Counter[str]
+    #: The VOs of the view (the config's mapping of accounts to VOs).
+    vo_mapping: VOMapping
     #: What rlsched changed and has not undone (written to ``state_file`` before each change).
     record: RecordT
     _jobs: dict[int, JobT]
@@ -81,6 +85,29 @@ class CLIBackend(ABC, Generic[JobT, RecordT]):
     released_fields: ClassVar[dict[str, Any]] = {}
     #: The job attribute the boost lever sets (Slurm: ``nice``, PBS: ``priority``).
     boost_field: ClassVar[str]
+
+    def _cluster_view(
+        self,
+        now: float,
+        total: int,
+        idle: int,
+        jobs: tuple[PendingJobs, RunningJobs, FinishedJobs],
+        cloud: CloudState | None = None,
+    ) -> ClusterView:
+        """The view of ``jobs`` (pending, running, finished) on ``total`` cores, ``idle`` of them free, with the
+        config's VOs: what every backend's :meth:`view` returns once it has its job tables."""
+        pending, running, finished = jobs
+        return ClusterView(
+            time_s=now,
+            total_cores=total,
+            idle_cores=min(idle, total),
+            pending=pending,
+            running=running,
+            finished=finished,
+            vos=self.vo_mapping.names,
+            vo_shares=self.vo_mapping.shares,
+            cloud=cloud,
+        )
 
     # ------------------------------------------------------------------------------------------ hooks
     @abstractmethod

@@ -246,17 +246,7 @@ class PBSBackend(CLIBackend[PBSJob, PBSUndoRecord]):
         live = [n for n in nodes if n.live]
         total = sum(n.cpus for n in live)
         idle = sum(n.idle_cpus for n in live if n.accepting)
-        return ClusterView(
-            time_s=now,
-            total_cores=total,
-            idle_cores=min(idle, total),
-            pending=pending_view,
-            running=running_view,
-            finished=finished_view,
-            vos=self.vo_mapping.names,
-            vo_shares=self.vo_mapping.shares,
-            cloud=None,
-        )
+        return self._cluster_view(now, total, idle, (pending_view, running_view, finished_view))
 
     # -------------------------------------------------------------------------------------- daemon's questions
     def queue_counts(self) -> dict[QueueKey, int]:

@@ -318,17 +318,7 @@ class SlurmBackend(CLIBackend[SlurmJob, SlurmUndoRecord]):
                 nodes_busy=sum(n.alloc_cpus > 0 for n in cloud_nodes),
                 cores_per_node=max(n.cpus for n in cloud_nodes),
             )
-        return ClusterView(
-            time_s=now,
-            total_cores=total,
-            idle_cores=min(idle, total),
-            pending=pending_view,
-            running=running_view,
-            finished=finished_view,
-            vos=self.vo_mapping.names,
-            vo_shares=self.vo_mapping.shares,
-            cloud=cloud,
-        )
+        return self._cluster_view(now, total, idle, (pending_view, running_view, finished_view), cloud)
 
     # -------------------------------------------------------------------------------------- daemon's questions
     def queue_counts(self) -> dict[QueueKey, int]:
