@@ -708,7 +708,8 @@ def judge_and_write(
         [r.best_score for r in results if r.best_score is not None],
         rules,
         extra,
-        deploy=(deploy_rule, len(scored)),
+        # One window: the best rule on validation itself (rule_over_windows would break its ties by name).
+        deploy=(deploy_rule, len(scored)) if len(scored) > 1 else None,
     )
     with tempfile.TemporaryDirectory(prefix="rlsched-train-") as tmp:
         raw = Path(tmp) / "selected.npz"

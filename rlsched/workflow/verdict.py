@@ -184,7 +184,7 @@ class Verdict:
             return f"model beats {self.rule} by {pct} {where} ({scores})"
         if self.outcome == "loses":
             rule, config = self.replacement
-            why = f", the best rule over {self.deploy_windows} windows" if rule != self.rule else ""
+            why = f", the best rule over {self.deploy_windows} windows" if self.deploy_windows > 1 else ""
             return f"model loses to {self.rule} by {pct} {where}: deploy {rule} (`{config}`{why}) ({scores})"
         why = (
             "the scores are equal"

@@ -216,7 +216,9 @@ def test_with_three_windows_the_verdict_names_the_rule_they_pick(small_swf: Path
     results = run_tasks(tasks)
     one = judge_and_write(results, tasks, tmp_path / "one.npz", about={})
     three = judge_and_write(results, tasks, tmp_path / "three.npz", about={}, windows=3)
+    # One window: validation's best rule itself, even where others tie with it (no tie broken by name).
     assert one.replacement == (one.rule, one.rule_config) and one.deploy_windows == 1
+    assert "windows" not in one.line()
     assert three.rule == one.rule and three.deploy_windows == len(rule_windows(tasks[0], 3))
     recorded = read_verdict(tmp_path / "three.npz")
     assert recorded is not None and recorded["deploy_rule"] == three.replacement[0]
@@ -225,3 +227,23 @@ def test_with_three_windows_the_verdict_names_the_rule_they_pick(small_swf: Path
     assert ratios[three.replacement[0]] == min(ratios.values())
     if three.loses and three.replacement[0] != three.rule:
         assert "the best rule over" in three.line()
+
+
+def test_with_one_window_a_tie_on_validation_deploys_validations_best_rule_itself(
+    small_swf: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # sjf and easy-sjf order alike in boost mode, so they tie; the rule named is the verdict's, not the
+    # first of the tied ones by name.
+    import rlsched.workflow.verdict as verdict_module
+
+    def tied(*_: object, **__: object) -> RuleScores:
+        return RuleScores(
+            scores={"sjf": 5.0, "easy-sjf": 5.0}, specs={"sjf": resolve("sjf"), "easy-sjf": resolve("easy-sjf")}
+        )
+
+    train_w, validation, _ = windows(small_swf)
+    tasks = train_plan(train_w, POLICY, tmp_path / "m.npz", seeds=(0,), validation=validation)
+    results = run_tasks(tasks)
+    monkeypatch.setattr(verdict_module, "score_rules", tied)
+    verdict = judge_and_write(results, tasks, tmp_path / "one.npz", about={})
+    assert verdict.rule == "sjf" and verdict.replacement[0] == "sjf" and "windows" not in verdict.line()
