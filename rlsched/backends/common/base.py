@@ -14,15 +14,25 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import time
 from abc import ABC, abstractmethod
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 from rlsched.backends.common.completions import CompletionFeedState
 from rlsched.backends.common.record import UndoRecord, UndoRecordWriter
-from rlsched.backends.common.runner import BackendError, CommandExecutor, CommandResult, VanishedJobError
+from rlsched.backends.common.runner import (
+    BackendCommandError,
+    BackendError,
+    CommandExecutor,
+    CommandResult,
+    CommandRunner,
+    RetryPolicy,
+    SubprocessRunner,
+    VanishedJobError,
+)
 from rlsched.core.classify import VOMapping
 from rlsched.core.view import CloudState, ClusterView, FinishedJobs, PendingJobs, RunningJobs
 
@@ -53,6 +63,14 @@ class BackendConfig(Protocol):
 
     @property
     def state_file(self) -> str | None: ...
+
+    @property
+    def timeout_s(self) -> float: ...
+
+    @property
+    def retry(self) -> RetryPolicy: ...
+
+    def vo_mapping(self) -> VOMapping: ...
 
 
 JobT = TypeVar("JobT", bound=BackendJob)
@@ -85,6 +103,41 @@ class CLIBackend(ABC, Generic[JobT, RecordT]):
     released_fields: ClassVar[dict[str, Any]] = {}
     #: The job attribute the boost lever sets (Slurm: ``nice``, PBS: ``priority``).
     boost_field: ClassVar[str]
+
+    #: Each backend's config class (built with its defaults when none is given), undo record and command error.
+    config_class: ClassVar[type[Any]]
+    record_class: ClassVar[type[UndoRecord]]
+    command_error: ClassVar[type[BackendCommandError]]
+
+    def __init__(
+        self,
+        config: Any = None,
+        runner: CommandRunner | None = None,
+        clock: Callable[[], float] = time.time,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        """The batch system's commands through ``runner`` (default: subprocesses, :meth:`_runner`) with the config's
+        time limit and retries, ``clock`` for the view's time; then :meth:`_setup` and the undo record."""
+        self.config = config if config is not None else self.config_class()
+        self.executor = CommandExecutor(
+            self._runner(runner), self.config.timeout_s, self.config.retry, sleep, error_class=self.command_error
+        )
+        self.clock = clock
+        self.vo_mapping = self.config.vo_mapping()
+        self.actions = Counter()
+        self._jobs = {}
+        self._polled: list[JobT] = []
+        self._nodes: list[Any] = []
+        self._feed = None
+        self._setup()
+        self._open_record(self.record_class)  # type: ignore[arg-type]  # each backend's own record class
+
+    def _runner(self, runner: CommandRunner | None) -> CommandRunner:
+        """The runner of the batch system's commands: ``runner``, or subprocesses."""
+        return runner or SubprocessRunner()
+
+    def _setup(self) -> None:
+        """A backend's own state, set before the undo record is read."""
 
     def _cluster_view(
         self,

@@ -25,9 +25,8 @@ import dataclasses
 import json
 import logging
 import math
-import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -36,7 +35,7 @@ import numpy as np
 
 from rlsched.backends.common.base import CLIBackend, record_in_state_dir
 from rlsched.backends.common.record import UndoRecord
-from rlsched.backends.common.runner import CommandExecutor, CommandResult, CommandRunner, SubprocessRunner
+from rlsched.backends.common.runner import CommandResult, CommandRunner, SubprocessRunner
 from rlsched.backends.pbs.completions import CompletionFeed
 from rlsched.backends.pbs.config import PBSBackendConfig
 from rlsched.backends.pbs.errors import PBSCommandError, PBSError, PBSParseError
@@ -107,31 +106,19 @@ class PBSBackend(CLIBackend[PBSJob, PBSUndoRecord]):
     held_fields: ClassVar[dict[str, Any]] = {"state": "H"}
     released_fields: ClassVar[dict[str, Any]] = {"state": "Q"}
 
-    def __init__(
-        self,
-        config: PBSBackendConfig | None = None,
-        runner: CommandRunner | None = None,
-        clock: Callable[[], float] = time.time,
-        sleep: Callable[[float], None] = time.sleep,
-    ) -> None:
-        self.config = config or PBSBackendConfig()
+    config_class = PBSBackendConfig
+    record_class = PBSUndoRecord
+    command_error = PBSCommandError
+    _jobs: dict[int, PBSJob]
+    _nodes: list[PBSNode]
+    _feed: CompletionFeed | None
+
+    def _runner(self, runner: CommandRunner | None) -> CommandRunner:
         inner = runner or SubprocessRunner()
-        self.executor = CommandExecutor(
-            PrefixRunner(self.config.command_prefix, inner) if self.config.command_prefix else inner,
-            self.config.timeout_s,
-            self.config.retry,
-            sleep,
-            error_class=PBSCommandError,
-        )
-        self.clock = clock
-        self.vo_mapping = self.config.vo_mapping()
-        self.actions: Counter[str] = Counter()
-        self._jobs: dict[int, PBSJob] = {}
-        self._polled: list[PBSJob] = []
-        self._nodes: list[PBSNode] = []
-        self._feed: CompletionFeed | None = None
+        return PrefixRunner(self.config.command_prefix, inner) if self.config.command_prefix else inner
+
+    def _setup(self) -> None:
         self._sort_checked: bool | None = None
-        self._open_record(PBSUndoRecord)
 
     # -------------------------------------------------------------------------------------- commands
     def _pbs_id(self, job_id: int) -> str:

@@ -30,7 +30,6 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
-import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -42,7 +41,7 @@ import numpy as np
 
 from rlsched.backends.common.base import CLIBackend, record_in_state_dir
 from rlsched.backends.common.record import UndoRecord
-from rlsched.backends.common.runner import CommandExecutor, CommandRunner, SubprocessRunner
+from rlsched.backends.common.runner import CommandRunner, SubprocessRunner
 from rlsched.backends.slurm.completions import CompletionFeed, detect_source
 from rlsched.backends.slurm.config import SlurmBackendConfig
 from rlsched.backends.slurm.errors import SlurmCommandError, SlurmParseError
@@ -158,34 +157,22 @@ class SlurmBackend(CLIBackend[SlurmJob, SlurmUndoRecord]):
     held_fields: ClassVar[dict[str, Any]] = {"reason": "JobHeldAdmin", "priority": 0}
     released_fields: ClassVar[dict[str, Any]] = {"reason": "None"}
 
-    def __init__(
-        self,
-        config: SlurmBackendConfig | None = None,
-        runner: CommandRunner | None = None,
-        clock: Callable[[], float] = time.time,
-        sleep: Callable[[float], None] = time.sleep,
-    ) -> None:
-        self.config = config or SlurmBackendConfig()
+    config_class = SlurmBackendConfig
+    record_class = SlurmUndoRecord
+    command_error = SlurmCommandError
+    _jobs: dict[int, SlurmJob]
+    _nodes: list[SlurmNode]
+    _feed: CompletionFeed | None
+
+    def _runner(self, runner: CommandRunner | None) -> CommandRunner:
         env = {"SLURM_TIME_FORMAT": "%s"}  # epoch seconds from sacct (the JSON has them anyway)
         if self.config.slurm_conf:
             env["SLURM_CONF"] = self.config.slurm_conf
-        self.executor = CommandExecutor(
-            runner or SubprocessRunner(env),
-            self.config.timeout_s,
-            self.config.retry,
-            sleep,
-            error_class=SlurmCommandError,
-        )
-        self.clock = clock
-        self.vo_mapping = self.config.vo_mapping()
-        self.actions: Counter[str] = Counter()
+        return runner or SubprocessRunner(env)
+
+    def _setup(self) -> None:
         self._slurm_config: dict[str, str] | None = None
-        self._jobs: dict[int, SlurmJob] = {}
-        self._polled: list[SlurmJob] = []  # the jobs as the last poll saw them (metrics labels)
-        self._nodes: list[SlurmNode] = []
-        self._feed: CompletionFeed | None = None
         self._beyond_nice_range: set[int] = set()  # pending jobs no boost can overtake (counted once each)
-        self._open_record(SlurmUndoRecord)
 
     # -------------------------------------------------------------------------------------- commands
     def slurm_config(self) -> dict[str, str]:
