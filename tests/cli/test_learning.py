@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from rlsched.cli import main
@@ -70,11 +71,12 @@ def test_report_only_without_results_is_one_line(tmp_path: Path) -> None:
     assert run.exit_code == 1 and "results.json" in run.output
 
 
-def test_the_committed_learning_report_is_what_its_results_render_to(tmp_path: Path) -> None:
-    source = Path(__file__).resolve().parents[2] / "docs" / "results" / "learning"
+@pytest.mark.parametrize("name", ["learning", "learning-w"])
+def test_the_committed_learning_report_is_what_its_results_render_to(tmp_path: Path, name: str) -> None:
+    source = Path(__file__).resolve().parents[2] / "docs" / "results" / name
     (tmp_path / "results.json").write_text((source / "results.json").read_text())
     run = CliRunner().invoke(main, ["learning", "--report-only", "--out", str(tmp_path)])
     assert run.exit_code == 0, run.output
     assert (tmp_path / "report.md").read_text() == (source / "report.md").read_text(), (
-        "docs/results/learning/report.md is stale: rerun `rlsched learning --report-only --out docs/results/learning`"
+        f"docs/results/{name}/report.md is stale: rerun `rlsched learning --report-only --out docs/results/{name}`"
     )
