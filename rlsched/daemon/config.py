@@ -135,7 +135,7 @@ class GateConfig:
     """``[gate]``: the failsafe of gate mode (docs/design.md, Reliability).
 
     - ``heartbeat_file``: written atomically every cycle (pid, time, gated partitions); the watchdog
-      ``plugins/slurm/rlsched-gate-watchdog`` releases every held job of the gated partitions when it is
+      ``plugins/rlsched-gate-watchdog`` releases every held job of the gated partitions when it is
       older than ``stale_after_s`` or missing.  Default: ``<state dir>/heartbeat.json``.
     - ``stale_after_s``: how old the heartbeat may get; must exceed the poll interval plus the longest
       cycle (a cycle whose commands time out takes ``retry_attempts × timeout_s`` and more).
