@@ -15,8 +15,10 @@ from rlsched.cli import GuardedGroup
 from rlsched.errors import RlschedError
 
 PACKAGE = Path(__file__).resolve().parents[1] / "rlsched"
-#: Exceptions that never leave their module (control flow inside one function).
-PRIVATE = {"rlsched.history.sacct._Bad"}
+#: Exceptions that never leave their module (control flow inside one function), and the schema's default error:
+#: the Slurm hooks load ``rlsched/config_schema.py`` alone, standard library only, where rlsched may not be
+#: importable, and every reader in the package passes its own error class to ``Section.read``.
+PRIVATE = {"rlsched.history.sacct._Bad", "rlsched.config_schema.SchemaError"}
 
 
 def _exception_classes() -> list[str]:
