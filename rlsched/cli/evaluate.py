@@ -147,17 +147,19 @@ def evaluate(
     quiet: bool,
 ) -> None:
     """Replay a trace under each policy and judge them on the same jobs (docs/workflow.md)."""
-    from rlsched.workflow.evaluate import text_table, to_json, verdict_lines, window_line
+    from rlsched.workflow.evaluate import to_json
     from rlsched.workflow.site import load_site
 
     theta_grid = _check_usage(policies, leasing, cloud_nodes, thetas)
     data: dict[str, object] = {}
+    evaluation: tuple[Evaluation, dict[str, Path]] | None = None  # with --policy: the evaluation, the files
+    lease: LeasingEvaluation | None = None  # with --leasing
     try:
         site = load_site(config_path) if config_path is not None else None
         contenders = _contenders(policies)
         workload = load_workload(workload_spec, max_procs=cores)
         if contenders:
-            ev, written = _evaluate_policies(
+            evaluation = _evaluate_policies(
                 workload,
                 contenders,
                 site,
@@ -175,7 +177,7 @@ def evaluate(
                 figures=not no_figures,
                 quiet=quiet,
             )
-            data = to_json(ev)
+            data = to_json(evaluation[0])
         if leasing:
             assert cloud_nodes is not None
             from rlsched.workflow.leasing import write_leasing
@@ -196,17 +198,30 @@ def evaluate(
             data["leasing"] = write_leasing(lease, out, figures=not no_figures)
     except (ValueError, FileNotFoundError, OSError) as exc:
         raise click.ClickException(" ".join(str(exc).split())) from exc
+    _echo(data, as_json, evaluation, lease)
+
+
+def _echo(
+    data: dict[str, object],
+    as_json: bool,
+    evaluation: tuple[Evaluation, dict[str, Path]] | None,
+    lease: LeasingEvaluation | None,
+) -> None:
+    """Print results.json (--json), else the policies' table and verdict, then the leasing table."""
+    from rlsched.workflow.evaluate import text_table, verdict_lines, window_line
+
     if as_json:
         click.echo(json.dumps(data, indent=2, default=float))
         return
-    if contenders:
+    if evaluation is not None:
+        ev, written = evaluation
         click.echo(f"{ev.workload}: {ev.jobs} jobs, {ev.cores} cores, classes by {ev.class_rule}")
         click.echo(window_line(ev))
         click.echo(text_table(ev))
         click.echo("")
         click.echo("\n".join(verdict_lines(ev)))
         click.echo(f"\nreport: {written['report']}")
-    if leasing:
+    if lease is not None:
         from rlsched.workflow.leasing import leasing_table
 
         click.echo("")

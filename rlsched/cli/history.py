@@ -117,23 +117,7 @@ def import_command(
     from rlsched.history.sources import ImportRequest, import_history, site_settings
     from rlsched.history.trace import write_trace
 
-    if out.name.endswith(".gz"):
-        raise click.UsageError("--out: write a plain NAME.swf (compress it afterwards if you like)")
-    if not out.parent.is_dir():
-        raise click.ClickException(f"--out: folder {out.parent} does not exist")
-    if source != "sacct" and input_path is None:
-        raise click.UsageError(f"--from {source} reads a file: give --input FILE")
-    if source == "sacct" and input_path is not None:
-        raise click.UsageError("--from sacct runs sacct; to read a saved file use --from sacct-file or sacct-json")
-    if source == "sacct" and start is None:
-        raise click.UsageError("--from sacct needs --start (and --end, default now)")
-    if columns is not None and source != "sacct-file":
-        raise click.UsageError("--columns goes with --from sacct-file")
-    if clusters is not None and source != "sacct":
-        raise click.UsageError("--clusters goes with --from sacct")
-    folder_ok = source == "pbs-accounting" and input_path is not None and input_path.is_dir()
-    if input_path is not None and not input_path.is_file() and not folder_ok:
-        raise click.ClickException(f"--input: no such file: {input_path}")
+    _check_options(source, input_path, start, out, clusters, columns)
     t0 = time.perf_counter()
     try:
         settings = site_settings(config_path)
@@ -169,6 +153,29 @@ def import_command(
         click.echo(json.dumps(summary, indent=2))
         return
     click.echo(_format_summary(source, summary))
+
+
+def _check_options(
+    source: str, input_path: Path | None, start: str | None, out: Path, clusters: str | None, columns: str | None
+) -> None:
+    """Refuse a .gz --out or one in no folder, options that do not go with --from, a missing --input (one line each)."""
+    if out.name.endswith(".gz"):
+        raise click.UsageError("--out: write a plain NAME.swf (compress it afterwards if you like)")
+    if not out.parent.is_dir():
+        raise click.ClickException(f"--out: folder {out.parent} does not exist")
+    if source != "sacct" and input_path is None:
+        raise click.UsageError(f"--from {source} reads a file: give --input FILE")
+    if source == "sacct" and input_path is not None:
+        raise click.UsageError("--from sacct runs sacct; to read a saved file use --from sacct-file or sacct-json")
+    if source == "sacct" and start is None:
+        raise click.UsageError("--from sacct needs --start (and --end, default now)")
+    if columns is not None and source != "sacct-file":
+        raise click.UsageError("--columns goes with --from sacct-file")
+    if clusters is not None and source != "sacct":
+        raise click.UsageError("--clusters goes with --from sacct")
+    folder_ok = source == "pbs-accounting" and input_path is not None and input_path.is_dir()
+    if input_path is not None and not input_path.is_file() and not folder_ok:
+        raise click.ClickException(f"--input: no such file: {input_path}")
 
 
 def _format_summary(source: str, summary: dict[str, Any]) -> str:

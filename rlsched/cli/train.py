@@ -14,7 +14,10 @@ from rlsched.cli._common import Progress, check_output_file, load_workload, prog
 from rlsched.cli._options import deployment_options
 
 if TYPE_CHECKING:
-    from rlsched.workflow.train import TrainResult, TrainTask
+    from rlsched.sim.workload import Workload
+    from rlsched.workflow.site import Site
+    from rlsched.workflow.split import SiteChoices, TimeSplit
+    from rlsched.workflow.train import DaskSlurm, TrainResult, TrainTask
     from rlsched.workflow.verdict import Verdict
 
 #: What ``--window I/K`` (the former way to hold data out) became.
@@ -288,11 +291,9 @@ def train(
     """Train a learned policy on a trace, select it on validation, judge it against every rule and save it
     with its verdict (`[agent] model` in the daemon config)."""
     from rlsched.core.objective import parse_class_weights
-    from rlsched.sim.policies import workload_vos
     from rlsched.workflow.site import load_site
     from rlsched.workflow.split import TimeSplit, site_choices
-    from rlsched.workflow.train import DaskSlurm, judge_and_write, rule_windows, run_tasks, train_plan
-    from rlsched.workflow.verdict import candidate_rules
+    from rlsched.workflow.train import DaskSlurm
 
     if window is not None:
         raise click.UsageError(WINDOW_RETIRED)
@@ -302,25 +303,21 @@ def train(
         choices = site_choices(config_path, mode, objective, parse_class_weights(class_weights), boost_base)
         site = load_site(config_path) if config_path is not None else None
         whole = load_workload(workload_spec, max_procs=cores)
-        workload = split.window(whole, "train")
-        n_rules = len(candidate_rules(workload_vos(workload), choices.deployment)[0]) if pretrain_rule == "best" else 0
-        with progress_bar(n_rules, f"{workload.name} rules on the train window", quiet or not n_rules) as bar:
-            tasks = train_plan(
-                workload,
-                policy,
-                out,
-                seeds=seed_list(seed, seeds),
-                site=site,
-                checkpoint_every=checkpoint_every,
-                cores=cores,
-                fresh=fresh,
-                validation=split.window(whole, "validation"),
-                epochs=epochs,
-                deployment=choices.deployment,
-                objective=choices.objective,
-                pretrain_rule=pretrain_rule,
-                pretrain_progress=bar,
-            )
+        workload, tasks = _plan(
+            whole,
+            split,
+            policy,
+            out,
+            choices,
+            pretrain_rule,
+            quiet,
+            seeds=seed_list(seed, seeds),
+            site=site,
+            checkpoint_every=checkpoint_every,
+            cores=cores,
+            fresh=fresh,
+            epochs=epochs,
+        )
         slurm = (
             DaskSlurm(
                 cores=slurm_cores,
@@ -334,42 +331,122 @@ def train(
             if dask_slurm
             else None
         )
-        single = len(tasks) == 1 and dask_address is None and slurm is None
-        total = len(workload) * epochs if single else len(tasks)
-        label = f"{workload.name} {tasks[0].spec.name}" + ("" if single else f" ({len(tasks)} seeds)")
-        memory = int(tasks[0].spec.params.get("memory", 0)) or None
-        if single and total >= LONG_TRAINING_JOBS and not quiet:
-            kept = min(memory or total, total)
-            click.echo(
-                f"{label}: {total:,} jobs; each re-fit passes over the replay memory (up to {kept:,} "
-                "transitions), so the time per job grows as it learns; an estimate of the time left follows "
-                "once a few thousand jobs are done (--checkpoint-every N lets a long run resume)",
-                err=True,
-            )
-        with progress_bar(total, label, quiet, show_eta=not single) as bar:
-            progress = estimating(bar, total, label, memory, quiet) if single else bar
-            results = run_tasks(tasks, workers=workers, dask_address=dask_address, dask_slurm=slurm, progress=progress)
-        bounds = split.windows(whole)
-        about = {"workload": whole.name, "jobs": len(whole), "split": split.to_dict(), "windows": bounds}
-        validation = tasks[0].validation
-        assert validation is not None
-        rules, _ = candidate_rules(workload_vos(validation), choices.deployment)
-        windows = len(rule_windows(tasks[0], rule_windows_count))
-        where = "validation" if windows == 1 else f"{windows} windows"
-        with progress_bar(len(rules) * windows, f"{workload.name} rules on {where}", quiet) as progress:
-            verdict = judge_and_write(results, tasks, out, about=about, progress=progress, windows=rule_windows_count)
+        results = _run(tasks, workload, epochs, workers, dask_address, slurm, quiet)
+        verdict = _judge(results, tasks, out, whole, split, workload.name, choices, rule_windows_count, quiet)
     except (ValueError, FileNotFoundError, OSError) as exc:
         raise click.ClickException(" ".join(str(exc).split())) from exc
+    _echo_split(site, split, len(whole), choices)
+    _echo_results(tasks, results, verdict, choices.objective.name, out)
+
+
+def _plan(
+    whole: Workload,
+    split: TimeSplit,
+    policy: str,
+    out: Path,
+    choices: SiteChoices,
+    pretrain_rule: str | None,
+    quiet: bool,
+    *,
+    seeds: list[int],
+    site: Site | None,
+    checkpoint_every: int,
+    cores: int | None,
+    fresh: bool,
+    epochs: int,
+) -> tuple[Workload, list[TrainTask]]:
+    """The train window and a task per seed (with --pretrain-rule best, a bar over the rules scored on it)."""
+    from rlsched.sim.policies import workload_vos
+    from rlsched.workflow.train import train_plan
+    from rlsched.workflow.verdict import candidate_rules
+
+    workload = split.window(whole, "train")
+    n_rules = len(candidate_rules(workload_vos(workload), choices.deployment)[0]) if pretrain_rule == "best" else 0
+    with progress_bar(n_rules, f"{workload.name} rules on the train window", quiet or not n_rules) as bar:
+        tasks = train_plan(
+            workload,
+            policy,
+            out,
+            seeds=seeds,
+            site=site,
+            checkpoint_every=checkpoint_every,
+            cores=cores,
+            fresh=fresh,
+            validation=split.window(whole, "validation"),
+            epochs=epochs,
+            deployment=choices.deployment,
+            objective=choices.objective,
+            pretrain_rule=pretrain_rule,
+            pretrain_progress=bar,
+        )
+    return workload, tasks
+
+
+def _run(
+    tasks: Sequence[TrainTask],
+    workload: Workload,
+    epochs: int,
+    workers: int,
+    dask_address: str | None,
+    slurm: DaskSlurm | None,
+    quiet: bool,
+) -> list[TrainResult]:
+    """Train the tasks with a progress bar (per job and with the time left for one task here, else per task)."""
+    from rlsched.workflow.train import run_tasks
+
+    single = len(tasks) == 1 and dask_address is None and slurm is None
+    total = len(workload) * epochs if single else len(tasks)
+    label = f"{workload.name} {tasks[0].spec.name}" + ("" if single else f" ({len(tasks)} seeds)")
+    memory = int(tasks[0].spec.params.get("memory", 0)) or None
+    if single and total >= LONG_TRAINING_JOBS and not quiet:
+        kept = min(memory or total, total)
+        click.echo(
+            f"{label}: {total:,} jobs; each re-fit passes over the replay memory (up to {kept:,} "
+            "transitions), so the time per job grows as it learns; an estimate of the time left follows "
+            "once a few thousand jobs are done (--checkpoint-every N lets a long run resume)",
+            err=True,
+        )
+    with progress_bar(total, label, quiet, show_eta=not single) as bar:
+        progress = estimating(bar, total, label, memory, quiet) if single else bar
+        return run_tasks(tasks, workers=workers, dask_address=dask_address, dask_slurm=slurm, progress=progress)
+
+
+def _judge(
+    results: Sequence[TrainResult],
+    tasks: Sequence[TrainTask],
+    out: Path,
+    whole: Workload,
+    split: TimeSplit,
+    name: str,
+    choices: SiteChoices,
+    rule_windows_count: int,
+    quiet: bool,
+) -> Verdict:
+    """Judge the selected model against every rule (with a progress bar) and write it with its verdict."""
+    from rlsched.sim.policies import workload_vos
+    from rlsched.workflow.train import judge_and_write, rule_windows
+    from rlsched.workflow.verdict import candidate_rules
+
+    bounds = split.windows(whole)
+    about = {"workload": whole.name, "jobs": len(whole), "split": split.to_dict(), "windows": bounds}
+    validation = tasks[0].validation
+    assert validation is not None
+    rules, _ = candidate_rules(workload_vos(validation), choices.deployment)
+    windows = len(rule_windows(tasks[0], rule_windows_count))
+    where = "validation" if windows == 1 else f"{windows} windows"
+    with progress_bar(len(rules) * windows, f"{name} rules on {where}", quiet) as progress:
+        return judge_and_write(results, tasks, out, about=about, progress=progress, windows=rule_windows_count)
+
+
+def _echo_split(site: Site | None, split: TimeSplit, jobs: int, choices: SiteChoices) -> None:
+    """What train prints before the seeds: the site's class rule and VOs (with --config), then the split line."""
     if site is not None:
         click.echo(f"classes by the rule of {site.source}; VOs ({', '.join(site.vos)})")
     click.echo(
-        f"split {split.text()} of {len(whole)} jobs: "
-        + ", ".join(
-            f"{name} jobs {lo}–{hi - 1}" for name, (lo, hi) in ((n, b["jobs"]) for n, b in bounds.items()) if hi > lo
-        )
+        f"split {split.text()} of {jobs} jobs: "
+        + ", ".join(f"{name} jobs {lo}–{hi - 1}" for name, (lo, hi) in split.bounds(jobs).items() if hi > lo)
         + f"; mode {choices.deployment.label()}; objective {choices.objective.label()}"
     )
-    _echo_results(tasks, results, verdict, choices.objective.name, out)
 
 
 def _echo_results(
