@@ -13,7 +13,7 @@ import click
 from rlsched.backends.common.runner import BackendError
 from rlsched.backends.slurm.config import SlurmBackendConfig
 from rlsched.daemon.config import MODES, ConfigError, load_config
-from rlsched.daemon.decision_log import read_decision_log
+from rlsched.daemon.decision_log import LogRead, read_decision_log
 from rlsched.report.shadow import DEFAULT_TOP_K, Cycle, ShadowLogError, analyse, cycle_from_record
 from rlsched.report.shadow_report import ReportContext, write_report
 from rlsched.report.starts import SOURCES, StartsReader, read_starts
@@ -117,24 +117,7 @@ def shadow(
             f"no decision log at {path}: the daemon writes it in shadow mode ([shadow] decision_log in "
             f"{config.source}); is the daemon running, with this config?"
         )
-    cycles: list[Cycle] = []
-    modes: Counter[str] = Counter()
-    skipped = read.skipped
-    for n, record in enumerate(read.records, 1):
-        try:
-            cycle = cycle_from_record(record, f"{path}: record {n}")
-        except ShadowLogError:
-            skipped += 1
-            continue
-        modes[cycle.mode] += 1
-        if mode == "all" or cycle.mode == mode:
-            cycles.append(cycle)
-    if not cycles:
-        found = ", ".join(f"{n} {m}" for m, n in sorted(modes.items())) or "none"
-        raise click.ClickException(
-            f"{path}: no {'' if mode == 'all' else mode + '-mode '}decision records between "
-            f"{_iso(since_s)} and {_iso(until_s)} (records in that span: {found})"
-        )
+    cycles, modes, skipped = _select_cycles(read, path, mode, since_s, until_s)
     notes: list[str] = []
     first_s = min(c.time_s for c in cycles)
     try:
@@ -168,6 +151,31 @@ def shadow(
     )
     for p in written:
         click.echo(f"wrote {p}")
+
+
+def _select_cycles(
+    read: LogRead, path: Path, mode: str, since_s: float, until_s: float
+) -> tuple[list[Cycle], Counter[str], int]:
+    """The decision cycles of ``mode`` in ``read``, the count of records per mode, and the lines skipped."""
+    cycles: list[Cycle] = []
+    modes: Counter[str] = Counter()
+    skipped = read.skipped
+    for n, record in enumerate(read.records, 1):
+        try:
+            cycle = cycle_from_record(record, f"{path}: record {n}")
+        except ShadowLogError:
+            skipped += 1
+            continue
+        modes[cycle.mode] += 1
+        if mode == "all" or cycle.mode == mode:
+            cycles.append(cycle)
+    if not cycles:
+        found = ", ".join(f"{n} {m}" for m, n in sorted(modes.items())) or "none"
+        raise click.ClickException(
+            f"{path}: no {'' if mode == 'all' else mode + '-mode '}decision records between "
+            f"{_iso(since_s)} and {_iso(until_s)} (records in that span: {found})"
+        )
+    return cycles, modes, skipped
 
 
 def _pct(x: float) -> str:

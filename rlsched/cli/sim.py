@@ -124,6 +124,30 @@ def _is_model_path(policy: str) -> bool:
     return policy.endswith(".npz") or Path(policy).is_file()
 
 
+def _write_results(
+    summary: dict[str, Any],
+    schedule: Schedule,
+    json_path: Path | None,
+    model_path: Path | None,
+    schedule_path: Path | None,
+) -> None:
+    """Print the summary of ``sim run`` (a table, or JSON for ``--json -``); write the --json and --schedule files."""
+    to_stdout = json_path is not None and str(json_path) == "-"
+    try:
+        if to_stdout:
+            click.echo(json.dumps(summary, indent=2))
+        else:
+            click.echo(format_summary(summary))
+            if json_path is not None:
+                json_path.write_text(json.dumps(summary, indent=2) + "\n")
+        if model_path is not None:
+            click.echo(f"model saved to {model_path}", err=to_stdout)
+        if schedule_path is not None:
+            write_schedule_csv(schedule, schedule_path)
+    except OSError as exc:
+        raise click.ClickException(f"cannot write the results: {exc}") from exc
+
+
 @sim.command("run")
 @click.option(
     "--workload",
@@ -287,20 +311,7 @@ def run_command(
         raise
     except (ValueError, FileNotFoundError, OSError) as exc:
         raise click.ClickException(" ".join(str(exc).split())) from exc
-    to_stdout = json_path is not None and str(json_path) == "-"
-    try:
-        if to_stdout:
-            click.echo(json.dumps(summary, indent=2))
-        else:
-            click.echo(format_summary(summary))
-            if json_path is not None:
-                json_path.write_text(json.dumps(summary, indent=2) + "\n")
-        if model_path is not None:
-            click.echo(f"model saved to {model_path}", err=to_stdout)
-        if schedule_path is not None:
-            write_schedule_csv(ran.schedule, schedule_path)
-    except OSError as exc:
-        raise click.ClickException(f"cannot write the results: {exc}") from exc
+    _write_results(summary, ran.schedule, json_path, model_path, schedule_path)
 
 
 @sim.command("policies")

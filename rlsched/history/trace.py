@@ -244,10 +244,30 @@ def write_trace(
             for n, (j, vo) in enumerate(zip(jobs, trace.vo, strict=True), 1)
         )
 
-    full_meta = {
+    full_meta = _trace_meta(trace, meta, users, queues, partitions, swf_path, csv_path, unlimited_time_s)
+    encoded = (json.dumps(full_meta, indent=2, sort_keys=False, default=_json_default) + "\n").encode()
+    _write_text(csv_path, sidecar)
+    atomic_write(meta_path, lambda handle: handle.write(encoded))
+    _write_text(swf_path, swf)
+    trace.meta = full_meta
+    return swf_path, csv_path, meta_path
+
+
+def _trace_meta(
+    trace: HistoryTrace,
+    meta: Mapping[str, Any],
+    users: dict[str, int],
+    queues: dict[str, int],
+    partitions: dict[str, int],
+    swf_path: Path,
+    csv_path: Path,
+    unlimited_time_s: float,
+) -> dict[str, Any]:
+    """Build the trace's ``.meta.json`` content: ``meta`` with the counts, SWF ids, file names and version."""
+    return {
         "format": META_FORMAT,
         **meta,
-        "jobs": len(jobs),
+        "jobs": len(trace.jobs),
         "dropped": trace.log.as_dict(),
         "malformed_examples": list(trace.log.examples),
         "vos": list(trace.vo_names),
@@ -255,7 +275,7 @@ def write_trace(
         "class_jobs": trace.class_counts(),
         "max_procs": trace.max_procs,
         "max_procs_from": trace.max_procs_from,
-        "unix_start_time": t0,
+        "unix_start_time": trace.unix_start_time,
         "window": None if trace.window is None else {"start_epoch": trace.window[0], "end_epoch": trace.window[1]},
         "unlimited_time_s": unlimited_time_s,
         "swf_ids": {
@@ -268,12 +288,6 @@ def write_trace(
         "rlsched_version": __version__,
         "created": datetime.now(UTC).isoformat(timespec="seconds"),
     }
-    encoded = (json.dumps(full_meta, indent=2, sort_keys=False, default=_json_default) + "\n").encode()
-    _write_text(csv_path, sidecar)
-    atomic_write(meta_path, lambda handle: handle.write(encoded))
-    _write_text(swf_path, swf)
-    trace.meta = full_meta
-    return swf_path, csv_path, meta_path
 
 
 def _json_default(value: Any) -> Any:

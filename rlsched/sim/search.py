@@ -284,14 +284,10 @@ def search_scoring(
     pool = int(cores if cores is not None else train.max_procs)
     rng = np.random.default_rng([config.seed, 0])
     d = len(config.features)
-    n_elite = max(1, round(config.elite_fraction * config.population))
     history: list[dict[str, Any]] = []
     candidates: list[tuple[str, int, FloatArray]] = []
     rules: dict[str, dict[str, Any]] = {}
     evaluations = 0
-
-    def function_of(weights: FloatArray) -> ScoringFunction:
-        return ScoringFunction(config.features, tuple(float(w) for w in weights))
 
     mean = config.start()
     if config.rules:
@@ -306,48 +302,19 @@ def search_scoring(
     std = np.full(d, config.initial_std)
 
     for g in range(config.generations):
-        parts = _sequences(train, config, g)
-        reference = None
-        if config.fitness == "ratio":
-            reference = [
-                mean_bsld(simulate_scores(p, RATIO_REFERENCE, pool, backfill=config.backfill, overrun=overrun))
-                for p in parts
-            ]
-            evaluations += len(parts)
-        population = config.clip(mean + std * rng.standard_normal((config.population, d)))
-        population[0] = mean
-        population = np.array([_unit(w) for w in population])
-        fitness = np.array(
-            [
-                _fitness(parts, function_of(w), pool, config.backfill, overrun, reference, config.runtime_model)
-                for w in population
-            ]
-        )
-        evaluations += config.population
-        # Stable order: equal fitness keeps the lower index (the mean first), so the result does not depend
-        # on how NumPy breaks ties.
-        elite = population[np.argsort(fitness, kind="stable")[:n_elite]]
-        best = int(np.argmin(fitness))
-        candidates += [("mean", g, population[0].copy()), ("best", g, population[best].copy())]
-        row = {
-            "generation": g,
-            "train_mean": float(fitness[0]),
-            "train_best": float(fitness[best]),
-            "train_median": float(np.median(fitness)),
-            "mean_weights": population[0].tolist(),
-            "best_weights": population[best].tolist(),
-            "std": std.tolist(),
-        }
+        mean, std, row, chosen, spent = _generation(train, config, g, mean, std, rng, pool, overrun)
+        candidates += chosen
+        evaluations += spent
         history.append(row)
         if progress is not None:
             progress(row)
-        a = config.smoothing
-        mean = _unit(config.clip(a * elite.mean(axis=0) + (1 - a) * mean))
-        std = np.maximum(a * elite.std(axis=0) + (1 - a) * std, config.min_std)
 
     # Selection on the validation window, whole, from an empty machine, as recorded and jittered.
     replays = jittered_replays(validation, config.validation_replays, config.jitter_s)
-    scored = [(_mean_over(replays, function_of(w), config, pool, overrun), k) for k, (_, _, w) in enumerate(candidates)]
+    scored = [
+        (_mean_over(replays, _function_of(config, w), config, pool, overrun), k)
+        for k, (_, _, w) in enumerate(candidates)
+    ]
     evaluations += len(replays) * len(candidates)
     for value, k in scored:
         what, g, _ = candidates[k]
@@ -357,7 +324,66 @@ def search_scoring(
             history[g][f"validation_{what}"] = value
     value, k = min(scored)  # ties: the earlier candidate (the rules come first)
     what, g, w = candidates[k]
-    return SearchResult(function_of(w), value, (what, g), config, history, rules, evaluations, time.perf_counter() - t0)
+    return SearchResult(
+        _function_of(config, w), value, (what, g), config, history, rules, evaluations, time.perf_counter() - t0
+    )
+
+
+def _function_of(config: SearchConfig, weights: FloatArray) -> ScoringFunction:
+    """The scoring function of ``config``'s features with ``weights``."""
+    return ScoringFunction(config.features, tuple(float(w) for w in weights))
+
+
+def _generation(
+    train: Workload,
+    config: SearchConfig,
+    g: int,
+    mean: FloatArray,
+    std: FloatArray,
+    rng: np.random.Generator,
+    pool: int,
+    overrun: Overrun,
+) -> tuple[FloatArray, FloatArray, dict[str, Any], list[tuple[str, int, FloatArray]], int]:
+    """Generation ``g`` of :func:`search_scoring`: (next mean, next std, history row, candidates, evaluations)."""
+    evaluations = 0
+    d = len(config.features)
+    n_elite = max(1, round(config.elite_fraction * config.population))
+    parts = _sequences(train, config, g)
+    reference = None
+    if config.fitness == "ratio":
+        reference = [
+            mean_bsld(simulate_scores(p, RATIO_REFERENCE, pool, backfill=config.backfill, overrun=overrun))
+            for p in parts
+        ]
+        evaluations += len(parts)
+    population = config.clip(mean + std * rng.standard_normal((config.population, d)))
+    population[0] = mean
+    population = np.array([_unit(w) for w in population])
+    fitness = np.array(
+        [
+            _fitness(parts, _function_of(config, w), pool, config.backfill, overrun, reference, config.runtime_model)
+            for w in population
+        ]
+    )
+    evaluations += config.population
+    # Stable order: equal fitness keeps the lower index (the mean first), so the result does not depend
+    # on how NumPy breaks ties.
+    elite = population[np.argsort(fitness, kind="stable")[:n_elite]]
+    best = int(np.argmin(fitness))
+    chosen = [("mean", g, population[0].copy()), ("best", g, population[best].copy())]
+    row = {
+        "generation": g,
+        "train_mean": float(fitness[0]),
+        "train_best": float(fitness[best]),
+        "train_median": float(np.median(fitness)),
+        "mean_weights": population[0].tolist(),
+        "best_weights": population[best].tolist(),
+        "std": std.tolist(),
+    }
+    a = config.smoothing
+    mean = _unit(config.clip(a * elite.mean(axis=0) + (1 - a) * mean))
+    std = np.maximum(a * elite.std(axis=0) + (1 - a) * std, config.min_std)
+    return mean, std, row, chosen, evaluations
 
 
 def _family_on_train(train: Workload, config: SearchConfig, pool: int, overrun: Overrun) -> dict[str, dict[str, Any]]:

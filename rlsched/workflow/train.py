@@ -55,7 +55,7 @@ from rlsched.core.policies import PolicyError, PolicySpec, entry, load_policy, r
 from rlsched.core.policies.registry import PRETRAIN_EDF
 from rlsched.errors import RlschedError
 from rlsched.sim.engine import DEFAULT_OVERRUN, Overrun
-from rlsched.sim.policies import workload_vos
+from rlsched.sim.policies import PolicyRun, workload_vos
 from rlsched.sim.workload import Workload, with_class_rule
 from rlsched.workflow.site import Site, site_view, trace_class_rule
 from rlsched.workflow.split import Deployment, simulate_in
@@ -199,17 +199,7 @@ def train_plan(
     the policy's own.
     """
     spec = resolve(policy)
-    if entry(spec.name).family != "learned":
-        raise TrainError(
-            f"policy {spec.name!r} is a {entry(spec.name).family}, not a learned policy: nothing to "
-            "train (learned: " + ", ".join(n for n in _learned_names()) + ")"
-        )
-    if checkpoint_every < 0:
-        raise TrainError(f"--checkpoint-every must be >= 0, got {checkpoint_every}")
-    if not seeds:
-        raise TrainError("no seed to train")
-    if epochs < 1:
-        raise TrainError(f"--epochs must be >= 1, got {epochs}")
+    _check_plan(spec, checkpoint_every, seeds, epochs)
     # Jobs are classed as the daemon will class them: by a class rule on what is known at submit,
     # the site's (--config) or the default one (time limit <= 900 s), never by the runtime.
     rule = site.class_rule if site is not None else trace_class_rule(workload)
@@ -260,6 +250,21 @@ def train_plan(
             )
         )
     return tasks
+
+
+def _check_plan(spec: PolicySpec, checkpoint_every: int, seeds: Sequence[int], epochs: int) -> None:
+    """:func:`train_plan`'s argument checks: a one-line :class:`TrainError` for the first bad one."""
+    if entry(spec.name).family != "learned":
+        raise TrainError(
+            f"policy {spec.name!r} is a {entry(spec.name).family}, not a learned policy: nothing to "
+            "train (learned: " + ", ".join(n for n in _learned_names()) + ")"
+        )
+    if checkpoint_every < 0:
+        raise TrainError(f"--checkpoint-every must be >= 0, got {checkpoint_every}")
+    if not seeds:
+        raise TrainError("no seed to train")
+    if epochs < 1:
+        raise TrainError(f"--epochs must be >= 1, got {epochs}")
 
 
 #: ``pretrain_rule`` value that asks :func:`train_plan` for the best rule on the training window.
@@ -398,24 +403,7 @@ def train_one(task: TrainTask, progress: Callable[[int], None] | None = None) ->
                 continue
             if task.stop_after_chunks is not None and k >= task.stop_after_chunks:
                 raise TrainError(f"stopped after {k} chunks (test hook)")
-            part = w if (lo, hi) == (0, len(w)) else w.select(np.arange(lo, hi))
-            # Every chunk after the first starts from the state file, also in an uninterrupted run: a
-            # resumed run then continues from exactly the state an uninterrupted one does.
-            start_agent = None if k == 0 else _load(state, task)
-
-            def chunk_progress(n: int, lo: int = lo, epoch: int = epoch) -> None:
-                if progress is not None:
-                    progress(epoch * len(w) + lo + n)
-
-            ran = simulate_in(
-                task.deployment,
-                part,
-                task.spec,
-                task.cores,
-                overrun=task.overrun,
-                agent=start_agent,
-                progress=chunk_progress,
-            )
+            ran = _run_chunk(task, k, epoch, lo, hi, state, progress)
             agent_now = ran.agent
             assert isinstance(agent_now, SchedulingAgent)
             agent = agent_now
@@ -458,6 +446,31 @@ def train_one(task: TrainTask, progress: Callable[[int], None] | None = None) ->
         task.epochs,
         scores,
         best,
+    )
+
+
+def _run_chunk(
+    task: TrainTask, k: int, epoch: int, lo: int, hi: int, state: Path, progress: Callable[[int], None] | None
+) -> PolicyRun:
+    """Chunk ``k`` of :func:`train_one` (jobs ``lo`` … ``hi - 1`` of pass ``epoch``), the agent learning."""
+    w = task.workload
+    part = w if (lo, hi) == (0, len(w)) else w.select(np.arange(lo, hi))
+    # Every chunk after the first starts from the state file, also in an uninterrupted run: a
+    # resumed run then continues from exactly the state an uninterrupted one does.
+    start_agent = None if k == 0 else _load(state, task)
+
+    def chunk_progress(n: int, lo: int = lo, epoch: int = epoch) -> None:
+        if progress is not None:
+            progress(epoch * len(w) + lo + n)
+
+    return simulate_in(
+        task.deployment,
+        part,
+        task.spec,
+        task.cores,
+        overrun=task.overrun,
+        agent=start_agent,
+        progress=chunk_progress,
     )
 
 

@@ -31,7 +31,7 @@ from rlsched.core.leasing import (
     remaining_work,
     runtime_ratio,
 )
-from rlsched.core.view import FloatArray
+from rlsched.core.view import FloatArray, IntArray
 from rlsched.sim.hybrid_cloud.hybrid import UNBOUNDED, HybridModel, HybridState
 from rlsched.sim.hybrid_cloud.runs import (
     RATIO_LAG_S,
@@ -222,21 +222,7 @@ def daily_learned(
         seen.day_over(until)
         first = min(contexts) if contexts else d + 1
         while contexts and (first + params.horizon_days <= d or d == days - 1):
-            if params.continuation == "held":
-                waits, cloud = _held_counterfactual(model, starts[first], edges, first, d, caps_set)
-            else:
-                window = [starts[k] for k in range(first, d + 1)] + [state]
-                waits, cloud = _counterfactual(
-                    model,
-                    window,
-                    edges,
-                    first,
-                    d,
-                    caps_set,
-                    caps[first + 1 : d + 1].tolist(),
-                    twt[first : d + 1],
-                    cost[first : d + 1],
-                )
+            waits, cloud = _day_clones(model, params, starts, state, edges, first, d, caps_set, caps, twt, cost)
             context_first = contexts.pop(first)
             learner.update(context_first, waits, cloud)
             if collect is not None:
@@ -260,6 +246,36 @@ def daily_learned(
         simulations=sims,
         wall_s=time.perf_counter() - t0,
         info={"actions": float(len(caps_set))},
+    )
+
+
+def _day_clones(
+    model: HybridModel,
+    params: DailyLearnerParams,
+    starts: dict[int, HybridState],
+    state: HybridState,
+    edges: FloatArray,
+    first: int,
+    d: int,
+    caps_set: tuple[int, ...],
+    caps: IntArray,
+    twt: FloatArray,
+    cost: FloatArray,
+) -> tuple[FloatArray, FloatArray]:
+    """Day ``first``'s clones for :func:`daily_learned` at the end of day ``d`` (``params.continuation``)."""
+    if params.continuation == "held":
+        return _held_counterfactual(model, starts[first], edges, first, d, caps_set)
+    window = [starts[k] for k in range(first, d + 1)] + [state]
+    return _counterfactual(
+        model,
+        window,
+        edges,
+        first,
+        d,
+        caps_set,
+        caps[first + 1 : d + 1].tolist(),
+        twt[first : d + 1],
+        cost[first : d + 1],
     )
 
 
