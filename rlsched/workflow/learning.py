@@ -177,9 +177,11 @@ def _stats(values: Sequence[float]) -> dict[str, Any]:
     return {"mean": float(np.mean(real)), "spread": float(np.std(real)) if len(real) > 1 else 0.0, "seeds": real}
 
 
-def _ratio(objective: Objective, value: float, best: float) -> float:
-    """value / best for a lower-is-better objective, best / value otherwise: < 1, ``value`` is better."""
-    if objective.higher_is_better:
+def _ratio(objective: Objective | bool, value: float, best: float) -> float:
+    """value / best for a lower-is-better objective, best / value otherwise (``objective``, or whether higher is
+    better): < 1, ``value`` is better."""
+    higher = objective.higher_is_better if isinstance(objective, Objective) else objective
+    if higher:
         return best / value if value else math.inf
     return value / best if best else math.inf
 
@@ -588,10 +590,10 @@ def _deployed_goal(rows: Sequence[Mapping[str, Any]], higher: bool) -> str:
         mean, spread = _rule_test(r, d["what"]) if d["kind"] == "rule" else (d["test"], d["spread"])
         gap = (best - mean) if higher else (mean - best)
         if gap > max(spread, best_spread):
-            worse.append(f"{r['trace']} ({100 * (_ratio_of(higher, mean, best) - 1):+.0f} %)")
+            worse.append(f"{r['trace']} ({100 * (_ratio(higher, mean, best) - 1):+.0f} %)")
         elif gap > 0:
             ties.append(
-                f"{r['trace']} ({100 * (_ratio_of(higher, mean, best) - 1):+.0f} %, spread "
+                f"{r['trace']} ({100 * (_ratio(higher, mean, best) - 1):+.0f} %, spread "
                 f"{_fmt(max(spread, best_spread))})"
             )
     jittered = "jittered" in rows[0] if rows else False
@@ -652,10 +654,6 @@ def _rule_test(row: Mapping[str, Any], rule: str) -> tuple[float, float]:
     if jittered is not None:
         return float(jittered["mean"]), float(jittered["spread"])
     return float(row["rules"][rule]["test"]), 0.0
-
-
-def _ratio_of(higher: bool, value: float, best: float) -> float:
-    return (best / value if value else math.inf) if higher else (value / best if best else math.inf)
 
 
 def request_is_runtime(rows: Sequence[Mapping[str, Any]]) -> list[str]:

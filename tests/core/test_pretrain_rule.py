@@ -10,7 +10,8 @@ import pytest
 from rlsched.core.agents import SchedulingAgent
 from rlsched.core.policies import BuildContext, PolicyError, build_agent, load_policy, resolve, save_policy
 from rlsched.core.policies.registry import pretrain_rule_spec, pretrain_rule_text
-from rlsched.core.view import ClusterView, FinishedJobs, JobClass, PendingJobs, RunningJobs
+from rlsched.core.view import JobClass, PendingJobs
+from tests.core.test_agents import simple_view
 
 BAT = int(JobClass.BATCH)
 VOS = ("a", "b")
@@ -33,29 +34,6 @@ def _queue() -> PendingJobs:
     )
 
 
-def _view(pend: PendingJobs, idle: int, total: int = 8) -> ClusterView:
-    busy = total - idle
-    running = RunningJobs(
-        job_id=np.arange(1000, 1000 + busy),
-        vo=np.zeros(busy, dtype=np.int64),
-        job_class=np.zeros(busy, dtype=np.int64),
-        cores=np.ones(busy, dtype=np.int64),
-        req_time_s=np.full(busy, 1e4),
-        submit_s=np.zeros(busy),
-        start_s=np.zeros(busy),
-    )
-    return ClusterView(
-        time_s=100.0,
-        total_cores=total,
-        idle_cores=idle,
-        pending=pend,
-        running=running,
-        finished=FinishedJobs(),
-        vos=VOS,
-        vo_shares=(0.5, 0.5),
-    )
-
-
 def _learned(rule: str, mode: str) -> SchedulingAgent:
     spec = resolve(f"sarsa-esn:runtime_model=requested,pretrain_rule={rule}").bound(VOS, None)
     agent = build_agent(spec, BuildContext(mode=mode))  # type: ignore[arg-type]
@@ -67,7 +45,7 @@ def _learned(rule: str, mode: str) -> SchedulingAgent:
     "rule", ["saf", "f4", "wfp3", "sjf:runtime_model=requested", "saf:runtime_model=requested;backfill=false"]
 )
 def test_boost_pretraining_ranks_as_the_named_rule(rule: str) -> None:
-    view = _view(_queue(), idle=0)
+    view = simple_view(_queue(), total=8, idle=0)
     expected = build_agent(pretrain_rule_spec(rule).bound(VOS, None), BuildContext(mode="boost")).decide(view)
     got = _learned(rule, "boost").decide(view)
     assert got.boost == expected.boost
@@ -77,7 +55,7 @@ def test_boost_pretraining_ranks_as_the_named_rule(rule: str) -> None:
 
 
 def test_gate_pretraining_releases_and_records_the_rules_choices() -> None:
-    view = _view(_queue(), idle=3)
+    view = simple_view(_queue(), total=8, idle=3)
     agent = _learned("saf", "gate")
     # SAF's order 4, 5, 2, 3, 1 filled greedily into 3 cores: 4 (1 core), 5 (2 cores); then nothing fits.
     assert agent.decide(view).release == (4, 5)
@@ -93,8 +71,8 @@ def test_the_rule_leads_only_while_pretraining() -> None:
     agent = _learned("saf", "boost")
     agent.pretraining = False
     agent.learner.epsilon = 0.0
-    scores = agent.pending_scores(_view(_queue(), idle=0))
-    got = agent.decide(_view(_queue(), idle=0)).boost
+    scores = agent.pending_scores(simple_view(_queue(), total=8, idle=0))
+    got = agent.decide(simple_view(_queue(), total=8, idle=0)).boost
     assert got == tuple((np.argsort(-scores, kind="stable") + 1).tolist())
 
 
