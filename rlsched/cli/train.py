@@ -1,4 +1,5 @@
-"""``rlsched train``: train a learned policy on a trace and save the model the daemon loads."""
+"""``rlsched train``: train a learned policy (or search the ``scored`` policy's weights) on a trace and save the
+model the daemon loads."""
 
 from __future__ import annotations
 
@@ -9,9 +10,12 @@ from typing import TYPE_CHECKING
 
 import click
 import numpy as np
+from click.core import ParameterSource
 
 from rlsched.cli._common import Progress, check_output_file, load_workload, progress_bar
 from rlsched.cli._options import deployment_options
+from rlsched.sim.search import SearchConfig
+from rlsched.workflow.train_scored import SCORED_RUNTIME, SCORED_RUNTIMES
 
 if TYPE_CHECKING:
     from rlsched.sim.workload import Workload
@@ -36,6 +40,8 @@ def seed_list(seed: int, seeds: int) -> list[int]:
 ESTIMATE_EVERY_S = 60.0
 #: Traces from this many jobs get a note before training that the time per job grows as the policy learns.
 LONG_TRAINING_JOBS = 20_000
+#: The search's defaults, for the --search-* options' help.
+SEARCH_DEFAULTS = SearchConfig()
 
 
 class TimeLeft:
@@ -138,7 +144,8 @@ def estimating(
     "--policy",
     required=True,
     metavar="NAME[:k=v,...]",
-    help="A learned registry policy with parameters (see `rlsched sim policies`).",
+    help="A learned registry policy with parameters (see `rlsched sim policies`), or 'scored': its weights "
+    "found by the direct policy search (--search-* options).",
 )
 @click.option(
     "--out",
@@ -169,7 +176,7 @@ def estimating(
     type=click.IntRange(min=1),
     default=3,
     show_default=True,
-    help="Passes over the train window, the agent continuing; the best pass on validation is kept.",
+    help="Passes over the train window, the agent continuing; the best pass on validation is kept (learned policies).",
 )
 @deployment_options("The mode to train and judge in", "What selects the model and judges it")
 @click.option(
@@ -177,9 +184,27 @@ def estimating(
     "pretrain_rule",
     default=None,
     metavar="best|RULE[:k=v;...]",
-    help="The rule the first pretrain_decisions decisions follow and record (the policy's pretrain_rule, "
+    help="A learned policy: the rule the first pretrain_decisions decisions follow and record (its pretrain_rule, "
     "default edf): a rule spec, or 'best': every rule of the verdict scored on the train window (never "
     "validation or test) in the mode, by the objective, and the best one taken.",
+)
+@click.option(
+    "--search-runtime",
+    type=click.Choice(SCORED_RUNTIMES),
+    default=None,
+    help=f"--policy scored: the runtime behind its log_pred feature (requested: none) [default: {SCORED_RUNTIME}].",
+)
+@click.option(
+    "--search-population",
+    type=click.IntRange(min=2),
+    default=None,
+    help=f"--policy scored: weight vectors tried per generation [default: {SEARCH_DEFAULTS.population}].",
+)
+@click.option(
+    "--search-generations",
+    type=click.IntRange(min=1),
+    default=None,
+    help=f"--policy scored: generations of the search [default: {SEARCH_DEFAULTS.generations}].",
 )
 @click.option("--window", "window", default=None, hidden=True)
 @click.option(
@@ -204,7 +229,7 @@ def estimating(
     type=click.IntRange(min=0),
     default=0,
     show_default=True,
-    help="Train on consecutive chunks of N jobs, checkpointing after each (MODEL.ckpt.npz); a rerun "
+    help="A learned policy: train on consecutive chunks of N jobs, checkpointing after each (MODEL.ckpt.npz); a rerun "
     "with the same arguments resumes after the last finished chunk. 0: one run, no checkpoint.",
 )
 @click.option(
@@ -269,6 +294,9 @@ def train(
     objective: str | None,
     class_weights: tuple[str, ...],
     pretrain_rule: str | None,
+    search_runtime: str | None,
+    search_population: int | None,
+    search_generations: int | None,
     window: str | None,
     rule_windows_count: int,
     seed: int,
@@ -288,8 +316,8 @@ def train(
     dask_host: str | None,
     quiet: bool,
 ) -> None:
-    """Train a learned policy on a trace, select it on validation, judge it against every rule and save it
-    with its verdict (`[agent] model` in the daemon config)."""
+    """Train a learned policy on a trace (or search the scored policy's weights), select it on validation, judge
+    it against every rule and save it with its verdict (`[agent] model` in the daemon config)."""
     from rlsched.core.objective import parse_class_weights
     from rlsched.workflow.site import load_site
     from rlsched.workflow.split import TimeSplit, site_choices
@@ -302,6 +330,8 @@ def train(
         split = TimeSplit.parse(split_text)
         choices = site_choices(config_path, mode, objective, parse_class_weights(class_weights), boost_base)
         site = load_site(config_path) if config_path is not None else None
+        search = _search(policy, search_runtime, search_population, search_generations)
+        epochs = 1 if search is not None else epochs  # the search makes no passes (its own options refused)
         whole = load_workload(workload_spec, max_procs=cores)
         workload, tasks = _plan(
             whole,
@@ -317,21 +347,11 @@ def train(
             cores=cores,
             fresh=fresh,
             epochs=epochs,
+            search=search,
         )
-        slurm = (
-            DaskSlurm(
-                cores=slurm_cores,
-                memory=slurm_memory,
-                walltime=slurm_walltime,
-                queue=slurm_partition,
-                account=slurm_account,
-                jobs=slurm_jobs or min(len(tasks), workers if workers > 1 else len(tasks)),
-                host=dask_host,
-            )
-            if dask_slurm
-            else None
-        )
-        results = _run(tasks, workload, epochs, workers, dask_address, slurm, quiet)
+        jobs = slurm_jobs or min(len(tasks), workers if workers > 1 else len(tasks))
+        slurm = DaskSlurm(slurm_cores, slurm_memory, slurm_walltime, slurm_partition, slurm_account, jobs, dask_host)
+        results = _run(tasks, workload, epochs, workers, dask_address, slurm if dask_slurm else None, quiet)
         verdict = _judge(results, tasks, out, whole, split, workload.name, choices, rule_windows_count, quiet)
     except (ValueError, FileNotFoundError, OSError) as exc:
         raise click.ClickException(" ".join(str(exc).split())) from exc
@@ -354,6 +374,7 @@ def _plan(
     cores: int | None,
     fresh: bool,
     epochs: int,
+    search: SearchConfig | None = None,
 ) -> tuple[Workload, list[TrainTask]]:
     """The train window and a task per seed (with --pretrain-rule best, a bar over the rules scored on it)."""
     from rlsched.sim.policies import workload_vos
@@ -378,6 +399,7 @@ def _plan(
             objective=choices.objective,
             pretrain_rule=pretrain_rule,
             pretrain_progress=bar,
+            search=search,
         )
     return workload, tasks
 
@@ -398,7 +420,9 @@ def _run(
     total = len(workload) * epochs if single else len(tasks)
     label = f"{workload.name} {tasks[0].spec.name}" + ("" if single else f" ({len(tasks)} seeds)")
     memory = int(tasks[0].spec.params.get("memory", 0)) or None
-    if single and total >= LONG_TRAINING_JOBS and not quiet:
+    # A search's generations take alike: the bar's linear ETA holds, not the re-fits' estimate.
+    searched = tasks[0].search is not None
+    if single and total >= LONG_TRAINING_JOBS and not quiet and not searched:
         kept = min(memory or total, total)
         click.echo(
             f"{label}: {total:,} jobs; each re-fit passes over the replay memory (up to {kept:,} "
@@ -406,8 +430,8 @@ def _run(
             "once a few thousand jobs are done (--checkpoint-every N lets a long run resume)",
             err=True,
         )
-    with progress_bar(total, label, quiet, show_eta=not single) as bar:
-        progress = estimating(bar, total, label, memory, quiet) if single else bar
+    with progress_bar(total, label, quiet, show_eta=not single or searched) as bar:
+        progress = estimating(bar, total, label, memory, quiet) if single and not searched else bar
         return run_tasks(tasks, workers=workers, dask_address=dask_address, dask_slurm=slurm, progress=progress)
 
 
@@ -460,6 +484,10 @@ def _echo_results(
             f"({objective} {choice['score']:.4g}, {choice['seconds']:.1f} s)"
         )
     selected = verdict.extra["selected"]
+    if tasks[0].search is not None:
+        _echo_searches(results, selected["seed"], objective, out)
+        click.echo(verdict.line())
+        return
     for r in results:
         for note in r.notes:
             click.echo(note)
@@ -474,3 +502,49 @@ def _echo_results(
         )
     click.echo(f"{out}: the model of seed {selected['seed']}, pass {selected['epoch'] + 1}")
     click.echo(verdict.line())
+
+
+def _echo_searches(results: Sequence[TrainResult], selected_seed: int, objective: str, out: Path) -> None:
+    """A scored training's lines: per seed what the search chose (its note) and found, then the model."""
+    for r in results:
+        for note in r.notes:
+            click.echo(note)
+        mark = "  <- selected" if r.seed == selected_seed else ""
+        click.echo(
+            f"seed {r.seed}: found {r.label}  train jobs {r.jobs}  replays {r.decisions}  validation {objective} "
+            f"{r.validation_scores[0]:.4g}  {r.seconds:.1f} s{mark}"
+        )
+    click.echo(f"{out}: the scored policy of seed {selected_seed}")
+
+
+def _search(policy: str, runtime: str | None, population: int | None, generations: int | None) -> SearchConfig | None:
+    """The search settings of a ``scored`` training (None for a learned policy); a one-line error for an option
+    that means nothing to the policy's family (ValueError: an unknown policy, said by the caller)."""
+    from rlsched.core.policies import entry, resolve
+    from rlsched.workflow.train_scored import scored_search_config
+
+    context = click.get_current_context()
+    scored = entry(resolve(policy).name).family == "scored"
+    given = {
+        name: context.get_parameter_source(key) not in (None, ParameterSource.DEFAULT)
+        for name, key in (
+            ("--search-runtime", "search_runtime"),
+            ("--search-population", "search_population"),
+            ("--search-generations", "search_generations"),
+            ("--epochs", "epochs"),
+            ("--checkpoint-every", "checkpoint_every"),
+            ("--pretrain-rule", "pretrain_rule"),
+        )
+    }
+    wrong = [n for n, on in given.items() if on and n.startswith("--search-") != scored]
+    if wrong:
+        raise click.ClickException(
+            f"{', '.join(wrong)}: for a learned policy, not --policy scored (a search: no passes, checkpoints "
+            "or pretraining)"
+            if scored
+            else f"{', '.join(wrong)}: only for --policy scored, not {policy!r}"
+        )
+    if not scored:
+        return None
+    settings = {"population": population, "generations": generations}
+    return scored_search_config(runtime or SCORED_RUNTIME, **{k: v for k, v in settings.items() if v is not None})

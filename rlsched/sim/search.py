@@ -253,12 +253,16 @@ class SearchResult:
             "history": self.history,
         }
 
-    def save(self, path: str | Path) -> None:
-        """The model file: the spec (it alone rebuilds the policy) and the search's record."""
+    def save(self, path: str | Path, *, timed: bool = True) -> None:
+        """The model file: the spec (it alone rebuilds the policy) and the search's record (``timed=False``:
+        without the wall time, so that the file depends on the inputs and the seed alone)."""
+        summary = self.summary()
+        if not timed:
+            del summary["seconds"]
         save_scored_model(
             self.spec,
             path,
-            search=self.summary(),
+            search=summary,
             arrays={
                 "mean_weights": np.array([h["mean_weights"] for h in self.history]),
                 "train_fitness_best": np.array([h["train_best"] for h in self.history]),

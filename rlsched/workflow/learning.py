@@ -37,7 +37,6 @@ import numpy as np
 from rlsched.core.atomic import write_json_atomic
 from rlsched.core.objective import Objective
 from rlsched.core.policies import PolicySpec
-from rlsched.core.scoring import LOG_FAMILY, PREDICTED_FAMILY
 from rlsched.sim.prediction_errors import prediction_errors
 from rlsched.sim.search import SearchConfig, search_scoring
 from rlsched.sim.workload import Workload, with_class_rule
@@ -52,6 +51,12 @@ from rlsched.workflow.train import (
     train_plan,
     validation_score,
 )
+
+# Re-exported: the scored search's settings live with its training (rlsched.workflow.train_scored).
+from rlsched.workflow.train_scored import SCORED_RUNTIME as SCORED_RUNTIME
+from rlsched.workflow.train_scored import SCORED_RUNTIMES as SCORED_RUNTIMES
+from rlsched.workflow.train_scored import scored_features as scored_features
+from rlsched.workflow.train_scored import scored_search_config
 from rlsched.workflow.verdict import RuleScores, Verdict, rule_over_windows, schedule_score, score_rules
 
 #: The nine logs of issue 23 (names ``rlsched.sim.traces.swf.resolve_trace`` finds under RLSCHED_TRACE_DIR).
@@ -77,24 +82,6 @@ LOW_LOAD = 0.5
 #: 3,000 to 22,000: another machine, not LPC-EGEE's).  Such a trace is replayed as recorded (its rules tie).
 MIN_LOAD_FRACTION = 0.1
 LEARNED_POLICY = "sarsa-esn"
-#: The scored search's runtime input: the learned prediction beside the request (``log_pred``), the user
-#: history the rules on ``user-last2`` and ``learned`` have too; ``requested``: the request alone.
-SCORED_RUNTIME = "learned"
-SCORED_RUNTIMES = ("requested", "user-last2", "learned")
-
-
-def scored_features(runtime_model: str) -> tuple[str, ...]:
-    """The scored search's features for ``runtime_model``: the log family, with ``log_pred`` but for ``requested``."""
-    if runtime_model not in SCORED_RUNTIMES:
-        raise ValueError(f"scored search runtime {runtime_model!r}: expected one of {', '.join(SCORED_RUNTIMES)}")
-    return LOG_FAMILY if runtime_model == "requested" else PREDICTED_FAMILY
-
-
-def scored_search_config(runtime_model: str = SCORED_RUNTIME, **settings: Any) -> SearchConfig:
-    """The scored search's settings with ``runtime_model``'s prediction as a feature (:func:`scored_features`)."""
-    return SearchConfig(features=scored_features(runtime_model), runtime_model=runtime_model, **settings)
-
-
 #: A learned row within this factor of the best rule on test counts as a win of at least 10 %.
 WIN_RATIO = 0.90
 GEOMEAN_GOAL = 0.95

@@ -34,16 +34,18 @@ the verdict (:func:`rlsched.workflow.verdict.score_rules`) on the **training win
 and by the objective, and sets the learned policy's ``pretrain_rule`` to the best one (:func:`best_pretrain_rule`),
 so that its first ``pretrain_decisions`` decisions follow and record that rule instead of EDF.  The validation
 and test windows are never read for it; the choice and the rules' training-window scores go into the verdict.
+
+The ``scored`` policy (a scoring function, no learning agent) trains by its direct policy search instead of
+passes: :func:`train_one` hands its task to :func:`rlsched.workflow.train_scored.train_scored`, and the result
+goes through :func:`run_tasks`, :func:`select` and :func:`judge_and_write` as a learned model's does.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -52,113 +54,20 @@ import numpy as np
 from rlsched.core.agents import SchedulingAgent
 from rlsched.core.objective import Objective
 from rlsched.core.policies import PolicyError, PolicySpec, entry, load_policy, read_policy_spec, resolve
-from rlsched.core.policies.registry import PRETRAIN_EDF
-from rlsched.errors import RlschedError
 from rlsched.sim.engine import DEFAULT_OVERRUN, Overrun
 from rlsched.sim.policies import PolicyRun, workload_vos
+from rlsched.sim.search import SearchConfig
 from rlsched.sim.workload import Workload, with_class_rule
 from rlsched.workflow.site import Site, site_view, trace_class_rule
 from rlsched.workflow.split import Deployment, simulate_in
+from rlsched.workflow.train_scored import check_scored_plan, scored_search_config, train_scored
+from rlsched.workflow.train_task import TrainError, TrainResult, TrainTask
 
 if TYPE_CHECKING:
     from rlsched.workflow.verdict import RuleScores, Verdict
 
 #: Key of the training progress inside a checkpoint's policy metadata.
 TRAINING_KEY = "training"
-
-
-class TrainError(RlschedError, ValueError):
-    """A problem with the training arguments or a checkpoint (one line for the user)."""
-
-
-@dataclass(frozen=True)
-class TrainTask:
-    """One model to train: the workload (already seen through the site), the bound spec, where to checkpoint."""
-
-    workload: Workload
-    spec: PolicySpec
-    model_path: Path
-    checkpoint_path: Path | None = None
-    checkpoint_every: int = 0
-    cores: int | None = None
-    overrun: Overrun = DEFAULT_OVERRUN
-    fresh: bool = False
-    #: Tests only: stop after this many chunks (a killed run), leaving the checkpoint behind.
-    stop_after_chunks: int | None = None
-    #: The validation window (seen through the same site as ``workload``); None: no selection, the last pass.
-    validation: Workload | None = None
-    epochs: int = 1
-    #: The library's default is the simulator's gate mode, as before modes were chosen; the commands default
-    #: to the config's mode, boost without one.
-    deployment: Deployment = field(default_factory=lambda: Deployment("gate"))
-    objective: Objective = field(default_factory=Objective)
-    #: How ``pretrain_rule`` was chosen (``best``: the rules' scores on the training window), for the verdict.
-    pretrain_choice: Mapping[str, Any] | None = None
-
-    @property
-    def seed(self) -> int:
-        return int(self.spec.params.get("seed", 0))
-
-    def fingerprint(self) -> str:
-        """What the result depends on: the jobs, the policy, the chunking, the pool, the overrun rule."""
-        w = self.workload
-        digest = hashlib.sha256()
-        for column in (w.submit, w.run, w.req_time, w.procs, w.job_class, w.vo):
-            digest.update(np.ascontiguousarray(column).tobytes())
-        spec = self.spec.to_dict()
-        spec.pop("source", None)
-        if spec["params"].get("pretrain_rule") == PRETRAIN_EDF:
-            # The default, as every checkpoint written before the parameter existed meant: they still resume.
-            del spec["params"]["pretrain_rule"]
-        v = self.validation
-        if v is not None:
-            for column in (v.submit, v.run, v.req_time, v.procs, v.job_class, v.vo):
-                digest.update(np.ascontiguousarray(column).tobytes())
-        digest.update(
-            json.dumps(
-                {
-                    "spec": spec,
-                    "every": self.checkpoint_every,
-                    "cores": self.cores,
-                    "overrun": self.overrun,
-                    "max_procs": w.max_procs,
-                    "jobs": len(w),
-                    "epochs": self.epochs,
-                    "deployment": self.deployment.to_dict(),
-                    "objective": self.objective.to_dict(),
-                    "validation": len(v) if v is not None else None,
-                },
-                sort_keys=True,
-                default=str,
-            ).encode()
-        )
-        return digest.hexdigest()[:16]
-
-
-@dataclass
-class TrainResult:
-    """A trained model (its file's bytes) and what the training did."""
-
-    seed: int
-    model_path: Path
-    model: bytes
-    label: str
-    jobs: int
-    decisions: int
-    chunks: int
-    resumed_after_chunk: int | None
-    seconds: float
-    mean_w: float | None = None
-    notes: list[str] = field(default_factory=list)
-    epochs: int = 1
-    #: The objective on the validation window after each pass (empty without a validation window).
-    validation_scores: list[float] = field(default_factory=list)
-    #: The pass whose model ``model`` is (from 0; the last one without a validation window).
-    best_epoch: int = 0
-
-    @property
-    def best_score(self) -> float | None:
-        return self.validation_scores[self.best_epoch] if self.validation_scores else None
 
 
 def seeded_path(path: Path, seed: int, n_seeds: int) -> Path:
@@ -190,16 +99,17 @@ def train_plan(
     objective: Objective | None = None,
     pretrain_rule: str | None = None,
     pretrain_progress: Callable[[int], None] | None = None,
+    search: SearchConfig | None = None,
 ) -> list[TrainTask]:
     """One :class:`TrainTask` per seed (see the module docstring); one-line errors for bad arguments.
 
     ``workload`` is the training window, ``validation`` the validation window (both as loaded: the
     site's class rule and VOs are applied here to both).  ``pretrain_rule``: the policy's ``pretrain_rule``
     (a rule spec, or ``best``: the best rule on the training window, :func:`best_pretrain_rule`); None keeps
-    the policy's own.
+    the policy's own.  ``search``: a ``scored`` policy's search settings (default :func:`scored_search_config`).
     """
     spec = resolve(policy)
-    _check_plan(spec, checkpoint_every, seeds, epochs)
+    _check_plan(spec, checkpoint_every, seeds, epochs, pretrain_rule, search)
     # Jobs are classed as the daemon will class them: by a class rule on what is known at submit,
     # the site's (--config) or the default one (time limit <= 900 s), never by the runtime.
     rule = site.class_rule if site is not None else trace_class_rule(workload)
@@ -232,10 +142,11 @@ def train_plan(
     tasks = []
     for seed in seeds:
         path = seeded_path(out, seed, len(seeds))
+        seeded_spec, seeded_search = _seeded(spec, int(seed), search)
         tasks.append(
             TrainTask(
                 workload,
-                spec.with_params(seed=int(seed)),
+                seeded_spec,
                 path,
                 checkpoint_path_for(path) if checkpoint_every else None,
                 checkpoint_every,
@@ -247,18 +158,39 @@ def train_plan(
                 deployment=deployment or Deployment("gate"),
                 objective=objective or Objective(),
                 pretrain_choice=choice,
+                search=seeded_search,
             )
         )
     return tasks
 
 
-def _check_plan(spec: PolicySpec, checkpoint_every: int, seeds: Sequence[int], epochs: int) -> None:
+def _seeded(spec: PolicySpec, seed: int, search: SearchConfig | None) -> tuple[PolicySpec, SearchConfig | None]:
+    """A task's spec and search settings for ``seed``: a learned spec's ``seed`` parameter, or the search's seed
+    (the scored spec has no ``seed``: the search sets all its parameters)."""
+    if entry(spec.name).family == "scored":
+        return spec, replace(search if search is not None else scored_search_config(), seed=seed)
+    return spec.with_params(seed=seed), None
+
+
+def _check_plan(
+    spec: PolicySpec,
+    checkpoint_every: int,
+    seeds: Sequence[int],
+    epochs: int,
+    pretrain_rule: str | None = None,
+    search: SearchConfig | None = None,
+) -> None:
     """:func:`train_plan`'s argument checks: a one-line :class:`TrainError` for the first bad one."""
-    if entry(spec.name).family != "learned":
+    family = entry(spec.name).family
+    if family not in ("learned", "scored"):
         raise TrainError(
-            f"policy {spec.name!r} is a {entry(spec.name).family}, not a learned policy: nothing to "
-            "train (learned: " + ", ".join(n for n in _learned_names()) + ")"
+            f"policy {spec.name!r} is a {family}, not a learned policy or the scored search: nothing to "
+            "train (trainable: " + ", ".join([*_learned_names(), "scored"]) + ")"
         )
+    if family == "scored":
+        check_scored_plan(spec, checkpoint_every=checkpoint_every, epochs=epochs, pretrain_rule=pretrain_rule)
+    elif search is not None:
+        raise TrainError(f"search settings (--search-*) are for --policy scored, not {spec.name!r}")
     if checkpoint_every < 0:
         raise TrainError(f"--checkpoint-every must be >= 0, got {checkpoint_every}")
     if not seeds:
@@ -373,7 +305,10 @@ def validation_score(path: Path, task: TrainTask) -> float:
 
 
 def train_one(task: TrainTask, progress: Callable[[int], None] | None = None) -> TrainResult:
-    """Train ``task`` (see the module docstring); ``progress(jobs done)`` while it runs."""
+    """Train ``task`` (see the module docstring); ``progress(jobs done)`` while it runs.  A ``scored`` task runs
+    its search instead (:func:`rlsched.workflow.train_scored.train_scored`)."""
+    if entry(task.spec.name).family == "scored":
+        return train_scored(task, progress)
     t0 = time.perf_counter()
     w = task.workload
     if len(w) == 0:
@@ -711,8 +646,9 @@ def judge_and_write(
         "rules_left_out": rules.skipped,
         "rule_windows": {label: w.scores for label, w in scored.items() if label != "validation"},
         "rule_geomean_ratio": ratios,
-        "pretrain_rule": str(task.spec.params.get("pretrain_rule", "edf")),
     }
+    if entry(task.spec.name).family != "scored":  # a search is not pretrained: its record is in the model
+        extra["pretrain_rule"] = str(task.spec.params.get("pretrain_rule", "edf"))
     if task.pretrain_choice is not None:
         extra["pretrain_choice"] = dict(task.pretrain_choice)
     verdict = judge(

@@ -100,3 +100,43 @@ def test_train_prints_the_time_left_in_its_log(tmp_path: Path, monkeypatch: pyte
         ],
     )
     assert quiet.exit_code == 0 and quiet.stderr == "", quiet.output
+
+
+def test_train_searches_the_scored_policy_and_prints_its_verdict(tmp_path: Path) -> None:
+    swf = write_swf(tmp_path / "t.swf", n=200)
+    out = tmp_path / "scored.npz"
+    args = ["train", "--workload", str(swf), "--policy", "scored", "--out", str(out), "--quiet"]
+    result = CliRunner().invoke(main, [*args, "--search-population", "4", "--search-generations", "1"])
+    assert result.exit_code == 0, result.output
+    lines = result.output.strip().splitlines()
+    assert "the search chose" in result.output and f"{out}: the scored policy of seed 0" in lines
+    found = next(line for line in lines if line.startswith("seed 0: found scored:"))
+    assert "runtime_model=learned" in found and "<- selected" in found
+    assert lines[-1].startswith("model ") and " on validation bsld" in lines[-1]
+    from rlsched.core.policies import read_policy_spec
+
+    spec, meta = read_policy_spec(out)
+    assert spec.name == "scored" and meta["search"]["config"]["population"] == 4 and "verdict" in meta["policy"]
+
+
+@pytest.mark.parametrize(
+    ("policy", "option", "message"),
+    [
+        ("scored", ["--epochs", "3"], "--epochs: for a learned policy, not --policy scored"),
+        ("scored", ["--checkpoint-every", "100"], "--checkpoint-every: for a learned policy"),
+        ("scored", ["--pretrain-rule", "best"], "--pretrain-rule: for a learned policy"),
+        ("sarsa-esn", ["--search-population", "4"], "--search-population: only for --policy scored"),
+        ("sarsa-esn", ["--search-runtime", "requested"], "--search-runtime: only for --policy scored"),
+    ],
+)
+def test_options_of_the_other_family_are_refused_in_one_line(
+    tmp_path: Path, policy: str, option: list[str], message: str
+) -> None:
+    swf = write_swf(tmp_path / "t.swf", n=50)
+    result = CliRunner().invoke(
+        main, ["train", "--workload", str(swf), "--policy", policy, *option, "--out", str(tmp_path / "m.npz")]
+    )
+    assert result.exit_code == 1, result.output
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: ") and message in lines[0], result.output
+    assert not (tmp_path / "m.npz").exists()
