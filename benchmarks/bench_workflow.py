@@ -13,8 +13,8 @@ both numbers.
    interactive-first, interactive-first-sjf (one window), then its outputs (report, JSON, three PNGs).
 3. ``--protocol``: what ``rlsched train --workload CTC-SP2 --policy sarsa-esn --seeds 2 --workers 2`` does with its
    defaults — the 50/25/25 split, 3 epochs over the train window each scored on validation in boost mode, the two
-   seeds on two processes, the selection, and the verdict (every rule on the train window's halves and on
-   validation, :func:`rlsched.workflow.train.judge_and_write`); each step timed.
+   seeds on two processes, the selection, and the verdict (every rule on validation, on the two processes too,
+   :func:`rlsched.workflow.train.judge_and_write`); each step timed.
 
 Run: ``RLSCHED_TRACE_DIR=… python -m benchmarks.bench_workflow`` (``--skip-train`` for the fast part,
 ``--profile`` to print the top of a cProfile of each step, ``--protocol`` for issue 23's protocol alone).
@@ -120,8 +120,8 @@ def protocol(workload: Any, row: Callable[[str, float, float | None], None]) -> 
             "split": split.to_dict(),
             "windows": split.windows(workload),
         }
-        judge_s, verdict = timed(lambda: judge_and_write(results, tasks, out, about=about))
-        row("verdict: every rule on 3 windows", judge_s, None)
+        judge_s, verdict = timed(lambda: judge_and_write(results, tasks, out, about=about, workers=2))
+        row("verdict: every rule on validation, 2 processes", judge_s, None)
         row("train protocol, total", fit_s + judge_s, PROTOCOL_TARGET_S)
         print(f"{'':<4}{verdict.line()}")
 

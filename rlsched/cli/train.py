@@ -245,7 +245,7 @@ def estimating(
     type=click.IntRange(min=1),
     default=1,
     show_default=True,
-    help="Train the seeds on a local pool of K processes.",
+    help="Train the seeds, and replay the verdict's rules, on a local pool of K processes.",
 )
 @click.option(
     "--dask",
@@ -352,7 +352,7 @@ def train(
         jobs = slurm_jobs or min(len(tasks), workers if workers > 1 else len(tasks))
         slurm = DaskSlurm(slurm_cores, slurm_memory, slurm_walltime, slurm_partition, slurm_account, jobs, dask_host)
         results = _run(tasks, workload, epochs, workers, dask_address, slurm if dask_slurm else None, quiet)
-        verdict = _judge(results, tasks, out, whole, split, workload.name, choices, rule_windows_count, quiet)
+        verdict = _judge(results, tasks, out, whole, split, workload.name, choices, rule_windows_count, quiet, workers)
     except (ValueError, FileNotFoundError, OSError) as exc:
         raise click.ClickException(" ".join(str(exc).split())) from exc
     _echo_split(site, split, len(whole), choices)
@@ -445,8 +445,10 @@ def _judge(
     choices: SiteChoices,
     rule_windows_count: int,
     quiet: bool,
+    workers: int,
 ) -> Verdict:
-    """Judge the selected model against every rule (with a progress bar) and write it with its verdict."""
+    """Judge the selected model against every rule (with a progress bar; the rules on ``--workers`` local
+    processes) and write it with its verdict."""
     from rlsched.sim.policies import workload_vos
     from rlsched.workflow.train import judge_and_write, rule_windows
     from rlsched.workflow.verdict import candidate_rules
@@ -459,7 +461,9 @@ def _judge(
     windows = len(rule_windows(tasks[0], rule_windows_count))
     where = "validation" if windows == 1 else f"{windows} windows"
     with progress_bar(len(rules) * windows, f"{name} rules on {where}", quiet) as progress:
-        return judge_and_write(results, tasks, out, about=about, progress=progress, windows=rule_windows_count)
+        return judge_and_write(
+            results, tasks, out, about=about, progress=progress, windows=rule_windows_count, workers=workers
+        )
 
 
 def _echo_split(site: Site | None, split: TimeSplit, jobs: int, choices: SiteChoices) -> None:

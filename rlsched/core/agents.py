@@ -122,6 +122,13 @@ class FixedRankAgent:
             raise ValueError(f"agent mode must be 'gate' or 'boost', got {mode!r}")
         self.mode: Mode = mode
 
+    @property
+    def ranks_by_queue(self) -> bool:
+        """Whether the ranking at an instant depends only on the jobs submitted, started and finished so far,
+        never on the clock itself (no wait term): then a poll with no such event since the previous one ranks
+        as that one did, and a replay may skip it (:func:`rlsched.sim.boost.simulate_boost`)."""
+        return False
+
     def rank(self, view: ClusterView) -> IntArray:
         """Indices of ``view.pending``, best first."""
         raise NotImplementedError

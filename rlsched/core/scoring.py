@@ -252,6 +252,12 @@ class ScoredRankAgent(FixedRankAgent):
         self.learn = False
         self.policy: dict[str, Any] | None = None
 
+    @property
+    def ranks_by_queue(self) -> bool:
+        # Every feature is known at submit (the wait enters as the submit time; a prediction is made once, at
+        # the job's first sighting), so the score of a job never changes.
+        return True
+
     def scores(self, view: ClusterView) -> FloatArray:
         pend = view.pending
         pred = self.runtime.pending(pend) if self.function.reads_prediction and self.runtime is not None else None

@@ -220,13 +220,15 @@ def _simulate_boost(
 ) -> PolicyRun:
     """Boost mode (:mod:`rlsched.sim.boost`): the policy's agent ranks, the base order and EASY do the rest."""
     pool = cores if cores is not None else int(workload.max_procs)
-    # A static key ranks the pending jobs the same way whenever they are the same (quiet polls can be skipped).
-    ranks_queue_only = agent is None and static_key(bound) is not None
+    # A static key ranks the pending jobs the same way whenever they are the same (quiet polls can be skipped);
+    # so does a rule or scoring function whose scores are fixed at each job's first sighting (ranks_by_queue).
+    static = agent is None and static_key(bound) is not None
     if agent is None:
         start = float(workload.submit[0]) if len(workload) else 0.0
         agent = build_agent(
             bound, BuildContext(mode="boost", shares=workload_shares(workload), total_cores=pool, start_s=start)
         )
+    ranks_queue_only = static or bool(getattr(agent, "ranks_by_queue", False))
     if isinstance(agent, ElasticSchedulingAgent):
         raise PolicyError(
             f"policy {bound.name!r}: elastic=true resizes the pool by holding jobs; it runs in gate mode only"

@@ -11,8 +11,10 @@ reservations from the time limit) with the objective (bounded slowdown):
   the pass and the seed on validation, the verdict against every rule on validation) and scores each seed's
   selected model on test; the **deployed choice** is the selected model unless the verdict is a loss, then
   the verdict's rule;
-- runs the ``scored`` direct policy search (:func:`rlsched.sim.search.search_scoring`, fitness on the train
-  window, selection on validation) per seed and scores what it found on test in the deployment mode;
+- trains the ``scored`` direct policy search as ``rlsched train --policy scored`` does
+  (:mod:`rlsched.workflow.train_scored`: one search per seed, fitness on the train window, selection on
+  validation, its own verdict against the same rules' validation scores) and scores each seed's function on
+  test in the deployment mode; its **deployed choice** follows its verdict the same way;
 - measures the runtime predictors' mean absolute error on the whole trace as recorded
   (:func:`rlsched.sim.prediction_errors.prediction_errors`).
 
@@ -38,16 +40,18 @@ from rlsched.core.atomic import write_json_atomic
 from rlsched.core.objective import Objective
 from rlsched.core.policies import PolicySpec
 from rlsched.sim.prediction_errors import prediction_errors
-from rlsched.sim.search import SearchConfig, search_scoring
+from rlsched.sim.search import SearchConfig
 from rlsched.sim.workload import Workload, with_class_rule
 from rlsched.workflow.site import trace_class_rule
 from rlsched.workflow.split import Deployment, TimeSplit, describe_window, simulate_in
 from rlsched.workflow.train import (
     RULE_WINDOWS,
+    TrainResult,
     TrainTask,
     judge_and_write,
     rule_windows,
     run_tasks,
+    score_rule_windows,
     train_plan,
     validation_score,
 )
@@ -239,19 +243,22 @@ def learning_trace(
     note(f"  {len(on_test.scores)} rules on test: {time.perf_counter() - t:.0f} s")
 
     t = time.perf_counter()
-    out["learned"], verdict, first_task = _learned(tw, windows)
+    out["learned"], verdict, first_task, rule_scores = _learned(tw, windows)
     note(f"  {LEARNED_POLICY}: {verdict.line()} ({time.perf_counter() - t:.0f} s)")
     t = time.perf_counter()
-    out["scored"] = _scored(tw)
-    note(f"  scored: test {out['scored']['test']['mean']:.3g} ({time.perf_counter() - t:.0f} s)")
+    out["scored"], scored_verdict = _scored(tw, windows, rule_scores)
+    note(
+        f"  scored: {scored_verdict.line()}; test {out['scored']['test']['mean']:.3g} ({time.perf_counter() - t:.0f} s)"
+    )
 
     rules_validation: dict[str, float] = {k: float(v) for k, v in verdict.extra["rules"].items()}
     out.update(_rule_rows(tw, on_test, rules_validation))
     out["windows_pick"] = _windows_pick(tw, verdict, first_task, out["rules"], rules_validation)
-    out.update(_deployed(tw, verdict, out))
+    out.update(_deployed(tw, verdict, scored_verdict, out))
 
     t = time.perf_counter()
-    rules = [out[k]["rule"] for k in ("best_rule_test", "windows_pick", "validation_pick")] + [verdict.replacement[0]]
+    rules = [out[k]["rule"] for k in ("best_rule_test", "windows_pick", "validation_pick")]
+    rules += [verdict.replacement[0], scored_verdict.replacement[0]]
     out["jittered"] = _jittered_rules(tw, on_test, rules)
     note(f"  jittered test replays: {time.perf_counter() - t:.0f} s")
 
@@ -265,36 +272,70 @@ def learning_trace(
     return out
 
 
-def _learned(tw: _TraceWindows, windows: Mapping[str, Any]) -> tuple[dict[str, Any], Verdict, TrainTask]:
-    """sarsa-esn through train's library (epochs, selection on validation, the verdict), each seed on test."""
-    t = time.perf_counter()
+def _train_and_judge(
+    tw: _TraceWindows,
+    policy: str,
+    windows: Mapping[str, Any],
+    rule_scores: Mapping[str, RuleScores] | None = None,
+    search: SearchConfig | None = None,
+) -> tuple[list[TrainTask], list[TrainResult], Verdict, list[float], dict[str, RuleScores]]:
+    """``policy`` through train's library (its seeds, selection on validation, the verdict against every rule on
+    the windows ``rule_scores`` holds — replayed here when None), each seed's selected model scored on test:
+    (tasks, results, verdict, test score per seed, the rules' scores)."""
     settings, whole = tw.settings, tw.whole
     with tempfile.TemporaryDirectory(prefix="rlsched-learning-") as tmp:
         model_path = Path(tmp) / "model.npz"
         tasks = train_plan(
             tw.train,
-            LEARNED_POLICY,
+            policy,
             model_path,
             seeds=settings.seeds,
             cores=tw.cores,
             validation=tw.validation,
-            epochs=settings.epochs,
+            epochs=settings.epochs if search is None else 1,
             deployment=settings.deployment,
             objective=settings.objective,
+            search=search,
         )
         results = run_tasks(tasks, workers=settings.workers)
+        scores = dict(rule_scores) if rule_scores is not None else score_rule_windows(tasks[0], settings.rule_windows)
         verdict = judge_and_write(
             results,
             tasks,
             model_path,
             about={"workload": whole.name, "jobs": len(whole), "split": settings.split.to_dict(), "windows": windows},
             windows=settings.rule_windows,
+            rule_scores=scores,
         )
         model_test: list[float] = []
         for task, result in zip(tasks, results, strict=True):
             seed_file = Path(tmp) / f"seed{result.seed}.npz"
             seed_file.write_bytes(result.model)
             model_test.append(validation_score(seed_file, replace(task, validation=tw.test_view)))
+    return tasks, results, verdict, model_test, scores
+
+
+def _verdict_row(verdict: Verdict) -> dict[str, Any]:
+    return {
+        "outcome": verdict.outcome,
+        "rule": verdict.rule,
+        "line": verdict.line(),
+        "model_score": verdict.model_score,
+        "rule_score": verdict.rule_score,
+        "spread": verdict.spread,
+        "rule_config": verdict.rule_config,
+        "deploy_rule": verdict.replacement[0],
+        "deploy_config": verdict.replacement[1],
+    }
+
+
+def _learned(
+    tw: _TraceWindows, windows: Mapping[str, Any]
+) -> tuple[dict[str, Any], Verdict, TrainTask, dict[str, RuleScores]]:
+    """sarsa-esn through train's library (epochs, selection on validation, the verdict), each seed on test; the
+    rules' scores on the verdict's windows come back for the scored search's verdict."""
+    t = time.perf_counter()
+    tasks, results, verdict, model_test, rule_scores = _train_and_judge(tw, LEARNED_POLICY, windows)
     selected_seed = int(verdict.extra["selected"]["seed"])
     selected_test = model_test[[r.seed for r in results].index(selected_seed)]
     row = {
@@ -304,51 +345,42 @@ def _learned(tw: _TraceWindows, windows: Mapping[str, Any]) -> tuple[dict[str, A
         "selected": {"seed": selected_seed, "epoch": int(verdict.extra["selected"]["epoch"]), "test": selected_test},
         "epoch_validation": {str(r.seed): r.validation_scores for r in results},
         "train_seconds": [round(r.seconds, 1) for r in results],
-        "verdict": {
-            "outcome": verdict.outcome,
-            "rule": verdict.rule,
-            "line": verdict.line(),
-            "model_score": verdict.model_score,
-            "rule_score": verdict.rule_score,
-            "spread": verdict.spread,
-            "rule_config": verdict.rule_config,
-            "deploy_rule": verdict.replacement[0],
-            "deploy_config": verdict.replacement[1],
-        },
+        "verdict": _verdict_row(verdict),
         "seconds": round(time.perf_counter() - t, 1),
     }
-    return row, verdict, tasks[0]
+    return row, verdict, tasks[0], rule_scores
 
 
-def _scored(tw: _TraceWindows) -> dict[str, Any]:
-    """The scored direct policy search, one search per seed; the seed validation picks is the one deployed."""
+def _scored(
+    tw: _TraceWindows, windows: Mapping[str, Any], rule_scores: Mapping[str, RuleScores]
+) -> tuple[dict[str, Any], Verdict]:
+    """The scored direct policy search as ``rlsched train --policy scored`` runs it (one search per seed, the
+    seed validation picks, its verdict against the same rules' scores as sarsa-esn's), each seed on test."""
     t = time.perf_counter()
-    settings, objective, deployment = tw.settings, tw.settings.objective, tw.settings.deployment
-    searches: list[dict[str, Any]] = []
-    for seed in settings.seeds:
-        found = search_scoring(tw.train_view, tw.validation_view, replace(settings.search, seed=seed), tw.cores)
-        validation_run = simulate_in(deployment, tw.validation_view, found.spec, tw.cores)
-        test_run = simulate_in(deployment, tw.test_view, found.spec, tw.cores)
-        searches.append(
-            {
-                "seed": seed,
-                "spec": found.spec.label(),
-                "chosen": list(found.chosen),
-                "search_validation_bsld": found.validation_bsld,
-                "validation": schedule_score(objective, validation_run.schedule),
-                "test": schedule_score(objective, test_run.schedule),
-                "seconds": round(found.seconds, 1),
-            }
-        )
-    picked = min(searches, key=lambda s: tw.sign * float(s["validation"]))
-    return {
-        "test": _stats([s["test"] for s in searches]),
-        "validation": _stats([s["validation"] for s in searches]),
-        "selected": {"seed": picked["seed"], "test": picked["test"], "spec": picked["spec"]},
+    _, results, verdict, model_test, _ = _train_and_judge(tw, "scored", windows, rule_scores, tw.settings.search)
+    selected_seed = int(verdict.extra["selected"]["seed"])
+    k = [r.seed for r in results].index(selected_seed)
+    searches = [
+        {
+            "seed": r.seed,
+            "spec": r.label,
+            "search": " ".join(r.notes),
+            "validation": float(r.best_score or math.nan),
+            "test": test,
+            "seconds": round(r.seconds, 1),
+        }
+        for r, test in zip(results, model_test, strict=True)
+    ]
+    row = {
+        "test": _stats(model_test),
+        "validation": _stats([float(r.best_score or math.nan) for r in results]),
+        "selected": {"seed": selected_seed, "test": model_test[k], "spec": results[k].label},
         "searches": searches,
-        "runtime_model": settings.search.runtime_model,
+        "runtime_model": tw.settings.search.runtime_model,
+        "verdict": _verdict_row(verdict),
         "seconds": round(time.perf_counter() - t, 1),
     }
+    return row, verdict
 
 
 def _rule_rows(tw: _TraceWindows, on_test: RuleScores, validation: Mapping[str, float]) -> dict[str, Any]:
@@ -402,29 +434,35 @@ def _windows_pick(
     }
 
 
-def _deployed(tw: _TraceWindows, verdict: Verdict, row: Mapping[str, Any]) -> dict[str, Any]:
-    """The deployed choice by train's verdict (its rule when the model loses), and every ratio to the best rule."""
-    objective, rules, learned = tw.settings.objective, row["rules"], row["learned"]
-    deployed: dict[str, Any]
-    if verdict.loses:
-        rule = verdict.replacement[0]
-        deployed = {"kind": "rule", "what": rule, "test": rules[rule]["test"], "spread": 0.0}
-    else:
-        deployed = {
-            "kind": "model",
-            "what": f"{LEARNED_POLICY} seed {learned['selected']['seed']}",
-            "test": learned["selected"]["test"],
-            "spread": learned["test"]["spread"],
-        }
+def _deployed(tw: _TraceWindows, verdict: Verdict, scored_verdict: Verdict, row: Mapping[str, Any]) -> dict[str, Any]:
+    """The deployed choice by each train verdict (sarsa-esn's, the scored search's: the model unless it loses,
+    then the verdict's rule), and every ratio to the best rule."""
+    objective = tw.settings.objective
+    deployed = _deployed_by(verdict, row["rules"], row["learned"], LEARNED_POLICY)
+    deployed_scored = _deployed_by(scored_verdict, row["rules"], row["scored"], "scored")
     best = row["best_rule_test"]["test"]
     ratios = {
-        "learned": _ratio(objective, learned["test"]["mean"], best),
+        "learned": _ratio(objective, row["learned"]["test"]["mean"], best),
         "scored": _ratio(objective, row["scored"]["test"]["mean"], best),
         "deployed": _ratio(objective, deployed["test"], best),
+        "deployed_scored": _ratio(objective, deployed_scored["test"], best),
         "validation_pick": _ratio(objective, row["validation_pick"]["test"], best),
         "windows_pick": _ratio(objective, row["windows_pick"]["test"], best),
     }
-    return {"deployed": deployed, "ratios": ratios}
+    return {"deployed": deployed, "deployed_scored": deployed_scored, "ratios": ratios}
+
+
+def _deployed_by(verdict: Verdict, rules: Mapping[str, Any], model: Mapping[str, Any], policy: str) -> dict[str, Any]:
+    """What ``verdict`` deploys and its test score: its rule when the model loses, else the selected seed."""
+    if verdict.loses:
+        rule = verdict.replacement[0]
+        return {"kind": "rule", "what": rule, "test": rules[rule]["test"], "spread": 0.0}
+    return {
+        "kind": "model",
+        "what": f"{policy} seed {model['selected']['seed']}",
+        "test": model["selected"]["test"],
+        "spread": model["test"]["spread"],
+    }
 
 
 def _jittered_rules(tw: _TraceWindows, on_test: RuleScores, rules: Sequence[str]) -> dict[str, Any]:
@@ -536,7 +574,8 @@ def goals(data: Mapping[str, Any]) -> list[str]:
     higher = bool(Objective.from_dict(data["settings"]["objective"]).higher_is_better)
     n = len(rows)
     out = []
-    out.append(_deployed_goal(rows, higher))
+    out.append(_deployed_goal(rows, higher, "deployed", f"{LEARNED_POLICY}'s verdict"))
+    out.append(_deployed_goal(rows, higher, "deployed_scored", "the scored search's verdict"))
     # 2. The learned model beats the best rule by ≥ 10 % on ≥ 3 traces; geometric mean < 0.95.
     for key, what in (("learned", f"learned model ({LEARNED_POLICY})"), ("scored", "scored search")):
         ratios = [r["ratios"][key] for r in rows]
@@ -567,12 +606,13 @@ def goals(data: Mapping[str, Any]) -> list[str]:
     return out
 
 
-def _deployed_goal(rows: Sequence[Mapping[str, Any]], higher: bool) -> str:
-    """Goal 1: the deployed choice never worse than the best rule beyond the spread (a rule's: jittered replays)."""
+def _deployed_goal(rows: Sequence[Mapping[str, Any]], higher: bool, key: str, by: str) -> str:
+    """Goal 1: the choice ``row[key]`` deployed by train's verdict (``by``) never worse than the best rule beyond the
+    spread (a rule's: jittered replays)."""
     n = len(rows)
     worse, ties = [], []
     for r in rows:
-        d = r["deployed"]
+        d = r[key]
         best, best_spread = _rule_test(r, r["best_rule_test"]["rule"])
         mean, spread = _rule_test(r, d["what"]) if d["kind"] == "rule" else (d["test"], d["spread"])
         gap = (best - mean) if higher else (mean - best)
@@ -585,7 +625,7 @@ def _deployed_goal(rows: Sequence[Mapping[str, Any]], higher: bool) -> str:
             )
     jittered = "jittered" in rows[0] if rows else False
     return (
-        "**Deployed choice never worse than the best rule on test beyond the spread**"
+        f"**Deployed choice ({by}) never worse than the best rule on test beyond the spread**"
         + (" (a rule's spread: its test replays with jittered submits)" if jittered else "")
         + ": "
         + (
@@ -687,29 +727,19 @@ def render_report(data: Mapping[str, Any]) -> str:
         "## The table (test window)",
         "",
         "| trace | jobs (cores) | best rule on test (hindsight) | rule validation picks | rule the windows "
-        "pick | sarsa-esn | scored search | deployed (train's verdict) | sarsa / best | scored / best | "
-        "deployed / best | wall time |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "pick | sarsa-esn | scored search | deployed (sarsa-esn's verdict) | deployed (scored's verdict) | "
+        "sarsa / best | scored / best | deployed / best (sarsa's, scored's) | wall time |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for r in rows:
-        frac = f", {100 * r['core_fraction']:.0f} % of {r['recorded_cores']}" if r["core_fraction"] < 1 else ""
-        d = r["deployed"]
-        picked = r.get("windows_pick")
-        lines.append(
-            f"| {r['trace']} | {r['jobs']:,} ({r['cores']}{frac}) | {r['best_rule_test']['rule']}: "
-            f"{_fmt(r['best_rule_test']['test'])} | {r['validation_pick']['rule']}: "
-            f"{_fmt(r['validation_pick']['test'])} | "
-            + (f"{picked['rule']}: {_fmt(picked['test'])}" if picked else "-")
-            + f" | {_pm(r['learned']['test'])} | {_pm(r['scored']['test'])} | "
-            f"{d['kind']} {d['what']}: {_fmt(d['test'])} | {_fmt(r['ratios']['learned'])} | "
-            f"{_fmt(r['ratios']['scored'])} | {_fmt(r['ratios']['deployed'])} | {r['seconds']:.0f} s |"
-        )
+    lines += [_table_row(r) for r in rows]
     lines += [
         "",
         f"Geometric means over the {len(rows)} traces: sarsa-esn / best "
         f"{_fmt(_geomean([r['ratios']['learned'] for r in rows]))}, scored / best "
         f"{_fmt(_geomean([r['ratios']['scored'] for r in rows]))}, deployed / best "
-        f"{_fmt(_geomean([r['ratios']['deployed'] for r in rows]))}, validation's rule / best "
+        f"{_fmt(_geomean([r['ratios']['deployed'] for r in rows]))} (sarsa-esn's verdict), "
+        f"{_fmt(_geomean([r['ratios']['deployed_scored'] for r in rows]))} (the scored search's verdict), "
+        "validation's rule / best "
         f"{_fmt(_geomean([r['ratios']['validation_pick'] for r in rows]))}"
         + (
             f", the windows' rule / best {_fmt(_geomean([r['ratios']['windows_pick'] for r in rows]))}"
@@ -728,6 +758,23 @@ def render_report(data: Mapping[str, Any]) -> str:
     lines += _sections(data, objective)
     lines += ["![ratios](ratios.png)", ""]
     return "\n".join(lines)
+
+
+def _table_row(r: Mapping[str, Any]) -> str:
+    """One trace's line of the report's table."""
+    frac = f", {100 * r['core_fraction']:.0f} % of {r['recorded_cores']}" if r["core_fraction"] < 1 else ""
+    d, ds = r["deployed"], r["deployed_scored"]
+    picked = r.get("windows_pick")
+    return (
+        f"| {r['trace']} | {r['jobs']:,} ({r['cores']}{frac}) | {r['best_rule_test']['rule']}: "
+        f"{_fmt(r['best_rule_test']['test'])} | {r['validation_pick']['rule']}: "
+        f"{_fmt(r['validation_pick']['test'])} | "
+        + (f"{picked['rule']}: {_fmt(picked['test'])}" if picked else "-")
+        + f" | {_pm(r['learned']['test'])} | {_pm(r['scored']['test'])} | "
+        f"{d['kind']} {d['what']}: {_fmt(d['test'])} | {ds['kind']} {ds['what']}: {_fmt(ds['test'])} | "
+        f"{_fmt(r['ratios']['learned'])} | {_fmt(r['ratios']['scored'])} | {_fmt(r['ratios']['deployed'])}, "
+        f"{_fmt(r['ratios']['deployed_scored'])} | {r['seconds']:.0f} s |"
+    )
 
 
 def _notes(rows: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -787,7 +834,10 @@ def _sections(data: Mapping[str, Any], objective: Objective) -> list[str]:
         for r in rows
     ]
     lines += ["", "## The verdicts (validation window)", ""]
-    lines += [f"- {r['trace']}: {r['learned']['verdict']['line']}" for r in rows]
+    lines += [
+        f"- {r['trace']}: sarsa-esn: {r['learned']['verdict']['line']}; scored: {r['scored']['verdict']['line']}"
+        for r in rows
+    ]
     lines += [
         "",
         "## Runtime predictors (whole trace as recorded; MAE in s, share under-predicted)",
@@ -840,11 +890,11 @@ def write_figure(data: Mapping[str, Any], path: Path) -> None:
 
     rows = data["traces"]
     names = [r["trace"].split("-19")[0].split("-20")[0] for r in rows]
-    keys = ("learned", "scored", "deployed", "validation_pick")
+    keys = ("learned", "scored", "deployed", "deployed_scored", "validation_pick")
     x = np.arange(len(rows))
     fig, ax = plt.subplots(figsize=(max(4.0, 1.4 * len(rows) + 2), 3.2))
     for k, key in enumerate(keys):
-        ax.bar(x + (k - 1.5) * 0.2, [r["ratios"][key] for r in rows], 0.2, label=key.replace("_", " "))
+        ax.bar(x + (k - 2) * 0.16, [r["ratios"][key] for r in rows], 0.16, label=key.replace("_", " "))
     ax.axhline(1.0, color="black", lw=0.8)
     ax.axhline(WIN_RATIO, color="grey", lw=0.8, ls="--")
     ax.set_xticks(x, names)

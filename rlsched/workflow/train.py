@@ -297,10 +297,15 @@ def _chunks(n: int, every: int) -> Iterator[tuple[int, int]]:
 
 
 def validation_score(path: Path, task: TrainTask) -> float:
-    """The objective of the model in ``path``, greedy (not learning), on the task's validation window."""
+    """The objective of the model in ``path``, greedy (not learning), on the task's validation window (a scored
+    model: its spec replayed, as :func:`rlsched.workflow.train_scored.train_scored` scores it)."""
     assert task.validation is not None
-    agent = _load(path, task, learn=False, workload=task.validation)
-    ran = simulate_in(task.deployment, task.validation, task.spec, task.cores, overrun=task.overrun, agent=agent)
+    spec, _ = read_policy_spec(path)
+    if entry(spec.name).family == "scored":
+        ran = simulate_in(task.deployment, task.validation, spec, task.cores, overrun=task.overrun)
+    else:
+        agent = _load(path, task, learn=False, workload=task.validation)
+        ran = simulate_in(task.deployment, task.validation, task.spec, task.cores, overrun=task.overrun, agent=agent)
     return task.objective.score(ran.schedule.run, ran.schedule.wait, ran.schedule.workload.job_class)
 
 
@@ -600,6 +605,38 @@ def rule_windows(task: TrainTask, count: int = RULE_WINDOWS) -> dict[str, Worklo
     return out
 
 
+def score_rule_windows(
+    task: TrainTask,
+    windows: int = RULE_WINDOWS,
+    progress: Callable[[int], None] | None = None,
+    workers: int = 1,
+) -> dict[str, RuleScores]:
+    """Every candidate rule replayed on each of :func:`rule_windows`'s windows (the last: validation) in the task's
+    deployment mode, by its objective, on ``workers`` processes; ``progress(rules done)`` over all windows."""
+    from rlsched.workflow.verdict import score_rules
+
+    scored: dict[str, RuleScores] = {}
+    done = [0, 0]  # rules replayed in the windows before this one, and in this one so far
+    for label, window in rule_windows(task, windows).items():
+
+        def counted(i: int) -> None:
+            done[1] = i
+            if progress is not None:
+                progress(done[0] + i)
+
+        scored[label] = score_rules(
+            window,
+            task.deployment,
+            task.objective,
+            cores=task.cores,
+            overrun=task.overrun,
+            progress=counted,
+            workers=workers,
+        )
+        done[:] = [done[0] + done[1], 0]
+    return scored
+
+
 def judge_and_write(
     results: Sequence[TrainResult],
     tasks: Sequence[TrainTask],
@@ -608,33 +645,25 @@ def judge_and_write(
     about: Mapping[str, Any],
     progress: Callable[[int], None] | None = None,
     windows: int = RULE_WINDOWS,
+    rule_scores: Mapping[str, RuleScores] | None = None,
+    workers: int = 1,
 ) -> Verdict:
     """Select the model (:func:`select`), judge it against every rule on the validation window, choose the rule
     to deploy if it loses over ``windows`` windows (:func:`rule_windows`; 1: validation alone), and write the
     model to ``out`` (atomically) with its verdict; ``about``: what the verdict records of the trace and the
-    split."""
+    split.  ``rule_scores``: :func:`score_rule_windows` of these windows, already replayed (two models judged on
+    the same windows share the rules' replays); else they are replayed here on ``workers`` processes."""
     from rlsched.core.policies import VERDICT_KEY, add_policy_metadata
-    from rlsched.workflow.verdict import judge, rule_over_windows, score_rules
+    from rlsched.workflow.verdict import judge, rule_over_windows
 
     task = tasks[0]
     if task.validation is None:
         raise TrainError("no validation window: nothing to judge the model on")
     chosen = select(results, task.objective)
     assert chosen.best_score is not None
-    scored: dict[str, RuleScores] = {}
-    cut = rule_windows(task, windows)
-    done = [0, 0]  # rules replayed in the windows before this one, and in this one so far
-    for label, window in cut.items():
-
-        def counted(i: int) -> None:
-            done[1] = i
-            if progress is not None:
-                progress(done[0] + i)
-
-        scored[label] = score_rules(
-            window, task.deployment, task.objective, cores=task.cores, overrun=task.overrun, progress=counted
-        )
-        done[:] = [done[0] + done[1], 0]
+    scored = dict(rule_scores) if rule_scores is not None else score_rule_windows(task, windows, progress, workers)
+    if "validation" not in scored:
+        raise TrainError("the rules' scores have no validation window: nothing to judge the model against")
     rules = scored["validation"]
     deploy_rule, ratios = rule_over_windows(task.objective, scored)
     extra = {

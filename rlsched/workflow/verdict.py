@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,6 +41,7 @@ import numpy as np
 
 from rlsched.core.objective import Objective
 from rlsched.core.policies import POLICIES, BuildContext, PolicyError, PolicySpec, build_agent, entry, resolve
+from rlsched.core.policies.registry import rule_setup, static_key
 from rlsched.core.policies.spec import _format_value
 from rlsched.sim.engine import DEFAULT_OVERRUN, Overrun, Schedule
 from rlsched.sim.policies import workload_vos
@@ -121,24 +122,72 @@ def score_rules(
     cores: int | None = None,
     overrun: Overrun = DEFAULT_OVERRUN,
     progress: Callable[[int], None] | None = None,
+    workers: int = 1,
 ) -> RuleScores:
-    """Replay ``validation`` under every candidate rule in ``deployment``'s mode."""
+    """Replay ``validation`` under every candidate rule in ``deployment``'s mode, on ``workers`` processes.
+
+    In boost mode the batch system backfills, so rules that differ only in their own ``backfill`` (``sjf`` and
+    ``easy-sjf``, ``fcfs`` and ``easy``) replay alike: each such group is replayed once (:func:`boost_twin`).
+    """
     t0 = time.perf_counter()
     specs, skipped = candidate_rules(workload_vos(validation), deployment)
     out = RuleScores(skipped=skipped)
-    for i, spec in enumerate(specs):
-        label = spec_text(spec)
-        try:
-            ran = simulate_in(deployment, validation, spec, cores, overrun=overrun, name=label)
-        except PolicyError as exc:
-            out.skipped.append(f"{label}: {' '.join(str(exc).split())}")
-            continue
-        out.scores[label] = schedule_score(objective, ran.schedule)
-        out.specs[label] = spec
+    twins = [boost_twin(spec) if deployment.mode == "boost" else spec.label() for spec in specs]
+    first: dict[Any, PolicySpec] = {}
+    for twin, spec in zip(twins, specs, strict=True):
+        first.setdefault(twin, spec)
+    jobs = [(validation, deployment, objective, spec, cores, overrun) for spec in first.values()]
+    results: dict[Any, tuple[float, str | None]] = {}
+    done = 0
+    for twin, result in zip(first, _replays(jobs, workers), strict=True):
+        results[twin] = result
+        done += twins.count(twin)  # the rules this replay scores
         if progress is not None:
-            progress(i + 1)
+            progress(done)
+    for twin, spec in zip(twins, specs, strict=True):  # in the candidates' order: ties go to the first
+        label = spec_text(spec)
+        score, error = results[twin]
+        if error is not None:
+            out.skipped.append(f"{label}: {error}")
+            continue
+        out.scores[label] = score
+        out.specs[label] = spec
     out.seconds = time.perf_counter() - t0
     return out
+
+
+def boost_twin(spec: PolicySpec) -> tuple[Any, ...]:
+    """What a rule's replay in boost mode depends on: its ranking (its static key, or its formula and the
+    parameters but ``backfill``) — the batch system, not the rule, decides backfilling there."""
+    setup = rule_setup(spec)
+    if setup is not None:
+        return ("formula", setup)
+    key = static_key(spec)
+    return ("key", key) if key is not None else ("spec", spec.label())
+
+
+_Replay = tuple[Workload, Deployment, Objective, PolicySpec, "int | None", Overrun]
+
+
+def _replay_score(job: _Replay) -> tuple[float, str | None]:
+    """One rule's score on a window (a :func:`score_rules` task), or the one-line reason it cannot run there."""
+    window, deployment, objective, spec, cores, overrun = job
+    try:
+        ran = simulate_in(deployment, window, spec, cores, overrun=overrun, name=spec_text(spec))
+    except PolicyError as exc:
+        return math.nan, " ".join(str(exc).split())
+    return schedule_score(objective, ran.schedule), None
+
+
+def _replays(jobs: Sequence[_Replay], workers: int) -> Iterator[tuple[float, str | None]]:
+    """:func:`_replay_score` of every job, in order, as each is known: here or on a process pool of ``workers``."""
+    if workers <= 1 or len(jobs) <= 1:
+        yield from map(_replay_score, jobs)
+        return
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(max_workers=min(workers, len(jobs))) as pool:
+        yield from pool.map(_replay_score, jobs)
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -120,6 +121,39 @@ def test_deferring_quiet_polls_changes_no_fixed_agents_schedule() -> None:
     np.testing.assert_array_equal(schedules[0], schedules[1])
     easy = simulate_policy(w, "easy").schedule.start
     assert not np.array_equal(schedules[0], easy)  # the model's ranking moved jobs
+
+
+@pytest.mark.parametrize(
+    "policy",
+    [
+        "sjf:runtime_model=learned",
+        "f4:runtime_model=user-last2",
+        "saf:runtime_model=learned",
+        "scored:features=log_req/log_cores/submit_h/log_pred,weights=0.5/0.3/0.2/1.0,runtime_model=learned",
+    ],
+)
+def test_skipping_quiet_polls_changes_no_schedule_of_a_rule_on_predictions(policy: str) -> None:
+    # A prediction is made at a job's first sighting and the predictor learns only from finishes, so these
+    # rules rank by the queue alone: the replay skips their quiet polls, and must give every poll's schedule.
+    rng = np.random.default_rng(11)
+    n = 500
+    w = make_workload(
+        submit=np.cumsum(rng.exponential(60, n)),
+        run=rng.exponential(900, n),
+        procs=rng.integers(1, 9, n),
+        req_time=rng.exponential(1800, n) + 600,
+        max_procs=16,
+    )
+    w = replace(w, user=rng.integers(0, 12, n))
+    runs = [
+        simulate_policy(
+            w, policy, mode="boost", boost=BoostSettings(poll_interval_s=10.0, max_boosted=4, quiet_polls=every)
+        )
+        for every in (True, False)
+    ]
+    assert bool(getattr(runs[1].agent, "ranks_by_queue", False))
+    np.testing.assert_array_equal(runs[0].schedule.start, runs[1].schedule.start)
+    assert not np.array_equal(runs[0].schedule.start, simulate_policy(w, "easy", mode="boost").schedule.start)
 
 
 def test_only_the_top_max_boosted_jobs_move() -> None:

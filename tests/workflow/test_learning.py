@@ -50,6 +50,16 @@ def test_a_quick_row_scores_every_rule_and_both_learned_policies_on_the_test_win
     else:
         assert deployed["kind"] == "model" and deployed["test"] == row["learned"]["selected"]["test"]
     assert row["ratios"]["deployed"] == pytest.approx(deployed["test"] / best["test"])
+    # The scored search goes through train too: its own verdict, against the same rules' validation scores.
+    scored, scored_deployed = row["scored"]["verdict"], row["deployed_scored"]
+    assert scored["rule"] == verdict["rule"] and scored["rule_score"] == verdict["rule_score"]
+    assert scored["model_score"] == min(s["validation"] for s in row["scored"]["searches"])
+    if scored["outcome"] == "loses":
+        assert scored_deployed["what"] == scored["deploy_rule"]
+        assert scored_deployed["test"] == rules[scored["deploy_rule"]]["test"]
+    else:
+        assert scored_deployed["test"] == row["scored"]["selected"]["test"]
+    assert row["ratios"]["deployed_scored"] == pytest.approx(scored_deployed["test"] / best["test"])
     # The rule deployed instead of a loser: the best geometric mean of ratios to each window's best rule, over the
     # train window (150 jobs: one part, as parts under 100 jobs are not made) and validation.
     picked = row["windows_pick"]
@@ -63,7 +73,13 @@ def test_a_quick_row_scores_every_rule_and_both_learned_policies_on_the_test_win
     assert geomean[picked["rule"]] == pytest.approx(min(geomean.values()))
     # The rules' spread on test: the jittered replays of the best, the windows' and validation's rules.
     jittered = row["jittered"]["rules"]
-    assert set(jittered) == {best["rule"], picked["rule"], row["validation_pick"]["rule"], verdict["deploy_rule"]}
+    assert set(jittered) == {
+        best["rule"],
+        picked["rule"],
+        row["validation_pick"]["rule"],
+        verdict["deploy_rule"],
+        scored["deploy_rule"],
+    }
     assert all(len(j["seeds"]) == 3 and j["spread"] >= 0 for j in jittered.values())
     assert set(row["prediction"]) == {"requested", "user-last2", "learned"}
     assert all(math.isfinite(p["mae_s"]) for p in row["prediction"].values())
@@ -84,8 +100,15 @@ def _row(
     return {
         "trace": trace,
         "deployed": {"kind": "model", "what": "m", "test": deployed, "spread": spread},
+        "deployed_scored": {"kind": "rule", "what": "easy", "test": best, "spread": 0.0},
         "best_rule_test": {"rule": "easy", "test": best},
-        "ratios": {"learned": deployed / best, "scored": 1.0, "deployed": deployed / best, "validation_pick": 1.0},
+        "ratios": {
+            "learned": deployed / best,
+            "scored": 1.0,
+            "deployed": deployed / best,
+            "deployed_scored": 1.0,
+            "validation_pick": 1.0,
+        },
         "rules": rules,
         "prediction": {"requested": {"mae_s": requested_mae}, "user-last2": {"mae_s": 2.0}, "learned": {"mae_s": 1.0}},
     }
@@ -93,17 +116,19 @@ def _row(
 
 def test_a_deployed_choice_worse_than_the_best_rule_beyond_its_spread_misses_the_goal() -> None:
     settings = LearningSettings().to_dict()
-    within = goals({"settings": settings, "traces": [_row(11.0, 2.0)]})[0]
-    beyond = goals({"settings": settings, "traces": [_row(11.0, 0.5)]})[0]
-    assert "reached" in within and "missed on 1 of 1: t (+10 %)" in beyond
+    within = goals({"settings": settings, "traces": [_row(11.0, 2.0)]})
+    beyond = goals({"settings": settings, "traces": [_row(11.0, 0.5)]})
+    assert "reached" in within[0] and "missed on 1 of 1: t (+10 %)" in beyond[0]
+    # The scored search's verdict deployed the best rule itself: reached either way.
+    assert "(the scored search's verdict)" in beyond[1] and "reached" in beyond[1]
 
 
 def test_three_wins_of_ten_percent_reach_the_learned_goal_and_two_miss_it() -> None:
     settings = LearningSettings().to_dict()
     three = [_row(8.0, 0.1) for _ in range(3)]
     two = [_row(8.0, 0.1), _row(8.0, 0.1), _row(10.0, 0.1)]
-    assert "reached" in goals({"settings": settings, "traces": three})[1]
-    assert "missed: 2 of 3" in goals({"settings": settings, "traces": two})[1]
+    assert "reached" in goals({"settings": settings, "traces": three})[2]
+    assert "missed: 2 of 3" in goals({"settings": settings, "traces": two})[2]
 
 
 def test_fewer_cores_bring_the_offered_load_to_about_the_target() -> None:

@@ -178,6 +178,45 @@ def test_in_boost_mode_the_rules_are_replayed_as_the_daemon_would_run_them(small
     assert "interactive-first-keepidle" not in scores.scores
 
 
+def test_boost_twins_are_replayed_once_and_a_process_pool_scores_every_rule_alike(
+    small_swf: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import rlsched.workflow.verdict as verdict
+
+    _, validation, _ = windows(small_swf)
+    seen = with_class_rule(validation, trace_class_rule(validation))
+    boost = Deployment("boost", poll_interval_s=30.0, max_boosted=4)
+    replayed: list[str] = []
+    replay = verdict._replay_score
+
+    def counted(job: verdict._Replay) -> tuple[float, str | None]:
+        replayed.append(spec_text(job[3]))
+        return replay(job)
+
+    monkeypatch.setattr(verdict, "_replay_score", counted)
+    here = verdict.score_rules(seen, boost, Objective())
+    # The batch system backfills in boost mode: a rule and its easy- twin rank alike and are replayed once.
+    for a, b in (
+        ("fcfs", "easy"),
+        ("sjf", "easy-sjf"),
+        ("sjf:runtime_model=learned", "easy-sjf:runtime_model=learned"),
+    ):
+        assert here.scores[a] == here.scores[b]
+        assert (a in replayed) != (b in replayed)
+    assert len(replayed) == len(set(replayed)) < len(here.scores)
+    direct = simulate_policy(seen, "sjf", mode="boost", boost=boost.settings()).schedule
+    assert here.scores["easy-sjf"] == pytest.approx(
+        Objective().score(direct.run, direct.wait, direct.workload.job_class)
+    )
+    # In gate mode the rule's own backfill counts: every rule is replayed.
+    replayed.clear()
+    gate = verdict.score_rules(seen, GATE, Objective())
+    assert len(replayed) == len(gate.scores)
+    monkeypatch.undo()
+    pooled = verdict.score_rules(seen, boost, Objective(), workers=2)
+    assert pooled.scores == here.scores and list(pooled.specs) == list(here.specs)
+
+
 def test_a_higher_is_better_objective_keeps_the_highest_pass(small_swf: Path, tmp_path: Path) -> None:
     train, validation, _ = windows(small_swf)
     objective = Objective("W", {"interactive": 3})

@@ -136,6 +136,12 @@ class RuleAgent(FixedRankAgent):
         self.runtime = runtime
         self.origin_s = origin_s
 
+    @property
+    def ranks_by_queue(self) -> bool:
+        # A pending job keeps the runtime predicted when it was first seen, and the predictor learns only from
+        # finishes: without a wait term the score is fixed from the job's first sighting.
+        return self.rule not in WAIT_RULES
+
     def priorities(self, view: ClusterView) -> FloatArray:
         """The integer priority of every pending job now (higher first)."""
         pend = view.pending
