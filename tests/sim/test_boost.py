@@ -93,18 +93,26 @@ def test_the_ranking_is_refreshed_only_at_polls(quiet_polls: QuietPolls) -> None
     assert schedule.mode == ""  # a bare engine run names no mode
 
 
+def random_workload(
+    seed: int, n: int, *, gap_s: float, run_s: float, req_s: float, req_floor_s: float, users: int = 0
+) -> Workload:
+    """``n`` jobs of 1–8 cores on 16, exponential gaps, runtimes and requests (+ a floor); ``users`` > 0: that
+    many users drawn at random (the runtime predictors' history), else every job the same user."""
+    rng = np.random.default_rng(seed)
+    w = make_workload(
+        submit=np.cumsum(rng.exponential(gap_s, n)),
+        run=rng.exponential(run_s, n),
+        procs=rng.integers(1, 9, n),
+        req_time=rng.exponential(req_s, n) + req_floor_s,
+        max_procs=16,
+    )
+    return replace(w, user=rng.integers(0, users, n)) if users else w
+
+
 def test_deferring_quiet_polls_changes_no_fixed_agents_schedule() -> None:
     # A learned model that no longer learns ranks by Q, which moves with the jobs' ages between events; the
     # deferred polls must still give the schedule of every poll.
-    rng = np.random.default_rng(5)
-    n = 600
-    w = make_workload(
-        submit=np.cumsum(rng.exponential(100, n)),
-        run=rng.exponential(600, n),
-        procs=rng.integers(1, 9, n),
-        req_time=rng.exponential(900, n) + 300,
-        max_procs=16,
-    )
+    w = random_workload(5, 600, gap_s=100, run_s=600, req_s=900, req_floor_s=300)
     model = simulate_policy(w, "sarsa-esn:pretrain_decisions=100").agent
     model.mode, model.learn = "boost", False  # type: ignore[union-attr]
     schedules = []
@@ -135,16 +143,7 @@ def test_deferring_quiet_polls_changes_no_fixed_agents_schedule() -> None:
 def test_skipping_quiet_polls_changes_no_schedule_of_a_rule_on_predictions(policy: str) -> None:
     # A prediction is made at a job's first sighting and the predictor learns only from finishes, so these
     # rules rank by the queue alone: the replay skips their quiet polls, and must give every poll's schedule.
-    rng = np.random.default_rng(11)
-    n = 500
-    w = make_workload(
-        submit=np.cumsum(rng.exponential(60, n)),
-        run=rng.exponential(900, n),
-        procs=rng.integers(1, 9, n),
-        req_time=rng.exponential(1800, n) + 600,
-        max_procs=16,
-    )
-    w = replace(w, user=rng.integers(0, 12, n))
+    w = random_workload(11, 500, gap_s=60, run_s=900, req_s=1800, req_floor_s=600, users=12)
     runs = [
         simulate_policy(
             w, policy, mode="boost", boost=BoostSettings(poll_interval_s=10.0, max_boosted=4, quiet_polls=every)
