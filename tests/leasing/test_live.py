@@ -223,10 +223,9 @@ def test_cloud_nodes_come_up_under_the_cap_and_a_lowered_cap_lets_busy_nodes_fin
         )
         kept = d.leasing.status.allowed
         assert len(kept) == 1 and kept[0] in busy_nodes
-        drained_busy = (busy_nodes - set(kept)).pop()
         # The running jobs finish (drain is not kill) ...
         wait_for(lambda: all(cluster.state(j) in ("COMPLETED", "GONE") for j in first), 60, "the first two jobs")
-        # ... and the other two run one after the other on the one allowed node, never on the drained one.
+        # ... and the other two run one after the other, on the one node allowed at the time.
         rest = [j for j in jobs if j not in first]
         for job in rest:
 
@@ -234,13 +233,21 @@ def test_cloud_nodes_come_up_under_the_cap_and_a_lowered_cap_lets_busy_nodes_fin
                 return cluster.state(job) == "RUNNING"
 
             wait_for(running, 90, f"job {job} to start", every_s=0.5)
-            assert job_nodes(cluster, job) == kept[0]
+            # The one allowed node is a busy one first (enforce_lease_cap): when the kept node's job ends before the
+            # drained one's, the cap moves to the node still busy, so either of the two may run the rest — one at a
+            # time, and no third node ever comes up.
+            assert job_nodes(cluster, job) in busy_nodes
+            assert sum("DRAIN" not in flags(x) for x in cloud_nodes(cluster).values()) <= 1
             assert sum(cluster.state(j) == "RUNNING" for j in jobs) == 1
             assert (
                 len(
-                    [n for n, x in cloud_nodes(cluster).items() if n != drained_busy and "POWERED_DOWN" not in flags(x)]
+                    [
+                        n
+                        for n, x in cloud_nodes(cluster).items()
+                        if n not in busy_nodes and "POWERED_DOWN" not in flags(x)
+                    ]
                 )
-                <= 1
+                == 0
             )
         snap = d.leasing.snapshot()
         assert snap["cap"] == 1 and snap["node_seconds_total"] > 0 and snap["cost_total"] > 0
