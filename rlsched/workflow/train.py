@@ -302,11 +302,8 @@ def validation_score(path: Path, task: TrainTask) -> float:
     assert task.validation is not None
     spec, _ = read_policy_spec(path)
     if entry(spec.name).family == "scored":
-        ran = simulate_in(task.deployment, task.validation, spec, task.cores, overrun=task.overrun)
-    else:
-        agent = _load(path, task, learn=False, workload=task.validation)
-        ran = simulate_in(task.deployment, task.validation, task.spec, task.cores, overrun=task.overrun, agent=agent)
-    return task.objective.score(ran.schedule.run, ran.schedule.wait, ran.schedule.workload.job_class)
+        return task.validation_score(spec)
+    return task.validation_score(task.spec, _load(path, task, learn=False, workload=task.validation))
 
 
 def train_one(task: TrainTask, progress: Callable[[int], None] | None = None) -> TrainResult:

@@ -10,8 +10,8 @@ the verdict of :func:`rlsched.workflow.train.judge_and_write` treat both alike.
 Two selections, two measures: the search picks its candidate by the mean bounded slowdown of its own replays of
 the validation window (EASY backfilling, as recorded and jittered, :class:`rlsched.sim.search.SearchConfig`);
 the result's validation score is the found policy replayed once on the validation window **in the task's
-deployment mode, by the task's objective** (as :func:`rlsched.workflow.train.validation_score` scores a learned
-model), so the seeds and the rules are compared like for like.
+deployment mode, by the task's objective** (:meth:`rlsched.workflow.train_task.TrainTask.validation_score`,
+as for a learned model), so the seeds and the rules are compared like for like.
 
 The search settings (:func:`scored_search_config`) live here, and :mod:`rlsched.workflow.learning` (the
 experiment that also runs the search) imports them.
@@ -30,7 +30,6 @@ from typing import Any
 from rlsched.core.policies import PolicySpec
 from rlsched.core.scoring import LOG_FAMILY, PREDICTED_FAMILY
 from rlsched.sim.search import SearchConfig, SearchResult, search_scoring
-from rlsched.workflow.split import simulate_in
 from rlsched.workflow.train_task import TrainError, TrainResult, TrainTask
 
 #: The scored search's runtime input: the learned prediction beside the request (``log_pred``), the user
@@ -85,8 +84,7 @@ def train_scored(task: TrainTask, progress: Callable[[int], None] | None = None)
         found = search_scoring(train, validation, config, task.cores, overrun=task.overrun, progress=generation_done)
     except ValueError as exc:  # e.g. a runtime model the workload cannot feed
         raise TrainError(f"scored search: {exc}") from None
-    run = simulate_in(task.deployment, validation, found.spec, task.cores, overrun=task.overrun).schedule
-    score = task.objective.score(run.run, run.wait, run.workload.job_class)
+    score = task.validation_score(found.spec)
     return TrainResult(
         task.seed,
         task.model_path,

@@ -18,11 +18,12 @@ import numpy as np
 from rlsched.core.objective import Objective
 from rlsched.core.policies import PolicySpec
 from rlsched.core.policies.registry import PRETRAIN_EDF
+from rlsched.core.view import Agent
 from rlsched.errors import RlschedError
 from rlsched.sim.engine import DEFAULT_OVERRUN, Overrun
 from rlsched.sim.search import SearchConfig
 from rlsched.sim.workload import Workload
-from rlsched.workflow.split import Deployment
+from rlsched.workflow.split import Deployment, simulate_in
 
 
 class TrainError(RlschedError, ValueError):
@@ -61,6 +62,13 @@ class TrainTask:
         if self.search is not None:
             return self.search.seed
         return int(self.spec.params.get("seed", 0))
+
+    def validation_score(self, spec: PolicySpec, agent: Agent | None = None) -> float:
+        """The objective of ``spec`` (its ``agent`` when given) replayed on the validation window in the task's
+        deployment mode: how every seed, pass and search is selected and judged, like for like with the rules."""
+        assert self.validation is not None
+        ran = simulate_in(self.deployment, self.validation, spec, self.cores, overrun=self.overrun, agent=agent)
+        return self.objective.score(ran.schedule.run, ran.schedule.wait, ran.schedule.workload.job_class)
 
     def fingerprint(self) -> str:
         """What the result depends on: the jobs, the policy, the chunking, the pool, the overrun rule."""

@@ -1,0 +1,89 @@
+"""Would the rule deployed instead of a losing model be better chosen on jittered validation replays?
+
+For each trace of a committed ``rlsched learning`` table (its ``results.json``), the validation window is
+replayed three more times under every candidate rule with every submit moved by up to ±300 s (seeds 1–3), in
+the table's mode and objective; the rule with the best mean over the four replays (as recorded and the three
+jittered) is compared, on the test window, with the rule the recorded validation window alone picks.  Prints
+each pick's test score over the test window's best rule (hindsight).  docs/workflow.md quotes it
+("The rule deployed instead"); the idea was not built because it picked worse rules.
+
+Run: ``RLSCHED_TRACE_DIR=… python -m benchmarks.diag_rule_choice [--table docs/results/learning]
+[--traces KTH-SP2-1996-2.1-cln,…]`` (default: every trace of the table).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+if __package__ in (None, ""):  # run as a script: make the repository importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from typing import Any  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+from rlsched.cli._common import load_workload  # noqa: E402
+from rlsched.core.objective import Objective  # noqa: E402
+from rlsched.sim.workload import Workload, with_class_rule  # noqa: E402
+from rlsched.workflow.learning import JITTER_S, JITTER_SEEDS, TRACES  # noqa: E402
+from rlsched.workflow.site import trace_class_rule  # noqa: E402
+from rlsched.workflow.split import Deployment, TimeSplit  # noqa: E402
+from rlsched.workflow.verdict import score_rules  # noqa: E402
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--table", type=Path, default=Path("docs/results/learning"))
+    parser.add_argument("--traces", default="", help="comma-separated trace names (default: all of the table's)")
+    args = parser.parse_args()
+    data = json.loads((args.table / "results.json").read_text())
+    settings = data["settings"]
+    objective = Objective.from_dict(settings["objective"])
+    deployment = Deployment(**settings["deployment"])
+    sign = -1.0 if objective.higher_is_better else 1.0
+    wanted = {t for t in args.traces.split(",") if t}
+    print(f"{'trace':<28}{'validation picks':>40}{'/ best':>8}{'jittered mean picks':>40}{'/ best':>8}")
+    for row in data["traces"]:
+        if wanted and row["trace"] not in wanted:
+            continue
+        validation = validation_window(row, settings)
+        cores = row["cores"] if row["core_fraction"] < 1 else None
+        replays = {label: [float(v["validation"])] for label, v in row["rules"].items()}
+        for seed in JITTER_SEEDS:
+            jittered = score_rules(validation.jittered(seed, JITTER_S), deployment, objective, cores=cores)
+            for label, score in jittered.scores.items():
+                replays.setdefault(label, []).append(score)
+        by_mean = min(row["rules"], key=lambda label: sign * float(np.mean(replays[label])))
+        by_recorded = row["validation_pick"]["rule"]
+        print(
+            f"{row['trace']:<28}{by_recorded:>40}{ratio(row, by_recorded, sign):>8.2f}"
+            f"{by_mean:>40}{ratio(row, by_mean, sign):>8.2f}",
+            flush=True,
+        )
+
+
+def ratio(row: dict[str, Any], rule: str, sign: float) -> float:
+    """A rule's test score over the test window's best rule (≥ 1)."""
+    score, best = float(row["rules"][rule]["test"]), float(row["best_rule_test"]["test"])
+    return score / best if sign > 0 else best / score
+
+
+def validation_window(row: dict[str, Any], settings: dict[str, Any]) -> Workload:
+    """The trace's validation window as the table replayed it (the same jobs, cores and class rule)."""
+    name = next(n for n in TRACES if n.endswith(row["trace"]))
+    whole = load_workload(name, max_procs=row["cores"] if row["core_fraction"] < 1 else None)
+    if settings.get("max_jobs"):
+        whole = whole.select(np.arange(min(len(whole), settings["max_jobs"])), name=whole.name)
+    split = TimeSplit.from_dict(settings["split"])
+    return with_class_rule(split.window(whole, "validation"), trace_class_rule(split.window(whole, "train")))
+
+
+if __name__ == "__main__":
+    main()
