@@ -1,14 +1,16 @@
 """Direct policy search: the weights of a scoring function found by the cross-entropy method on the simulator.
 
 The policy is a :class:`rlsched.core.scoring.ScoringFunction` (a weighted sum of job features, lower
-first); its fitness is the simulated objective itself — the mean bounded slowdown (τ = 10 s) of a
-replay with EASY backfilling, every job's reservation from its requested time — so the search
-optimises exactly what it is judged on, with no reward shaping and no value function.
+first); its fitness is the simulated objective itself — :attr:`SearchConfig.objective`'s score (by default the
+mean bounded slowdown, τ = 10 s; the mean wait, or P-grid's W, optionally class-weighted) of a replay with EASY
+backfilling, every job's reservation from its requested time — so the search optimises exactly what it is
+judged on, with no reward shaping and no value function.  The search minimises: a higher-is-better objective
+(W) enters negated, or as easy-sjf's score over its own in the ``ratio`` fitness.
 
 The search (:func:`search_scoring`), NumPy only and deterministic for a seed (docs/scoring.md):
 
 0. The family's rules (:data:`rlsched.core.scoring.FAMILY_RULES`: SJF, smallest area first, F4's size term
-   r·√n, FCFS) are replayed on the whole training window; the best is the first mean.
+   r·√n, FCFS) are replayed on the whole training window; the best by the objective is the first mean.
 1. Each generation samples ``population`` weight vectors around the current mean (Gaussian, one
    standard deviation per weight), clips the ``non_negative`` ones (the wait's: no job starves by design)
    and scales each to unit length: ranking by a score is ranking by any positive multiple of it, so only the
@@ -16,13 +18,13 @@ The search (:func:`search_scoring`), NumPy only and deterministic for a seed (do
 2. Every member is replayed on the same ``sequences`` windows of ``sequence_jobs`` consecutive jobs of
    the training workload (drawn anew each generation from the seed: common random numbers within a
    generation, no over-fit to fixed windows), each from an empty machine.  Fitness (``ratio``, the default):
-   the geometric mean over the windows of its mean bounded slowdown over easy-sjf's on the same window;
-   (``pooled``): the mean bounded slowdown over all their jobs.
+   the geometric mean over the windows of its score over easy-sjf's on the same window (easy-sjf's over its
+   own when higher is better); (``pooled``): the score of all their jobs.
 3. The best ``elite_fraction`` set the next mean and standard deviations (smoothed; a floor keeps the
    search exploring).
 4. Selection: the mean and the best member of every generation, and the family's rules, are replayed on the
-   whole validation window as recorded and jittered (``validation_replays``); the lowest mean bounded
-   slowdown is the result.  The test window is never seen here.
+   whole validation window as recorded and jittered (``validation_replays``); the best mean score over them
+   is the result.  The test window is never seen here.
 
 Without ``log_pred`` every policy runs on the simulator's static-key path (a priority per job): the features
 are known at submit and the wait enters linearly (as the submit time, see :mod:`rlsched.core.scoring`), so one
@@ -39,7 +41,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -47,6 +49,7 @@ from typing import Any
 import numpy as np
 
 from rlsched.core.measures import bounded_slowdown
+from rlsched.core.objective import Objective
 from rlsched.core.policies import PolicySpec, resolve, save_scored_model
 from rlsched.core.scoring import (
     CARASTAN_SANTOS,
@@ -100,6 +103,9 @@ class SearchConfig:
     jitter_s: float = 300.0
     backfill: bool = True
     seed: int = 0
+    #: What the fitness, the family's start and the selection score (:func:`schedule_score`): the site's
+    #: objective, so the search optimises what the policy is judged by (default: mean bounded slowdown).
+    objective: Objective = field(default_factory=Objective)
 
     def __post_init__(self) -> None:
         if self.population < 2:
@@ -171,6 +177,54 @@ def mean_bsld(schedule: Schedule) -> float:
     return float(bounded_slowdown(schedule.run, schedule.wait).mean())
 
 
+def _plain_bsld(objective: Objective) -> bool:
+    """Is ``objective`` the unweighted mean bounded slowdown (the default, every committed search's)?"""
+    return objective.name == "bsld" and all(float(w) == 1.0 for w in objective.class_weights.values())
+
+
+def schedule_score(schedule: Schedule, objective: Objective) -> float:
+    """``objective``'s score of ``schedule`` (its rows are its workload's jobs, in order).  The plain mean bounded
+    slowdown is :func:`mean_bsld`'s arithmetic, so that every bsld search stays what it was, bit for bit."""
+    if _plain_bsld(objective):
+        return mean_bsld(schedule)
+    return objective.score(schedule.run, schedule.wait, schedule.workload.job_class)
+
+
+def _loss(score: float, objective: Objective) -> float:
+    """What the search minimises for an ``objective`` score: the score, or its negative when higher is better.
+
+    The negative rather than 1 − W: it ranks as the objective does for any higher-is-better score, bounded by 1
+    or not, and reads back as the score itself (the ``ratio`` fitness, which needs a positive loss, has its own
+    orientation, :func:`_ratio`)."""
+    return -score if objective.higher_is_better else score
+
+
+def _ratio(score: float, reference: float, objective: Objective) -> float:
+    """One part's ``ratio`` fitness term: its score against easy-sjf's on the same part, positive and lower is
+    better so that the geometric mean over the parts can be taken.  Lower-is-better: score / reference (bsld ≥ 1,
+    so never 0/0; a mean wait of 0 under easy-sjf means no queue ever forms on the part, so none forms under any
+    order either: a tie, 1).  Higher-is-better: reference / score (W > 0 for every job that ran)."""
+    if objective.higher_is_better:
+        return reference / score
+    if reference == 0.0 and score == 0.0:
+        return 1.0
+    return score / reference
+
+
+def score_key(prefix: str, objective: Objective) -> str:
+    """The key a search record keeps ``objective``'s score under: ``validation_bsld``, ``train_W``, …  Named by
+    the objective so that a bsld record keeps the keys of every file written before other objectives (and a
+    reader finds any record's score from its ``objective``, :func:`searched_for`)."""
+    return f"{prefix}_{objective.name}"
+
+
+def searched_for(search: Mapping[str, Any]) -> Objective:
+    """The objective a saved search record (a model file's ``search`` metadata) was searched for: bsld for a
+    file written before the search had others."""
+    recorded = search.get("objective")
+    return Objective.from_dict(recorded) if recorded is not None else Objective()
+
+
 #: The reference of the ``ratio`` fitness: easy-sjf's order (requested time, shortest first).
 RATIO_REFERENCE = ScoringFunction(("log_req",), (1.0,))
 
@@ -178,27 +232,46 @@ RATIO_REFERENCE = ScoringFunction(("log_req",), (1.0,))
 def _fitness(
     parts: Sequence[Workload],
     function: ScoringFunction,
-    cores: int,
-    backfill: bool,
+    config: SearchConfig,
+    pool: int,
     overrun: Overrun,
     reference: Sequence[float] | None,
-    runtime_model: str,
 ) -> float:
-    """``pooled``: the mean bounded slowdown over all jobs of all ``parts`` (each replayed from an empty
-    machine).  ``ratio`` (``reference`` given: each part's mean bounded slowdown under easy-sjf): the geometric
-    mean over the parts of the ratio to it, so that each part counts alike whatever its load."""
-    total, count = 0.0, 0
-    logs = []
-    for k, part in enumerate(parts):
-        s = simulate_scores(part, function, cores, backfill=backfill, overrun=overrun, runtime_model=runtime_model)
-        b = bounded_slowdown(s.run, s.wait)
-        total += float(b.sum())
-        count += b.size
-        if reference is not None:
-            logs.append(np.log(float(b.mean()) / reference[k]))
+    """The (minimised) fitness of ``function`` for ``config.objective``.  ``pooled``: the objective's score of all
+    jobs of all ``parts`` (each replayed from an empty machine).  ``ratio`` (``reference`` given: each part's
+    score under easy-sjf): the geometric mean over the parts of :func:`_ratio`, so that each part counts alike
+    whatever its load."""
+    objective = config.objective
+    schedules = [
+        simulate_scores(
+            part, function, pool, backfill=config.backfill, overrun=overrun, runtime_model=config.runtime_model
+        )
+        for part in parts
+    ]
     if reference is not None:
+        logs = [
+            np.log(_ratio(schedule_score(s, objective), r, objective))
+            for s, r in zip(schedules, reference, strict=True)
+        ]
         return float(np.exp(np.mean(logs)))
-    return total / max(count, 1)
+    return _loss(_pooled_score(schedules, objective), objective)
+
+
+def _pooled_score(schedules: Sequence[Schedule], objective: Objective) -> float:
+    """``objective``'s score of the jobs of all ``schedules`` together."""
+    if _plain_bsld(objective):
+        # Each part's sum over all the jobs: the arithmetic of every bsld search so far.
+        total, count = 0.0, 0
+        for s in schedules:
+            b = bounded_slowdown(s.run, s.wait)
+            total += float(b.sum())
+            count += b.size
+        return total / max(count, 1)
+    return objective.score(
+        np.concatenate([s.run for s in schedules]),
+        np.concatenate([s.wait for s in schedules]),
+        np.concatenate([s.workload.job_class for s in schedules]),
+    )
 
 
 def _sequences(workload: Workload, config: SearchConfig, generation: int) -> list[Workload]:
@@ -212,16 +285,19 @@ def _sequences(workload: Workload, config: SearchConfig, generation: int) -> lis
 
 @dataclass
 class SearchResult:
-    """What :func:`search_scoring` found and how (one row of ``history`` per generation)."""
+    """What :func:`search_scoring` found and how (one row of ``history`` per generation: the fitness, minimised —
+    for a higher-is-better objective the pooled one is the negative score — and the validation scores)."""
 
     function: ScoringFunction
-    #: Its mean bounded slowdown on the validation window (mean over :attr:`SearchConfig.validation_replays`).
-    validation_bsld: float
+    #: Its score by :attr:`SearchConfig.objective` on the validation window (mean over
+    #: :attr:`SearchConfig.validation_replays`); recorded as ``validation_<objective name>`` (:func:`score_key`).
+    validation_score: float
     #: Which candidate won the selection: ("mean" | "best", generation), or ("rule:NAME", -1).
     chosen: tuple[str, int]
     config: SearchConfig
     history: list[dict[str, Any]] = field(default_factory=list)
-    #: The family's rules: name → {"weights", "train_bsld" (whole training window), "validation_bsld"}.
+    #: The family's rules: name → {"weights", "train_bsld" (whole training window), "validation_bsld"}, the
+    #: scores named by the objective (:func:`score_key`: ``train_W``, … for another).
     rules: dict[str, dict[str, Any]] = field(default_factory=dict)
     evaluations: int = 0
     seconds: float = 0.0
@@ -242,14 +318,19 @@ class SearchResult:
         )
 
     def summary(self) -> dict[str, Any]:
+        objective = self.config.objective
         return {
             "spec": self.spec.label(),
-            "validation_bsld": self.validation_bsld,
+            "objective": objective.to_dict(),
+            score_key("validation", objective): self.validation_score,
             "chosen": list(self.chosen),
             "evaluations": self.evaluations,
             "seconds": round(self.seconds, 2),
             "rules": self.rules,
-            "config": {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self.config).items()},
+            # The objective is recorded above, as Objective.to_dict() writes it.
+            "config": {
+                k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self.config).items() if k != "objective"
+            },
             "history": self.history,
         }
 
@@ -301,7 +382,8 @@ def search_scoring(
         ]
         evaluations += len(rules)
         if config.initial is None and rules:
-            best_rule = min(rules, key=lambda name: rules[name]["train_bsld"])
+            train_key = score_key("train", config.objective)
+            best_rule = min(rules, key=lambda name: _loss(rules[name][train_key], config.objective))
             mean = np.asarray(rules[best_rule]["weights"], dtype=np.float64)
     std = np.full(d, config.initial_std)
 
@@ -323,10 +405,11 @@ def search_scoring(
     for value, k in scored:
         what, g, _ = candidates[k]
         if g < 0:
-            rules[what.removeprefix("rule:")]["validation_bsld"] = value
+            rules[what.removeprefix("rule:")][score_key("validation", config.objective)] = value
         else:
             history[g][f"validation_{what}"] = value
-    value, k = min(scored)  # ties: the earlier candidate (the rules come first)
+    # Ties: the earlier candidate (the rules come first).
+    value, k = min(scored, key=lambda vk: (_loss(vk[0], config.objective), vk[1]))
     what, g, w = candidates[k]
     return SearchResult(
         _function_of(config, w), value, (what, g), config, history, rules, evaluations, time.perf_counter() - t0
@@ -356,19 +439,16 @@ def _generation(
     reference = None
     if config.fitness == "ratio":
         reference = [
-            mean_bsld(simulate_scores(p, RATIO_REFERENCE, pool, backfill=config.backfill, overrun=overrun))
+            schedule_score(
+                simulate_scores(p, RATIO_REFERENCE, pool, backfill=config.backfill, overrun=overrun), config.objective
+            )
             for p in parts
         ]
         evaluations += len(parts)
     population = config.clip(mean + std * rng.standard_normal((config.population, d)))
     population[0] = mean
     population = np.array([_unit(w) for w in population])
-    fitness = np.array(
-        [
-            _fitness(parts, _function_of(config, w), pool, config.backfill, overrun, reference, config.runtime_model)
-            for w in population
-        ]
-    )
+    fitness = np.array([_fitness(parts, _function_of(config, w), config, pool, overrun, reference) for w in population])
     evaluations += config.population
     # Stable order: equal fitness keeps the lower index (the mean first), so the result does not depend
     # on how NumPy breaks ties.
@@ -392,7 +472,7 @@ def _generation(
 
 def _family_on_train(train: Workload, config: SearchConfig, pool: int, overrun: Overrun) -> dict[str, dict[str, Any]]:
     """The family's rules (:func:`rlsched.core.scoring.family_rules`), unit weights, each replayed on the whole
-    training window: ``{name: {"weights", "train_bsld"}}``."""
+    training window: ``{name: {"weights", "train_bsld"}}`` (the objective's score, :func:`score_key`)."""
     rules: dict[str, dict[str, Any]] = {}
     for name, weights in family_rules(config.features).items():
         w = _unit(np.asarray(weights, dtype=np.float64))
@@ -404,21 +484,22 @@ def _family_on_train(train: Workload, config: SearchConfig, pool: int, overrun: 
             overrun=overrun,
             runtime_model=config.runtime_model,
         )
-        rules[name] = {"weights": w.tolist(), "train_bsld": mean_bsld(s)}
+        rules[name] = {"weights": w.tolist(), score_key("train", config.objective): schedule_score(s, config.objective)}
     return rules
 
 
 def _mean_over(
     replays: Sequence[Workload], function: ScoringFunction, config: SearchConfig, pool: int, overrun: Overrun
 ) -> float:
-    """The mean over ``replays`` of each one's mean bounded slowdown under ``function``."""
+    """The mean over ``replays`` of each one's score by ``config.objective`` under ``function``."""
     return float(
         np.mean(
             [
-                mean_bsld(
+                schedule_score(
                     simulate_scores(
                         r, function, pool, backfill=config.backfill, overrun=overrun, runtime_model=config.runtime_model
-                    )
+                    ),
+                    config.objective,
                 )
                 for r in replays
             ]
@@ -537,7 +618,7 @@ def split_experiment(
         )
         if progress is not None:
             progress(
-                f"seed {seed}: validation {result.validation_bsld:.2f} test {test_bsld:.2f} ({result.seconds:.0f} s)"
+                f"seed {seed}: validation {result.validation_score:.2f} test {test_bsld:.2f} ({result.seconds:.0f} s)"
             )
     return out
 

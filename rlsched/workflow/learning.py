@@ -133,6 +133,9 @@ class LearningSettings:
                 "sequence_jobs": s.sequence_jobs,
                 "validation_replays": s.validation_replays,
                 "runtime_model": s.runtime_model,
+                # The search is trained for the run's objective (train_scored); a run recorded without this key
+                # searched by bounded slowdown whatever its objective (render_report says so).
+                "objective": self.objective.to_dict(),
             },
         }
 
@@ -718,7 +721,11 @@ def render_report(data: Mapping[str, Any]) -> str:
         "",
         f"Mode: {s['deployment_label']}; EASY backfilling with reservations from the time limit. Objective: "
         f"{objective.label()} ({'higher' if objective.higher_is_better else 'lower'} is better"
-        + ("" if objective.name == "bsld" else "; the scored search's fitness is bounded slowdown all the same")
+        + (
+            "; the scored search's fitness is bounded slowdown all the same"
+            if objective.name != "bsld" and "objective" not in s["search"]
+            else ""
+        )
         + f"). Split {TimeSplit.from_dict(s['split']).text()} by job count: "
         "each learned model is **trained on the train window, its pass and seed selected on the validation "
         "window; every number below is on the test window only** unless a column says validation. "

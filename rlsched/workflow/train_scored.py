@@ -7,10 +7,11 @@ search's) and returns a :class:`rlsched.workflow.train_task.TrainResult` like a 
 :func:`rlsched.workflow.train.run_tasks` (here, a process pool, Dask), :func:`rlsched.workflow.train.select` and
 the verdict of :func:`rlsched.workflow.train.judge_and_write` treat both alike.
 
-Two selections, two measures: the search picks its candidate by the mean bounded slowdown of its own replays of
-the validation window (EASY backfilling, as recorded and jittered, :class:`rlsched.sim.search.SearchConfig`);
-the result's validation score is the found policy replayed once on the validation window **in the task's
-deployment mode, by the task's objective** (:meth:`rlsched.workflow.train_task.TrainTask.validation_score`,
+The search is trained for the task's objective: its fitness, its start among the family's rules and its pick
+among its candidates are all the objective's score (:attr:`rlsched.sim.search.SearchConfig.objective`).  Two
+selections, two replays: the search picks its candidate by its own replays of the validation window (EASY
+backfilling, as recorded and jittered); the result's validation score is the found policy replayed once on the
+validation window **in the task's deployment mode** (:meth:`rlsched.workflow.train_task.TrainTask.validation_score`,
 as for a learned model), so the seeds and the rules are compared like for like.
 
 The search settings (:func:`scored_search_config`) live here, and :mod:`rlsched.workflow.learning` (the
@@ -24,6 +25,7 @@ import tempfile
 import time
 import zipfile
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -74,7 +76,7 @@ def train_scored(task: TrainTask, progress: Callable[[int], None] | None = None)
         raise TrainError(f"workload {train.name!r} has no job to train on")
     if validation is None or len(validation) == 0:
         raise TrainError("the scored search selects on a validation window: give one (--split)")
-    config = task.search if task.search is not None else scored_search_config()
+    config = replace(task.search if task.search is not None else scored_search_config(), objective=task.objective)
 
     def generation_done(row: dict[str, Any]) -> None:
         if progress is not None:
@@ -107,8 +109,11 @@ def search_note(found: SearchResult, seed: int) -> str:
     kind, generation = found.chosen
     which = f"the family's rule {kind.removeprefix('rule:')}" if kind.startswith("rule:") else f"the {kind} member"
     where = f" of generation {generation + 1} of {found.config.generations}" if generation >= 0 else ""
+    objective = found.config.objective
+    # The title ("mean bounded slowdown (τ = 10 s)") unless class weights need the label ("W (interactive ×3)").
+    measure = objective.title if objective.label() == objective.name else objective.label()
     return (
-        f"seed {seed}: the search chose {which}{where} (mean bounded slowdown {found.validation_bsld:.4g} over its "
+        f"seed {seed}: the search chose {which}{where} ({measure} {found.validation_score:.4g} over its "
         f"{found.config.validation_replays} validation replays; {found.evaluations} replays, {found.seconds:.1f} s)"
     )
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from rlsched.core.objective import Objective
 from rlsched.core.policies import (
     BuildContext,
     PolicyError,
@@ -17,17 +18,23 @@ from rlsched.core.policies import (
     load_policy,
     parse_policy,
     read_policy_spec,
+    save_scored_model,
 )
-from rlsched.core.scoring import ScoredRankAgent, ScoringFunction, parse_weights
-from rlsched.core.view import ClusterView, FinishedJobs, PendingJobs, RunningJobs
+from rlsched.core.scoring import LOG_FAMILY, ScoredRankAgent, ScoringFunction, parse_weights
+from rlsched.core.view import ClusterView, FinishedJobs, JobClass, PendingJobs, RunningJobs
+from rlsched.sim.engine import DEFAULT_OVERRUN, Schedule
 from rlsched.sim.policies import simulate_policy
 from rlsched.sim.search import (
+    RATIO_REFERENCE,
     SearchConfig,
+    _fitness,
     jittered_replays,
     main,
     mean_bsld,
     report_markdown,
+    score_key,
     search_scoring,
+    searched_for,
     simulate_scores,
     split_by_jobs,
     split_experiment,
@@ -74,7 +81,7 @@ def test_search_is_deterministic_for_a_seed(windows: tuple[Workload, Workload]) 
     train, validation = windows
     a = search_scoring(train, validation, small_config(), CORES)
     b = search_scoring(train, validation, small_config(), CORES)
-    assert a.function == b.function and a.validation_bsld == b.validation_bsld and a.history == b.history
+    assert a.function == b.function and a.validation_score == b.validation_score and a.history == b.history
     c = search_scoring(train, validation, small_config(seed=6), CORES)
     assert c.history != a.history
 
@@ -94,8 +101,8 @@ def test_search_improves_on_a_workload_with_a_known_good_order(windows: tuple[Wo
         simulate_scores(train, start, CORES)
     )
     # Selected on the validation window, it lands near the known good order, far from where it started.
-    assert result.validation_bsld < 0.1 * longest_first
-    assert result.validation_bsld < 2 * shortest_first < 0.4 * first_come
+    assert result.validation_score < 0.1 * longest_first
+    assert result.validation_score < 2 * shortest_first < 0.4 * first_come
     # Per generation: every member, easy-sjf on each sequence (the ratio's reference), two validation replays.
     assert result.evaluations == config.generations * (config.population + config.sequences + 2)
 
@@ -107,7 +114,7 @@ def test_scored_spec_runs_on_the_fast_path_with_the_search_s_order(windows: tupl
     assert ran.agent is None  # the static key, not an agent
     same = simulate_scores(validation, result.function, CORES)
     assert np.array_equal(ran.schedule.start, same.start)
-    assert mean_bsld(ran.schedule) == result.validation_bsld
+    assert mean_bsld(ran.schedule) == result.validation_score
 
 
 def test_saved_model_reloads_with_identical_ranking(windows: tuple[Workload, Workload], tmp_path: Path) -> None:
@@ -120,7 +127,7 @@ def test_saved_model_reloads_with_identical_ranking(windows: tuple[Workload, Wor
     fresh = build_agent(result.spec, BuildContext(mode="boost"))
     assert isinstance(fresh, ScoredRankAgent)
     _, meta = read_policy_spec(path)
-    assert meta["search"]["validation_bsld"] == result.validation_bsld
+    assert meta["search"]["validation_bsld"] == result.validation_score
     rng = np.random.default_rng(0)
     n = 40
     pend = PendingJobs(
@@ -200,12 +207,12 @@ def test_family_rules_start_the_search_and_stand_for_selection(windows: tuple[Wo
     # Selection reads the validation window as recorded and two jittered replays of it.
     replays = jittered_replays(validation, 3, config.jitter_s)
     assert not np.array_equal(replays[1].submit, validation.submit)
-    assert result.validation_bsld == np.mean([mean_bsld(simulate_scores(r, result.function, CORES)) for r in replays])
+    assert result.validation_score == np.mean([mean_bsld(simulate_scores(r, result.function, CORES)) for r in replays])
     assert set(result.rules) == {"sjf", "saf", "f4-size", "fcfs"}
     best_rule = min(result.rules, key=lambda name: result.rules[name]["train_bsld"])
     assert result.history[0]["mean_weights"] == result.rules[best_rule]["weights"]
     # What the search keeps is never worse on validation than any of the family's rules.
-    assert result.validation_bsld <= min(r["validation_bsld"] for r in result.rules.values())
+    assert result.validation_score <= min(r["validation_bsld"] for r in result.rules.values())
     # No member ever favours later submissions (submit_h's weight is clipped at 0).
     k = config.features.index("submit_h")
     assert all(h["best_weights"][k] >= 0 and h["mean_weights"][k] >= 0 for h in result.history)
@@ -231,3 +238,118 @@ def test_split_experiment_reports_the_test_window_against_the_rules(tmp_path: Pa
     (tmp_path / "bursty.json").write_text(json.dumps(result))
     main(["--report-only", "--out", str(tmp_path)])
     assert (tmp_path / "report.md").read_text().endswith(text)
+
+
+#: P-grid's responsiveness with interactive jobs counting three times: higher is better.
+W3 = Objective("W", {"interactive": 3.0})
+
+
+def w3(schedule: Schedule) -> float:
+    return W3.score(schedule.run, schedule.wait, schedule.workload.job_class)
+
+
+def test_the_fitness_is_the_objective_s_score_of_the_replay(windows: tuple[Workload, Workload]) -> None:
+    """With W (interactive ×3) the fitness is W's own score of the replayed schedule, class weights included
+    (negated: the search minimises), not the mean bounded slowdown; ``ratio`` is easy-sjf's W over its own."""
+    train = windows[0]
+    parts = [train.select(np.arange(0, 300)), train.select(np.arange(300, 600))]
+    function = ScoringFunction(LOG_FAMILY, (1.0, 0.3, 0.0, 0.2))
+    runs = [simulate_scores(p, function, CORES) for p in parts]
+    run, wait = np.concatenate([r.run for r in runs]), np.concatenate([r.wait for r in runs])
+    classes = np.concatenate([p.job_class for p in parts])
+    assert {JobClass.INTERACTIVE, JobClass.BATCH} <= set(classes.tolist())  # the weight has something to weigh
+    pooled = _fitness(parts, function, SearchConfig(objective=W3, fitness="pooled"), CORES, DEFAULT_OVERRUN, None)
+    assert pooled == -W3.score(run, wait, classes) != -Objective("W").score(run, wait, classes)
+    reference = [w3(simulate_scores(p, RATIO_REFERENCE, CORES)) for p in parts]
+    ratio = _fitness(parts, function, SearchConfig(objective=W3), CORES, DEFAULT_OVERRUN, reference)
+    assert ratio == pytest.approx(np.sqrt(reference[0] / w3(runs[0]) * reference[1] / w3(runs[1])), rel=1e-12)
+    # The default objective is the mean bounded slowdown over all jobs, as it always was.
+    assert _fitness(parts, function, SearchConfig(fitness="pooled"), CORES, DEFAULT_OVERRUN, None) == pytest.approx(
+        float(np.mean(np.maximum((wait + run) / np.maximum(run, 10.0), 1.0))), rel=1e-12
+    )
+
+
+def blocks(n_blocks: int, seed: int) -> Workload:
+    """Every 2,000 s a job holds the whole machine for 1,000 s; behind it queue eight interactive jobs of about
+    100 s on one core, then eight 1–3 s jobs on all eight.  Shortest first (the bounded slowdown's choice: the
+    short jobs' slowdown grows by 10 per 100 s they wait) runs the tiny ones first; W, where a 2-s job that
+    already waited 1,000 s is at W ≈ 0 either way and the interactive jobs count thrice, runs the interactive
+    ones first."""
+    rng = np.random.default_rng(seed)
+    submit, run, procs, job_class = [], [], [], []
+    for b in range(n_blocks):
+        t0 = b * 2000.0
+        submit += [t0, *(t0 + 1 + np.arange(8)), *(t0 + 9 + np.arange(8))]
+        run += [1000.0, *rng.uniform(80, 120, 8), *rng.uniform(1, 3, 8)]
+        procs += [CORES, *[1] * 8, *[CORES] * 8]
+        job_class += [JobClass.BATCH, *[JobClass.INTERACTIVE] * 8, *[JobClass.BATCH] * 8]
+    return make_workload(np.array(submit), np.array(run), np.array(procs), max_procs=CORES, job_class=job_class)
+
+
+def test_a_search_for_w_picks_by_w_where_bounded_slowdown_picks_otherwise() -> None:
+    train, validation = blocks(6, 1), blocks(4, 2)
+    config = SearchConfig(population=6, generations=2, sequences=1, sequence_jobs=0, validation_replays=1)
+    by_bsld = search_scoring(train, validation, config, CORES)
+    by_w = search_scoring(train, validation, replace(config, objective=W3), CORES)
+    assert by_bsld.chosen == ("rule:sjf", -1) and by_w.chosen != by_bsld.chosen
+    found_w = simulate_scores(validation, by_w.function, CORES)
+    found_bsld = simulate_scores(validation, by_bsld.function, CORES)
+    # Each is better by its own objective, and the W search records its W on validation.
+    assert by_w.validation_score == w3(found_w) > w3(found_bsld)
+    assert mean_bsld(found_bsld) < mean_bsld(found_w)
+    # Its start among the family's rules is W's best on the train window (first come, first served here).
+    fcfs = ScoringFunction(LOG_FAMILY, tuple(by_w.rules["fcfs"]["weights"]))
+    assert by_w.rules["fcfs"]["train_W"] == w3(simulate_scores(train, fcfs, CORES))
+    assert by_w.history[0]["mean_weights"] == by_w.rules["fcfs"]["weights"]
+    assert by_bsld.history[0]["mean_weights"] == by_bsld.rules["sjf"]["weights"]
+
+
+def test_the_model_records_its_objective_and_an_older_one_reads_as_bsld(tmp_path: Path) -> None:
+    config = SearchConfig(population=4, generations=1, sequences=1, sequence_jobs=0, validation_replays=1)
+    found = search_scoring(blocks(3, 1), blocks(2, 2), replace(config, objective=W3), CORES)
+    found.save(tmp_path / "w.npz")
+    _, meta = read_policy_spec(tmp_path / "w.npz")
+    search = meta["search"]
+    assert search["objective"] == {"name": "W", "class_weights": {"interactive": 3.0}} and searched_for(search) == W3
+    assert search["validation_W"] == found.validation_score and "validation_bsld" not in search
+    assert {"train_W", "validation_W"} <= set(search["rules"]["sjf"]) and "objective" not in search["config"]
+    # A file written before the search had objectives: it loads, and its record reads as bounded slowdown.
+    old = tmp_path / "old.npz"
+    save_scored_model(found.spec, old, search={"validation_bsld": 21.5, "chosen": ["mean", 0]})
+    agent, spec = load_model(old)
+    assert isinstance(agent, ScoredRankAgent) and spec == found.spec
+    _, old_meta = read_policy_spec(old)
+    assert searched_for(old_meta["search"]) == Objective()
+    assert old_meta["search"][score_key("validation", searched_for(old_meta["search"]))] == 21.5
+
+
+@pytest.mark.parametrize(
+    ("fitness", "train_mean", "train_best"),
+    [
+        ("ratio", [1.0, 1.0410403270298572], [0.8943384980509235, 0.8031295808085368]),
+        ("pooled", [12.195215463464102, 9.988369089302331], [11.157594156885114, 7.672466720974078]),
+    ],
+)
+def test_a_bsld_search_records_bsld_and_finds_what_it_found_before_objectives(
+    windows: tuple[Workload, Workload], fitness: str, train_mean: list[float], train_best: list[float]
+) -> None:
+    """The default objective's numbers, bit for bit as measured before the search had an objective (main at
+    3acc461): committed bsld results do not move."""
+    train, validation = windows
+    config = SearchConfig(
+        population=4, generations=2, sequences=2, sequence_jobs=200, validation_replays=2, seed=1, fitness=fitness
+    )
+    found = search_scoring(train, validation, config, CORES)
+    summary = found.summary()
+    assert summary["objective"] == {"name": "bsld", "class_weights": {}}
+    assert summary["validation_bsld"] == found.validation_score == 19.17757827945461
+    assert found.chosen == ("rule:saf", -1)
+    assert [h["train_mean"] for h in found.history] == train_mean
+    assert [h["train_best"] for h in found.history] == train_best
+    assert [h["validation_mean"] for h in found.history] == [20.196201252926755, 20.3140203023719]
+    assert {name: rule["train_bsld"] for name, rule in found.rules.items()} == {
+        "sjf": 18.362459444262587,
+        "saf": 20.431637144126647,
+        "f4-size": 19.372417273930534,
+        "fcfs": 231.88540461837596,
+    }

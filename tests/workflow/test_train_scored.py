@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from rlsched.core.objective import Objective
 from rlsched.core.policies import load_model, read_policy_spec, read_verdict
 from rlsched.core.scoring import ScoredRankAgent
 from rlsched.sim.search import search_scoring
@@ -114,3 +115,18 @@ def test_the_default_search_reads_the_learned_prediction(small_swf: Path, tmp_pa
     (task,) = train_plan(train, "scored", tmp_path / "m.npz", seeds=[5], validation=validation)
     assert task.search is not None and task.search.runtime_model == "learned" and "log_pred" in task.search.features
     assert task.search.seed == 5 and "seed" not in task.spec.params
+
+
+def test_a_scored_training_searches_for_the_task_s_objective(small_swf: Path, tmp_path: Path) -> None:
+    """The search's fitness and pick are the task's objective (here W, interactive ×3), and the model says so."""
+    objective = Objective("W", {"interactive": 3.0})
+    (task,) = plan(small_swf, tmp_path / "w.npz", [0], objective=objective)
+    (result,) = run_tasks([task])
+    (tmp_path / "w.npz").write_bytes(result.model)
+    _, meta = read_policy_spec(tmp_path / "w.npz")
+    assert meta["search"]["objective"] == objective.to_dict()
+    agent, _ = load_model(tmp_path / "w.npz")
+    found = search_scoring(task.workload, task.validation, replace(TINY, objective=objective), task.cores)  # type: ignore[arg-type]
+    assert isinstance(agent, ScoredRankAgent) and agent.function == found.function
+    assert meta["search"]["validation_W"] == found.validation_score
+    assert f"W (interactive ×3) {found.validation_score:.4g} over its 1 validation replays" in result.notes[0]
