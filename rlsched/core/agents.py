@@ -41,6 +41,7 @@ from rlsched.core.blas import single_blas_thread
 from rlsched.core.explain import RankKey
 from rlsched.core.features import FeatureConfig, FeatureEncoder, StateAggregates
 from rlsched.core.learners.base import BatchLearner
+from rlsched.core.objective import Objective
 from rlsched.core.rewards import (
     FairnessTracker,
     UtilizationTracker,
@@ -55,6 +56,11 @@ Mode = Literal["gate", "boost"]
 #: How the responsiveness part of a decision's reward is credited (see :class:`SchedulingAgent`).
 Credit = Literal["incurred", "election"]
 CREDITS: tuple[Credit, ...] = ("incurred", "election")
+
+#: What the learner is rewarded for by default: P-grid's λ·W + (1 − λ)·F (the ``W`` objective).
+PGRID_REWARD = Objective("W")
+#: A decision's reward under the ``wait`` objective is in job-hours (a scale near the other objectives').
+WAIT_REWARD_SCALE_S = 3600.0
 
 #: EDF deadline target: P-grid §5.2 counts a job as served well when W > 0.9 ("off the
 #: optimum by 10 % or less").
@@ -322,6 +328,21 @@ class SchedulingAgent:
       the decision that left it there.  The fairness (or utilization) part is the paper's,
       computed when the job finishes.
 
+    What is rewarded (``reward``, an :class:`rlsched.core.objective.Objective`): ``W`` (the default) is
+    P-grid's ``λ W + (1 − λ) F`` as above, its W part weighted by class when the objective has class
+    weights.  ``bsld`` and ``wait`` train the learner for the site's objective instead (issue 23: "the learner
+    is trained for it"): the same ``incurred`` credit with the potential ``Φ(s) = Σ_{queued j} v_j(now)``,
+    ``v_j`` the job's bounded slowdown or its wait, so that decision t is rewarded ``−L_t / m`` (``L_t``: what
+    the queued jobs' objective grew by in its interval, class-weighted; the wait in hours).  The slowdown is
+    counted on the actual runtime where the view carries it (a simulator replay, i.e. training) and on the
+    runtime model's belief live: a reward is a training signal, the Q-function's inputs stay what a live
+    scheduler knows (measured, ``benchmarks/diag_learned_reward.py``: on the belief, the class median, every
+    short job of a class accrues alike and the reward cannot tell which to start first).  Over a replay the
+    rewards then add up to minus the objective's sum over the jobs, less each job's value on arrival (1 for
+    bsld, 0 for wait), which no decision can change.  There is no fairness
+    part: a machine that runs every job moves F by less than 0.001 (measured on the learning table's
+    traces), and the site's objective names what it wants.  These two need the ``incurred`` credit.
+
     Keeping cores idle (``keep_idle_cores``, 0 = P-grid's greedy allocation): when at most
     that many cores are left to fill and something runs, the candidates of a learned
     decision also hold the "no job" action (:meth:`FeatureEncoder.null_action`, both class
@@ -356,6 +377,7 @@ class SchedulingAgent:
         credit: Credit = "incurred",
         keep_idle_cores: int = 0,
         pretrain_rule: FixedRankAgent | None = None,
+        reward: Objective = PGRID_REWARD,
     ) -> None:
         if mode not in ("gate", "boost"):
             raise ValueError(f"agent mode must be 'gate' or 'boost', got {mode!r}")
@@ -368,6 +390,8 @@ class SchedulingAgent:
         if keep_idle_cores and credit != "incurred":
             # ``election`` credits a decision with W of the job it elects; "no job" elects none.
             raise ValueError("agent: keep_idle_cores needs the 'incurred' credit")
+        if reward.name != "W" and credit != "incurred":
+            raise ValueError(f"agent: the {reward.name} reward needs the 'incurred' credit")
         expected = encoder.action_dim + self._extra_action_columns()
         if learner.q.state_dim != encoder.state_dim or learner.q.action_dim != expected:
             raise ValueError(
@@ -393,6 +417,8 @@ class SchedulingAgent:
         self.decisions = 0
         self.pretraining = learn and pretrain_decisions > 0
         self.credit: Credit = credit
+        #: The objective the rewards follow (see the class docstring).
+        self.reward = reward
         self.keep_idle_cores = keep_idle_cores
         self.kept_idle = 0
         self._open: dict[int, _OpenDecision] = {}  # by job id, until the job finishes
@@ -417,7 +443,9 @@ class SchedulingAgent:
         return 1.0
 
     def _combine(self, w_part: float, other_part: float) -> float:
-        """``R_s = λ W + (1 − λ) F`` (P-grid §3.2)."""
+        """``R_s = λ W + (1 − λ) F`` (P-grid §3.2); the objective's part alone for ``bsld`` and ``wait``."""
+        if self.reward.name != "W":
+            return w_part
         return float(scheduling_reward(w_part, other_part, self.lam))
 
     def _choose_pool(
@@ -443,7 +471,7 @@ class SchedulingAgent:
             self._record_starts(view)  # before the finished jobs: a job may have started and ended since
         fin = view.finished
         if self.learn and len(fin) and self._open:
-            w_all = responsiveness(fin.run_s, fin.wait_s)
+            w_all = responsiveness(fin.run_s, fin.wait_s) * self.reward.weights(fin.job_class)
             work = np.maximum(fin.run_s, 0.0) * fin.cores
             for i, jid in enumerate(fin.job_id.tolist()):
                 opened = self._open.pop(jid, None)
@@ -471,7 +499,8 @@ class SchedulingAgent:
             self.learner.reward(opened.decision_id, self._combine(opened.w_part, opened.other_part))
 
     def _accrue_waiting_loss(self, view: ClusterView) -> None:
-        """Add the W the pending jobs lost since the previous view (``incurred`` credit)."""
+        """Add what the pending jobs lost since the previous view (``incurred`` credit): W, or their bounded
+        slowdown's or wait's growth (the ``reward`` objective), class-weighted."""
         now = view.time_s
         since = self._loss_clock_s
         self._loss_clock_s = now
@@ -485,14 +514,24 @@ class SchedulingAgent:
         after = np.maximum(now - pend.submit_s, 0.0)
         # W by its one definition (1 for a zero-length job that has not waited): an estimated runtime
         # of 0 for a job submitted at ``since`` would otherwise make 0/0 here.
-        self._interval_loss += float(np.sum(responsiveness(run, before) - responsiveness(run, after)))
+        if self.reward.name != "W" and len(pend.oracle_run_s):
+            # A reward is a training signal, not an input: where the view knows the actual runtime (a simulator
+            # replay) the slowdown is counted on it, as the objective counts it; live (NaN) the belief stands in.
+            run = np.where(np.isfinite(pend.oracle_run_s), pend.oracle_run_s, run)
+        grown = self.reward.values(run, after) - self.reward.values(run, before)
+        lost = -grown if self.reward.higher_is_better else grown
+        self._interval_loss += float(np.sum(self.reward.weights(pend.job_class) * lost))
 
     def _close_interval(self) -> None:
         """A new view elects jobs: the previous electing view's decisions get their W part."""
         group = self._interval_group
         if not group:
             return  # the loss so far carries over to the next group
-        w_part = 1.0 - self._interval_loss / len(group)
+        share = self._interval_loss / len(group)
+        if self.reward.name == "W":
+            w_part = 1.0 - share
+        else:
+            w_part = -share / (WAIT_REWARD_SCALE_S if self.reward.name == "wait" else 1.0)
         for opened in group:
             opened.w_part = w_part
             self._deliver(opened)
@@ -718,6 +757,7 @@ class SchedulingAgent:
             "shares": self.fairness.shares.tolist(),
             "use_fairness": self.use_fairness,
             "credit": self.credit,
+            "reward": self.reward.to_dict(),
             "keep_idle_cores": self.keep_idle_cores,
             "kept_idle": self.kept_idle,
         }

@@ -76,22 +76,30 @@ class Objective:
             return self.name
         return f"{self.name} (" + ", ".join(f"{k} ×{v:g}" for k, v in sorted(weights.items())) + ")"
 
-    def score(self, run_s: FloatArray, wait_s: FloatArray, job_class: IntArray) -> float:
-        """The objective of one schedule: the (class-weighted) mean over its jobs; nan without jobs."""
+    def values(self, run_s: FloatArray, wait_s: FloatArray) -> FloatArray:
+        """Each job's value of the objective (its bounded slowdown, wait or W), unweighted."""
         run = np.asarray(run_s, dtype=np.float64)
         wait = np.maximum(np.asarray(wait_s, dtype=np.float64), 0.0)
-        if run.size == 0:
-            return float("nan")
         if self.name == "bsld":
-            values = bounded_slowdown(run, wait)
-        elif self.name == "wait":
-            values = wait
-        else:
-            values = responsiveness(run, wait)
-        weights = np.ones(run.size)
+            return bounded_slowdown(run, wait)
+        if self.name == "wait":
+            return wait
+        return responsiveness(run, wait)
+
+    def weights(self, job_class: IntArray) -> FloatArray:
+        """Each job's weight in the mean: its class's weight, 1 for a class left out."""
+        classes = np.asarray(job_class)
+        weights = np.ones(classes.size)
         for cls, weight in self.class_weights.items():
-            weights[np.asarray(job_class) == CLASS_NAMES[cls]] = float(weight)
-        return float(np.sum(weights * values) / np.sum(weights))
+            weights[classes == CLASS_NAMES[cls]] = float(weight)
+        return weights
+
+    def score(self, run_s: FloatArray, wait_s: FloatArray, job_class: IntArray) -> float:
+        """The objective of one schedule: the (class-weighted) mean over its jobs; nan without jobs."""
+        if np.asarray(run_s).size == 0:
+            return float("nan")
+        weights = self.weights(job_class)
+        return float(np.sum(weights * self.values(run_s, wait_s)) / np.sum(weights))
 
     def better(self, a: float, b: float) -> bool:
         """Is score ``a`` strictly better than ``b``?"""

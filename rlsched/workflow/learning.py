@@ -124,6 +124,9 @@ class LearningSettings:
             "objective_label": self.objective.label(),
             "max_jobs": self.max_jobs,
             "learned_policy": LEARNED_POLICY,
+            # train rewards a learned policy for the objective (train.rewarded_for); a run recorded without this
+            # key trained it on P-grid's λ-reward whatever the objective (render_report says which).
+            "learned_reward": "objective",
             "rule_windows": self.rule_windows,
             "search": {
                 "features": list(s.features),
@@ -739,8 +742,14 @@ def render_report(data: Mapping[str, Any]) -> str:
         "it); a learned row is mean ± standard deviation over the seeds' test scores, and a difference inside "
         "it is a tie. Information: the rules say theirs "
         "(`runtime_model`, the request by default); sarsa-esn its registry defaults: the request and "
-        "`runtime_model=estimated` (the class median over a sliding window), trained on P-grid's λ-reward and "
-        "selected by the objective; the scored search the request"
+        "`runtime_model=estimated` (the class median over a sliding window), "
+        + (
+            "rewarded for the objective (`reward` = its name: the objective's growth while jobs queue, counted "
+            "on the actual runtimes of the replay) and selected by it"
+            if s.get("learned_reward") == "objective"
+            else "trained on P-grid's λ-reward and selected by the objective"
+        )
+        + "; the scored search the request"
         + (
             ""
             if s["search"]["runtime_model"] == "requested"

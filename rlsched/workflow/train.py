@@ -121,8 +121,7 @@ def train_plan(
                 f"the validation window has VOs ({', '.join(workload_vos(validation))}), the training "
                 f"window ({', '.join(workload_vos(workload))}): cut both with TimeSplit.window"
             )
-    spec = spec.with_class_rule(rule.to_dict())
-    spec = spec.bound(workload_vos(workload), spec.features)
+    spec = rewarded_for(spec.with_class_rule(rule.to_dict()).bound(workload_vos(workload), spec.features), objective)
     choice: dict[str, Any] | None = None
     if pretrain_rule == BEST_PRETRAIN_RULE:
         choice = best_pretrain_rule(
@@ -162,6 +161,19 @@ def train_plan(
             )
         )
     return tasks
+
+
+def rewarded_for(spec: PolicySpec, objective: Objective | None) -> PolicySpec:
+    """A learned ``spec`` trained for ``objective`` (None: the default): its ``reward`` and ``reward_weights``
+    (unless the policy text gave either: a site may train for P-grid's λ-reward, ``reward=W``, and select by
+    bounded slowdown).  Any other spec as it is."""
+    if entry(spec.name).family != "learned":
+        return spec
+    if spec.explicit is not None and {"reward", "reward_weights"} & spec.explicit:
+        return spec
+    objective = objective or Objective()
+    weights = ";".join(f"{cls}={float(w):g}" for cls, w in sorted(objective.class_weights.items()))
+    return spec.with_params(reward=objective.name, reward_weights=weights)
 
 
 def _seeded(spec: PolicySpec, seed: int, search: SearchConfig | None) -> tuple[PolicySpec, SearchConfig | None]:

@@ -225,11 +225,9 @@ class Verdict:
         """The one line ``rlsched train`` prints."""
         where = f"on validation {self.objective.label()}"
         spread = f"spread over {self.seeds} seeds ±{_num(self.spread)}" if self.seeds > 1 else "one seed: no spread"
-        scores = (
-            f"model {_num(self.model_score)}, {self.rule} {_num(self.rule_score)}, {spread}, "
-            f"{self.deployment.mode} mode"
-        )
-        pct = f"{100 * abs(self.gain):.0f} %"
+        model, rule = _two_nums(self.model_score, self.rule_score)
+        scores = f"model {model}, {self.rule} {rule}, {spread}, {self.deployment.mode} mode"
+        pct = _percent(self.gain)
         if self.outcome == "beats":
             return f"model beats {self.rule} by {pct} {where} ({scores})"
         if self.outcome == "loses":
@@ -270,6 +268,22 @@ def _num(v: float) -> str:
     if abs(v) >= 1000:
         return f"{v:,.0f}"
     return f"{v:.3g}" if abs(v) < 10 else f"{v:.1f}"
+
+
+def _two_nums(a: float, b: float) -> tuple[str, str]:
+    """``a`` and ``b`` as :func:`_num` prints them, with six significant digits where that would print two
+    different scores alike (a loss of 0.03 % must not read "model 1.1, rule 1.1")."""
+    short = _num(a), _num(b)
+    if a == b or short[0] != short[1]:
+        return short
+    return f"{a:.6g}", f"{b:.6g}"
+
+
+def _percent(gain: float) -> str:
+    """``|gain|`` in percent: whole percents, or two significant digits below a half percent (never "0 %" for a
+    difference that decided a loss)."""
+    pct = 100 * abs(gain)
+    return f"{pct:.0f} %" if pct >= 0.5 or pct == 0 else f"{pct:.2g} %"
 
 
 def rule_over_windows(objective: Objective, windows: Mapping[str, RuleScores]) -> tuple[str, dict[str, float]]:

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from rlsched.core.classify import ClassRule
+from rlsched.core.objective import Objective
 from rlsched.core.policies import load_policy, read_policy_spec
 from rlsched.core.view import JobClass
 from rlsched.sim.traces.swf import read_swf
@@ -56,6 +57,19 @@ def test_a_model_per_seed_with_the_class_rule_and_vos_of_the_config(
         assert spec.class_rule == load_site(site_config).class_rule.to_dict()
         assert r.decisions > 0
     assert not same_model(results[0].model, results[1].model, tmp_path)  # the seed matters
+
+
+def test_the_learner_is_rewarded_for_the_objective_unless_its_reward_is_given(small_swf: Path, tmp_path: Path) -> None:
+    """Issue 23: "the learner is trained for [the objective]"; the saved model's spec says so and loads with it."""
+    objective = Objective("wait", {"interactive": 3.0})
+    (task,) = train_plan(read_swf(small_swf), POLICY, tmp_path / "m.npz", objective=objective)
+    assert (task.spec.params["reward"], task.spec.params["reward_weights"]) == ("wait", "interactive=3")
+    (result,) = run_tasks([task])
+    write_models([result])
+    agent, _ = load_policy(result.model_path, mode="gate")
+    assert agent.reward == objective
+    (given,) = train_plan(read_swf(small_swf), POLICY + ",reward=W", tmp_path / "w.npz", objective=objective)
+    assert (given.spec.params["reward"], given.spec.params["reward_weights"]) == ("W", "")
 
 
 def test_without_config_the_default_rule_is_recorded_and_applied(small_swf: Path, tmp_path: Path) -> None:

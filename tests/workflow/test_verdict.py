@@ -85,6 +85,14 @@ def test_the_verdict_is_against_the_best_rule_and_ties_within_the_seed_spread() 
     assert w.outcome == "beats" and w.rule == "easy"
 
 
+def test_a_loss_under_half_a_percent_is_not_printed_as_zero() -> None:
+    """LLNL-Thunder's verdict read "loses to saf by 0 % (model 1.1, saf 1.1)": now the digits that decided it."""
+    loses = judge(Objective("bsld"), GATE, 1.1004, [1.1004], rules(saf=1.1001))
+    assert loses.outcome == "loses"
+    assert "loses to saf by 0.027 % on validation bsld" in loses.line()
+    assert "(model 1.1004, saf 1.1001, one seed: no spread" in loses.line()
+
+
 def test_the_config_line_names_the_rules_parameters() -> None:
     assert config_line(resolve("edf:runtime_model=requested")) == '[agent] kind = "edf", runtime_model = "requested"'
     assert config_line(resolve("easy")) == '[agent] kind = "easy"'

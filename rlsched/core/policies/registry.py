@@ -50,6 +50,7 @@ from rlsched.core.explain import RankKey
 from rlsched.core.features import FeatureConfig, FeatureEncoder
 from rlsched.core.learners import BatchLearner, FittedQLearner, SarsaLearner
 from rlsched.core.multifactor import DAY_S, MultifactorAgent, params_from_policy
+from rlsched.core.objective import OBJECTIVES, Objective, ObjectiveError, parse_class_weights
 from rlsched.core.plugins import PluginGroup
 from rlsched.core.policies.columns import JobColumns, KeyFunction
 from rlsched.core.policies.rules import (
@@ -572,13 +573,36 @@ def _pretrain_ranker(spec: PolicySpec, ctx: BuildContext) -> FixedRankAgent | No
     return agent
 
 
+def reward_objective(params: Mapping[str, Any]) -> Objective:
+    """The objective a learned spec's ``reward`` and ``reward_weights`` name (``interactive=3;batch=1``)."""
+    return Objective(params["reward"], parse_class_weights(_weight_items(params["reward_weights"])))
+
+
+def _weight_items(text: str) -> list[str]:
+    return [item for item in (part.strip() for part in text.split(";")) if item]
+
+
+def _check_reward_weights(text: str) -> str | None:
+    try:
+        Objective("W", parse_class_weights(_weight_items(text)))
+    except ObjectiveError as exc:
+        return str(exc)
+    return None
+
+
 def _learned_builder(learner_kind: str, q_kind: str) -> Callable[[PolicySpec, BuildContext], Agent]:
     def build(spec: PolicySpec, ctx: BuildContext) -> Agent:
         p = spec.params
         enc = FeatureEncoder(feature_config(spec))
         runtime = _runtime(spec, ctx)
         pretrain_rule = _pretrain_ranker(spec, ctx)
+        reward = reward_objective(p)
         if p["elastic"]:
+            if reward != Objective("W"):
+                raise PolicyError(
+                    f"policy {spec.name!r}: elastic=true is rewarded by P-grid's λ·W + (1 − λ)·U (reward=W, no "
+                    "reward_weights)"
+                )
             if ctx.live:
                 raise PolicyError(
                     f"policy {spec.name!r}: elastic=true resizes the pool, which only the simulator can do"
@@ -617,6 +641,7 @@ def _learned_builder(learner_kind: str, q_kind: str) -> Callable[[PolicySpec, Bu
             pretrain_decisions=p["pretrain_decisions"],
             keep_idle_cores=p["keep_idle_cores"],
             pretrain_rule=pretrain_rule,
+            reward=reward,
         )
 
     return build
@@ -633,6 +658,21 @@ def _learned_params(keep_idle_default: int) -> tuple[Param, ...]:
     return (
         Param("runtime_model", str, "estimated", _RUNTIME_PARAM_DOC, RUNTIME_MODELS),
         Param("lam", float, 0.5, "λ of the reward λ·W + (1 − λ)·F (P-grid §3.2)", check=_unit_interval),
+        Param(
+            "reward",
+            str,
+            "W",
+            "what the learner is rewarded for: W (P-grid's λ·W + (1 − λ)·F), or the objective bsld or wait "
+            "(`rlsched train` sets it to its --objective)",
+            tuple(OBJECTIVES),
+        ),
+        Param(
+            "reward_weights",
+            str,
+            "",
+            "class weights of the reward, separated by ';' (interactive=3); `rlsched train` sets its --class-weight",
+            check=_check_reward_weights,
+        ),
         Param(
             "keep_idle_cores",
             int,

@@ -1,0 +1,123 @@
+"""Does training sarsa-esn for the objective (``reward=bsld``) beat P-grid's λ-reward (``reward=W``)?
+
+For each trace of a committed ``rlsched learning`` table (its ``results.json``: the same jobs, cores, split, mode,
+seeds and epochs), sarsa-esn is trained through train's library once per reward — ``W`` (P-grid's λ·W + (1 − λ)·F,
+what the table's sarsa-esn row used) and the table's objective (``bsld``: the bounded slowdown's growth, credited
+as incurred, :class:`rlsched.core.agents.SchedulingAgent`) — its pass and seed selected on validation as train
+does, and every seed's selected model replayed on the test window.  Prints each reward's validation and test
+score (mean ± standard deviation over the seeds) and the test mean over the table's best rule on test.
+docs/workflow.md quotes it ("What the learner is rewarded for").
+
+Run: ``RLSCHED_TRACE_DIR=… python -m benchmarks.diag_learned_reward [--table docs/results/learning]
+[--traces KTH-SP2-1996-2.1-cln,…] [--workers 2] [--variant reward=bsld,runtime_model=learned …]`` (default: every
+trace of the table; the variants ``reward=W`` and ``reward=`` the table's objective).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from dataclasses import replace
+from pathlib import Path
+
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+if __package__ in (None, ""):  # run as a script: make the repository importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from typing import Any  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+from rlsched.cli._common import load_workload  # noqa: E402
+from rlsched.core.objective import Objective  # noqa: E402
+from rlsched.sim.workload import Workload, with_class_rule  # noqa: E402
+from rlsched.workflow.learning import LEARNED_POLICY, TRACES  # noqa: E402
+from rlsched.workflow.site import trace_class_rule  # noqa: E402
+from rlsched.workflow.split import Deployment, TimeSplit  # noqa: E402
+from rlsched.workflow.train import run_tasks, train_plan, validation_score  # noqa: E402
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--table", type=Path, default=Path("docs/results/learning"))
+    parser.add_argument("--traces", default="", help="comma-separated trace names (default: all of the table's)")
+    parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--variant", action="append", default=[], help="sarsa-esn parameters, k=v,… (repeat)")
+    args = parser.parse_args()
+    data = json.loads((args.table / "results.json").read_text())
+    settings = data["settings"]
+    objective = Objective.from_dict(settings["objective"])
+    wanted = {t for t in args.traces.split(",") if t}
+    variants = args.variant or [f"reward={r}" for r in dict.fromkeys(("W", objective.name))]
+    header = f"{'trace':<28}{'sarsa-esn with':>36}{'validation':>20}{'test':>20}{'test / best rule':>18}{'s':>7}"
+    print(header, flush=True)
+    for row in data["traces"]:
+        if wanted and row["trace"] not in wanted:
+            continue
+        windows = trace_windows(row, settings)
+        for variant in variants:
+            t0 = time.perf_counter()
+            validation, test = train_and_test(windows, row, settings, objective, variant, args.workers)
+            best = float(row["best_rule_test"]["test"])
+            ratio = np.mean(test) / best if not objective.higher_is_better else best / np.mean(test)
+            print(
+                f"{row['trace']:<28}{variant:>36}{stats(validation):>20}{stats(test):>20}{ratio:>18.2f}"
+                f"{time.perf_counter() - t0:>7.0f}",
+                flush=True,
+            )
+
+
+def stats(values: list[float]) -> str:
+    return f"{np.mean(values):.4g} ± {np.std(values):.2g}"
+
+
+def trace_windows(row: dict[str, Any], settings: dict[str, Any]) -> dict[str, Workload]:
+    """The trace's train, validation and test windows as the table cut them (test classed by the train window)."""
+    name = next(n for n in TRACES if n.endswith(row["trace"]))
+    whole = load_workload(name, max_procs=row["cores"] if row["core_fraction"] < 1 else None)
+    if settings.get("max_jobs"):
+        whole = whole.select(np.arange(min(len(whole), settings["max_jobs"])), name=whole.name)
+    split = TimeSplit.from_dict(settings["split"])
+    cut = {w: split.window(whole, w) for w in ("train", "validation", "test")}
+    cut["test"] = with_class_rule(cut["test"], trace_class_rule(cut["train"]))
+    return cut
+
+
+def train_and_test(
+    windows: dict[str, Workload],
+    row: dict[str, Any],
+    settings: dict[str, Any],
+    objective: Objective,
+    variant: str,
+    workers: int,
+) -> tuple[list[float], list[float]]:
+    """Each seed's selected validation score and its model's test score, sarsa-esn with ``variant``'s parameters."""
+    with tempfile.TemporaryDirectory(prefix="rlsched-reward-") as tmp:
+        tasks = train_plan(
+            windows["train"],
+            f"{LEARNED_POLICY}:{variant}",
+            Path(tmp) / "model.npz",
+            seeds=tuple(settings["seeds"]),
+            cores=row["cores"] if row["core_fraction"] < 1 else None,
+            validation=windows["validation"],
+            epochs=int(settings["epochs"]),
+            deployment=Deployment(**settings["deployment"]),
+            objective=objective,
+        )
+        results = run_tasks(tasks, workers=workers)
+        test = []
+        for task, result in zip(tasks, results, strict=True):
+            seed_file = Path(tmp) / f"seed{result.seed}.npz"
+            seed_file.write_bytes(result.model)
+            test.append(validation_score(seed_file, replace(task, validation=windows["test"])))
+    return [float(r.best_score) for r in results], test
+
+
+if __name__ == "__main__":
+    main()
