@@ -34,12 +34,11 @@ from typing import Any  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from rlsched.cli._common import load_workload  # noqa: E402
+from benchmarks.learning_table import table_windows  # noqa: E402
 from rlsched.core.objective import Objective  # noqa: E402
-from rlsched.sim.workload import Workload, with_class_rule  # noqa: E402
-from rlsched.workflow.learning import LEARNED_POLICY, TRACES  # noqa: E402
-from rlsched.workflow.site import trace_class_rule  # noqa: E402
-from rlsched.workflow.split import Deployment, TimeSplit  # noqa: E402
+from rlsched.sim.workload import Workload  # noqa: E402
+from rlsched.workflow.learning import LEARNED_POLICY  # noqa: E402
+from rlsched.workflow.split import Deployment  # noqa: E402
 from rlsched.workflow.train import run_tasks, train_plan, validation_score  # noqa: E402
 
 
@@ -60,7 +59,7 @@ def main() -> None:
     for row in data["traces"]:
         if wanted and row["trace"] not in wanted:
             continue
-        windows = trace_windows(row, settings)
+        windows = table_windows(row, settings)
         for variant in variants:
             t0 = time.perf_counter()
             validation, test = train_and_test(windows, row, settings, objective, variant, args.workers)
@@ -75,18 +74,6 @@ def main() -> None:
 
 def stats(values: list[float]) -> str:
     return f"{np.mean(values):.4g} ± {np.std(values):.2g}"
-
-
-def trace_windows(row: dict[str, Any], settings: dict[str, Any]) -> dict[str, Workload]:
-    """The trace's train, validation and test windows as the table cut them (test classed by the train window)."""
-    name = next(n for n in TRACES if n.endswith(row["trace"]))
-    whole = load_workload(name, max_procs=row["cores"] if row["core_fraction"] < 1 else None)
-    if settings.get("max_jobs"):
-        whole = whole.select(np.arange(min(len(whole), settings["max_jobs"])), name=whole.name)
-    split = TimeSplit.from_dict(settings["split"])
-    cut = {w: split.window(whole, w) for w in ("train", "validation", "test")}
-    cut["test"] = with_class_rule(cut["test"], trace_class_rule(cut["train"]))
-    return cut
 
 
 def train_and_test(
@@ -116,7 +103,7 @@ def train_and_test(
             seed_file = Path(tmp) / f"seed{result.seed}.npz"
             seed_file.write_bytes(result.model)
             test.append(validation_score(seed_file, replace(task, validation=windows["test"])))
-    return [float(r.best_score) for r in results], test
+    return [float(r.best_score) if r.best_score is not None else float("nan") for r in results], test
 
 
 if __name__ == "__main__":

@@ -29,12 +29,10 @@ from typing import Any  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from rlsched.cli._common import load_workload  # noqa: E402
+from benchmarks.learning_table import table_windows  # noqa: E402
 from rlsched.core.objective import Objective  # noqa: E402
-from rlsched.sim.workload import Workload, with_class_rule  # noqa: E402
-from rlsched.workflow.learning import JITTER_S, JITTER_SEEDS, TRACES  # noqa: E402
-from rlsched.workflow.site import trace_class_rule  # noqa: E402
-from rlsched.workflow.split import Deployment, TimeSplit  # noqa: E402
+from rlsched.workflow.learning import JITTER_S, JITTER_SEEDS  # noqa: E402
+from rlsched.workflow.split import Deployment  # noqa: E402
 from rlsched.workflow.verdict import score_rules  # noqa: E402
 
 
@@ -53,7 +51,7 @@ def main() -> None:
     for row in data["traces"]:
         if wanted and row["trace"] not in wanted:
             continue
-        validation = validation_window(row, settings)
+        validation = table_windows(row, settings)["validation"]
         cores = row["cores"] if row["core_fraction"] < 1 else None
         replays = {label: [float(v["validation"])] for label, v in row["rules"].items()}
         for seed in JITTER_SEEDS:
@@ -73,16 +71,6 @@ def ratio(row: dict[str, Any], rule: str, sign: float) -> float:
     """A rule's test score over the test window's best rule (≥ 1)."""
     score, best = float(row["rules"][rule]["test"]), float(row["best_rule_test"]["test"])
     return score / best if sign > 0 else best / score
-
-
-def validation_window(row: dict[str, Any], settings: dict[str, Any]) -> Workload:
-    """The trace's validation window as the table replayed it (the same jobs, cores and class rule)."""
-    name = next(n for n in TRACES if n.endswith(row["trace"]))
-    whole = load_workload(name, max_procs=row["cores"] if row["core_fraction"] < 1 else None)
-    if settings.get("max_jobs"):
-        whole = whole.select(np.arange(min(len(whole), settings["max_jobs"])), name=whole.name)
-    split = TimeSplit.from_dict(settings["split"])
-    return with_class_rule(split.window(whole, "validation"), trace_class_rule(split.window(whole, "train")))
 
 
 if __name__ == "__main__":
