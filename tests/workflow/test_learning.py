@@ -189,13 +189,23 @@ def test_each_finished_row_is_kept_and_a_run_started_again_resumes_from_it(
 
 
 def test_the_report_says_the_search_was_by_bounded_slowdown_only_for_a_run_that_searched_so() -> None:
-    """docs/results/learning-w (W) was searched by bounded slowdown: its settings do not name the search's
-    objective.  A run now records it (the search is trained for the run's objective) and the caveat goes."""
+    """A W run recorded before the search was trained for the run's objective (its settings do not name the
+    search's objective) says its search was by bounded slowdown; a run now records the objective and says not."""
     committed = Path(__file__).resolve().parents[2] / "docs" / "results" / "learning-w" / "results.json"
     data = json.loads(committed.read_text())
-    assert "objective" not in data["settings"]["search"]
-    assert "fitness is bounded slowdown all the same" in render_report(data)
     settings = LearningSettings(objective=Objective("W", {"interactive": 3.0}))
     data["settings"]["search"] = settings.to_dict()["search"]
     assert data["settings"]["search"]["objective"] == data["settings"]["objective"]
     assert "fitness is bounded slowdown all the same" not in render_report(data)
+    del data["settings"]["search"]["objective"]
+    assert "fitness is bounded slowdown all the same" in render_report(data)
+
+
+def test_the_report_says_what_the_learner_was_rewarded_for() -> None:
+    """A run records that train rewarded sarsa-esn for the objective; one recorded before says the λ-reward."""
+    committed = Path(__file__).resolve().parents[2] / "docs" / "results" / "learning" / "results.json"
+    data = json.loads(committed.read_text())
+    data["settings"]["learned_reward"] = LearningSettings().to_dict()["learned_reward"]
+    assert "rewarded for the objective" in render_report(data)
+    del data["settings"]["learned_reward"]
+    assert "trained on P-grid's λ-reward" in render_report(data)
