@@ -103,7 +103,7 @@ class SearchConfig:
     jitter_s: float = 300.0
     backfill: bool = True
     seed: int = 0
-    #: What the fitness, the family's start and the selection score (:func:`schedule_score`): the site's
+    #: What the fitness, the family's start and the selection score (:func:`_search_score`): the site's
     #: objective, so the search optimises what the policy is judged by (default: mean bounded slowdown).
     objective: Objective = field(default_factory=Objective)
 
@@ -182,9 +182,10 @@ def _plain_bsld(objective: Objective) -> bool:
     return objective.name == "bsld" and all(float(w) == 1.0 for w in objective.class_weights.values())
 
 
-def schedule_score(schedule: Schedule, objective: Objective) -> float:
-    """``objective``'s score of ``schedule`` (its rows are its workload's jobs, in order).  The plain mean bounded
-    slowdown is :func:`mean_bsld`'s arithmetic, so that every bsld search stays what it was, bit for bit."""
+def _search_score(schedule: Schedule, objective: Objective) -> float:
+    """``objective``'s score of ``schedule`` (its rows are its workload's jobs, in order): what
+    :func:`rlsched.workflow.verdict.schedule_score` computes, except that the plain mean bounded slowdown keeps
+    :func:`mean_bsld`'s arithmetic, so that every bsld search stays what it was, bit for bit."""
     if _plain_bsld(objective):
         return mean_bsld(schedule)
     return objective.score(schedule.run, schedule.wait, schedule.workload.job_class)
@@ -250,8 +251,7 @@ def _fitness(
     ]
     if reference is not None:
         logs = [
-            np.log(_ratio(schedule_score(s, objective), r, objective))
-            for s, r in zip(schedules, reference, strict=True)
+            np.log(_ratio(_search_score(s, objective), r, objective)) for s, r in zip(schedules, reference, strict=True)
         ]
         return float(np.exp(np.mean(logs)))
     return _loss(_pooled_score(schedules, objective), objective)
@@ -439,7 +439,7 @@ def _generation(
     reference = None
     if config.fitness == "ratio":
         reference = [
-            schedule_score(
+            _search_score(
                 simulate_scores(p, RATIO_REFERENCE, pool, backfill=config.backfill, overrun=overrun), config.objective
             )
             for p in parts
@@ -484,7 +484,7 @@ def _family_on_train(train: Workload, config: SearchConfig, pool: int, overrun: 
             overrun=overrun,
             runtime_model=config.runtime_model,
         )
-        rules[name] = {"weights": w.tolist(), score_key("train", config.objective): schedule_score(s, config.objective)}
+        rules[name] = {"weights": w.tolist(), score_key("train", config.objective): _search_score(s, config.objective)}
     return rules
 
 
@@ -495,7 +495,7 @@ def _mean_over(
     return float(
         np.mean(
             [
-                schedule_score(
+                _search_score(
                     simulate_scores(
                         r, function, pool, backfill=config.backfill, overrun=overrun, runtime_model=config.runtime_model
                     ),
