@@ -38,12 +38,11 @@ import numpy as np
 
 from rlsched.core.atomic import write_json_atomic
 from rlsched.core.objective import Objective
-from rlsched.core.policies import PolicySpec
 from rlsched.sim.prediction_errors import prediction_errors
 from rlsched.sim.search import SearchConfig
 from rlsched.sim.workload import Workload, with_class_rule
 from rlsched.workflow.site import trace_class_rule
-from rlsched.workflow.split import Deployment, TimeSplit, describe_window, simulate_in
+from rlsched.workflow.split import Deployment, TimeSplit, describe_window
 from rlsched.workflow.train import (
     RULE_WINDOWS,
     TrainResult,
@@ -61,7 +60,7 @@ from rlsched.workflow.train_scored import SCORED_RUNTIME as SCORED_RUNTIME
 from rlsched.workflow.train_scored import SCORED_RUNTIMES as SCORED_RUNTIMES
 from rlsched.workflow.train_scored import scored_features as scored_features
 from rlsched.workflow.train_scored import scored_search_config
-from rlsched.workflow.verdict import RuleScores, Verdict, rule_over_windows, schedule_score, score_rules
+from rlsched.workflow.verdict import RuleScores, Verdict, rule_over_windows, score_rules
 
 #: The nine logs of issue 23 (names ``rlsched.sim.traces.swf.resolve_trace`` finds under RLSCHED_TRACE_DIR).
 TRACES = (
@@ -94,6 +93,8 @@ COMPARED_WINDOWS = 3
 #: The rules' spread: the test window replayed with every submit moved by up to ±JITTER_S, once per seed.
 JITTER_S = 300.0
 JITTER_SEEDS = (1, 2, 3)
+#: The version of a row's contents (LearningSettings.to_dict).
+ROW_FORMAT = 2
 
 
 @dataclass(frozen=True)
@@ -128,6 +129,9 @@ class LearningSettings:
             # key trained it on P-grid's λ-reward whatever the objective (render_report says which).
             "learned_reward": "objective",
             "rule_windows": self.rule_windows,
+            # What a row holds: 2 since every rule and the selected models are replayed jittered on test, so that
+            # a run resumed from older rows (saved_row) runs them again.
+            "row_format": ROW_FORMAT,
             "search": {
                 "features": list(s.features),
                 "population": s.population,
@@ -202,6 +206,29 @@ class _TraceWindows:
         """-1 where higher is better: ``min(key=sign * score)`` is the best."""
         return -1.0 if self.settings.objective.higher_is_better else 1.0
 
+    def jittered_tests(self) -> list[Workload]:
+        """The test window with every submit moved by up to ±:data:`JITTER_S`, once per :data:`JITTER_SEEDS`."""
+        return [self.test_view.jittered(seed, JITTER_S) for seed in JITTER_SEEDS]
+
+
+@dataclass(frozen=True)
+class _Judged:
+    """One policy trained through train's library and judged: its tasks and results, the verdict, each seed's
+    selected model on test, the rules' scores on the verdict's windows, and the verdict's selected seed on the
+    jittered test replays (:meth:`_TraceWindows.jittered_tests`)."""
+
+    tasks: list[TrainTask]
+    results: list[TrainResult]
+    verdict: Verdict
+    test: list[float]
+    rule_scores: dict[str, RuleScores]
+    jittered: list[float]
+
+    @property
+    def selected(self) -> int:
+        """The index in ``results`` of the seed the verdict selected."""
+        return [r.seed for r in self.results].index(int(self.verdict.extra["selected"]["seed"]))
+
 
 def learning_trace(
     whole: Workload,
@@ -249,10 +276,12 @@ def learning_trace(
     note(f"  {len(on_test.scores)} rules on test: {time.perf_counter() - t:.0f} s")
 
     t = time.perf_counter()
-    out["learned"], verdict, first_task, rule_scores = _learned(tw, windows)
+    out["learned"], learned = _learned(tw, windows)
+    verdict, first_task, rule_scores = learned.verdict, learned.tasks[0], learned.rule_scores
     note(f"  {LEARNED_POLICY}: {verdict.line()} ({time.perf_counter() - t:.0f} s)")
     t = time.perf_counter()
-    out["scored"], scored_verdict = _scored(tw, windows, rule_scores)
+    out["scored"], scored = _scored(tw, windows, rule_scores)
+    scored_verdict = scored.verdict
     note(
         f"  scored: {scored_verdict.line()}; test {out['scored']['test']['mean']:.3g} ({time.perf_counter() - t:.0f} s)"
     )
@@ -263,9 +292,7 @@ def learning_trace(
     out.update(_deployed(tw, verdict, scored_verdict, out))
 
     t = time.perf_counter()
-    rules = [out[k]["rule"] for k in ("best_rule_test", "windows_pick", "validation_pick")]
-    rules += [verdict.replacement[0], scored_verdict.replacement[0]]
-    out["jittered"] = _jittered_rules(tw, on_test, rules)
+    out["jittered"] = _jittered_replays(tw, on_test, {LEARNED_POLICY: learned, "scored": scored})
     note(f"  jittered test replays: {time.perf_counter() - t:.0f} s")
 
     # The runtime predictors on their own, on the whole trace as recorded.
@@ -284,10 +311,10 @@ def _train_and_judge(
     windows: Mapping[str, Any],
     rule_scores: Mapping[str, RuleScores] | None = None,
     search: SearchConfig | None = None,
-) -> tuple[list[TrainTask], list[TrainResult], Verdict, list[float], dict[str, RuleScores]]:
+) -> _Judged:
     """``policy`` through train's library (its seeds, selection on validation, the verdict against every rule on
-    the windows ``rule_scores`` holds — replayed here when None), each seed's selected model scored on test:
-    (tasks, results, verdict, test score per seed, the rules' scores)."""
+    the windows ``rule_scores`` holds — replayed here when None), each seed's selected model scored on test, and
+    the seed the verdict selected on the jittered test replays too."""
     settings, whole = tw.settings, tw.whole
     with tempfile.TemporaryDirectory(prefix="rlsched-learning-") as tmp:
         model_path = Path(tmp) / "model.npz"
@@ -318,7 +345,13 @@ def _train_and_judge(
             seed_file = Path(tmp) / f"seed{result.seed}.npz"
             seed_file.write_bytes(result.model)
             model_test.append(validation_score(seed_file, replace(task, validation=tw.test_view)))
-    return tasks, results, verdict, model_test, scores
+        judged = _Judged(tasks, results, verdict, model_test, scores, [])
+        k = judged.selected
+        selected_file = Path(tmp) / f"seed{results[k].seed}.npz"
+        judged.jittered.extend(
+            validation_score(selected_file, replace(tasks[k], validation=view)) for view in tw.jittered_tests()
+        )
+    return judged
 
 
 #: What a row keeps of a verdict (:meth:`rlsched.workflow.verdict.Verdict.to_dict`).
@@ -340,15 +373,14 @@ def _verdict_row(verdict: Verdict) -> dict[str, Any]:
     return {key: full[key] for key in VERDICT_ROW_KEYS}
 
 
-def _learned(
-    tw: _TraceWindows, windows: Mapping[str, Any]
-) -> tuple[dict[str, Any], Verdict, TrainTask, dict[str, RuleScores]]:
+def _learned(tw: _TraceWindows, windows: Mapping[str, Any]) -> tuple[dict[str, Any], _Judged]:
     """sarsa-esn through train's library (epochs, selection on validation, the verdict), each seed on test; the
     rules' scores on the verdict's windows come back for the scored search's verdict."""
     t = time.perf_counter()
-    tasks, results, verdict, model_test, rule_scores = _train_and_judge(tw, LEARNED_POLICY, windows)
-    selected_seed = int(verdict.extra["selected"]["seed"])
-    selected_test = model_test[[r.seed for r in results].index(selected_seed)]
+    judged = _train_and_judge(tw, LEARNED_POLICY, windows)
+    results, verdict, model_test = judged.results, judged.verdict, judged.test
+    selected_seed = results[judged.selected].seed
+    selected_test = model_test[judged.selected]
     row = {
         "policy": LEARNED_POLICY,
         "test": _stats(model_test),
@@ -359,18 +391,18 @@ def _learned(
         "verdict": _verdict_row(verdict),
         "seconds": round(time.perf_counter() - t, 1),
     }
-    return row, verdict, tasks[0], rule_scores
+    return row, judged
 
 
 def _scored(
     tw: _TraceWindows, windows: Mapping[str, Any], rule_scores: Mapping[str, RuleScores]
-) -> tuple[dict[str, Any], Verdict]:
+) -> tuple[dict[str, Any], _Judged]:
     """The scored direct policy search as ``rlsched train --policy scored`` runs it (one search per seed, the
     seed validation picks, its verdict against the same rules' scores as sarsa-esn's), each seed on test."""
     t = time.perf_counter()
-    _, results, verdict, model_test, _ = _train_and_judge(tw, "scored", windows, rule_scores, tw.settings.search)
-    selected_seed = int(verdict.extra["selected"]["seed"])
-    k = [r.seed for r in results].index(selected_seed)
+    judged = _train_and_judge(tw, "scored", windows, rule_scores, tw.settings.search)
+    results, verdict, model_test, k = judged.results, judged.verdict, judged.test, judged.selected
+    selected_seed = results[k].seed
     searches = [
         {
             "seed": r.seed,
@@ -391,7 +423,7 @@ def _scored(
         "verdict": _verdict_row(verdict),
         "seconds": round(time.perf_counter() - t, 1),
     }
-    return row, verdict
+    return row, judged
 
 
 def _rule_rows(tw: _TraceWindows, on_test: RuleScores, validation: Mapping[str, float]) -> dict[str, Any]:
@@ -476,27 +508,21 @@ def _deployed_by(verdict: Verdict, rules: Mapping[str, Any], model: Mapping[str,
     }
 
 
-def _jittered_rules(tw: _TraceWindows, on_test: RuleScores, rules: Sequence[str]) -> dict[str, Any]:
+def _jittered_replays(tw: _TraceWindows, on_test: RuleScores, learners: Mapping[str, _Judged]) -> dict[str, Any]:
     """A rule is deterministic, but its score rests on the exact second each job arrived: the test window replayed
-    with every submit moved by up to ±JITTER_S (seeds 1, 2, 3) gives ``rules`` a spread too."""
+    with every submit moved by up to ±JITTER_S (seeds :data:`JITTER_SEEDS`) gives every rule a spread, and each
+    learner's selected model the same replays, so that the deployed choice and the best rule are compared on
+    the same replays (:func:`replays_on_test`)."""
+    per_seed = [
+        score_rules(view, tw.settings.deployment, tw.settings.objective, cores=tw.cores).scores
+        for view in tw.jittered_tests()
+    ]
     return {
         "jitter_s": JITTER_S,
-        "rules": {
-            label: _jittered(tw.test_view, on_test.specs[label], tw.settings, tw.cores)
-            for label in dict.fromkeys(rules)
-        },
+        "jitter_seeds": list(JITTER_SEEDS),
+        "rules": {label: _stats([float(scores[label]) for scores in per_seed]) for label in on_test.scores},
+        "models": {name: _stats(judged.jittered) for name, judged in learners.items()},
     }
-
-
-def _jittered(test: Workload, spec: PolicySpec, settings: LearningSettings, cores: int | None) -> dict[str, Any]:
-    """A rule's score on ``test`` replayed with jittered submits (:data:`JITTER_SEEDS`, ±:data:`JITTER_S`)."""
-    scores = [
-        schedule_score(
-            settings.objective, simulate_in(settings.deployment, test.jittered(seed, JITTER_S), spec, cores).schedule
-        )
-        for seed in JITTER_SEEDS
-    ]
-    return _stats(scores)
 
 
 def _runtime_of(label: str) -> str:
@@ -617,15 +643,50 @@ def goals(data: Mapping[str, Any]) -> list[str]:
     return out
 
 
+#: Each deployed choice of a row: its key, the learner whose verdict chose it (``jittered["models"]``) and that
+#: learner's row.
+DEPLOYED = (("deployed", LEARNED_POLICY, "learned"), ("deployed_scored", "scored", "scored"))
+
+
+def replays_on_test(row: Mapping[str, Any], higher: bool) -> dict[str, Any] | None:
+    """Goal 1 like for like: every rule and each deployed choice scored over the same replays of the test
+    window, the one as recorded and the jittered ones (``row["jittered"]``), mean ± spread; the best rule is the
+    one with the best mean.  Keys ``best``, ``validation_pick`` and :data:`DEPLOYED`'s, each with ``what``.  None
+    for a row recorded before the selected models were replayed jittered too."""
+    jittered = row.get("jittered", {})
+    if "models" not in jittered:
+        return None
+    rules = {label: _stats([float(v["test"]), *jittered["rules"][label]["seeds"]]) for label, v in row["rules"].items()}
+    sign = -1.0 if higher else 1.0
+    best = min(rules, key=lambda label: (sign * rules[label]["mean"], label))
+    pick = row["validation_pick"]["rule"]
+    out = {"best": {"what": best, **rules[best]}, "validation_pick": {"what": pick, **rules[pick]}}
+    for key, learner, model in DEPLOYED:
+        d = row[key]
+        if d["kind"] == "rule":
+            out[key] = {"what": d["what"], **rules[d["what"]]}
+        else:
+            samples = [float(row[model]["selected"]["test"]), *jittered["models"][learner]["seeds"]]
+            out[key] = {"what": d["what"], **_stats(samples)}
+    return out
+
+
 def _deployed_goal(rows: Sequence[Mapping[str, Any]], higher: bool, key: str, by: str) -> str:
     """Goal 1: the choice ``row[key]`` deployed by train's verdict (``by``) never worse than the best rule beyond the
-    spread (a rule's: jittered replays)."""
+    spread: both over the same replays of the test window where the row has them (:func:`replays_on_test`), else
+    the model's seeds against the rules' jittered replays."""
     n = len(rows)
     worse, ties = [], []
+    replayed = bool(rows) and all(replays_on_test(r, higher) is not None for r in rows)
     for r in rows:
         d = r[key]
-        best, best_spread = _rule_test(r, r["best_rule_test"]["rule"])
-        mean, spread = _rule_test(r, d["what"]) if d["kind"] == "rule" else (d["test"], d["spread"])
+        replays = replays_on_test(r, higher)
+        if replays is not None:
+            best, best_spread = replays["best"]["mean"], replays["best"]["spread"]
+            mean, spread = replays[key]["mean"], replays[key]["spread"]
+        else:
+            best, best_spread = _rule_test(r, r["best_rule_test"]["rule"])
+            mean, spread = _rule_test(r, d["what"]) if d["kind"] == "rule" else (d["test"], d["spread"])
         gap = (best - mean) if higher else (mean - best)
         if gap > max(spread, best_spread):
             worse.append(f"{r['trace']} ({100 * (_ratio(higher, mean, best) - 1):+.0f} %)")
@@ -635,9 +696,17 @@ def _deployed_goal(rows: Sequence[Mapping[str, Any]], higher: bool, key: str, by
                 f"{_fmt(max(spread, best_spread))})"
             )
     jittered = "jittered" in rows[0] if rows else False
+    if replayed:
+        how = (
+            " (like for like: the deployed choice and every rule over the same replays of the test window, as "
+            "recorded and with jittered submits; the best rule is the best mean; the spread is the larger of the "
+            "two)"
+        )
+    else:
+        how = " (a rule's spread: its test replays with jittered submits)" if jittered else ""
     return (
         f"**Deployed choice ({by}) never worse than the best rule on test beyond the spread**"
-        + (" (a rule's spread: its test replays with jittered submits)" if jittered else "")
+        + how
         + ": "
         + (
             "reached on all " + str(n) + " traces run"
@@ -739,8 +808,8 @@ def render_report(data: Mapping[str, Any]) -> str:
         + (f" **Quick setting: the first {s['max_jobs']:,} jobs of each trace.**" if s.get("max_jobs") else ""),
         "",
         "Rules are deterministic (spread 0 in the table; their spread under jittered submits is below "
-        "it); a learned row is mean ± standard deviation over the seeds' test scores, and a difference inside "
-        "it is a tie. Information: the rules say theirs "
+        "it, and goal 1 is judged on those replays: see its section); a learned row is mean ± standard "
+        "deviation over the seeds' test scores, and a difference inside it is a tie. Information: the rules say theirs "
         "(`runtime_model`, the request by default); sarsa-esn its registry defaults: the request and "
         "`runtime_model=estimated` (the class median over a sliding window), "
         + (
@@ -818,9 +887,9 @@ def _notes(rows: Sequence[Mapping[str, Any]]) -> list[str]:
         lines += [
             "Rules' spread on test: the test window replayed with every submit moved by up to "
             f"±{rows[0]['jittered']['jitter_s']:.0f} s (seeds {', '.join(map(str, JITTER_SEEDS))}), mean ± "
-            "standard deviation: "
+            "standard deviation, for the rules the table names: "
             + "; ".join(
-                f"{r['trace']}: " + ", ".join(f"{k} {_pm(v)}" for k, v in sorted(r["jittered"]["rules"].items()))
+                f"{r['trace']}: " + ", ".join(f"{k} {_pm(r['jittered']['rules'][k])}" for k in sorted(_named_rules(r)))
                 for r in rows
                 if "jittered" in r
             )
@@ -853,11 +922,57 @@ def _notes(rows: Sequence[Mapping[str, Any]]) -> list[str]:
     return lines
 
 
+def _named_rules(row: Mapping[str, Any]) -> set[str]:
+    """The rules a row's table line names (test's best, the picks, the rules deployed instead of a model), those
+    of them the row replayed jittered."""
+    named = {row[k]["rule"] for k in ("best_rule_test", "validation_pick", "windows_pick") if k in row}
+    named |= {row[key]["what"] for key, _, _ in DEPLOYED if row[key]["kind"] == "rule"}
+    return named & set(row["jittered"]["rules"])
+
+
+def _like_for_like(rows: Sequence[Mapping[str, Any]], objective: Objective) -> list[str]:
+    """Goal 1's table: the deployed choices and the best rule over the same replays of the test window."""
+    higher = objective.higher_is_better
+    replays = [x for x in (replays_on_test(r, higher) for r in rows) if x is not None]
+    if not rows or len(replays) < len(rows):
+        return []
+    n = 1 + len(rows[0]["jittered"]["jitter_seeds"])
+    lines = [
+        f"## Goal 1 like for like: every choice over the same {n} replays of the test window",
+        "",
+        f"The test window as recorded and with every submit moved by up to ±{rows[0]['jittered']['jitter_s']:.0f} s "
+        f"(seeds {', '.join(map(str, rows[0]['jittered']['jitter_seeds']))}); a deployed model is the seed its "
+        "verdict selected, replayed like the rules. Mean ± standard deviation over the replays, (ratio to the "
+        "best rule's mean). The best rule here is the best mean over these replays, which need not be the "
+        "recorded replay's best (the table above).",
+        "",
+        "| trace | best rule | deployed (sarsa-esn's verdict) | deployed (scored's verdict) | rule validation picks |",
+        "|---|---|---|---|---|",
+    ]
+    ratios: dict[str, list[float]] = {"deployed": [], "deployed_scored": [], "validation_pick": []}
+    for r, x in zip(rows, replays, strict=True):
+        best = x["best"]["mean"]
+        cells = [f"{x['best']['what']}: {_pm(x['best'])}"]
+        for key, got in ratios.items():
+            got.append(_ratio(higher, x[key]["mean"], best))
+            cells.append(f"{x[key]['what']}: {_pm(x[key])} ({_fmt(got[-1])})")
+        lines.append(f"| {r['trace']} | " + " | ".join(cells) + " |")
+    lines += [
+        "",
+        "Geometric means of the ratio to the best rule's mean: "
+        f"deployed (sarsa-esn's verdict) {_fmt(_geomean(ratios['deployed']))}, deployed (the scored verdict) "
+        f"{_fmt(_geomean(ratios['deployed_scored']))}, validation's rule {_fmt(_geomean(ratios['validation_pick']))}.",
+        "",
+    ]
+    return lines
+
+
 def _sections(data: Mapping[str, Any], objective: Objective) -> list[str]:
     """The report after the table: goals, windows, verdicts, predictors, then every rule per trace."""
     rows = data["traces"]
     lines: list[str] = []
     lines += ["## Goals of the issue", ""] + [f"- {g}" for g in goals(data)] + [""]
+    lines += _like_for_like(rows, objective)
     lines += [
         "## Windows",
         "",

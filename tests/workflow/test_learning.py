@@ -18,6 +18,7 @@ from rlsched.workflow.learning import (
     quick_settings,
     render_report,
     replay_cores,
+    replays_on_test,
     write_outputs,
 )
 from tests.workflow.conftest import write_swf
@@ -72,16 +73,20 @@ def test_a_quick_row_scores_every_rule_and_both_learned_policies_on_the_test_win
     geomean = {k: math.exp(sum(math.log(w[k] / min(w.values())) for w in windows) / 2) for k in rules}
     assert picked["geomean_ratio"] == pytest.approx(min(geomean.values()))
     assert geomean[picked["rule"]] == pytest.approx(min(geomean.values()))
-    # The rules' spread on test: the jittered replays of the best, the windows' and validation's rules.
-    jittered = row["jittered"]["rules"]
-    assert set(jittered) == {
-        best["rule"],
-        picked["rule"],
-        row["validation_pick"]["rule"],
-        verdict["deploy_rule"],
-        scored["deploy_rule"],
-    }
-    assert all(len(j["seeds"]) == 3 and j["spread"] >= 0 for j in jittered.values())
+    # The same jittered replays of the test window for every rule and for each learner's selected model.
+    jittered = row["jittered"]
+    assert set(jittered["rules"]) == set(rules) and set(jittered["models"]) == {"sarsa-esn", "scored"}
+    replays = [*jittered["rules"].values(), *jittered["models"].values()]
+    assert all(len(j["seeds"]) == 3 and j["spread"] >= 0 for j in replays)
+    # Goal 1 compares the deployed choice with the best rule over those replays and the recorded one.
+    like = replays_on_test(row, higher=False)
+    assert like is not None
+    means = {k: (v["test"] + sum(jittered["rules"][k]["seeds"])) / 4 for k, v in rules.items()}
+    assert like["best"]["mean"] == pytest.approx(min(means.values()))
+    assert means[like["best"]["what"]] == pytest.approx(min(means.values()))
+    if deployed["kind"] == "model":
+        model = [row["learned"]["selected"]["test"], *jittered["models"]["sarsa-esn"]["seeds"]]
+        assert like["deployed"]["seeds"] == model
     assert set(row["prediction"]) == {"requested", "user-last2", "learned"}
     assert all(math.isfinite(p["mae_s"]) for p in row["prediction"].values())
 
@@ -122,6 +127,71 @@ def test_a_deployed_choice_worse_than_the_best_rule_beyond_its_spread_misses_the
     assert "reached" in within[0] and "missed on 1 of 1: t (+10 %)" in beyond[0]
     # The scored search's verdict deployed the best rule itself: reached either way.
     assert "(the scored search's verdict)" in beyond[1] and "reached" in beyond[1]
+
+
+def _seeds(values: list[float]) -> dict[str, Any]:
+    mean = sum(values) / len(values)
+    return {"mean": mean, "spread": math.sqrt(sum((v - mean) ** 2 for v in values) / len(values)), "seeds": values}
+
+
+def _replayed(row: dict[str, Any], best: list[float], other: list[float], model: list[float]) -> dict[str, Any]:
+    """``row`` with jittered replays: rule easy's, another rule's and the deployed model's (first: as recorded)."""
+    row["rules"]["other"] = {"validation": 1.0, "test": other[0], "runtime": "requested"}
+    row["rules"]["easy"]["test"] = best[0]
+    row["validation_pick"] = {"rule": "easy", "test": best[0]}
+    row["learned"] = {"selected": {"test": model[0]}}
+    row["deployed"]["test"] = model[0]
+    row["jittered"] = {
+        "jitter_s": 300.0,
+        "jitter_seeds": [1, 2, 3],
+        "rules": {"easy": _seeds(best[1:]), "other": _seeds(other[1:])},
+        "models": {"sarsa-esn": _seeds(model[1:]), "scored": _seeds([0.0] * 3)},
+    }
+    return row
+
+
+def test_goal_one_judges_the_deployed_model_on_the_same_replays_as_the_rules() -> None:
+    settings = LearningSettings().to_dict()
+    # As recorded the model (9) beats easy (10), and easy is the best rule; over the four replays the model's mean
+    # is 15 ± 3.5 and the best rule is "other" (mean 10.25, spread 0.43): worse beyond the spread.
+    row = _replayed(_row(9.0, 0.0), [10.0, 12.0, 12.0, 12.0], [11.0, 10.0, 10.0, 10.0], [9.0, 17.0, 17.0, 17.0])
+    like = replays_on_test(row, higher=False)
+    assert like is not None and like["best"]["what"] == "other" and like["deployed"]["mean"] == 15.0
+    line = goals({"settings": settings, "traces": [row]})[0]
+    assert "like for like" in line and "missed on 1 of 1: t (+46 %)" in line
+    # The same model with replays that spread as widely as its gap: a tie.
+    row = _replayed(_row(9.0, 0.0), [10.0, 12.0, 12.0, 12.0], [11.0, 10.0, 10.0, 10.0], [5.0, 5.0, 17.0, 17.0])
+    assert "reached" in goals({"settings": settings, "traces": [row]})[0]
+    report = render_report({"settings": settings, "traces": [_full(row)]})
+    assert "## Goal 1 like for like" in report and "| t | other: 10.2 ± 0.433 | m: 11.0 ± 6 (1.07) |" in report
+
+
+def _full(row: dict[str, Any]) -> dict[str, Any]:
+    """What render_report reads of a row besides what goals reads."""
+    return {
+        **row,
+        "jobs": 10,
+        "cores": 4,
+        "recorded_cores": 4,
+        "core_fraction": 1.0,
+        "seconds": 1.0,
+        "rules_left_out": [],
+        "windows": {"train": "a", "validation": "b", "test": "c"},
+        "prediction": {k: {**v, "under_share": 0.5} for k, v in row["prediction"].items()},
+        "learned": {
+            **row["learned"],
+            "test": {"mean": 9.0, "spread": 0.0, "seeds": [9.0]},
+            "verdict": {"line": "v"},
+            "epoch_validation": {},
+            "train_seconds": [],
+        },
+        "scored": {
+            "test": {"mean": 10.0, "spread": 0.0, "seeds": [10.0]},
+            "verdict": {"line": "v"},
+            "searches": [],
+            "selected": {"spec": "s", "test": 10.0},
+        },
+    }
 
 
 def test_three_wins_of_ten_percent_reach_the_learned_goal_and_two_miss_it() -> None:
