@@ -145,6 +145,7 @@ class Daemon:
             lease_snapshot=None if leasing is None else leasing.snapshot,
             verdict=self.agent.verdict if config.agent.model is not None else None,
             model=config.agent.model is not None,
+            predictor_restored=None if self._predicted_runtime() is None else self.predictor_restored,
         )
         self.exporter.last_checkpoint_s = self.model_saved_s
         self.consecutive_failures = 0

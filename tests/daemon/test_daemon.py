@@ -374,6 +374,13 @@ def test_the_runtime_predictor_survives_a_stop_and_a_restart(tmp_path: Path, run
 
     again = _predicting_daemon(runner, tmp_path, runtime_model)
     assert again.predictor_restored and _canon(_predictor_state(again)) == _canon(saved)
+    restored = "rlsched_runtime_predictor_restored"
+    assert again.exporter.registry.get_sample_value(restored) == 1.0
+    assert daemon.exporter.registry.get_sample_value(restored) == 0.0  # it had started cold
+    plain = make_daemon(runner, str(tmp_path / "rule"), mode="shadow")  # no runtime predictor: no file, no gauge
+    assert plain.exporter.registry.get_sample_value(restored) is None
+    plain.shutdown(final=True)
+    assert not (tmp_path / "rule" / "predictor.json").exists()
     # Jobs pending before the restart that finish after it train the restored predictor exactly as the
     # original, and both rank the queue alike.
     finish_jobs(runner, list(range(1020, 1030)))
@@ -394,6 +401,7 @@ def test_another_predictors_state_starts_it_cold_with_a_warning(
         other = _predicting_daemon(runner, tmp_path, "learned")
     assert not other.predictor_restored
     assert any("predictor.json holds what the 'user-last2' predictor learned" in r.getMessage() for r in caplog.records)
+    assert other.exporter.registry.get_sample_value("rlsched_runtime_predictor_restored") == 0.0
     other.cycle()  # its first checkpoint replaces the file with its own predictor
     assert json.loads((tmp_path / "predictor.json").read_text())["predictor"] == "learned"
 
