@@ -30,6 +30,8 @@ The metrics (types and labels; ``docs/daemon.md`` has the full table):
   window by ``objective``, ``none`` for a model without one, ``no_model`` when a registry policy runs — and
   ``rlsched_model_verdict_gain`` (gauge): the model's relative gain over that rule (> 0: the model is
   better; NaN without a verdict);
+- ``rlsched_runtime_predictor_restored`` (gauge, only for a policy with ``runtime_model=user-last2`` or
+  ``learned``): 1 when its runtime predictor went on at start from ``predictor.json``, 0 when it started cold;
 - ``rlsched_held_job_oldest_seconds`` (gauge): how long the oldest held pending job of the last view has
   waited since its submission (0 when none is held) — in gate mode, the longest a gated job has been kept;
 - leasing (served when ``[leasing] enabled``): ``rlsched_lease_cap{source}`` (gauge: ``enforced`` V and
@@ -322,6 +324,7 @@ class Exporter:
         lease_snapshot: Callable[[], Mapping[str, Any] | None] | None = None,
         verdict: Mapping[str, Any] | None = None,
         model: bool = False,
+        predictor_restored: bool | None = None,
     ) -> None:
         self.registry = registry or CollectorRegistry(auto_describe=True)
         self.lock = threading.Lock()
@@ -370,6 +373,13 @@ class Exporter:
         for name in ("shadow", "boost", "gate"):
             modes.labels(mode=name).set(1.0 if name == mode else 0.0)
         self._export_verdict(verdict, model)
+        if predictor_restored is not None:  # only for a policy whose runtime predictor learns (docs/daemon.md)
+            Gauge(
+                PREFIX + "runtime_predictor_restored",
+                "1 when the runtime predictor went on at start from what the previous run learned, 0 when it "
+                "started cold.",
+                registry=r,
+            ).set(1.0 if predictor_restored else 0.0)
         r.register(_CounterCollector(counters, self.lock))
         if lease_snapshot is not None:
             r.register(_LeaseCollector(lease_snapshot, self.lock))

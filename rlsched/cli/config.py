@@ -9,7 +9,8 @@ problem; ``--json`` prints ``{"config", "ok", "problems", "warnings"}``.  What i
    address unless ``[metrics] allow_remote``);
 2. the agent: ``[agent] model`` is loaded and checked against ``[backend] vos``, the live feature layout
    and the class rule, and so is the daemon's own checkpoint (``<state dir>/agent.npz``) when there is one
-   — exactly what the daemon does at start (:func:`rlsched.daemon.agents.start_agent`); nothing is written;
+   — exactly what the daemon does at start (:func:`rlsched.daemon.agents.start_agent`), and the runtime
+   predictor's state (``<state dir>/predictor.json``) of a policy that predicts runtimes; nothing is written;
    a model whose verdict is a loss to a rule is a problem in boost and gate mode unless ``[agent]
    allow_losing_model = true`` (a warning in shadow mode), one without a verdict a warning;
 3. file modes: the config file and the state dir are not writable by group or others (the daemon runs as
@@ -75,12 +76,14 @@ def _result(path: str | Path, problems: list[str], warnings: list[str]) -> dict[
 
 def _agent_problems(config: DaemonConfig) -> list[str]:
     """Load the configured model and the daemon's checkpoint as the daemon would (read-only)."""
+    from rlsched.core.runtime import PredictedRuntime
     from rlsched.daemon.agents import AgentStartError, start_agent
+    from rlsched.daemon.state import CheckpointError, restore_predictor
 
     backend = config.backend
     class_rule = getattr(backend, "class_rule", None)
     try:
-        start_agent(
+        handle, _ = start_agent(
             config.agent,
             config.mode,
             backend.vos,
@@ -92,6 +95,11 @@ def _agent_problems(config: DaemonConfig) -> list[str]:
         return [f"{config.source}: key 'agent': {' '.join(str(exc).split())}"]
     except (OSError, ValueError) as exc:
         return [f"{config.source}: key 'agent': cannot load: {' '.join(str(exc).split())}"]
+    if isinstance(handle.runtime, PredictedRuntime):
+        try:  # restored into this throw-away agent: nothing is written
+            restore_predictor(config.predictor_file, handle.runtime)
+        except CheckpointError as exc:
+            return [" ".join(str(exc).split())]
     return []
 
 

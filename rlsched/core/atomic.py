@@ -2,8 +2,8 @@
 
 Write a temporary file in the target's folder, fsync it, rename it over the target, fsync the
 folder.  A kill -9 at any instant leaves either the previous version or the new one, never a
-torn file.  The core's model checkpoints, the daemon's counters and heartbeat, and the Slurm
-backend's record of what it changed all go through :func:`atomic_write`.
+torn file.  The core's model checkpoints, the daemon's counters, heartbeat and runtime predictor state,
+and the Slurm backend's record of what it changed all go through :func:`atomic_write`.
 """
 
 from __future__ import annotations

@@ -24,8 +24,9 @@ from __future__ import annotations
 
 import math
 from collections import OrderedDict
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 import numpy as np
 
@@ -96,6 +97,13 @@ class RuntimePredictor(Protocol):
         """Learn from a finished job (in completion order); False when the job was never predicted."""
         ...
 
+    def state(self, keep: Collection[int] | None = None) -> dict[str, Any]:
+        """Everything learned, as a JSON-able dict (:func:`predictor_from_state` rebuilds the predictor).
+
+        ``keep``: the remembered (predicted, not yet finished) jobs to keep; None keeps them all.
+        """
+        ...
+
 
 class _Remembered:
     """Predictions of jobs that have not finished, the oldest forgotten beyond :data:`MAX_REMEMBERED_JOBS`."""
@@ -124,6 +132,10 @@ class _Remembered:
 
     def __len__(self) -> int:
         return len(self._jobs)
+
+    def items(self, keep: Collection[int] | None) -> list[tuple[int, float, object]]:
+        """(job, prediction, facts), oldest first (the order in which they are forgotten), those in ``keep``."""
+        return [(j, pred, facts) for j, (pred, facts) in self._jobs.items() if keep is None or j in keep]
 
 
 def _clamp(prediction: float, request_s: float) -> float:
@@ -163,6 +175,25 @@ class UserLastTwo:
         last = self._last.get(user)
         self._last[user] = (run_s, last[0] if last is not None else math.nan)
         return True
+
+    def state(self, keep: Collection[int] | None = None) -> dict[str, Any]:
+        """The users' last two runtimes and the remembered jobs (:meth:`RuntimePredictor.state`)."""
+        return {
+            **_state_header(self.name, self._remembered),
+            # Lists of rows, not objects keyed by user: JSON keys are strings, and the order is kept.
+            "last": [[user, last, _nan_to_none(before)] for user, (last, before) in self._last.items()],
+            "remembered": [[job, prediction, user] for job, prediction, user in self._remembered.items(keep)],
+        }
+
+    @classmethod
+    def from_state(cls, data: Mapping[str, Any]) -> UserLastTwo:
+        """The predictor :meth:`state` describes (ValueError naming the bad key)."""
+        out = cls()
+        for i, row in enumerate(_rows(data, "last", 3)):
+            where = f"last[{i}]"
+            out._last[_int(row[0], where)] = (_num(row[1], where), _num_or_nan(row[2], where))
+        _load_remembered(out._remembered, data, 3, lambda row, where: _int(row[2], where))
+        return out
 
 
 @dataclass
@@ -248,6 +279,69 @@ class OnlineRegression:
     @property
     def unseen_finished(self) -> int:
         return self._remembered.unseen_finished
+
+    def state(self, keep: Collection[int] | None = None) -> dict[str, Any]:
+        """The regression's weights and covariance, the users' and VOs' histories and the remembered jobs with
+        the features they were predicted from (:meth:`RuntimePredictor.state`)."""
+        return {
+            **_state_header(self.name, self._remembered),
+            "under_weight": self.under_weight,
+            "forgetting": self.forgetting,
+            "cov_trace_max": self._cov_trace_max,  # the ridge prior's size, where forgetting stops
+            "updates": self.updates,
+            "theta": self.theta.tolist(),
+            "cov": self.cov.tolist(),
+            "users": [
+                {
+                    "user": user,
+                    "ratios": list(h.ratios),
+                    "runs": list(h.runs),
+                    "last_request_s": _nan_to_none(h.last_request_s),
+                    "last_cores": h.last_cores,
+                    "mean_ratio": h.mean_ratio,
+                    "error_model": h.error_model,
+                    "error_last2": h.error_last2,
+                    "count": h.count,
+                }
+                for user, h in self._users.items()
+            ],
+            "vo_ratio": [[vo, ratio] for vo, ratio in self._vo_ratio.items()],
+            # Each row: job, prediction, then the job's _Facts (see _FACTS_FIELDS).
+            "remembered": [
+                [job, prediction, *_facts_row(facts)] for job, prediction, facts in self._remembered.items(keep)
+            ],
+        }
+
+    @classmethod
+    def from_state(cls, data: Mapping[str, Any]) -> OnlineRegression:
+        """The predictor :meth:`state` describes (ValueError naming the bad key)."""
+        under_weight = _num(_get(data, "under_weight"), "under_weight")
+        forgetting = _num(_get(data, "forgetting"), "forgetting")
+        trace_max = _num(_get(data, "cov_trace_max"), "cov_trace_max")
+        if not under_weight > 0:
+            raise _bad("under_weight", f"must be > 0, got {under_weight}")
+        if not 0 < forgetting <= 1:
+            raise _bad("forgetting", f"must lie in (0, 1], got {forgetting}")
+        if not trace_max > 0:
+            raise _bad("cov_trace_max", f"must be > 0, got {trace_max}")
+        out = cls(under_weight=under_weight, forgetting=forgetting)
+        out._cov_trace_max = trace_max
+        out.updates = _count(_get(data, "updates"), "updates")
+        out.theta = _vector(_get(data, "theta"), "theta", N_FEATURES)
+        cov = _get(data, "cov")
+        if not isinstance(cov, list) or len(cov) != N_FEATURES:
+            raise _bad("cov", f"expected {N_FEATURES} rows of {N_FEATURES} numbers")
+        out.cov = np.array([_vector(row, f"cov[{i}]", N_FEATURES) for i, row in enumerate(cov)])
+        users = _get(data, "users")
+        if not isinstance(users, list):
+            raise _bad("users", "expected a list")
+        for i, item in enumerate(users):
+            user, history = _user_history(item, f"users[{i}]")
+            out._users[user] = history
+        for i, row in enumerate(_rows(data, "vo_ratio", 2)):
+            out._vo_ratio[_int(row[0], f"vo_ratio[{i}]")] = _num(row[1], f"vo_ratio[{i}]")
+        _load_remembered(out._remembered, data, 2 + len(_FACTS_FIELDS), _facts_of_row)
+        return out
 
     def features(self, user: int, vo: int, cores: int, request_s: float, submit_s: float) -> FloatArray:
         """The job's feature vector from the current history (see the class docstring)."""
@@ -361,3 +455,147 @@ def make_predictor(name: str) -> RuntimePredictor:
     if name == "learned":
         return OnlineRegression()
     raise ValueError(f"unknown runtime predictor {name!r}; expected one of {', '.join(PREDICTORS)}")
+
+
+# ------------------------------------------------------------------------------------------ learned state
+#: The version of :meth:`RuntimePredictor.state`'s format (a daemon keeps it across restarts: docs/daemon.md).
+STATE_VERSION = 1
+#: The fields of a remembered job of the ``learned`` predictor, after its id and prediction.
+_FACTS_FIELDS = ("user", "vo", "cores", "request_s", "model_s", "last2_s", "x")
+_STATE_LOADERS: dict[str, Callable[[Mapping[str, Any]], RuntimePredictor]] = {
+    "user-last2": UserLastTwo.from_state,
+    "learned": OnlineRegression.from_state,
+}
+
+
+def predictor_from_state(data: object) -> RuntimePredictor:
+    """The predictor :meth:`RuntimePredictor.state` described: it predicts bit-identically and goes on learning
+    exactly as the one that wrote it.  A bad state is a ValueError naming the key
+    (``runtime predictor state: key 'theta': expected 19 numbers``)."""
+    if not isinstance(data, Mapping):
+        raise ValueError(f"runtime predictor state: expected an object, got {type(data).__name__}")
+    name = _get(data, "predictor")
+    loader = _STATE_LOADERS.get(name) if isinstance(name, str) else None
+    if loader is None:
+        raise _bad("predictor", f"expected one of {', '.join(PREDICTORS)}, got {_short(name)}")
+    version = _get(data, "version")
+    if version != STATE_VERSION or isinstance(version, bool):
+        raise _bad("version", f"expected {STATE_VERSION}, got {_short(version)}")
+    return loader(data)
+
+
+def _state_header(name: PredictorName, remembered: _Remembered) -> dict[str, Any]:
+    return {"predictor": name, "version": STATE_VERSION, "unseen_finished": remembered.unseen_finished}
+
+
+def _facts_row(facts: object) -> list[Any]:
+    assert isinstance(facts, _Facts)
+    return [facts.user, facts.vo, facts.cores, facts.request_s, facts.model_s, facts.last2_s, facts.x.tolist()]
+
+
+def _facts_of_row(row: list[Any], where: str) -> _Facts:
+    user, vo, cores, request_s, model_s, last2_s, x = row[2:]
+    return _Facts(
+        user=_int(user, where),
+        vo=_int(vo, where),
+        cores=_int(cores, where),
+        request_s=_num(request_s, where),
+        x=_vector(x, where, N_FEATURES),
+        model_s=_num(model_s, where),
+        last2_s=_num(last2_s, where),
+    )
+
+
+def _load_remembered(
+    remembered: _Remembered, data: Mapping[str, Any], width: int, facts_of: Callable[[list[Any], str], object]
+) -> None:
+    """Fill ``remembered`` from ``data["remembered"]`` (rows of ``width``: job, prediction, facts…), oldest
+    first, and its count of finished jobs never predicted."""
+    remembered.unseen_finished = _count(_get(data, "unseen_finished"), "unseen_finished")
+    for i, row in enumerate(_rows(data, "remembered", width)):
+        where = f"remembered[{i}]"
+        remembered.put(_int(row[0], where), _num(row[1], where), facts_of(row, where))
+
+
+def _user_history(item: object, where: str) -> tuple[int, _UserHistory]:
+    if not isinstance(item, Mapping):
+        raise _bad(where, "expected an object")
+
+    def field(key: str) -> Any:
+        return _get(item, key, f"{where}.")
+
+    ratios = _vector(field("ratios"), f"{where}.ratios").tolist()
+    runs = _vector(field("runs"), f"{where}.runs").tolist()
+    if len(ratios) != len(runs) or len(runs) > 3:
+        raise _bad(f"{where}.runs", "expected as many runs as ratios, at most 3")
+    history = _UserHistory(
+        ratios=ratios,
+        runs=runs,
+        last_request_s=_num_or_nan(field("last_request_s"), f"{where}.last_request_s"),
+        last_cores=_int(field("last_cores"), f"{where}.last_cores"),
+        mean_ratio=_num(field("mean_ratio"), f"{where}.mean_ratio"),
+        error_model=_num(field("error_model"), f"{where}.error_model"),
+        error_last2=_num(field("error_last2"), f"{where}.error_last2"),
+        count=_count(field("count"), f"{where}.count"),
+    )
+    return _int(field("user"), f"{where}.user"), history
+
+
+# Readers of a state's values: each names the key it reads when the value is not what the state writes.
+def _bad(key: str, problem: str) -> ValueError:
+    return ValueError(f"runtime predictor state: key {key!r}: {problem}")
+
+
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _get(data: Mapping[str, Any], key: str, prefix: str = "") -> Any:
+    if key not in data:
+        raise _bad(prefix + key, "missing")
+    return data[key]
+
+
+def _num(value: object, key: str) -> float:
+    # Any float, NaN and infinities included (json writes and reads them): what state() writes must load.
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise _bad(key, f"expected a number, got {_short(value)}")
+    return float(value)
+
+
+def _num_or_nan(value: object, key: str) -> float:
+    return math.nan if value is None else _num(value, key)
+
+
+def _nan_to_none(value: float) -> float | None:
+    return None if math.isnan(value) else value
+
+
+def _int(value: object, key: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise _bad(key, f"expected an integer, got {_short(value)}")
+    return value
+
+
+def _count(value: object, key: str) -> int:
+    out = _int(value, key)
+    if out < 0:
+        raise _bad(key, f"expected a count (>= 0), got {out}")
+    return out
+
+
+def _vector(value: object, key: str, length: int | None = None) -> FloatArray:
+    if not isinstance(value, list) or (length is not None and len(value) != length):
+        raise _bad(key, f"expected {length if length is not None else 'a list of'} numbers")
+    return np.array([_num(v, key) for v in value], dtype=np.float64)
+
+
+def _rows(data: Mapping[str, Any], key: str, width: int) -> list[list[Any]]:
+    rows = _get(data, key)
+    if not isinstance(rows, list):
+        raise _bad(key, "expected a list")
+    for i, row in enumerate(rows):
+        if not isinstance(row, list) or len(row) != width:
+            raise _bad(f"{key}[{i}]", f"expected a list of {width} values")
+    return rows

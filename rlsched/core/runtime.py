@@ -23,11 +23,12 @@ saw pending (a job submitted and started between two views).
 from __future__ import annotations
 
 import bisect
-from typing import Literal, Protocol
+from collections.abc import Mapping
+from typing import Any, Literal, Protocol
 
 import numpy as np
 
-from rlsched.core.prediction import RuntimePredictor, make_predictor, raise_outlived
+from rlsched.core.prediction import RuntimePredictor, make_predictor, predictor_from_state, raise_outlived
 from rlsched.core.view import (
     INTERACTIVE_THRESHOLD_S,
     ClusterView,
@@ -253,9 +254,28 @@ class PredictedRuntime:
         self.predictor = predictor
         self.name: RuntimeModelName = predictor.name
         self._now = -np.inf
+        #: The jobs of the last view (pending, running): the only remembered ones that can still finish.
+        self._live: tuple[IntArray, IntArray] | None = None
+
+    def state(self) -> dict[str, Any]:
+        """The predictor's learned state (:meth:`rlsched.core.prediction.RuntimePredictor.state`), for the
+        daemon to keep across restarts.  Of the jobs predicted but not finished, only those of the last view are
+        kept: the others were cancelled or left the view (jobs cancelled while pending are remembered until
+        :data:`~rlsched.core.prediction.MAX_REMEMBERED_JOBS` push them out, which would make the file large).
+        Before any view, all are kept."""
+        keep = None if self._live is None else set(np.concatenate(self._live).tolist())
+        return self.predictor.state(keep)
+
+    def restore(self, data: Mapping[str, Any]) -> None:
+        """Go on from a state :meth:`state` wrote (ValueError naming the bad key, or another predictor's)."""
+        predictor = predictor_from_state(data)
+        if predictor.name != self.name:
+            raise ValueError(f"runtime predictor state: key 'predictor': {predictor.name!r}, not {self.name!r}")
+        self.predictor = predictor
 
     def observe(self, view: ClusterView) -> None:
         self._now = view.time_s
+        self._live = (view.pending.job_id, view.running.job_id)
         done = view.finished
         for job_id, run in zip(done.job_id.tolist(), done.run_s.tolist(), strict=True):
             self.predictor.finished(job_id, run)

@@ -196,6 +196,11 @@ class DaemonConfig:
         return Path(self.state_dir) / "daemon.json"
 
     @property
+    def predictor_file(self) -> Path:
+        """What the runtime predictor of a ``runtime_model=user-last2`` or ``learned`` policy has learned."""
+        return Path(self.state_dir) / "predictor.json"
+
+    @property
     def decision_log_file(self) -> Path:
         """The decision log (``[shadow] decision_log``, default ``<state dir>/decisions.jsonl``)."""
         return self.shadow.path(self.state_dir)

@@ -49,12 +49,13 @@ from rlsched.backends import build_backend
 from rlsched.core.atomic import PUBLIC, write_json_atomic
 from rlsched.core.live import LiveBackend, NodeControl, QueueKey
 from rlsched.core.measures import responsiveness
+from rlsched.core.runtime import PredictedRuntime
 from rlsched.core.view import ClusterView, Decisions, apply
 from rlsched.daemon.agents import policy_info, start_agent
 from rlsched.daemon.config import ConfigError, DaemonConfig, load_config, reload_problem
 from rlsched.daemon.decision_log import DecisionLog, decision_record
 from rlsched.daemon.notify import Notifier
-from rlsched.daemon.state import load_counters, read_heartbeat, save_counters
+from rlsched.daemon.state import load_counters, read_heartbeat, restore_predictor, save_counters, save_predictor
 from rlsched.exporter import CLASS_NAMES, Exporter
 from rlsched.faultlog import FaultLog
 from rlsched.leasing import LeaseStatus, LeasingService
@@ -123,6 +124,8 @@ class Daemon:
         #: Persistent faults (a phase failing every cycle, the decision log), logged once then at a bounded rate.
         self.faults = FaultLog(log)
         self.counters, self.model_saved_s = load_counters(config.counters_file)
+        #: Whether the runtime predictor went on from what a previous run learned (``predictor.json``).
+        self.predictor_restored = self._restore_predictor()
         self.stop_event = threading.Event()
         self.leasing: LeasingService | None = None
         if config.leasing.enabled:
@@ -142,6 +145,7 @@ class Daemon:
             lease_snapshot=None if leasing is None else leasing.snapshot,
             verdict=self.agent.verdict if config.agent.model is not None else None,
             model=config.agent.model is not None,
+            predictor_restored=None if self._predicted_runtime() is None else self.predictor_restored,
         )
         self.exporter.last_checkpoint_s = self.model_saved_s
         self.consecutive_failures = 0
@@ -301,6 +305,23 @@ class Daemon:
         return count
 
     # ------------------------------------------------------------------------------------- checkpoints
+    def _predicted_runtime(self) -> PredictedRuntime | None:
+        """The agent's runtime model when it learns from finished jobs (``runtime_model=user-last2``, ``learned``)."""
+        runtime = self.agent.runtime
+        return runtime if isinstance(runtime, PredictedRuntime) else None
+
+    def _restore_predictor(self) -> bool:
+        """Go on from the runtime predictor the previous run checkpointed (:func:`restore_predictor`)."""
+        runtime = self._predicted_runtime()
+        if runtime is None:
+            return False
+        restored, warning = restore_predictor(self.config.predictor_file, runtime)
+        if warning is not None:
+            log.warning("%s", warning)
+        elif restored:
+            log.info("runtime predictor %s: resumed from %s", runtime.name, self.config.predictor_file)
+        return restored
+
     def _checkpoint(self, force: bool) -> None:
         now = time.monotonic()
         due = self._last_checkpoint_mono is None or now - self._last_checkpoint_mono >= self.config.checkpoint_every_s
@@ -310,6 +331,9 @@ class Daemon:
             self.model_saved_s = self.clock()
         with self.exporter.lock:
             save_counters(self.config.counters_file, self.counters, self.model_saved_s)
+        runtime = self._predicted_runtime()
+        if runtime is not None:
+            save_predictor(self.config.predictor_file, runtime.state())
         self.exporter.last_checkpoint_s = self.clock()
         self._last_checkpoint_mono = now
         self._dirty = False

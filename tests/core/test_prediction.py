@@ -2,12 +2,23 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import copy
+import json
+import re
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 import pytest
 
-from rlsched.core.prediction import OnlineRegression, UserLastTwo, make_predictor, raise_outlived
+from rlsched.core.prediction import (
+    OnlineRegression,
+    RuntimePredictor,
+    UserLastTwo,
+    make_predictor,
+    predictor_from_state,
+    raise_outlived,
+)
 from rlsched.core.runtime import PredictedRuntime, make_runtime_model
 from rlsched.core.view import ClusterView, FinishedJobs, PendingJobs, RunningJobs
 
@@ -177,3 +188,152 @@ def test_a_view_without_users_predicts_the_request_for_everyone() -> None:
         held=view.pending.held,
     )
     assert model.pending(bare).tolist() == [700.0]
+
+
+# ------------------------------------------------------------------------------------------ learned state
+def _events(seed: int, n: int = 1500) -> list[tuple[str, int, tuple[Any, ...]]]:
+    """A live-like stream: jobs predicted at submit, finished later and out of order (some never: cancelled
+    while pending; some finish unseen), so that at any moment many predicted jobs have not finished."""
+    rng = np.random.default_rng(seed)
+    fraction = rng.uniform(0.02, 0.9, 15)
+    events: list[tuple[str, int, tuple[Any, ...]]] = []
+    outstanding: list[tuple[int, float]] = []
+    for j in range(n):
+        u = int(rng.integers(15))
+        req = float(rng.choice([600.0, 3600.0, 14400.0, 86400.0]))
+        cores = int(rng.choice([1, 2, 8, 64]))
+        events.append(("predict", j, (u, u % 3, cores, req, 1.7e9 + 37.0 * j)))
+        if rng.random() < 0.9:  # the rest are cancelled while pending: remembered, never finished
+            outstanding.append((j, min(req, req * float(fraction[u]) * float(rng.lognormal(0.0, 0.4)))))
+        while outstanding and rng.random() < 0.4:
+            job, run = outstanding.pop(int(rng.integers(len(outstanding))))
+            events.append(("finished", job, (run,)))
+        if rng.random() < 0.02:
+            events.append(("finished", 10**9 + j, (5.0,)))  # submitted, run and ended between two polls
+    return events
+
+
+def _apply(p: RuntimePredictor, event: tuple[str, int, tuple[Any, ...]]) -> float | bool:
+    kind, job, args = event
+    if kind == "predict":
+        return p.predict(job, *args)
+    return p.finished(job, *args)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        UserLastTwo,
+        OnlineRegression,
+        # Not the defaults: the state carries them (a prior 10x smaller: forgetting stops at another size).
+        lambda: OnlineRegression(under_weight=2.0, ridge=0.1, forgetting=0.99),
+    ],
+    ids=["user-last2", "learned", "learned-tuned"],
+)
+def test_a_restored_predictor_predicts_and_learns_bit_identically(make: Callable[[], RuntimePredictor]) -> None:
+    events = _events(7)
+    half = len(events) // 2
+    original = make()
+    name = original.name
+    for event in events[:half]:
+        _apply(original, event)
+    saved = original.state()
+    assert saved["predictor"] == name and saved["version"] == 1 and len(saved["remembered"]) > 50
+    assert saved["unseen_finished"] > 0
+    restored = predictor_from_state(json.loads(json.dumps(saved)))  # through JSON, as the daemon writes it
+    assert type(restored) is type(original) and restored.state() == saved
+    pending_at_save = {row[0] for row in saved["remembered"]}
+    trained_after_restore = 0
+    for event in events[half:]:
+        a, b = _apply(original, event), _apply(restored, event)
+        # Bit-identical: the same float, not merely a close one.
+        assert type(a) is type(b) and (a == b if isinstance(a, bool) else float(a).hex() == float(b).hex())
+        trained_after_restore += bool(event[0] == "finished" and event[1] in pending_at_save and b)
+    assert trained_after_restore > 50  # jobs predicted before the save, finished after it, still train it
+    assert json.dumps(restored.state()) == json.dumps(original.state())
+    if isinstance(original, OnlineRegression):
+        assert isinstance(restored, OnlineRegression) and restored.updates == original.updates > 500
+        assert restored.theta.tobytes() == original.theta.tobytes()
+
+
+def test_a_state_can_keep_only_the_jobs_that_may_still_finish() -> None:
+    p = OnlineRegression()
+    for job in range(6):
+        p.predict(job, 1, 0, 1, 1000.0, 0.0)
+    p.finished(0, 100.0)
+    state = p.state(keep={2, 4, 99})
+    assert [row[0] for row in state["remembered"]] == [2, 4]
+    restored = predictor_from_state(state)
+    assert restored.predict(4, 1, 0, 1, 1000.0, 0.0) == p.predict(4, 1, 0, 1, 1000.0, 0.0)
+    assert restored.finished(4, 200.0) and not restored.finished(3, 200.0)
+
+
+def _drop(key: str) -> Callable[[dict[str, Any]], None]:
+    return lambda s: s.pop(key)
+
+
+def _set(key: str, value: Any) -> Callable[[dict[str, Any]], None]:
+    return lambda s: s.__setitem__(key, value)
+
+
+@pytest.mark.parametrize(
+    ("name", "spoil", "key"),
+    [
+        ("learned", _drop("theta"), "theta"),
+        ("learned", lambda s: s["theta"].pop(), "theta"),
+        ("learned", lambda s: s["cov"][3].append(0.0), "cov[3]"),
+        ("learned", _set("cov", "eye"), "cov"),
+        ("learned", _set("forgetting", 1.5), "forgetting"),
+        ("learned", _set("updates", True), "updates"),
+        ("learned", lambda s: s["users"][0].__setitem__("runs", "x"), "users[0].runs"),
+        ("learned", lambda s: s["users"][0].pop("count"), "users[0].count"),
+        ("learned", lambda s: s["remembered"][0].pop(), "remembered[0]"),
+        ("learned", lambda s: s["remembered"][1][-1].__setitem__(0, "1"), "remembered[1]"),
+        ("learned", lambda s: s["vo_ratio"][0].__setitem__(0, 1.5), "vo_ratio[0]"),
+        ("learned", _set("version", 2), "version"),
+        ("learned", _set("predictor", "psychic"), "predictor"),
+        ("user-last2", _drop("predictor"), "predictor"),
+        ("user-last2", _set("unseen_finished", -1), "unseen_finished"),
+        ("user-last2", lambda s: s["last"][0].__setitem__(0, "alice"), "last[0]"),
+        ("user-last2", _set("remembered", {}), "remembered"),
+    ],
+)
+def test_a_bad_state_is_a_value_error_naming_the_key(
+    name: str, spoil: Callable[[dict[str, Any]], None], key: str
+) -> None:
+    p = make_predictor(name)
+    for event in _events(3, 60):
+        _apply(p, event)
+    state = copy.deepcopy(p.state())
+    predictor_from_state(copy.deepcopy(state))  # sound before it is spoiled
+    spoil(state)
+    with pytest.raises(ValueError, match=re.escape(f"runtime predictor state: key {key!r}")) as info:
+        predictor_from_state(state)
+    assert "\n" not in str(info.value)
+
+
+def test_a_state_that_is_not_an_object_is_a_value_error() -> None:
+    with pytest.raises(ValueError, match="expected an object, got list"):
+        predictor_from_state([])
+
+
+def test_the_runtime_model_keeps_the_jobs_of_the_last_view_and_restores_only_its_own_predictor() -> None:
+    model = make_runtime_model("learned")
+    assert isinstance(model, PredictedRuntime)
+    model.observe(_view(0.0, [(1, 5, 1000.0), (2, 5, 1000.0), (3, 6, 500.0), (4, 6, 500.0)]))
+    model.observe(_view(500.0, [(3, 6, 500.0)], running=[(4, 6, 500.0, 400.0)], finished=[(1, 0.0, 100.0)]))
+    # Job 2 left the view (cancelled while pending): no longer kept; jobs 3 (pending) and 4 (running) are.
+    state = json.loads(json.dumps(model.state()))
+    assert [row[0] for row in state["remembered"]] == [3, 4]
+    again = make_runtime_model("learned")
+    assert isinstance(again, PredictedRuntime)
+    again.restore(state)
+    later = _view(900.0, [(5, 5, 1000.0)], finished=[(3, 500.0, 800.0), (4, 400.0, 850.0)])
+    model.observe(later)
+    again.observe(later)
+    assert model.pending(later.pending).tobytes() == again.pending(later.pending).tobytes()
+    assert json.dumps(model.state()) == json.dumps(again.state())
+    other = make_runtime_model("user-last2")
+    assert isinstance(other, PredictedRuntime)
+    with pytest.raises(ValueError, match="key 'predictor': 'learned', not 'user-last2'"):
+        other.restore(state)

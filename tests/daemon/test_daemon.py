@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -320,3 +321,120 @@ def test_job_class_names_match_the_core() -> None:
     from rlsched.exporter import CLASS_NAMES
 
     assert CLASS_NAMES[JobClass.BATCH] == "batch" and CLASS_NAMES[JobClass.INTERACTIVE] == "interactive"
+
+
+# ------------------------------------------------------------------------------------------ runtime predictor
+def _users_squeue(n_pending: int, n_running: int) -> str:
+    """The synthetic squeue with jobs of three users (the predictors learn per user)."""
+    doc = json.loads(synthetic_squeue_json(n_pending, n_running=n_running))
+    for job in doc["jobs"]:
+        job["user_name"] = f"user{job['job_id'] % 3}"
+    return json.dumps(doc)
+
+
+def _canon(data: Any) -> str:
+    """A state as the daemon writes it (sorted keys): equal strings, bit-identical floats."""
+    return json.dumps(data, sort_keys=True)
+
+
+def _predicting_daemon(runner: SyntheticSlurm, state_dir: Path, runtime_model: str) -> Any:
+    return make_daemon(runner, str(state_dir), mode="shadow", agent="f3", agent_params={"runtime_model": runtime_model})
+
+
+def _predictor_state(daemon: Any) -> dict[str, Any]:
+    from rlsched.core.runtime import PredictedRuntime
+
+    runtime = daemon.agent.runtime
+    assert isinstance(runtime, PredictedRuntime)
+    return runtime.state()
+
+
+@pytest.mark.parametrize("runtime_model", ["user-last2", "learned"])
+def test_the_runtime_predictor_survives_a_stop_and_a_restart(tmp_path: Path, runtime_model: str) -> None:
+    runner = SyntheticSlurm(_users_squeue(40, n_running=6))
+    daemon = _predicting_daemon(runner, tmp_path, runtime_model)
+    assert not daemon.predictor_restored  # no file yet: cold
+    daemon.cycle()
+    finish_jobs(runner, list(range(1000, 1012)))  # the running six and six pending ones
+    daemon.cycle()
+    finish_jobs(runner, list(range(1012, 1020)))
+    daemon.cycle()
+    daemon.shutdown(final=True)  # the final checkpoint writes it
+    path = tmp_path / "predictor.json"
+    saved = json.loads(path.read_text())
+    assert saved == json.loads(_canon(_predictor_state(daemon)))
+    assert saved["predictor"] == runtime_model and path.stat().st_mode & 0o777 == 0o600
+    assert len(saved["remembered"]) == 40 - 14  # the jobs that may still finish: pending at the last view
+    if runtime_model == "learned":
+        assert saved["updates"] == 20
+    else:
+        assert len(saved["last"]) == 3
+    cold = _canon(_predictor_state(_predicting_daemon(runner, tmp_path / "elsewhere", runtime_model)))
+    assert _canon(saved) != cold  # what it learned is not what a fresh one knows
+
+    again = _predicting_daemon(runner, tmp_path, runtime_model)
+    assert again.predictor_restored and _canon(_predictor_state(again)) == _canon(saved)
+    restored = "rlsched_runtime_predictor_restored"
+    assert again.exporter.registry.get_sample_value(restored) == 1.0
+    assert daemon.exporter.registry.get_sample_value(restored) == 0.0  # it had started cold
+    plain = make_daemon(runner, str(tmp_path / "rule"), mode="shadow")  # no runtime predictor: no file, no gauge
+    assert plain.exporter.registry.get_sample_value(restored) is None
+    plain.shutdown(final=True)
+    assert not (tmp_path / "rule" / "predictor.json").exists()
+    # Jobs pending before the restart that finish after it train the restored predictor exactly as the
+    # original, and both rank the queue alike.
+    finish_jobs(runner, list(range(1020, 1030)))
+    first, second = daemon.cycle(), again.cycle()
+    assert _canon(_predictor_state(again)) == _canon(_predictor_state(daemon))
+    assert first.decisions is not None and second.decisions is not None
+    assert list(first.decisions.boost or []) == list(second.decisions.boost or [])
+
+
+def test_another_predictors_state_starts_it_cold_with_a_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    runner = SyntheticSlurm(_users_squeue(10, n_running=4))
+    daemon = _predicting_daemon(runner, tmp_path, "user-last2")
+    daemon.cycle()
+    daemon.shutdown(final=True)
+    with caplog.at_level("WARNING"):
+        other = _predicting_daemon(runner, tmp_path, "learned")
+    assert not other.predictor_restored
+    assert any("predictor.json holds what the 'user-last2' predictor learned" in r.getMessage() for r in caplog.records)
+    assert other.exporter.registry.get_sample_value("rlsched_runtime_predictor_restored") == 0.0
+    other.cycle()  # its first checkpoint replaces the file with its own predictor
+    assert json.loads((tmp_path / "predictor.json").read_text())["predictor"] == "learned"
+
+
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [
+        ("{not json", "unreadable runtime predictor state"),
+        ('{"version": 1}', "key 'predictor'"),
+        ('{"predictor": "learned", "version": 1, "unseen_finished": 0}', "key 'under_weight': missing"),
+    ],
+)
+def test_a_corrupt_predictor_state_is_one_line_naming_the_file(tmp_path: Path, content: str, problem: str) -> None:
+    from rlsched.daemon.state import CheckpointError
+
+    state = tmp_path / "state"
+    state.mkdir()
+    path = state / "predictor.json"
+    path.write_text(content)
+    with pytest.raises(CheckpointError, match=re.escape(f"{path}: ")) as info:
+        _predicting_daemon(SyntheticSlurm(_users_squeue(5, 2)), state, "learned")
+    assert problem in str(info.value) and "\n" not in str(info.value)
+    # The command line: one line, exit 2, no traceback; `rlsched config check` reports the same.
+    (tmp_path / "no-bin").mkdir()
+    config = tmp_path / "rlsched.toml"
+    config.write_text(
+        f'[backend]\nmode = "shadow"\nbin_dir = "{tmp_path / "no-bin"}"\n'
+        f'[agent]\nkind = "f3"\nruntime_model = "learned"\n'
+        f'[state]\ndir = "{state}"\n[metrics]\nlisten = "off"\n'
+    )
+    result = CliRunner().invoke(main, ["daemon", "--config", str(config)])
+    assert result.exit_code == 2 and str(path) in result.output and problem in result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    assert "Traceback" not in result.output
+    checked = CliRunner().invoke(main, ["config", "check", str(config)])
+    assert checked.exit_code == 1 and str(path) in checked.output and problem in checked.output

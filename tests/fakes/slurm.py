@@ -122,12 +122,14 @@ def make_daemon(
     leasing: LeasingConfig | None = None,
     model: str | None = None,
     allow_losing_model: bool = False,
+    agent_params: dict[str, Any] | None = None,
     **backend: Any,
 ) -> Daemon:
     """A daemon over ``runner`` (completions from squeue, so no jobcomp file is needed).
 
-    ``agent``: a registry policy name (learned ones start without EDF pretraining); ``model``: a saved model
-    (``allow_losing_model``: ``[agent] allow_losing_model``).
+    ``agent``: a registry policy name (learned ones start without EDF pretraining), ``agent_params`` its
+    parameters (``{"runtime_model": "learned"}``); ``model``: a saved model (``allow_losing_model``:
+    ``[agent] allow_losing_model``).
     """
     vos = backend.pop("vos", ACCOUNTS)
     bcfg = SlurmBackendConfig(
@@ -141,7 +143,7 @@ def make_daemon(
     agent_config = (
         AgentConfig(kind=agent, model=model, allow_losing_model=allow_losing_model)
         if model is not None
-        else AgentConfig(kind=agent, params={"pretrain_decisions": 0} if learned else {})
+        else AgentConfig(kind=agent, params={**({"pretrain_decisions": 0} if learned else {}), **(agent_params or {})})
     )
     config = DaemonConfig(
         source="bench",
