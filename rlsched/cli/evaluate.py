@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import click
 from click.core import ParameterSource
@@ -28,6 +28,17 @@ LEASING_OPTIONS = (
     "daily_prior_from",
     "daily_transfer_days",
 )
+
+
+class Replicates(NamedTuple):
+    """What each policy is replayed on: ``--windows``, ``--seeds`` from ``--seed``, ``--jitter`` with
+    ``--jitter-s``."""
+
+    windows: int
+    seeds: int
+    seed: int
+    jitter: int
+    jitter_s: float
 
 
 @click.command("evaluate")
@@ -81,6 +92,21 @@ LEASING_OPTIONS = (
 )
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="The first seed.")
 @click.option(
+    "--jitter",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="Also replay each window N times with its submits jittered (seeds 1..N), under every simulated policy: "
+    "a spread for deterministic policies too; N+1 times the replays ('recorded' is not jittered).",
+)
+@click.option(
+    "--jitter-s",
+    type=click.FloatRange(min=0),
+    default=300.0,
+    show_default=True,
+    help="--jitter: every submit moved by up to this many seconds, earlier or later.",
+)
+@click.option(
     "--cores", type=click.IntRange(min=1), default=None, help="Pool size (default: the trace's machine size)."
 )
 @click.option("--no-figures", is_flag=True, help="Skip the PNG figures.")
@@ -133,6 +159,8 @@ def evaluate(
     class_weights: tuple[str, ...],
     seeds: int,
     seed: int,
+    jitter: int,
+    jitter_s: float,
     cores: int | None,
     no_figures: bool,
     as_json: bool,
@@ -150,7 +178,7 @@ def evaluate(
     from rlsched.workflow.evaluate import to_json
     from rlsched.workflow.site import load_site
 
-    theta_grid = _check_usage(policies, leasing, cloud_nodes, thetas)
+    theta_grid = _check_usage(policies, leasing, cloud_nodes, thetas, jitter)
     data: dict[str, object] = {}
     evaluation: tuple[Evaluation, dict[str, Path]] | None = None  # with --policy: the evaluation, the files
     lease: LeasingEvaluation | None = None  # with --leasing
@@ -170,9 +198,7 @@ def evaluate(
                 class_weights=class_weights,
                 boost_base=boost_base,
                 split_text=split_text,
-                windows=windows,
-                seeds=seeds,
-                seed=seed,
+                replicates=Replicates(windows, seeds, seed, jitter, jitter_s),
                 cores=cores,
                 figures=not no_figures,
                 quiet=quiet,
@@ -228,8 +254,11 @@ def _echo(
         click.echo(leasing_table(lease))
 
 
-def _check_usage(policies: tuple[str, ...], leasing: bool, cloud_nodes: int | None, thetas: str) -> tuple[float, ...]:
+def _check_usage(
+    policies: tuple[str, ...], leasing: bool, cloud_nodes: int | None, thetas: str, jitter: int
+) -> tuple[float, ...]:
     """Refuse options that do not go together (one line each); the θ grid of ``--thetas``."""
+    _check_jitter(jitter)
     if not policies and not leasing:
         raise click.UsageError("give --policy at least once, or --leasing")
     if not leasing:
@@ -253,6 +282,13 @@ def _check_usage(policies: tuple[str, ...], leasing: bool, cloud_nodes: int | No
         raise click.UsageError(f"--thetas: expected numbers separated by commas, got {thetas!r}") from None
 
 
+def _check_jitter(jitter: int) -> None:
+    """Refuse ``--jitter-s`` without ``--jitter N`` (N >= 1): it would be silently ignored."""
+    source = click.get_current_context().get_parameter_source("jitter_s")
+    if jitter == 0 and source not in (None, ParameterSource.DEFAULT):
+        raise click.UsageError("--jitter-s goes with --jitter N (N >= 1 jittered replays of each window)")
+
+
 def _contenders(policies: tuple[str, ...]) -> list[Contender]:
     from rlsched.workflow.evaluate import parse_contender
 
@@ -271,9 +307,7 @@ def _evaluate_policies(
     class_weights: tuple[str, ...],
     boost_base: str | None,
     split_text: str | None,
-    windows: int,
-    seeds: int,
-    seed: int,
+    replicates: Replicates,
     cores: int | None,
     figures: bool,
     quiet: bool,
@@ -281,28 +315,30 @@ def _evaluate_policies(
     """Replay the test window under every contender; the evaluation and the files written."""
     from rlsched.core.objective import parse_class_weights
     from rlsched.workflow.evaluate import evaluate as run_evaluation
-    from rlsched.workflow.evaluate import recorded_split, write_outputs
+    from rlsched.workflow.evaluate import recorded_split, replays_per_window, write_outputs
     from rlsched.workflow.split import TimeSplit, site_choices
 
     choices = site_choices(config_path, mode, objective, parse_class_weights(class_weights), boost_base)
     split = TimeSplit.parse(split_text) if split_text is not None else recorded_split(contenders)
     # In jobs replayed (the evaluation sets the exact total: the test window, and `recorded` keeps the
-    # jobs with a start).
+    # jobs with a start); each window's jittered replays count like the window (the bar's ETA with them).
     lo, hi = split.bounds(len(workload))["test"]
-    total = (hi - lo) * sum(seeds if c.seeded else 1 for c in contenders)
+    total = (hi - lo) * sum(replays_per_window(c, replicates.seeds, replicates.jitter) for c in contenders)
     with progress_bar(total, f"{workload.name} evaluate (jobs)", quiet) as progress:
         ev = run_evaluation(
             workload,
             contenders,
             site=site,
-            windows=windows,
-            seeds=seeds,
-            seed=seed,
+            windows=replicates.windows,
+            seeds=replicates.seeds,
+            seed=replicates.seed,
             cores=cores,
             progress=progress,
             split=split,
             deployment=choices.deployment,
             objective=choices.objective,
+            jitter=replicates.jitter,
+            jitter_s=replicates.jitter_s,
         )
     return ev, write_outputs(ev, out, figures=figures)
 

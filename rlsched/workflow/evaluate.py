@@ -17,8 +17,14 @@ will run), and the policies are ranked first by the site's objective (:mod:`rlsc
 
 Replicates: ``windows`` consecutive windows of equal job counts (each simulated from an empty
 machine), and ``seeds`` seeds for the policies that draw random numbers (learned policies by
-name, which learn online as they run; saved models run greedy and are deterministic).  Every
-quantity is reported as its mean over the replicates with its standard deviation and min–max.
+name, which learn online as they run; saved models run greedy and are deterministic).  With
+``jitter`` N > 0 every window is also replayed N more times with its submits jittered
+(:meth:`Workload.jittered` with seeds 1..N and ``jitter_s``), under every simulated policy alike: a
+deterministic policy on one window then has a spread too (how much its score owes to the exact
+second each job arrived).  ``recorded`` cannot be jittered (its start times are the trace's): it keeps
+its recorded replays only.  A *replay* is one window with one jitter seed (0: as recorded); every
+quantity is reported as its mean over the replicates (replays × seeds) with its standard deviation
+and min–max.
 
 Quantities (all from :mod:`rlsched.core.measures`): per group (all jobs, each class, each VO)
 the job count, mean W, mean / median / p95 wait, mean bounded slowdown; per run the VO
@@ -28,11 +34,14 @@ utilization (P-grid Eq. 3 over the run), and each VO's share of the delivered co
 The target shares of F are the config's ``vo_shares``, else each VO's share of the work.
 
 Judging: for each measure and group the best policy, the runner-up and the difference.  With
-two windows or more, differences are paired by window: a tie when the windows do not all have
-the same winner and the mean difference is within one standard deviation of the per-window
-differences.  With one window, a tie when the
-difference is within the sum of the two policies' seed standard deviations (two deterministic
-policies on one window tie only when equal).
+two replays or more (windows × (1 + jitter)), differences are paired by replay — the same window
+with the same jitter seed, so the same jobs arriving at the same seconds: a tie when the replays do
+not all have the same winner and the mean difference is within one standard deviation of the
+per-replay differences.  With one replay, a tie when the difference is within the sum of the two
+policies' seed standard deviations (two deterministic policies on one window tie only when equal).
+With ``jitter``, ``recorded`` is judged against a policy on the replays both have (each window as
+recorded), as without ``jitter``, and a win is never claimed for the row that those replays rank
+behind (it is called a tie).
 """
 
 from __future__ import annotations
@@ -87,6 +96,8 @@ RUN_MEASURES: tuple[tuple[str, str, bool], ...] = (
 #: Time-grid points of the fairness and share series.
 GRID_POINTS = 200
 RECORDED = "recorded"
+#: ``--jitter-s``'s default: every submit moved by up to ±300 s (what rlsched/workflow/learning.py replays).
+JITTER_S = 300.0
 #: VOs shown one by one in report.md and the VO figure (the largest target shares); the rest are folded
 #: into one "other" group (a supercomputer log's SWF group field gives 158 VOs).  results.json keeps them all.
 SHOWN_VOS = 12
@@ -154,13 +165,15 @@ def parse_contender(text: str) -> Contender:
 
 @dataclass
 class Run:
-    """One replicate of one contender: its schedule on one window (and seed)."""
+    """One replicate of one contender: its schedule on one window (and seed, and jitter seed)."""
 
     contender: str
     window: int
     seed: int | None
     schedule: Schedule
     seconds: float
+    #: The jitter seed of the window's submits (0: as recorded; see :func:`evaluate`'s ``jitter``).
+    jitter: int = 0
 
 
 @dataclass
@@ -187,6 +200,19 @@ class Evaluation:
     window: dict[str, Any] | None = None
     deployment: Deployment | None = None
     objective: Objective = field(default_factory=Objective)
+    #: Jittered replays of each window (seeds 1..jitter) and their spread in seconds (0: none, as recorded).
+    jitter: int = 0
+    jitter_s: float = JITTER_S
+
+    @property
+    def replays(self) -> int:
+        """Replays of each simulated policy (and seed): each window as recorded and ``jitter`` times jittered."""
+        return self.windows * (self.jitter + 1)
+
+    def replay(self, run: Run) -> int:
+        """The index of ``run``'s replay, the same for every policy (window-major: window × (jitter + 1) +
+        jitter seed) — what the tie rule pairs on."""
+        return run.window * (self.jitter + 1) + run.jitter
 
 
 def rule_text(rule: ClassRule) -> str:
@@ -351,9 +377,13 @@ def evaluate(
     split: TimeSplit | None = None,
     deployment: Deployment | None = None,
     objective: Objective | None = None,
+    jitter: int = 0,
+    jitter_s: float = JITTER_S,
 ) -> Evaluation:
     """Replay ``workload`` (its test window with a ``split``) under each contender on every window (and seed);
     tables and verdicts.  ``deployment``: the mode every policy runs in (None: the simulator's, gate).
+    ``jitter``: each window also replayed that many times with its submits moved by up to ±``jitter_s``
+    (:meth:`Workload.jittered`, seeds 1..jitter) under every simulated contender (not ``recorded``).
 
     ``progress(jobs_done, jobs_total)``: jobs replayed so far over all runs (a run's jobs as it goes)."""
     if not contenders:
@@ -363,6 +393,10 @@ def evaluate(
         raise ValueError(f"a policy is given twice: {', '.join(labels)}")
     if seeds < 1:
         raise ValueError(f"--seeds must be >= 1, got {seeds}")
+    if jitter < 0:
+        raise ValueError(f"--jitter must be >= 0, got {jitter}")
+    if not jitter_s >= 0:  # also refuses NaN
+        raise ValueError(f"--jitter-s must be >= 0, got {jitter_s:g}")
     window: dict[str, Any] | None = None
     trace = workload.name  # what the one-line errors name (the window's name is trace[test])
     if split is not None:
@@ -397,25 +431,52 @@ def evaluate(
         window=window,
         deployment=deployment,
         objective=objective or Objective(),
+        jitter=jitter,
+        jitter_s=jitter_s,
     )
+    _replay_all(ev, parts, seed, rule, cores, overrun, progress)
+    tabulate(ev)
+    return ev
+
+
+def replays_per_window(c: Contender, seeds: int, jitter: int) -> int:
+    """How many times ``c`` replays each window: its seeds (a learned policy by name) times the window as
+    recorded and its ``jitter`` jittered replays (``recorded`` only as recorded: it cannot be jittered)."""
+    return (seeds if c.seeded else 1) * (1 if c.recorded else jitter + 1)
+
+
+def _replay_all(
+    ev: Evaluation,
+    parts: Sequence[Workload],
+    seed: int,
+    rule: ClassRule,
+    cores: int | None,
+    overrun: Overrun,
+    progress: Callable[[int, int], None] | None,
+) -> None:
+    """Every contender on every window (as recorded, then each jitter seed) and seed: ``ev.runs``."""
     done = 0
-    # The jobs every run replays (runs of the same window replay the same jobs): the progress's total.
-    jobs_total = len(seen) * sum(seeds if c.seeded else 1 for c in contenders)
+    # The jobs every run replays (runs of the same window replay the same jobs, jittered or not): the progress's
+    # total.
+    per_window = sum(replays_per_window(c, ev.seeds, ev.jitter) for c in ev.contenders)
+    jobs_total = sum(len(part) for part in parts) * per_window
 
     def run_progress(before: int) -> Callable[[int], None] | None:
         return None if progress is None else lambda jobs: progress(before + jobs, jobs_total)
 
-    for c in contenders:
+    for c in ev.contenders:
         for k, part in enumerate(parts):
-            for s in range(seed, seed + seeds) if c.seeded else [None]:
-                t = time.perf_counter()
-                ran = _run_contender(c, part, s, vos, rule, cores, overrun, deployment, run_progress(done))
-                ev.runs.append(Run(c.label, k, s, ran.schedule, time.perf_counter() - t))
-                done += len(part)
-                if progress is not None:
-                    progress(done, jobs_total)
-    tabulate(ev)
-    return ev
+            for j in range(1 if c.recorded else ev.jitter + 1):
+                # Jitter seed j >= 1: the same jobs, each submit moved by up to ±jitter_s (the same seed for every
+                # contender, so replay (k, j) is the same arrivals for all of them: what the tie rule pairs).
+                view = part if j == 0 else part.jittered(j, ev.jitter_s, name=f"{part.name}[jitter {j}]")
+                for s in range(seed, seed + ev.seeds) if c.seeded else [None]:
+                    t = time.perf_counter()
+                    ran = _run_contender(c, view, s, ev.vos, rule, cores, overrun, ev.deployment, run_progress(done))
+                    ev.runs.append(Run(c.label, k, s, ran.schedule, time.perf_counter() - t, jitter=j))
+                    done += len(view)
+                    if progress is not None:
+                        progress(done, jobs_total)
 
 
 def _run_contender(
@@ -508,17 +569,19 @@ def parts_of(ev: Evaluation, label: str) -> list[Run]:
 
 
 def first_seed(runs: list[Run]) -> list[Run]:
-    """The runs of the first seed (all runs of an unseeded policy): one series per window for the figures."""
+    """The runs of the first seed (all runs of an unseeded policy) on the windows as recorded (not the jittered
+    replays): one series per window for the figures."""
     seeds = [r.seed for r in runs if r.seed is not None]
-    return [r for r in runs if r.seed is None or r.seed == min(seeds)]
+    return [r for r in runs if (r.seed is None or r.seed == min(seeds)) and r.jitter == 0]
 
 
 def tabulate(ev: Evaluation) -> None:
     """Fill ``ev.table`` (means and spreads over replicates) and ``ev.verdicts``."""
+    # Each run keyed by its replay (window and jitter seed: the same for every policy), what the tie rule pairs on.
     per_run: dict[str, list[tuple[int, dict[str, dict[str, Any]]]]] = {}
     for r in ev.runs:
         per_run.setdefault(r.contender, []).append(
-            (r.window, run_measures(r.schedule, ev.shares, ev.vos, ev.objective))
+            (ev.replay(r), run_measures(r.schedule, ev.shares, ev.vos, ev.objective))
         )
     ev.table = {}
     for label, runs in per_run.items():
@@ -526,7 +589,8 @@ def tabulate(ev: Evaluation) -> None:
         ev.table[label] = {
             g: {m: _spread([measures[g].get(m) for _, measures in runs]) for m in runs[0][1][g]} for g in groups
         }
-        per_window = len(runs) // max(len({window for window, _ in runs}), 1)
+        # Runs per window (seeds × jittered replays, which keep every job): the jobs counted once per window.
+        per_window = len(runs) // max(len({r.window for r in ev.runs if r.contender == label}), 1)
         for g in groups:
             ev.table[label][g]["jobs"]["total"] = sum(int(m[g]["jobs"]) for _, m in runs) // max(per_window, 1)
 
@@ -551,13 +615,19 @@ def tabulate(ev: Evaluation) -> None:
                 ev.verdicts.append({"group": group, "measure": key, "title": title, **verdict})
 
 
-def _window_means(runs: list[tuple[int, dict[str, dict[str, Any]]]], group: str, key: str) -> dict[int, float]:
-    by_window: dict[int, list[float]] = {}
-    for window, measures in runs:
+def _replay_values(runs: list[tuple[int, dict[str, dict[str, Any]]]], group: str, key: str) -> dict[int, list[float]]:
+    """Each replay's finite values (one per seed)."""
+    by_replay: dict[int, list[float]] = {}
+    for replay, measures in runs:
         v = measures.get(group, {}).get(key)
         if v is not None and math.isfinite(v):
-            by_window.setdefault(window, []).append(float(v))
-    return {w: float(np.mean(v)) for w, v in by_window.items()}
+            by_replay.setdefault(replay, []).append(float(v))
+    return by_replay
+
+
+def _window_means(runs: list[tuple[int, dict[str, dict[str, Any]]]], group: str, key: str) -> dict[int, float]:
+    """Each replay's mean over the seeds (a replay: a window, with ``jitter`` a window and a jitter seed)."""
+    return {w: float(np.mean(v)) for w, v in _replay_values(runs, group, key).items()}
 
 
 def judge(
@@ -585,7 +655,7 @@ def judge(
         }
     tied_with = []
     for other, other_s in scored[1:]:
-        if _inside_spread(ev, per_run, group, key, best, other, best_s, other_s):
+        if _inside_spread(ev, per_run, group, key, best, other, best_s, other_s, higher):
             tied_with.append(other)
     second, second_s = scored[1]
     diff = abs(best_s["mean"] - second_s["mean"])
@@ -611,16 +681,51 @@ def _inside_spread(
     b: str,
     sa: dict[str, Any],
     sb: dict[str, Any],
+    higher: bool = True,
 ) -> bool:
-    if ev.windows >= 2:
-        wa, wb = _window_means(per_run[a], group, key), _window_means(per_run[b], group, key)
+    """Is ``a`` (ranked first) ahead of ``b`` only within the spread?  Paired by replay (same window, same jitter
+    seed) with two replays or more; with one, within the sum of the seed standard deviations."""
+    wa, wb = _window_means(per_run[a], group, key), _window_means(per_run[b], group, key)
+    if ev.jitter > 0 and set(wa) != set(wb):
+        # One side has replays the other lacks (`recorded`: never jittered): like for like on the ones both have.
+        return _inside_on_common(per_run[a], per_run[b], group, key, higher)
+    if ev.replays >= 2:
         common = sorted(set(wa) & set(wb))
         if len(common) >= 2:
-            d = np.array([wa[w] - wb[w] for w in common])
-            if np.all(d > 0) or np.all(d < 0):
-                return False  # every window has the same winner: a real difference, however small
-            return bool(abs(d.mean()) <= d.std())
+            return _paired_tie(np.array([wa[w] - wb[w] for w in common]))
     return bool(abs(sa["mean"] - sb["mean"]) <= (sa["std"] or 0.0) + (sb["std"] or 0.0))
+
+
+def _paired_tie(d: np.ndarray) -> bool:
+    """A tie on paired per-replay differences: not every replay has the same winner and the mean difference is
+    within their standard deviation."""
+    if np.all(d > 0) or np.all(d < 0):
+        return False  # every replay has the same winner: a real difference, however small
+    return bool(abs(d.mean()) <= d.std())
+
+
+def _inside_on_common(
+    runs_a: list[tuple[int, dict[str, dict[str, Any]]]],
+    runs_b: list[tuple[int, dict[str, dict[str, Any]]]],
+    group: str,
+    key: str,
+    higher: bool,
+) -> bool:
+    """``a`` (ranked first on its mean over all its replays) against ``b`` on only the replays both have — with
+    ``jitter``, ``recorded`` against a simulated policy on the windows as recorded, exactly as without ``jitter``
+    (``recorded`` has no jittered spread to lend).  A tie, too, when those replays do not put ``a`` ahead: the
+    ranking then rests on replays the other side does not have."""
+    va, vb = _replay_values(runs_a, group, key), _replay_values(runs_b, group, key)
+    common = sorted(set(va) & set(vb))
+    if not common:
+        return True  # nothing like for like: no win can be claimed
+    d = np.array([np.mean(va[r]) - np.mean(vb[r]) for r in common]) * (1.0 if higher else -1.0)
+    if d.mean() <= 0:
+        return True
+    if len(common) >= 2:
+        return _paired_tie(d)
+    (r,) = common
+    return bool(d[0] <= np.std(va[r]) + np.std(vb[r]))
 
 
 # ------------------------------------------------------------------------------ output
@@ -717,7 +822,36 @@ def window_line(ev: Evaluation) -> str:
     else:
         where = "the whole workload given (no train/validation/test split)"
     mode = ev.deployment.label() if ev.deployment is not None else "gate (the simulator's default)"
-    return f"Replayed: {where}. Mode: {mode} for every simulated row. Ranked by the objective {ev.objective.label()}."
+    line = f"Replayed: {where}. Mode: {mode} for every simulated row. Ranked by the objective {ev.objective.label()}."
+    return line + (f" {jitter_text(ev)}." if ev.jitter else "")
+
+
+def jitter_text(ev: Evaluation) -> str:
+    """How many jittered replays each window had, with which spread (``--jitter``), and what ``recorded`` got."""
+    seeds = "seed 1" if ev.jitter == 1 else f"seeds 1–{ev.jitter}"
+    return (
+        f"Jitter: each window replayed as recorded and {ev.jitter} more time{'s' if ev.jitter > 1 else ''} with "
+        f"every submit moved by up to ±{ev.jitter_s:g} s ({seeds}), under every simulated row; {RECORDED} "
+        "cannot be jittered (its start times are the trace's) and has its recorded replays only"
+    )
+
+
+def _tie_text(ev: Evaluation) -> str:
+    """How report.md calls a tie (the rule of :func:`_inside_spread`)."""
+    if not ev.jitter:
+        return (
+            "A difference within the spread is called a tie: with several windows, when the windows do not all "
+            "have the same winner and the mean of the per-window differences is within their standard "
+            "deviation; with one window, within the sum of the seed standard deviations."
+        )
+    return (
+        "A difference within the spread is called a tie. The replays are paired: each window as recorded and "
+        "with each jitter seed is the same jobs arriving at the same seconds for every simulated policy; it is "
+        "a tie when the replays do not all have the same winner and the mean of the per-replay differences is "
+        f"within their standard deviation. {RECORDED} is compared with a policy only on the windows as "
+        "recorded (the replays both have), as without --jitter, and is never called the winner of a "
+        "comparison that those replays decide the other way (nor its opponent: a tie)."
+    )
 
 
 def report_markdown(ev: Evaluation, figures: Sequence[str]) -> str:
@@ -729,6 +863,8 @@ def report_markdown(ev: Evaluation, figures: Sequence[str]) -> str:
     spread = (f"{ev.windows} consecutive windows" if ev.windows > 1 else "one window") + (
         f", {ev.seeds} seeds for the learned policies run by name" if ev.seeds > 1 else ""
     )
+    if ev.jitter:
+        spread += f", each window as recorded and {ev.jitter} times jittered (±{ev.jitter_s:g} s; not {RECORDED})"
     parts = [
         f"# Evaluation on {ev.workload}",
         "",
@@ -757,9 +893,7 @@ def report_markdown(ev: Evaluation, figures: Sequence[str]) -> str:
         "",
         "## Best policy on each measure",
         "",
-        "A difference within the spread is called a tie: with several windows, when the windows do not all "
-        "have the same winner and the mean of the per-window differences is within their standard "
-        "deviation; with one window, within the sum of the seed standard deviations.",
+        _tie_text(ev),
         "",
     ]
     parts += verdict_lines(ev)
@@ -792,6 +926,7 @@ def to_json(ev: Evaluation) -> dict[str, Any]:
         "window": ev.window,
         "mode": ev.deployment.to_dict() if ev.deployment is not None else None,
         "objective": ev.objective.to_dict(),
+        **(_jitter_json(ev) if ev.jitter else {}),
         "policies": [
             {
                 "label": c.label,
@@ -803,9 +938,31 @@ def to_json(ev: Evaluation) -> dict[str, Any]:
             }
             for c in ev.contenders
         ],
-        "runs": [{"policy": r.contender, "window": r.window, "seed": r.seed, "seconds": r.seconds} for r in ev.runs],
+        "runs": [_run_json(ev, r) for r in ev.runs],
         "table": ev.table,
         "verdicts": ev.verdicts,
+    }
+
+
+def _run_json(ev: Evaluation, r: Run) -> dict[str, Any]:
+    """One run in results.json; its jitter seed only with ``--jitter`` (0: the window as recorded)."""
+    out: dict[str, Any] = {"policy": r.contender, "window": r.window, "seed": r.seed}
+    if ev.jitter:
+        out["jitter"] = r.jitter
+    out["seconds"] = r.seconds
+    return out
+
+
+def _jitter_json(ev: Evaluation) -> dict[str, Any]:
+    """results.json's ``jitter`` (only with ``--jitter``: without it results.json is as it always was)."""
+    return {
+        "jitter": {
+            "replays": ev.jitter,
+            "spread_s": ev.jitter_s,
+            "seeds": list(range(1, ev.jitter + 1)),
+            "not_jittered": [c.label for c in ev.contenders if c.recorded],
+            "text": jitter_text(ev),
+        }
     }
 
 

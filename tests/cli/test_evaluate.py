@@ -37,7 +37,7 @@ class BarRecorder:
 
     @contextmanager
     def __call__(self, total: int, label: str, quiet: bool = False) -> Iterator[Any]:
-        bar: dict[str, Any] = {"total": total, "label": label, "done": 0, "labels": [label]}
+        bar: dict[str, Any] = {"total": total, "initial": total, "label": label, "done": 0, "labels": [label]}
         self.bars.append(bar)
 
         def update(done: int, total: int | None = None, label: str | None = None) -> None:
@@ -331,3 +331,67 @@ def test_the_best_theta_at_the_grid_edge_says_the_optimum_may_lie_beyond(
     best = {"0.25,0.5": "0.5", "0.5,1,1.5": "1", "1": "1"}[thetas]
     assert line.split("#")[0].strip() == f"threshold = {best}" and line.endswith(note), line
     assert note in (tmp_path / "lease" / "leasing.md").read_text()
+
+
+def test_jitter_replays_each_window_more_times_and_the_bar_counts_them(
+    swf: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bars = BarRecorder()
+    monkeypatch.setattr("rlsched.cli.evaluate.progress_bar", bars)
+    out = tmp_path / "e"
+    args = ["evaluate", "--workload", str(swf), "--policy", "easy", "--policy", "f4", "--policy", "recorded"]
+    result = CliRunner().invoke(main, [*args, "--windows", "3", "--jitter", "2", "--no-figures", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    (bar,) = bars.bars
+    # The 75 jobs of the test window: 3 times (as recorded, 2 jittered) for easy and f4, once for recorded.
+    assert bar["initial"] == bar["total"] == bar["done"] == 75 * (3 + 3 + 1)  # the CLI's estimate counts them too
+    data = json.loads((out / "results.json").read_text())
+    assert data["jitter"] == {
+        "replays": 2,
+        "spread_s": 300.0,
+        "seeds": [1, 2],
+        "not_jittered": ["recorded"],
+        "text": data["jitter"]["text"],
+    }
+    for label in ("easy", "f4"):
+        assert data["table"][label]["all"]["mean_w"]["n"] == 3 * 3  # windows × (1 + jitter)
+    assert data["table"]["recorded"]["all"]["mean_w"]["n"] == 3
+    assert {r["jitter"] for r in data["runs"] if r["policy"] == "recorded"} == {0}
+    line = next(line for line in result.output.splitlines() if line.startswith("Replayed:"))
+    assert "as recorded and 2 more times with every submit moved by up to ±300 s (seeds 1–2)" in line
+    assert "recorded cannot be jittered" in line
+    # --jitter-s sets the spread.
+    result = CliRunner().invoke(
+        main, [*args, "--jitter", "1", "--jitter-s", "60", "--no-figures", "--json", "--out", str(tmp_path / "f")]
+    )
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["jitter"]["spread_s"] == 60.0
+
+
+def test_without_jitter_results_json_has_no_jitter_field(swf: Path, tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        main, ["evaluate", "--workload", str(swf), "--policy", "easy", "--no-figures", "--json", "--out", str(tmp_path)]
+    )
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert "jitter" not in data and all(set(r) == {"policy", "window", "seed", "seconds"} for r in data["runs"])
+    assert data["table"]["easy"]["all"]["mean_w"]["n"] == 1
+
+
+@pytest.mark.parametrize(
+    ("extra", "named"),
+    [
+        (["--jitter", "-1"], "Invalid value for '--jitter': -1 is not in the range x>=0"),
+        (["--jitter", "1", "--jitter-s", "-5"], "Invalid value for '--jitter-s': -5.0 is not in the range x>=0"),
+        (["--jitter-s", "60"], "--jitter-s goes with --jitter N"),
+    ],
+)
+def test_a_bad_jitter_is_refused_in_one_line(swf: Path, tmp_path: Path, extra: list[str], named: str) -> None:
+    result = CliRunner().invoke(
+        main, ["evaluate", "--workload", str(swf), "--policy", "easy", *extra, "--out", str(tmp_path / "e")]
+    )
+    assert result.exit_code == 2, result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    error = result.output.strip().splitlines()
+    assert len(error) == 1 and named in error[0] and "Traceback" not in result.output, result.output
+    assert not (tmp_path / "e").exists()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -18,8 +19,10 @@ from rlsched.workflow.evaluate import (
     Evaluation,
     _spread,
     evaluate,
+    first_seed,
     judge,
     parse_contender,
+    parts_of,
     report_markdown,
     split_windows,
     write_outputs,
@@ -238,3 +241,122 @@ def test_the_vo_figure_folds_beyond_a_dozen_vos_and_keeps_its_legend_off_the_pan
     box = legend.get_window_extent()
     for ax in fig.axes:
         assert not box.overlaps(ax.get_window_extent()), "the legend covers a panel"
+
+
+# ------------------------------------------------------------------------------ --jitter
+def test_with_jitter_every_simulated_policy_replays_each_window_as_recorded_and_jittered(small_swf: Path) -> None:
+    w = read_swf(small_swf)
+    contenders = [parse_contender(p) for p in ("easy", "fcfs", "sarsa-esn:pretrain_decisions=30", "recorded")]
+    ev = evaluate(w, contenders, windows=2, seeds=2, jitter=2)
+    for label, seeds in (("easy", 1), ("fcfs", 1), ("sarsa-esn:pretrain_decisions=30", 2)):
+        runs = [(r.window, r.jitter, r.seed) for r in ev.runs if r.contender == label]
+        seed_list = [0, 1] if seeds == 2 else [None]
+        assert runs == [(k, j, s) for k in range(2) for j in range(3) for s in seed_list]
+        # windows × (1 + jitter) replays (× seeds): the table's replicates.
+        assert ev.table[label]["all"]["mean_w"]["n"] == 2 * 3 * seeds
+        # Jittered replays keep every job: the jobs are counted once per window.
+        assert ev.table[label]["all"]["jobs"]["total"] == ev.jobs
+    # `recorded` cannot be jittered: its recorded replays only, one per window.
+    assert [(r.window, r.jitter) for r in ev.runs if r.contender == "recorded"] == [(0, 0), (1, 0)]
+    assert ev.table["recorded"]["all"]["mean_w"]["n"] == 2
+    # The figures' series per window are the windows as recorded.
+    assert [(r.window, r.jitter) for r in first_seed(parts_of(ev, "easy"))] == [(0, 0), (1, 0)]
+
+
+def test_jittered_replays_move_the_submits_alike_for_every_policy(small_swf: Path) -> None:
+    w = read_swf(small_swf)
+    ev = evaluate(w, [parse_contender("easy"), parse_contender("fcfs")], windows=2, jitter=2)
+    runs = {(r.contender, r.window, r.jitter): r.schedule for r in ev.runs}
+    part = split_windows(w, 2)[1]
+    recorded_submits = runs["easy", 1, 0].workload.submit
+    assert np.array_equal(recorded_submits, part.submit)
+    for j in (1, 2):
+        jittered = runs["easy", 1, j].workload
+        # The same jobs, other arrival seconds (within ±300 s), and another schedule.
+        assert sorted(jittered.job_id) == sorted(part.job_id)
+        assert not np.array_equal(jittered.submit, recorded_submits)
+        assert np.array_equal(jittered.submit, part.jittered(j, 300.0).submit)  # jitter seeds 1..N, ±300 s
+        moved = dict(zip(jittered.job_id, jittered.submit, strict=True))
+        assert max(abs(moved[i] - s) for i, s in zip(part.job_id, part.submit, strict=True)) <= 300
+        # The same replay (window, jitter seed) is the same arrivals for every policy: what the tie rule pairs.
+        assert np.array_equal(runs["fcfs", 1, j].workload.submit, jittered.submit)
+    values = ev.table["easy"]["all"]["mean_wait_s"]["values"]
+    assert len(set(values)) == len(values) == 6, "the jittered replays differ from the recorded one"
+
+
+def test_two_rules_closer_than_their_jittered_spread_tie_with_jitter_and_not_without(small_swf: Path) -> None:
+    w = read_swf(small_swf)
+    rules = [parse_contender("fcfs"), parse_contender("f1")]
+    plain = evaluate(w, rules)
+    jittered = evaluate(w, rules, jitter=2)
+    without, with_jitter = (ev.verdicts[0] for ev in (plain, jittered))
+    assert without["measure"] == with_jitter["measure"] == "objective"
+    # On the window as recorded fcfs is ahead by a little: one deterministic replay has no spread, so a win.
+    assert without["best"] == "fcfs" and without["diff"] > 0 and not without["tie"]
+    # Its jittered replays put either ahead; the recorded difference is smaller than their spread.
+    fcfs, f1 = (jittered.table[label]["all"]["objective"] for label in ("fcfs", "f1"))
+    assert fcfs["values"][0] == plain.table["fcfs"]["all"]["objective"]["mean"]
+    d = np.array(fcfs["values"]) - np.array(f1["values"])
+    assert (d > 0).any() and (d < 0).any()
+    assert without["diff"] < fcfs["std"] + f1["std"]
+    assert with_jitter["tie"] and with_jitter["tied_with"] == [with_jitter["runner_up"]]
+    assert {with_jitter["best"], with_jitter["runner_up"]} == {"fcfs", "f1"}
+
+
+def _synthetic(jitter: int, values: dict[str, list[float]]) -> tuple[Evaluation, Any]:
+    """One window, ``jitter`` jittered replays; each policy's objective on replays 0, 1, … (lower is better)."""
+    ev = Evaluation("x", 1, 1, 1, 1, "", ("vo0",), (1.0,), [], jitter=jitter)
+    per_run = {label: [(k, {"all": {"mean_wait_s": v}}) for k, v in enumerate(vs)] for label, vs in values.items()}
+    ev.table = {k: {"all": {"mean_wait_s": _spread(list(vs))}} for k, vs in values.items()}
+    return ev, per_run
+
+
+def test_with_jitter_the_tie_rule_pairs_the_same_replay_across_policies() -> None:
+    # b is 0.1 s behind a on every replay, far inside either one's spread over the replays: paired, a real win.
+    ev, per_run = _synthetic(2, {"a": [10.0, 20.0, 30.0], "b": [10.1, 20.1, 30.1]})
+    verdict = judge(ev, per_run, "all", "mean_wait_s", False)
+    assert verdict is not None and verdict["best"] == "a" and not verdict["tie"]
+    # The same means and spreads, the replays in another order: the winner changes from replay to replay: a tie.
+    ev, per_run = _synthetic(2, {"a": [10.0, 20.0, 30.0], "b": [30.1, 10.1, 20.1]})
+    verdict = judge(ev, per_run, "all", "mean_wait_s", False)
+    assert verdict is not None and verdict["tie"]
+
+
+def test_with_jitter_recorded_is_judged_on_its_recorded_replays_only() -> None:
+    # A rule whose jittered spread would cover the gap: recorded has no spread to lend, and on the window as
+    # recorded (the one replay both have) the rule is ahead: a win, as without --jitter.
+    ev, per_run = _synthetic(2, {"easy": [10.0, 5.0, 15.0], "recorded": [11.0]})
+    verdict = judge(ev, per_run, "all", "mean_wait_s", False)
+    assert verdict is not None and verdict["best"] == "easy" and not verdict["tie"]
+    # Ranked first on its mean over the jittered replays, but behind recorded on the window as recorded: no win.
+    ev, per_run = _synthetic(2, {"easy": [12.0, 5.0, 13.0], "recorded": [11.0]})
+    verdict = judge(ev, per_run, "all", "mean_wait_s", False)
+    assert verdict is not None and verdict["best"] == "easy" and verdict["tie"]
+
+
+def test_the_report_and_results_say_how_many_jittered_replays_and_which_spread(small_swf: Path, tmp_path: Path) -> None:
+    from rlsched.workflow.evaluate import to_json, window_line
+
+    w = read_swf(small_swf)
+    contenders = [parse_contender("easy"), parse_contender("recorded")]
+    plain = evaluate(w, contenders)
+    assert "jitter" not in to_json(plain) and "Jitter" not in window_line(plain)
+    assert all("jitter" not in run for run in to_json(plain)["runs"])
+    ev = evaluate(w, contenders, windows=2, jitter=3, jitter_s=120)
+    line = window_line(ev)
+    assert "as recorded and 3 more times with every submit moved by up to ±120 s (seeds 1–3)" in line
+    assert "recorded cannot be jittered" in line
+    written = write_outputs(ev, tmp_path / "out", figures=False)
+    report = written["report"].read_text()
+    assert line in report and "each window as recorded and 3 times jittered (±120 s; not recorded)" in report
+    assert "recorded is compared with a policy only on the windows as recorded" in report
+    data = json.loads(written["results"].read_text())
+    assert data["jitter"]["replays"] == 3 and data["jitter"]["spread_s"] == 120
+    assert data["jitter"]["seeds"] == [1, 2, 3] and data["jitter"]["not_jittered"] == ["recorded"]
+    assert [(r["window"], r["jitter"]) for r in data["runs"] if r["policy"] == "easy"] == [
+        (k, j) for k in range(2) for j in range(4)
+    ]
+    with pytest.raises(ValueError, match="--jitter must be >= 0"):
+        evaluate(w, contenders, jitter=-1)
+    with pytest.raises(ValueError, match="--jitter-s must be >= 0"):
+        evaluate(w, contenders, jitter=1, jitter_s=-5.0)
