@@ -829,11 +829,17 @@ def window_line(ev: Evaluation) -> str:
 def jitter_text(ev: Evaluation) -> str:
     """How many jittered replays each window had, with which spread (``--jitter``), and what ``recorded`` got."""
     seeds = "seed 1" if ev.jitter == 1 else f"seeds 1–{ev.jitter}"
-    return (
+    text = (
         f"Jitter: each window replayed as recorded and {ev.jitter} more time{'s' if ev.jitter > 1 else ''} with "
-        f"every submit moved by up to ±{ev.jitter_s:g} s ({seeds}), under every simulated row; {RECORDED} "
-        "cannot be jittered (its start times are the trace's) and has its recorded replays only"
+        f"every submit moved by up to ±{ev.jitter_s:g} s ({seeds}), under every simulated row"
     )
+    if _has_recorded(ev):
+        text += f"; {RECORDED} cannot be jittered (its start times are the trace's) and has its recorded replays only"
+    return text
+
+
+def _has_recorded(ev: Evaluation) -> bool:
+    return any(c.recorded for c in ev.contenders)
 
 
 def _tie_text(ev: Evaluation) -> str:
@@ -844,14 +850,19 @@ def _tie_text(ev: Evaluation) -> str:
             "have the same winner and the mean of the per-window differences is within their standard "
             "deviation; with one window, within the sum of the seed standard deviations."
         )
-    return (
+    text = (
         "A difference within the spread is called a tie. The replays are paired: each window as recorded and "
         "with each jitter seed is the same jobs arriving at the same seconds for every simulated policy; it is "
         "a tie when the replays do not all have the same winner and the mean of the per-replay differences is "
-        f"within their standard deviation. {RECORDED} is compared with a policy only on the windows as "
-        "recorded (the replays both have), as without --jitter, and is never called the winner of a "
-        "comparison that those replays decide the other way (nor its opponent: a tie)."
+        "within their standard deviation; with one replay, within the sum of the seed standard deviations."
     )
+    if _has_recorded(ev):
+        text += (
+            f" {RECORDED} has no jittered replays: it is compared with a policy only on the windows as recorded "
+            "(the replays both have), as without --jitter, and when those rank the two the other way round from "
+            "the table's means, neither is called the winner (a tie)."
+        )
+    return text
 
 
 def report_markdown(ev: Evaluation, figures: Sequence[str]) -> str:
@@ -864,7 +875,9 @@ def report_markdown(ev: Evaluation, figures: Sequence[str]) -> str:
         f", {ev.seeds} seeds for the learned policies run by name" if ev.seeds > 1 else ""
     )
     if ev.jitter:
-        spread += f", each window as recorded and {ev.jitter} times jittered (±{ev.jitter_s:g} s; not {RECORDED})"
+        spread += f", each window as recorded and {ev.jitter} times jittered (±{ev.jitter_s:g} s)" + (
+            f"; not {RECORDED}" if _has_recorded(ev) else ""
+        )
     parts = [
         f"# Evaluation on {ev.workload}",
         "",

@@ -348,8 +348,11 @@ def test_the_report_and_results_say_how_many_jittered_replays_and_which_spread(s
     assert "recorded cannot be jittered" in line
     written = write_outputs(ev, tmp_path / "out", figures=False)
     report = written["report"].read_text()
-    assert line in report and "each window as recorded and 3 times jittered (±120 s; not recorded)" in report
-    assert "recorded is compared with a policy only on the windows as recorded" in report
+    assert line in report and "each window as recorded and 3 times jittered (±120 s); not recorded" in report
+    assert "recorded has no jittered replays: it is compared with a policy only on the windows as recorded" in report
+    # Without `recorded` among the rows, the report does not speak of it.
+    alone = evaluate(w, [parse_contender("easy")], jitter=1)
+    assert "seed 1)" in window_line(alone) and "recorded cannot" not in report_markdown(alone, [])
     data = json.loads(written["results"].read_text())
     assert data["jitter"]["replays"] == 3 and data["jitter"]["spread_s"] == 120
     assert data["jitter"]["seeds"] == [1, 2, 3] and data["jitter"]["not_jittered"] == ["recorded"]
