@@ -625,7 +625,7 @@ def _replay_values(runs: list[tuple[int, dict[str, dict[str, Any]]]], group: str
     return by_replay
 
 
-def _window_means(runs: list[tuple[int, dict[str, dict[str, Any]]]], group: str, key: str) -> dict[int, float]:
+def _replay_means(runs: list[tuple[int, dict[str, dict[str, Any]]]], group: str, key: str) -> dict[int, float]:
     """Each replay's mean over the seeds (a replay: a window, with ``jitter`` a window and a jitter seed)."""
     return {w: float(np.mean(v)) for w, v in _replay_values(runs, group, key).items()}
 
@@ -681,11 +681,11 @@ def _inside_spread(
     b: str,
     sa: dict[str, Any],
     sb: dict[str, Any],
-    higher: bool = True,
+    higher: bool,
 ) -> bool:
     """Is ``a`` (ranked first) ahead of ``b`` only within the spread?  Paired by replay (same window, same jitter
     seed) with two replays or more; with one, within the sum of the seed standard deviations."""
-    wa, wb = _window_means(per_run[a], group, key), _window_means(per_run[b], group, key)
+    wa, wb = _replay_means(per_run[a], group, key), _replay_means(per_run[b], group, key)
     if ev.jitter > 0 and set(wa) != set(wb):
         # One side has replays the other lacks (`recorded`: never jittered): like for like on the ones both have.
         return _inside_on_common(per_run[a], per_run[b], group, key, higher)

@@ -31,6 +31,7 @@ import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -206,16 +207,18 @@ class _TraceWindows:
         """-1 where higher is better: ``min(key=sign * score)`` is the best."""
         return -1.0 if self.settings.objective.higher_is_better else 1.0
 
-    def jittered_tests(self) -> list[Workload]:
-        """The test window with every submit moved by up to ±:data:`JITTER_S`, once per :data:`JITTER_SEEDS`."""
-        return [self.test_view.jittered(seed, JITTER_S) for seed in JITTER_SEEDS]
+    @cached_property
+    def jittered_tests(self) -> tuple[Workload, ...]:
+        """The test window with every submit moved by up to ±:data:`JITTER_S`, once per :data:`JITTER_SEEDS` (made
+        once: the rules and both learners' selected models replay the same ones)."""
+        return tuple(self.test_view.jittered(seed, JITTER_S) for seed in JITTER_SEEDS)
 
 
 @dataclass(frozen=True)
 class _Judged:
     """One policy trained through train's library and judged: its tasks and results, the verdict, each seed's
     selected model on test, the rules' scores on the verdict's windows, and the verdict's selected seed on the
-    jittered test replays (:meth:`_TraceWindows.jittered_tests`)."""
+    jittered test replays (:attr:`_TraceWindows.jittered_tests`)."""
 
     tasks: list[TrainTask]
     results: list[TrainResult]
@@ -227,7 +230,11 @@ class _Judged:
     @property
     def selected(self) -> int:
         """The index in ``results`` of the seed the verdict selected."""
-        return [r.seed for r in self.results].index(int(self.verdict.extra["selected"]["seed"]))
+        return _selected_index(self.verdict, self.results)
+
+
+def _selected_index(verdict: Verdict, results: Sequence[TrainResult]) -> int:
+    return [r.seed for r in results].index(int(verdict.extra["selected"]["seed"]))
 
 
 def learning_trace(
@@ -345,13 +352,10 @@ def _train_and_judge(
             seed_file = Path(tmp) / f"seed{result.seed}.npz"
             seed_file.write_bytes(result.model)
             model_test.append(validation_score(seed_file, replace(task, validation=tw.test_view)))
-        judged = _Judged(tasks, results, verdict, model_test, scores, [])
-        k = judged.selected
+        k = _selected_index(verdict, results)
         selected_file = Path(tmp) / f"seed{results[k].seed}.npz"
-        judged.jittered.extend(
-            validation_score(selected_file, replace(tasks[k], validation=view)) for view in tw.jittered_tests()
-        )
-    return judged
+        jittered = [validation_score(selected_file, replace(tasks[k], validation=view)) for view in tw.jittered_tests]
+    return _Judged(tasks, results, verdict, model_test, scores, jittered)
 
 
 #: What a row keeps of a verdict (:meth:`rlsched.workflow.verdict.Verdict.to_dict`).
@@ -515,7 +519,7 @@ def _jittered_replays(tw: _TraceWindows, on_test: RuleScores, learners: Mapping[
     the same replays (:func:`replays_on_test`)."""
     per_seed = [
         score_rules(view, tw.settings.deployment, tw.settings.objective, cores=tw.cores).scores
-        for view in tw.jittered_tests()
+        for view in tw.jittered_tests
     ]
     return {
         "jitter_s": JITTER_S,
