@@ -18,11 +18,12 @@ from rlsched.sim.search import SearchConfig
 from rlsched.workflow.train_scored import SCORED_RUNTIME, SCORED_RUNTIMES
 
 if TYPE_CHECKING:
+    from rlsched.core.objective import Objective
     from rlsched.sim.workload import Workload
     from rlsched.workflow.site import Site
     from rlsched.workflow.split import SiteChoices, TimeSplit
     from rlsched.workflow.train import DaskSlurm, TrainResult, TrainTask
-    from rlsched.workflow.verdict import Verdict
+    from rlsched.workflow.verdict import RulePrior, Verdict
 
 #: What ``--window I/K`` (the former way to hold data out) became.
 WINDOW_RETIRED = (
@@ -216,6 +217,14 @@ def estimating(
     help="Windows the rule deployed instead of a losing model is chosen on: 1, validation; 3, the train "
     "window's halves too (docs/workflow.md).",
 )
+@click.option(
+    "--rule-prior",
+    "rule_prior_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="A learning run's results.json (docs/results/learning-12k): the rule deployed instead of a losing model "
+    "is the one best over its traces' validation windows, the trained trace's own left out (docs/workflow.md).",
+)
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="The first seed.")
 @click.option(
     "--seeds",
@@ -299,6 +308,7 @@ def train(
     search_generations: int | None,
     window: str | None,
     rule_windows_count: int,
+    rule_prior_path: Path | None,
     seed: int,
     seeds: int,
     checkpoint_every: int,
@@ -333,6 +343,7 @@ def train(
         search = _search(policy, search_runtime, search_population, search_generations)
         epochs = 1 if search is not None else epochs  # the search makes no passes (its own options refused)
         whole = load_workload(workload_spec, max_procs=cores)
+        prior = _rule_prior(rule_prior_path, rule_windows_count, whole.name, choices.objective)
         workload, tasks = _plan(
             whole,
             split,
@@ -352,7 +363,9 @@ def train(
         jobs = slurm_jobs or min(len(tasks), workers if workers > 1 else len(tasks))
         slurm = DaskSlurm(slurm_cores, slurm_memory, slurm_walltime, slurm_partition, slurm_account, jobs, dask_host)
         results = _run(tasks, workload, epochs, workers, dask_address, slurm if dask_slurm else None, quiet)
-        verdict = _judge(results, tasks, out, whole, split, workload.name, choices, rule_windows_count, quiet, workers)
+        verdict = _judge(
+            results, tasks, out, whole, split, workload.name, choices, (rule_windows_count, prior), quiet, workers
+        )
     except (ValueError, FileNotFoundError, OSError) as exc:
         raise click.ClickException(" ".join(str(exc).split())) from exc
     _echo_split(site, split, len(whole), choices)
@@ -443,12 +456,13 @@ def _judge(
     split: TimeSplit,
     name: str,
     choices: SiteChoices,
-    rule_windows_count: int,
+    deploy_by: tuple[int, RulePrior | None],
     quiet: bool,
     workers: int,
 ) -> Verdict:
     """Judge the selected model against every rule (with a progress bar; the rules on ``--workers`` local
-    processes) and write it with its verdict."""
+    processes) and write it with its verdict; ``deploy_by``: what chooses the rule deployed instead of a losing
+    model (``--rule-windows``, ``--rule-prior``)."""
     from rlsched.sim.policies import workload_vos
     from rlsched.workflow.train import judge_and_write, rule_windows
     from rlsched.workflow.verdict import candidate_rules
@@ -458,12 +472,34 @@ def _judge(
     validation = tasks[0].validation
     assert validation is not None
     rules, _ = candidate_rules(workload_vos(validation), choices.deployment)
+    rule_windows_count, prior = deploy_by
     windows = len(rule_windows(tasks[0], rule_windows_count))
     where = "validation" if windows == 1 else f"{windows} windows"
     with progress_bar(len(rules) * windows, f"{name} rules on {where}", quiet) as progress:
         return judge_and_write(
-            results, tasks, out, about=about, progress=progress, windows=rule_windows_count, workers=workers
+            results,
+            tasks,
+            out,
+            about=about,
+            progress=progress,
+            windows=rule_windows_count,
+            workers=workers,
+            prior=prior,
         )
+
+
+def _rule_prior(path: Path | None, rule_windows_count: int, trace: str, objective: Objective) -> RulePrior | None:
+    """``--rule-prior``'s windows without the trained trace's own, checked against the objective before any
+    training (a ValueError naming the file)."""
+    if path is None:
+        return None
+    if rule_windows_count > 1:
+        raise click.UsageError("--rule-prior and --rule-windows both choose the rule to deploy: give one")
+    from rlsched.workflow.verdict import RulePrior
+
+    prior = RulePrior.from_results(path).without(trace)
+    prior.check(objective)
+    return prior
 
 
 def _echo_split(site: Site | None, split: TimeSplit, jobs: int, choices: SiteChoices) -> None:

@@ -61,7 +61,7 @@ from rlsched.workflow.train_scored import SCORED_RUNTIME as SCORED_RUNTIME
 from rlsched.workflow.train_scored import SCORED_RUNTIMES as SCORED_RUNTIMES
 from rlsched.workflow.train_scored import scored_features as scored_features
 from rlsched.workflow.train_scored import scored_search_config
-from rlsched.workflow.verdict import RuleScores, Verdict, rule_over_windows, score_rules
+from rlsched.workflow.verdict import RulePrior, RuleScores, Verdict, rule_over_windows, score_rules
 
 #: The nine logs of issue 23 (names ``rlsched.sim.traces.swf.resolve_trace`` finds under RLSCHED_TRACE_DIR).
 TRACES = (
@@ -615,8 +615,20 @@ def goals(data: Mapping[str, Any]) -> list[str]:
     higher = bool(Objective.from_dict(data["settings"]["objective"]).higher_is_better)
     n = len(rows)
     out = []
-    out.append(_deployed_goal(rows, higher, "deployed", f"{LEARNED_POLICY}'s verdict"))
-    out.append(_deployed_goal(rows, higher, "deployed_scored", "the scored search's verdict"))
+    out.append(_deployed_goal(rows, higher, "deployed", f"Deployed choice ({LEARNED_POLICY}'s verdict)"))
+    out.append(_deployed_goal(rows, higher, "deployed_scored", "Deployed choice (the scored search's verdict)"))
+    picks = other_traces_picks(rows, Objective.from_dict(data["settings"]["objective"]))
+    if picks:
+        out.append(
+            _deployed_goal(
+                rows,
+                higher,
+                OTHER_TRACES,
+                f"Rule the other {n - 1} traces' validation windows pick (leave one trace out; what train deploys "
+                "with `--rule-prior`, not by default)",
+                picks,
+            )
+        )
     # 2. The learned model beats the best rule by ≥ 10 % on ≥ 3 traces; geometric mean < 0.95.
     for key, what in (("learned", f"learned model ({LEARNED_POLICY})"), ("scored", "scored search")):
         ratios = [r["ratios"][key] for r in rows]
@@ -652,11 +664,12 @@ def goals(data: Mapping[str, Any]) -> list[str]:
 DEPLOYED = (("deployed", LEARNED_POLICY, "learned"), ("deployed_scored", "scored", "scored"))
 
 
-def replays_on_test(row: Mapping[str, Any], higher: bool) -> dict[str, Any] | None:
+def replays_on_test(row: Mapping[str, Any], higher: bool, other_pick: str | None = None) -> dict[str, Any] | None:
     """Goal 1 like for like: every rule and each deployed choice scored over the same replays of the test
     window, the one as recorded and the jittered ones (``row["jittered"]``), mean ± spread; the best rule is the
-    one with the best mean.  Keys ``best``, ``validation_pick`` and :data:`DEPLOYED`'s, each with ``what``.  None
-    for a row recorded before the selected models were replayed jittered too."""
+    one with the best mean.  Keys ``best``, ``validation_pick`` and :data:`DEPLOYED`'s, each with ``what``, and
+    :data:`OTHER_TRACES` when ``other_pick`` names the rule the other traces pick (:func:`other_traces_picks`).
+    None for a row recorded before the selected models were replayed jittered too."""
     jittered = row.get("jittered", {})
     if "models" not in jittered:
         return None
@@ -665,6 +678,8 @@ def replays_on_test(row: Mapping[str, Any], higher: bool) -> dict[str, Any] | No
     best = min(rules, key=lambda label: (sign * rules[label]["mean"], label))
     pick = row["validation_pick"]["rule"]
     out = {"best": {"what": best, **rules[best]}, "validation_pick": {"what": pick, **rules[pick]}}
+    if other_pick is not None:
+        out[OTHER_TRACES] = {"what": other_pick, **rules[other_pick]}
     for key, learner, model in DEPLOYED:
         d = row[key]
         if d["kind"] == "rule":
@@ -675,20 +690,56 @@ def replays_on_test(row: Mapping[str, Any], higher: bool) -> dict[str, Any] | No
     return out
 
 
-def _deployed_goal(rows: Sequence[Mapping[str, Any]], higher: bool, key: str, by: str) -> str:
-    """Goal 1: the choice ``row[key]`` deployed by train's verdict (``by``) never worse than the best rule beyond the
+#: :func:`replays_on_test`'s key for the rule the other traces pick.
+OTHER_TRACES = "other_traces"
+
+
+def other_traces_picks(rows: Sequence[Mapping[str, Any]], objective: Objective) -> dict[str, str]:
+    """Leave one trace out: for each row, the rule the *other* rows' validation windows pick together
+    (:meth:`RulePrior.pick`, what ``rlsched train --rule-prior`` deploys), among the rules this row replayed — the
+    rule a site would deploy on the evidence of other sites' logs rather than its own validation window; a trace
+    never informs its own pick.  Empty with fewer than two rows."""
+    if len(rows) < 2:
+        return {}
+    prior = RulePrior(
+        "this table",
+        objective,
+        {row["trace"]: {label: float(v["validation"]) for label, v in row["rules"].items()} for row in rows},
+    )
+    picks = {}
+    for row in rows:
+        try:
+            picks[row["trace"]] = prior.without(row["trace"]).pick(objective, row["rules"])
+        except ValueError:  # no rule scored on every other trace: no pick
+            continue
+    return picks
+
+
+def _deployed_goal(
+    rows: Sequence[Mapping[str, Any]], higher: bool, key: str, what: str, picks: Mapping[str, str] | None = None
+) -> str:
+    """Goal 1: ``what`` — the choice ``row[key]`` deployed by a train verdict, or with ``key`` =
+    :data:`OTHER_TRACES` the rule ``picks`` names for each trace — never worse than the best rule beyond the
     spread: both over the same replays of the test window where the row has them (:func:`replays_on_test`), else
     the model's seeds against the rules' jittered replays."""
     n = len(rows)
     worse, ties = [], []
-    replayed = bool(rows) and all(replays_on_test(r, higher) is not None for r in rows)
-    for r in rows:
-        d = r[key]
-        replays = replays_on_test(r, higher)
+    picks = picks or {}
+    every = [replays_on_test(r, higher, picks.get(r["trace"])) for r in rows]
+    replayed = bool(rows) and all(x is not None for x in every)
+    for r, replays in zip(rows, every, strict=True):
         if replays is not None:
+            if key not in replays:  # a trace the other traces pick no rule for
+                continue
             best, best_spread = replays["best"]["mean"], replays["best"]["spread"]
             mean, spread = replays[key]["mean"], replays[key]["spread"]
+        elif key == OTHER_TRACES:
+            if r["trace"] not in picks:
+                continue
+            best, best_spread = _rule_test(r, r["best_rule_test"]["rule"])
+            mean, spread = _rule_test(r, picks[r["trace"]])
         else:
+            d = r[key]
             best, best_spread = _rule_test(r, r["best_rule_test"]["rule"])
             mean, spread = _rule_test(r, d["what"]) if d["kind"] == "rule" else (d["test"], d["spread"])
         gap = (best - mean) if higher else (mean - best)
@@ -702,14 +753,14 @@ def _deployed_goal(rows: Sequence[Mapping[str, Any]], higher: bool, key: str, by
     jittered = "jittered" in rows[0] if rows else False
     if replayed:
         how = (
-            " (like for like: the deployed choice and every rule over the same replays of the test window, as "
+            " (like for like: the choice and every rule over the same replays of the test window, as "
             "recorded and with jittered submits; the best rule is the best mean; the spread is the larger of the "
             "two)"
         )
     else:
         how = " (a rule's spread: its test replays with jittered submits)" if jittered else ""
     return (
-        f"**Deployed choice ({by}) never worse than the best rule on test beyond the spread**"
+        f"**{what} never worse than the best rule on test beyond the spread**"
         + how
         + ": "
         + (
@@ -935,9 +986,11 @@ def _named_rules(row: Mapping[str, Any]) -> set[str]:
 
 
 def _like_for_like(rows: Sequence[Mapping[str, Any]], objective: Objective) -> list[str]:
-    """Goal 1's table: the deployed choices and the best rule over the same replays of the test window."""
+    """Goal 1's table: the deployed choices, validation's rule, the rule the other traces pick and the best rule
+    over the same replays of the test window."""
     higher = objective.higher_is_better
-    replays = [x for x in (replays_on_test(r, higher) for r in rows) if x is not None]
+    picks = other_traces_picks(rows, objective)
+    replays = [x for x in (replays_on_test(r, higher, picks.get(r["trace"])) for r in rows) if x is not None]
     if not rows or len(replays) < len(rows):
         return []
     n = 1 + len(rows[0]["jittered"]["jitter_seeds"])
@@ -948,24 +1001,32 @@ def _like_for_like(rows: Sequence[Mapping[str, Any]], objective: Objective) -> l
         f"(seeds {', '.join(map(str, rows[0]['jittered']['jitter_seeds']))}); a deployed model is the seed its "
         "verdict selected, replayed like the rules. Mean ± standard deviation over the replays, (ratio to the "
         "best rule's mean). The best rule here is the best mean over these replays, which need not be the "
-        "recorded replay's best (the table above).",
+        "recorded replay's best (the table above). The rule the other traces pick: the best geometric mean of "
+        "its ratio to each window's best rule over the validation windows of every other trace of this table, "
+        "never this trace's own (leave one trace out; `rlsched train --rule-prior` deploys it so).",
         "",
-        "| trace | best rule | deployed (sarsa-esn's verdict) | deployed (scored's verdict) | rule validation picks |",
-        "|---|---|---|---|---|",
+        "| trace | best rule | deployed (sarsa-esn's verdict) | deployed (scored's verdict) | rule validation picks "
+        "| rule the other traces pick |",
+        "|---|---|---|---|---|---|",
     ]
-    ratios: dict[str, list[float]] = {"deployed": [], "deployed_scored": [], "validation_pick": []}
+    ratios: dict[str, list[float]] = {"deployed": [], "deployed_scored": [], "validation_pick": [], OTHER_TRACES: []}
     for r, x in zip(rows, replays, strict=True):
         best = x["best"]["mean"]
         cells = [f"{x['best']['what']}: {_pm(x['best'])}"]
         for key, got in ratios.items():
+            if key not in x:
+                cells.append("-")
+                continue
             got.append(_ratio(higher, x[key]["mean"], best))
             cells.append(f"{x[key]['what']}: {_pm(x[key])} ({_fmt(got[-1])})")
         lines.append(f"| {r['trace']} | " + " | ".join(cells) + " |")
+    others = f", the rule the other traces pick {_fmt(_geomean(ratios[OTHER_TRACES]))}" if ratios[OTHER_TRACES] else ""
     lines += [
         "",
         "Geometric means of the ratio to the best rule's mean: "
         f"deployed (sarsa-esn's verdict) {_fmt(_geomean(ratios['deployed']))}, deployed (the scored verdict) "
-        f"{_fmt(_geomean(ratios['deployed_scored']))}, validation's rule {_fmt(_geomean(ratios['validation_pick']))}.",
+        f"{_fmt(_geomean(ratios['deployed_scored']))}, validation's rule {_fmt(_geomean(ratios['validation_pick']))}"
+        f"{others}.",
         "",
     ]
     return lines

@@ -64,7 +64,7 @@ from rlsched.workflow.train_scored import check_scored_plan, scored_search_confi
 from rlsched.workflow.train_task import TrainError, TrainResult, TrainTask
 
 if TYPE_CHECKING:
-    from rlsched.workflow.verdict import RuleScores, Verdict
+    from rlsched.workflow.verdict import RulePrior, RuleScores, Verdict
 
 #: Key of the training progress inside a checkpoint's policy metadata.
 TRAINING_KEY = "training"
@@ -656,9 +656,11 @@ def judge_and_write(
     windows: int = RULE_WINDOWS,
     rule_scores: Mapping[str, RuleScores] | None = None,
     workers: int = 1,
+    prior: RulePrior | None = None,
 ) -> Verdict:
     """Select the model (:func:`select`), judge it against every rule on the validation window, choose the rule
-    to deploy if it loses over ``windows`` windows (:func:`rule_windows`; 1: validation alone), and write the
+    to deploy if it loses over ``windows`` windows (:func:`rule_windows`; 1: validation alone) or by ``prior``
+    (other traces' validation windows, :class:`~rlsched.workflow.verdict.RulePrior`), and write the
     model to ``out`` (atomically) with its verdict; ``about``: what the verdict records of the trace and the
     split.  ``rule_scores``: :func:`score_rule_windows` of these windows, already replayed (two models judged on
     the same windows share the rules' replays); else they are replayed here on ``workers`` processes."""
@@ -698,6 +700,7 @@ def judge_and_write(
         extra,
         # One window: the best rule on validation itself (rule_over_windows would break its ties by name).
         deploy=(deploy_rule, len(scored)) if len(scored) > 1 else None,
+        prior=prior,
     )
     with tempfile.TemporaryDirectory(prefix="rlsched-train-") as tmp:
         raw = Path(tmp) / "selected.npz"

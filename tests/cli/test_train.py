@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -140,3 +141,62 @@ def test_options_of_the_other_family_are_refused_in_one_line(
     lines = result.output.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("Error: ") and message in lines[0], result.output
     assert not (tmp_path / "m.npz").exists()
+
+
+def _prior(path: Path, objective: str, rules: dict[str, dict[str, float]]) -> Path:
+    """A learning run's results.json holding only what a rule prior reads: trace → rule → validation score."""
+    traces = [{"trace": t, "rules": {k: {"validation": v} for k, v in s.items()}} for t, s in rules.items()]
+    path.write_text(json.dumps({"settings": {"objective": {"name": objective, "class_weights": {}}}, "traces": traces}))
+    return path
+
+
+def test_train_with_a_rule_prior_deploys_the_rule_the_other_traces_pick(tmp_path: Path) -> None:
+    from rlsched.core.policies import read_verdict
+
+    swf = write_swf(tmp_path / "t.swf", n=200)
+    out = tmp_path / "scored.npz"
+    # Two other traces agree on f4; the trained trace's own window in the file (named "t") says saf and is left out.
+    prior = _prior(
+        tmp_path / "results.json",
+        "bsld",
+        {"t": {"saf": 1.0, "f4": 9.0}, "x": {"saf": 3.0, "f4": 1.0}, "y": {"saf": 2.0, "f4": 1.5}},
+    )
+    args = ["train", "--workload", str(swf), "--policy", "scored", "--out", str(out), "--quiet"]
+    result = CliRunner().invoke(
+        main, [*args, "--search-population", "4", "--search-generations", "1", "--rule-prior", str(prior)]
+    )
+    assert result.exit_code == 0, result.output
+    verdict = read_verdict(out)
+    assert verdict is not None and verdict["deploy_rule"] == "f4" and verdict["deploy_windows"] == 2
+    assert verdict["deploy_prior"] == f"the validation windows of 2 other traces ({prior})"
+    if verdict["outcome"] == "loses":
+        assert 'deploy f4 (`[agent] kind = "f4"`, the rule the validation windows of 2 other traces' in result.output
+
+
+@pytest.mark.parametrize(
+    ("objective", "extra", "message"),
+    [
+        ("W", [], "the rule prior was measured for W; this run judges by bsld"),
+        ("bsld", ["--rule-windows", "3"], "--rule-prior and --rule-windows both choose the rule to deploy"),
+    ],
+)
+def test_a_rule_prior_that_cannot_serve_is_refused_before_training(
+    tmp_path: Path, objective: str, extra: list[str], message: str
+) -> None:
+    swf = write_swf(tmp_path / "t.swf", n=50)
+    prior = _prior(tmp_path / "results.json", objective, {"x": {"saf": 1.0}})
+    args = ["train", "--workload", str(swf), "--policy", "sarsa-esn", "--out", str(tmp_path / "m.npz")]
+    result = CliRunner().invoke(main, [*args, "--rule-prior", str(prior), *extra])
+    assert result.exit_code != 0 and message in result.output and "Traceback" not in result.output
+    assert not (tmp_path / "m.npz").exists()
+
+
+def test_a_rule_prior_that_is_not_a_learning_run_names_its_file(tmp_path: Path) -> None:
+    swf = write_swf(tmp_path / "t.swf", n=50)
+    bad = tmp_path / "notes.json"
+    bad.write_text("[1, 2]")
+    args = ["train", "--workload", str(swf), "--policy", "sarsa-esn", "--out", str(tmp_path / "m.npz")]
+    result = CliRunner().invoke(main, [*args, "--rule-prior", str(bad)])
+    assert result.exit_code == 1
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and f"{bad}: not a learning run's results.json" in lines[0]

@@ -279,3 +279,31 @@ def test_the_report_says_what_the_learner_was_rewarded_for() -> None:
     assert "rewarded for the objective" in render_report(data)
     del data["settings"]["learned_reward"]
     assert "trained on P-grid's λ-reward" in render_report(data)
+
+
+def test_the_rule_the_other_traces_pick_never_rests_on_the_traces_own_window(quick_row: dict[str, Any]) -> None:
+    from rlsched.workflow.learning import OTHER_TRACES, other_traces_picks
+
+    row = quick_row["traces"][0]
+    labels = sorted(row["rules"])
+    mine, theirs = labels[0], labels[1]
+
+    def like(name: str, best: str, other: float) -> dict[str, Any]:
+        # A copy of the row whose validation window names ``best`` the best rule, the other one ``other`` times
+        # worse, every other rule far behind.
+        score = {mine: other, theirs: other, best: 1.0}
+        rules = {k: {**v, "validation": score.get(k, 100.0)} for k, v in row["rules"].items()}
+        return {**row, "trace": name, "rules": rules}
+
+    rows = [like("a", mine, 10.0), like("b", theirs, 2.0), like("c", theirs, 2.0)]
+    picks = other_traces_picks(rows, Objective())
+    # With a's own window mine would win (geometric mean (1 · 2 · 2) ** ⅓ = 1.59 against theirs 10 ** ⅓ = 2.15);
+    # left out, b and c pick theirs for a.  b's others are a (mine; theirs 10× worse) and c: mine.
+    assert picks == {"a": theirs, "b": mine, "c": mine}
+    assert other_traces_picks(rows[:1], Objective()) == {}
+    like_a = replays_on_test(rows[0], higher=False, other_pick=picks["a"])
+    assert like_a is not None and like_a[OTHER_TRACES]["what"] == theirs
+    assert like_a[OTHER_TRACES]["seeds"] == [row["rules"][theirs]["test"], *row["jittered"]["rules"][theirs]["seeds"]]
+    report = render_report({**quick_row, "traces": rows})
+    assert "rule the other traces pick |" in report
+    assert "Rule the other 2 traces' validation windows pick (leave one trace out" in report

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from pathlib import Path
 
@@ -294,3 +295,35 @@ def test_with_one_window_a_tie_on_validation_deploys_validations_best_rule_itsel
     monkeypatch.setattr(verdict_module, "score_rules", tied)
     verdict = judge_and_write(results, tasks, tmp_path / "one.npz", about={})
     assert verdict.rule == "sjf" and verdict.replacement[0] == "sjf" and "windows" not in verdict.line()
+
+
+def test_a_rule_prior_picks_over_the_other_traces_windows_for_its_objective_only(tmp_path: Path) -> None:
+    from rlsched.workflow.verdict import RulePrior
+
+    results = tmp_path / "results.json"
+    traces = [
+        {"trace": "site", "rules": {"a": {"validation": 1.0}, "b": {"validation": 9.0}}},
+        {"trace": "x", "rules": {"a": {"validation": 5.0}, "b": {"validation": 2.0}, "c": {"validation": 1.0}}},
+        {"trace": "y", "rules": {"a": {"validation": 4.0}, "b": {"validation": 2.0}, "c": {"validation": 9.0}}},
+    ]
+    results.write_text(json.dumps({"settings": {"objective": Objective().to_dict()}, "traces": traces}))
+    prior = RulePrior.from_results(results)
+    assert set(prior.windows) == {"site", "x", "y"}
+    # Ratios to each window's best among the candidates a, b: site a 1, b 9; x a 2.5, b 1; y a 2, b 1.
+    assert prior.pick(Objective(), ["a", "b"]) == "a"  # a (1 · 2.5 · 2) ** ⅓ = 1.71 < b 9 ** ⅓ = 2.08
+    assert prior.without("site").pick(Objective(), ["a", "b"]) == "b"  # without the site's own window
+    # With c a candidate too: x a 5, b 2, c 1; y a 2, b 1, c 4.5: b (2 · 1) ** ½ beats c (1 · 4.5) ** ½.
+    assert prior.without("site").pick(Objective(), ["a", "b", "c"]) == "b"
+    with pytest.raises(ValueError, match="measured for bsld; this run judges by W"):
+        prior.pick(Objective("W"), ["a", "b"])
+    with pytest.raises(ValueError, match="no trace but the one trained on"):
+        prior.without("site").without("x").without("y").check(Objective())
+    broken = tmp_path / "broken.json"
+    broken.write_text('{"settings": {}}')
+    with pytest.raises(ValueError, match=f"{broken}: not a learning run's results.json"):
+        RulePrior.from_results(broken)
+    broken.write_text("{")
+    with pytest.raises(ValueError, match=f"{broken}: not a JSON file"):
+        RulePrior.from_results(broken)
+    with pytest.raises(ValueError, match="cannot read the rule prior"):
+        RulePrior.from_results(tmp_path / "missing.json")
