@@ -618,17 +618,21 @@ def goals(data: Mapping[str, Any]) -> list[str]:
     out.append(_deployed_goal(rows, higher, "deployed", f"Deployed choice ({LEARNED_POLICY}'s verdict)"))
     out.append(_deployed_goal(rows, higher, "deployed_scored", "Deployed choice (the scored search's verdict)"))
     picks = other_traces_picks(rows, Objective.from_dict(data["settings"]["objective"]))
-    if picks:
-        out.append(
-            _deployed_goal(
-                rows,
-                higher,
-                OTHER_TRACES,
-                f"Rule the other {n - 1} traces' validation windows pick (leave one trace out; what train deploys "
-                "with `--rule-prior`, not by default)",
-                picks,
+    if picks and all(replays_on_test(r, higher) is not None for r in rows):
+        for key, by in (
+            ("deployed", f"{LEARNED_POLICY}'s verdict"),
+            ("deployed_scored", "the scored search's verdict"),
+        ):
+            out.append(
+                _deployed_goal(
+                    rows,
+                    higher,
+                    key + WITH_PRIOR,
+                    f"Deployed choice ({by} with `--rule-prior`: the model unless it loses, then the rule the "
+                    f"other {n - 1} traces' validation windows pick, leave one trace out; not train's default)",
+                    picks,
+                )
             )
-        )
     # 2. The learned model beats the best rule by ≥ 10 % on ≥ 3 traces; geometric mean < 0.95.
     for key, what in (("learned", f"learned model ({LEARNED_POLICY})"), ("scored", "scored search")):
         ratios = [r["ratios"][key] for r in rows]
@@ -687,11 +691,15 @@ def replays_on_test(row: Mapping[str, Any], higher: bool, other_pick: str | None
         else:
             samples = [float(row[model]["selected"]["test"]), *jittered["models"][learner]["seeds"]]
             out[key] = {"what": d["what"], **_stats(samples)}
+        if other_pick is not None:  # what train --rule-prior deploys: the prior's rule instead of a loser
+            out[key + WITH_PRIOR] = out[OTHER_TRACES] if d["kind"] == "rule" else out[key]
     return out
 
 
-#: :func:`replays_on_test`'s key for the rule the other traces pick.
+#: :func:`replays_on_test`'s key for the rule the other traces pick, and the suffix of each :data:`DEPLOYED` key for
+#: the choice its verdict makes with that rule as the replacement (``train --rule-prior``).
 OTHER_TRACES = "other_traces"
+WITH_PRIOR = "_with_prior"
 
 
 def other_traces_picks(rows: Sequence[Mapping[str, Any]], objective: Objective) -> dict[str, str]:
@@ -718,8 +726,8 @@ def other_traces_picks(rows: Sequence[Mapping[str, Any]], objective: Objective) 
 def _deployed_goal(
     rows: Sequence[Mapping[str, Any]], higher: bool, key: str, what: str, picks: Mapping[str, str] | None = None
 ) -> str:
-    """Goal 1: ``what`` — the choice ``row[key]`` deployed by a train verdict, or with ``key`` =
-    :data:`OTHER_TRACES` the rule ``picks`` names for each trace — never worse than the best rule beyond the
+    """Goal 1: ``what`` — the choice ``key`` names (a :data:`DEPLOYED` key, or one with :data:`WITH_PRIOR`, which
+    needs ``picks``: the rule the other traces pick for each trace) — never worse than the best rule beyond the
     spread: both over the same replays of the test window where the row has them (:func:`replays_on_test`), else
     the model's seeds against the rules' jittered replays."""
     n = len(rows)
@@ -733,11 +741,8 @@ def _deployed_goal(
                 continue
             best, best_spread = replays["best"]["mean"], replays["best"]["spread"]
             mean, spread = replays[key]["mean"], replays[key]["spread"]
-        elif key == OTHER_TRACES:
-            if r["trace"] not in picks:
-                continue
-            best, best_spread = _rule_test(r, r["best_rule_test"]["rule"])
-            mean, spread = _rule_test(r, picks[r["trace"]])
+        elif key not in r:  # a choice only the replays know (with the other traces' pick)
+            continue
         else:
             d = r[key]
             best, best_spread = _rule_test(r, r["best_rule_test"]["rule"])
@@ -1020,7 +1025,23 @@ def _like_for_like(rows: Sequence[Mapping[str, Any]], objective: Objective) -> l
             got.append(_ratio(higher, x[key]["mean"], best))
             cells.append(f"{x[key]['what']}: {_pm(x[key])} ({_fmt(got[-1])})")
         lines.append(f"| {r['trace']} | " + " | ".join(cells) + " |")
-    others = f", the rule the other traces pick {_fmt(_geomean(ratios[OTHER_TRACES]))}" if ratios[OTHER_TRACES] else ""
+    others = ""
+    if ratios[OTHER_TRACES]:
+        with_prior = [
+            _geomean(
+                [
+                    _ratio(higher, x[key + WITH_PRIOR]["mean"], x["best"]["mean"])
+                    for x in replays
+                    if key + WITH_PRIOR in x
+                ]
+            )
+            for key, _, _ in DEPLOYED
+        ]
+        others = (
+            f", the rule the other traces pick {_fmt(_geomean(ratios[OTHER_TRACES]))}; with `--rule-prior` (that rule "
+            f"instead of a losing model) deployed by sarsa-esn's verdict {_fmt(with_prior[0])}, by the scored "
+            f"verdict {_fmt(with_prior[1])}"
+        )
     lines += [
         "",
         "Geometric means of the ratio to the best rule's mean: "

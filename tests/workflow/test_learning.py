@@ -282,7 +282,7 @@ def test_the_report_says_what_the_learner_was_rewarded_for() -> None:
 
 
 def test_the_rule_the_other_traces_pick_never_rests_on_the_traces_own_window(quick_row: dict[str, Any]) -> None:
-    from rlsched.workflow.learning import OTHER_TRACES, other_traces_picks
+    from rlsched.workflow.learning import OTHER_TRACES, WITH_PRIOR, other_traces_picks
 
     row = quick_row["traces"][0]
     labels = sorted(row["rules"])
@@ -304,6 +304,10 @@ def test_the_rule_the_other_traces_pick_never_rests_on_the_traces_own_window(qui
     like_a = replays_on_test(rows[0], higher=False, other_pick=picks["a"])
     assert like_a is not None and like_a[OTHER_TRACES]["what"] == theirs
     assert like_a[OTHER_TRACES]["seeds"] == [row["rules"][theirs]["test"], *row["jittered"]["rules"][theirs]["seeds"]]
+    # With --rule-prior a verdict deploys the model unless it loses, then the other traces' rule.
+    for key in ("deployed", "deployed_scored"):
+        expected = like_a[OTHER_TRACES] if rows[0][key]["kind"] == "rule" else like_a[key]
+        assert like_a[key + WITH_PRIOR] == expected
     report = render_report({**quick_row, "traces": rows})
     assert "rule the other traces pick |" in report
-    assert "Rule the other 2 traces' validation windows pick (leave one trace out" in report
+    assert "Deployed choice (sarsa-esn's verdict with `--rule-prior`: the model unless it loses" in report
