@@ -311,3 +311,21 @@ def test_the_rule_the_other_traces_pick_never_rests_on_the_traces_own_window(qui
     report = render_report({**quick_row, "traces": rows})
     assert "rule the other traces pick |" in report
     assert "Deployed choice (sarsa-esn's verdict with `--rule-prior`: the model unless it loses" in report
+
+
+def test_the_single_rule_yardstick_is_the_best_geometric_mean_on_the_test_windows() -> None:
+    from rlsched.workflow.learning import single_rule_misses
+
+    def row(a: float, b: float, jitter: float = 0.0) -> dict[str, Any]:
+        return {
+            "rules": {"a": {"test": a}, "b": {"test": b}},
+            "jittered": {"rules": {"a": {"seeds": [a + jitter] * 3}, "b": {"seeds": [b] * 3}}},
+        }
+
+    # a: (1 · 3) ** ½ = 1.73, b: (2 · 1) ** ½ = 1.41; each is beyond the (zero) spread on one trace.
+    assert single_rule_misses([row(1.0, 2.0), row(3.0, 1.0)], higher=False) == ("b", pytest.approx(2**0.5), 1, 1)
+    # Where higher is better the ratios turn over: a (2 · 1) ** ½, b (1 · 3) ** ½.
+    assert single_rule_misses([row(1.0, 2.0), row(3.0, 1.0)], higher=True)[:3] == ("a", pytest.approx(2**0.5), 1)
+    # A gap inside the spread is no miss: a's replays on the first trace (1, 2, 2, 2) are 1.75 ± 0.43, b's 1.5.
+    label, _, misses, fewest = single_rule_misses([row(1.0, 1.5, jitter=1.0), row(1.0, 3.0)], higher=False)
+    assert (label, misses, fewest) == ("a", 0, 0)
