@@ -369,6 +369,8 @@ class Simulator:
         self._finished_since_view: list[int] = []
         self._row_of_id: dict[int, int] | None = None
         self._no_finished: FinishedJobs | None = None  # the finished jobs of a view when none finished
+        # The previous view's queued, held and running rows, and its pending and running jobs (view()).
+        self._last_parts: tuple[list[int], list[int], list[int], PendingJobs, RunningJobs] | None = None
         self._next_submit = 0
         self._done = 0
         #: When a list, every reservation EASY gives is appended as (row of the head job, shadow time);
@@ -736,41 +738,15 @@ class Simulator:
         return j
 
     def view(self) -> ClusterView:
-        """The state now, with the jobs finished since the previous view."""
+        """The state now, with the jobs finished since the previous view.
+
+        Its pending and running jobs are the previous view's objects when the rows are the same
+        (:meth:`_pending_running`): their arrays are read-only, so no agent can change what a later view shows.
+        """
         w = self.workload
-        pending_rows = np.fromiter(
-            [*self._qjobs, *self._held], dtype=np.int64, count=len(self._qjobs) + len(self._held)
-        )
-        held = np.zeros(len(pending_rows), dtype=np.bool_)
-        held[len(self._qjobs) :] = True
-        running_rows = np.array(self._rjob, dtype=np.int64)
         finished_rows = np.array(self._finished_since_view, dtype=np.int64)
         self._finished_since_view = []
-        start = self._start
-        run_eff = self._run_arr
-        pending = PendingJobs(
-            job_id=w.job_id[pending_rows],
-            vo=w.vo[pending_rows],
-            job_class=w.job_class[pending_rows],
-            cores=w.procs[pending_rows],
-            req_time_s=w.req_time[pending_rows],
-            submit_s=w.submit[pending_rows],
-            oracle_run_s=run_eff[pending_rows],
-            held=held,
-            user=w.user[pending_rows],
-        )
-        running_start = np.array([start[j] for j in self._rjob], dtype=np.float64)
-        running = RunningJobs(
-            job_id=w.job_id[running_rows],
-            vo=w.vo[running_rows],
-            job_class=w.job_class[running_rows],
-            cores=w.procs[running_rows],
-            req_time_s=w.req_time[running_rows],
-            submit_s=w.submit[running_rows],
-            start_s=running_start,
-            oracle_run_s=run_eff[running_rows],
-            user=w.user[running_rows],
-        )
+        pending, running = self._pending_running()
         return ClusterView(
             time_s=self.now,
             total_cores=self.cores,
@@ -781,6 +757,50 @@ class Simulator:
             vos=w.vo_names,
             vo_shares=w.vo_shares,
         )
+
+    def _pending_running(self) -> tuple[PendingJobs, RunningJobs]:
+        """The pending and running jobs of a view; the previous view's when they are the same rows in the
+        same order, as at the polls a boost-mode replay makes between events (their arrays read the workload
+        and the start times only, which never change for a row).  The arrays are read-only: shared between
+        views, they must not be written (an agent that tried would raise, not see a changed later view)."""
+        qjobs, held, rjob = self._qjobs, list(self._held), self._rjob
+        last = self._last_parts
+        if last is not None and last[0] == qjobs and last[1] == held and last[2] == rjob:
+            return last[3], last[4]
+        w, run_eff = self.workload, self._run_arr
+        pending_rows = np.fromiter([*qjobs, *held], dtype=np.int64, count=len(qjobs) + len(held))
+        held_flags = np.zeros(len(pending_rows), dtype=np.bool_)
+        held_flags[len(qjobs) :] = True
+        running_rows = np.array(rjob, dtype=np.int64)
+        start = self._start
+        pending = PendingJobs(
+            job_id=w.job_id[pending_rows],
+            vo=w.vo[pending_rows],
+            job_class=w.job_class[pending_rows],
+            cores=w.procs[pending_rows],
+            req_time_s=w.req_time[pending_rows],
+            submit_s=w.submit[pending_rows],
+            oracle_run_s=run_eff[pending_rows],
+            held=held_flags,
+            user=w.user[pending_rows],
+        )
+        running = RunningJobs(
+            job_id=w.job_id[running_rows],
+            vo=w.vo[running_rows],
+            job_class=w.job_class[running_rows],
+            cores=w.procs[running_rows],
+            req_time_s=w.req_time[running_rows],
+            submit_s=w.submit[running_rows],
+            start_s=np.array([start[j] for j in rjob], dtype=np.float64),
+            oracle_run_s=run_eff[running_rows],
+            user=w.user[running_rows],
+        )
+        for jobs in (pending, running):
+            for value in vars(jobs).values():
+                if isinstance(value, np.ndarray):
+                    value.flags.writeable = False
+        self._last_parts = (list(qjobs), held, list(rjob), pending, running)
+        return pending, running
 
     def _finished_jobs(self, rows: IntArray) -> FinishedJobs:
         """The jobs of ``rows`` as finished; with none (most polls), one empty record made once and shared:

@@ -154,3 +154,21 @@ def test_a_job_past_its_expected_end_stops_the_jumps(monkeypatch: pytest.MonkeyP
     runs = both_ways(monkeypatch, replay)
     assert runs[1][0].schedule.start.tolist() == [0.0, 0.0, 1000.0, 200.0]
     assert_same(runs)
+
+
+def test_views_between_events_share_read_only_jobs() -> None:
+    # The polls a boost replay makes between events see the same rows: the simulator hands out the previous
+    # view's pending and running jobs, whose arrays no agent may write.
+    w = make_workload(submit=[0, 0, 0], run=[100] * 3, procs=[2, 2, 1], max_procs=3)
+    sim = Simulator(w, agent=ClockAgent(10.0), tick_s=10.0, every_event=False)
+    sim._admit(0, 0.0)
+    sim._next_submit = 3
+    first, second = sim.view(), sim.view()
+    assert second.pending is first.pending and second.running is first.running
+    assert first.pending.job_id.tolist() == [1, 2, 3]
+    with pytest.raises(ValueError, match="read-only"):
+        first.pending.submit_s[0] = 5.0
+    sim._schedule(0.0)  # J1 starts, J2 waits, J3 is backfilled: new rows, new jobs
+    third = sim.view()
+    assert third.pending is not first.pending and third.pending.job_id.tolist() == [2]
+    assert third.running.job_id.tolist() == [1, 3]
