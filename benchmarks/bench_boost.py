@@ -5,7 +5,11 @@ Run:  RLSCHED_TRACE_DIR=/path/to/traces .venv/bin/python benchmarks/bench_boost.
 Prints, per policy and mode: wall time of the replay, mean bounded slowdown, mean W and mean wait, so
 the speed cost of boost mode (:mod:`rlsched.sim.boost`) is measured with the result it gives.
 ``--quiet-polls`` also runs boost mode with every poll made (``BoostSettings.quiet_polls``), the reference
-the skipped and deferred polls must agree with.
+the skipped and deferred polls must agree with.  ``--ticks`` also runs boost mode stepping through every tick
+after a quiet poll (``engine.JUMP_QUIET_TICKS = False``) instead of jumping to the next event: the ratio is
+its time over the default boost run's (measured in the same run), and the starts must be the same.
+``--candidates KTH-SP2-1996-2.1-cln,…`` instead replays every candidate rule (what ``rlsched train``'s verdict
+scores) in boost mode on the test window of the first 4000 jobs of each trace, jumping and every tick.
 """
 
 from __future__ import annotations
@@ -13,6 +17,9 @@ from __future__ import annotations
 import argparse
 import time
 
+import numpy as np
+
+from rlsched.sim import engine
 from rlsched.sim.boost import BoostSettings
 from rlsched.sim.policies import simulate_policy
 from rlsched.sim.summary import summarize
@@ -21,12 +28,47 @@ from rlsched.sim.traces.swf import read_swf, resolve_trace
 TRACE = "CTC-SP2-1996-3.1-cln"
 
 
+def candidates(traces: list[str]) -> None:
+    """Every candidate rule in boost mode on each trace's test window, with jumps and every tick: total times."""
+    from rlsched.cli.learning import load_workload
+    from rlsched.workflow import verdict
+    from rlsched.workflow.learning import LearningSettings
+    from rlsched.workflow.split import simulate_in
+
+    settings = LearningSettings(max_jobs=4000)
+    for trace in traces:
+        workload = load_workload(trace, max_procs=None)
+        test = settings.split.window(workload.select(slice(0, 4000), name=workload.name), "test")
+        specs, _ = verdict.candidate_rules(verdict.workload_vos(test), settings.deployment)
+        walls, starts = [], []
+        for jump in (True, False):
+            engine.JUMP_QUIET_TICKS = jump
+            try:
+                t0 = time.perf_counter()
+                starts.append([simulate_in(settings.deployment, test, spec).schedule.start for spec in specs])
+                walls.append(time.perf_counter() - t0)
+            finally:
+                engine.JUMP_QUIET_TICKS = True
+        same = all(np.array_equal(a, b) for a, b in zip(*starts, strict=True))
+        print(
+            f"{trace}: {len(specs)} rules, boost mode on the test window ({len(test)} jobs): jumping "
+            f"{walls[0]:.1f} s, every tick {walls[1]:.1f} s, ratio {walls[1] / walls[0]:.2f}, "
+            f"{'same starts' if same else 'STARTS DIFFER'}",
+            flush=True,
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=20_000)
     parser.add_argument("--policies", default="easy-sjf,sarsa-esn")
     parser.add_argument("--quiet-polls", action="store_true")
+    parser.add_argument("--ticks", action="store_true", help="also step through the quiet ticks (the reference)")
+    parser.add_argument("--candidates", default="", help="traces: time every candidate rule (see above)")
     args = parser.parse_args()
+    if args.candidates:
+        candidates(args.candidates.split(","))
+        return
     workload = read_swf(resolve_trace(TRACE))
     workload = workload.select(slice(0, args.jobs), name=f"{TRACE}[:{args.jobs}]")
     span_days = (float(workload.submit[-1]) - float(workload.submit[0])) / 86400.0
@@ -34,17 +76,29 @@ def main() -> None:
     runs: list[tuple[str, str, BoostSettings | None]] = [("gate", "", None), ("boost", "", BoostSettings())]
     if args.quiet_polls:
         runs.append(("boost", " (every poll)", BoostSettings(quiet_polls=True)))
+    if args.ticks:
+        runs.append(("boost", " (every tick)", BoostSettings()))
     for policy in args.policies.split(","):
+        jumped: tuple[float, np.ndarray] | None = None
         for mode, note, settings in runs:
-            t0 = time.perf_counter()
-            run = simulate_policy(workload, policy, mode="boost" if mode == "boost" else "gate", boost=settings)
-            wall = time.perf_counter() - t0
+            engine.JUMP_QUIET_TICKS = note != " (every tick)"
+            try:
+                t0 = time.perf_counter()
+                run = simulate_policy(workload, policy, mode="boost" if mode == "boost" else "gate", boost=settings)
+                wall = time.perf_counter() - t0
+            finally:
+                engine.JUMP_QUIET_TICKS = True
             summary = summarize(run.schedule)
-            print(
-                f"{policy:12s} {mode + note:20s} {wall:7.1f} s   bsld {summary['mean_bounded_slowdown']:8.2f}   "
-                f"W {summary['mean_responsiveness']:.3f}   mean wait {summary['mean_wait_s']:8.0f} s",
-                flush=True,
+            line = (
+                f"{policy:12s} {mode + note:20s} {wall:7.2f} s   bsld {summary['mean_bounded_slowdown']:8.2f}   "
+                f"W {summary['mean_responsiveness']:.3f}   mean wait {summary['mean_wait_s']:8.0f} s"
             )
+            if mode == "boost" and not note:
+                jumped = (wall, run.schedule.start)
+            elif note == " (every tick)" and jumped is not None:
+                same = np.array_equal(jumped[1], run.schedule.start)
+                line += f"   ratio {wall / jumped[0]:5.2f}   {'same starts' if same else 'STARTS DIFFER'}"
+            print(line, flush=True)
 
 
 if __name__ == "__main__":

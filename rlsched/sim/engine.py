@@ -65,6 +65,11 @@ VECTOR_SCAN_MIN_QUEUE = 96
 #: What becomes of a poll before which nothing happened (``Simulator(quiet_polls=…)``).
 QuietPolls = Literal["all", "defer", "skip"]
 
+#: Quiet polls (``quiet_polls`` "skip" or "defer") make the loop jump to the first tick at or after the next
+#: event instead of stepping through the ticks in between, which could change nothing (:meth:`Simulator._poll`).
+#: False steps tick by tick: the reference the jumps must agree with (tests and benchmarks/bench_boost.py).
+JUMP_QUIET_TICKS = True
+
 #: With periodic ticks, how many ticks a gate-mode agent may leave an empty machine idle
 #: while it holds jobs before the run is declared stuck.
 MAX_IDLE_TICKS = 10_000
@@ -363,6 +368,9 @@ class Simulator:
         self._finish_heap: list[tuple[float, int]] = []
         self._finished_since_view: list[int] = []
         self._row_of_id: dict[int, int] | None = None
+        self._no_finished: FinishedJobs | None = None  # the finished jobs of a view when none finished
+        # The previous view's queued, held and running rows, and its pending and running jobs (view()).
+        self._last_parts: tuple[list[int], list[int], list[int], PendingJobs, RunningJobs] | None = None
         self._next_submit = 0
         self._done = 0
         #: When a list, every reservation EASY gives is appended as (row of the head job, shadow time);
@@ -558,8 +566,7 @@ class Simulator:
                 next_tick, polled = self._ask(agent, now, next_tick)
             self._schedule(now)
             if polled and not self.every_event:
-                next_tick, deferred = self._poll(agent, now, next_tick)  # type: ignore[arg-type]
-                deferred_poll = now if deferred else inf
+                next_tick, deferred_poll = self._poll(agent, now, next_tick)  # type: ignore[arg-type]
             if dyn is not None:
                 # Passes matter only while jobs wait; the usage they track is kept by the hook itself.
                 next_pass = dyn.next_pass(now) if self._qjobs else inf
@@ -621,10 +628,10 @@ class Simulator:
             agent.decide(self.view())  # the next poll shows the last finishes (a learner's rewards)
         return False
 
-    def _poll(self, agent: Agent, now: float, next_tick: float) -> tuple[float, bool]:
+    def _poll(self, agent: Agent, now: float, next_tick: float) -> tuple[float, float]:
         """A daemon's poll (``every_event=False``): the agent sees the queue the native scheduler left and
-        acts; a changed order gets a scheduling pass at once.  Returns the next tick, and whether the poll
-        was deferred.
+        acts; a changed order gets a scheduling pass at once.  Returns the next tick, and the instant of the
+        poll deferred until the next event (inf: none).
 
         With nothing queued and no finish the agent has not seen, the ticks until the next submit or finish
         are skipped: their polls could change nothing.  A quiet poll (nothing submitted, started or finished
@@ -636,13 +643,15 @@ class Simulator:
         (:meth:`_deferred_poll`; the state has not changed since).  Exact for any agent that keeps no state
         between polls (a rule, a fixed model); a learner draws its exploration at fewer polls, and over
         multifactor a job re-niced by a dropped poll only keeps its older priority until the next pass.
+        The ticks after a skipped or deferred poll are quiet too until something happens: the loop jumps
+        over them (:meth:`_quiet_ticks`).
         """
         pending = self._qjobs or self._held or self._finished_since_view
         if pending and self.quiet_polls != "all" and self._events == self._events_at_poll:
             if self.quiet_polls == "skip":
-                return next_tick, False
+                return self._quiet_ticks(now, next_tick)[0], math.inf
             if not self._qjobs or self._qsizes[0] > self.free:
-                return next_tick, True
+                return self._quiet_ticks(now, next_tick)
         if pending:
             self._events_at_poll = self._events
             self.polls += 1
@@ -650,7 +659,7 @@ class Simulator:
             apply(agent.decide(self.view()), self)
             if self._reordered:
                 self._schedule(now)
-            return next_tick, False
+            return next_tick, math.inf
         i = self._next_submit
         upcoming = min(
             self._submit[i] if i < len(self._submit) else math.inf,
@@ -660,7 +669,45 @@ class Simulator:
         assert tick is not None
         if upcoming > next_tick and upcoming < math.inf:
             next_tick += math.ceil((upcoming - next_tick) / tick) * tick
-        return next_tick, False
+        return next_tick, math.inf
+
+    def _quiet_ticks(self, now: float, next_tick: float) -> tuple[float, float]:
+        """After a quiet poll at ``now`` (skipped or deferred): the first tick at or after the next event,
+        and the last tick before it (``now`` when there is none), whose poll the loop would have deferred.
+
+        Exact: until the next submit, finish or priority pass nothing changes, and each of the ticks in
+        between would make the same moves as ``now`` did, to the same effect — none.  Its finishes and
+        submits are none; its priority pass is none and the next pass it computes is the same (a
+        :class:`DynamicPriority`'s ``next_pass`` is the next instant of a fixed grid, non-decreasing in
+        ``now``: checked at the last tick); its scheduling pass starts nothing, as the pass at ``now``
+        started none (the poll is quiet): the head still does not fit, and a backfill candidate that failed
+        fails again — the shadow time and the extra cores are the same while every running job's
+        *expected* end is still ahead (always, when overrunning jobs are killed at their request; with
+        ``overrun="run"`` the jump stops at the first one when a queued job fits the idle cores), and
+        ``now + requested`` only grows.  Its poll is quiet and skipped or deferred as ``now``'s was (the
+        conditions do not read the time), so the deferred poll is the last tick's, made with the view of that
+        instant, as before.  The ticks are added one by one, as the loop would, so the grid is the same
+        floats.  No jump with nothing left to submit or running (the loop counts idle ticks) or with a
+        :attr:`reservation_log` (each pass logs its reservation).
+        """
+        i, heap, tick = self._next_submit, self._finish_heap, self.tick_s
+        assert tick is not None
+        if not JUMP_QUIET_TICKS or self.reservation_log is not None or (not heap and i >= len(self._submit)):
+            return next_tick, now
+        until = min(self._submit[i] if i < len(self._submit) else math.inf, heap[0][0] if heap else math.inf)
+        dyn = self.dynamic
+        next_pass = dyn.next_pass(now) if dyn is not None and self._qjobs else math.inf
+        until = min(until, next_pass)
+        if self._qjobs and self._rexp and self._qsizes[0] <= self.free:
+            until = min(until, self._rexp[0])
+        if next_tick >= until:
+            return next_tick, now
+        last, following = next_tick, next_tick + tick
+        while following < until:
+            last, following = following, following + tick
+        if dyn is not None and next_pass < math.inf and dyn.next_pass(last) != next_pass:
+            return next_tick, now  # a pass instant within rounding of a tick: step through them
+        return following, last
 
     def _deferred_poll(self, agent: Agent, at: float) -> None:
         """The poll of instant ``at``, deferred until now (see :meth:`_poll`): nothing has happened since and
@@ -675,30 +722,57 @@ class Simulator:
     #: A boost ranks every job it is given.
     boost_limit: int | None = None
 
+    def _row_index(self) -> dict[int, int]:
+        """Each job id's row (built at the first lever pulled)."""
+        if self._row_of_id is None:
+            self._row_of_id = {int(v): r for r, v in enumerate(self.workload.job_id.tolist())}
+        return self._row_of_id
+
     def _live_row(self, job_id: int) -> int | None:
         """The row of a submitted job that has not ended; None (counted as ``vanished_job``, as a live
         backend does) for a job that never existed, is not submitted yet or has ended."""
-        if self._row_of_id is None:
-            self._row_of_id = {int(v): r for r, v in enumerate(self.workload.job_id.tolist())}
-        j = self._row_of_id.get(int(job_id))
+        j = self._row_index().get(int(job_id))
         if j is None or j >= self._next_submit or self._end[j] <= self.now:
             self.errors["vanished_job"] += 1
             return None
         return j
 
     def view(self) -> ClusterView:
-        """The state now, with the jobs finished since the previous view."""
+        """The state now, with the jobs finished since the previous view.
+
+        Its pending and running jobs are the previous view's objects when the rows are the same
+        (:meth:`_pending_running`): their arrays are read-only, so no agent can change what a later view shows.
+        """
         w = self.workload
-        pending_rows = np.fromiter(
-            [*self._qjobs, *self._held], dtype=np.int64, count=len(self._qjobs) + len(self._held)
-        )
-        held = np.zeros(len(pending_rows), dtype=np.bool_)
-        held[len(self._qjobs) :] = True
-        running_rows = np.array(self._rjob, dtype=np.int64)
         finished_rows = np.array(self._finished_since_view, dtype=np.int64)
         self._finished_since_view = []
+        pending, running = self._pending_running()
+        return ClusterView(
+            time_s=self.now,
+            total_cores=self.cores,
+            idle_cores=self.free,
+            pending=pending,
+            running=running,
+            finished=self._finished_jobs(finished_rows),
+            vos=w.vo_names,
+            vo_shares=w.vo_shares,
+        )
+
+    def _pending_running(self) -> tuple[PendingJobs, RunningJobs]:
+        """The pending and running jobs of a view; the previous view's when they are the same rows in the
+        same order, as at the polls a boost-mode replay makes between events (their arrays read the workload
+        and the start times only, which never change for a row).  The arrays are read-only: shared between
+        views, they must not be written (an agent that tried would raise, not see a changed later view)."""
+        qjobs, held, rjob = self._qjobs, list(self._held), self._rjob
+        last = self._last_parts
+        if last is not None and last[0] == qjobs and last[1] == held and last[2] == rjob:
+            return last[3], last[4]
+        w, run_eff = self.workload, self._run_arr
+        pending_rows = np.fromiter([*qjobs, *held], dtype=np.int64, count=len(qjobs) + len(held))
+        held_flags = np.zeros(len(pending_rows), dtype=np.bool_)
+        held_flags[len(qjobs) :] = True
+        running_rows = np.array(rjob, dtype=np.int64)
         start = self._start
-        run_eff = self._run_arr
         pending = PendingJobs(
             job_id=w.job_id[pending_rows],
             vo=w.vo[pending_rows],
@@ -707,10 +781,9 @@ class Simulator:
             req_time_s=w.req_time[pending_rows],
             submit_s=w.submit[pending_rows],
             oracle_run_s=run_eff[pending_rows],
-            held=held,
+            held=held_flags,
             user=w.user[pending_rows],
         )
-        running_start = np.array([start[j] for j in self._rjob], dtype=np.float64)
         running = RunningJobs(
             job_id=w.job_id[running_rows],
             vo=w.vo[running_rows],
@@ -718,30 +791,36 @@ class Simulator:
             cores=w.procs[running_rows],
             req_time_s=w.req_time[running_rows],
             submit_s=w.submit[running_rows],
-            start_s=running_start,
+            start_s=np.array([start[j] for j in rjob], dtype=np.float64),
             oracle_run_s=run_eff[running_rows],
             user=w.user[running_rows],
         )
-        finished_start = np.array([start[j] for j in finished_rows.tolist()], dtype=np.float64)
+        for jobs in (pending, running):
+            for value in vars(jobs).values():
+                if isinstance(value, np.ndarray):
+                    value.flags.writeable = False
+        self._last_parts = (list(qjobs), held, list(rjob), pending, running)
+        return pending, running
+
+    def _finished_jobs(self, rows: IntArray) -> FinishedJobs:
+        """The jobs of ``rows`` as finished; with none (most polls), one empty record made once and shared:
+        its arrays, of no element, are the ones gathering no row gives."""
+        if not len(rows) and self._no_finished is not None:
+            return self._no_finished
+        w, start = self.workload, self._start
+        finished_start = np.array([start[j] for j in rows.tolist()], dtype=np.float64)
         finished = FinishedJobs(
-            job_id=w.job_id[finished_rows],
-            vo=w.vo[finished_rows],
-            job_class=w.job_class[finished_rows],
-            cores=w.procs[finished_rows],
-            submit_s=w.submit[finished_rows],
+            job_id=w.job_id[rows],
+            vo=w.vo[rows],
+            job_class=w.job_class[rows],
+            cores=w.procs[rows],
+            submit_s=w.submit[rows],
             start_s=finished_start,
-            end_s=finished_start + run_eff[finished_rows],
+            end_s=finished_start + self._run_arr[rows],
         )
-        return ClusterView(
-            time_s=self.now,
-            total_cores=self.cores,
-            idle_cores=self.free,
-            pending=pending,
-            running=running,
-            finished=finished,
-            vos=w.vo_names,
-            vo_shares=w.vo_shares,
-        )
+        if not len(rows):
+            self._no_finished = finished
+        return finished
 
     def _requeue_all(self) -> None:
         jobs = self._qjobs
@@ -775,16 +854,7 @@ class Simulator:
         if dyn is None:
             raise SimulationError("this dynamic priority cannot be boosted")
         qprocs = self._qprocs_by_row
-        start, held = self._start, self._held
-        rows: list[int] = []
-        # As the Slurm backend does: the first max_boosted queued jobs of the ranking (no need to read further).
-        for job_id in ranked_job_ids:
-            j = self._live_row(job_id)
-            # Queued: neither running (no order to change) nor held.
-            if j is not None and math.isnan(start[j]) and j not in held and j not in rows:
-                rows.append(j)
-                if len(rows) == dyn.max_boosted:
-                    break
+        rows = self._queued_rows(ranked_job_ids, dyn.max_boosted)
         self.actions["boost"] += len(rows)
         changed = dyn.boost(rows, self.now)
         for j, priority in changed.items():
@@ -795,6 +865,28 @@ class Simulator:
             self._enqueue(j)
         self._boosted = rows[: dyn.max_boosted]
         self._reordered = self._reordered or bool(changed)
+
+    def _queued_rows(self, ranked_job_ids: Sequence[int], limit: int) -> list[int]:
+        """As the Slurm backend does: the first ``limit`` queued jobs of the ranking (no need to read further).
+
+        Queued: neither running (no order to change) nor held.  :meth:`_live_row` inlined (a poll's hot loop):
+        each id that is not live counts one ``vanished_job``, as there.
+        """
+        row_of, next_submit, end, now = self._row_index(), self._next_submit, self._end, self.now
+        start, held = self._start, self._held
+        rows: list[int] = []
+        vanished = 0
+        for job_id in ranked_job_ids:
+            j = row_of.get(int(job_id))
+            if j is None or j >= next_submit or end[j] <= now:
+                vanished += 1
+            elif math.isnan(start[j]) and j not in held and j not in rows:
+                rows.append(j)
+                if len(rows) == limit:
+                    break
+        if vanished:
+            self.errors["vanished_job"] += vanished
+        return rows
 
     def hold(self, job_id: int) -> None:
         """Take a queued job out of the queue until it is released (no effect on running jobs)."""
