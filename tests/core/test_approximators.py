@@ -116,6 +116,12 @@ def test_ffnn_refit_takes_at_most_max_steps(max_steps: int | None, steps: int) -
         FeedForwardQ(1, 2, max_steps=0)
 
 
+def test_a_table_too_large_to_count_in_int64_is_refused_not_left_empty() -> None:
+    # 2 bins on 64 columns: 2 ** 64 cells, which an int64 product wraps to 0 (an empty table, then IndexError).
+    with pytest.raises(ValueError, match=r"table: more than 10\^19 cells \(64 binned input columns\) exceed the limit"):
+        TableQ(60, 4, edges=[[0.5]] * 64)
+
+
 def test_table_cells_take_the_mean_target() -> None:
     table = TableQ(1, 1, edges=[[0.5, 1.5], [0.5]], initial=-1.0)
     rows = np.array([[0.0, 0.0], [0.0, 0.0], [2.0, 1.0]])

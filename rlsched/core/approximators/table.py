@@ -9,6 +9,7 @@ batch learner that re-fits on the whole history behaves like the classical table
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -36,9 +37,14 @@ class TableQ(QFunction):
             if e.ndim != 1 or np.any(np.diff(e) <= 0):
                 raise ValueError(f"table: edges of column {i} must be strictly increasing")
         self.radix = np.array([e.size + 1 for e in self.edges], dtype=np.int64)
-        n_cells = int(np.prod(self.radix))
+        # In Python integers: an int64 product wraps around (2 bins on 64 columns gives 0 cells) and would slip
+        # past the limit into an empty table.
+        n_cells = math.prod(int(r) for r in self.radix)
         if n_cells > MAX_CELLS:
-            raise ValueError(f"table: {n_cells} cells exceed the limit of {MAX_CELLS}")
+            count = str(n_cells) if n_cells < 10**15 else f"more than 10^{len(str(n_cells)) - 1}"
+            raise ValueError(
+                f"table: {count} cells ({len(self.edges)} binned input columns) exceed the limit of {MAX_CELLS}"
+            )
         self.initial = initial
         self.values = np.full(n_cells, initial, dtype=np.float64)
         self.visits = np.zeros(n_cells, dtype=np.int64)
