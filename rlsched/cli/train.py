@@ -220,10 +220,11 @@ def estimating(
 @click.option(
     "--rule-prior",
     "rule_prior_path",
-    type=click.Path(dir_okay=False, path_type=Path),
     default=None,
-    help="A learning run's results.json (docs/results/learning-12k): the rule deployed instead of a losing model "
-    "is the one best over its traces' validation windows, the trained trace's own left out (docs/workflow.md).",
+    metavar="public|RESULTS",
+    help="The rule deployed instead of a losing model is the one best over other traces' validation windows, the "
+    "trained trace's own left out: 'public', the nine public logs shipped with rlsched (bounded slowdown), or a "
+    "learning run's results.json (docs/workflow.md).",
 )
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="The first seed.")
 @click.option(
@@ -308,7 +309,7 @@ def train(
     search_generations: int | None,
     window: str | None,
     rule_windows_count: int,
-    rule_prior_path: Path | None,
+    rule_prior_path: str | None,
     seed: int,
     seeds: int,
     checkpoint_every: int,
@@ -488,16 +489,16 @@ def _judge(
         )
 
 
-def _rule_prior(path: Path | None, rule_windows_count: int, trace: str, objective: Objective) -> RulePrior | None:
+def _rule_prior(path: str | None, rule_windows_count: int, trace: str, objective: Objective) -> RulePrior | None:
     """``--rule-prior``'s windows without the trained trace's own, checked against the objective before any
     training (a ValueError naming the file)."""
     if path is None:
         return None
     if rule_windows_count > 1:
         raise click.UsageError("--rule-prior and --rule-windows both choose the rule to deploy: give one")
-    from rlsched.workflow.verdict import RulePrior
+    from rlsched.workflow.verdict import PUBLIC_PRIOR, RulePrior
 
-    prior = RulePrior.from_results(path).without(trace)
+    prior = (RulePrior.public() if path == PUBLIC_PRIOR else RulePrior.from_results(Path(path))).without(trace)
     prior.check(objective)
     return prior
 

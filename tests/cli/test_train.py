@@ -200,3 +200,19 @@ def test_a_rule_prior_that_is_not_a_learning_run_names_its_file(tmp_path: Path) 
     assert result.exit_code == 1
     lines = result.output.strip().splitlines()
     assert len(lines) == 1 and f"{bad}: not a learning run's results.json" in lines[0]
+
+
+def test_the_public_rule_prior_ships_with_rlsched_and_serves_bsld_only(tmp_path: Path) -> None:
+    from rlsched.core.policies import read_verdict
+
+    swf = write_swf(tmp_path / "t.swf", n=200)
+    out = tmp_path / "scored.npz"
+    args = ["train", "--workload", str(swf), "--policy", "scored", "--out", str(out), "--quiet"]
+    search = ["--search-population", "4", "--search-generations", "1"]
+    result = CliRunner().invoke(main, [*args, *search, "--rule-prior", "public"])
+    assert result.exit_code == 0, result.output
+    verdict = read_verdict(out)
+    assert verdict is not None and verdict["deploy_windows"] == 9
+    assert verdict["deploy_prior"] == "the validation windows of 9 other traces (public (docs/results/learning-12k))"
+    w = CliRunner().invoke(main, [*args, "--objective", "W", "--rule-prior", "public"])
+    assert w.exit_code == 1 and "public (docs/results/learning-12k): the rule prior was measured for bsld" in w.output

@@ -327,3 +327,21 @@ def test_a_rule_prior_picks_over_the_other_traces_windows_for_its_objective_only
         RulePrior.from_results(broken)
     with pytest.raises(ValueError, match="cannot read the rule prior"):
         RulePrior.from_results(tmp_path / "missing.json")
+
+
+def test_the_shipped_rule_prior_is_the_committed_12k_tables_validation_windows() -> None:
+    # A regenerated table must be followed by `python scripts/export_rule_prior.py`.
+    from importlib.resources import files
+
+    from rlsched.workflow.verdict import PUBLIC_PRIOR_FILE, RulePrior, prior_projection
+
+    source = "docs/results/learning-12k/results.json"
+    committed = json.loads((Path(__file__).resolve().parents[2] / source).read_text())
+    shipped = json.loads((files("rlsched.workflow") / PUBLIC_PRIOR_FILE).read_text())
+    assert shipped == json.loads(json.dumps(prior_projection(committed, source)))
+    prior = RulePrior.public()
+    assert len(prior.windows) == 9 and prior.objective == Objective()
+    assert (
+        prior.without("KTH-SP2-1996-2.1-cln").pick(Objective(), prior.windows["KTH-SP2-1996-2.1-cln"])
+        in (prior.windows["KTH-SP2-1996-2.1-cln"])
+    )
