@@ -213,6 +213,6 @@ def test_the_public_rule_prior_ships_with_rlsched_and_serves_bsld_only(tmp_path:
     assert result.exit_code == 0, result.output
     verdict = read_verdict(out)
     assert verdict is not None and verdict["deploy_windows"] == 9
-    assert verdict["deploy_prior"] == "the validation windows of 9 other traces (public (docs/results/learning-12k))"
+    assert verdict["deploy_prior"] == "the validation windows of 9 other traces (public: docs/results/learning-12k)"
     w = CliRunner().invoke(main, [*args, "--objective", "W", "--rule-prior", "public"])
-    assert w.exit_code == 1 and "public (docs/results/learning-12k): the rule prior was measured for bsld" in w.output
+    assert w.exit_code == 1 and "public: docs/results/learning-12k: the rule prior was measured for bsld" in w.output
