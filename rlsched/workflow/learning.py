@@ -710,11 +710,11 @@ def single_rule_misses(rows: Sequence[Mapping[str, Any]], higher: bool) -> tuple
     every = [_rule_replays(r) for r in rows]
     labels = sorted(set.intersection(*(set(rules) for rules in every)))
     sign = -1.0 if higher else 1.0
+    bests = [min(rules.values(), key=lambda v: sign * v["mean"]) for rules in every]
 
     def judged(label: str) -> tuple[float, int]:
         ratios, misses = [], 0
-        for rules in every:
-            best = min(rules.values(), key=lambda v: sign * v["mean"])
+        for rules, best in zip(every, bests, strict=True):
             mine = rules[label]
             ratios.append(_ratio(higher, mine["mean"], best["mean"]))
             misses += sign * (mine["mean"] - best["mean"]) > max(mine["spread"], best["spread"])

@@ -341,7 +341,29 @@ def test_the_shipped_rule_prior_is_the_committed_12k_tables_validation_windows()
     assert shipped == json.loads(json.dumps(prior_projection(committed, source)))
     prior = RulePrior.public()
     assert len(prior.windows) == 9 and prior.objective == Objective()
-    assert (
-        prior.without("KTH-SP2-1996-2.1-cln").pick(Objective(), prior.windows["KTH-SP2-1996-2.1-cln"])
-        in (prior.windows["KTH-SP2-1996-2.1-cln"])
+    # What `train --rule-prior public` deploys on a trace of the table is the 12k report's column "rule the other
+    # traces pick" for it.
+    from rlsched.workflow.learning import other_traces_picks
+
+    column = other_traces_picks(committed["traces"], Objective())
+    assert len(column) == 9
+    for row in committed["traces"]:
+        assert prior.without(row["trace"]).pick(Objective(), row["rules"]) == column[row["trace"]]
+
+
+def test_with_a_prior_a_losing_model_is_replaced_by_the_priors_rule_and_the_line_says_where_from() -> None:
+    from rlsched.workflow.verdict import RulePrior
+
+    field = rules(easy=20.0, f4=12.0, **{"easy-sjf": 10.0})
+    prior = RulePrior("ref.json", Objective(), {"x": {"f4": 1.0, "easy-sjf": 3.0}, "y": {"f4": 2.0, "easy-sjf": 2.5}})
+    loses = judge(Objective(), GATE, 10.4, [10.4], field, prior=prior)
+    # Still judged against validation's best (easy-sjf); the prior only names the replacement.
+    assert loses.loses and loses.rule == "easy-sjf" and loses.replacement == ("f4", '[agent] kind = "f4"')
+    assert loses.deploy_prior == "the validation windows of 2 other traces (ref.json)"
+    assert loses.line().startswith(
+        'model loses to easy-sjf by 4 % on validation bsld: deploy f4 (`[agent] kind = "f4"`, the rule the '
+        "validation windows of 2 other traces (ref.json) picks)"
     )
+    assert loses.to_dict()["deploy_prior"] == loses.deploy_prior
+    beats = judge(Objective(), GATE, 8.8, [8.8, 9.0, 9.2], field, prior=prior)
+    assert beats.outcome == "beats" and "picks" not in beats.line()
