@@ -30,7 +30,7 @@ from typing import Any, Literal, Protocol
 
 import numpy as np
 
-from rlsched.core.view import FloatArray
+from rlsched.core.view import FloatArray, IntArray
 
 PredictorName = Literal["user-last2", "learned"]
 PREDICTORS: tuple[PredictorName, ...] = ("user-last2", "learned")
@@ -455,6 +455,61 @@ def make_predictor(name: str) -> RuntimePredictor:
     if name == "learned":
         return OnlineRegression()
     raise ValueError(f"unknown runtime predictor {name!r}; expected one of {', '.join(PREDICTORS)}")
+
+
+@dataclass(frozen=True)
+class FinishedJobs:
+    """Jobs that ran before a predictor starts: a site's accounting history, or a trace's jobs before a replayed
+    window.  One entry per job; ``end_s`` is when it finished (submit + wait + run)."""
+
+    user: IntArray
+    vo: IntArray
+    cores: IntArray
+    request_s: FloatArray  # usable (finite, > 0): :func:`rlsched.core.runtime.usable_requested`
+    submit_s: FloatArray
+    run_s: FloatArray
+    end_s: FloatArray
+
+    def __len__(self) -> int:
+        return len(self.user)
+
+    def __add__(self, later: FinishedJobs) -> FinishedJobs:
+        """These jobs and ``later``'s, in one history."""
+        return FinishedJobs(
+            *(np.concatenate([getattr(self, f), getattr(later, f)]) for f in FinishedJobs.__dataclass_fields__)
+        )
+
+
+def learn_finished(predictor: RuntimePredictor, jobs: FinishedJobs, until_s: float = math.inf) -> int:
+    """Teach ``predictor`` the jobs of ``jobs`` that finished by ``until_s``, as a predictor running since the
+    first of them would have learned them; how many it learned.
+
+    Each job is predicted at its submit from the jobs finished before (the learned model's features are those
+    of that moment) and learned at its end, all in time order, ends before the submits of the same instant (as
+    the simulator and a live view order them).  A job still running at ``until_s`` is left out: a live
+    predictor learns of it only when it ends.  The jobs get ids -1, -2, …, which no batch-system job has, and
+    none stays remembered, so the predictor's state holds only what it learned.
+    """
+    done = np.flatnonzero((jobs.end_s <= until_s) & np.isfinite(jobs.run_s) & np.isfinite(jobs.end_s))
+    if not len(done):
+        return 0
+    end, start = jobs.end_s[done], jobs.submit_s[done]
+    times = np.concatenate([np.maximum(end, start), start])
+    # By time; at one instant ends (0) before submits (1), but a job that ends when it is submitted after it (2).
+    kind = np.concatenate([np.where(end > start, 0, 2), np.ones(len(done), dtype=np.int64)])
+    is_submit = kind == 1
+    rows = np.concatenate([done, done])
+    order = np.lexsort((kind, times))
+    user, vo, cores = jobs.user.tolist(), jobs.vo.tolist(), jobs.cores.tolist()
+    request, submit, run = jobs.request_s.tolist(), jobs.submit_s.tolist(), jobs.run_s.tolist()
+    learned = 0
+    for k in order.tolist():
+        row = int(rows[k])
+        if is_submit[k]:
+            predictor.predict(-1 - row, user[row], vo[row], cores[row], request[row], submit[row])
+        elif predictor.finished(-1 - row, run[row]):
+            learned += 1
+    return learned
 
 
 # ------------------------------------------------------------------------------------------ learned state

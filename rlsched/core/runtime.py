@@ -256,6 +256,8 @@ class PredictedRuntime:
         self._now = -np.inf
         #: The jobs of the last view (pending, running): the only remembered ones that can still finish.
         self._live: tuple[IntArray, IntArray] | None = None
+        #: Whether the predictor is still as built: it has seen no view and was restored from no state.
+        self.fresh = True
 
     def state(self) -> dict[str, Any]:
         """The predictor's learned state (:meth:`rlsched.core.prediction.RuntimePredictor.state`), for the
@@ -272,8 +274,10 @@ class PredictedRuntime:
         if predictor.name != self.name:
             raise ValueError(f"runtime predictor state: key 'predictor': {predictor.name!r}, not {self.name!r}")
         self.predictor = predictor
+        self.fresh = False
 
     def observe(self, view: ClusterView) -> None:
+        self.fresh = False
         self._now = view.time_s
         self._live = (view.pending.job_id, view.running.job_id)
         done = view.finished

@@ -54,12 +54,13 @@ from rlsched.core.policies import (
     static_key,
 )
 from rlsched.core.policies.registry import rule_setup, scoring_function
+from rlsched.core.runtime import PredictedRuntime
 from rlsched.core.view import Agent, FloatArray, IntArray
 from rlsched.sim.boost import BoostSettings, simulate_boost
 from rlsched.sim.elastic import ElasticSimulator, PoolHistory
 from rlsched.sim.engine import DEFAULT_OVERRUN, Overrun, Schedule, Simulator
 from rlsched.sim.multifactor import MultifactorPriority
-from rlsched.sim.rules import RulePriority
+from rlsched.sim.rules import RulePriority, warmed_predictor
 from rlsched.sim.schedulers import replay_native
 from rlsched.sim.scored import ScoredPriority
 from rlsched.sim.workload import Workload
@@ -208,6 +209,14 @@ def _weight_sum(params: MultifactorParams) -> float:
     )
 
 
+def _warm_runtime(agent: Agent, workload: Workload) -> None:
+    """An agent whose runtime predictor is still as built starts from the window's past, as the rules do
+    (:func:`rlsched.sim.rules.warmed_predictor`); one that has learned (a model trained on, restored) goes on."""
+    runtime = getattr(agent, "runtime", None)
+    if isinstance(runtime, PredictedRuntime) and runtime.fresh and workload.past is not None:
+        runtime.predictor = warmed_predictor(runtime.name, workload)
+
+
 def _simulate_boost(
     workload: Workload,
     bound: PolicySpec,
@@ -228,6 +237,7 @@ def _simulate_boost(
         agent = build_agent(
             bound, BuildContext(mode="boost", shares=workload_shares(workload), total_cores=pool, start_s=start)
         )
+    _warm_runtime(agent, workload)
     ranks_queue_only = static or bool(getattr(agent, "ranks_by_queue", False))
     if isinstance(agent, ElasticSchedulingAgent):
         raise PolicyError(
@@ -345,6 +355,7 @@ def _simulate_gate(
         agent = build_agent(
             bound, BuildContext(mode="gate", shares=workload_shares(workload), total_cores=pool, start_s=start)
         )
+    _warm_runtime(agent, workload)
     if isinstance(agent, ElasticSchedulingAgent):
         # The resource the pool is drawn from: the spec's largest pool (the agent's options may stop below it).
         max_cores = max(int(bound.params.get("pool_max_cores") or 2 * pool), agent.max_cores)

@@ -13,25 +13,52 @@ computes live, so the replay's queue order is the live agent's order for the sam
 
 from __future__ import annotations
 
+import copy
 import math
+from collections import OrderedDict
 
 import numpy as np
 
 from rlsched.core.policies.registry import RuleSetup
 from rlsched.core.policies.rules import WAIT_RULES, rule_priority, rule_score, submit_clock
-from rlsched.core.prediction import RuntimePredictor, make_predictor
+from rlsched.core.prediction import FinishedJobs, RuntimePredictor, learn_finished, make_predictor
 from rlsched.core.runtime import usable_requested
 from rlsched.core.view import FloatArray, IntArray
 from rlsched.sim.engine import Overrun, effective_runtimes
 from rlsched.sim.workload import Workload
 
+#: Predictors taught a window's past, by (id of the past, until, predictor): every rule replayed on a window (and
+#: on its jittered copies, which share the past) starts from a copy of the same one.  The entry holds the past
+#: itself, so its id is not reused while the entry lives.
+_WARMED: OrderedDict[tuple[int, float, str], tuple[FinishedJobs, RuntimePredictor]] = OrderedDict()
+_WARMED_MAX = 8
+
+
+def warmed_predictor(name: str, workload: Workload) -> RuntimePredictor:
+    """The runtime predictor ``name`` as it stands when ``workload`` starts: taught the jobs of its
+    :attr:`~rlsched.sim.workload.Workload.past` that finished by its first submit (untrained without a past)."""
+    past = workload.past
+    if past is None or not len(past) or not len(workload):
+        return make_predictor(name)
+    until = float(workload.submit.min())
+    key = (id(past), until, name)
+    hit = _WARMED.get(key)
+    if hit is None:
+        predictor = make_predictor(name)
+        learn_finished(predictor, past, until)
+        hit = _WARMED[key] = (past, predictor)
+        if len(_WARMED) > _WARMED_MAX:
+            _WARMED.popitem(last=False)
+    return copy.deepcopy(hit[1])
+
 
 class ReplayedRuntimes:
     """Each job's runtime as a replayed policy believes it: the request, the oracle's, or a predictor's.
 
-    A predictor (``user-last2``, ``learned``) predicts a job when it is queued (:meth:`predict_at_submit`), from
-    the jobs that had ended before, and learns each job's runtime when it ends (:meth:`started`, :meth:`ended`):
-    the same feed the live agents get from the view.  Shared by the field's rules and the scored policies.
+    A predictor (``user-last2``, ``learned``) starts from the window's past (:func:`warmed_predictor`), predicts
+    a job when it is queued (:meth:`predict_at_submit`) from the jobs that had ended before, and learns each
+    job's runtime when it ends (:meth:`started`, :meth:`ended`): the same feed the live agents get from the
+    view.  Shared by the field's rules and the scored policies.
     """
 
     def __init__(self, workload: Workload, runtime_model: str, overrun: Overrun, request: FloatArray) -> None:
@@ -41,7 +68,7 @@ class ReplayedRuntimes:
         elif runtime_model == "oracle":
             self.runtime = effective_runtimes(workload, overrun)[0].astype(np.float64)
         else:
-            self.predictor = make_predictor(runtime_model)
+            self.predictor = warmed_predictor(runtime_model, workload)
             self.runtime = np.full(len(workload), np.nan)
         self._user: list[int] = workload.user.tolist()
         self._vo: list[int] = workload.vo.tolist()

@@ -280,7 +280,7 @@ def _sequences(workload: Workload, config: SearchConfig, generation: int) -> lis
         return [workload]
     rng = np.random.default_rng([config.seed, generation, 1])
     starts = np.sort(rng.integers(0, n - config.sequence_jobs + 1, size=config.sequences))
-    return [workload.select(np.arange(s, s + config.sequence_jobs)) for s in starts.tolist()]
+    return [workload.window(s, s + config.sequence_jobs) for s in starts.tolist()]
 
 
 @dataclass
@@ -518,8 +518,7 @@ def split_by_jobs(workload: Workload, fractions: Sequence[float] = (0.5, 0.25, 0
     bounds = np.round(np.cumsum([0.0, *fractions]) / sum(fractions) * len(workload)).astype(int)
     names = ("train", "validation", "test")
     return [
-        workload.select(np.arange(bounds[i], bounds[i + 1]), name=f"{workload.name}[{names[i]}]")
-        for i in range(len(fractions))
+        workload.window(bounds[i], bounds[i + 1], name=f"{workload.name}[{names[i]}]") for i in range(len(fractions))
     ]
 
 

@@ -15,6 +15,8 @@ from typing import Any
 import numpy as np
 
 from rlsched.core.classify import ClassRule
+from rlsched.core.prediction import FinishedJobs
+from rlsched.core.runtime import usable_requested
 from rlsched.core.view import INTERACTIVE_THRESHOLD_S, BoolArray, FloatArray, IntArray, JobClass
 
 #: The per-job columns, in the order they are printed and saved.
@@ -75,6 +77,11 @@ class Workload:
     id_names: dict[str, dict[int, str]] = field(default_factory=dict)
     #: The class rule the trace's ``job_class`` was derived with (a ``ClassRule.to_dict()``), where recorded.
     class_rule: dict[str, Any] | None = None
+    #: The jobs that ran before these (:meth:`window`): a replay's runtime predictors learn them first, as a
+    #: daemon running since then would have (:func:`rlsched.core.prediction.learn_finished`).  Kept by
+    #: :meth:`jittered` and ``replace``; :meth:`select` and :meth:`cut` drop it (the rows before a selection
+    #: are not known to have run before it).
+    past: FinishedJobs | None = None
 
     def __post_init__(self) -> None:
         n = len(self.job_id)
@@ -113,7 +120,31 @@ class Workload:
     def select(self, mask_or_index: Any, name: str | None = None) -> Workload:
         """A workload with only the selected rows (boolean mask or sorted index array)."""
         columns = {c: getattr(self, c)[mask_or_index] for c in JOB_COLUMNS}
-        return replace(self, name=name or self.name, **columns)
+        return replace(self, name=name or self.name, past=None, **columns)
+
+    def window(self, lo: int, hi: int, name: str | None = None) -> Workload:
+        """Jobs ``lo`` … ``hi - 1`` (in submit order) as a window of this workload: its :attr:`past` is every job
+        before it, this workload's past included, so the window's replay starts from what they taught."""
+        return replace(self.select(np.arange(lo, hi), name), past=self.jobs_before(lo))
+
+    def jobs_before(self, row: int) -> FinishedJobs:
+        """:attr:`past` and this workload's jobs before ``row``, as finished jobs: each ends at submit + recorded
+        wait + run (the wait taken as 0 where the trace records none); the request where it is usable, else
+        the job class's prior (as every replay reads it)."""
+        head = slice(0, row)
+        submit = self.submit[head].astype(np.float64)
+        run = self.run[head].astype(np.float64)
+        wait = np.nan_to_num(self.recorded_wait[head].astype(np.float64), nan=0.0)
+        own = FinishedJobs(
+            user=self.user[head],
+            vo=self.vo[head],
+            cores=self.procs[head],
+            request_s=usable_requested(self.req_time[head].astype(np.float64), self.job_class[head]),
+            submit_s=submit,
+            run_s=run,
+            end_s=submit + np.maximum(wait, 0.0) + run,
+        )
+        return own if self.past is None else self.past + own
 
     def cut(self, start_s: float, end_s: float, name: str | None = None) -> Workload:
         """Jobs submitted in ``[start_s, end_s)``, with submit times shifted to start at 0."""

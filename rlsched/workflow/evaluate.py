@@ -233,7 +233,7 @@ def split_windows(workload: Workload, k: int) -> list[Workload]:
     if len(workload) < k:
         raise ValueError(f"workload {workload.name!r} has {len(workload)} jobs, fewer than {k} windows")
     bounds = np.linspace(0, len(workload), k + 1).round().astype(int)
-    return [workload.select(np.arange(bounds[i], bounds[i + 1]), name=f"{workload.name}[w{i}]") for i in range(k)]
+    return [workload.window(bounds[i], bounds[i + 1], name=f"{workload.name}[w{i}]") for i in range(k)]
 
 
 def target_shares(workload: Workload) -> tuple[float, ...]:

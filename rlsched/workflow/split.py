@@ -100,7 +100,7 @@ class TimeSplit:
                 f"({len(workload)} jobs in all)"
             )
         named = workload if workload.vo_names else replace(workload, vo_names=workload_vos(workload))
-        return named.select(np.arange(lo, hi), name=f"{workload.name}[{name}]")
+        return named.window(lo, hi, name=f"{workload.name}[{name}]")
 
     def windows(self, workload: Workload) -> dict[str, dict[str, Any]]:
         """What a model records of each window: job rows and the submit times they span."""

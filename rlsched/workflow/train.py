@@ -607,9 +607,7 @@ def rule_windows(task: TrainTask, count: int = RULE_WINDOWS) -> dict[str, Worklo
     out: dict[str, Workload] = {}
     edges = np.linspace(0, len(train), parts + 1).round().astype(int)
     for k in range(parts):
-        out[f"train {k + 1}/{parts}"] = train.select(
-            np.arange(edges[k], edges[k + 1]), name=f"{train.name}[{k + 1}/{parts}]"
-        )
+        out[f"train {k + 1}/{parts}"] = train.window(edges[k], edges[k + 1], name=f"{train.name}[{k + 1}/{parts}]")
     out["validation"] = task.validation
     return out
 
