@@ -458,7 +458,7 @@ def make_predictor(name: str) -> RuntimePredictor:
 
 
 @dataclass(frozen=True)
-class FinishedJobs:
+class JobHistory:
     """Jobs that ran before a predictor starts: a site's accounting history, or a trace's jobs before a replayed
     window.  One entry per job; ``end_s`` is when it finished (submit + wait + run)."""
 
@@ -473,14 +473,14 @@ class FinishedJobs:
     def __len__(self) -> int:
         return len(self.user)
 
-    def __add__(self, later: FinishedJobs) -> FinishedJobs:
+    def __add__(self, later: JobHistory) -> JobHistory:
         """These jobs and ``later``'s, in one history."""
-        return FinishedJobs(
-            *(np.concatenate([getattr(self, f), getattr(later, f)]) for f in FinishedJobs.__dataclass_fields__)
+        return JobHistory(
+            *(np.concatenate([getattr(self, f), getattr(later, f)]) for f in JobHistory.__dataclass_fields__)
         )
 
 
-def learn_finished(predictor: RuntimePredictor, jobs: FinishedJobs, until_s: float = math.inf) -> int:
+def learn_history(predictor: RuntimePredictor, jobs: JobHistory, until_s: float = math.inf) -> int:
     """Teach ``predictor`` the jobs of ``jobs`` that finished by ``until_s``, as a predictor running since the
     first of them would have learned them; how many it learned.
 

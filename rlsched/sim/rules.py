@@ -21,7 +21,7 @@ import numpy as np
 
 from rlsched.core.policies.registry import RuleSetup
 from rlsched.core.policies.rules import WAIT_RULES, rule_priority, rule_score, submit_clock
-from rlsched.core.prediction import FinishedJobs, RuntimePredictor, learn_finished, make_predictor
+from rlsched.core.prediction import JobHistory, RuntimePredictor, learn_history, make_predictor
 from rlsched.core.runtime import usable_requested
 from rlsched.core.view import FloatArray, IntArray
 from rlsched.sim.engine import Overrun, effective_runtimes
@@ -30,8 +30,8 @@ from rlsched.sim.workload import Workload
 #: Predictors taught a window's past, by (id of the past, until, predictor): every rule replayed on a window (and
 #: on its jittered copies, which share the past) starts from a copy of the same one.  The entry holds the past
 #: itself, so its id is not reused while the entry lives.
-_WARMED: OrderedDict[tuple[int, float, str], tuple[FinishedJobs, RuntimePredictor]] = OrderedDict()
-_WARMED_MAX = 8
+_WARMED: OrderedDict[tuple[int, float, str], tuple[JobHistory, RuntimePredictor]] = OrderedDict()
+_WARMED_MAX = 32
 
 
 def warmed_predictor(name: str, workload: Workload) -> RuntimePredictor:
@@ -45,7 +45,7 @@ def warmed_predictor(name: str, workload: Workload) -> RuntimePredictor:
     hit = _WARMED.get(key)
     if hit is None:
         predictor = make_predictor(name)
-        learn_finished(predictor, past, until)
+        learn_history(predictor, past, until)
         hit = _WARMED[key] = (past, predictor)
         if len(_WARMED) > _WARMED_MAX:
             _WARMED.popitem(last=False)

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from rlsched.core.classify import ClassRule
-from rlsched.core.prediction import FinishedJobs
+from rlsched.core.prediction import JobHistory
 from rlsched.core.runtime import usable_requested
 from rlsched.core.view import INTERACTIVE_THRESHOLD_S, BoolArray, FloatArray, IntArray, JobClass
 
@@ -78,10 +78,10 @@ class Workload:
     #: The class rule the trace's ``job_class`` was derived with (a ``ClassRule.to_dict()``), where recorded.
     class_rule: dict[str, Any] | None = None
     #: The jobs that ran before these (:meth:`window`): a replay's runtime predictors learn them first, as a
-    #: daemon running since then would have (:func:`rlsched.core.prediction.learn_finished`).  Kept by
+    #: daemon running since then would have (:func:`rlsched.core.prediction.learn_history`).  Kept by
     #: :meth:`jittered` and ``replace``; :meth:`select` and :meth:`cut` drop it (the rows before a selection
     #: are not known to have run before it).
-    past: FinishedJobs | None = None
+    past: JobHistory | None = None
 
     def __post_init__(self) -> None:
         n = len(self.job_id)
@@ -127,7 +127,7 @@ class Workload:
         before it, this workload's past included, so the window's replay starts from what they taught."""
         return replace(self.select(np.arange(lo, hi), name), past=self.jobs_before(lo))
 
-    def jobs_before(self, row: int) -> FinishedJobs:
+    def jobs_before(self, row: int) -> JobHistory:
         """:attr:`past` and this workload's jobs before ``row``, as finished jobs: each ends at submit + recorded
         wait + run (the wait taken as 0 where the trace records none); the request where it is usable, else
         the job class's prior (as every replay reads it)."""
@@ -135,7 +135,7 @@ class Workload:
         submit = self.submit[head].astype(np.float64)
         run = self.run[head].astype(np.float64)
         wait = np.nan_to_num(self.recorded_wait[head].astype(np.float64), nan=0.0)
-        own = FinishedJobs(
+        own = JobHistory(
             user=self.user[head],
             vo=self.vo[head],
             cores=self.procs[head],
