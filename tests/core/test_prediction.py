@@ -12,9 +12,11 @@ import numpy as np
 import pytest
 
 from rlsched.core.prediction import (
+    JobHistory,
     OnlineRegression,
     RuntimePredictor,
     UserLastTwo,
+    learn_history,
     make_predictor,
     predictor_from_state,
     raise_outlived,
@@ -45,6 +47,60 @@ def test_user_last2_keeps_the_last_two_in_completion_order_and_the_first_predict
     assert p.predict(10, 7, 0, 1, 1000.0, 0.0) == 40.0  # (60 + 20) / 2: the oldest dropped
     assert not p.finished(99, 5.0)  # never predicted: not learned
     assert p.unseen_finished == 1
+
+
+def _history(rows: Sequence[tuple[int, float, float, float]], request_s: float = 1000.0) -> JobHistory:
+    """(user, submit, end, run) rows as a history of one-core jobs of VO 0."""
+    user, submit, end, run = (np.array(column) for column in zip(*rows, strict=True))
+    n = len(rows)
+    return JobHistory(
+        user=user.astype(np.int64),
+        vo=np.zeros(n, dtype=np.int64),
+        cores=np.ones(n, dtype=np.int64),
+        request_s=np.full(n, request_s),
+        submit_s=submit.astype(np.float64),
+        run_s=run.astype(np.float64),
+        end_s=end.astype(np.float64),
+    )
+
+
+def test_a_history_teaches_what_the_jobs_finished_by_then_taught_in_completion_order() -> None:
+    # User 7: a job ending at 500 (run 100), one ending at 200 (run 300), one still running at 1,000.
+    history = _history([(7, 0.0, 500.0, 100.0), (7, 10.0, 200.0, 300.0), (7, 20.0, 5000.0, 4000.0)])
+    p = UserLastTwo()
+    assert learn_history(p, history, until_s=1000.0) == 2
+    assert p.predict(1, 7, 0, 1, 1000.0, 1000.0) == 200.0  # mean of the two that had finished
+    assert p.unseen_finished == 0 and p.state()["remembered"] == [[1, 200.0, 7]]  # none of the history's
+    everything = UserLastTwo()
+    assert learn_history(everything, history) == 3
+    assert everything.predict(1, 7, 0, 1, 5000.0, 6000.0) == 2050.0  # the last two to end: 100 and 4,000
+
+
+def test_a_history_predicts_each_job_from_the_jobs_finished_before_its_submit() -> None:
+    # The learned model's features are those of the moment of submit: replayed by hand, job by job, the same.
+    rows = [
+        (u, float(10 * k), float(10 * k + 5 + 40 * (k % 3)), float(5 + 40 * (k % 3))) for k, u in enumerate([1, 2] * 15)
+    ]
+    taught = OnlineRegression()
+    learn_history(taught, _history(rows, request_s=600.0))
+    by_hand = OnlineRegression()
+    events = sorted(
+        [(end, 0, k) for k, (_, _, end, _) in enumerate(rows)] + [(sub, 1, k) for k, (_, sub, _, _) in enumerate(rows)]
+    )
+    for _, is_submit, k in events:
+        if is_submit:
+            by_hand.predict(-1 - k, rows[k][0], 0, 1, 600.0, rows[k][1])
+        else:
+            by_hand.finished(-1 - k, rows[k][3])
+    assert taught.updates == 30
+    np.testing.assert_array_equal(taught.theta, by_hand.theta)
+    assert taught.predict(1, 1, 0, 1, 600.0, 400.0) == by_hand.predict(1, 1, 0, 1, 600.0, 400.0)
+
+
+def test_a_job_that_ends_when_it_is_submitted_is_learned() -> None:
+    p = UserLastTwo()
+    assert learn_history(p, _history([(7, 0.0, 0.0, 0.0), (7, 0.0, 0.0, 0.0)])) == 2
+    assert p.unseen_finished == 0
 
 
 def test_outlived_predictions_rise_by_tsafrirs_steps_never_past_the_request() -> None:

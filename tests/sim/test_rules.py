@@ -8,13 +8,15 @@ from typing import Any
 import numpy as np
 import pytest
 
+from rlsched.core.agents import Mode
 from rlsched.core.policies import BuildContext, build_agent, parse_policy
 from rlsched.core.policies.registry import RuleSetup, rule_setup
+from rlsched.core.prediction import OnlineRegression
 from rlsched.core.runtime import PredictedRuntime
 from rlsched.core.view import ClusterView, FinishedJobs, FloatArray, IntArray, PendingJobs, RunningJobs
 from rlsched.sim.engine import Overrun, Simulator
 from rlsched.sim.policies import simulate_policy
-from rlsched.sim.rules import RulePriority
+from rlsched.sim.rules import RulePriority, warmed_predictor
 from rlsched.sim.workload import Workload, make_workload
 
 
@@ -181,6 +183,35 @@ def test_predicted_sjf_starts_the_user_with_short_history_first() -> None:
     assert by_request.start[5] < by_request.start[4]
     assert predicted.start[4] < predicted.start[5]
     assert oracle.start[4] < oracle.start[5]
+
+
+@pytest.mark.parametrize("mode", ["gate", "boost"])
+def test_a_window_starts_from_what_its_past_taught_the_predictor(mode: Mode) -> None:
+    # The scene above cut after user 7's two short jobs: the window (a blocker, then users 7 and 8) is replayed
+    # with a predictor that learned its past, as a daemon running since then would have; a selection of the
+    # same rows has no past, so the predictor starts cold and user 7's job is the request, 1,000 s.
+    w = make_workload(
+        submit=[0, 1, 2, 30, 31, 32],
+        run=[10, 10, 5, 500, 10, 600],
+        req_time=[1000, 1000, 10, 1000, 1000, 600],
+        procs=[1, 1, 1, 1, 1, 1],
+        max_procs=1,
+    )
+    w = replace(w, user=np.array([7, 7, 9, 9, 7, 8], dtype=np.int64))
+    window, cold = w.window(3, 6), w.select(np.arange(3, 6))
+    assert window.past is not None and len(window.past) == 3 and cold.past is None
+    spec = "sjf:runtime_model=user-last2"
+    warm_run = simulate_policy(window, spec, mode=mode).schedule
+    cold_run = simulate_policy(cold, spec, mode=mode).schedule
+    assert warm_run.start[1] < warm_run.start[2]
+    assert cold_run.start[2] < cold_run.start[1]
+    taught = warmed_predictor("learned", window)
+    assert isinstance(taught, OnlineRegression) and taught.updates == 3
+    assert isinstance(untaught := warmed_predictor("learned", cold), OnlineRegression) and untaught.updates == 0
+    jittered = window.jittered(1, 0.5)
+    assert jittered.past is window.past  # the same past: the window moved by chance, not its history
+    moved = simulate_policy(jittered, "sjf:runtime_model=user-last2", mode=mode).schedule
+    assert moved.start[1] < moved.start[2]
 
 
 @pytest.mark.parametrize(

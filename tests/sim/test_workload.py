@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -26,3 +28,19 @@ def test_a_jittered_replay_moves_each_job_a_little_and_keeps_the_jobs() -> None:
     np.testing.assert_array_equal(w.jittered(7, 0.0).submit, w.submit)
     with pytest.raises(ValueError, match="spread_s"):
         w.jittered(1, -1.0)
+
+
+def test_a_window_carries_the_jobs_before_it_and_a_selection_does_not() -> None:
+    w = make_workload([0.0, 10.0, 20.0, 30.0, 40.0], run=[5.0, 50.0, 5.0, 5.0, 5.0], procs=[1] * 5, max_procs=2)
+    w = replace(w, recorded_wait=np.array([1.0, np.nan, 2.0, 0.0, 0.0]))
+    later = w.window(2, 5, name="later")
+    assert later.name == "later" and len(later) == 3 and later.past is not None
+    np.testing.assert_array_equal(later.past.submit_s, [0.0, 10.0])
+    np.testing.assert_array_equal(later.past.end_s, [6.0, 60.0])  # submit + recorded wait (none: 0) + run
+    np.testing.assert_array_equal(later.past.request_s, w.req_time[:2])
+    # A window of a window: its past is the outer past and the outer window's rows before it.
+    inner = later.window(1, 3)
+    assert inner.past is not None
+    np.testing.assert_array_equal(inner.past.submit_s, [0.0, 10.0, 20.0])
+    assert later.select(np.arange(1, 3)).past is None
+    assert later.cut(25.0, 50.0).past is None
