@@ -1,4 +1,5 @@
-"""``rlsched history …``: a site's own records as a trace the simulator replays (docs/history.md)."""
+"""``rlsched history …``: a site's own records as a trace the simulator replays (docs/history.md), and the deployed
+policy's runtime predictor taught that trace (``history predictor``, docs/daemon.md "The first start")."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ from rlsched.history.sources import DEFAULT_SACCT_TIMEOUT_S, SOURCES
 
 @click.group()
 def history() -> None:
-    """A site's job history (sacct, sacct --json, the jobcomp file) as a trace for the simulator."""
+    """A site's job history (sacct, sacct --json, the jobcomp file) as a trace for the simulator, and the
+    deployed policy's runtime predictor taught it before the daemon's first start."""
 
 
 @history.command("import")
@@ -153,6 +155,61 @@ def import_command(
         click.echo(json.dumps(summary, indent=2))
         return
     click.echo(_format_summary(source, summary))
+
+
+@history.command("predictor")
+@click.option(
+    "--config",
+    "config_path",
+    required=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="The daemon config (rlsched.toml) whose policy and state dir the predictor is for.",
+)
+@click.option("--force", is_flag=True, help="Replace an existing predictor.json (what a daemon learned is lost).")
+@click.argument("history_spec", metavar="HISTORY")
+def predictor_command(config_path: Path, force: bool, history_spec: str) -> None:
+    """Teach the configured policy's runtime predictor the imported HISTORY (NAME.swf of `rlsched history
+    import`) and write it to the state dir's predictor.json, where the daemon starts from it.
+
+    Before the first start of a policy with runtime_model=user-last2 or learned: `rlsched train` judged it on
+    a predictor that had learned the jobs before each window; without this the daemon starts it cold (the
+    request, until users' jobs finish).  Users are keyed by name and VOs by the config, as the daemon keys them.
+
+    \b
+    Example:
+      rlsched history predictor --config /etc/rlsched/rlsched.toml oct.swf
+    """
+    from rlsched.cli._common import load_workload
+    from rlsched.daemon.config import load_config
+    from rlsched.daemon.state import save_predictor
+    from rlsched.history.warmup import (
+        configured_runtime,
+        live_history,
+        refuse_overwrite,
+        vo_index_of,
+        warm_predictor,
+    )
+
+    try:
+        config = load_config(config_path, require_mode=True)
+        target = config.predictor_file
+        refuse_overwrite(target, force)  # before any work: the refusal costs nothing
+        runtime, policy = configured_runtime(config)
+        workload = load_workload(history_spec)
+        done = warm_predictor(runtime, live_history(workload, vo_index_of(config)), policy)
+        save_predictor(target, runtime.state())
+    except (ValueError, OSError) as exc:  # the config's, the history's, the agent's errors: one line each
+        raise click.ClickException(" ".join(str(exc).split())) from None
+    if done.unnamed_users:
+        click.echo(
+            f"warning: {done.unnamed_users} of the {done.users} users of {history_spec} have no name in its meta "
+            "file: their history cannot be matched to live users (they start cold)",
+            err=True,
+        )
+    click.echo(
+        f"learned {done.learned} jobs of {done.users} users from {history_spec} into the {done.predictor} runtime "
+        f"predictor of policy {done.policy}; wrote {target}"
+    )
 
 
 def _check_options(

@@ -7,6 +7,8 @@ trace the simulator replays — SWF plus a sidecar of what SWF has no field for 
 - :mod:`rlsched.history.trace` — classes and VOs by the daemon config, SWF + ``.jobs.csv`` + ``.meta.json``;
 - :mod:`rlsched.history.sources` — the ``--from`` registry (the extension point for PBS accounting logs),
   the site settings from a daemon config, :func:`import_history`.
+- :mod:`rlsched.history.warmup` — ``rlsched history predictor``: the deployed policy's runtime predictor taught
+  an imported trace, keyed as the live view keys jobs (not imported here: it builds the daemon's agent).
 
 The simulator reads the result back with :func:`rlsched.sim.traces.sidecar.read_trace`.
 """
