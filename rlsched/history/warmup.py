@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rlsched.core.prediction import FinishedJobs, learn_finished
+from rlsched.core.prediction import JobHistory, learn_history
 from rlsched.core.runtime import PredictedRuntime
 from rlsched.core.view import UNKNOWN_USER, user_id
 from rlsched.daemon.config import DaemonConfig
@@ -35,7 +35,7 @@ class WarmUpError(RlschedError, ValueError):
 class LiveHistory:
     """A history keyed as the live view keys jobs, and how many of its users have no name to key them by."""
 
-    jobs: FinishedJobs
+    jobs: JobHistory
     users: int
     unnamed_users: int
 
@@ -146,6 +146,6 @@ def refuse_overwrite(path: Path, force: bool) -> None:
 
 
 def warm_predictor(runtime: PredictedRuntime, history: LiveHistory, policy: str) -> WarmUp:
-    """Teach ``runtime``'s predictor the whole ``history`` in time order (:func:`learn_finished`)."""
-    learned = learn_finished(runtime.predictor, history.jobs)
+    """Teach ``runtime``'s predictor the whole ``history`` in time order (:func:`learn_history`)."""
+    learned = learn_history(runtime.predictor, history.jobs)
     return WarmUp(learned, runtime.name, policy, history.users, history.unnamed_users)
