@@ -77,24 +77,13 @@ def _result(path: str | Path, problems: list[str], warnings: list[str]) -> dict[
 def _agent_problems(config: DaemonConfig) -> list[str]:
     """Load the configured model and the daemon's checkpoint as the daemon would (read-only)."""
     from rlsched.core.runtime import PredictedRuntime
-    from rlsched.daemon.agents import AgentStartError, start_agent
+    from rlsched.daemon.agents import AgentStartError, start_configured_agent
     from rlsched.daemon.state import CheckpointError, restore_predictor
 
-    backend = config.backend
-    class_rule = getattr(backend, "class_rule", None)
     try:
-        handle, _ = start_agent(
-            config.agent,
-            config.mode,
-            backend.vos,
-            backend.vo_shares,
-            config.model_file,
-            class_rule.to_dict() if class_rule is not None else None,
-        )
+        handle = start_configured_agent(config)
     except AgentStartError as exc:
-        return [f"{config.source}: key 'agent': {' '.join(str(exc).split())}"]
-    except (OSError, ValueError) as exc:
-        return [f"{config.source}: key 'agent': cannot load: {' '.join(str(exc).split())}"]
+        return [str(exc)]
     if isinstance(handle.runtime, PredictedRuntime):
         try:  # restored into this throw-away agent: nothing is written
             restore_predictor(config.predictor_file, handle.runtime)

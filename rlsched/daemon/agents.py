@@ -41,7 +41,7 @@ from rlsched.core.policies import build_agent as build_policy
 from rlsched.core.runtime import RequestedRuntime, RuntimeModel
 from rlsched.core.scoring import ScoredRankAgent
 from rlsched.core.view import Agent, ClusterView, Decisions, FloatArray, IntArray, PendingJobs, ScoringAgent
-from rlsched.daemon.config import AgentConfig, Mode
+from rlsched.daemon.config import AgentConfig, DaemonConfig, Mode
 from rlsched.errors import RlschedError
 
 
@@ -188,6 +188,27 @@ def start_agent(
         return AgentHandle(built, len(vos), spec), f"policy {config.label}"
     except PolicyError as exc:
         raise AgentStartError(str(exc)) from None
+
+
+def start_configured_agent(config: DaemonConfig) -> AgentHandle:
+    """The agent ``config`` deploys, built as the daemon builds it at start, read-only (``config check``,
+    ``history predictor``); :class:`AgentStartError` in one line naming the config's ``agent`` key."""
+    backend = config.backend
+    class_rule = getattr(backend, "class_rule", None)
+    try:
+        handle, _ = start_agent(
+            config.agent,
+            config.mode,
+            backend.vos,
+            backend.vo_shares,
+            config.model_file,
+            class_rule.to_dict() if class_rule is not None else None,
+        )
+    except AgentStartError as exc:
+        raise AgentStartError(f"{config.source}: key 'agent': {' '.join(str(exc).split())}") from None
+    except (OSError, ValueError) as exc:
+        raise AgentStartError(f"{config.source}: key 'agent': cannot load: {' '.join(str(exc).split())}") from None
+    return handle
 
 
 class AgentHandle:

@@ -108,23 +108,12 @@ def vo_index_of(config: DaemonConfig) -> Callable[[str], int]:
 def configured_runtime(config: DaemonConfig) -> tuple[PredictedRuntime, str]:
     """The runtime predictor of the policy ``config`` deploys, built as the daemon builds it at start (read-only),
     and the policy's label; :class:`WarmUpError` when that policy reads no runtime predictor."""
-    from rlsched.daemon.agents import AgentStartError, start_agent
+    from rlsched.daemon.agents import AgentStartError, start_configured_agent
 
-    backend = config.backend
-    class_rule = getattr(backend, "class_rule", None)
     try:
-        handle, _ = start_agent(
-            config.agent,
-            config.mode,
-            backend.vos,
-            backend.vo_shares,
-            config.model_file,
-            class_rule.to_dict() if class_rule is not None else None,
-        )
+        handle = start_configured_agent(config)
     except AgentStartError as exc:
-        raise WarmUpError(f"{config.source}: key 'agent': {' '.join(str(exc).split())}") from None
-    except (OSError, ValueError) as exc:
-        raise WarmUpError(f"{config.source}: key 'agent': cannot load: {' '.join(str(exc).split())}") from None
+        raise WarmUpError(str(exc)) from None
     policy = handle.spec.label() if handle.spec is not None else config.agent.label
     if not isinstance(handle.runtime, PredictedRuntime):
         raise WarmUpError(

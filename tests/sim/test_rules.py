@@ -165,10 +165,9 @@ def test_wfp3_reprioritises_and_differs_from_its_order_at_submit() -> None:
     assert rules.passes > 10
 
 
-def test_predicted_sjf_starts_the_user_with_short_history_first() -> None:
-    # One core.  User 7 ran two 10-s jobs (asking 1000 s) while a 500-s blocker of user 9 held the queue;
-    # then user 7 asks 1000 s again and user 8 asks 600 s, both behind another blocker.  On the request user 8
-    # starts first; on user-last2 user 7's job (predicted 10 s) does.  The oracle agrees with the prediction.
+def _short_history_scene() -> Workload:
+    """One core.  User 7 runs two 10-s jobs (asking 1000 s) while a 500-s blocker of user 9 holds the queue; then
+    user 7 asks 1000 s again and user 8 asks 600 s, both behind another blocker (rows 3–5)."""
     w = make_workload(
         submit=[0, 1, 2, 30, 31, 32],
         run=[10, 10, 5, 500, 10, 600],
@@ -176,7 +175,12 @@ def test_predicted_sjf_starts_the_user_with_short_history_first() -> None:
         procs=[1, 1, 1, 1, 1, 1],
         max_procs=1,
     )
-    w = replace(w, user=np.array([7, 7, 9, 9, 7, 8], dtype=np.int64))
+    return replace(w, user=np.array([7, 7, 9, 9, 7, 8], dtype=np.int64))
+
+
+def test_predicted_sjf_starts_the_user_with_short_history_first() -> None:
+    # On the request user 8 starts first; on user-last2 user 7's job (predicted 10 s) does.  The oracle agrees.
+    w = _short_history_scene()
     by_request = simulate_policy(w, "sjf").schedule
     predicted = simulate_policy(w, "sjf:runtime_model=user-last2").schedule
     oracle = simulate_policy(w, "sjf:runtime_model=oracle").schedule
@@ -190,14 +194,7 @@ def test_a_window_starts_from_what_its_past_taught_the_predictor(mode: Mode) -> 
     # The scene above cut after user 7's two short jobs: the window (a blocker, then users 7 and 8) is replayed
     # with a predictor that learned its past, as a daemon running since then would have; a selection of the
     # same rows has no past, so the predictor starts cold and user 7's job is the request, 1,000 s.
-    w = make_workload(
-        submit=[0, 1, 2, 30, 31, 32],
-        run=[10, 10, 5, 500, 10, 600],
-        req_time=[1000, 1000, 10, 1000, 1000, 600],
-        procs=[1, 1, 1, 1, 1, 1],
-        max_procs=1,
-    )
-    w = replace(w, user=np.array([7, 7, 9, 9, 7, 8], dtype=np.int64))
+    w = _short_history_scene()
     window, cold = w.window(3, 6), w.select(np.arange(3, 6))
     assert window.past is not None and len(window.past) == 3 and cold.past is None
     spec = "sjf:runtime_model=user-last2"
