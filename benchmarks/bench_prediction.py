@@ -1,4 +1,7 @@
-"""Runtime predictors measured on their own: mean absolute error and share of under-predictions per trace.
+"""Runtime predictors measured on their own, per trace: error, under-predictions, order agreement.
+
+Mean absolute error, share of under-predicted jobs, order agreement and mean log error (their definitions:
+:mod:`rlsched.sim.prediction_errors`), every job of each trace as recorded.
 
 Run:  RLSCHED_TRACE_DIR=/path/to/traces nice -n 10 .venv/bin/python benchmarks/bench_prediction.py \
           [--trace CTC-SP2-1996-3.1-cln ...]
@@ -12,25 +15,25 @@ from __future__ import annotations
 import argparse
 
 from rlsched.sim.prediction_errors import MODELS, PredictionScore, prediction_errors, recorded_events
-from rlsched.sim.traces.swf import read_swf, resolve_trace
+from rlsched.sim.traces.sidecar import read_trace
+from rlsched.sim.traces.swf import resolve_trace
+from rlsched.workflow.learning import TRACES
 
 __all__ = ["MODELS", "TRACES", "PredictionScore", "prediction_errors", "recorded_events"]
-
-TRACES = ("CTC-SP2-1996-3.1-cln", "SDSC-DS-2004-2.1-cln", "KTH-SP2-1996-2.1-cln", "LPC-EGEE-2004-1.2-cln")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trace", nargs="*", default=list(TRACES))
     args = parser.parse_args()
-    print("| trace | jobs | model | MAE (s) | under-predicted | time (s) |")
-    print("|---|---|---|---|---|---|")
+    print("| trace | jobs | model | MAE (s) | under-predicted | order agreement | log error | time (s) |")
+    print("|---|---|---|---|---|---|---|---|")
     for name in args.trace:
-        workload = read_swf(resolve_trace(name))
+        workload = read_trace(resolve_trace(name))
         for s in prediction_errors(workload):
             print(
                 f"| {name} | {s.jobs:,} | {s.model} | {s.mean_abs_error_s:,.0f} | {100 * s.under_share:.1f} % "
-                f"| {s.seconds:.1f} |",
+                f"| {100 * s.order_agreement:.1f} % | {s.mean_log_error:.2f} | {s.seconds:.1f} |",
                 flush=True,
             )
 

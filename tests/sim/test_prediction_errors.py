@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from rlsched.core.runtime import usable_requested
-from rlsched.sim.prediction_errors import prediction_errors
+from rlsched.sim.prediction_errors import mean_log_error, order_agreement, prediction_errors
 from rlsched.sim.workloads.lal import generate_lal
 
 
@@ -18,3 +18,27 @@ def test_the_request_never_under_predicts_and_its_error_is_the_mean_overestimate
     assert scores["requested"].under_share == 0.0
     assert scores["requested"].mean_abs_error_s == np.mean(request - run)
     assert scores["user-last2"].under_share > 0.0 and scores["user-last2"].jobs == len(workload)
+    for score in scores.values():
+        assert 0.0 <= score.order_agreement <= 1.0 and score.mean_log_error >= 0.0
+
+
+def test_order_agreement_counts_the_pairs_submitted_together_whose_runtimes_differ() -> None:
+    submit = np.array([0.0, 10.0, 20.0, 30.0, 5000.0])
+    run = np.array([100.0, 50.0, 300.0, 105.0, 10.0])
+    # Pairs: (0,1), (0,2), (1,2), (1,3), (2,3); (0,3) differ by under 10 %; job 4 came over an hour later.
+    right = np.array([100.0, 60.0, 200.0, 101.0, 1.0])
+    assert order_agreement(right, run, submit) == 1.0
+    one_wrong = np.array([100.0, 150.0, 200.0, 160.0, 1.0])  # (0,1) wrong; (1,3) 150 < 160 as 50 < 105
+    assert order_agreement(one_wrong, run, submit) == 4 / 5
+    one_tie = np.array([100.0, 100.0, 200.0, 150.0, 1.0])  # (0,1) tied: half
+    assert order_agreement(one_tie, run, submit) == 4.5 / 5
+    shuffled = np.array([4, 2, 0, 3, 1])  # the rows in any order: pairs are by submit
+    assert order_agreement(one_wrong[shuffled], run[shuffled], submit[shuffled]) == 4 / 5
+    assert np.isnan(order_agreement(right[[0, 4]], run[[0, 4]], submit[[0, 4]]))
+
+
+def test_the_runtime_itself_orders_every_pair_and_the_log_error_weighs_short_jobs_alike() -> None:
+    workload = generate_lal(0, scale=0.02)
+    run = np.maximum(workload.run.astype(np.float64), 0.0)
+    assert order_agreement(run, run, workload.submit.astype(np.float64)) == 1.0
+    assert mean_log_error(np.array([2.0, 0.5, 2000.0]), np.array([1.0, 1.0, 1000.0])) == 2 * np.log(2.0) / 3

@@ -7,6 +7,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from rlsched.cli._common import load_workload
@@ -243,7 +244,8 @@ def test_each_finished_row_is_kept_and_a_run_started_again_resumes_from_it(
 
     def fake_row(whole: Any, settings: Any, **_: Any) -> dict[str, Any]:
         ran.append(whole.name)
-        return {"trace": whole.name, "jobs": len(whole)}
+        cores = int(whole.max_procs)
+        return {"trace": whole.name, "jobs": len(whole), "cores": cores, "recorded_cores": cores, "prediction": {}}
 
     monkeypatch.setattr(learning, "learning_trace", fake_row)
     swf = write_swf(tmp_path / "small.swf", n=120, interarrival_s=60.0)
@@ -252,7 +254,11 @@ def test_each_finished_row_is_kept_and_a_run_started_again_resumes_from_it(
     first = learning.run_learning(lambda name, procs: load_workload(name), [str(swf)], settings, rows_dir=rows)
     assert ran == ["small"] and (rows / (str(swf).replace("/", "_") + ".json")).is_file()
     again = learning.run_learning(lambda name, procs: load_workload(name), [str(swf)], settings, rows_dir=rows)
-    assert ran == ["small"] and again == first  # resumed: not run again
+    assert ran == ["small"]  # resumed: not run again …
+    # … but its runtime predictors measured again, on the 100 jobs the row replayed.
+    kept = {k: v for k, v in again["traces"][0].items() if k != "prediction"}
+    assert kept == {k: v for k, v in first["traces"][0].items() if k != "prediction"}
+    assert again["traces"][0]["prediction"] == learning.predictor_scores(load_workload(str(swf)).select(np.arange(100)))
     other = learning.quick_settings((0, 1), max_jobs=100)
     learning.run_learning(lambda name, procs: load_workload(name), [str(swf)], other, rows_dir=rows)
     assert ran == ["small", "small"]  # other settings: run afresh
