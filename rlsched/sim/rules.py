@@ -43,7 +43,9 @@ def warmed_predictor(name: str, workload: Workload) -> RuntimePredictor:
     until = float(workload.submit.min())
     key = (id(past), until, name)
     hit = _WARMED.get(key)
-    if hit is None:
+    if hit is not None:
+        _WARMED.move_to_end(key)  # least recently used goes first: the windows a table replays again stay
+    else:
         predictor = make_predictor(name)
         learn_history(predictor, past, until)
         hit = _WARMED[key] = (past, predictor)

@@ -56,9 +56,7 @@ def load_site(path: str | os.PathLike[str]) -> Site:
         raise ValueError(
             f"{path}: key 'backend.vos': a trained model needs a fixed VO list; set [backend] vos and default_vo"
         )
-    mapping_of = getattr(backend, "vo_mapping", None)
-    mapping = mapping_of() if callable(mapping_of) else VOMapping(tuple(backend.vos), backend.vo_shares)
-    return Site(rule, tuple(backend.vos), backend.vo_shares, mapping, str(path))
+    return Site(rule, tuple(backend.vos), backend.vo_shares, backend.vo_mapping(), str(path))
 
 
 def trace_class_rule(workload: Workload) -> ClassRule:

@@ -11,7 +11,7 @@ import pytest
 from rlsched.core.agents import Mode
 from rlsched.core.policies import BuildContext, build_agent, parse_policy
 from rlsched.core.policies.registry import RuleSetup, rule_setup
-from rlsched.core.prediction import OnlineRegression
+from rlsched.core.prediction import OnlineRegression, UserLastTwo
 from rlsched.core.runtime import PredictedRuntime
 from rlsched.core.view import ClusterView, FinishedJobs, FloatArray, IntArray, PendingJobs, RunningJobs
 from rlsched.sim.engine import Overrun, Simulator
@@ -100,6 +100,22 @@ def _view(
         end_s=np.array([f[2] for f in finished], dtype=np.float64),
     )
     return ClusterView(time_s=now, total_cores=w.max_procs, idle_cores=0, pending=pend, running=run, finished=done)
+
+
+@pytest.mark.parametrize("mode", ["gate", "boost"])
+def test_an_agent_that_has_learned_goes_on_with_its_own_predictor(mode: Mode) -> None:
+    # A trained or restored agent is not warmed from the window's past: what it learned is what is judged.  This
+    # one was restored from an untaught predictor, so on the window of the scene above it orders as cold.
+    window = _short_history_scene().window(3, 6)
+    spec = "sjf:runtime_model=user-last2"
+    agent = build_agent(parse_policy(spec), BuildContext(mode=mode))
+    runtime = agent.runtime  # type: ignore[attr-defined]
+    assert isinstance(runtime, PredictedRuntime) and runtime.fresh
+    runtime.restore(UserLastTwo().state())
+    restored = runtime.predictor
+    run = simulate_policy(window, spec, mode=mode, agent=agent).schedule
+    assert runtime.predictor is restored
+    assert run.start[2] < run.start[1]  # user 8 first: user 7's short past was not learned
 
 
 @pytest.mark.parametrize(
