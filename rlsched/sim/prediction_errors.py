@@ -12,10 +12,12 @@ is its recorded runtime capped at its request (a batch system kills it there).  
 The mean absolute error in seconds is decided by the long jobs; a rule on predictions (SJF, F1…F4) is decided
 by the order it puts the jobs waiting together in, and bounded slowdown by the short ones.  So each model is
 also scored on that order (:func:`order_agreement`): of the pairs of jobs submitted close together whose
-runtimes differ, the share the prediction orders as the runtimes are ordered; and on the mean absolute error
-of log(prediction / runtime), which weighs a short job's error like a long one's.  Both measure the prediction
-alone, without the replayed schedule's chaos: one order changed early moves every later start, so the same rule
-on two predictors that order almost alike can differ by tens of per cent on a 1,000-job window.
+runtimes differ, the share the prediction orders as the runtimes are ordered; on the mean absolute error of
+log(prediction / runtime), which weighs a short job's error like a long one's; and as a detector of the jobs
+that end within a minute (:func:`short_job_hits`), whose early start is most of what knowing the runtimes would
+gain.  These measure the prediction alone, without the replayed schedule's chaos: one order changed early
+moves every later start, so the same rule on two predictors that order almost alike can differ by tens of per
+cent on a 1,000-job window.
 """
 
 from __future__ import annotations
@@ -39,6 +41,9 @@ ORDER_HORIZON_S = 3600.0
 ORDER_MIN_DIFFERENCE = 0.1
 #: Runtimes and predictions below this count as this in the log error (a 0-s job is not infinitely mispredicted).
 LOG_ERROR_FLOOR_S = 1.0
+#: A job that ends within this is "short" for :func:`short_job_hits`: most of what an oracle gains over the rules
+#: comes from knowing these (docs/rules.md, "What a better predictor would buy").
+SHORT_JOB_S = 60.0
 
 
 @dataclass(frozen=True)
@@ -51,6 +56,8 @@ class PredictionScore:
     under_share: float  # share of jobs predicted shorter than they ran
     order_agreement: float  # :func:`order_agreement` (NaN: no pair to order)
     mean_log_error: float  # mean |log(prediction / runtime)|, both floored at LOG_ERROR_FLOOR_S
+    short_recall: float  # of the jobs that ran under SHORT_JOB_S, the share predicted under it (NaN: none ran so)
+    short_precision: float  # of the jobs predicted under SHORT_JOB_S, the share that ran under it (NaN: none)
     seconds: float  # wall time of the replay
 
 
@@ -75,6 +82,17 @@ def order_agreement(predicted: np.ndarray, run: np.ndarray, submit: np.ndarray) 
         agree += float(np.sum(same > 0)) + 0.5 * float(np.sum(same == 0))
         pairs += int(keep.sum())
     return agree / pairs if pairs else float("nan")
+
+
+def short_job_hits(predicted: np.ndarray, run: np.ndarray) -> tuple[float, float]:
+    """(recall, precision) of ``predicted`` as a detector of the jobs that run under :data:`SHORT_JOB_S`: of those
+    jobs, the share predicted under it; of the jobs predicted under it, the share that ran under it (NaN where
+    there is no such job)."""
+    ran, said = run < SHORT_JOB_S, predicted < SHORT_JOB_S
+    both = float(np.sum(ran & said))
+    recall = both / float(ran.sum()) if ran.any() else float("nan")
+    precision = both / float(said.sum()) if said.any() else float("nan")
+    return recall, precision
 
 
 def mean_log_error(predicted: np.ndarray, run: np.ndarray) -> float:
@@ -129,6 +147,7 @@ def prediction_errors(workload: Workload, models: tuple[str, ...] = MODELS) -> l
                 float(np.mean(predicted < run)),
                 order_agreement(predicted, run, workload.submit.astype(np.float64)),
                 mean_log_error(predicted, run),
+                *short_job_hits(predicted, run),
                 seconds,
             )
         )

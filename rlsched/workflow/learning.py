@@ -536,15 +536,21 @@ def _runtime_of(label: str) -> str:
     return "requested"
 
 
-def predictor_scores(jobs: Workload) -> dict[str, dict[str, float]]:
+def predictor_scores(jobs: Workload) -> dict[str, dict[str, float | None]]:
     """The runtime predictors on their own, on ``jobs`` as recorded
-    (:func:`rlsched.sim.prediction_errors.prediction_errors`), per model."""
+    (:func:`rlsched.sim.prediction_errors.prediction_errors`), per model; a measure with nothing to measure
+    (no short job, no pair to order) is None, as JSON has no NaN."""
     return {
         s.model: {
-            "mae_s": s.mean_abs_error_s,
-            "under_share": s.under_share,
-            "order_agreement": s.order_agreement,
-            "mean_log_error": s.mean_log_error,
+            key: value if math.isfinite(value) else None
+            for key, value in {
+                "mae_s": s.mean_abs_error_s,
+                "under_share": s.under_share,
+                "order_agreement": s.order_agreement,
+                "mean_log_error": s.mean_log_error,
+                "short_recall": s.short_recall,
+                "short_precision": s.short_precision,
+            }.items()
         }
         for s in prediction_errors(jobs)
     }
@@ -849,7 +855,12 @@ def _predictor_goals(rows: Sequence[Mapping[str, Any]], higher: bool) -> list[st
         + (f"; not compared on {', '.join(exact)} (the request is the runtime)" if exact else "")
         + "."
     )
-    ordered = [r for r in compared if "order_agreement" in r["prediction"]["learned"]]
+    ordered = [
+        r
+        for r in compared
+        if None
+        not in (r["prediction"]["learned"].get("order_agreement"), r["prediction"]["user-last2"].get("order_agreement"))
+    ]
     if ordered:
         better = [
             r["trace"]
@@ -1179,9 +1190,11 @@ def _sections(data: Mapping[str, Any], objective: Objective) -> list[str]:
         "",
         "Each cell: MAE in s (share under-predicted); order agreement — the share of pairs of jobs submitted "
         "within an hour of each other, among the next 20, whose runtimes differ by over 10 %, that the prediction "
-        "orders as the runtimes are ordered (ties half); mean |log(prediction / runtime)|. The MAE is decided by "
-        "the long jobs; the order of the jobs waiting together is what a rule on predictions uses "
-        "(`rlsched.sim.prediction_errors`).",
+        "orders as the runtimes are ordered (ties half); mean |log(prediction / runtime)|; under 1 min: of the jobs "
+        "that ran under a minute, the share predicted so (recall), and of those predicted so, the share that ran so "
+        "(precision). The MAE is decided by the long jobs; the order of the jobs waiting together is what a rule on "
+        "predictions uses, and the jobs that end within a minute are most of what knowing the runtimes would gain "
+        "(docs/rules.md; `rlsched.sim.prediction_errors`).",
         "",
         "| trace | requested | user-last2 | learned |",
         "|---|---|---|---|",
@@ -1195,18 +1208,22 @@ def _sections(data: Mapping[str, Any], objective: Objective) -> list[str]:
     return lines + _every_rule(rows, objective)
 
 
-def _prediction_cell(p: Mapping[str, float] | None) -> str:
-    """One model's cell of the predictors' table (a row recorded before the order measures: MAE only)."""
+def _prediction_cell(p: Mapping[str, Any] | None) -> str:
+    """One model's cell of the predictors' table (a row recorded before the order measures: MAE only; a measure
+    with nothing to measure: a dash)."""
     if p is None:
         return "-"
     cell = f"{_fmt(p['mae_s'])} ({100 * p['under_share']:.0f} %)"
     if "order_agreement" in p:
-        cell += f"; order {_fmt_share(p['order_agreement'])}; log error {p['mean_log_error']:.2f}"
+        log_error = "-" if p["mean_log_error"] is None else f"{p['mean_log_error']:.2f}"
+        cell += f"; order {_fmt_share(p['order_agreement'])}; log error {log_error}"
+    if "short_recall" in p:
+        cell += f"; under 1 min {_fmt_share(p['short_recall'])} / {_fmt_share(p['short_precision'])}"
     return cell
 
 
-def _fmt_share(value: float) -> str:
-    return f"{100 * value:.1f} %" if math.isfinite(value) else "-"
+def _fmt_share(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:.1f} %"
 
 
 def _every_rule(rows: Sequence[Mapping[str, Any]], objective: Objective) -> list[str]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from rlsched.core.runtime import usable_requested
-from rlsched.sim.prediction_errors import mean_log_error, order_agreement, prediction_errors
+from rlsched.sim.prediction_errors import mean_log_error, order_agreement, prediction_errors, short_job_hits
 from rlsched.sim.workloads.lal import generate_lal
 
 
@@ -42,3 +42,11 @@ def test_the_runtime_itself_orders_every_pair_and_the_log_error_weighs_short_job
     run = np.maximum(workload.run.astype(np.float64), 0.0)
     assert order_agreement(run, run, workload.submit.astype(np.float64)) == 1.0
     assert mean_log_error(np.array([2.0, 0.5, 2000.0]), np.array([1.0, 1.0, 1000.0])) == 2 * np.log(2.0) / 3
+
+
+def test_the_short_jobs_are_scored_as_a_detector_recall_and_precision() -> None:
+    run = np.array([5.0, 30.0, 59.0, 600.0, 3600.0])
+    predicted = np.array([10.0, 900.0, 40.0, 50.0, 3600.0])  # two of the three short ones found, one false alarm
+    assert short_job_hits(predicted, run) == (2 / 3, 2 / 3)
+    assert np.isnan(short_job_hits(np.array([100.0]), np.array([100.0]))[0])
+    assert np.isnan(short_job_hits(np.array([100.0]), np.array([10.0]))[1])
