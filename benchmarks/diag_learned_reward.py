@@ -16,7 +16,6 @@ trace of the table; the variants ``reward=W`` and ``reward=`` the table's object
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import tempfile
@@ -34,7 +33,7 @@ from typing import Any  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from benchmarks.learning_table import table_windows  # noqa: E402
+from benchmarks.learning_table import add_table_options, read_table, table_windows  # noqa: E402
 from rlsched.core.objective import Objective  # noqa: E402
 from rlsched.sim.workload import Workload  # noqa: E402
 from rlsched.workflow.learning import LEARNED_POLICY  # noqa: E402
@@ -44,21 +43,16 @@ from rlsched.workflow.train import run_tasks, train_plan, validation_score  # no
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--table", type=Path, default=Path("docs/results/learning"))
-    parser.add_argument("--traces", default="", help="comma-separated trace names (default: all of the table's)")
+    add_table_options(parser)
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--variant", action="append", default=[], help="sarsa-esn parameters, k=v,… (repeat)")
     args = parser.parse_args()
-    data = json.loads((args.table / "results.json").read_text())
-    settings = data["settings"]
-    objective = Objective.from_dict(settings["objective"])
-    wanted = {t for t in args.traces.split(",") if t}
+    table = read_table(args.table)
+    settings, objective = table.settings, table.objective
     variants = args.variant or [f"reward={r}" for r in dict.fromkeys(("W", objective.name))]
     header = f"{'trace':<28}{'sarsa-esn with':>36}{'validation':>20}{'test':>20}{'test / best rule':>18}{'s':>7}"
     print(header, flush=True)
-    for row in data["traces"]:
-        if wanted and row["trace"] not in wanted:
-            continue
+    for row in table.chosen(args.traces):
         windows = table_windows(row, settings)
         for variant in variants:
             t0 = time.perf_counter()

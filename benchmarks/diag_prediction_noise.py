@@ -20,7 +20,6 @@ Run: ``RLSCHED_TRACE_DIR=… python -m benchmarks.diag_prediction_noise [--table
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import sys
@@ -39,13 +38,12 @@ from unittest import mock  # noqa: E402
 import numpy as np  # noqa: E402
 
 import rlsched.sim.rules as sim_rules  # noqa: E402
-from benchmarks.learning_table import table_windows  # noqa: E402
-from rlsched.core.objective import Objective  # noqa: E402
+from benchmarks.learning_table import add_table_options, read_table, table_windows  # noqa: E402
 from rlsched.core.prediction import MIN_PREDICTION_S  # noqa: E402
 from rlsched.core.runtime import usable_requested  # noqa: E402
 from rlsched.sim.prediction_errors import order_agreement  # noqa: E402
 from rlsched.sim.workload import Workload  # noqa: E402
-from rlsched.workflow.split import Deployment, simulate_in  # noqa: E402
+from rlsched.workflow.split import simulate_in  # noqa: E402
 from rlsched.workflow.verdict import schedule_score  # noqa: E402
 
 RULES = ("sjf", "saf", "f1", "f2", "f3", "f4")
@@ -87,8 +85,7 @@ def blurred(window: Workload, sigma: float, seed: int, blind_below_s: float = 0.
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--table", type=Path, default=Path("docs/results/learning"))
-    parser.add_argument("--traces", default="", help="comma-separated trace names (default: all of the table's)")
+    add_table_options(parser)
     parser.add_argument("--sigmas", default=",".join(f"{s:g}" for s in SIGMAS))
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
@@ -99,20 +96,14 @@ def main() -> None:
         help="the oracle predicts the request for every job that ran less than S seconds (default 0: none)",
     )
     args = parser.parse_args()
-    data = json.loads((args.table / "results.json").read_text())
-    settings = data["settings"]
-    objective = Objective.from_dict(settings["objective"])
-    deployment = Deployment(**settings["deployment"])
-    sign = -1.0 if objective.higher_is_better else 1.0
+    table = read_table(args.table)
+    objective, deployment, sign = table.objective, table.deployment, table.sign
     sigmas = [float(s) for s in args.sigmas.split(",") if s]
-    wanted = {t for t in args.traces.split(",") if t}
     ratios: dict[float, list[float]] = {s: [] for s in sigmas}
     print("| trace | σ | order agreement | best rule on it / best rule | (user-last2; learned agreement) |")
     print("|---|---|---|---|---|")
-    for row in data["traces"]:
-        if wanted and not any(w == row["trace"] or w.endswith("/" + row["trace"]) for w in wanted):  # by name or path
-            continue
-        test = table_windows(row, settings)["test"]
+    for row in table.chosen(args.traces):
+        test = table_windows(row, table.settings)["test"]
         cores = row["cores"] if row["core_fraction"] < 1 else None
         best = float(row["best_rule_test"]["test"])
         own = row["prediction"]

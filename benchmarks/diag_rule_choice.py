@@ -14,7 +14,6 @@ Run: ``RLSCHED_TRACE_DIR=… python -m benchmarks.diag_rule_choice [--table docs
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from pathlib import Path
@@ -29,28 +28,19 @@ from typing import Any  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from benchmarks.learning_table import table_windows  # noqa: E402
-from rlsched.core.objective import Objective  # noqa: E402
+from benchmarks.learning_table import add_table_options, read_table, table_windows  # noqa: E402
 from rlsched.workflow.learning import JITTER_S, JITTER_SEEDS  # noqa: E402
-from rlsched.workflow.split import Deployment  # noqa: E402
 from rlsched.workflow.verdict import score_rules  # noqa: E402
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--table", type=Path, default=Path("docs/results/learning"))
-    parser.add_argument("--traces", default="", help="comma-separated trace names (default: all of the table's)")
+    add_table_options(parser)
     args = parser.parse_args()
-    data = json.loads((args.table / "results.json").read_text())
-    settings = data["settings"]
-    objective = Objective.from_dict(settings["objective"])
-    deployment = Deployment(**settings["deployment"])
-    sign = -1.0 if objective.higher_is_better else 1.0
-    wanted = {t for t in args.traces.split(",") if t}
+    table = read_table(args.table)
+    settings, objective, deployment, sign = table.settings, table.objective, table.deployment, table.sign
     print(f"{'trace':<28}{'validation picks':>40}{'/ best':>8}{'jittered mean picks':>40}{'/ best':>8}")
-    for row in data["traces"]:
-        if wanted and row["trace"] not in wanted:
-            continue
+    for row in table.chosen(args.traces):
         validation = table_windows(row, settings)["validation"]
         cores = row["cores"] if row["core_fraction"] < 1 else None
         replays = {label: [float(v["validation"])] for label, v in row["rules"].items()}

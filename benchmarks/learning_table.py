@@ -1,16 +1,64 @@
-"""What the learning-table diagnostics share: a committed table's windows, cut as the table cut them."""
+"""What the learning-table diagnostics share: a committed table, its rows by name, and each row's windows, cut as
+the table cut them."""
 
 from __future__ import annotations
 
+import argparse
+import json
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from rlsched.cli._common import load_workload
+from rlsched.core.objective import Objective
 from rlsched.sim.workload import Workload, with_class_rule
 from rlsched.workflow.learning import TRACES
 from rlsched.workflow.site import trace_class_rule
-from rlsched.workflow.split import TimeSplit
+from rlsched.workflow.split import Deployment, TimeSplit
+
+
+def add_table_options(parser: argparse.ArgumentParser) -> None:
+    """``--table`` (a committed table's folder) and ``--traces`` (which of its rows), as every diagnostic takes."""
+    parser.add_argument("--table", type=Path, default=Path("docs/results/learning"))
+    parser.add_argument(
+        "--traces", default="", help="comma-separated trace names or paths (default: all of the table's)"
+    )
+
+
+@dataclass(frozen=True)
+class CommittedTable:
+    """A committed ``rlsched learning`` table as its ``results.json`` records it."""
+
+    settings: dict[str, Any]
+    rows: list[dict[str, Any]]
+
+    @property
+    def objective(self) -> Objective:
+        return Objective.from_dict(self.settings["objective"])
+
+    @property
+    def deployment(self) -> Deployment:
+        return Deployment(**self.settings["deployment"])
+
+    @property
+    def sign(self) -> float:
+        """-1 where higher is better: ``min(key=sign * score)`` is the best."""
+        return -1.0 if self.objective.higher_is_better else 1.0
+
+    def chosen(self, traces: str) -> list[dict[str, Any]]:
+        """The rows ``traces`` names (comma-separated; a row's name, or a path ending in it such as
+        ``metacentrum/wagap-2013``); every row when it is empty."""
+        wanted = [t for t in traces.split(",") if t]
+        return [
+            r for r in self.rows if not wanted or any(w == r["trace"] or w.endswith("/" + r["trace"]) for w in wanted)
+        ]
+
+
+def read_table(folder: Path) -> CommittedTable:
+    data = json.loads((folder / "results.json").read_text())
+    return CommittedTable(data["settings"], data["traces"])
 
 
 def table_windows(row: dict[str, Any], settings: dict[str, Any]) -> dict[str, Workload]:
