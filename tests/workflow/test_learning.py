@@ -335,3 +335,32 @@ def test_the_single_rule_yardstick_is_the_best_geometric_mean_on_the_test_window
     # A gap inside the spread is no miss: a's replays on the first trace (1, 2, 2, 2) are 1.75 ± 0.43, b's 1.5.
     label, _, misses, fewest = single_rule_misses([row(1.0, 1.5, jitter=1.0), row(1.0, 3.0)], higher=False)
     assert (label, misses, fewest) == ("a", 0, 0)
+
+
+def test_rules_on_the_learned_prediction_are_judged_against_their_user_last2_twins_beyond_the_spread() -> None:
+    # Two pairs over the same four replays of the test window (the recorded one first): sjf on learned is better
+    # by more than either spread; saf on learned is better on the recorded replay but worse on average, by less
+    # than the spread (a tie).
+    def rule(runtime: str, replays: list[float]) -> tuple[dict[str, Any], dict[str, Any]]:
+        jittered = replays[1:]
+        return {"runtime": runtime, "test": replays[0], "validation": 1.0}, {
+            "seeds": jittered,
+            "mean": float(np.mean(jittered)),
+            "spread": float(np.std(jittered)),
+        }
+
+    scores = {
+        "easy": rule("requested", [10.0, 10.0, 10.0, 10.0]),
+        "sjf:runtime_model=learned": rule("learned", [2.0, 2.1, 1.9, 2.0]),
+        "sjf:runtime_model=user-last2": rule("user-last2", [4.0, 4.2, 3.8, 4.0]),
+        "saf:runtime_model=learned": rule("learned", [2.9, 3.6, 2.6, 3.9]),
+        "saf:runtime_model=user-last2": rule("user-last2", [3.0, 3.1, 3.2, 3.1]),
+    }
+    row = {
+        **_row(10.0, 0.1),
+        "rules": {label: v for label, (v, _) in scores.items()},
+        "jittered": {"rules": {label: j for label, (_, j) in scores.items()}},
+    }
+    line = next(g for g in goals({"settings": LearningSettings().to_dict(), "traces": [row]}) if "beat the same" in g)
+    assert "better beyond the spread in 1, worse beyond it in 0, a tie in 1 of 2 rule × trace pairs" in line
+    assert "on the recorded replay alone better in 2" in line and line.endswith("not everywhere.")
