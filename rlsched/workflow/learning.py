@@ -16,8 +16,9 @@ reservations from the time limit) with the objective (bounded slowdown):
   validation, its own verdict against the same rules' validation scores) and scores each seed's function on
   test in the deployment mode; its **deployed choice** follows its verdict the same way;
 - measures the runtime predictors on the table's jobs as recorded (:func:`predictor_scores`: mean absolute
-  error, share under-predicted, order agreement, mean log error); a row a resumed run keeps is measured again
-  (seconds), so the predictors' columns always come from the code that writes the table.
+  error, share under-predicted, order agreement, mean log error, the jobs that end within a minute found); a
+  row a resumed run keeps is measured again (seconds), so the predictors' columns always come from the code
+  that writes the table.
 
 Rules are deterministic: their spread is 0; a learned row's spread is the standard deviation of its seeds'
 test scores, and a difference inside it is a tie.  :func:`render_report` writes ``report.md`` from the
