@@ -53,12 +53,16 @@ def imported(tmp_path: Path) -> Path:
     return out
 
 
-def config(tmp_path: Path, agent: str = 'kind = "sjf"\nruntime_model = "user-last2"\n') -> Path:
+def config(
+    tmp_path: Path,
+    agent: str = 'kind = "sjf"\nruntime_model = "user-last2"\n',
+    vos: str = 'vos = ["cms", "atlas"]\ndefault_vo = "cms"\n',
+) -> Path:
     """A shadow-mode config whose VO list is in another order than the import's (atlas first there)."""
     (tmp_path / "no-bin").mkdir(exist_ok=True)
     path = tmp_path / "rlsched.toml"
     path.write_text(
-        f'[backend]\nmode = "shadow"\nbin_dir = "{tmp_path / "no-bin"}"\nvos = ["cms", "atlas"]\ndefault_vo = "cms"\n'
+        f'[backend]\nmode = "shadow"\nbin_dir = "{tmp_path / "no-bin"}"\n{vos}'
         f'[agent]\n{agent}[state]\ndir = "{tmp_path / "state"}"\n[metrics]\nlisten = "off"\n'
     )
     return path
@@ -186,3 +190,16 @@ def test_users_the_meta_file_does_not_name_start_cold_with_a_warning(tmp_path: P
     assert "learned 4 jobs of 2 users" in out
     # alice's jobs were learned under a key no live user has: her live jobs get the request.
     assert restored_runtime(path).pending(pending([user_id("alice")])).tolist() == [REQUEST_S]
+
+
+def test_without_a_fixed_vo_list_the_learned_predictor_is_warned_that_vo_numbers_may_differ(tmp_path: Path) -> None:
+    # The daemon numbers unlisted VOs as it meets them; here they were numbered in the history's order.
+    history = imported(tmp_path)
+    code, out = warm(config(tmp_path, 'kind = "f3"\nruntime_model = "learned"\n', vos=""), history)
+    assert code == 0 and "learned 4 jobs of 2 users" in out
+    assert "warning: the config fixes no VO list" in out
+    # user-last2 reads no VO, and a fixed list numbers VOs alike here and live: no warning.
+    code, out = warm(config(tmp_path, vos=""), history, "--force")
+    assert code == 0 and "warning" not in out
+    code, out = warm(config(tmp_path, 'kind = "f3"\nruntime_model = "learned"\n'), history, "--force")
+    assert code == 0 and "warning" not in out
