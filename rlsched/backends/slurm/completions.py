@@ -142,6 +142,9 @@ class CompletionFeed(CompletionFeedState):
     ) -> None:
         if source == "jobcomp" and not jobcomp_path:
             raise ValueError("the jobcomp completion source needs the file's path (JobCompLoc)")
+        #: jobcomp: jobs of unreadable records that squeue listed as not finished yet, looked up again at each
+        #: poll (set before the base class loads a saved state into it).
+        self.unsettled: set[int] = set()
         super().__init__(source, executor, clock, state)
         self.sacct = sacct
         self.jobcomp_path = jobcomp_path
@@ -153,6 +156,18 @@ class CompletionFeed(CompletionFeedState):
         # previous poll, never this floor).  sacct counts whole seconds: a fresh feed skips its starting
         # second too (a job ended then may be an earlier one's), a resumed feed keeps it (it may be new).
         self.floor_s = float(math.floor(self.since_s)) + (0.0 if state else 1.0)
+
+    def state(self) -> dict[str, Any]:
+        return {**super().state(), "unsettled": sorted(self.unsettled)}
+
+    def _load(self, state: Mapping[str, Any]) -> None:
+        super()._load(state)
+        if state.get("source") != self.source:
+            return
+        try:
+            self.unsettled = {int(job_id) for job_id in state.get("unsettled", [])}
+        except (TypeError, ValueError) as exc:
+            log.warning("completion feed: ignoring a bad saved list of unsettled jobs (%s)", exc)
 
     # -- polling -----------------------------------------------------------------------------------------
     def poll(self, squeue_jobs: Iterable[SlurmJob]) -> list[CompletedJob]:
@@ -230,11 +245,13 @@ class CompletionFeed(CompletionFeedState):
         """
         assert self.jobcomp_path is not None
         data = self._jobcomp_bytes(self.jobcomp_path)
-        if data is None:
-            return []
-        out, ambiguous, self.offset = self._jobcomp_records(data, self.jobcomp_path)
-        if ambiguous:
-            out += self._completed_in_squeue(ambiguous, squeue_jobs)
+        out: list[CompletedJob] = []
+        ambiguous: set[int] = set()
+        if data is not None:
+            out, ambiguous, self.offset = self._jobcomp_records(data, self.jobcomp_path)
+        if ambiguous or self.unsettled:
+            done, self.unsettled = self._completed_in_squeue(ambiguous, squeue_jobs)
+            out += done
         return self._deliver_once(out)
 
     def _jobcomp_bytes(self, path: str) -> bytes | None:
@@ -299,13 +316,19 @@ class CompletionFeed(CompletionFeedState):
                 out.append(job)
         return out, ambiguous, new_offset
 
-    def _completed_in_squeue(self, job_ids: set[int], squeue_jobs: Iterable[SlurmJob]) -> list[CompletedJob]:
-        """squeue's own fields (a JSON document) for the jobs of unreadable records; a job id taken from a forged
-        line only finds a real job's real completion, if any."""
+    def _completed_in_squeue(
+        self, job_ids: set[int], squeue_jobs: Iterable[SlurmJob]
+    ) -> tuple[list[CompletedJob], set[int]]:
+        """squeue's own fields (a JSON document) for the jobs of unreadable records, ``job_ids`` (new this poll)
+        and :attr:`unsettled`; a job id taken from a forged line only finds a real job's real completion, if
+        any.  Also the ids still to look up: a job squeue lists as not finished may have ended between the
+        view's squeue and the read of the file (its record is written when it ends), so it is looked up again
+        at each poll until squeue lists it finished or no more."""
         path = self.jobcomp_path
         by_id = {job.job_id: job for job in squeue_jobs}
         out = []
-        for job_id in sorted(job_ids):
+        unsettled = set()
+        for job_id in sorted(job_ids | self.unsettled):
             found = by_id.get(job_id)
             done = completed_from_squeue(found) if found is not None else None
             if done is not None:
@@ -313,12 +336,13 @@ class CompletionFeed(CompletionFeedState):
             elif found is None:
                 log.warning("%s: job %d: its record is unreadable and squeue no longer has it", path, job_id)
             elif not found.finished:
-                # A record naming a job that has not ended (a forged line): not its completion.
-                log.warning(
-                    "%s: job %d: its record is unreadable and squeue lists the job as %s, not "
-                    "finished: the record is ignored",
-                    path,
-                    job_id,
-                    found.state,
-                )
-        return out
+                unsettled.add(job_id)
+                if job_id in job_ids:  # said once, not at every poll it is looked up again
+                    log.warning(
+                        "%s: job %d: its record is unreadable and squeue lists the job as %s, not finished: "
+                        "looked up again at each poll until it is",
+                        path,
+                        job_id,
+                        found.state,
+                    )
+        return out, unsettled

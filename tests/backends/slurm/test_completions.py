@@ -96,3 +96,43 @@ def test_an_unreadable_jobcomp_record_naming_a_running_job_is_not_said_to_be_gon
     text = "\n".join(r.getMessage() for r in caplog.records)
     assert "job 7: its record is unreadable and squeue lists the job as RUNNING" in text
     assert "squeue no longer has it" not in text
+
+
+def test_a_job_that_ends_between_squeue_and_the_jobcomp_read_is_delivered_at_the_next_poll(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The view's squeue is taken first, the jobcomp file read after: a job ending in between has its record in
+    # the file but is RUNNING in that squeue.  Its record unreadable (a newline in its name), squeue decides: it
+    # is looked up again, across a restart too, and delivered once when squeue lists it finished.
+    path = tmp_path / "jobcomp.txt"
+    path.write_text(jobcomp_line(1))
+    feed = CompletionFeed("jobcomp", CommandExecutor(FakeRunner()), jobcomp_path=str(path))
+    assert feed.poll([]) == []
+    with path.open("a") as fh:
+        fh.write(jobcomp_line(2, name="x\n" + jobcomp_line(7).rstrip("\n")))
+    running = msgspec.structs.replace(finished(2, math.nan), state="RUNNING", end_s=math.nan)
+    with caplog.at_level(logging.WARNING):
+        assert feed.poll([running]) == []
+        assert feed.poll([running]) == []
+    assert sum("job 2: its record is unreadable" in r.getMessage() for r in caplog.records) == 1  # said once
+    restarted = CompletionFeed("jobcomp", CommandExecutor(FakeRunner()), jobcomp_path=str(path), state=feed.state())
+    assert restarted.unsettled == {2}
+    assert [j.job_id for j in restarted.poll([finished(2, 1795317000.0)])] == [2]
+    assert restarted.poll([finished(2, 1795317000.0)]) == [] and restarted.unsettled == set()
+
+
+def test_an_unsettled_job_gone_from_squeue_is_looked_up_no_more(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "jobcomp.txt"
+    path.write_text(jobcomp_line(1))
+    feed = CompletionFeed("jobcomp", CommandExecutor(FakeRunner()), jobcomp_path=str(path))
+    feed.poll([])
+    with path.open("a") as fh:
+        fh.write(jobcomp_line(2, name="x\n" + jobcomp_line(7).rstrip("\n")))
+    pending = msgspec.structs.replace(finished(2, math.nan), state="PENDING", end_s=math.nan)
+    feed.poll([pending])
+    assert feed.unsettled == {2}
+    with caplog.at_level(logging.WARNING):
+        assert feed.poll([]) == [] and feed.unsettled == set()
+    assert "job 2: its record is unreadable and squeue no longer has it" in caplog.text
