@@ -14,6 +14,7 @@ import pytest
 
 from rlsched.backends.common.runner import CommandExecutor
 from rlsched.backends.slurm.completions import CompletionFeed, RecordLog, read_sacct_completions
+from rlsched.backends.slurm.parsers import SlurmJob
 from rlsched.history.records import DropLog
 from tests.backends.slurm.test_backend import FakeRunner, jobcomp_line, ok
 from tests.backends.slurm.test_hostile import finished
@@ -79,19 +80,28 @@ def test_the_record_log_keeps_every_reason() -> None:
     assert log.malformed == 8 and log.reasons == [f"reason {k}" for k in range(8)]
 
 
-def test_an_unreadable_jobcomp_record_naming_a_running_job_is_not_said_to_be_gone(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
-) -> None:
+def forged_name_feed(tmp_path: Path) -> CompletionFeed:
+    """A jobcomp feed past the file's start, then the record of job 2, whose name (a newline and a record of job
+    7) makes it unreadable: squeue decides for both ids."""
     path = tmp_path / "jobcomp.txt"
     path.write_text(jobcomp_line(1))
     feed = CompletionFeed("jobcomp", CommandExecutor(FakeRunner()), jobcomp_path=str(path))
     assert feed.poll([]) == []
-    forged = jobcomp_line(7).rstrip("\n")
     with path.open("a") as fh:
-        fh.write(jobcomp_line(2, name="x\n" + forged))  # a name forging a record of job 7
-    running = msgspec.structs.replace(finished(7, math.nan), state="RUNNING", end_s=math.nan)
+        fh.write(jobcomp_line(2, name="x\n" + jobcomp_line(7).rstrip("\n")))
+    return feed
+
+
+def not_finished(job_id: int, state: str = "RUNNING") -> SlurmJob:
+    return msgspec.structs.replace(finished(job_id, math.nan), state=state, end_s=math.nan)
+
+
+def test_an_unreadable_jobcomp_record_naming_a_running_job_is_not_said_to_be_gone(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    feed = forged_name_feed(tmp_path)
     with caplog.at_level(logging.WARNING):
-        done = feed.poll([finished(2, 1795317000.0), running])
+        done = feed.poll([finished(2, 1795317000.0), not_finished(7)])
     assert [j.job_id for j in done] == [2]
     text = "\n".join(r.getMessage() for r in caplog.records)
     assert "job 7: its record is unreadable and squeue lists the job as RUNNING" in text
@@ -102,20 +112,17 @@ def test_a_job_that_ends_between_squeue_and_the_jobcomp_read_is_delivered_at_the
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     # The view's squeue is taken first, the jobcomp file read after: a job ending in between has its record in
-    # the file but is RUNNING in that squeue.  Its record unreadable (a newline in its name), squeue decides: it
-    # is looked up again, across a restart too, and delivered once when squeue lists it finished.
-    path = tmp_path / "jobcomp.txt"
-    path.write_text(jobcomp_line(1))
-    feed = CompletionFeed("jobcomp", CommandExecutor(FakeRunner()), jobcomp_path=str(path))
-    assert feed.poll([]) == []
-    with path.open("a") as fh:
-        fh.write(jobcomp_line(2, name="x\n" + jobcomp_line(7).rstrip("\n")))
-    running = msgspec.structs.replace(finished(2, math.nan), state="RUNNING", end_s=math.nan)
+    # the file but is RUNNING in that squeue.  Its record unreadable, squeue decides: it is looked up again,
+    # across a restart too, and delivered once when squeue lists it finished.
+    feed = forged_name_feed(tmp_path)
     with caplog.at_level(logging.WARNING):
-        assert feed.poll([running]) == []
-        assert feed.poll([running]) == []
+        assert feed.poll([not_finished(2)]) == []
+        assert feed.poll([not_finished(2)]) == []
     assert sum("job 2: its record is unreadable" in r.getMessage() for r in caplog.records) == 1  # said once
-    restarted = CompletionFeed("jobcomp", CommandExecutor(FakeRunner()), jobcomp_path=str(path), state=feed.state())
+    assert feed.jobcomp_path is not None
+    restarted = CompletionFeed(
+        "jobcomp", CommandExecutor(FakeRunner()), jobcomp_path=feed.jobcomp_path, state=feed.state()
+    )
     assert restarted.unsettled == {2}
     assert [j.job_id for j in restarted.poll([finished(2, 1795317000.0)])] == [2]
     assert restarted.poll([finished(2, 1795317000.0)]) == [] and restarted.unsettled == set()
@@ -124,14 +131,8 @@ def test_a_job_that_ends_between_squeue_and_the_jobcomp_read_is_delivered_at_the
 def test_an_unsettled_job_gone_from_squeue_is_looked_up_no_more(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    path = tmp_path / "jobcomp.txt"
-    path.write_text(jobcomp_line(1))
-    feed = CompletionFeed("jobcomp", CommandExecutor(FakeRunner()), jobcomp_path=str(path))
-    feed.poll([])
-    with path.open("a") as fh:
-        fh.write(jobcomp_line(2, name="x\n" + jobcomp_line(7).rstrip("\n")))
-    pending = msgspec.structs.replace(finished(2, math.nan), state="PENDING", end_s=math.nan)
-    feed.poll([pending])
+    feed = forged_name_feed(tmp_path)
+    feed.poll([not_finished(2, "PENDING")])
     assert feed.unsettled == {2}
     with caplog.at_level(logging.WARNING):
         assert feed.poll([]) == [] and feed.unsettled == set()
