@@ -63,6 +63,7 @@ from rlsched.config_schema import (
 )
 from rlsched.config_schema import SYSTEM_DIRS as SYSTEM_DIRS  # re-exported: where the daemon never writes
 from rlsched.config_schema import system_dir_of as system_dir_of
+from rlsched.core.classify import VOMapping
 from rlsched.core.live import LiveBackendConfig
 from rlsched.core.objective import OBJECTIVES, Objective, ObjectiveError
 from rlsched.core.policies import POLICIES, PolicyError, PolicySpec, entry, format_policy, resolve
@@ -194,6 +195,16 @@ class DaemonConfig:
     @property
     def counters_file(self) -> Path:
         return Path(self.state_dir) / "daemon.json"
+
+    def vo_mapping(self) -> VOMapping:
+        """The account → VO mapping a live job's account goes through: the backend's; for a backend kind without
+        the common one (a plugin), a VO of the list by its name and any other account the list's first."""
+        mapping_of = getattr(self.backend, "vo_mapping", None)
+        if callable(mapping_of):
+            mapping: VOMapping = mapping_of()
+            return mapping
+        vos = tuple(self.backend.vos)
+        return VOMapping(vos, self.backend.vo_shares, default_vo=vos[0] if vos else None)
 
     @property
     def predictor_file(self) -> Path:

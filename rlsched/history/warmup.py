@@ -94,15 +94,8 @@ def live_history(workload: Workload, vo_index: Callable[[str], int]) -> LiveHist
 
 
 def vo_index_of(config: DaemonConfig) -> Callable[[str], int]:
-    """The config's account → VO index, as the backend maps a live job's account."""
-    backend = config.backend
-    mapping_of = getattr(backend, "vo_mapping", None)
-    if callable(mapping_of):
-        index: Callable[[str], int] = mapping_of().index
-        return index
-    # A backend kind without the common mapping (a plugin): a VO of the list by its name, any other the first.
-    vos = tuple(backend.vos)
-    return lambda name: vos.index(name) if name in vos else 0
+    """The config's account → VO index, as the backend maps a live job's account (:meth:`DaemonConfig.vo_mapping`)."""
+    return config.vo_mapping().index
 
 
 def configured_runtime(config: DaemonConfig) -> tuple[PredictedRuntime, str]:

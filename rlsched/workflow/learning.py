@@ -557,7 +557,7 @@ def predictor_scores(jobs: Workload) -> dict[str, dict[str, float | None]]:
     }
 
 
-def _table_jobs(
+def table_jobs(
     loader: Callable[[str, int | None], Workload], name: str, row: Mapping[str, Any], max_jobs: int | None
 ) -> Workload:
     """The jobs a finished ``row`` replayed: the trace on the row's cores, cut to ``max_jobs``."""
@@ -604,9 +604,7 @@ def run_learning(
                 if say is not None:
                     say(f"{name}: the row finished earlier with these settings ({row_path(rows_dir, name)})")
                 # The predictors are measured again: seconds, and a measure added since reaches the table.
-                rows.append(
-                    {**kept, "prediction": predictor_scores(_table_jobs(loader, name, kept, settings.max_jobs))}
-                )
+                rows.append({**kept, "prediction": predictor_scores(table_jobs(loader, name, kept, settings.max_jobs))})
                 continue
         whole = loader(name, None)
         cores, fraction, recorded = None, 1.0, int(whole.max_procs)

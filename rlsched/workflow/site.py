@@ -56,12 +56,7 @@ def load_site(path: str | os.PathLike[str]) -> Site:
         raise ValueError(
             f"{path}: key 'backend.vos': a trained model needs a fixed VO list; set [backend] vos and default_vo"
         )
-    vos = tuple(backend.vos)
-    mapping_of = getattr(backend, "vo_mapping", None)
-    # A backend kind without the common mapping (a plugin): a VO of the list by its name, any other the first, as
-    # `rlsched history predictor` maps them (rlsched.history.warmup.vo_index_of).
-    mapping = mapping_of() if callable(mapping_of) else VOMapping(vos, backend.vo_shares, default_vo=vos[0])
-    return Site(rule, vos, backend.vo_shares, mapping, str(path))
+    return Site(rule, tuple(backend.vos), backend.vo_shares, config.vo_mapping(), str(path))
 
 
 def trace_class_rule(workload: Workload) -> ClassRule:
