@@ -186,7 +186,6 @@ def predictor_command(config_path: Path, force: bool, history_spec: str) -> None
         configured_runtime,
         live_history,
         refuse_overwrite,
-        vo_index_of,
         warm_predictor,
     )
 
@@ -196,17 +195,10 @@ def predictor_command(config_path: Path, force: bool, history_spec: str) -> None
         refuse_overwrite(target, force)  # before any work: the refusal costs nothing
         runtime, policy = configured_runtime(config)
         workload = load_workload(history_spec)
-        done = warm_predictor(runtime, live_history(workload, vo_index_of(config)), policy)
+        done = warm_predictor(runtime, live_history(workload, config.vo_mapping()), policy)
         save_predictor(target, runtime.state())
     except (ValueError, OSError) as exc:  # the config's, the history's, the agent's errors: one line each
         raise click.ClickException(" ".join(str(exc).split())) from None
-    if done.predictor == "learned" and not getattr(config.backend, "vos", ()):
-        click.echo(
-            "warning: the config fixes no VO list ([backend] vos): VOs were numbered here in the history's order, "
-            "the daemon numbers them as it meets them, so the learned predictor's per-VO history may sit under "
-            "another VO until it relearns it (set [backend] vos and default_vo to keep them)",
-            err=True,
-        )
     if done.unnamed_users:
         click.echo(
             f"warning: {done.unnamed_users} of the {done.users} users of {history_spec} have no name in its meta "

@@ -23,7 +23,7 @@ saw pending (a job submitted and started between two views).
 from __future__ import annotations
 
 import bisect
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal, Protocol
 
 import numpy as np
@@ -248,6 +248,12 @@ class PredictedRuntime:
     the order in which the simulator's rule priority (:mod:`rlsched.sim.rules`) feeds the same predictor.
     Pending jobs keep the prediction made when they were first seen; a running job that outlives its
     prediction gets it raised (:func:`rlsched.core.prediction.raise_outlived`), never past its request.
+
+    The predictor keys a VO by its name's position in :attr:`vo_names`, not by the view's VO index: without a
+    fixed VO list a live view numbers VOs as it meets them, so one VO may have another index after a restart,
+    or live than in the history the predictor was warmed on.  A view with VO names maps each to its key (a new
+    name gets the next one); a view without names is keyed by index.  In a replay the view's names are the
+    workload's, in index order, so the keys are the indices.
     """
 
     def __init__(self, predictor: RuntimePredictor) -> None:
@@ -258,6 +264,10 @@ class PredictedRuntime:
         self._live: tuple[IntArray, IntArray] | None = None
         #: Whether the predictor is still as built: it has seen no view and was restored from no state.
         self.fresh = True
+        #: The VO names the predictor's VO keys stand for (key k: ``vo_names[k]``), kept in the state.
+        self.vo_names: list[str] = []
+        self._view_vos: tuple[str, ...] = ()
+        self._vo_keys: IntArray = np.zeros(0, dtype=np.int64)  # the last view's VO index → key
 
     def state(self) -> dict[str, Any]:
         """The predictor's learned state (:meth:`rlsched.core.prediction.RuntimePredictor.state`), for the
@@ -266,19 +276,52 @@ class PredictedRuntime:
         :data:`~rlsched.core.prediction.MAX_REMEMBERED_JOBS` push them out, which would make the file large).
         Before any view, all are kept."""
         keep = None if self._live is None else set(np.concatenate(self._live).tolist())
-        return self.predictor.state(keep)
+        return {**self.predictor.state(keep), "vo_names": list(self.vo_names)}
 
     def restore(self, data: Mapping[str, Any]) -> None:
-        """Go on from a state :meth:`state` wrote (ValueError naming the bad key, or another predictor's)."""
+        """Go on from a state :meth:`state` wrote (ValueError naming the bad key, or another predictor's).  A
+        state without ``vo_names`` (written before they were kept) keys VOs by the views' indices, as it did."""
         predictor = predictor_from_state(data)
         if predictor.name != self.name:
             raise ValueError(f"runtime predictor state: key 'predictor': {predictor.name!r}, not {self.name!r}")
+        names = data.get("vo_names", [])
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names) or len(set(names)) < len(names):
+            raise ValueError("runtime predictor state: key 'vo_names': expected a list of distinct names")
         self.predictor = predictor
+        self.key_vos(names)
         self.fresh = False
+
+    def key_vos(self, names: Sequence[str]) -> None:
+        """Key the VOs ``names`` by their positions (before the predictor learns a history keyed so)."""
+        self.vo_names = list(names)
+        self._view_vos = ()
+        self._vo_keys = np.zeros(0, dtype=np.int64)
+
+    def _map_vos(self, view_vos: tuple[str, ...]) -> None:
+        """The view's VO index → key, each name at its position in :attr:`vo_names` (appended when new)."""
+        position = {name: k for k, name in enumerate(self.vo_names)}
+        for name in view_vos:
+            if name not in position:
+                position[name] = len(self.vo_names)
+                self.vo_names.append(name)
+        self._view_vos = view_vos
+        keys = np.array([position[name] for name in view_vos], dtype=np.int64)
+        # Keys equal to the indices (a replay, a fixed VO list) need no translation.
+        self._vo_keys = np.zeros(0, dtype=np.int64) if np.array_equal(keys, np.arange(len(keys))) else keys
+
+    def _keys_of(self, vo: IntArray) -> IntArray:
+        """The predictor's keys of the view's VO indices (the index itself beyond the view's names)."""
+        keys = self._vo_keys
+        if not len(keys) or not len(vo):
+            return vo
+        inside = (vo >= 0) & (vo < len(keys))
+        return np.where(inside, keys[np.clip(vo, 0, len(keys) - 1)], vo)
 
     def observe(self, view: ClusterView) -> None:
         self.fresh = False
         self._now = view.time_s
+        if view.vos != self._view_vos:
+            self._map_vos(tuple(view.vos))
         self._live = (view.pending.job_id, view.running.job_id)
         done = view.finished
         for job_id, run in zip(done.job_id.tolist(), done.run_s.tolist(), strict=True):
@@ -290,6 +333,7 @@ class PredictedRuntime:
         self, job_id: IntArray, user: IntArray, vo: IntArray, cores: IntArray, request: FloatArray, submit_s: FloatArray
     ) -> FloatArray:
         predict = self.predictor.predict
+        vo = self._keys_of(vo)
         return np.array(
             [
                 predict(j, u, v, c, r, s)

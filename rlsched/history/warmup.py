@@ -6,19 +6,20 @@ A trace of ``rlsched history import`` numbers its users 1, 2, … (SWF ids, name
 the import's VO list and its submit times from ``UnixStartTime``.  The live view keys them otherwise, and the
 predictor finds a user's history only under the live key: :func:`live_history` gives the history the live
 keys — users by :func:`rlsched.core.view.user_id` of the recorded name (as the Slurm and PBS backends do), VOs
-by the config's account → VO mapping, times in epoch seconds (the live submit clock, which the ``learned``
+by the config's account → VO mapping and named in the state (:meth:`PredictedRuntime.key_vos`: the daemon finds
+a VO by name, whatever number its view gives it), times in epoch seconds (the live submit clock, which the ``learned``
 predictor's time of day reads).  A history without user names is refused: what a predictor learns is mostly per
 user, and none of it could be matched to a live user.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 
+from rlsched.core.classify import VOMapping
 from rlsched.core.prediction import JobHistory, learn_history
 from rlsched.core.runtime import PredictedRuntime
 from rlsched.core.view import UNKNOWN_USER, user_id
@@ -38,6 +39,8 @@ class LiveHistory:
     jobs: JobHistory
     users: int
     unnamed_users: int
+    #: The VO names behind the jobs' VO indices (the config's mapping after the history's names went through it).
+    vo_names: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -58,10 +61,10 @@ def unnamed_user(swf_id: int) -> int:
     return UNKNOWN_USER - 1 - swf_id
 
 
-def live_history(workload: Workload, vo_index: Callable[[str], int]) -> LiveHistory:
-    """All of ``workload`` as finished jobs with the live view's keys (module docstring); ``vo_index``: the
-    config's account → VO index (``VOMapping.index``).  :class:`WarmUpError` when the workload names no user
-    or has no ``UnixStartTime`` (not a trace of ``rlsched history import``)."""
+def live_history(workload: Workload, vo_mapping: VOMapping) -> LiveHistory:
+    """All of ``workload`` as finished jobs with the live view's keys (module docstring); ``vo_mapping``: the
+    config's account → VO mapping (:meth:`DaemonConfig.vo_mapping`).  :class:`WarmUpError` when the workload
+    names no user or has no ``UnixStartTime`` (not a trace of ``rlsched history import``)."""
     names = workload.id_names.get("user", {})
     where = f"history {workload.name!r}"
     if not names:
@@ -81,7 +84,7 @@ def live_history(workload: Workload, vo_index: Callable[[str], int]) -> LiveHist
     vo_names = workload.vo_names or tuple(str(k) for k in range(int(jobs.vo.max()) + 1 if len(jobs) else 0))
     # Like `rlsched train --config` (rlsched.workflow.site.site_view): the trace's VO names through the
     # config's mapping, which gives the VO of a name in its list and maps an account name as the daemon does.
-    vo_live = np.array([vo_index(name) for name in vo_names] or [0], dtype=np.int64)
+    vo_live = np.array([vo_mapping.index(name) for name in vo_names] or [0], dtype=np.int64)
     epoch = float(workload.unix_start_time)
     live = replace(
         jobs,
@@ -90,12 +93,7 @@ def live_history(workload: Workload, vo_index: Callable[[str], int]) -> LiveHist
         submit_s=jobs.submit_s + epoch,
         end_s=jobs.end_s + epoch,
     )
-    return LiveHistory(live, len(swf_users), sum(1 for u in swf_users if u not in names))
-
-
-def vo_index_of(config: DaemonConfig) -> Callable[[str], int]:
-    """The config's account → VO index, as the backend maps a live job's account (:meth:`DaemonConfig.vo_mapping`)."""
-    return config.vo_mapping().index
+    return LiveHistory(live, len(swf_users), sum(1 for u in swf_users if u not in names), vo_mapping.names)
 
 
 def configured_runtime(config: DaemonConfig) -> tuple[PredictedRuntime, str]:
@@ -128,6 +126,8 @@ def refuse_overwrite(path: Path, force: bool) -> None:
 
 
 def warm_predictor(runtime: PredictedRuntime, history: LiveHistory, policy: str) -> WarmUp:
-    """Teach ``runtime``'s predictor the whole ``history`` in time order (:func:`learn_history`)."""
+    """Teach ``runtime``'s predictor the whole ``history`` in time order (:func:`learn_history`), its VOs keyed by
+    the history's VO names (the daemon finds a VO's history by name, whatever index its view gives the VO)."""
+    runtime.key_vos(history.vo_names)
     learned = learn_history(runtime.predictor, history.jobs)
     return WarmUp(learned, runtime.name, policy, history.users, history.unnamed_users)

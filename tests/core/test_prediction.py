@@ -6,6 +6,7 @@ import copy
 import json
 import re
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -393,3 +394,54 @@ def test_the_runtime_model_keeps_the_jobs_of_the_last_view_and_restores_only_its
     assert isinstance(other, PredictedRuntime)
     with pytest.raises(ValueError, match="key 'predictor': 'learned', not 'user-last2'"):
         other.restore(state)
+
+
+def _in_vos(view: ClusterView, vos: tuple[str, ...], vo_of_user: dict[int, str]) -> ClusterView:
+    """``view`` with VO names ``vos``, each pending job in its user's VO (by name: the index follows ``vos``)."""
+    vo = np.array([vos.index(vo_of_user[u]) for u in view.pending.user.tolist()], dtype=np.int64)
+    return replace(view, vos=vos, pending=replace(view.pending, vo=vo))
+
+
+def test_a_vo_keeps_what_the_learned_predictor_learned_of_it_whatever_index_a_later_view_gives_it() -> None:
+    # Without a fixed VO list a live view numbers VOs as it meets them: after a restart "atlas" may be VO 1.
+    vo_of_user = {u: ("atlas" if u % 2 else "cms") for u in range(1, 121)}
+    model = make_runtime_model("learned")
+    assert isinstance(model, PredictedRuntime)
+    first = ("atlas", "cms")
+    for start in (1, 41, 81):  # three rounds of 40 new users: the later ones are predicted from the VOs' ratios
+        ids = range(start, start + 40)
+        model.observe(_in_vos(_view(10.0 * start, [(job, job, 1000.0) for job in ids]), first, vo_of_user))
+        # atlas's jobs run a tenth of their request, cms's nine tenths.
+        done = [(job, 0.0, 100.0 if vo_of_user[job] == "atlas" else 900.0) for job in ids]
+        model.observe(_in_vos(_view(10.0 * start + 5, [], finished=done), first, vo_of_user))
+    state = json.loads(json.dumps(model.state()))
+    assert state["vo_names"] == ["atlas", "cms"]
+    restarted, old_format = make_runtime_model("learned"), make_runtime_model("learned")
+    assert isinstance(restarted, PredictedRuntime) and isinstance(old_format, PredictedRuntime)
+    restarted.restore(state)
+    old_format.restore({k: v for k, v in state.items() if k != "vo_names"})  # a state from before: by index
+    # New users (no history of their own) in each VO: only the VO's running ratio tells them apart.
+    vo_of_user.update({301: "atlas", 302: "cms"})
+    new = [(401, 301, 1000.0), (402, 302, 1000.0)]
+    same = model.pending(_in_vos(_view(2000.0, new), first, vo_of_user).pending)
+    swapped = _in_vos(_view(2000.0, new), ("cms", "atlas"), vo_of_user)
+    restarted.observe(swapped)
+    old_format.observe(swapped)
+    assert same[0] < same[1]  # the VO ratio matters: atlas's jobs are predicted shorter
+    assert restarted.pending(swapped.pending).tobytes() == same.tobytes()
+    assert old_format.pending(swapped.pending).tolist() != same.tolist()  # by index, "atlas" had cms's history
+    assert restarted.state()["vo_names"] == ["atlas", "cms"]  # the keys' names, not the view's order
+
+
+def test_a_new_vo_name_gets_the_next_key_and_bad_vo_names_are_a_value_error() -> None:
+    model = make_runtime_model("learned")
+    assert isinstance(model, PredictedRuntime)
+    model.key_vos(["atlas"])
+    view = _view(0.0, [(1, 1, 1000.0), (2, 2, 1000.0)])
+    model.observe(_in_vos(view, ("lhcb", "atlas"), {1: "lhcb", 2: "atlas"}))
+    assert model.vo_names == ["atlas", "lhcb"]
+    state = model.state()
+    assert [row[3] for row in state["remembered"]] == [1, 0]  # _FACTS_FIELDS' vo: the keys, lhcb 1 and atlas 0
+    for bad in ("atlas", [1], ["atlas", "atlas"]):
+        with pytest.raises(ValueError, match="key 'vo_names'"):
+            make_runtime_model("learned").restore({**state, "vo_names": bad})  # type: ignore[attr-defined]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import calendar
 import json
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -15,11 +16,11 @@ from click.testing import CliRunner
 from rlsched.cli import main
 from rlsched.cli._common import load_workload
 from rlsched.core.runtime import PredictedRuntime
-from rlsched.core.view import JobClass, PendingJobs, user_id
+from rlsched.core.view import ClusterView, FinishedJobs, JobClass, PendingJobs, RunningJobs, user_id
 from rlsched.daemon.agents import start_agent
 from rlsched.daemon.config import load_config
 from rlsched.daemon.state import restore_predictor
-from rlsched.history.warmup import live_history, unnamed_user, vo_index_of
+from rlsched.history.warmup import live_history, unnamed_user
 
 HEADER = (
     "JobID|JobIDRaw|JobName|User|Group|Account|Partition|QOS|State|Submit|Eligible|Start|End|Elapsed|Timelimit|"
@@ -124,7 +125,9 @@ def test_users_vos_and_times_are_the_live_views(tmp_path: Path) -> None:
     history, path = imported(tmp_path), config(tmp_path)
     workload = load_workload(str(history))
     assert workload.vo_names[:2] == ("atlas", "cms")  # the import's order, not the config's
-    live = live_history(workload, vo_index_of(load_config(path))).jobs
+    history_jobs = live_history(workload, load_config(path).vo_mapping())
+    assert history_jobs.vo_names == ("cms", "atlas")  # the config's list
+    live = history_jobs.jobs
     assert live.user.tolist() == [user_id(u) for u, *_ in JOBS]
     assert live.vo.tolist() == [1, 0, 1, 1]  # [backend] vos = ["cms", "atlas"]
     epoch = [calendar.timegm(time.strptime(s, "%Y-%m-%dT%H:%M:%S")) for _, _, s, _ in JOBS]
@@ -192,14 +195,28 @@ def test_users_the_meta_file_does_not_name_start_cold_with_a_warning(tmp_path: P
     assert restored_runtime(path).pending(pending([user_id("alice")])).tolist() == [REQUEST_S]
 
 
-def test_without_a_fixed_vo_list_the_learned_predictor_is_warned_that_vo_numbers_may_differ(tmp_path: Path) -> None:
-    # The daemon numbers unlisted VOs as it meets them; here they were numbered in the history's order.
+def test_without_a_fixed_vo_list_the_daemon_finds_a_vos_history_by_name_whatever_number_it_gives_it(
+    tmp_path: Path,
+) -> None:
+    # The history numbers its VOs in its own order (atlas, cms); a daemon without [backend] vos numbers them as
+    # it meets them, here cms first.  The learned predictor keys VOs by name, kept in predictor.json.
     history = imported(tmp_path)
     code, out = warm(config(tmp_path, 'kind = "f3"\nruntime_model = "learned"\n', vos=""), history)
-    assert code == 0 and "learned 4 jobs of 2 users" in out
-    assert "warning: the config fixes no VO list" in out
-    # user-last2 reads no VO, and a fixed list numbers VOs alike here and live: no warning.
-    code, out = warm(config(tmp_path, vos=""), history, "--force")
-    assert code == 0 and "warning" not in out
-    code, out = warm(config(tmp_path, 'kind = "f3"\nruntime_model = "learned"\n'), history, "--force")
-    assert code == 0 and "warning" not in out
+    assert code == 0 and "learned 4 jobs of 2 users" in out and "warning" not in out
+    state = json.loads((tmp_path / "state" / "predictor.json").read_text())
+    assert state["vo_names"] == ["atlas", "cms"]
+    ratios = dict(state["vo_ratio"])
+    assert ratios[0] != ratios[1]  # atlas's jobs ran 1000-4000 s of 7200, cms's 600
+    runtime = restored_runtime(tmp_path / "rlsched.toml")
+    jobs = pending([user_id("zoe"), user_id("zoe")])
+    view = ClusterView(
+        0.0, 8, 8, replace(jobs, vo=np.array([1, 0])), RunningJobs(), FinishedJobs(), vos=("cms", "atlas")
+    )
+    runtime.observe(view)
+    again = restored_runtime(tmp_path / "rlsched.toml")  # the VOs numbered as the history numbered them
+    same = ClusterView(
+        0.0, 8, 8, replace(jobs, vo=np.array([0, 1])), RunningJobs(), FinishedJobs(), vos=("atlas", "cms")
+    )
+    again.observe(same)
+    assert runtime.pending(view.pending).tolist() == again.pending(same.pending).tolist()
+    assert runtime.state()["vo_names"] == ["atlas", "cms"]
