@@ -268,6 +268,11 @@ class PredictedRuntime:
         self.vo_names: list[str] = []
         self._view_vos: tuple[str, ...] = ()
         self._vo_keys: IntArray = np.zeros(0, dtype=np.int64)  # the last view's VO index → key
+        #: Per table ("pending", "running"): the last jobs object predicted, its predictions and usable requests.
+        #: A view's tables are predicted in observe and again by the policy, and a replay hands over the previous
+        #: view's objects while no job came or went; a job's prediction is made once and kept, so the same object
+        #: has the same predictions (forgotten when jobs finish: a finished job's prediction is no longer kept).
+        self._memo: dict[str, tuple[PendingJobs | RunningJobs, FloatArray, FloatArray]] = {}
 
     def state(self) -> dict[str, Any]:
         """The predictor's learned state (:meth:`rlsched.core.prediction.RuntimePredictor.state`), for the
@@ -289,6 +294,7 @@ class PredictedRuntime:
             raise ValueError("runtime predictor state: key 'vo_names': expected a list of distinct names")
         self.predictor = predictor
         self.key_vos(names)
+        self._memo.clear()
         self.fresh = False
 
     def key_vos(self, names: Sequence[str]) -> None:
@@ -296,6 +302,7 @@ class PredictedRuntime:
         self.vo_names = list(names)
         self._view_vos = ()
         self._vo_keys = np.zeros(0, dtype=np.int64)
+        self._memo.clear()
 
     def _map_vos(self, view_vos: tuple[str, ...]) -> None:
         """The view's VO index → key, each name at its position in :attr:`vo_names` (appended when new)."""
@@ -326,8 +333,10 @@ class PredictedRuntime:
         done = view.finished
         for job_id, run in zip(done.job_id.tolist(), done.run_s.tolist(), strict=True):
             self.predictor.finished(job_id, run)
-        self.pending(view.pending)
-        self.running(view.running)
+        if len(done.job_id):
+            self._memo.clear()  # a finished job is no longer remembered: its object would be predicted anew
+        self._predicted("pending", view.pending)
+        self._predicted("running", view.running)
 
     def _predict(
         self, job_id: IntArray, user: IntArray, vo: IntArray, cores: IntArray, request: FloatArray, submit_s: FloatArray
@@ -350,13 +359,22 @@ class PredictedRuntime:
             dtype=np.float64,
         )
 
-    def pending(self, jobs: PendingJobs) -> FloatArray:
-        request = _usable_requested(jobs.req_time_s, jobs.job_class)
-        return self._predict(jobs.job_id, users_of(jobs), jobs.vo, jobs.cores, request, jobs.submit_s)
-
-    def running(self, jobs: RunningJobs) -> FloatArray:
+    def _predicted(self, table: str, jobs: PendingJobs | RunningJobs) -> tuple[FloatArray, FloatArray]:
+        """The predictions of ``jobs`` (made now for the jobs seen for the first time) and their usable requests,
+        remembered for the same object (:attr:`_memo`)."""
+        memo = self._memo.get(table)
+        if memo is not None and memo[0] is jobs:
+            return memo[1], memo[2]
         request = _usable_requested(jobs.req_time_s, jobs.job_class)
         predicted = self._predict(jobs.job_id, users_of(jobs), jobs.vo, jobs.cores, request, jobs.submit_s)
+        self._memo[table] = (jobs, predicted, request)
+        return predicted, request
+
+    def pending(self, jobs: PendingJobs) -> FloatArray:
+        return self._predicted("pending", jobs)[0].copy()
+
+    def running(self, jobs: RunningJobs) -> FloatArray:
+        predicted, request = self._predicted("running", jobs)
         elapsed = np.maximum(self._now - jobs.start_s, 0.0) if np.isfinite(self._now) else np.zeros(len(jobs))
         return raise_outlived(predicted, elapsed, request)
 

@@ -445,3 +445,29 @@ def test_a_new_vo_name_gets_the_next_key_and_bad_vo_names_are_a_value_error() ->
     for bad in ("atlas", [1], ["atlas", "atlas"]):
         with pytest.raises(ValueError, match="key 'vo_names'"):
             make_runtime_model("learned").restore({**state, "vo_names": bad})  # type: ignore[attr-defined]
+
+
+def test_a_table_already_predicted_is_answered_again_without_the_predictor_until_a_job_finishes() -> None:
+    model = make_runtime_model("user-last2")
+    assert isinstance(model, PredictedRuntime)
+    calls: list[int] = []
+    predict = model.predictor.predict
+
+    def counted(job_id: int, *args: Any) -> float:
+        calls.append(job_id)
+        return predict(job_id, *args)
+
+    model.predictor.predict = counted  # type: ignore[method-assign,assignment]
+    view = _view(0.0, [(1, 5, 1000.0), (2, 5, 1000.0)], running=[(3, 5, 1000.0, 0.0)])
+    model.observe(view)
+    assert calls == [1, 2, 3]
+    first = model.pending(view.pending)
+    first[0] = -1.0  # the caller's copy: the memo is not changed through it
+    assert model.pending(view.pending).tolist() == [1000.0, 1000.0] and calls == [1, 2, 3]
+    later = replace(view, time_s=600.0)  # a replay's next view: the same tables while no job came or went
+    model.observe(later)
+    assert model.running(later.running).tolist() == [1000.0] and calls == [1, 2, 3]
+    # A finished job: the tables are predicted anew (as the jobs of a new object would be).
+    done = replace(view, time_s=700.0, finished=_view(0.0, [], finished=[(9, 0.0, 600.0)]).finished)
+    model.observe(done)
+    assert calls == [1, 2, 3, 1, 2, 3]
