@@ -117,22 +117,33 @@ class FeatureEncoder:
     def __init__(self, config: FeatureConfig) -> None:
         self.config = config
         self._log_ref = float(np.log1p(config.time_ref_s / config.time_unit_s))
+        #: The names of ``_names_of``'s config (an agent asks for the action width at every decision, and a
+        #: trace's VOs can be hundreds: the names are made once per config).
+        self._names_of: FeatureConfig | None = None
+        self._names: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
 
     # -- names and sizes ----------------------------------------------------------------
+    def _state_and_action_names(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        config = self.config
+        if self._names_of is not config:
+            vos = tuple(f"queue_share_vo{k}" for k in range(config.n_vos))
+            by_class = ("queued_batch", "queued_interactive") if config.include_class_queue else ()
+            state = ("running_work", "time_to_free", "backlog", "idle_fraction", *vos, *by_class)
+            action = ["class_batch", "class_interactive", *(f"vo{k}" for k in range(config.n_vos)), "runtime"]
+            if config.include_wait:
+                action.append("waited")
+            if config.include_cores:
+                action.append("cores_fraction")
+            self._names, self._names_of = (state, tuple(action)), config
+        return self._names
+
     @property
     def state_names(self) -> tuple[str, ...]:
-        vos = tuple(f"queue_share_vo{k}" for k in range(self.config.n_vos))
-        by_class = ("queued_batch", "queued_interactive") if self.config.include_class_queue else ()
-        return ("running_work", "time_to_free", "backlog", "idle_fraction", *vos, *by_class)
+        return self._state_and_action_names()[0]
 
     @property
     def action_names(self) -> tuple[str, ...]:
-        names = ["class_batch", "class_interactive", *(f"vo{k}" for k in range(self.config.n_vos)), "runtime"]
-        if self.config.include_wait:
-            names.append("waited")
-        if self.config.include_cores:
-            names.append("cores_fraction")
-        return tuple(names)
+        return self._state_and_action_names()[1]
 
     @property
     def state_dim(self) -> int:

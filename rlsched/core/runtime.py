@@ -86,6 +86,8 @@ def _class_prior(job_class: IntArray) -> FloatArray:
 def _usable_requested(req_time_s: FloatArray, job_class: IntArray) -> FloatArray:
     """Requested times, with missing (NaN, ≤ 0, inf) ones replaced by the class prior."""
     ok = np.isfinite(req_time_s) & (req_time_s > 0)
+    if ok.all():  # every request usable (most views): no prior to compute
+        return np.array(req_time_s, dtype=np.float64)
     return np.where(ok, req_time_s, _class_prior(job_class))
 
 
