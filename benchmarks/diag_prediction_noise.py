@@ -69,9 +69,9 @@ import numpy as np  # noqa: E402
 
 import rlsched.sim.policies as sim_policies  # noqa: E402
 import rlsched.sim.rules as sim_rules  # noqa: E402
-from benchmarks.diag_short_jobs import CausalShort, causal_short  # noqa: E402
+from benchmarks.diag_short_jobs import FlaggedPredictor, causal_short  # noqa: E402
 from benchmarks.learning_table import CommittedTable, add_table_options, read_table, table_windows  # noqa: E402
-from rlsched.core.prediction import MIN_PREDICTION_S, PredictorName, RuntimePredictor  # noqa: E402
+from rlsched.core.prediction import MIN_PREDICTION_S, RuntimePredictor  # noqa: E402
 from rlsched.core.runtime import usable_requested  # noqa: E402
 from rlsched.sim.prediction_errors import SHORT_JOB_S, order_agreement, short_job_hits  # noqa: E402
 from rlsched.sim.workload import Workload  # noqa: E402
@@ -117,7 +117,7 @@ def blurred(window: Workload, sigma: float, seed: int, blind_below_s: float = 0.
     return np.clip(prediction, MIN_PREDICTION_S, np.maximum(request, MIN_PREDICTION_S)), run
 
 
-class DetectedShort:
+class DetectedShort(FlaggedPredictor):
     """The ``learned`` predictor with a simulated detector of the short jobs on top (module docstring).
 
     ``inner`` predicts and learns as it would alone (it learns each job's actual runtime, whatever the detector
@@ -126,33 +126,18 @@ class DetectedShort:
     Every prediction handed out is kept in ``made``, by job id, and the flagged jobs among them in ``flagged``.
     """
 
-    name: PredictorName = "learned"
-
     def __init__(self, inner: RuntimePredictor, flags: dict[int, tuple[float, bool]]) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.flags = flags
-        self.made: dict[int, float] = {}
-        self.flagged: set[int] = set()
 
-    @property
-    def unseen_finished(self) -> int:
-        return self.inner.unseen_finished
-
-    def predict(self, job_id: int, user: int, vo: int, cores: int, request_s: float, submit_s: float) -> float:
-        prediction = self.inner.predict(job_id, user, vo, cores, request_s, submit_s)
+    def flag(
+        self, job_id: int, prediction: float, user: int, cores: int, request_s: float, submit_s: float
+    ) -> float | None:
         flag = self.flags.get(job_id)
-        if flag is not None:
-            seconds, exact = flag
-            prediction = seconds if exact else min(prediction, seconds)
-            self.flagged.add(job_id)
-        self.made[job_id] = prediction
-        return prediction
-
-    def finished(self, job_id: int, run_s: float) -> bool:
-        return self.inner.finished(job_id, run_s)
-
-    def state(self, keep: Collection[int] | None = None) -> dict[str, Any]:
-        return self.inner.state(keep)
+        if flag is None:
+            return None
+        seconds, exact = flag
+        return seconds if exact else min(prediction, seconds)
 
 
 def detector_flags(
@@ -186,7 +171,7 @@ def detector_flags(
 #: A detector on top of ``learned`` (``--base learned``): simulated (recall, false-positive rate), causal (a name of
 #: :func:`benchmarks.diag_short_jobs.detectors`), or none.
 Detector = tuple[float, float] | str | None
-Wrapped = DetectedShort | CausalShort
+Wrapped = FlaggedPredictor
 
 
 @contextmanager

@@ -167,21 +167,23 @@ def facts_of(rows: np.ndarray, run: np.ndarray, request: np.ndarray) -> CausalFa
     return CausalFacts(run, request, rows[:, :3], rows[:, 3], rows[:, 4], rows[:, 5], rows[:, 6], rows[:, 7:9])
 
 
-class CausalShort:
-    """A live runtime predictor with a causal detector of the short jobs on top: ``detector`` (a name of
-    :func:`detectors`) reads what :class:`UserMemory` knows when a job is first predicted, and a flagged job is
-    predicted min(``inner``'s prediction, ``flag_s``).  ``inner`` learns as it would alone.  Kept per job:
-    ``made`` (the prediction handed out) and ``flagged``."""
+class FlaggedPredictor:
+    """A runtime predictor with a detector of the short jobs on top: ``inner`` predicts and learns as it would
+    alone; a job :meth:`flag` answers for gets that prediction instead.  A job's prediction is made once, at
+    first sight (as ``inner``'s is).  Kept per job: ``made`` (the prediction handed out) and ``flagged``."""
 
     name: PredictorName = "learned"
 
-    def __init__(self, inner: RuntimePredictor, detector: str, flag_s: float) -> None:
+    def __init__(self, inner: RuntimePredictor) -> None:
         self.inner = inner
-        self.detector = detector
-        self.flag_s = flag_s
-        self.memory = UserMemory()
         self.made: dict[int, float] = {}
         self.flagged: set[int] = set()
+
+    def flag(
+        self, job_id: int, prediction: float, user: int, cores: int, request_s: float, submit_s: float
+    ) -> float | None:
+        """The prediction of a flagged job (given ``inner``'s), None for a job not flagged."""
+        raise NotImplementedError
 
     @property
     def unseen_finished(self) -> int:
@@ -192,20 +194,43 @@ class CausalShort:
         if known is not None:
             return known
         prediction = self.inner.predict(job_id, user, vo, cores, request_s, submit_s)
-        row = np.array([self.memory.seen(job_id, user, request_s, cores, submit_s)])
-        one = np.array([request_s])
-        if detectors(facts_of(row, one, one), np.array([submit_s]), np.array([float(cores)]))[self.detector][0]:
-            prediction = min(prediction, self.flag_s)
+        flagged = self.flag(job_id, prediction, user, cores, request_s, submit_s)
+        if flagged is not None:
+            prediction = flagged
             self.flagged.add(job_id)
         self.made[job_id] = prediction
         return prediction
 
     def finished(self, job_id: int, run_s: float) -> bool:
-        self.memory.ended(job_id, run_s)
         return self.inner.finished(job_id, run_s)
 
     def state(self, keep: Collection[int] | None = None) -> dict[str, Any]:
         return self.inner.state(keep)
+
+
+class CausalShort(FlaggedPredictor):
+    """A :class:`FlaggedPredictor` whose detector is causal: ``detector`` (a name of :func:`detectors`) reads
+    what :class:`UserMemory` knows when a job is first predicted, and a flagged job is predicted
+    min(``inner``'s prediction, ``flag_s``)."""
+
+    def __init__(self, inner: RuntimePredictor, detector: str, flag_s: float) -> None:
+        super().__init__(inner)
+        self.detector = detector
+        self.flag_s = flag_s
+        self.memory = UserMemory()
+
+    def flag(
+        self, job_id: int, prediction: float, user: int, cores: int, request_s: float, submit_s: float
+    ) -> float | None:
+        row = np.array([self.memory.seen(job_id, user, request_s, cores, submit_s)])
+        one = np.array([request_s])
+        if detectors(facts_of(row, one, one), np.array([submit_s]), np.array([float(cores)]))[self.detector][0]:
+            return min(prediction, self.flag_s)
+        return None
+
+    def finished(self, job_id: int, run_s: float) -> bool:
+        self.memory.ended(job_id, run_s)
+        return self.inner.finished(job_id, run_s)
 
 
 class _MemoryFeed:
