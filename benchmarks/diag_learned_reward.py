@@ -33,7 +33,7 @@ from typing import Any  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from benchmarks.learning_table import add_table_options, read_table, table_windows  # noqa: E402
+from benchmarks.learning_table import add_table_options, read_table, replay_cores, table_windows  # noqa: E402
 from rlsched.core.objective import Objective  # noqa: E402
 from rlsched.sim.workload import Workload  # noqa: E402
 from rlsched.workflow.learning import LEARNED_POLICY  # noqa: E402
@@ -85,7 +85,7 @@ def train_and_test(
             f"{LEARNED_POLICY}:{variant}",
             Path(tmp) / "model.npz",
             seeds=tuple(settings["seeds"]),
-            cores=row["cores"] if row["core_fraction"] < 1 else None,
+            cores=replay_cores(row),
             validation=windows["validation"],
             epochs=int(settings["epochs"]),
             deployment=Deployment(**settings["deployment"]),

@@ -69,8 +69,8 @@ import numpy as np  # noqa: E402
 
 import rlsched.sim.policies as sim_policies  # noqa: E402
 import rlsched.sim.rules as sim_rules  # noqa: E402
-from benchmarks.diag_short_jobs import FlaggedPredictor, causal_short  # noqa: E402
-from benchmarks.learning_table import CommittedTable, add_table_options, read_table, table_windows  # noqa: E402
+from benchmarks.diag_short_jobs import FlaggedPredictor, causal_short, hits  # noqa: E402
+from benchmarks.learning_table import CommittedTable, add_table_options, read_table, replay_cores, table_windows  # noqa: E402
 from rlsched.core.prediction import MIN_PREDICTION_S, RuntimePredictor  # noqa: E402
 from rlsched.core.runtime import usable_requested  # noqa: E402
 from rlsched.sim.prediction_errors import SHORT_JOB_S, order_agreement, short_job_hits  # noqa: E402
@@ -171,11 +171,12 @@ def detector_flags(
 #: A detector on top of ``learned`` (``--base learned``): simulated (recall, false-positive rate), causal (a name of
 #: :func:`benchmarks.diag_short_jobs.detectors`), or none.
 Detector = tuple[float, float] | str | None
-Wrapped = FlaggedPredictor
 
 
 @contextmanager
-def learned_with(wrap: Callable[[RuntimePredictor, Workload], Wrapped], built: list[Wrapped]) -> Iterator[None]:
+def learned_with(
+    wrap: Callable[[RuntimePredictor, Workload], FlaggedPredictor], built: list[FlaggedPredictor]
+) -> Iterator[None]:
     """Replays inside build each ``learned`` predictor as :func:`rlsched.sim.rules.warmed_predictor` does (the
     same warmed copy, cached across the settings), wrapped by ``wrap`` (the predictor, the replayed window) and
     kept in ``built``.  Boost mode's agents take it from :mod:`rlsched.sim.policies`, gate mode's rules from
@@ -210,7 +211,7 @@ def best_of_rules(table: CommittedTable, test: Workload, cores: int | None, best
         ran = simulate_in(table.deployment, test, f"{rule}:runtime_model=learned", cores)
         scores[rule] = schedule_score(table.objective, ran.schedule)
     mine = min(scores, key=lambda r: table.sign * scores[r])
-    return (scores[mine] / best if table.sign > 0 else best / scores[mine]), mine
+    return table.over_best(scores[mine], best), mine
 
 
 def run_oracle(table: CommittedTable, args: argparse.Namespace) -> None:
@@ -221,7 +222,7 @@ def run_oracle(table: CommittedTable, args: argparse.Namespace) -> None:
     print("|---|---|---|---|---|")
     for row in table.chosen(args.traces):
         test = table_windows(row, table.settings)["test"]
-        cores = row["cores"] if row["core_fraction"] < 1 else None
+        cores = replay_cores(row)
         own = row["prediction"]
         for sigma in sigmas:
             prediction, run = blurred(test, sigma, args.seed, args.blind_below)
@@ -315,13 +316,13 @@ def one_setting(
     """The rules on ``learned`` with ``detector`` on each of ``windows`` (a window, its best rule's score), once
     per seed (``flag_s``, ``found_s``: :func:`detector_flags`; a causally flagged job is predicted at most
     ``flag_s``)."""
-    cores = row["cores"] if row["core_fraction"] < 1 else None
+    cores = replay_cores(row)
     ratios, rules, mine, said = [], [], [], []
     for (test, best), seed in itertools.product(windows, seeds):
         request = usable_requested(test.req_time.astype(np.float64), test.job_class)
         run = np.minimum(np.maximum(test.run.astype(np.float64), 0.0), request)
         ids = window_ids(test, table.deployment.mode)
-        wrap: Callable[[RuntimePredictor, Workload], Wrapped]
+        wrap: Callable[[RuntimePredictor, Workload], FlaggedPredictor]
         if isinstance(detector, str):
             wrap = partial(causal_short, detector=detector, flag_s=flag_s)
         else:
@@ -340,7 +341,7 @@ def one_setting(
                     found_s=found_s,
                 )
             wrap = partial(lambda predictor, _window, f: DetectedShort(predictor, f), f=flags)
-        built: list[Wrapped] = []
+        built: list[FlaggedPredictor] = []
         with learned_with(wrap, built):
             ratio, rule = best_of_rules(table, test, cores, best)
         if len(built) != len(RULES):
@@ -350,14 +351,14 @@ def one_setting(
         for predictor in built:
             seen = np.array([i in predictor.made for i in ids])
             if detector is not None:
-                mine.append(_hits(np.array([i in predictor.flagged for i in ids])[seen], run[seen] < below_s))
+                mine.append(hits(np.array([i in predictor.flagged for i in ids])[seen], run[seen] < below_s))
             said.append(replay_hits(predictor, ids, seen, run, below_s))
     short = float(np.mean(windows[0][0].run < below_s))
     return SettingOutcome(ratios, "/".join(rules), short, _pair(mine), _pair(said))
 
 
 def replay_hits(
-    predictor: Wrapped, ids: Sequence[int], seen: np.ndarray, run: np.ndarray, below_s: float
+    predictor: FlaggedPredictor, ids: Sequence[int], seen: np.ndarray, run: np.ndarray, below_s: float
 ) -> tuple[float, float]:
     """The recall / precision of one replay's predictions under ``below_s`` as a detector of the jobs that ran
     under it (:func:`rlsched.sim.prediction_errors.short_job_hits` when ``below_s`` is its length), over the
@@ -366,7 +367,7 @@ def replay_hits(
     predicted = np.array([predictor.made.get(i, math.inf) for i in ids])[seen]
     if below_s == SHORT_JOB_S:
         return short_job_hits(predicted, run[seen])
-    return _hits(predicted < below_s, run[seen] < below_s)
+    return hits(predicted < below_s, run[seen] < below_s)
 
 
 def _pair(hits: list[tuple[float, float]]) -> str:
@@ -378,11 +379,6 @@ def _pair(hits: list[tuple[float, float]]) -> str:
         defined = [v for v in values if not math.isnan(v)]
         means.append(f"{np.mean(defined):.2f}" if defined else "-")
     return " / ".join(means)
-
-
-def _hits(said: np.ndarray, short: np.ndarray) -> tuple[float, float]:
-    both = float(np.sum(said & short))
-    return (both / short.sum() if short.any() else math.nan), (both / said.sum() if said.any() else math.nan)
 
 
 def test_windows(table: CommittedTable, row: dict[str, Any], jitters: list[int]) -> list[tuple[Workload, float]]:
@@ -415,8 +411,7 @@ def table_learned_ratios(table: CommittedTable, row: dict[str, Any], jitters: li
         windows.append((float(jittered["rules"][best_rule]["seeds"][k]), scores))
     out = []
     for best, scores in windows:
-        mine = min(scores, key=lambda v: table.sign * v)
-        out.append(mine / best if table.sign > 0 else best / mine)
+        out.append(table.over_best(min(scores, key=lambda v: table.sign * v), best))
     return out
 
 
@@ -428,7 +423,7 @@ def summarise(ratios: dict[str, list[float]]) -> None:
     """Per setting: the geometric mean over the traces and how many are ≥ 10 % better."""
     for label, values in ratios.items():
         if values:
-            geo = math.exp(float(np.mean(np.log(values))))
+            geo = _geo(values)
             wins = sum(v <= 0.9 for v in values)
             print(f"{label}: geometric mean {geo:.2f} over {len(values)} traces; ≥ 10 % better on {wins}")
 

@@ -28,7 +28,7 @@ from typing import Any  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from benchmarks.learning_table import add_table_options, read_table, table_windows  # noqa: E402
+from benchmarks.learning_table import CommittedTable, add_table_options, read_table, replay_cores, table_windows  # noqa: E402
 from rlsched.workflow.learning import JITTER_S, JITTER_SEEDS  # noqa: E402
 from rlsched.workflow.verdict import score_rules  # noqa: E402
 
@@ -42,7 +42,7 @@ def main() -> None:
     print(f"{'trace':<28}{'validation picks':>40}{'/ best':>8}{'jittered mean picks':>40}{'/ best':>8}")
     for row in table.chosen(args.traces):
         validation = table_windows(row, settings)["validation"]
-        cores = row["cores"] if row["core_fraction"] < 1 else None
+        cores = replay_cores(row)
         replays = {label: [float(v["validation"])] for label, v in row["rules"].items()}
         for seed in JITTER_SEEDS:
             jittered = score_rules(validation.jittered(seed, JITTER_S), deployment, objective, cores=cores)
@@ -51,16 +51,15 @@ def main() -> None:
         by_mean = min(row["rules"], key=lambda label: sign * float(np.mean(replays[label])))
         by_recorded = row["validation_pick"]["rule"]
         print(
-            f"{row['trace']:<28}{by_recorded:>40}{ratio(row, by_recorded, sign):>8.2f}"
-            f"{by_mean:>40}{ratio(row, by_mean, sign):>8.2f}",
+            f"{row['trace']:<28}{by_recorded:>40}{ratio(table, row, by_recorded):>8.2f}"
+            f"{by_mean:>40}{ratio(table, row, by_mean):>8.2f}",
             flush=True,
         )
 
 
-def ratio(row: dict[str, Any], rule: str, sign: float) -> float:
+def ratio(table: CommittedTable, row: dict[str, Any], rule: str) -> float:
     """A rule's test score over the test window's best rule (≥ 1)."""
-    score, best = float(row["rules"][rule]["test"]), float(row["best_rule_test"]["test"])
-    return score / best if sign > 0 else best / score
+    return table.over_best(float(row["rules"][rule]["test"]), float(row["best_rule_test"]["test"]))
 
 
 if __name__ == "__main__":

@@ -57,9 +57,9 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
 
 import numpy as np  # noqa: E402
 
-from benchmarks.learning_table import read_table, table_windows  # noqa: E402
-from rlsched.core.prediction import PredictorName, RuntimePredictor, learn_history, make_predictor  # noqa: E402
-from rlsched.sim.prediction_errors import SHORT_JOB_S, recorded_events  # noqa: E402
+from benchmarks.learning_table import CommittedTable, read_table, table_windows  # noqa: E402
+from rlsched.core.prediction import PredictorName, RuntimePredictor, learn_history  # noqa: E402
+from rlsched.sim.prediction_errors import SHORT_JOB_S, recorded_events, recorded_predictions  # noqa: E402
 from rlsched.sim.traces.sidecar import read_trace  # noqa: E402
 from rlsched.sim.traces.swf import resolve_trace  # noqa: E402
 from rlsched.sim.workload import Workload  # noqa: E402
@@ -285,22 +285,6 @@ def detectors(facts: CausalFacts, submit: np.ndarray, cores: np.ndarray) -> dict
     return out
 
 
-def model_predictions(workload: Workload, model: str) -> np.ndarray:
-    """``model``'s prediction of each row, fed as :func:`rlsched.sim.prediction_errors.prediction_errors` feeds
-    it (each job predicted at its submit, each learned at its recorded end)."""
-    run, request, events = recorded_events(workload)
-    users, vos, cores = workload.user.tolist(), workload.vo.tolist(), workload.procs.tolist()
-    submit, req, runs = workload.submit.tolist(), request.tolist(), run.tolist()
-    predictor = make_predictor(model)
-    out = np.zeros(len(workload))
-    for e in events.tolist():
-        if e >= 0:
-            out[e] = predictor.predict(e, users[e], vos[e], cores[e], req[e], submit[e])
-        else:
-            predictor.finished(~e, runs[~e])
-    return out
-
-
 @dataclass(frozen=True)
 class DetectorScore:
     """One detector on one trace (module docstring); NaN where undefined."""
@@ -314,13 +298,13 @@ class DetectorScore:
 
 def score(flags: np.ndarray, short: np.ndarray, learned_short: np.ndarray) -> DetectorScore:
     """How ``flags`` detects ``short``, alone and on top of ``learned_short`` (both boolean, by row)."""
-    recall, precision = _hits(flags, short)
+    recall, precision = hits(flags, short)
     either = flags | learned_short
     return DetectorScore(
         recall,
         precision,
         _share(flags & ~short, ~short),
-        _hits(either, short),
+        hits(either, short),
         (
             _share(flags & short & ~learned_short, short & ~learned_short),
             _share(flags & ~short & ~learned_short, ~short & ~learned_short),
@@ -332,7 +316,7 @@ def _share(part: np.ndarray, whole: np.ndarray) -> float:
     return float(part.sum()) / float(whole.sum()) if whole.any() else math.nan
 
 
-def _hits(said: np.ndarray, short: np.ndarray) -> tuple[float, float]:
+def hits(said: np.ndarray, short: np.ndarray) -> tuple[float, float]:
     return _share(said & short, short), _share(said & short, said)
 
 
@@ -342,20 +326,19 @@ def trace_scores(workload: Workload, scored: np.ndarray | None = None) -> tuple[
     facts = causal_facts(workload)
     keep = np.ones(len(workload), dtype=bool) if scored is None else scored
     short = (facts.run < SHORT_JOB_S)[keep]
-    predicted = {m: model_predictions(workload, m) for m in ("user-last2", "learned")}
+    predicted = {m: recorded_predictions(workload, m) for m in ("user-last2", "learned")}
     learned_short = (predicted["learned"] < SHORT_JOB_S)[keep]
     flags = detectors(facts, workload.submit.astype(np.float64), workload.procs.astype(np.float64))
     flags |= {f"{m}<60": v < SHORT_JOB_S for m, v in predicted.items()}
     return float(short.mean()), {name: score(f[keep], short, learned_short) for name, f in flags.items()}
 
 
-def window_rows(workload: Workload, table: Path, name: str) -> np.ndarray | None:
+def window_rows(workload: Workload, table: CommittedTable, name: str) -> np.ndarray | None:
     """The rows of ``workload`` (a whole trace) in ``table``'s test window of it, by job id (None: no row)."""
-    committed = read_table(table)
-    rows = committed.chosen(name)
+    rows = table.chosen(name)
     if not rows:
         return None
-    test = table_windows(rows[0], committed.settings)["test"]
+    test = table_windows(rows[0], table.settings)["test"]
     return np.isin(workload.job_id, test.job_id)
 
 
@@ -376,11 +359,12 @@ def main() -> None:
     )
     print("|---|---|---|---|---|---|---|---|")
     summary: dict[str, list[str]] = {}
+    table = None if args.window_of is None else read_table(args.window_of)
     for name in args.trace:
         t0 = time.perf_counter()
         workload = read_trace(resolve_trace(name))
-        scored = None if args.window_of is None else window_rows(workload, args.window_of, name)
-        if args.window_of is not None and scored is None:
+        scored = None if table is None else window_rows(workload, table, name)
+        if table is not None and scored is None:
             continue
         share, scores = trace_scores(workload, scored)
         for detector, s in scores.items():

@@ -45,6 +45,10 @@ class CommittedTable:
         """-1 where higher is better: ``min(key=sign * score)`` is the best."""
         return -1.0 if self.objective.higher_is_better else 1.0
 
+    def over_best(self, score: float, best: float) -> float:
+        """``score`` relative to ``best``'s, oriented so that above 1 is worse whichever way the objective goes."""
+        return score / best if self.sign > 0 else best / score
+
     def chosen(self, traces: str) -> list[dict[str, Any]]:
         """The rows ``traces`` names (comma-separated; a row's name, or a path ending in it such as
         ``metacentrum/wagap-2013``); every row when it is empty."""
@@ -52,6 +56,11 @@ class CommittedTable:
         return [
             r for r in self.rows if not wanted or any(w == r["trace"] or w.endswith("/" + r["trace"]) for w in wanted)
         ]
+
+
+def replay_cores(row: dict[str, Any]) -> int | None:
+    """The cores a row's windows were replayed on: None at the trace's recorded size."""
+    return int(row["cores"]) if row["core_fraction"] < 1 else None
 
 
 def read_table(folder: Path) -> CommittedTable:

@@ -118,26 +118,34 @@ def recorded_events(workload: Workload) -> tuple[np.ndarray, np.ndarray, np.ndar
     return run, request, events[order]
 
 
+def recorded_predictions(
+    workload: Workload, model: str, recorded: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+) -> np.ndarray:
+    """``model``'s prediction of each row of ``workload`` as recorded: each job predicted at its submit, each
+    learned at its recorded end (``recorded``: :func:`recorded_events` of it, when the caller has them)."""
+    run, request, events = recorded if recorded is not None else recorded_events(workload)
+    if model == "requested":
+        return request.copy()
+    users, vos, cores = workload.user.tolist(), workload.vo.tolist(), workload.procs.tolist()
+    submit, req, runs = workload.submit.tolist(), request.tolist(), run.tolist()
+    predictor = make_predictor(model)
+    out = [0.0] * len(workload)
+    for e in events.tolist():
+        if e >= 0:
+            out[e] = predictor.predict(e, users[e], vos[e], cores[e], req[e], submit[e])
+        else:
+            predictor.finished(~e, runs[~e])
+    return np.array(out)
+
+
 def prediction_errors(workload: Workload, models: tuple[str, ...] = MODELS) -> list[PredictionScore]:
     """Every model's :class:`PredictionScore` on ``workload`` (see the module docstring)."""
-    run, request, events = recorded_events(workload)
-    users, vos, cores = workload.user.tolist(), workload.vo.tolist(), workload.procs.tolist()
-    submit, req = workload.submit.tolist(), request.tolist()
-    runs = run.tolist()
+    recorded = recorded_events(workload)
+    run = recorded[0]
     scores = []
     for model in models:
         t0 = time.perf_counter()
-        if model == "requested":
-            predicted = request.copy()
-        else:
-            predictor = make_predictor(model)
-            out = [0.0] * len(workload)
-            for e in events.tolist():
-                if e >= 0:
-                    out[e] = predictor.predict(e, users[e], vos[e], cores[e], req[e], submit[e])
-                else:
-                    predictor.finished(~e, runs[~e])
-            predicted = np.array(out)
+        predicted = recorded_predictions(workload, model, recorded)
         seconds = time.perf_counter() - t0
         scores.append(
             PredictionScore(
