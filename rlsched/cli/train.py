@@ -527,7 +527,7 @@ def _echo_results(
     selected = verdict.extra["selected"]
     if tasks[0].search is not None:
         _echo_searches(results, selected["seed"], objective, out)
-        click.echo(verdict.line())
+        _echo_verdict(verdict)
         return
     for r in results:
         for note in r.notes:
@@ -542,7 +542,18 @@ def _echo_results(
             f"pass {r.best_epoch + 1}  {r.seconds:.1f} s{mark}"
         )
     click.echo(f"{out}: the model of seed {selected['seed']}, pass {selected['epoch'] + 1}")
+    _echo_verdict(verdict)
+
+
+def _echo_verdict(verdict: Verdict) -> None:
+    """The verdict line, then (with ``--rule-windows`` 2 or more) how far each window's best rule carried to the
+    next: what the verdict's margin over the rules is worth on this site's history."""
+    from rlsched.workflow.verdict import carryover_line, rank_carryover, verdict_windows
+
     click.echo(verdict.line())
+    carried = carryover_line(rank_carryover(verdict.objective, verdict_windows(verdict.to_dict())))
+    if carried:
+        click.echo(carried)
 
 
 def _echo_searches(results: Sequence[TrainResult], selected_seed: int, objective: str, out: Path) -> None:

@@ -63,7 +63,14 @@ from rlsched.workflow.train_scored import SCORED_RUNTIME as SCORED_RUNTIME
 from rlsched.workflow.train_scored import SCORED_RUNTIMES as SCORED_RUNTIMES
 from rlsched.workflow.train_scored import scored_features as scored_features
 from rlsched.workflow.train_scored import scored_search_config
-from rlsched.workflow.verdict import RulePrior, RuleScores, Verdict, rule_over_windows, score_rules
+from rlsched.workflow.verdict import (
+    RulePrior,
+    RuleScores,
+    Verdict,
+    rank_carryover,
+    rule_over_windows,
+    score_rules,
+)
 
 #: The nine logs of issue 23 (names ``rlsched.sim.traces.swf.resolve_trace`` finds under RLSCHED_TRACE_DIR).
 TRACES = (
@@ -1162,12 +1169,85 @@ def _like_for_like(rows: Sequence[Mapping[str, Any]], objective: Objective) -> l
     return lines
 
 
+def rule_windows_of(row: Mapping[str, Any]) -> list[tuple[str, dict[str, float]]]:
+    """A row's windows in time order (the train window's parts, validation, test), each with every rule's score."""
+    rules = row["rules"]
+    parts = sorted({part for v in rules.values() for part in (v.get("train") or {})}, key=_part_order)
+
+    def scores(window: str) -> dict[str, float]:
+        # A rule a window could not replay has no score there (rank_carryover counts the rules scored on both).
+        found = {label: (v.get("train") or {}).get(window, v.get(window)) for label, v in rules.items()}
+        return {label: float(s) for label, s in found.items() if isinstance(s, (int, float))}
+
+    return [(window, scores(window)) for window in (*parts, "validation", "test")]
+
+
+def _part_order(part: str) -> int:
+    """``train 2/3`` → 2 (the order :func:`rlsched.workflow.train.rule_windows` names them in)."""
+    return int(part.split()[-1].split("/")[0])
+
+
+def carryover_section(rows: Sequence[Mapping[str, Any]], objective: Objective) -> list[str]:
+    """How far each window's best rule carried to the next (:func:`rlsched.workflow.verdict.rank_carryover`): why
+    a choice made before the test window misses goal 1."""
+    carried = {r["trace"]: rank_carryover(objective, rule_windows_of(r)) for r in rows}
+    pairs = [f"{c.earlier} → {c.later}" for c in next((v for v in carried.values() if v), [])]
+    if not pairs:
+        return []
+    lines = [
+        "## How far one window's best rule carries to the next",
+        "",
+        "Every rule's score on each window in time order (the train window's halves, validation, test; recorded "
+        "replays): each cell names the best rule of the earlier window and its rank among the rules on the later "
+        "one (1: the best there too; equal scores share a rank; of rules tied for the best, the first by name), "
+        "with Spearman's rank correlation of all the "
+        "rules' scores on the two windows. `rlsched train --rule-windows 3` prints the same for a site's own "
+        "windows (`rlsched.workflow.verdict.rank_carryover`).",
+        "",
+        "| trace | " + " | ".join(pairs) + " |",
+        "|---|" + "---|" * len(pairs),
+    ]
+    ranks: dict[str, list[int]] = {pair: [] for pair in pairs}
+    for trace, items in carried.items():
+        by_pair = {f"{c.earlier} → {c.later}": c for c in items}
+        cells = []
+        for pair in pairs:
+            c = by_pair.get(pair)
+            if c is None:
+                cells.append("-")
+                continue
+            if c.rank is None:
+                cells.append(f"every rule alike on {c.earlier}")
+                continue
+            if c.correlation is not None:  # a later window that scores every rule alike says nothing either
+                ranks[pair].append(c.rank)
+            rho = "every rule alike on the later" if c.correlation is None else f"ρ {c.correlation:.2f}"
+            tied = f" (and {c.tied} tied)" if c.tied else ""
+            cells.append(f"{c.rule}{tied}: {c.rank} of {c.rules} ({rho})")
+        lines.append(f"| {trace} | " + " | ".join(cells) + " |")
+    counted = [(pair, v) for pair, v in ranks.items() if v]
+    if counted:
+        lines += [
+            "",
+            "Median rank of the earlier window's best rule on the later one, over the traces whose rules differ: "
+            + ", ".join(
+                f"{pair} {float(np.median(v)):.0f} (the best again on {sum(k == 1 for k in v)} of {len(v)})"
+                for pair, v in counted
+            )
+            + ". Where a rule best on one window is seldom near the top of the next — between the windows a site "
+            "can see as between validation and test — a choice made before the test window, the verdict's "
+            "included, rests on margins that do not carry over (see the yardstick above).",
+        ]
+    return [*lines, ""]
+
+
 def _sections(data: Mapping[str, Any], objective: Objective) -> list[str]:
     """The report after the table: goals, windows, verdicts, predictors, then every rule per trace."""
     rows = data["traces"]
     lines: list[str] = []
     lines += ["## Goals of the issue", ""] + [f"- {g}" for g in goals(data)] + [""]
     lines += _like_for_like(rows, objective)
+    lines += carryover_section(rows, objective)
     lines += [
         "## Windows",
         "",

@@ -37,6 +37,7 @@ out-of-sample figure is ``rlsched evaluate``'s, on the test window.
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import time
@@ -330,6 +331,87 @@ def rule_over_windows(objective: Objective, windows: Mapping[str, RuleScores]) -
         means[label] = math.exp(sum(logs) / len(logs))
     chosen = min(labels, key=lambda label: (means[label], label))
     return chosen, means
+
+
+@dataclass(frozen=True)
+class Carryover:
+    """How the best rule of one window ranked in the next one: ``rule``, the best on ``earlier`` (with ``tied``
+    other rules of the same score), came ``rank``-th of the ``rules`` scored on both in ``later`` (1: the best there
+    too; rules with equal scores share a rank; None where ``earlier`` scores every rule alike and has no best).
+    ``correlation``: Spearman's rank correlation of all those rules' scores on the two windows (None where one
+    window scores them all alike)."""
+
+    earlier: str
+    later: str
+    rule: str
+    tied: int
+    rank: int | None
+    rules: int
+    correlation: float | None
+
+
+def rank_carryover(objective: Objective, windows: Sequence[tuple[str, Mapping[str, float]]]) -> list[Carryover]:
+    """:class:`Carryover` for each pair of consecutive ``windows`` (label, every rule's score), in their order.
+
+    Why: a rule chosen on one window is deployed on the next.  Where the best rule of one window ranks far down the
+    next one, the margin between the rules at the top of one window says little about the next, however large
+    it is (issue 23: docs/results/learning*/report.md).  Only rules with a finite score on both windows count;
+    of rules tied for the best, the first label in sorted order is named, so the result is deterministic."""
+    sign = -1.0 if objective.higher_is_better else 1.0
+    out = []
+    for (earlier, before), (later, after) in itertools.pairwise(windows):
+        labels = sorted(
+            label for label in set(before) & set(after) if math.isfinite(before[label]) and math.isfinite(after[label])
+        )
+        if not labels:
+            continue
+        x = np.array([sign * before[label] for label in labels])
+        y = np.array([sign * after[label] for label in labels])
+        best = int(np.argmin(x))  # argmin keeps the first of equal scores: the first label
+        tied = int(np.sum(x == x[best])) - 1
+        rank = None if tied == len(labels) - 1 else 1 + int(np.sum(y < y[best]))
+        out.append(Carryover(earlier, later, labels[best], tied, rank, len(labels), _spearman(x, y)))
+    return out
+
+
+def verdict_windows(verdict: Mapping[str, Any]) -> list[tuple[str, Mapping[str, float]]]:
+    """The windows a verdict (:meth:`Verdict.to_dict`, a model file's) scored every rule on, in time order: the
+    training window's parts (``--rule-windows``), then validation."""
+    parts = verdict.get("rule_windows") or {}
+    return [*parts.items(), ("validation", verdict["rules"])]
+
+
+def _spearman(x: np.ndarray, y: np.ndarray) -> float | None:
+    """Spearman's rank correlation (average ranks for ties); None where either side is constant."""
+    if np.ptp(x) == 0 or np.ptp(y) == 0:
+        return None
+    from scipy.stats import spearmanr
+
+    return float(spearmanr(x, y).statistic)
+
+
+def carryover_line(carried: Sequence[Carryover]) -> str:
+    """One line for the user on how far their windows' best rules carried over (empty: no pair of windows)."""
+    if not carried:
+        return ""
+    pairs = "; ".join(_carried_text(c) for c in carried)
+    return (
+        f"rules window to window: {pairs}. A rule best by a small margin on one window is not thereby the best on "
+        "the next."
+    )
+
+
+def _carried_text(c: Carryover) -> str:
+    if c.rank is None:
+        return f"every rule scored alike on {c.earlier}"
+    tied = f" and {c.tied} tied with it" if c.tied else ""
+    rho = "" if c.correlation is None else f" (rank correlation {c.correlation:.2f})"
+    return f"the best on {c.earlier} ({c.rule}{tied}) ranked {_ordinal(c.rank)} of {c.rules} on {c.later}{rho}"
+
+
+def _ordinal(n: int) -> str:
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
 
 
 #: ``--rule-prior``'s name for the prior shipped with rlsched (:meth:`RulePrior.public`), and its file in this package.

@@ -120,6 +120,20 @@ def test_train_searches_the_scored_policy_and_prints_its_verdict(tmp_path: Path)
     assert spec.name == "scored" and meta["search"]["config"]["population"] == 4 and "verdict" in meta["policy"]
 
 
+def test_with_three_windows_train_says_how_far_each_windows_best_rule_carried_to_the_next(tmp_path: Path) -> None:
+    swf = write_swf(tmp_path / "t.swf", n=400)
+    out = tmp_path / "scored.npz"
+    args = ["train", "--workload", str(swf), "--policy", "scored", "--out", str(out), "--quiet"]
+    small = ["--search-population", "4", "--search-generations", "1"]
+    result = CliRunner().invoke(main, [*args, *small, "--rule-windows", "3"])
+    assert result.exit_code == 0, result.output
+    last = result.output.strip().splitlines()[-1]
+    assert last.startswith("rules window to window: ") and "on train 2/2" in last and "on validation" in last
+    # One window (the default): nothing to carry over from, so no such line.
+    alone = CliRunner().invoke(main, [*args, *small, "--out", str(tmp_path / "one.npz")])
+    assert alone.exit_code == 0 and "window to window" not in alone.output
+
+
 @pytest.mark.parametrize(
     ("policy", "option", "message"),
     [

@@ -14,12 +14,14 @@ from rlsched.cli._common import load_workload
 from rlsched.core.objective import Objective
 from rlsched.workflow.learning import (
     LearningSettings,
+    carryover_section,
     goals,
     learning_trace,
     quick_settings,
     render_report,
     replay_cores,
     replays_on_test,
+    rule_windows_of,
     write_outputs,
 )
 from tests.workflow.conftest import write_swf
@@ -364,3 +366,16 @@ def test_rules_on_the_learned_prediction_are_judged_against_their_user_last2_twi
     line = next(g for g in goals({"settings": LearningSettings().to_dict(), "traces": [row]}) if "beat the same" in g)
     assert "better beyond the spread in 1, worse beyond it in 0, a tie in 1 of 2 rule × trace pairs" in line
     assert "on the recorded replay alone better in 2" in line and line.endswith("not everywhere.")
+
+
+def test_the_report_ranks_each_windows_best_rule_on_the_next_window() -> None:
+    rules = {
+        "a": {"runtime": "requested", "train": {"train 1/2": 1.0, "train 2/2": 3.0}, "validation": 2.0, "test": 1.0},
+        "b": {"runtime": "requested", "train": {"train 1/2": 2.0, "train 2/2": 1.0}, "validation": 1.0, "test": 3.0},
+        "c": {"runtime": "requested", "train": {"train 1/2": 3.0, "train 2/2": 2.0}, "validation": 3.0, "test": 2.0},
+    }
+    row = {"trace": "t", "rules": rules}
+    assert [label for label, _ in rule_windows_of(row)] == ["train 1/2", "train 2/2", "validation", "test"]
+    lines = "\n".join(carryover_section([row], Objective()))
+    assert "| t | a: 3 of 3 (ρ -0.50) | b: 1 of 3 (ρ 0.50) | b: 3 of 3 (ρ -0.50) |" in lines
+    assert "validation → test 3 (the best again on 0 of 1)" in lines

@@ -26,7 +26,15 @@ from rlsched.workflow.train import (
     train_plan,
     validation_score,
 )
-from rlsched.workflow.verdict import RuleScores, candidate_rules, config_line, judge, spec_text
+from rlsched.workflow.verdict import (
+    RuleScores,
+    candidate_rules,
+    carryover_line,
+    config_line,
+    judge,
+    rank_carryover,
+    spec_text,
+)
 
 POLICY = "sarsa-esn:pretrain_decisions=50"
 GATE = Deployment("gate")
@@ -367,3 +375,34 @@ def test_with_a_prior_a_losing_model_is_replaced_by_the_priors_rule_and_the_line
     assert loses.to_dict()["deploy_prior"] == loses.deploy_prior
     beats = judge(Objective(), GATE, 8.8, [8.8, 9.0, 9.2], field, prior=prior)
     assert beats.outcome == "beats" and "picks" not in beats.line()
+
+
+def test_rank_carryover_ranks_each_windows_best_rule_on_the_next() -> None:
+    first = {"a": 1.0, "b": 2.0, "c": 3.0, "d": 4.0}
+    second = {"a": 3.0, "b": 1.0, "c": 2.0, "d": 4.0, "only-here": 0.5}
+    third = {"a": 7.0, "b": 7.0, "c": 7.0, "d": 7.0, "only-here": 7.0}
+    carried = rank_carryover(Objective(), [("w1", first), ("w2", second), ("w3", third)])
+    one, two = carried
+    # "a" is best on w1 and third of the four rules both windows scored ("only-here" is not one of them).
+    assert (one.rule, one.rank, one.rules, one.tied) == ("a", 3, 4, 0)
+    assert one.correlation == pytest.approx(0.4)  # ranks (1, 2, 3, 4) against (3, 1, 2, 4)
+    # w3 scores every rule alike: the best of w2 shares the first rank, and there is no order to correlate.
+    assert (two.rule, two.rank, two.rules, two.correlation) == ("only-here", 1, 5, None)
+    # Higher is better: the order turns round.
+    (w,) = rank_carryover(Objective("W"), [("w1", first), ("w2", second)])
+    assert (w.rule, w.rank) == ("d", 1)
+
+
+def test_rank_carryover_names_the_first_of_tied_rules_and_has_no_best_where_all_tie() -> None:
+    tied = {"b": 1.0, "a": 1.0, "c": 2.0}
+    later = {"a": 5.0, "b": 5.0, "c": 1.0}
+    (c,) = rank_carryover(Objective(), [("w1", tied), ("w2", later)])
+    assert (c.rule, c.tied, c.rank) == ("a", 1, 2)
+    (flat,) = rank_carryover(Objective(), [("w1", dict.fromkeys("abc", 3.0)), ("w2", later)])
+    assert flat.rank is None and flat.correlation is None
+    assert carryover_line([flat]) == (
+        "rules window to window: every rule scored alike on w1. A rule best by a small margin on one window is not "
+        "thereby the best on the next."
+    )
+    assert "the best on w1 (a and 1 tied with it) ranked 2nd of 3 on w2" in carryover_line([c])
+    assert carryover_line([]) == ""
