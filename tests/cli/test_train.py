@@ -6,10 +6,21 @@ import json
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from click.testing import CliRunner, Result
 
 from rlsched.cli import main
 from tests.workflow.conftest import write_swf
+
+
+def _train_scored(tmp_path: Path, *options: str, jobs: int = 200, out: str = "scored.npz") -> tuple[Result, Path]:
+    """``rlsched train --policy scored`` with a tiny search on a small trace of ``jobs`` jobs: (result, model)."""
+    swf = tmp_path / "t.swf"
+    if not swf.exists():
+        write_swf(swf, n=jobs)
+    model = tmp_path / out
+    args = ["train", "--workload", str(swf), "--policy", "scored", "--out", str(model), "--quiet"]
+    search = ["--search-population", "4", "--search-generations", "1"]
+    return CliRunner().invoke(main, [*args, *search, *options]), model
 
 
 @pytest.mark.parametrize("window", ["0/2", "0/0", "3/2"])
@@ -104,10 +115,7 @@ def test_train_prints_the_time_left_in_its_log(tmp_path: Path, monkeypatch: pyte
 
 
 def test_train_searches_the_scored_policy_and_prints_its_verdict(tmp_path: Path) -> None:
-    swf = write_swf(tmp_path / "t.swf", n=200)
-    out = tmp_path / "scored.npz"
-    args = ["train", "--workload", str(swf), "--policy", "scored", "--out", str(out), "--quiet"]
-    result = CliRunner().invoke(main, [*args, "--search-population", "4", "--search-generations", "1"])
+    result, out = _train_scored(tmp_path)
     assert result.exit_code == 0, result.output
     lines = result.output.strip().splitlines()
     assert "the search chose" in result.output and f"{out}: the scored policy of seed 0" in lines
@@ -121,16 +129,12 @@ def test_train_searches_the_scored_policy_and_prints_its_verdict(tmp_path: Path)
 
 
 def test_with_three_windows_train_says_how_far_each_windows_best_rule_carried_to_the_next(tmp_path: Path) -> None:
-    swf = write_swf(tmp_path / "t.swf", n=400)
-    out = tmp_path / "scored.npz"
-    args = ["train", "--workload", str(swf), "--policy", "scored", "--out", str(out), "--quiet"]
-    small = ["--search-population", "4", "--search-generations", "1"]
-    result = CliRunner().invoke(main, [*args, *small, "--rule-windows", "3"])
+    result, _ = _train_scored(tmp_path, "--rule-windows", "3", jobs=400)
     assert result.exit_code == 0, result.output
     last = result.output.strip().splitlines()[-1]
     assert last.startswith("rules window to window: ") and "on train 2/2" in last and "on validation" in last
     # One window (the default): nothing to carry over from, so no such line.
-    alone = CliRunner().invoke(main, [*args, *small, "--out", str(tmp_path / "one.npz")])
+    alone, _ = _train_scored(tmp_path, out="one.npz")
     assert alone.exit_code == 0 and "window to window" not in alone.output
 
 
@@ -167,18 +171,13 @@ def _prior(path: Path, objective: str, rules: dict[str, dict[str, float]]) -> Pa
 def test_train_with_a_rule_prior_deploys_the_rule_the_other_traces_pick(tmp_path: Path) -> None:
     from rlsched.core.policies import read_verdict
 
-    swf = write_swf(tmp_path / "t.swf", n=200)
-    out = tmp_path / "scored.npz"
     # Two other traces agree on f4; the trained trace's own window in the file (named "t") says saf and is left out.
     prior = _prior(
         tmp_path / "results.json",
         "bsld",
         {"t": {"saf": 1.0, "f4": 9.0}, "x": {"saf": 3.0, "f4": 1.0}, "y": {"saf": 2.0, "f4": 1.5}},
     )
-    args = ["train", "--workload", str(swf), "--policy", "scored", "--out", str(out), "--quiet"]
-    result = CliRunner().invoke(
-        main, [*args, "--search-population", "4", "--search-generations", "1", "--rule-prior", str(prior)]
-    )
+    result, out = _train_scored(tmp_path, "--rule-prior", str(prior))
     assert result.exit_code == 0, result.output
     verdict = read_verdict(out)
     assert verdict is not None and verdict["deploy_rule"] == "f4" and verdict["deploy_windows"] == 2
@@ -219,14 +218,10 @@ def test_a_rule_prior_that_is_not_a_learning_run_names_its_file(tmp_path: Path) 
 def test_the_public_rule_prior_ships_with_rlsched_and_serves_bsld_only(tmp_path: Path) -> None:
     from rlsched.core.policies import read_verdict
 
-    swf = write_swf(tmp_path / "t.swf", n=200)
-    out = tmp_path / "scored.npz"
-    args = ["train", "--workload", str(swf), "--policy", "scored", "--out", str(out), "--quiet"]
-    search = ["--search-population", "4", "--search-generations", "1"]
-    result = CliRunner().invoke(main, [*args, *search, "--rule-prior", "public"])
+    result, out = _train_scored(tmp_path, "--rule-prior", "public")
     assert result.exit_code == 0, result.output
     verdict = read_verdict(out)
     assert verdict is not None and verdict["deploy_windows"] == 9
     assert verdict["deploy_prior"] == "the validation windows of 9 other traces (public: docs/results/learning-12k)"
-    w = CliRunner().invoke(main, [*args, "--objective", "W", "--rule-prior", "public"])
+    w, _ = _train_scored(tmp_path, "--objective", "W", "--rule-prior", "public")
     assert w.exit_code == 1 and "public: docs/results/learning-12k: the rule prior was measured for bsld" in w.output
