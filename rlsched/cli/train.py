@@ -551,7 +551,7 @@ def _echo_verdict(verdict: Verdict) -> None:
     from rlsched.workflow.verdict import carryover_line, rank_carryover, verdict_windows
 
     click.echo(verdict.line())
-    carried = carryover_line(rank_carryover(verdict.objective, verdict_windows(verdict.to_dict())))
+    carried = carryover_line(rank_carryover(verdict.objective, verdict_windows(verdict.extra)))
     if carried:
         click.echo(carried)
 
