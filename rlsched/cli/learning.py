@@ -91,7 +91,11 @@ ROWS_DIR = "rows"
 @click.option("--scale", type=float, default=None, help="'lal' only: the share of its jobs.")
 @click.option("--quick", is_flag=True, help="A small setting (the first 600 jobs, one epoch, a tiny search).")
 @click.option(
-    "--workers", type=click.IntRange(min=1), default=1, show_default=True, help="Processes for the seeds of sarsa-esn."
+    "--workers",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Processes for the seeds (sarsa-esn's, the scored search's) and the rules' replays; the table is the same.",
 )
 @click.option(
     "--out",

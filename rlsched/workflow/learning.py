@@ -119,6 +119,7 @@ class LearningSettings:
     search: SearchConfig = field(default_factory=scored_search_config)
     #: Keep only the first ``max_jobs`` jobs of each trace (None: all).
     max_jobs: int | None = None
+    #: Processes for the seeds and the rules' replays (every replay is deterministic: the rows are the same).
     workers: int = 1
     #: Windows train's verdict chooses the rule to deploy on (1: validation alone, train's default).
     rule_windows: int = RULE_WINDOWS
@@ -287,7 +288,7 @@ def learning_trace(
 
     # Every rule on test (validation's scores come with the verdict below).
     t = time.perf_counter()
-    on_test = score_rules(tw.test_view, settings.deployment, settings.objective, cores=cores)
+    on_test = score_rules(tw.test_view, settings.deployment, settings.objective, cores=cores, workers=settings.workers)
     out["rules_left_out"] = on_test.skipped
     note(f"  {len(on_test.scores)} rules on test: {time.perf_counter() - t:.0f} s")
 
@@ -344,7 +345,11 @@ def _train_and_judge(
             search=search,
         )
         results = run_tasks(tasks, workers=settings.workers)
-        scores = dict(rule_scores) if rule_scores is not None else score_rule_windows(tasks[0], settings.rule_windows)
+        scores = (
+            dict(rule_scores)
+            if rule_scores is not None
+            else score_rule_windows(tasks[0], settings.rule_windows, workers=settings.workers)
+        )
         verdict = judge_and_write(
             results,
             tasks,
@@ -468,7 +473,7 @@ def _windows_pick(
     else:
         cut = rule_windows(task, COMPARED_WINDOWS)
         train_scores = {
-            label: score_rules(w, tw.settings.deployment, objective, cores=tw.cores).scores
+            label: score_rules(w, tw.settings.deployment, objective, cores=tw.cores, workers=tw.settings.workers).scores
             for label, w in cut.items()
             if label != "validation"
         }
@@ -524,7 +529,9 @@ def _jittered_replays(tw: _TraceWindows, on_test: RuleScores, learners: Mapping[
     learner's selected model the same replays, so that the deployed choice and the best rule are compared on
     the same replays (:func:`replays_on_test`)."""
     per_seed = [
-        score_rules(view, tw.settings.deployment, tw.settings.objective, cores=tw.cores).scores
+        score_rules(
+            view, tw.settings.deployment, tw.settings.objective, cores=tw.cores, workers=tw.settings.workers
+        ).scores
         for view in tw.jittered_tests
     ]
     return {

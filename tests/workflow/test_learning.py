@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import math
+import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -92,6 +94,29 @@ def test_a_quick_row_scores_every_rule_and_both_learned_policies_on_the_test_win
         assert like["deployed"]["seeds"] == model
     assert set(row["prediction"]) == {"requested", "user-last2", "learned"}
     assert all(math.isfinite(p["mae_s"]) for p in row["prediction"].values())
+
+
+def _without_timings(value: Any) -> Any:
+    """A row with its wall times left out, which differ from run to run: ``seconds``, ``train_seconds`` and the
+    search's note's "…, 0.3 s)"."""
+    if isinstance(value, dict):
+        return {k: _without_timings(v) for k, v in value.items() if k not in {"seconds", "train_seconds"}}
+    if isinstance(value, list):
+        return [_without_timings(v) for v in value]
+    if isinstance(value, str):
+        return re.sub(r"[0-9.]+ s\)", "s)", value)
+    return value
+
+
+def test_a_row_run_on_two_processes_is_the_row_run_on_one(
+    quick_row: dict[str, Any], tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    # --workers spreads the seeds and every rule replay over a pool: a whole trace's row in half the wall time,
+    # and the same numbers, so rows of one table may come from runs with different --workers.
+    swf = write_swf(tmp_path_factory.mktemp("learning-pool") / "small.swf", n=300, interarrival_s=60.0)
+    pooled = replace(quick_settings(seeds=(0, 1), max_jobs=300), workers=2)
+    row = learning_trace(load_workload(str(swf)), pooled)
+    assert _without_timings(row) == _without_timings(quick_row["traces"][0])
 
 
 def test_the_report_regenerates_from_results_json_alone(quick_row: dict[str, Any], tmp_path: Path) -> None:
