@@ -168,12 +168,13 @@ def _replayed(row: dict[str, Any], best: list[float], other: list[float], model:
     row["rules"]["easy"]["test"] = best[0]
     row["validation_pick"] = {"rule": "easy", "test": best[0]}
     row["learned"] = {"selected": {"test": model[0]}}
+    row["scored"] = {"selected": {"test": best[0]}}
     row["deployed"]["test"] = model[0]
     row["jittered"] = {
         "jitter_s": 300.0,
         "jitter_seeds": [1, 2, 3],
         "rules": {"easy": _seeds(best[1:]), "other": _seeds(other[1:])},
-        "models": {"sarsa-esn": _seeds(model[1:]), "scored": _seeds([0.0] * 3)},
+        "models": {"sarsa-esn": _seeds(model[1:]), "scored": _seeds(best[1:])},
     }
     return row
 
@@ -192,6 +193,27 @@ def test_goal_one_judges_the_deployed_model_on_the_same_replays_as_the_rules() -
     assert "reached" in goals({"settings": settings, "traces": [row]})[0]
     report = render_report({"settings": settings, "traces": [_full(row)]})
     assert "## Goal 1 like for like" in report and "| t | other: 10.2 ± 0.433 | m: 11.0 ± 6 (1.07) |" in report
+
+
+def test_the_learners_are_set_beside_the_rule_validation_picks_over_the_same_replays() -> None:
+    settings = LearningSettings().to_dict()
+
+    def beside(model: list[float]) -> list[str]:
+        row = _replayed(_row(9.0, 0.0), [10.0, 12.0, 12.0, 12.0], [11.0, 10.0, 10.0, 10.0], model)
+        return [line for line in goals({"settings": settings, "traces": [row]}) if "rule validation picks" in line]
+
+    # Validation picked easy (11.5 ± 0.87 over the four replays); the model's 8 ± 0 is 30 % better, beyond both
+    # spreads; the scored search's selected seed replays exactly as easy.
+    learned, scored = beside([8.0, 8.0, 8.0, 8.0])
+    assert "learned model (sarsa-esn) against the rule validation picks" in learned
+    assert "better beyond the spread on 1 of 1 traces (t), worse beyond it on 0; geometric-mean ratio 0.696" in learned
+    assert "on 0 of 1 traces, worse beyond it on 0; geometric-mean ratio 1." in scored
+    # As recorded the model (5) is far better, but over the four replays (11 ± 6) only as good as easy: a tie.
+    learned, _ = beside([5.0, 5.0, 17.0, 17.0])
+    assert "on 0 of 1 traces, worse beyond it on 0; geometric-mean ratio 0.957" in learned
+    # Worse beyond the spread.
+    learned, _ = beside([14.0, 14.0, 14.0, 14.0])
+    assert "on 0 of 1 traces, worse beyond it on 1 (t); geometric-mean ratio 1.22" in learned
 
 
 def _full(row: dict[str, Any]) -> dict[str, Any]:
