@@ -856,7 +856,7 @@ def _against_validation_pick(rows: Sequence[Mapping[str, Any]], higher: bool, mo
     site deploys without a model, chosen with the information the model had; the goal above measures against
     the best rule on the test window itself, a choice no one can make before it.  Like for like: the seed the
     verdict selected and the rule over the same replays of the test window (as recorded and jittered)."""
-    learner = {key: name for _deployed, name, key in DEPLOYED}[model]
+    learner = {key: name for _choice, name, key in DEPLOYED}[model]
     ratios: dict[str, float] = {}
     wins, losses = [], []
     for r in rows:

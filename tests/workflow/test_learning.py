@@ -111,7 +111,7 @@ def _without_timings(value: Any) -> Any:
 def test_a_row_run_on_two_processes_is_the_row_run_on_one(
     quick_row: dict[str, Any], tmp_path_factory: pytest.TempPathFactory
 ) -> None:
-    # --workers spreads the seeds and every rule replay over a pool: a whole trace's row in half the wall time,
+    # --workers spreads the seeds and every rule replay over a pool: a whole trace's row in less wall time,
     # and the same numbers, so rows of one table may come from runs with different --workers.
     swf = write_swf(tmp_path_factory.mktemp("learning-pool") / "small.swf", n=300, interarrival_s=60.0)
     pooled = replace(quick_settings(seeds=(0, 1), max_jobs=300), workers=2)
