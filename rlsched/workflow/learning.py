@@ -728,16 +728,27 @@ def replays_on_test(row: Mapping[str, Any], higher: bool, other_pick: str | None
     out = {"best": {"what": best, **rules[best]}, "validation_pick": {"what": pick, **rules[pick]}}
     if other_pick is not None:
         out[OTHER_TRACES] = {"what": other_pick, **rules[other_pick]}
-    for key, learner, model in DEPLOYED:
+    for key, _learner, model in DEPLOYED:
         d = row[key]
         if d["kind"] == "rule":
             out[key] = {"what": d["what"], **rules[d["what"]]}
         else:
-            samples = [float(row[model]["selected"]["test"]), *jittered["models"][learner]["seeds"]]
-            out[key] = {"what": d["what"], **_stats(samples)}
+            out[key] = {"what": d["what"], **_model_replays(row, model)}
         if other_pick is not None:  # what train --rule-prior deploys: the prior's rule instead of a loser
             out[key + WITH_PRIOR] = out[OTHER_TRACES] if d["kind"] == "rule" else out[key]
     return out
+
+
+def _model_replays(row: Mapping[str, Any], model: str) -> dict[str, Any]:
+    """The seed the verdict of ``model`` (``learned`` or ``scored``) selected: its mean ± spread over the test
+    window's replays, as recorded and jittered."""
+    learner = {m: name for _key, name, m in DEPLOYED}[model]
+    return _stats([float(row[model]["selected"]["test"]), *row["jittered"]["models"][learner]["seeds"]])
+
+
+def _apart(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    """Whether two means ± spreads differ beyond the larger spread (else a tie)."""
+    return bool(abs(a["mean"] - b["mean"]) > max(a["spread"], b["spread"]))
 
 
 def _rule_replays(row: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
@@ -761,7 +772,7 @@ def single_rule_misses(rows: Sequence[Mapping[str, Any]], higher: bool) -> tuple
         for rules, best in zip(every, bests, strict=True):
             mine = rules[label]
             ratios.append(_ratio(higher, mine["mean"], best["mean"]))
-            misses += sign * (mine["mean"] - best["mean"]) > max(mine["spread"], best["spread"])
+            misses += _apart(mine, best) and sign * (mine["mean"] - best["mean"]) > 0
         return _geomean(ratios), misses
 
     scored = {label: judged(label) for label in labels}
@@ -856,17 +867,15 @@ def _against_validation_pick(rows: Sequence[Mapping[str, Any]], higher: bool, mo
     site deploys without a model, chosen with the information the model had; the goal above measures against
     the best rule on the test window itself, a choice no one can make before it.  Like for like: the seed the
     verdict selected and the rule over the same replays of the test window (as recorded and jittered)."""
-    learner = {key: name for _choice, name, key in DEPLOYED}[model]
     ratios: dict[str, float] = {}
     wins, losses = [], []
     for r in rows:
-        jittered = r.get("jittered", {})
-        if "models" not in jittered:
+        replays = replays_on_test(r, higher)
+        if replays is None:
             continue
-        pick = _rule_replays(r)[r["validation_pick"]["rule"]]
-        mine = _stats([float(r[model]["selected"]["test"]), *jittered["models"][learner]["seeds"]])
+        pick, mine = replays["validation_pick"], _model_replays(r, model)
         ratio = ratios[r["trace"]] = _ratio(higher, mine["mean"], pick["mean"])
-        if abs(mine["mean"] - pick["mean"]) > max(mine["spread"], pick["spread"]):
+        if _apart(mine, pick):
             if ratio <= WIN_RATIO:
                 wins.append(r["trace"])
             elif ratio > 1.0:
@@ -940,7 +949,7 @@ def _rule_pairs_goal(rows: Sequence[Mapping[str, Any]], higher: bool) -> str:
             if replays is not None:
                 mine, other = replays[label], replays[twin]
                 gap = sign * (mine["mean"] - other["mean"])
-                beyond = abs(gap) > max(mine["spread"], other["spread"])
+                beyond = _apart(mine, other)
                 won += beyond and gap < 0
                 lost += beyond and gap > 0
     head = "**Rules on the learned prediction beat the same rules on user-last2** (test): "
