@@ -123,7 +123,10 @@ def learning(
     report_only: bool,
 ) -> None:
     """Regenerate issue 23's table into OUT: every rule, sarsa-esn (train's epochs, selection and verdict), the
-    scored search and the runtime predictors, per trace, on the test window in boost mode, bounded slowdown."""
+    scored search and the runtime predictors, per trace, on the test window in boost mode, bounded slowdown.
+
+    A run stopped and started again resumes: the rows finished from OUT/rows/, the row it was in from the
+    replays and trainings kept in OUT/pieces/ (keyed by their arguments: remove it after changing the code)."""
     from dataclasses import replace
 
     from rlsched.core.objective import Objective, parse_class_weights

@@ -29,10 +29,11 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -44,6 +45,7 @@ from rlsched.core.objective import Objective
 from rlsched.sim.prediction_errors import prediction_errors
 from rlsched.sim.search import SearchConfig
 from rlsched.sim.workload import Workload, with_class_rule
+from rlsched.workflow.pieces import PieceStore, fingerprint
 from rlsched.workflow.site import trace_class_rule
 from rlsched.workflow.split import Deployment, TimeSplit, describe_window
 from rlsched.workflow.train import (
@@ -94,6 +96,13 @@ LOW_LOAD = 0.5
 #: cores, and on the 6 cores that would bring them to 0.8 on average its bursts pile up (bounded slowdowns of
 #: 3,000 to 22,000: another machine, not LPC-EGEE's).  Such a trace is replayed as recorded (its rules tie).
 MIN_LOAD_FRACTION = 0.1
+#: A window whose jobs offer more than this load of the cores they are replayed on is a saturated machine: its
+#: queue grows for as long as the window lasts, and its bounded slowdowns measure that backlog (the first rules
+#: on LPC-EGEE's whole test window, 1.15 of the 43 cores that bring the whole trace to 0.8: around 31,000).
+#: Where fewer cores would do that to a window that is measured (validation, test), there are more of them.
+SATURATED_LOAD = 1.0
+#: The windows a row measures policies on (the train window only trains them).
+MEASURED_WINDOWS = ("validation", "test")
 LEARNED_POLICY = "sarsa-esn"
 #: A learned row within this factor of the best rule on test counts as a win of at least 10 %.
 WIN_RATIO = 0.90
@@ -105,6 +114,8 @@ JITTER_S = 300.0
 JITTER_SEEDS = (1, 2, 3)
 #: The version of a row's contents (LearningSettings.to_dict).
 ROW_FORMAT = 2
+#: Beside ``rows/``: the finished pieces of the rows not finished yet (:func:`pieces_path`).
+PIECES_DIR = "pieces"
 
 
 @dataclass(frozen=True)
@@ -166,13 +177,25 @@ def quick_settings(seeds: Sequence[int] = (0, 1, 2), max_jobs: int = 600) -> Lea
     return LearningSettings(seeds=tuple(seeds), epochs=1, search=search, max_jobs=max_jobs)
 
 
-def replay_cores(workload: Workload, target_load: float = TARGET_LOAD) -> tuple[int, float]:
+def replay_cores(
+    workload: Workload, target_load: float = TARGET_LOAD, split: TimeSplit | None = None
+) -> tuple[int, float]:
     """(cores, fraction of the recorded machine) for an offered load of about ``target_load``, at least
-    the widest job."""
+    the widest job.
+
+    With ``split``, no window it measures on (:data:`MEASURED_WINDOWS`) is left saturated: where one would offer
+    more than :data:`SATURATED_LOAD`, the cores are those that bring the busiest of them to ``target_load``.
+    """
+    recorded = int(workload.max_procs)
     load = float(workload.summary()["offered_load"])
-    cores = max(math.ceil(workload.max_procs * load / target_load), int(np.max(workload.procs)))
-    cores = min(cores, int(workload.max_procs))
-    return cores, cores / float(workload.max_procs)
+    cores = max(math.ceil(recorded * load / target_load), int(np.max(workload.procs)))
+    if split is not None:
+        # A window's offered load scales as 1/cores: measured once, on the recorded machine.
+        busiest = max(float(split.window(workload, name).summary()["offered_load"]) for name in MEASURED_WINDOWS)
+        if recorded * busiest > SATURATED_LOAD * cores:
+            cores = max(cores, math.ceil(recorded * busiest / target_load))
+    cores = min(cores, recorded)
+    return cores, cores / float(recorded)
 
 
 def needs_fewer_cores(name: str, offered_load: float = 1.0) -> bool:
@@ -211,6 +234,8 @@ class _TraceWindows:
     test_view: Workload
     settings: LearningSettings
     cores: int | None
+    #: Where the row's finished replays and trainings are kept, so that a row stopped resumes (None: nowhere).
+    pieces: PieceStore | None = None
 
     @property
     def sign(self) -> float:
@@ -255,12 +280,13 @@ def learning_trace(
     core_fraction: float = 1.0,
     recorded_cores: int | None = None,
     say: Callable[[str], None] | None = None,
+    pieces: PieceStore | None = None,
 ) -> dict[str, Any]:
-    """One trace's row of the table (see the module docstring); ``whole``: the trace as loaded."""
+    """One trace's row of the table (see the module docstring); ``whole``: the trace as loaded.  ``pieces``: its
+    replays and trainings are kept there as each finishes, and those kept are read back (:mod:`.pieces`)."""
     t0 = time.perf_counter()
     note = say or (lambda _text: None)
-    if settings.max_jobs is not None and len(whole) > settings.max_jobs:
-        whole = whole.select(np.arange(settings.max_jobs), name=whole.name)
+    whole = first_jobs(whole, settings.max_jobs)
     split = settings.split
     train_w, validation_w, test_w = (split.window(whole, name) for name in ("train", "validation", "test"))
     rule = trace_class_rule(train_w)
@@ -273,6 +299,7 @@ def learning_trace(
         with_class_rule(test_w, rule),
         settings,
         cores,
+        pieces,
     )
     windows = split.windows(whole)
     out: dict[str, Any] = {
@@ -288,7 +315,9 @@ def learning_trace(
 
     # Every rule on test (validation's scores come with the verdict below).
     t = time.perf_counter()
-    on_test = score_rules(tw.test_view, settings.deployment, settings.objective, cores=cores, workers=settings.workers)
+    on_test = score_rules(
+        tw.test_view, settings.deployment, settings.objective, cores=cores, workers=settings.workers, store=pieces
+    )
     out["rules_left_out"] = on_test.skipped
     note(f"  {len(on_test.scores)} rules on test: {time.perf_counter() - t:.0f} s")
 
@@ -344,11 +373,11 @@ def _train_and_judge(
             objective=settings.objective,
             search=search,
         )
-        results = run_tasks(tasks, workers=settings.workers)
+        results = _trained(tw, tasks)
         scores = (
             dict(rule_scores)
             if rule_scores is not None
-            else score_rule_windows(tasks[0], settings.rule_windows, workers=settings.workers)
+            else score_rule_windows(tasks[0], settings.rule_windows, workers=settings.workers, store=tw.pieces)
         )
         verdict = judge_and_write(
             results,
@@ -358,15 +387,51 @@ def _train_and_judge(
             windows=settings.rule_windows,
             rule_scores=scores,
         )
-        model_test: list[float] = []
-        for task, result in zip(tasks, results, strict=True):
-            seed_file = Path(tmp) / f"seed{result.seed}.npz"
-            seed_file.write_bytes(result.model)
-            model_test.append(validation_score(seed_file, replace(task, validation=tw.test_view)))
-        k = _selected_index(verdict, results)
-        selected_file = Path(tmp) / f"seed{results[k].seed}.npz"
-        jittered = [validation_score(selected_file, replace(tasks[k], validation=view)) for view in tw.jittered_tests]
+        for result in results:
+            (Path(tmp) / f"seed{result.seed}.npz").write_bytes(result.model)
+
+        def replayed(k: int, view: Workload) -> float:
+            """Seed ``k``'s model replayed on ``view`` (kept in the row's pieces)."""
+            task = replace(tasks[k], validation=view)
+            path = Path(tmp) / f"seed{results[k].seed}.npz"
+            if tw.pieces is None:
+                return validation_score(path, task)
+            key = fingerprint("model replay", results[k].model, _task_arguments(task))
+            return tw.pieces.computed(key, lambda: validation_score(path, task))
+
+        model_test = [replayed(k, tw.test_view) for k in range(len(tasks))]
+        selected = _selected_index(verdict, results)
+        jittered = [replayed(selected, view) for view in tw.jittered_tests]
     return _Judged(tasks, results, verdict, model_test, scores, jittered)
+
+
+def _task_arguments(task: TrainTask) -> dict[str, Any]:
+    """What a task's training and replays depend on: every field but the files it writes (a temporary
+    directory's, other at every run)."""
+    return {f.name: getattr(task, f.name) for f in fields(task) if f.name not in ("model_path", "checkpoint_path")}
+
+
+def _trained(tw: _TraceWindows, tasks: Sequence[TrainTask]) -> list[TrainResult]:
+    """:func:`run_tasks` on the row's workers, but for the tasks whose result the row's pieces keep; each
+    result is kept there as it finishes."""
+    pieces = tw.pieces
+    if pieces is None:
+        return run_tasks(tasks, workers=tw.settings.workers)
+    keys = [fingerprint("training", _task_arguments(task)) for task in tasks]
+    results: dict[int, TrainResult] = {}
+    for i, (task, key) in enumerate(zip(tasks, keys, strict=True)):
+        kept = pieces.get(key)
+        if kept is not None:
+            results[i] = replace(kept, model_path=task.model_path)  # the path this run writes the model to
+    todo = [i for i in range(len(tasks)) if i not in results]
+
+    def finished(j: int, result: TrainResult) -> None:
+        pieces.put(keys[todo[j]], result)
+
+    if todo:
+        fresh = run_tasks([tasks[i] for i in todo], workers=tw.settings.workers, finished=finished)
+        results.update(zip(todo, fresh, strict=True))
+    return [results[i] for i in range(len(tasks))]
 
 
 #: What a row keeps of a verdict (:meth:`rlsched.workflow.verdict.Verdict.to_dict`).
@@ -473,7 +538,9 @@ def _windows_pick(
     else:
         cut = rule_windows(task, COMPARED_WINDOWS)
         train_scores = {
-            label: score_rules(w, tw.settings.deployment, objective, cores=tw.cores, workers=tw.settings.workers).scores
+            label: score_rules(
+                w, tw.settings.deployment, objective, cores=tw.cores, workers=tw.settings.workers, store=tw.pieces
+            ).scores
             for label, w in cut.items()
             if label != "validation"
         }
@@ -530,7 +597,12 @@ def _jittered_replays(tw: _TraceWindows, on_test: RuleScores, learners: Mapping[
     the same replays (:func:`replays_on_test`)."""
     per_seed = [
         score_rules(
-            view, tw.settings.deployment, tw.settings.objective, cores=tw.cores, workers=tw.settings.workers
+            view,
+            tw.settings.deployment,
+            tw.settings.objective,
+            cores=tw.cores,
+            workers=tw.settings.workers,
+            store=tw.pieces,
         ).scores
         for view in tw.jittered_tests
     ]
@@ -575,13 +647,25 @@ def table_jobs(
     loader: Callable[[str, int | None], Workload], name: str, row: Mapping[str, Any], max_jobs: int | None
 ) -> Workload:
     """The jobs a finished ``row`` replayed: the trace on the row's cores, cut to ``max_jobs``."""
-    whole = loader(name, int(row["cores"]) if row["cores"] < row["recorded_cores"] else None)
-    return whole if max_jobs is None else whole.select(np.arange(min(len(whole), max_jobs)), name=whole.name)
+    return first_jobs(loader(name, int(row["cores"]) if row["cores"] < row["recorded_cores"] else None), max_jobs)
+
+
+def first_jobs(workload: Workload, max_jobs: int | None) -> Workload:
+    """The first ``max_jobs`` jobs of ``workload`` (None: all of them), under its name."""
+    if max_jobs is None or len(workload) <= max_jobs:
+        return workload
+    return workload.select(np.arange(max_jobs), name=workload.name)
 
 
 def row_path(rows_dir: Path, name: str) -> Path:
     """Where one trace's finished row is kept (``rows/KTH-SP2-1996-2.1-cln.json``)."""
     return rows_dir / (name.replace("/", "_").replace("\\", "_") + ".json")
+
+
+def pieces_path(rows_dir: Path, name: str) -> Path:
+    """Where the finished pieces of a row not finished yet are kept (``pieces/KTH-SP2-1996-2.1-cln/``, beside
+    ``rows/``): a run stopped in the middle of a row resumes from them (:mod:`rlsched.workflow.pieces`)."""
+    return rows_dir.parent / PIECES_DIR / row_path(rows_dir, name).stem
 
 
 def saved_row(rows_dir: Path, name: str, settings: LearningSettings) -> dict[str, Any] | None:
@@ -608,29 +692,37 @@ def run_learning(
     replayed on :func:`replay_cores`'s fraction) and what was run.
 
     ``rows_dir``: each finished row is written there at once (atomically), and a trace whose row a run with the
-    same settings left there is not run again — a run of hours that stops resumes where it stopped.
+    same settings left there, on the cores this run would replay it on, is not run again — a run of hours that
+    stops resumes where it stopped; inside a row, too, from its pieces kept beside (:func:`pieces_path`).
     """
     rows = []
     for name in traces:
-        if rows_dir is not None:
-            kept = saved_row(rows_dir, name, settings)
-            if kept is not None:
-                if say is not None:
-                    say(f"{name}: the row finished earlier with these settings ({row_path(rows_dir, name)})")
-                # The predictors are measured again: seconds, and a measure added since reaches the table.
-                rows.append({**kept, "prediction": predictor_scores(table_jobs(loader, name, kept, settings.max_jobs))})
-                continue
         whole = loader(name, None)
         cores, fraction, recorded = None, 1.0, int(whole.max_procs)
-        head = whole if settings.max_jobs is None else whole.select(np.arange(min(len(whole), settings.max_jobs)))
+        head = first_jobs(whole, settings.max_jobs)
         if needs_fewer_cores(whole.name, float(head.summary()["offered_load"])):
-            reduced, fraction = replay_cores(head)
+            reduced, fraction = replay_cores(head, split=settings.split)
             if reduced < whole.max_procs:
                 whole, cores = loader(name, reduced), reduced
-        row = learning_trace(whole, settings, cores=cores, core_fraction=fraction, recorded_cores=recorded, say=say)
-        if rows_dir is not None:
+        kept = saved_row(rows_dir, name, settings) if rows_dir is not None else None
+        if kept is not None and rows_dir is not None and int(kept["cores"]) == (cores or recorded):
+            if say is not None:
+                say(f"{name}: the row finished earlier with these settings ({row_path(rows_dir, name)})")
+            # The predictors are measured again: seconds, and a measure added since reaches the table.
+            rows.append({**kept, "prediction": predictor_scores(first_jobs(whole, settings.max_jobs))})
+            continue
+        if kept is not None and say is not None:
+            say(f"{name}: the row kept was replayed on {kept['cores']} cores, this run on {cores or recorded}: again")
+        pieces = PieceStore(pieces_path(rows_dir, name)) if rows_dir is not None else None
+        if pieces is not None and pieces.directory.is_dir() and say is not None:
+            say(f"{name}: resumed from the finished pieces in {pieces.directory}")
+        row = learning_trace(
+            whole, settings, cores=cores, core_fraction=fraction, recorded_cores=recorded, say=say, pieces=pieces
+        )
+        if rows_dir is not None and pieces is not None:
             rows_dir.mkdir(parents=True, exist_ok=True)
             write_json_atomic(row_path(rows_dir, name), {"settings": settings.to_dict(), "row": row}, mode=0o644)
+            shutil.rmtree(pieces.directory, ignore_errors=True)  # the row holds what they were for
         rows.append(row)
     return {"settings": settings.to_dict(), "traces": rows}
 
@@ -1115,8 +1207,9 @@ def _notes(rows: Sequence[Mapping[str, Any]]) -> list[str]:
     if fewer:
         lines += [
             "Replayed on fewer cores (the same for every policy, for an offered load of about "
-            f"{TARGET_LOAD}; the traces that never queue at their recorded size, and those whose replayed jobs "
-            f"offer less than {LOW_LOAD}): "
+            f"{TARGET_LOAD}, or for {TARGET_LOAD} in the busier of the validation and test windows where one of them "
+            f"would offer more than {SATURATED_LOAD:g}; the traces that never queue at their recorded size, and "
+            f"those whose replayed jobs offer less than {LOW_LOAD}): "
             + "; ".join(
                 f"{r['trace']} on {r['cores']} of {r['recorded_cores']} cores ({100 * r['core_fraction']:.1f} %)"
                 for r in fewer

@@ -64,6 +64,7 @@ from rlsched.workflow.train_scored import check_scored_plan, scored_search_confi
 from rlsched.workflow.train_task import TrainError, TrainResult, TrainTask
 
 if TYPE_CHECKING:
+    from rlsched.workflow.pieces import PieceStore
     from rlsched.workflow.verdict import RulePrior, RuleScores, Verdict
 
 #: Key of the training progress inside a checkpoint's policy metadata.
@@ -490,20 +491,24 @@ def run_tasks(
     dask_address: str | None = None,
     dask_slurm: DaskSlurm | None = None,
     progress: Callable[[int], None] | None = None,
+    finished: Callable[[int, TrainResult], None] | None = None,
 ) -> list[TrainResult]:
     """Run ``tasks`` here (one worker: with per-job ``progress``), on a process pool, or on Dask.
 
-    With several tasks ``progress`` counts finished tasks.  Results come back in task order.
+    With several tasks ``progress`` counts finished tasks.  Results come back in task order; ``finished(i,
+    result)`` is called with each as soon as it is known (a caller keeps it before the others are done).
     """
     if dask_address is not None and dask_slurm is not None:
         raise TrainError("give --dask or --dask-slurm, not both")
     if dask_address is not None or dask_slurm is not None:
-        return _run_dask(tasks, dask_address, dask_slurm, progress)
+        return _run_dask(tasks, dask_address, dask_slurm, progress, finished)
     if workers <= 1 or len(tasks) == 1:
         results = []
         for i, task in enumerate(tasks):
             one = progress if len(tasks) == 1 else None
             results.append(train_one(task, one))
+            if finished is not None:
+                finished(i, results[-1])
             if progress is not None and len(tasks) > 1:
                 progress(i + 1)
         return results
@@ -513,14 +518,21 @@ def run_tasks(
     with ProcessPoolExecutor(max_workers=min(workers, len(tasks))) as pool:
         futures = {pool.submit(_train_quiet, task): i for i, task in enumerate(tasks)}
         for n, future in enumerate(as_completed(futures), 1):
-            out[futures[future]] = future.result()
+            i = futures[future]
+            out[i] = future.result()
+            if finished is not None:
+                finished(i, out[i])
             if progress is not None:
                 progress(n)
     return [out[i] for i in range(len(tasks))]
 
 
 def _run_dask(
-    tasks: Sequence[TrainTask], address: str | None, slurm: DaskSlurm | None, progress: Callable[[int], None] | None
+    tasks: Sequence[TrainTask],
+    address: str | None,
+    slurm: DaskSlurm | None,
+    progress: Callable[[int], None] | None,
+    finished: Callable[[int, TrainResult], None] | None,
 ) -> list[TrainResult]:
     try:
         from distributed import Client, as_completed
@@ -558,7 +570,10 @@ def _run_dask(
             index = {f.key: i for i, f in enumerate(futures)}
             out: dict[int, TrainResult] = {}
             for n, future in enumerate(as_completed(futures), 1):
-                out[index[future.key]] = future.result()
+                i = index[future.key]
+                out[i] = future.result()
+                if finished is not None:
+                    finished(i, out[i])
                 if progress is not None:
                     progress(n)
             return [out[i] for i in range(len(tasks))]
@@ -617,9 +632,11 @@ def score_rule_windows(
     windows: int = RULE_WINDOWS,
     progress: Callable[[int], None] | None = None,
     workers: int = 1,
+    store: PieceStore | None = None,
 ) -> dict[str, RuleScores]:
     """Every candidate rule replayed on each of :func:`rule_windows`'s windows (the last: validation) in the task's
-    deployment mode, by its objective, on ``workers`` processes; ``progress(rules done)`` over all windows."""
+    deployment mode, by its objective, on ``workers`` processes; ``progress(rules done)`` over all windows.
+    ``store``: the replays kept there are read back, the others kept as they finish."""
     from rlsched.workflow.verdict import score_rules
 
     scored: dict[str, RuleScores] = {}
@@ -639,6 +656,7 @@ def score_rule_windows(
             overrun=task.overrun,
             progress=counted,
             workers=workers,
+            store=store,
         )
         done[:] = [done[0] + done[1], 0]
     return scored

@@ -56,6 +56,7 @@ from rlsched.core.policies.spec import _format_value
 from rlsched.sim.engine import DEFAULT_OVERRUN, Overrun, Schedule
 from rlsched.sim.policies import workload_vos
 from rlsched.sim.workload import Workload
+from rlsched.workflow.pieces import PieceStore, fingerprint
 from rlsched.workflow.split import Deployment, simulate_in
 
 OUTCOMES = ("beats", "ties", "loses")
@@ -133,11 +134,13 @@ def score_rules(
     overrun: Overrun = DEFAULT_OVERRUN,
     progress: Callable[[int], None] | None = None,
     workers: int = 1,
+    store: PieceStore | None = None,
 ) -> RuleScores:
     """Replay ``validation`` under every candidate rule in ``deployment``'s mode, on ``workers`` processes.
 
     In boost mode the batch system backfills, so rules that differ only in their own ``backfill`` (``sjf`` and
     ``easy-sjf``, ``fcfs`` and ``easy``) replay alike: each such group is replayed once (:func:`boost_twin`).
+    ``store``: each replay's score is kept there as it finishes, and read back instead of replayed again.
     """
     t0 = time.perf_counter()
     specs, skipped = candidate_rules(workload_vos(validation), deployment)
@@ -146,11 +149,27 @@ def score_rules(
     first: dict[Any, PolicySpec] = {}
     for twin, spec in zip(twins, specs, strict=True):
         first.setdefault(twin, spec)
-    jobs = [(validation, deployment, objective, spec, cores, overrun) for spec in first.values()]
+    jobs: dict[Any, _Replay] = {
+        twin: (validation, deployment, objective, spec, cores, overrun) for twin, spec in first.items()
+    }
     results: dict[Any, tuple[float, str | None]] = {}
-    done = 0
-    for twin, result in zip(first, _replays(jobs, workers), strict=True):
+    keys: dict[Any, str] = {}
+    if store is not None:
+        window = fingerprint(validation)  # digested once for all the rules
+        keys = {twin: fingerprint("rule replay", window, job[1:]) for twin, job in jobs.items()}
+        for twin, key in keys.items():
+            kept = store.get(key)
+            if kept is not None:
+                results[twin] = kept
+    done = sum(twins.count(twin) for twin in results)
+    if progress is not None and done:
+        progress(done)
+    todo = [twin for twin in first if twin not in results]
+    replayed = _replays([jobs[twin] for twin in todo], workers)
+    for twin, result in zip(todo, replayed, strict=True):
         results[twin] = result
+        if store is not None:
+            store.put(keys[twin], result)
         done += twins.count(twin)  # the rules this replay scores
         if progress is not None:
             progress(done)

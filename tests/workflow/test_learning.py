@@ -119,6 +119,41 @@ def test_a_row_run_on_two_processes_is_the_row_run_on_one(
     assert _without_timings(row) == _without_timings(quick_row["traces"][0])
 
 
+def test_a_row_stopped_in_the_middle_resumes_from_its_pieces_and_is_the_row_run_at_once(
+    quick_row: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A whole trace's row is hours: a run stopped after the rules' replays and one seed's training keeps them,
+    # and the run started again replays and trains only the rest, to the same row.
+    from rlsched.workflow.pieces import PieceStore
+    from rlsched.workflow.train_task import TrainResult
+
+    class Stopped(Exception):
+        pass
+
+    put = PieceStore.put
+    trained: list[object] = []
+
+    def put_until_the_second_training(self: PieceStore, key: str, value: Any) -> None:
+        if trained:
+            raise Stopped  # killed while the second seed trained
+        if isinstance(value, TrainResult):
+            trained.append(value)
+        put(self, key, value)
+
+    swf = write_swf(tmp_path / "small.swf", n=300, interarrival_s=60.0)
+    settings = quick_settings(seeds=(0, 1), max_jobs=300)
+    monkeypatch.setattr(PieceStore, "put", put_until_the_second_training)
+    with pytest.raises(Stopped):
+        learning_trace(load_workload(str(swf)), settings, pieces=PieceStore(tmp_path / "pieces"))
+    monkeypatch.undo()
+    kept = len(list((tmp_path / "pieces").iterdir()))
+    assert len(trained) == 1 and kept > 20  # the rules on test, on the train window and validation, one seed
+    again = PieceStore(tmp_path / "pieces")
+    row = learning_trace(load_workload(str(swf)), settings, pieces=again)
+    assert again.reused == kept and again.kept > 0
+    assert _without_timings(row) == _without_timings(quick_row["traces"][0])
+
+
 def test_the_report_regenerates_from_results_json_alone(quick_row: dict[str, Any], tmp_path: Path) -> None:
     write_outputs(quick_row, tmp_path)
     report = (tmp_path / "report.md").read_text()
@@ -260,6 +295,38 @@ def test_fewer_cores_bring_the_offered_load_to_about_the_target() -> None:
     assert 0.7 < reduced.summary()["offered_load"] <= 0.8
 
 
+def _hourly_jobs(path: Path, last_gap_s: int, n: int = 400, max_procs: int = 64) -> Path:
+    """``n`` jobs of 4 cores for an hour, one an hour but one every ``last_gap_s`` in the last quarter (the test
+    window): 0.06 of ``max_procs`` offered by the first three quarters."""
+    gaps = np.where(np.arange(n) < 3 * n // 4, 3600, last_gap_s)
+    lines = [f"; MaxProcs: {max_procs}", "; UnixStartTime: 1000000000"]
+    for i, submit in enumerate(np.cumsum(gaps).tolist()):
+        lines.append(f"{i + 1} {submit} 0 3600 4 -1 -1 4 7200 -1 1 {i % 5 + 1} 1 -1 1 1 -1 -1")
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_fewer_cores_never_leave_a_measured_window_saturated(tmp_path: Path) -> None:
+    """A trace whose whole offers 0.8 of the fewer cores, but its test window more than all of them: that replay
+    would measure the backlog, so the cores are those that bring the busiest measured window to 0.8."""
+    from rlsched.workflow.learning import SATURATED_LOAD, TARGET_LOAD
+
+    workload = load_workload(str(_hourly_jobs(tmp_path / "burst.swf", 450)))  # the test window: 8 times more
+    split = LearningSettings().split
+    on_average, _ = replay_cores(workload, TARGET_LOAD)
+    test_load = split.window(workload.with_max_procs(on_average), "test").summary()["offered_load"]
+    assert test_load > SATURATED_LOAD  # the trace is what the test needs
+    cores, fraction = replay_cores(workload, TARGET_LOAD, split=split)
+    assert on_average < cores < workload.max_procs and fraction == cores / workload.max_procs
+    reduced = workload.with_max_procs(cores)
+    loads = {name: split.window(reduced, name).summary()["offered_load"] for name in ("validation", "test")}
+    assert 0.7 < max(loads.values()) <= TARGET_LOAD
+    # No measured window saturated: the split changes nothing.
+    even = load_workload(str(_hourly_jobs(tmp_path / "even.swf", 3600)))
+    assert replay_cores(even, TARGET_LOAD)[0] < even.max_procs
+    assert replay_cores(even, TARGET_LOAD, split=split) == replay_cores(even, TARGET_LOAD)
+
+
 def test_the_predictor_goal_leaves_out_a_trace_whose_request_is_the_runtime() -> None:
     # There the learned predictor, never above the request, is exact by construction: no comparison.
     settings = LearningSettings().to_dict()
@@ -311,6 +378,13 @@ def test_each_finished_row_is_kept_and_a_run_started_again_resumes_from_it(
     other = learning.quick_settings((0, 1), max_jobs=100)
     learning.run_learning(lambda name, procs: load_workload(name), [str(swf)], other, rows_dir=rows)
     assert ran == ["small", "small"]  # other settings: run afresh
+    # The same settings, but the row kept was replayed on other cores than this run's (an older rule for them).
+    path = rows / (str(swf).replace("/", "_") + ".json")
+    saved = json.loads(path.read_text())
+    saved["row"]["cores"] -= 1
+    path.write_text(json.dumps(saved))
+    learning.run_learning(lambda name, procs: load_workload(name), [str(swf)], other, rows_dir=rows)
+    assert ran == ["small", "small", "small"]
 
 
 def test_the_report_says_the_search_was_by_bounded_slowdown_only_for_a_run_that_searched_so() -> None:

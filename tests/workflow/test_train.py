@@ -22,6 +22,7 @@ from rlsched.workflow.train import (
     train_plan,
     write_models,
 )
+from rlsched.workflow.train_task import TrainResult
 
 POLICY = "sarsa-esn:pretrain_decisions=50"
 
@@ -125,10 +126,18 @@ def test_a_checkpoint_of_other_arguments_is_refused_or_started_afresh(small_swf:
 def test_the_local_pool_gives_the_serial_models(small_swf: Path, tmp_path: Path) -> None:
     tasks = train_plan(read_swf(small_swf), POLICY, tmp_path / "m.npz", seeds=[0, 1])
     serial = run_tasks(tasks)
-    pooled = run_tasks(tasks, workers=2)
+    finished: dict[int, bytes] = {}
+
+    def keep(i: int, result: TrainResult) -> None:
+        assert i not in finished
+        finished[i] = result.model
+
+    pooled = run_tasks(tasks, workers=2, finished=keep)
     for a, b in zip(serial, pooled, strict=True):
         assert a.model_path == b.model_path
         assert same_model(a.model, b.model, tmp_path)
+    # Each result is handed on as it finishes (a caller keeps it before the others end), once, by its task.
+    assert finished == {i: result.model for i, result in enumerate(pooled)}
 
 
 def test_the_saved_model_loads_for_its_vos_and_rule(small_swf: Path, site_config: Path, tmp_path: Path) -> None:
