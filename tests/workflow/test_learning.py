@@ -135,7 +135,7 @@ def test_a_row_stopped_in_the_middle_resumes_from_its_pieces_and_is_the_row_run_
 
     def put_until_the_second_training(self: PieceStore, key: str, value: Any) -> None:
         if trained:
-            raise Stopped  # killed while the second seed trained
+            raise Stopped  # killed before the second seed's training was kept
         if isinstance(value, TrainResult):
             trained.append(value)
         put(self, key, value)
@@ -147,7 +147,7 @@ def test_a_row_stopped_in_the_middle_resumes_from_its_pieces_and_is_the_row_run_
         learning_trace(load_workload(str(swf)), settings, pieces=PieceStore(tmp_path / "pieces"))
     monkeypatch.undo()
     kept = len(list((tmp_path / "pieces").iterdir()))
-    assert len(trained) == 1 and kept > 20  # the rules on test, on the train window and validation, one seed
+    assert len(trained) == 1 and kept > 20  # the rules on test and the first seed's training
     again = PieceStore(tmp_path / "pieces")
     row = learning_trace(load_workload(str(swf)), settings, pieces=again)
     assert again.reused == kept and again.kept > 0
