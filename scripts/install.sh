@@ -24,5 +24,8 @@ if ! command -v systemd-analyze >/dev/null && [ "$(id -u)" = 0 ] && command -v a
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends systemd >/dev/null
 fi
 .venv/bin/python -m pip install -q --upgrade pip
+# setuptools >= 77 reads pyproject's SPDX license; the tests build wheels with --no-build-isolation (offline,
+# the venv's own setuptools), and the setuptools a Debian 12 venv starts with (65.5) cannot.
+.venv/bin/python -m pip install -q --upgrade 'setuptools>=77'
 .venv/bin/python -m pip install -q -e '.[dev,dask]'
 echo "rlsched installed in $(pwd)/.venv  (run: .venv/bin/rlsched --help)"
