@@ -14,6 +14,7 @@ import pytest
 
 from rlsched.cli._common import load_workload
 from rlsched.core.objective import Objective
+from rlsched.sim.workload import Workload
 from rlsched.workflow.learning import (
     LearningSettings,
     carryover_section,
@@ -29,11 +30,16 @@ from rlsched.workflow.learning import (
 from tests.workflow.conftest import write_swf
 
 
+def _quick(folder: Path) -> tuple[Workload, LearningSettings]:
+    """The small trace and the quick settings every full row of this module runs on."""
+    swf = write_swf(folder / "small.swf", n=300, interarrival_s=60.0)
+    return load_workload(str(swf)), quick_settings(seeds=(0, 1), max_jobs=300)
+
+
 @pytest.fixture(scope="module")
 def quick_row(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    swf = write_swf(tmp_path_factory.mktemp("learning") / "small.swf", n=300, interarrival_s=60.0)
-    settings = quick_settings(seeds=(0, 1), max_jobs=300)
-    return {"settings": settings.to_dict(), "traces": [learning_trace(load_workload(str(swf)), settings)]}
+    workload, settings = _quick(tmp_path_factory.mktemp("learning"))
+    return {"settings": settings.to_dict(), "traces": [learning_trace(workload, settings)]}
 
 
 def test_a_quick_row_scores_every_rule_and_both_learned_policies_on_the_test_window(quick_row: dict[str, Any]) -> None:
@@ -113,9 +119,8 @@ def test_a_row_run_on_two_processes_is_the_row_run_on_one(
 ) -> None:
     # --workers spreads the seeds and every rule replay over a pool: a whole trace's row in less wall time,
     # and the same numbers, so rows of one table may come from runs with different --workers.
-    swf = write_swf(tmp_path_factory.mktemp("learning-pool") / "small.swf", n=300, interarrival_s=60.0)
-    pooled = replace(quick_settings(seeds=(0, 1), max_jobs=300), workers=2)
-    row = learning_trace(load_workload(str(swf)), pooled)
+    workload, settings = _quick(tmp_path_factory.mktemp("learning-pool"))
+    row = learning_trace(workload, replace(settings, workers=2))
     assert _without_timings(row) == _without_timings(quick_row["traces"][0])
 
 
@@ -140,16 +145,15 @@ def test_a_row_stopped_in_the_middle_resumes_from_its_pieces_and_is_the_row_run_
             trained.append(value)
         put(self, key, value)
 
-    swf = write_swf(tmp_path / "small.swf", n=300, interarrival_s=60.0)
-    settings = quick_settings(seeds=(0, 1), max_jobs=300)
+    workload, settings = _quick(tmp_path)
     monkeypatch.setattr(PieceStore, "put", put_until_the_second_training)
     with pytest.raises(Stopped):
-        learning_trace(load_workload(str(swf)), settings, pieces=PieceStore(tmp_path / "pieces"))
+        learning_trace(workload, settings, pieces=PieceStore(tmp_path / "pieces"))
     monkeypatch.undo()
     kept = len(list((tmp_path / "pieces").iterdir()))
     assert len(trained) == 1 and kept > 20  # the rules on test and the first seed's training
     again = PieceStore(tmp_path / "pieces")
-    row = learning_trace(load_workload(str(swf)), settings, pieces=again)
+    row = learning_trace(workload, settings, pieces=again)
     assert again.reused == kept and again.kept > 0
     assert _without_timings(row) == _without_timings(quick_row["traces"][0])
 
