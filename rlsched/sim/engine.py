@@ -857,12 +857,22 @@ class Simulator:
         rows = self._queued_rows(ranked_job_ids, dyn.max_boosted)
         self.actions["boost"] += len(rows)
         changed = dyn.boost(rows, self.now)
+        keys, jobs, rank = self._qkeys, self._qjobs, self._rank_arr
         for j, priority in changed.items():
             if qprocs[j] == math.inf:
                 continue
-            self._dequeue_job(j)
-            self._rank_arr[j] = self._dynamic_key(priority, j)
-            self._enqueue(j)
+            # Re-key in place: the job stays queued with the same cores, so the size index, the per-row
+            # cores and the oldest-queued pointer stand (most of a long queue's boost cost was theirs).
+            pos = bisect_left(keys, float(rank[j]))
+            if jobs[pos] != j:
+                raise SimulationError(f"queue index out of order at row {j}")
+            del keys[pos]
+            del jobs[pos]
+            key = self._dynamic_key(priority, j)
+            rank[j] = key
+            pos = bisect_right(keys, key)
+            keys.insert(pos, key)
+            jobs.insert(pos, j)
         self._boosted = rows[: dyn.max_boosted]
         self._reordered = self._reordered or bool(changed)
 
