@@ -719,6 +719,9 @@ def run_learning(
         row = learning_trace(
             whole, settings, cores=cores, core_fraction=fraction, recorded_cores=recorded, say=say, pieces=pieces
         )
+        if pieces is not None and pieces.reused:
+            # Its "seconds" are this run's only: the report says the row was finished from earlier runs' pieces.
+            row["pieces_reused"] = pieces.reused
         if rows_dir is not None and pieces is not None:
             rows_dir.mkdir(parents=True, exist_ok=True)
             write_json_atomic(row_path(rows_dir, name), {"settings": settings.to_dict(), "row": row}, mode=0o644)
@@ -752,11 +755,21 @@ def goals(data: Mapping[str, Any]) -> list[str]:
     out.append(_deployed_goal(rows, higher, "deployed", f"Deployed choice ({LEARNED_POLICY}'s verdict)"))
     out.append(_deployed_goal(rows, higher, "deployed_scored", "Deployed choice (the scored search's verdict)"))
     picks = other_traces_picks(rows, Objective.from_dict(data["settings"]["objective"]))
-    if picks and all(replays_on_test(r, higher) is not None for r in rows):
-        for key, by in (
-            ("deployed", f"{LEARNED_POLICY}'s verdict"),
-            ("deployed_scored", "the scored search's verdict"),
-        ):
+    verdicts = (("deployed", f"{LEARNED_POLICY}'s verdict"), ("deployed_scored", "the scored search's verdict"))
+    every = [replays_on_test(r, higher) for r in rows]
+    if all(x is not None and WINDOWS in x for x in every):
+        for key, by in verdicts:
+            out.append(
+                _deployed_goal(
+                    rows,
+                    higher,
+                    key + WITH_WINDOWS,
+                    f"Deployed choice ({by} with `--rule-windows 3`: the model unless it loses, then the rule the "
+                    "train window's halves and validation pick together; not train's default)",
+                )
+            )
+    if picks and all(x is not None for x in every):
+        for key, by in verdicts:
             out.append(
                 _deployed_goal(
                     rows,
@@ -807,8 +820,10 @@ DEPLOYED = (("deployed", LEARNED_POLICY, "learned"), ("deployed_scored", "scored
 def replays_on_test(row: Mapping[str, Any], higher: bool, other_pick: str | None = None) -> dict[str, Any] | None:
     """Goal 1 like for like: every rule and each deployed choice scored over the same replays of the test
     window, the one as recorded and the jittered ones (``row["jittered"]``), mean ± spread; the best rule is the
-    one with the best mean.  Keys ``best``, ``validation_pick`` and :data:`DEPLOYED`'s, each with ``what``, and
-    :data:`OTHER_TRACES` when ``other_pick`` names the rule the other traces pick (:func:`other_traces_picks`).
+    one with the best mean.  Keys ``best``, ``validation_pick`` and :data:`DEPLOYED`'s, each with ``what``;
+    :data:`WINDOWS` (the rule the train window's halves and validation pick) and each :data:`DEPLOYED` key with
+    :data:`WITH_WINDOWS` where the row has that rule; :data:`OTHER_TRACES` and each :data:`DEPLOYED` key with
+    :data:`WITH_PRIOR` when ``other_pick`` names the rule the other traces pick (:func:`other_traces_picks`).
     None for a row recorded before the selected models were replayed jittered too."""
     jittered = row.get("jittered", {})
     if "models" not in jittered:
@@ -820,6 +835,9 @@ def replays_on_test(row: Mapping[str, Any], higher: bool, other_pick: str | None
     out = {"best": {"what": best, **rules[best]}, "validation_pick": {"what": pick, **rules[pick]}}
     if other_pick is not None:
         out[OTHER_TRACES] = {"what": other_pick, **rules[other_pick]}
+    windows = row.get("windows_pick", {}).get("rule")
+    if windows in rules:
+        out[WINDOWS] = {"what": windows, **rules[windows]}
     for key, _learner, model in DEPLOYED:
         d = row[key]
         if d["kind"] == "rule":
@@ -828,6 +846,8 @@ def replays_on_test(row: Mapping[str, Any], higher: bool, other_pick: str | None
             out[key] = {"what": d["what"], **_model_replays(row, model)}
         if other_pick is not None:  # what train --rule-prior deploys: the prior's rule instead of a loser
             out[key + WITH_PRIOR] = out[OTHER_TRACES] if d["kind"] == "rule" else out[key]
+        if WINDOWS in out:  # what train --rule-windows 3 deploys: the windows' rule instead of a loser
+            out[key + WITH_WINDOWS] = out[WINDOWS] if d["kind"] == "rule" else out[key]
     return out
 
 
@@ -876,6 +896,10 @@ def single_rule_misses(rows: Sequence[Mapping[str, Any]], higher: bool) -> tuple
 #: the choice its verdict makes with that rule as the replacement (``train --rule-prior``).
 OTHER_TRACES = "other_traces"
 WITH_PRIOR = "_with_prior"
+#: The same for the rule the train window's halves and validation pick together (``row["windows_pick"]``) and the
+#: choice each verdict makes with it as the replacement (``train --rule-windows 3``).
+WINDOWS = "windows_pick"
+WITH_WINDOWS = "_with_windows"
 
 
 def other_traces_picks(rows: Sequence[Mapping[str, Any]], objective: Objective) -> dict[str, str]:
@@ -1157,10 +1181,11 @@ def render_report(data: Mapping[str, Any]) -> str:
         )
         + ".",
         "",
-        "The rule the windows pick is the one train's verdict deploys when the model loses: the best "
+        "The rule the windows pick is the one `train --rule-windows 3` deploys when the model loses: the best "
         "geometric mean, over the train window's halves and the validation window, of its score relative "
         "to each window's best rule (`rlsched.workflow.verdict.rule_over_windows`); the rule validation "
-        "picks is the best on the validation window alone, shown for comparison.",
+        "picks is the best on the validation window alone, the one train deploys by default (`--rule-windows "
+        "1`) and the table's deployed columns.",
         "",
     ]
     lines += _notes(rows)
@@ -1182,8 +1207,14 @@ def _table_row(r: Mapping[str, Any]) -> str:
         + f" | {_pm(r['learned']['test'])} | {_pm(r['scored']['test'])} | "
         f"{d['kind']} {d['what']}: {_fmt(d['test'])} | {ds['kind']} {ds['what']}: {_fmt(ds['test'])} | "
         f"{_fmt(r['ratios']['learned'])} | {_fmt(r['ratios']['scored'])} | {_fmt(r['ratios']['deployed'])}, "
-        f"{_fmt(r['ratios']['deployed_scored'])} | {r['seconds']:.0f} s |"
+        f"{_fmt(r['ratios']['deployed_scored'])} | {r['seconds']:.0f} s{_resumed(r)} |"
     )
+
+
+def _resumed(r: Mapping[str, Any]) -> str:
+    """The wall-time cell's note for a row finished from pieces earlier runs kept: its seconds are the last run's."""
+    reused = r.get("pieces_reused")
+    return f" (its last run; {reused} of its pieces from earlier runs)" if reused else ""
 
 
 def _notes(rows: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -1256,13 +1287,20 @@ def _like_for_like(rows: Sequence[Mapping[str, Any]], objective: Objective) -> l
         "best rule's mean). The best rule here is the best mean over these replays, which need not be the "
         "recorded replay's best (the table above). The rule the other traces pick: the best geometric mean of "
         "its ratio to each window's best rule over the validation windows of every other trace of this table, "
-        "never this trace's own (leave one trace out; `rlsched train --rule-prior` deploys it so).",
+        "never this trace's own (leave one trace out; `rlsched train --rule-prior` deploys it so). The rule the "
+        "windows pick: the table's column of that name (`rlsched train --rule-windows 3` deploys it so).",
         "",
         "| trace | best rule | deployed (sarsa-esn's verdict) | deployed (scored's verdict) | rule validation picks "
-        "| rule the other traces pick |",
-        "|---|---|---|---|---|---|",
+        "| rule the windows pick | rule the other traces pick |",
+        "|---|---|---|---|---|---|---|",
     ]
-    ratios: dict[str, list[float]] = {"deployed": [], "deployed_scored": [], "validation_pick": [], OTHER_TRACES: []}
+    ratios: dict[str, list[float]] = {
+        "deployed": [],
+        "deployed_scored": [],
+        "validation_pick": [],
+        WINDOWS: [],
+        OTHER_TRACES: [],
+    }
     for r, x in zip(rows, replays, strict=True):
         best = x["best"]["mean"]
         cells = [f"{x['best']['what']}: {_pm(x['best'])}"]
@@ -1273,22 +1311,24 @@ def _like_for_like(rows: Sequence[Mapping[str, Any]], objective: Objective) -> l
             got.append(_ratio(higher, x[key]["mean"], best))
             cells.append(f"{x[key]['what']}: {_pm(x[key])} ({_fmt(got[-1])})")
         lines.append(f"| {r['trace']} | " + " | ".join(cells) + " |")
-    others = ""
-    if ratios[OTHER_TRACES]:
-        with_prior = [
-            _geomean(
-                [
-                    _ratio(higher, x[key + WITH_PRIOR]["mean"], x["best"]["mean"])
-                    for x in replays
-                    if key + WITH_PRIOR in x
-                ]
-            )
+
+    def deployed_with(suffix: str) -> str:
+        sarsa, scored = (
+            _geomean([_ratio(higher, x[key + suffix]["mean"], x["best"]["mean"]) for x in replays if key + suffix in x])
             for key, _, _ in DEPLOYED
-        ]
-        others = (
+        )
+        return f"deployed by sarsa-esn's verdict {_fmt(sarsa)}, by the scored verdict {_fmt(scored)}"
+
+    others = ""
+    if ratios[WINDOWS]:
+        others += (
+            f", the windows' rule {_fmt(_geomean(ratios[WINDOWS]))} (with `--rule-windows 3`, that rule instead of a "
+            f"losing model: {deployed_with(WITH_WINDOWS)})"
+        )
+    if ratios[OTHER_TRACES]:
+        others += (
             f", the rule the other traces pick {_fmt(_geomean(ratios[OTHER_TRACES]))}; with `--rule-prior` (that rule "
-            f"instead of a losing model) deployed by sarsa-esn's verdict {_fmt(with_prior[0])}, by the scored "
-            f"verdict {_fmt(with_prior[1])}"
+            f"instead of a losing model) {deployed_with(WITH_PRIOR)}"
         )
     label, ratio, misses, fewest = single_rule_misses(rows, higher)
     lines += [

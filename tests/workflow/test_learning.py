@@ -16,6 +16,7 @@ from rlsched.cli._common import load_workload
 from rlsched.core.objective import Objective
 from rlsched.sim.workload import Workload
 from rlsched.workflow.learning import (
+    WITH_WINDOWS,
     LearningSettings,
     carryover_section,
     goals,
@@ -234,6 +235,28 @@ def test_goal_one_judges_the_deployed_model_on_the_same_replays_as_the_rules() -
     assert "## Goal 1 like for like" in report and "| t | other: 10.2 ± 0.433 | m: 11.0 ± 6 (1.07) |" in report
 
 
+def test_with_rule_windows_3_a_losing_verdict_deploys_the_windows_rule_and_a_model_stays() -> None:
+    settings = LearningSettings().to_dict()
+    # Over the four replays easy (validation's pick) is 11.5 ± 0.87 and "other" (the windows' pick) the best,
+    # 10.25 ± 0.43; sarsa-esn's verdict deployed its model, the scored search's lost and deployed easy.
+    row = _replayed(_row(9.0, 0.0), [10.0, 12.0, 12.0, 12.0], [11.0, 10.0, 10.0, 10.0], [10.0, 10.0, 10.0, 10.0])
+    row["windows_pick"] = {"rule": "other", "test": 11.0}
+    like = replays_on_test(row, higher=False)
+    assert like is not None
+    assert like["deployed" + WITH_WINDOWS] is like["deployed"] and like["deployed"]["what"] == "m"
+    assert like["deployed_scored"]["what"] == "easy" and like["deployed_scored" + WITH_WINDOWS]["what"] == "other"
+    lines = goals({"settings": settings, "traces": [row]})
+    default = next(line for line in lines if line.startswith("**Deployed choice (the scored search's verdict)"))
+    windows = next(line for line in lines if "the scored search's verdict with `--rule-windows 3`" in line)
+    assert "missed on 1 of 1: t (+12 %)" in default and "reached on all 1 traces run" in windows
+    report = render_report({"settings": settings, "traces": [_full(row)]})
+    assert "| easy: 11.5 ± 0.866 (1.12) | other: 10.2 ± 0.433 (1) |" in report
+    assert "the windows' rule 1 (with `--rule-windows 3`, that rule instead of a losing model: deployed by " in report
+    # A row recorded before the windows' pick was measured has no such line.
+    del row["windows_pick"]
+    assert not any("--rule-windows 3" in line for line in goals({"settings": settings, "traces": [row]}))
+
+
 def test_the_learners_are_set_beside_the_rule_validation_picks_over_the_same_replays() -> None:
     settings = LearningSettings().to_dict()
 
@@ -389,6 +412,32 @@ def test_each_finished_row_is_kept_and_a_run_started_again_resumes_from_it(
     path.write_text(json.dumps(saved))
     learning.run_learning(lambda name, procs: load_workload(name), [str(swf)], other, rows_dir=rows)
     assert ran == ["small", "small", "small"]
+
+
+def test_a_row_finished_from_an_earlier_runs_pieces_says_its_wall_time_is_the_last_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import rlsched.workflow.learning as learning
+
+    class Stopped(Exception):
+        pass
+
+    def fake_row(whole: Any, settings: Any, *, pieces: Any, **_: Any) -> dict[str, Any]:
+        first = pieces.computed("first piece", lambda: 1.0)
+        if not pieces.reused:
+            raise Stopped  # the first run stops after its first piece
+        cores = int(whole.max_procs)
+        return {"trace": whole.name, "cores": cores, "recorded_cores": cores, "seconds": first, "prediction": {}}
+
+    monkeypatch.setattr(learning, "learning_trace", fake_row)
+    swf = write_swf(tmp_path / "small.swf", n=120, interarrival_s=60.0)
+    settings = learning.quick_settings((0,), max_jobs=100)
+    with pytest.raises(Stopped):
+        learning.run_learning(lambda name, procs: load_workload(name), [str(swf)], settings, rows_dir=tmp_path)
+    row = learning.run_learning(lambda name, procs: load_workload(name), [str(swf)], settings, rows_dir=tmp_path)
+    assert row["traces"][0]["pieces_reused"] == 1
+    assert learning._resumed(row["traces"][0]) == " (its last run; 1 of its pieces from earlier runs)"
+    assert learning._resumed({"seconds": 5.0}) == ""
 
 
 def test_the_report_says_the_search_was_by_bounded_slowdown_only_for_a_run_that_searched_so() -> None:
