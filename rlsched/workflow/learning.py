@@ -1269,6 +1269,16 @@ def _named_rules(row: Mapping[str, Any]) -> set[str]:
     return named & set(row["jittered"]["rules"])
 
 
+def _deployed_with(replays: Sequence[Mapping[str, Any]], higher: bool, suffix: str) -> str:
+    """Each verdict's deployed choice with another replacement rule (``suffix``: :data:`WITH_WINDOWS` or
+    :data:`WITH_PRIOR`): the geometric mean of its ratio to the best rule over :func:`replays_on_test`'s rows."""
+    sarsa, scored = (
+        _geomean([_ratio(higher, x[key + suffix]["mean"], x["best"]["mean"]) for x in replays if key + suffix in x])
+        for key, _, _ in DEPLOYED
+    )
+    return f"deployed by sarsa-esn's verdict {_fmt(sarsa)}, by the scored verdict {_fmt(scored)}"
+
+
 def _like_for_like(rows: Sequence[Mapping[str, Any]], objective: Objective) -> list[str]:
     """Goal 1's table: the deployed choices, validation's rule, the rule the other traces pick and the best rule
     over the same replays of the test window."""
@@ -1311,24 +1321,16 @@ def _like_for_like(rows: Sequence[Mapping[str, Any]], objective: Objective) -> l
             got.append(_ratio(higher, x[key]["mean"], best))
             cells.append(f"{x[key]['what']}: {_pm(x[key])} ({_fmt(got[-1])})")
         lines.append(f"| {r['trace']} | " + " | ".join(cells) + " |")
-
-    def deployed_with(suffix: str) -> str:
-        sarsa, scored = (
-            _geomean([_ratio(higher, x[key + suffix]["mean"], x["best"]["mean"]) for x in replays if key + suffix in x])
-            for key, _, _ in DEPLOYED
-        )
-        return f"deployed by sarsa-esn's verdict {_fmt(sarsa)}, by the scored verdict {_fmt(scored)}"
-
     others = ""
     if ratios[WINDOWS]:
         others += (
             f", the windows' rule {_fmt(_geomean(ratios[WINDOWS]))} (with `--rule-windows 3`, that rule instead of a "
-            f"losing model: {deployed_with(WITH_WINDOWS)})"
+            f"losing model: {_deployed_with(replays, higher, WITH_WINDOWS)})"
         )
     if ratios[OTHER_TRACES]:
         others += (
             f", the rule the other traces pick {_fmt(_geomean(ratios[OTHER_TRACES]))}; with `--rule-prior` (that rule "
-            f"instead of a losing model) {deployed_with(WITH_PRIOR)}"
+            f"instead of a losing model) {_deployed_with(replays, higher, WITH_PRIOR)}"
         )
     label, ratio, misses, fewest = single_rule_misses(rows, higher)
     lines += [
