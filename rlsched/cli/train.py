@@ -535,13 +535,21 @@ def _echo_results(
         mean_w = f"{r.mean_w:.3f}" if r.mean_w is not None else "-"
         per_epoch = " ".join(f"{v:.4g}" for v in r.validation_scores)
         mark = "  <- selected" if r.seed == selected["seed"] else ""
+        still = [str(p + 1) for p, pretraining in enumerate(r.pass_pretraining) if pretraining]
+        pretraining = f"  still pretraining after pass {', '.join(still)}" if still else ""
         click.echo(
             f"seed {r.seed}: {r.label}  jobs {r.jobs} x {r.epochs} passes  chunks {r.chunks}  "
-            f"decisions {r.decisions}  "
+            f"decisions {r.decisions}{pretraining}  "
             f"training mean W {mean_w}  validation {objective} by pass [{per_epoch}], best "
             f"pass {r.best_epoch + 1}  {r.seconds:.1f} s{mark}"
         )
     click.echo(f"{out}: the model of seed {selected['seed']}, pass {selected['epoch'] + 1}")
+    if selected.get("pretraining"):
+        click.echo(
+            f"that pass ended still following its pretraining rule {verdict.extra.get('pretrain_rule', 'edf')} "
+            f"({selected['decisions']} decisions, fewer than pretrain_decisions; in boost mode a decision is a job "
+            "started from the ranking): the model ranks as that rule, its Q-function never did"
+        )
     _echo_verdict(verdict)
 
 

@@ -77,7 +77,7 @@ def model_verdict(config: AgentConfig, mode: Mode) -> tuple[dict[str, Any] | Non
             "against the rules): nothing shows it beats them; retrain it to get one"
         )
     if verdict.get("outcome") != "loses":
-        return verdict, None
+        return verdict, _still_pretraining(config.model, verdict)
     line = " ".join(str(verdict.get("line") or f"model loses to {verdict.get('rule')}").split())
     if mode == "shadow" and not config.allow_losing_model:
         return verdict, (
@@ -87,6 +87,22 @@ def model_verdict(config: AgentConfig, mode: Mode) -> tuple[dict[str, Any] | Non
     if not config.allow_losing_model:
         raise AgentStartError(f"model {config.model}: {line}; set [agent] allow_losing_model = true to run it anyway")
     return verdict, f"model {config.model}: {line}; running it anyway ([agent] allow_losing_model = true)"
+
+
+def _still_pretraining(model: str | Path, verdict: Mapping[str, Any]) -> str | None:
+    """A warning for a model whose selected pass still followed its pretraining rule (``rlsched train`` records
+    it): what was judged is that rule, and a daemon that goes on learning leaves it for an unjudged Q-function."""
+    selected = verdict.get("selected")
+    if not isinstance(selected, Mapping) or not selected.get("pretraining"):
+        return None
+    rule = str(verdict.get("pretrain_rule", "edf"))
+    return (
+        f"model {model}: its selected pass ended still following its pretraining rule {rule} "
+        f"({selected.get('decisions')} decisions, fewer than pretrain_decisions): the verdict judged {rule}'s "
+        "ranking, and a daemon that goes on learning ranks by a Q-function no validation judged once enough jobs "
+        f'have started from its ranking; deploy [agent] kind = "{rule}" for the rule itself, or retrain on a window '
+        "where more jobs queue"
+    )
 
 
 def agent_mode(mode: Mode) -> Literal["gate", "boost"]:

@@ -45,7 +45,7 @@ from __future__ import annotations
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -256,8 +256,36 @@ def _pool(task: TrainTask) -> int:
     return task.cores if task.cores is not None else int(task.workload.max_procs)
 
 
+@dataclass
+class _Passes:
+    """What each finished pass left: the agent's decisions so far, and whether it still followed its pretraining
+    rule (kept in the checkpoint beside the validation scores, so a resumed training reports them too)."""
+
+    decisions: list[int] = field(default_factory=list)
+    pretraining: list[bool] = field(default_factory=list)
+
+    def record(self, agent: SchedulingAgent) -> None:
+        self.decisions.append(int(agent.decisions))
+        self.pretraining.append(bool(agent.pretraining))
+
+    def to_dict(self) -> dict[str, list[Any]]:
+        return {"pass_decisions": list(self.decisions), "pass_pretraining": list(self.pretraining)}
+
+    @classmethod
+    def from_dict(cls, recorded: Mapping[str, Any]) -> _Passes:
+        return cls(
+            [int(v) for v in recorded.get("pass_decisions", [])],
+            [bool(v) for v in recorded.get("pass_pretraining", [])],
+        )
+
+
 def _write_checkpoint(
-    agent: SchedulingAgent, task: TrainTask, chunk: int, path: Path, validation_scores: Sequence[float] = ()
+    agent: SchedulingAgent,
+    task: TrainTask,
+    chunk: int,
+    path: Path,
+    validation_scores: Sequence[float] = (),
+    passes: _Passes | None = None,
 ) -> None:
     # save_policy's binding, plus the training progress inside the same (atomically written) file.
     # ``chunk`` counts the chunks of every pass so far (pass p, chunk k: p × chunks per pass + k).
@@ -269,6 +297,7 @@ def _write_checkpoint(
             "chunk": chunk,
             "checkpoint_every": task.checkpoint_every,
             "validation_scores": [float(v) for v in validation_scores],
+            **(passes or _Passes()).to_dict(),
         },
     }
     agent.save(path)
@@ -341,7 +370,7 @@ def train_one(task: TrainTask, progress: Callable[[int], None] | None = None) ->
         every = task.checkpoint_every or len(w)
         bounds = list(_chunks(len(w), every))
         per_pass = len(bounds)
-        resumed, scores = _resume_point(task, state, notes)
+        resumed, scores, passes = _resume_point(task, state, notes)
         done = -1 if resumed is None else resumed
         agent: SchedulingAgent | None = None
         waits, runs = np.zeros(0), np.zeros(0)
@@ -362,10 +391,12 @@ def train_one(task: TrainTask, progress: Callable[[int], None] | None = None) ->
             wait_parts.append(ran.schedule.wait)
             run_parts.append(ran.schedule.run)
             last_of_pass = k % per_pass == per_pass - 1
+            if last_of_pass:
+                passes.record(agent_now)
             if last_of_pass and task.validation is not None:
                 save_policy(agent_now, task.spec, final)
                 _score_pass(task, final, best_file, scores)
-            _write_checkpoint(agent_now, task, k, state, scores)
+            _write_checkpoint(agent_now, task, k, state, scores, passes)
         if agent is None:  # every chunk was done before: the checkpoint holds the final model
             agent = _load(state, task)
         else:
@@ -378,9 +409,6 @@ def train_one(task: TrainTask, progress: Callable[[int], None] | None = None) ->
             best = task.epochs - 1
             save_policy(agent, task.spec, final)
             model = final.read_bytes()
-    from rlsched.core.measures import responsiveness
-
-    mean_w = float(responsiveness(runs, waits).mean()) if len(waits) else None
     return TrainResult(
         task.seed,
         task.model_path,
@@ -391,12 +419,21 @@ def train_one(task: TrainTask, progress: Callable[[int], None] | None = None) ->
         per_pass,
         resumed,
         time.perf_counter() - t0,
-        mean_w,
+        _mean_w(runs, waits),
         notes,
         task.epochs,
         scores,
         best,
+        passes.decisions,
+        passes.pretraining,
     )
+
+
+def _mean_w(runs: np.ndarray, waits: np.ndarray) -> float | None:
+    """The last pass's mean responsiveness (None when no chunk ran here: a resumed run that had finished)."""
+    from rlsched.core.measures import responsiveness
+
+    return float(responsiveness(runs, waits).mean()) if len(waits) else None
 
 
 def _run_chunk(
@@ -424,12 +461,13 @@ def _run_chunk(
     )
 
 
-def _resume_point(task: TrainTask, state: Path, notes: list[str]) -> tuple[int | None, list[float]]:
-    """(the last chunk a checkpoint of the same arguments finished, its passes' validation scores); (None, [])
-    without one, or with one for other arguments and ``fresh`` (said in ``notes``; without ``fresh``: refused)."""
+def _resume_point(task: TrainTask, state: Path, notes: list[str]) -> tuple[int | None, list[float], _Passes]:
+    """(the last chunk a checkpoint of the same arguments finished, its passes' validation scores and records);
+    (None, [], none) without one, or with one for other arguments and ``fresh`` (said in ``notes``; without
+    ``fresh``: refused)."""
     recorded = read_progress(state) if task.checkpoint_every else None
     if recorded is None:
-        return None, []
+        return None, [], _Passes()
     if recorded.get("fingerprint") != task.fingerprint():
         if not task.fresh:
             raise TrainError(
@@ -438,10 +476,10 @@ def _resume_point(task: TrainTask, state: Path, notes: list[str]) -> tuple[int |
                 f"{task.fingerprint()}): remove it, or pass --fresh to start afresh"
             )
         notes.append(f"checkpoint {state} was for other arguments: started afresh")
-        return None, []
+        return None, [], _Passes()
     done = int(recorded["chunk"])
     notes.append(f"resumed from {state} after chunk {done + 1}")
-    return done, [float(v) for v in recorded.get("validation_scores", [])]
+    return done, [float(v) for v in recorded.get("validation_scores", [])], _Passes.from_dict(recorded)
 
 
 def _score_pass(task: TrainTask, model: Path, best_file: Path, scores: list[float]) -> None:
@@ -590,6 +628,17 @@ def write_models(results: Sequence[TrainResult]) -> None:
         atomic_write(result.model_path, _writer(result.model))
 
 
+def _pass_record(result: TrainResult) -> dict[str, Any]:
+    """What the verdict keeps of the selected pass beside its number: the agent's decisions by its end and
+    whether it still followed its pretraining rule (nothing for a search, or a result that did not record it)."""
+    if result.best_pass_pretraining is None:
+        return {}
+    return {
+        "decisions": result.pass_decisions[result.best_epoch],
+        "pretraining": result.best_pass_pretraining,
+    }
+
+
 def select(results: Sequence[TrainResult], objective: Objective) -> TrainResult:
     """The seed whose selected pass scores best on the validation window (the first seed on a tie)."""
     if not results:
@@ -695,7 +744,7 @@ def judge_and_write(
     deploy_rule, ratios = rule_over_windows(task.objective, scored)
     extra = {
         **dict(about),
-        "selected": {"seed": chosen.seed, "epoch": chosen.best_epoch, "epochs": chosen.epochs},
+        "selected": {"seed": chosen.seed, "epoch": chosen.best_epoch, "epochs": chosen.epochs, **_pass_record(chosen)},
         "seed_scores": {str(r.seed): r.best_score for r in results},
         "epoch_scores": {str(r.seed): r.validation_scores for r in results},
         "rules": rules.scores,

@@ -128,7 +128,18 @@ class TrainResult:
     validation_scores: list[float] = field(default_factory=list)
     #: The pass whose model ``model`` is (from 0; the last one without a validation window).
     best_epoch: int = 0
+    #: The agent's decisions so far at the end of each pass (a learned policy; empty for a search).
+    pass_decisions: list[int] = field(default_factory=list)
+    #: Whether the agent still followed its pretraining rule at the end of each pass: a pass whose model is
+    #: that rule, not a learned ranking (in boost mode a decision is a job started from the ranking, so a
+    #: train window where few jobs queue may not reach ``pretrain_decisions``).
+    pass_pretraining: list[bool] = field(default_factory=list)
 
     @property
     def best_score(self) -> float | None:
         return self.validation_scores[self.best_epoch] if self.validation_scores else None
+
+    @property
+    def best_pass_pretraining(self) -> bool | None:
+        """Whether the selected pass's model is still its pretraining rule (None: not recorded)."""
+        return self.pass_pretraining[self.best_epoch] if len(self.pass_pretraining) > self.best_epoch else None

@@ -129,3 +129,20 @@ def test_allow_losing_model_must_be_a_boolean(lal_model: Path, tmp_path: Path) -
 def test_a_bad_objective_names_its_key(lal_model: Path, tmp_path: Path, line: str, key: str) -> None:
     result = check_config(config(tmp_path, lal_model, line))
     assert not result["ok"] and len(result["problems"]) == 1 and f"key '{key}'" in result["problems"][0]
+
+
+def test_a_model_that_is_still_its_pretraining_rule_starts_with_a_warning_that_names_the_rule(
+    lal_model: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    selected = {"seed": 0, "epoch": 0, "decisions": 56, "pretraining": True}
+    still = {**WIN, "pretrain_rule": "edf", "selected": selected}
+    daemon_with(judged(lal_model, tmp_path, still), tmp_path)
+    warned = [r.message for r in caplog.records if r.levelname == "WARNING" and "pretraining rule" in r.message]
+    assert len(warned) == 1 and "(56 decisions" in warned[0] and '[agent] kind = "edf"' in warned[0]
+    checked = check_config(config(tmp_path, judged(lal_model, tmp_path, still)))
+    assert checked["ok"] and any("still following its pretraining rule edf" in w for w in checked["warnings"])
+    # A model whose Q-function ranked by then starts as before.
+    learned = {**still, "selected": {**selected, "decisions": 700, "pretraining": False}}
+    assert not any(
+        "pretraining" in w for w in check_config(config(tmp_path, judged(lal_model, tmp_path, learned)))["warnings"]
+    )

@@ -17,7 +17,7 @@ from rlsched.sim.workload import Workload, with_class_rule
 from rlsched.workflow import verdict as verdict_module
 from rlsched.workflow.site import trace_class_rule
 from rlsched.workflow.split import Deployment, TimeSplit, simulate_in
-from rlsched.workflow.train import TrainError, train_plan
+from rlsched.workflow.train import TrainError, train_one, train_plan
 from rlsched.workflow.verdict import schedule_score
 from tests.workflow.conftest import write_swf
 
@@ -154,3 +154,50 @@ def test_the_default_leaves_the_checkpoint_fingerprint_as_before(small_swf: Path
         train, POLICY, tmp_path / "m.npz", validation=validation, checkpoint_every=100, pretrain_rule="saf"
     )
     assert saf.fingerprint() != task.fingerprint()
+
+
+def test_each_pass_records_its_decisions_and_whether_it_still_followed_the_pretraining_rule(
+    small_swf: Path, tmp_path: Path
+) -> None:
+    train, validation, _ = _windows(small_swf)
+    # Pretraining that no train window reaches: both passes end as the pretraining rule.
+    (never,) = train_plan(
+        train, "sarsa-esn:pretrain_decisions=1000000", tmp_path / "n.npz", validation=validation, deployment=BOOST
+    )
+    never = replace(never, epochs=2)
+    still = train_one(never)
+    assert still.pass_pretraining == [True, True] and still.best_pass_pretraining is True
+    assert 0 < still.pass_decisions[0] < still.pass_decisions[1] == still.decisions
+    # Thirty decisions are made within the first pass: the Q-function ranks from then on.
+    (soon,) = train_plan(train, POLICY, tmp_path / "s.npz", validation=validation, deployment=BOOST)
+    learned = train_one(replace(soon, epochs=2))
+    assert learned.pass_decisions[0] >= 30 and learned.pass_pretraining == [False, False]
+    # A chunked run stopped inside its second pass resumes with the first pass's record (chunks start from an
+    # empty machine: compared with the same chunking uninterrupted).
+    chunked = replace(never, checkpoint_every=len(train) // 2 + 1)
+    at_once = train_one(replace(chunked, checkpoint_path=tmp_path / "a.ckpt.npz"))
+    stopped = replace(chunked, checkpoint_path=tmp_path / "b.ckpt.npz")
+    with pytest.raises(TrainError, match="stopped"):
+        train_one(replace(stopped, stop_after_chunks=3))
+    resumed = train_one(stopped)
+    assert resumed.resumed_after_chunk == 2 and at_once.resumed_after_chunk is None
+    assert (resumed.pass_decisions, resumed.pass_pretraining) == (at_once.pass_decisions, at_once.pass_pretraining)
+    assert resumed.pass_pretraining == [True, True]
+
+
+def test_the_command_says_when_the_selected_pass_is_still_the_pretraining_rule(tmp_path: Path) -> None:
+    swf = write_swf(tmp_path / "t.swf", n=240)
+    out = tmp_path / "m.npz"
+    args = ["train", "--workload", str(swf), "--epochs", "1", "--mode", "boost", "--out", str(out), "-q"]
+    result = CliRunner().invoke(main, [*args, "--policy", "sarsa-esn:pretrain_decisions=1000000"])
+    assert result.exit_code == 0, result.output
+    assert "still pretraining after pass 1" in result.output
+    assert "that pass ended still following its pretraining rule edf" in result.output
+    verdict = read_verdict(out)
+    assert verdict is not None and verdict["selected"]["pretraining"] is True
+    assert verdict["selected"]["decisions"] < 1000000
+    learned = CliRunner().invoke(main, [*args, "--policy", POLICY])
+    assert learned.exit_code == 0, learned.output
+    assert "still pretraining" not in learned.output and "its pretraining rule" not in learned.output
+    learned_verdict = read_verdict(out)
+    assert learned_verdict is not None and learned_verdict["selected"]["pretraining"] is False
