@@ -6,11 +6,13 @@ what the table's sarsa-esn row used) and the table's objective (``bsld``: the bo
 as incurred, :class:`rlsched.core.agents.SchedulingAgent`) — its pass and seed selected on validation as train
 does, and every seed's selected model replayed on the test window.  Prints each reward's validation and test
 score (mean ± standard deviation over the seeds) and the test mean over the table's best rule on test.
-docs/workflow.md quotes it ("What the learner is rewarded for").
+docs/workflow.md quotes it ("What the learner is rewarded for"; with ``--pretrain-rule best``, "Pretraining from
+a rule").
 
 Run: ``RLSCHED_TRACE_DIR=… python -m benchmarks.diag_learned_reward [--table docs/results/learning]
-[--traces KTH-SP2-1996-2.1-cln,…] [--workers 2] [--variant reward=bsld,runtime_model=learned …]`` (default: every
-trace of the table; the variants ``reward=W`` and ``reward=`` the table's objective).
+[--traces KTH-SP2-1996-2.1-cln,…] [--workers 2] [--variant reward=bsld,runtime_model=learned …]
+[--pretrain-rule best|RULE]`` (default: every trace of the table; the variants ``reward=W`` and ``reward=`` the
+table's objective; pretraining on EDF, as the table's sarsa-esn).
 """
 
 from __future__ import annotations
@@ -46,6 +48,11 @@ def main() -> None:
     add_table_options(parser)
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--variant", action="append", default=[], help="sarsa-esn parameters, k=v,… (repeat)")
+    parser.add_argument(
+        "--pretrain-rule",
+        default=None,
+        help="as train's --pretrain-rule: a rule, or 'best' (the best rule on each train window) for every variant",
+    )
     args = parser.parse_args()
     table = read_table(args.table)
     settings, objective = table.settings, table.objective
@@ -56,7 +63,9 @@ def main() -> None:
         windows = table_windows(row, settings)
         for variant in variants:
             t0 = time.perf_counter()
-            validation, test = train_and_test(windows, row, settings, objective, variant, args.workers)
+            validation, test = train_and_test(
+                windows, row, settings, objective, variant, args.workers, args.pretrain_rule
+            )
             best = float(row["best_rule_test"]["test"])
             ratio = np.mean(test) / best if not objective.higher_is_better else best / np.mean(test)
             print(
@@ -77,6 +86,7 @@ def train_and_test(
     objective: Objective,
     variant: str,
     workers: int,
+    pretrain_rule: str | None = None,
 ) -> tuple[list[float], list[float]]:
     """Each seed's selected validation score and its model's test score, sarsa-esn with ``variant``'s parameters."""
     with tempfile.TemporaryDirectory(prefix="rlsched-reward-") as tmp:
@@ -90,7 +100,11 @@ def train_and_test(
             epochs=int(settings["epochs"]),
             deployment=Deployment(**settings["deployment"]),
             objective=objective,
+            pretrain_rule=pretrain_rule,
         )
+        if tasks[0].pretrain_choice is not None:
+            choice = tasks[0].pretrain_choice
+            print(f"  pretraining on {choice['rule']} (train window {choice['score']:.4g}, {choice['seconds']:.0f} s)")
         results = run_tasks(tasks, workers=workers)
         test = []
         for task, result in zip(tasks, results, strict=True):

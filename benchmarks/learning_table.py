@@ -68,11 +68,19 @@ def read_table(folder: Path) -> CommittedTable:
     return CommittedTable(data["settings"], data["traces"])
 
 
+def trace_spec(row: dict[str, Any]) -> str:
+    """How ``rlsched learning`` named a row's trace (``metacentrum/wagap-2013`` for the row ``wagap-2013``; its
+    ``rows/`` file is named after it): one of the nine, or a name the loader knows by itself (the synthetic
+    ``lal``)."""
+    return next((n for n in TRACES if n.endswith(row["trace"])), row["trace"])
+
+
 def table_windows(row: dict[str, Any], settings: dict[str, Any]) -> dict[str, Workload]:
     """A trace's train, validation and test windows as the table replayed them (the same jobs and cores; the
     validation and test windows classed by the train window's rule, as train classes them)."""
-    name = next(n for n in TRACES if n.endswith(row["trace"]))
-    whole = table_jobs(lambda spec, procs: load_workload(spec, max_procs=procs), name, row, settings.get("max_jobs"))
+    whole = table_jobs(
+        lambda spec, procs: load_workload(spec, max_procs=procs), trace_spec(row), row, settings.get("max_jobs")
+    )
     split = TimeSplit.from_dict(settings["split"])
     train = split.window(whole, "train")
     rule = trace_class_rule(train)

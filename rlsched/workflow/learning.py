@@ -467,6 +467,7 @@ def _learned(tw: _TraceWindows, windows: Mapping[str, Any]) -> tuple[dict[str, A
         "validation": _stats([float(r.best_score or math.nan) for r in results]),
         "selected": {"seed": selected_seed, "epoch": int(verdict.extra["selected"]["epoch"]), "test": selected_test},
         "epoch_validation": {str(r.seed): r.validation_scores for r in results},
+        "pass_pretraining": {str(r.seed): r.pass_pretraining for r in results if r.pass_pretraining},
         "train_seconds": [round(r.seconds, 1) for r in results],
         "verdict": _verdict_row(verdict),
         "seconds": round(time.perf_counter() - t, 1),
@@ -786,6 +787,7 @@ def goals(data: Mapping[str, Any]) -> list[str]:
         ratios = [r["ratios"][key] for r in rows]
         wins = [r["trace"] for r in rows if r["ratios"][key] <= WIN_RATIO]
         g = _geomean(ratios)
+        as_rule = still_pretraining(rows) if key == "learned" else []
         out.append(
             f"**{what} ≥ 10 % better than the best rule on ≥ 3 traces**: "
             + (
@@ -797,6 +799,12 @@ def goals(data: Mapping[str, Any]) -> list[str]:
             )
             + f" Geometric-mean ratio over the {n} traces run {_fmt(g)} (goal < {GEOMEAN_GOAL} over the nine): "
             + ("below." if g < GEOMEAN_GOAL else f"missed by {_fmt(g - GEOMEAN_GOAL)}.")
+            + (
+                f" On {len(as_rule)} of them ({', '.join(as_rule)}) the model is still its pretraining rule "
+                "(notes under the table)."
+                if as_rule
+                else ""
+            )
         )
     out += [_against_validation_pick(rows, higher, key, what) for key, what in learners]
     out += _predictor_goals(rows, higher)
@@ -1248,6 +1256,16 @@ def _notes(rows: Sequence[Mapping[str, Any]]) -> list[str]:
             + ".",
             "",
         ]
+    as_rule = still_pretraining(rows)
+    if as_rule:
+        lines += [
+            f"**{LEARNED_POLICY} is still its pretraining rule** on " + ", ".join(as_rule) + ": the selected seed's "
+            "pass ended before the agent's `pretrain_decisions` (500) decisions, so that model ranks as its "
+            "pretraining rule (EDF, the default) and its scores are that rule's, not a learned ranking's (in boost "
+            "mode a decision is a job started from the ranking, and few jobs queue in these train windows; "
+            "`python -m benchmarks.diag_sarsa_passes` prints each pass's decisions).",
+            "",
+        ]
     exact = request_is_runtime(rows)
     if exact:
         lines += [
@@ -1259,6 +1277,21 @@ def _notes(rows: Sequence[Mapping[str, Any]]) -> list[str]:
             "",
         ]
     return lines
+
+
+def still_pretraining(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The traces whose selected sarsa-esn pass ended still following its pretraining rule (rows that record
+    each pass's ``pass_pretraining``; older rows say nothing)."""
+    out = []
+    for r in rows:
+        passes = r.get("learned", {}).get("pass_pretraining")
+        if not passes:
+            continue
+        selected = r["learned"]["selected"]
+        by_pass, epoch = passes.get(str(selected["seed"]), []), int(selected["epoch"])
+        if len(by_pass) > epoch and by_pass[epoch]:
+            out.append(str(r["trace"]))
+    return out
 
 
 def _named_rules(row: Mapping[str, Any]) -> set[str]:

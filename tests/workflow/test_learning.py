@@ -26,6 +26,7 @@ from rlsched.workflow.learning import (
     replay_cores,
     replays_on_test,
     rule_windows_of,
+    still_pretraining,
     write_outputs,
 )
 from tests.workflow.conftest import write_swf
@@ -101,6 +102,11 @@ def test_a_quick_row_scores_every_rule_and_both_learned_policies_on_the_test_win
         assert like["deployed"]["seeds"] == model
     assert set(row["prediction"]) == {"requested", "user-last2", "learned"}
     assert all(math.isfinite(p["mae_s"]) for p in row["prediction"].values())
+    # 150 train jobs cannot make sarsa-esn's 500 pretraining decisions: every seed's one pass is its pretraining
+    # rule, and the report says so.
+    assert row["learned"]["pass_pretraining"] == {str(s): [True] for s in (0, 1)}
+    assert still_pretraining([row]) == [row["trace"]]
+    assert f"**sarsa-esn is still its pretraining rule** on {row['trace']}:" in render_report(quick_row)
 
 
 def _without_timings(value: Any) -> Any:
