@@ -35,12 +35,16 @@ from typing import Any  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from benchmarks.learning_table import add_table_options, read_table, replay_cores, table_windows  # noqa: E402
-from rlsched.core.objective import Objective  # noqa: E402
+from benchmarks.learning_table import (  # noqa: E402
+    CommittedTable,
+    add_table_options,
+    read_table,
+    table_train_plan,
+    table_windows,
+)
 from rlsched.sim.workload import Workload  # noqa: E402
 from rlsched.workflow.learning import LEARNED_POLICY  # noqa: E402
-from rlsched.workflow.split import Deployment  # noqa: E402
-from rlsched.workflow.train import run_tasks, train_plan, validation_score  # noqa: E402
+from rlsched.workflow.train import run_tasks, validation_score  # noqa: E402
 
 
 def main() -> None:
@@ -63,9 +67,7 @@ def main() -> None:
         windows = table_windows(row, settings)
         for variant in variants:
             t0 = time.perf_counter()
-            validation, test = train_and_test(
-                windows, row, settings, objective, variant, args.workers, args.pretrain_rule
-            )
+            validation, test = train_and_test(table, windows, row, variant, args.workers, args.pretrain_rule)
             best = float(row["best_rule_test"]["test"])
             ratio = np.mean(test) / best if not objective.higher_is_better else best / np.mean(test)
             print(
@@ -80,27 +82,17 @@ def stats(values: list[float]) -> str:
 
 
 def train_and_test(
+    table: CommittedTable,
     windows: dict[str, Workload],
     row: dict[str, Any],
-    settings: dict[str, Any],
-    objective: Objective,
     variant: str,
     workers: int,
     pretrain_rule: str | None = None,
 ) -> tuple[list[float], list[float]]:
     """Each seed's selected validation score and its model's test score, sarsa-esn with ``variant``'s parameters."""
     with tempfile.TemporaryDirectory(prefix="rlsched-reward-") as tmp:
-        tasks = train_plan(
-            windows["train"],
-            f"{LEARNED_POLICY}:{variant}",
-            Path(tmp) / "model.npz",
-            seeds=tuple(settings["seeds"]),
-            cores=replay_cores(row),
-            validation=windows["validation"],
-            epochs=int(settings["epochs"]),
-            deployment=Deployment(**settings["deployment"]),
-            objective=objective,
-            pretrain_rule=pretrain_rule,
+        tasks = table_train_plan(
+            table, row, windows, f"{LEARNED_POLICY}:{variant}", Path(tmp) / "model.npz", pretrain_rule
         )
         if tasks[0].pretrain_choice is not None:
             choice = tasks[0].pretrain_choice

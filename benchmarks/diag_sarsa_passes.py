@@ -45,15 +45,14 @@ import numpy as np  # noqa: E402
 from benchmarks.learning_table import (  # noqa: E402
     add_table_options,
     read_table,
-    replay_cores,
+    table_train_plan,
     table_windows,
     trace_spec,
 )
 from rlsched.core.atomic import write_json_atomic  # noqa: E402
 from rlsched.core.view import JobClass  # noqa: E402
 from rlsched.workflow.learning import LEARNED_POLICY, row_path  # noqa: E402
-from rlsched.workflow.split import Deployment  # noqa: E402
-from rlsched.workflow.train import _load, run_tasks, train_plan  # noqa: E402
+from rlsched.workflow.train import _load, run_tasks  # noqa: E402
 from rlsched.workflow.train_task import TrainResult, TrainTask  # noqa: E402
 
 #: Scores that agree to this (relative) reproduce: a replay is deterministic for a seed.
@@ -73,17 +72,7 @@ def main() -> None:
         t0 = time.perf_counter()
         windows = table_windows(row, table.settings)
         with tempfile.TemporaryDirectory(prefix="rlsched-passes-") as tmp:
-            tasks = train_plan(
-                windows["train"],
-                LEARNED_POLICY,
-                Path(tmp) / "model.npz",
-                seeds=tuple(table.settings["seeds"]),
-                cores=replay_cores(row),
-                validation=windows["validation"],
-                epochs=int(table.settings["epochs"]),
-                deployment=Deployment(**table.settings["deployment"]),
-                objective=table.objective,
-            )
+            tasks = table_train_plan(table, row, windows, LEARNED_POLICY, Path(tmp) / "model.npz")
             results = run_tasks(tasks, workers=args.workers)
             reproduced = _print_passes(row, results)
             if reproduced:

@@ -15,6 +15,8 @@ from rlsched.sim.workload import Workload, with_class_rule
 from rlsched.workflow.learning import TRACES, table_jobs
 from rlsched.workflow.site import trace_class_rule
 from rlsched.workflow.split import Deployment, TimeSplit
+from rlsched.workflow.train import train_plan
+from rlsched.workflow.train_task import TrainTask
 
 
 def add_table_options(parser: argparse.ArgumentParser) -> None:
@@ -89,3 +91,28 @@ def table_windows(row: dict[str, Any], settings: dict[str, Any]) -> dict[str, Wo
         "validation": with_class_rule(split.window(whole, "validation"), rule),
         "test": with_class_rule(split.window(whole, "test"), rule),
     }
+
+
+def table_train_plan(
+    table: CommittedTable,
+    row: dict[str, Any],
+    windows: dict[str, Workload],
+    policy: str,
+    model_path: Path,
+    pretrain_rule: str | None = None,
+) -> list[TrainTask]:
+    """``policy``'s training on a row's train window as the table trained its sarsa-esn: the same seeds, cores,
+    passes, mode and objective, selected on the row's validation window."""
+    settings = table.settings
+    return train_plan(
+        windows["train"],
+        policy,
+        model_path,
+        seeds=tuple(settings["seeds"]),
+        cores=replay_cores(row),
+        validation=windows["validation"],
+        epochs=int(settings["epochs"]),
+        deployment=table.deployment,
+        objective=table.objective,
+        pretrain_rule=pretrain_rule,
+    )
