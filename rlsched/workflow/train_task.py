@@ -139,6 +139,11 @@ class TrainResult:
     def best_score(self) -> float | None:
         return self.validation_scores[self.best_epoch] if self.validation_scores else None
 
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        # A result pickled before a field existed (a learning row's pieces, rlsched.workflow.pieces) reads back
+        # with that field's default rather than without the attribute.
+        self.__dict__.update({"pass_decisions": [], "pass_pretraining": [], **state})
+
     @property
     def best_pass_pretraining(self) -> bool | None:
         """Whether the selected pass's model is still its pretraining rule (None: not recorded)."""

@@ -165,3 +165,13 @@ def test_zero_length_jobs_without_a_time_limit_train(tmp_path: Path) -> None:
     (task,) = train_plan(read_swf(path), "sarsa-esn:pretrain_decisions=20", tmp_path / "m.npz")
     result = train_one(task)
     assert result.decisions >= 300 and result.mean_w is not None and 0 < result.mean_w <= 1
+
+
+def test_a_result_pickled_before_the_pass_records_existed_reads_back_without_them(tmp_path: Path) -> None:
+    import pickle
+
+    result = TrainResult(0, tmp_path / "m.npz", b"", "sarsa-esn", 10, 5, 1, None, 1.0, validation_scores=[2.0])
+    del result.pass_decisions, result.pass_pretraining  # what a result of an earlier version held
+    back = pickle.loads(pickle.dumps(result))
+    assert back.pass_pretraining == [] and back.pass_decisions == [] and back.best_pass_pretraining is None
+    assert back.validation_scores == [2.0] and back.best_score == 2.0
