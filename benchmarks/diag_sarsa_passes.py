@@ -9,7 +9,7 @@ that pass's model ranks as the pretraining rule, EDF by default).
 
 ``--write`` records those flags in the table as ``rlsched learning`` now records them (each row's
 ``learned.pass_pretraining``, in ``results.json`` and in its ``rows/`` file when there is one), only for rows
-whose every pass reproduced; ``rlsched learning --report-only`` then reports them.
+whose every pass reproduced, and writes the report again from it.
 
 ``--features`` also replays the table's selected model on the validation and the test window (greedy, as the table
 scored it) and summarises, per window, what its rankings saw: each state input's 10th, 50th and 90th percentile
@@ -51,7 +51,7 @@ from benchmarks.learning_table import (  # noqa: E402
 )
 from rlsched.core.atomic import write_json_atomic  # noqa: E402
 from rlsched.core.view import JobClass  # noqa: E402
-from rlsched.workflow.learning import LEARNED_POLICY, row_path  # noqa: E402
+from rlsched.workflow.learning import LEARNED_POLICY, read_results, row_path, write_outputs  # noqa: E402
 from rlsched.workflow.train import _load, run_tasks  # noqa: E402
 from rlsched.workflow.train_task import TrainResult, TrainTask  # noqa: E402
 
@@ -156,13 +156,13 @@ def _watch_rankings(agent: Any) -> dict[str, list[Any]]:
 
 
 def _write(folder: Path, flags: dict[str, dict[str, list[bool]]]) -> None:
-    """Each reproduced row's ``learned.pass_pretraining``, in results.json and in its rows/ file."""
-    results = folder / "results.json"
-    data = json.loads(results.read_text())
+    """Each reproduced row's ``learned.pass_pretraining``, in results.json (the report and figure written again
+    from it, as ``rlsched learning --report-only`` does) and in its rows/ file."""
+    data = read_results(folder)
     for row in data["traces"]:
         if row["trace"] in flags:
             row["learned"]["pass_pretraining"] = flags[row["trace"]]
-    results.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")  # as rlsched learning writes it
+    write_outputs(data, folder)
     specs = {row["trace"]: trace_spec(row) for row in data["traces"]}
     for name, by_seed in flags.items():
         path = row_path(folder / "rows", specs[name])
@@ -170,7 +170,7 @@ def _write(folder: Path, flags: dict[str, dict[str, list[bool]]]) -> None:
             saved = json.loads(path.read_text())
             saved["row"]["learned"]["pass_pretraining"] = by_seed
             write_json_atomic(path, saved, mode=0o644)
-    print(f"{results}: pass_pretraining recorded for {', '.join(flags) or 'no row'}")
+    print(f"{folder}: pass_pretraining recorded for {', '.join(flags) or 'no row'}")
 
 
 if __name__ == "__main__":

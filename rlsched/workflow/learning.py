@@ -1260,7 +1260,7 @@ def _notes(rows: Sequence[Mapping[str, Any]]) -> list[str]:
     if as_rule:
         lines += [
             f"**{LEARNED_POLICY} is still its pretraining rule** on " + ", ".join(as_rule) + ": the selected seed's "
-            "pass ended before the agent's `pretrain_decisions` (500) decisions, so that model ranks as its "
+            "pass ended before the agent's `pretrain_decisions` decisions, so that model ranks as its "
             "pretraining rule (EDF, the default) and its scores are that rule's, not a learned ranking's (in boost "
             "mode a decision is a job started from the ranking, and few jobs queue in these train windows; "
             "`python -m benchmarks.diag_sarsa_passes` prints each pass's decisions).",
