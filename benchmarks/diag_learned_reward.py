@@ -43,7 +43,6 @@ from benchmarks.learning_table import (  # noqa: E402
     table_windows,
 )
 from rlsched.sim.workload import Workload  # noqa: E402
-from rlsched.workflow.learning import LEARNED_POLICY  # noqa: E402
 from rlsched.workflow.train import run_tasks, validation_score  # noqa: E402
 
 
@@ -92,7 +91,7 @@ def train_and_test(
     """Each seed's selected validation score and its model's test score, sarsa-esn with ``variant``'s parameters."""
     with tempfile.TemporaryDirectory(prefix="rlsched-reward-") as tmp:
         tasks = table_train_plan(
-            table, row, windows, f"{LEARNED_POLICY}:{variant}", Path(tmp) / "model.npz", pretrain_rule
+            table, row, windows, table.learned_spec(variant), Path(tmp) / "model.npz", pretrain_rule
         )
         if tasks[0].pretrain_choice is not None:
             choice = tasks[0].pretrain_choice

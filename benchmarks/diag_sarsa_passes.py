@@ -51,7 +51,7 @@ from benchmarks.learning_table import (  # noqa: E402
 )
 from rlsched.core.atomic import write_json_atomic  # noqa: E402
 from rlsched.core.view import JobClass  # noqa: E402
-from rlsched.workflow.learning import LEARNED_POLICY, read_results, row_path, write_outputs  # noqa: E402
+from rlsched.workflow.learning import read_results, row_path, write_outputs  # noqa: E402
 from rlsched.workflow.train import _load, run_tasks  # noqa: E402
 from rlsched.workflow.train_task import TrainResult, TrainTask  # noqa: E402
 
@@ -72,7 +72,7 @@ def main() -> None:
         t0 = time.perf_counter()
         windows = table_windows(row, table.settings)
         with tempfile.TemporaryDirectory(prefix="rlsched-passes-") as tmp:
-            tasks = table_train_plan(table, row, windows, LEARNED_POLICY, Path(tmp) / "model.npz")
+            tasks = table_train_plan(table, row, windows, table.learned_spec(), Path(tmp) / "model.npz")
             results = run_tasks(tasks, workers=args.workers)
             reproduced = _print_passes(row, results)
             if reproduced:

@@ -11,8 +11,9 @@ from typing import Any
 
 from rlsched.cli._common import load_workload
 from rlsched.core.objective import Objective
+from rlsched.core.policies.spec import format_policy, split_policy
 from rlsched.sim.workload import Workload, with_class_rule
-from rlsched.workflow.learning import TRACES, table_jobs
+from rlsched.workflow.learning import LEARNED_POLICY, TRACES, table_jobs
 from rlsched.workflow.site import trace_class_rule
 from rlsched.workflow.split import Deployment, TimeSplit
 from rlsched.workflow.train import train_plan
@@ -41,6 +42,12 @@ class CommittedTable:
     @property
     def deployment(self) -> Deployment:
         return Deployment(**self.settings["deployment"])
+
+    def learned_spec(self, extra: str = "") -> str:
+        """The spec the table trained as sarsa-esn (its runtime input included), with ``extra``'s parameters
+        (``k=v,…``) over it: a variant may set the runtime input again."""
+        name, params = split_policy(str(self.settings.get("learned_policy", LEARNED_POLICY)))
+        return format_policy(name, {**params, **split_policy(f"{name}:{extra}")[1]})
 
     @property
     def sign(self) -> float:
@@ -80,9 +87,7 @@ def trace_spec(row: dict[str, Any]) -> str:
 def table_windows(row: dict[str, Any], settings: dict[str, Any]) -> dict[str, Workload]:
     """A trace's train, validation and test windows as the table replayed them (the same jobs and cores; the
     validation and test windows classed by the train window's rule, as train classes them)."""
-    whole = table_jobs(
-        lambda spec, procs: load_workload(spec, max_procs=procs), trace_spec(row), row, settings.get("max_jobs")
-    )
+    whole = _table_trace(row, settings)
     split = TimeSplit.from_dict(settings["split"])
     train = split.window(whole, "train")
     rule = trace_class_rule(train)
@@ -91,6 +96,21 @@ def table_windows(row: dict[str, Any], settings: dict[str, Any]) -> dict[str, Wo
         "validation": with_class_rule(split.window(whole, "validation"), rule),
         "test": with_class_rule(split.window(whole, "test"), rule),
     }
+
+
+def table_whole(row: dict[str, Any], settings: dict[str, Any]) -> tuple[Workload, dict[str, tuple[int, int]]]:
+    """A trace's jobs as the table replayed them, all classed by the train window's rule, and each window's rows
+    (``whole.window(*bounds["test"])`` is the test window): for a replay that looks back across a window's start."""
+    whole = _table_trace(row, settings)
+    split = TimeSplit.from_dict(settings["split"])
+    rule = trace_class_rule(split.window(whole, "train"))
+    return with_class_rule(whole, rule), split.bounds(len(whole))
+
+
+def _table_trace(row: dict[str, Any], settings: dict[str, Any]) -> Workload:
+    return table_jobs(
+        lambda spec, procs: load_workload(spec, max_procs=procs), trace_spec(row), row, settings.get("max_jobs")
+    )
 
 
 def table_train_plan(

@@ -68,6 +68,15 @@ ROWS_DIR = "rows"
     help="The scored search's runtime input beside the request (requested: none).",
 )
 @click.option(
+    "--learned-runtime",
+    # rlsched.workflow.learning.LEARNED_RUNTIMES (not imported here: the CLI starts without the simulator).
+    type=click.Choice(["estimated", "user-last2", "learned"]),
+    default="estimated",
+    show_default=True,
+    help="sarsa-esn's runtime input: its default, the class median over a sliding window (estimated), or each "
+    "job's predicted runtime.",
+)
+@click.option(
     "--objective",
     type=click.Choice(["bsld", "wait", "W"]),
     default="bsld",
@@ -113,6 +122,7 @@ def learning(
     generations: int | None,
     population: int | None,
     scored_runtime: str,
+    learned_runtime: str,
     objective: str,
     class_weights: tuple[str, ...],
     rule_windows: int,
@@ -165,6 +175,7 @@ def learning(
         workers=workers,
         objective=chosen,
         rule_windows=rule_windows,
+        learned_runtime=learned_runtime,
         epochs=epochs if epochs is not None else settings.epochs,
         max_jobs=max_jobs if max_jobs is not None else settings.max_jobs,
     )

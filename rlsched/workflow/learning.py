@@ -104,6 +104,9 @@ SATURATED_LOAD = 1.0
 #: The windows a row measures policies on (the train window only trains them).
 MEASURED_WINDOWS = ("validation", "test")
 LEARNED_POLICY = "sarsa-esn"
+#: The runtime inputs the table's sarsa-esn can be given (``--learned-runtime``): its registry default, the class
+#: median over a sliding window (``estimated``), or a prediction of each job (``user-last2``, ``learned``).
+LEARNED_RUNTIMES = ("estimated", "user-last2", "learned")
 #: A learned row within this factor of the best rule on test counts as a win of at least 10 %.
 WIN_RATIO = 0.90
 GEOMEAN_GOAL = 0.95
@@ -134,6 +137,19 @@ class LearningSettings:
     workers: int = 1
     #: Windows train's verdict chooses the rule to deploy on (1: validation alone, train's default).
     rule_windows: int = RULE_WINDOWS
+    #: sarsa-esn's runtime input (:data:`LEARNED_RUNTIMES`; ``estimated``, its registry default).
+    learned_runtime: str = "estimated"
+
+    def __post_init__(self) -> None:
+        if self.learned_runtime not in LEARNED_RUNTIMES:
+            raise ValueError(
+                f"learned_runtime must be one of {', '.join(LEARNED_RUNTIMES)}, got {self.learned_runtime!r}"
+            )
+
+    @property
+    def learned_spec(self) -> str:
+        """The spec the table trains as sarsa-esn: its registry defaults but for the runtime input."""
+        return learned_spec(self.learned_runtime)
 
     def to_dict(self) -> dict[str, Any]:
         s = self.search
@@ -146,7 +162,8 @@ class LearningSettings:
             "objective": self.objective.to_dict(),
             "objective_label": self.objective.label(),
             "max_jobs": self.max_jobs,
-            "learned_policy": LEARNED_POLICY,
+            # The registry default's rows (plain "sarsa-esn") keep the key they were recorded with, so they resume.
+            "learned_policy": self.learned_spec,
             # train rewards a learned policy for the objective (train.rewarded_for); a run recorded without this
             # key trained it on P-grid's λ-reward whatever the objective (render_report says which).
             "learned_reward": "objective",
@@ -167,6 +184,11 @@ class LearningSettings:
                 "objective": self.objective.to_dict(),
             },
         }
+
+
+def learned_spec(runtime: str) -> str:
+    """sarsa-esn's spec with ``runtime`` as its runtime input (plain ``sarsa-esn`` for its default)."""
+    return LEARNED_POLICY if runtime == "estimated" else f"{LEARNED_POLICY}:runtime_model={runtime}"
 
 
 def quick_settings(seeds: Sequence[int] = (0, 1, 2), max_jobs: int = 600) -> LearningSettings:
@@ -457,12 +479,13 @@ def _learned(tw: _TraceWindows, windows: Mapping[str, Any]) -> tuple[dict[str, A
     """sarsa-esn through train's library (epochs, selection on validation, the verdict), each seed on test; the
     rules' scores on the verdict's windows come back for the scored search's verdict."""
     t = time.perf_counter()
-    judged = _train_and_judge(tw, LEARNED_POLICY, windows)
+    spec = tw.settings.learned_spec
+    judged = _train_and_judge(tw, spec, windows)
     results, verdict, model_test = judged.results, judged.verdict, judged.test
     selected_seed = results[judged.selected].seed
     selected_test = model_test[judged.selected]
     row = {
-        "policy": LEARNED_POLICY,
+        "policy": spec,
         "test": _stats(model_test),
         "validation": _stats([float(r.best_score or math.nan) for r in results]),
         "selected": {"seed": selected_seed, "epoch": int(verdict.extra["selected"]["epoch"]), "test": selected_test},
@@ -1149,8 +1172,9 @@ def render_report(data: Mapping[str, Any]) -> str:
         "Rules are deterministic (spread 0 in the table; their spread under jittered submits is below "
         "it, and goal 1 is judged on those replays: see its section); a learned row is mean ± standard "
         "deviation over the seeds' test scores, and a difference inside it is a tie. Information: the rules say theirs "
-        "(`runtime_model`, the request by default); sarsa-esn its registry defaults: the request and "
-        "`runtime_model=estimated` (the class median over a sliding window), "
+        "(`runtime_model`, the request by default); "
+        + _learned_information(s.get("learned_policy", LEARNED_POLICY))
+        + ", "
         + (
             "rewarded for the objective (`reward` = its name: the objective's growth while jobs queue, counted "
             "on the actual runtimes of the replay) and selected by it"
@@ -1200,6 +1224,20 @@ def render_report(data: Mapping[str, Any]) -> str:
     lines += _sections(data, objective)
     lines += ["![ratios](ratios.png)", ""]
     return "\n".join(lines)
+
+
+def _learned_information(spec: str) -> str:
+    """What the table's sarsa-esn reads of each job's runtime, for the report's "Information" sentence."""
+    if spec == LEARNED_POLICY:
+        return (
+            f"{LEARNED_POLICY} its registry defaults: the request and `runtime_model=estimated` (the class median "
+            "over a sliding window)"
+        )
+    runtime = spec.partition("runtime_model=")[2]
+    return (
+        f"{LEARNED_POLICY} (`{spec}`, `--learned-runtime {runtime}`) the request and the {runtime} prediction of "
+        "each job as its runtime input"
+    )
 
 
 def _table_row(r: Mapping[str, Any]) -> str:

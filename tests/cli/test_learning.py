@@ -27,7 +27,7 @@ def test_learning_writes_the_table_and_report_only_regenerates_it(tmp_path: Path
     assert (out / "report.md").read_text() == report
 
 
-def test_the_objective_and_the_scored_runtime_are_the_users_and_the_report_says_them(tmp_path: Path) -> None:
+def test_the_objective_and_both_runtime_inputs_are_the_users_and_the_report_says_them(tmp_path: Path) -> None:
     swf = write_swf(tmp_path / "small.swf", n=200, interarrival_s=60.0)
     out = tmp_path / "learning"
     run = CliRunner().invoke(
@@ -45,6 +45,8 @@ def test_the_objective_and_the_scored_runtime_are_the_users_and_the_report_says_
             "interactive=3",
             "--scored-runtime",
             "user-last2",
+            "--learned-runtime",
+            "learned",
             "--out",
             str(out),
         ],
@@ -54,9 +56,12 @@ def test_the_objective_and_the_scored_runtime_are_the_users_and_the_report_says_
     assert data["settings"]["objective"] == {"name": "W", "class_weights": {"interactive": 3.0}}
     assert data["settings"]["search"]["runtime_model"] == "user-last2"
     assert "log_pred" in data["settings"]["search"]["features"]
+    assert data["settings"]["learned_policy"] == data["traces"][0]["learned"]["policy"]
+    assert data["settings"]["learned_policy"] == "sarsa-esn:runtime_model=learned"
     report = (out / "report.md").read_text()
     assert "Objective: W (interactive ×3) (higher is better" in report
     assert "the scored search the request and the user-last2 prediction" in report
+    assert "the request and the learned prediction of each job as its runtime input" in report
     # W is higher-is-better: the best rule on test is the highest.
     row = data["traces"][0]
     assert row["best_rule_test"]["test"] == max(v["test"] for v in row["rules"].values())

@@ -559,3 +559,47 @@ def test_the_report_ranks_each_windows_best_rule_on_the_next_window() -> None:
     lines = "\n".join(carryover_section([row], Objective()))
     assert "| t | a: 3 of 3 (ρ -0.50) | b: 1 of 3 (ρ 0.50) | b: 3 of 3 (ρ -0.50) |" in lines
     assert "validation → test 3 (the best again on 0 of 1)" in lines
+
+
+def test_the_tables_sarsa_esn_takes_its_runtime_input_from_the_settings() -> None:
+    committed = Path(__file__).resolve().parents[2] / "docs" / "results" / "learning-whole" / "results.json"
+    data = json.loads(committed.read_text())
+    # The default records what the committed rows were recorded with, so they still resume.
+    assert LearningSettings().to_dict()["learned_policy"] == data["settings"]["learned_policy"] == "sarsa-esn"
+    learned = LearningSettings(learned_runtime="learned")
+    assert learned.learned_spec == learned.to_dict()["learned_policy"] == "sarsa-esn:runtime_model=learned"
+    with pytest.raises(ValueError, match="learned_runtime must be one of estimated, user-last2, learned"):
+        LearningSettings(learned_runtime="oracle")  # the actual runtime: no live scheduler has it
+    assert "sarsa-esn its registry defaults: the request and `runtime_model=estimated`" in render_report(data)
+    data["settings"]["learned_policy"] = learned.learned_spec
+    report = render_report(data)
+    assert "registry defaults" not in report
+    assert (
+        "sarsa-esn (`sarsa-esn:runtime_model=learned`, `--learned-runtime learned`) the request and the learned "
+        "prediction of each job as its runtime input" in report
+    )
+
+
+def test_a_row_trains_sarsa_esn_with_the_settings_runtime_input(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import rlsched.workflow.learning as learning
+
+    class Trained(Exception):
+        pass
+
+    trained: list[str] = []
+    real = learning._train_and_judge
+
+    def spy(tw: Any, policy: str, *args: Any, **kwargs: Any) -> Any:
+        if policy.startswith("sarsa-esn"):
+            trained.append(policy)
+            raise Trained
+        return real(tw, policy, *args, **kwargs)
+
+    monkeypatch.setattr(learning, "_train_and_judge", spy)
+    workload, settings = _quick(tmp_path)
+    for runtime, spec in (("user-last2", "sarsa-esn:runtime_model=user-last2"), ("estimated", "sarsa-esn")):
+        with pytest.raises(Trained):
+            learning_trace(workload, replace(settings, learned_runtime=runtime, max_jobs=200))
+        assert trained[-1] == spec
