@@ -12,7 +12,8 @@ a rule").
 Run: ``RLSCHED_TRACE_DIR=… python -m benchmarks.diag_learned_reward [--table docs/results/learning]
 [--traces KTH-SP2-1996-2.1-cln,…] [--workers 2] [--variant reward=bsld,runtime_model=learned …]
 [--pretrain-rule best|RULE]`` (default: every trace of the table; the variants ``reward=W`` and ``reward=`` the
-table's objective; pretraining on EDF, as the table's sarsa-esn).
+table's objective; pretraining on EDF, as the table's sarsa-esn).  A variant's parameters go over the table's own
+sarsa-esn spec (its ``--learned-runtime`` included: :meth:`benchmarks.learning_table.CommittedTable.learned_spec`).
 """
 
 from __future__ import annotations

@@ -88,5 +88,5 @@ def test_the_expected_smith_ratio_puts_a_maybe_short_job_first() -> None:
     # User 0's job is short one time in three: E[p]/E[w] ≈ 670/0.067 against user 1's 500/0.002.
     assert starts.tolist() == [3000.0, 3100.0, 3110.0]
     # A point prediction (the mean of the last two, 1,002 s against 500 s) orders them the other way.
-    easy_pp = simulate_policy(window, "sjf:runtime_model=user-last2", 1, mode="gate").schedule.start
-    assert easy_pp.tolist() == [3000.0, 3600.0, 3100.0]
+    on_point = simulate_policy(window, "sjf:runtime_model=user-last2", 1, mode="gate").schedule.start
+    assert on_point.tolist() == [3000.0, 3600.0, 3100.0]
