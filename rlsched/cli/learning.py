@@ -17,6 +17,8 @@ if TYPE_CHECKING:
 
 #: Where the committed table lives.
 DEFAULT_OUT = Path("docs/results/learning")
+#: rlsched.workflow.learning.LEARNED_RUNTIMES (not imported here: the CLI starts without the simulator).
+LEARNED_RUNTIMES = ("estimated", "user-last2", "learned")
 #: OUT's folder of finished rows, one file per trace: a stopped run started again resumes from them.
 ROWS_DIR = "rows"
 
@@ -69,12 +71,10 @@ ROWS_DIR = "rows"
 )
 @click.option(
     "--learned-runtime",
-    # rlsched.workflow.learning.LEARNED_RUNTIMES (not imported here: the CLI starts without the simulator).
-    type=click.Choice(["estimated", "user-last2", "learned"]),
+    type=click.Choice(LEARNED_RUNTIMES),
     default="estimated",
     show_default=True,
-    help="sarsa-esn's runtime input: its default, the class median over a sliding window (estimated), or each "
-    "job's predicted runtime.",
+    help="sarsa-esn's runtime input: the class median (estimated, its default) or each job's prediction.",
 )
 @click.option(
     "--objective",
@@ -144,19 +144,13 @@ def learning(
         TRACES,
         LearningSettings,
         quick_settings,
-        read_results,
         run_learning,
         scored_features,
         write_outputs,
     )
 
     if report_only:
-        try:
-            data = read_results(out)
-        except (OSError, ValueError) as exc:
-            raise click.ClickException(f"{out}/results.json: {' '.join(str(exc).split())}") from exc
-        for path in write_outputs(data, out, results=False):
-            click.echo(f"wrote {path}")
+        _report_only(out)
         return
     seed_list = tuple(range(seeds))
     settings = quick_settings(seed_list) if quick else LearningSettings(seeds=seed_list)
@@ -195,4 +189,16 @@ def learning(
     data["command"] = "rlsched " + shlex.join(argv[argv.index("learning") :])
     data["seconds"] = round(time.perf_counter() - t0, 1)
     for path in write_outputs(data, out):
+        click.echo(f"wrote {path}")
+
+
+def _report_only(out: Path) -> None:
+    """``--report-only``: report.md and the figure from OUT/results.json alone."""
+    from rlsched.workflow.learning import read_results, write_outputs
+
+    try:
+        data = read_results(out)
+    except (OSError, ValueError) as exc:
+        raise click.ClickException(f"{out}/results.json: {' '.join(str(exc).split())}") from exc
+    for path in write_outputs(data, out, results=False):
         click.echo(f"wrote {path}")

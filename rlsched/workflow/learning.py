@@ -1169,25 +1169,7 @@ def render_report(data: Mapping[str, Any]) -> str:
         f"{s['search']['runtime_model']}."
         + (f" **Quick setting: the first {s['max_jobs']:,} jobs of each trace.**" if s.get("max_jobs") else ""),
         "",
-        "Rules are deterministic (spread 0 in the table; their spread under jittered submits is below "
-        "it, and goal 1 is judged on those replays: see its section); a learned row is mean ± standard "
-        "deviation over the seeds' test scores, and a difference inside it is a tie. Information: the rules say theirs "
-        "(`runtime_model`, the request by default); "
-        + _learned_information(s.get("learned_policy", LEARNED_POLICY))
-        + ", "
-        + (
-            "rewarded for the objective (`reward` = its name: the objective's growth while jobs queue, counted "
-            "on the actual runtimes of the replay) and selected by it"
-            if s.get("learned_reward") == "objective"
-            else "trained on P-grid's λ-reward and selected by the objective"
-        )
-        + "; the scored search the request"
-        + (
-            ""
-            if s["search"]["runtime_model"] == "requested"
-            else f" and the {s['search']['runtime_model']} prediction (feature `log_pred`)"
-        )
-        + ".",
+        _information(s),
         "",
         "## The table (test window)",
         "",
@@ -1224,6 +1206,31 @@ def render_report(data: Mapping[str, Any]) -> str:
     lines += _sections(data, objective)
     lines += ["![ratios](ratios.png)", ""]
     return "\n".join(lines)
+
+
+def _information(s: Mapping[str, Any]) -> str:
+    """The report's paragraph on the spread and on what each policy knows of the jobs' runtimes."""
+    return (
+        "Rules are deterministic (spread 0 in the table; their spread under jittered submits is below "
+        "it, and goal 1 is judged on those replays: see its section); a learned row is mean ± standard "
+        "deviation over the seeds' test scores, and a difference inside it is a tie. Information: the rules say theirs "
+        "(`runtime_model`, the request by default); "
+        + _learned_information(s.get("learned_policy", LEARNED_POLICY))
+        + ", "
+        + (
+            "rewarded for the objective (`reward` = its name: the objective's growth while jobs queue, counted "
+            "on the actual runtimes of the replay) and selected by it"
+            if s.get("learned_reward") == "objective"
+            else "trained on P-grid's λ-reward and selected by the objective"
+        )
+        + "; the scored search the request"
+        + (
+            ""
+            if s["search"]["runtime_model"] == "requested"
+            else f" and the {s['search']['runtime_model']} prediction (feature `log_pred`)"
+        )
+        + "."
+    )
 
 
 def _learned_information(spec: str) -> str:

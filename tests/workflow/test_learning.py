@@ -603,3 +603,10 @@ def test_a_row_trains_sarsa_esn_with_the_settings_runtime_input(
         with pytest.raises(Trained):
             learning_trace(workload, replace(settings, learned_runtime=runtime, max_jobs=200))
         assert trained[-1] == spec
+
+
+def test_the_commands_runtime_choices_are_the_tables() -> None:
+    from rlsched.cli.learning import LEARNED_RUNTIMES as CHOICES
+    from rlsched.workflow.learning import LEARNED_RUNTIMES
+
+    assert CHOICES == LEARNED_RUNTIMES
