@@ -122,7 +122,7 @@ def main() -> None:
             for variant in variants:
                 smith = ExpectedSmithPriority(window, *variant)
                 sim = Simulator(window, cores, dynamic=smith, backfill=True, overrun=DEFAULT_OVERRUN)
-                score = scores[name][variant] = mean_bsld(sim.run(), window)
+                score = scores[name][variant] = mean_bsld(sim.run())
                 print(
                     f"  {_label(variant)}: {score:.4g} ({score / rules[best_rule]:.2f}x the best rule, "
                     f"{score / rules[SAME_INFORMATION]:.2f}x {SAME_INFORMATION})"

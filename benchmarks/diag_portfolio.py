@@ -38,7 +38,7 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
 import numpy as np  # noqa: E402
 
 from benchmarks.learning_table import add_table_options, read_table, replay_cores, table_whole  # noqa: E402
-from rlsched.core.measures import bounded_slowdown  # noqa: E402
+from rlsched.core.objective import Objective  # noqa: E402
 from rlsched.core.policies import resolve  # noqa: E402
 from rlsched.core.policies.registry import rule_setup  # noqa: E402
 from rlsched.core.policies.rules import rule_priority  # noqa: E402
@@ -47,6 +47,7 @@ from rlsched.sim.engine import DEFAULT_OVERRUN, DynamicPriority, Schedule, Simul
 from rlsched.sim.policies import bind, simulate_policy  # noqa: E402
 from rlsched.sim.rules import RulePriority  # noqa: E402
 from rlsched.sim.workload import Workload  # noqa: E402
+from rlsched.workflow.verdict import schedule_score  # noqa: E402
 
 _REQUEST_RULES = ("fcfs", "sjf", "saf", "f1", "f2", "f3", "f4", "wfp3", "unicep")
 _PREDICTED_RULES = ("sjf", "saf", "f1", "f2", "f3", "f4")
@@ -58,14 +59,13 @@ PORTFOLIO: tuple[str, ...] = _REQUEST_RULES + tuple(
 _DAY_S = 86400.0
 
 
-def mean_bsld(schedule: Schedule, workload: Workload) -> float:
-    run = (schedule.end - schedule.start).astype(np.float64)
-    wait = (schedule.start - workload.submit).astype(np.float64)
-    return float(bounded_slowdown(run, wait).mean())
+def mean_bsld(schedule: Schedule) -> float:
+    """The table's objective (the mean bounded slowdown) of one replay."""
+    return schedule_score(Objective(), schedule)
 
 
 def rule_score(workload: Workload, rule: str, cores: int | None) -> float:
-    return mean_bsld(simulate_policy(workload, rule, cores, mode="gate").schedule, workload)
+    return mean_bsld(simulate_policy(workload, rule, cores, mode="gate").schedule)
 
 
 class _FcfsPriority:
@@ -180,7 +180,7 @@ def main() -> None:
             choose = lookback_chooser(whole, cores, PORTFOLIO, lookback)
             portfolio = PortfolioPriority(window, PORTFOLIO, period, choose)
             sim = Simulator(window, cores, dynamic=portfolio, backfill=True, overrun=DEFAULT_OVERRUN)
-            score = mean_bsld(sim.run(), window)
+            score = mean_bsld(sim.run())
             most = ", ".join(f"{rule} {n}" for rule, n in Counter(portfolio.choices).most_common(3))
             print(
                 f"{row['trace']} {name} (every {args.period_days:g} d on the last {args.lookback_days:g} d): "
