@@ -23,7 +23,6 @@ import os
 import sys
 import tempfile
 import time
-from dataclasses import replace
 from pathlib import Path
 
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
@@ -40,11 +39,12 @@ from benchmarks.learning_table import (  # noqa: E402
     CommittedTable,
     add_table_options,
     read_table,
+    scores_on,
     table_train_plan,
     table_windows,
 )
 from rlsched.sim.workload import Workload  # noqa: E402
-from rlsched.workflow.train import run_tasks, validation_score  # noqa: E402
+from rlsched.workflow.train import run_tasks  # noqa: E402
 
 
 def main() -> None:
@@ -98,11 +98,7 @@ def train_and_test(
             choice = tasks[0].pretrain_choice
             print(f"  pretraining on {choice['rule']} (train window {choice['score']:.4g}, {choice['seconds']:.0f} s)")
         results = run_tasks(tasks, workers=workers)
-        test = []
-        for task, result in zip(tasks, results, strict=True):
-            seed_file = Path(tmp) / f"seed{result.seed}.npz"
-            seed_file.write_bytes(result.model)
-            test.append(validation_score(seed_file, replace(task, validation=windows["test"])))
+        test = scores_on(windows["test"], tasks, results, Path(tmp))
     return [float(r.best_score) if r.best_score is not None else float("nan") for r in results], test
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import argparse
 import json
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -16,8 +17,8 @@ from rlsched.sim.workload import Workload, with_class_rule
 from rlsched.workflow.learning import LEARNED_POLICY, TRACES, table_jobs
 from rlsched.workflow.site import trace_class_rule
 from rlsched.workflow.split import Deployment, TimeSplit
-from rlsched.workflow.train import train_plan
-from rlsched.workflow.train_task import TrainTask
+from rlsched.workflow.train import train_plan, validation_score
+from rlsched.workflow.train_task import TrainResult, TrainTask
 
 
 def add_table_options(parser: argparse.ArgumentParser) -> None:
@@ -136,3 +137,16 @@ def table_train_plan(
         objective=table.objective,
         pretrain_rule=pretrain_rule,
     )
+
+
+def scores_on(
+    window: Workload, tasks: Sequence[TrainTask], results: Sequence[TrainResult], folder: Path
+) -> list[float]:
+    """Each seed's model (``results``, one per task) replayed on ``window`` as train scores it on validation: the
+    task's mode, cores and objective.  The model files are written to ``folder``."""
+    scores = []
+    for task, result in zip(tasks, results, strict=True):
+        seed_file = folder / f"seed{result.seed}.npz"
+        seed_file.write_bytes(result.model)
+        scores.append(validation_score(seed_file, replace(task, validation=window)))
+    return scores

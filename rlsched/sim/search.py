@@ -33,6 +33,10 @@ score is made at submit by the engine's dynamic priority (:mod:`rlsched.sim.scor
 11× (``learned``) that.  A wait term that is not linear (WFP3's (w/r)³) would need re-prioritisation passes
 and is not searched here.
 
+Every replay is in gate mode unless :attr:`SearchConfig.boost` gives boost settings: then the start, the fitness
+and the selection replay as the daemon deploys the ranking (about 5× the cost; measured in docs/scoring.md, "The
+mode of the search", where it won nothing, so ``rlsched train`` leaves it off).
+
 :func:`split_experiment` is the measurement of ``docs/results/scoring``: train on the first half of a trace,
 select on the next quarter, report the last quarter against easy, easy-sjf, saf, wfp3, unicep and F1–F4.
 """
@@ -60,6 +64,7 @@ from rlsched.core.scoring import (
     format_weights,
 )
 from rlsched.core.view import FloatArray
+from rlsched.sim.boost import BoostSettings
 from rlsched.sim.engine import DEFAULT_OVERRUN, Overrun, Schedule, Simulator
 from rlsched.sim.policies import simulate_policy
 from rlsched.sim.scored import ScoredPriority
@@ -102,6 +107,12 @@ class SearchConfig:
     validation_replays: int = 4
     jitter_s: float = 300.0
     backfill: bool = True
+    #: The mode of every replay of the search (the family's start, the fitness, the selection).  ``None``: gate
+    #: mode, the function's order as the engine's priority with EASY backfilling (``backfill``) — every search
+    #: written before this setting.  Boost settings: the daemon's boost mode (the top ``max_boosted`` of the
+    #: ranking ahead of the site's base order, re-ranked every poll, the base's backfilling), the mode the found
+    #: policy is deployed and judged in; about 5× the cost of a gate replay.
+    boost: BoostSettings | None = None
     seed: int = 0
     #: What the fitness, the family's start and the selection score (:func:`_search_score`): the site's
     #: objective, so the search optimises what the policy is judged by (default: mean bounded slowdown).
@@ -243,12 +254,7 @@ def _fitness(
     score under easy-sjf): the geometric mean over the parts of :func:`_ratio`, so that each part counts alike
     whatever its load."""
     objective = config.objective
-    schedules = [
-        simulate_scores(
-            part, function, pool, backfill=config.backfill, overrun=overrun, runtime_model=config.runtime_model
-        )
-        for part in parts
-    ]
+    schedules = [_replay(part, function, config, pool, overrun) for part in parts]
     if reference is not None:
         logs = [
             np.log(_ratio(_search_score(s, objective), r, objective)) for s, r in zip(schedules, reference, strict=True)
@@ -305,17 +311,7 @@ class SearchResult:
     @property
     def spec(self) -> PolicySpec:
         """The registry spec of the found policy (``scored:features=…,weights=…``)."""
-        return resolve(
-            PolicySpec(
-                "scored",
-                {
-                    "features": "/".join(self.function.features),
-                    "weights": format_weights(self.function.weights),
-                    "runtime_model": self.config.runtime_model,
-                    "backfill": self.config.backfill,
-                },
-            )
-        )
+        return scored_spec(self.function, self.config.runtime_model, self.config.backfill)
 
     def summary(self) -> dict[str, Any]:
         objective = self.config.objective
@@ -328,8 +324,11 @@ class SearchResult:
             "seconds": round(self.seconds, 2),
             "rules": self.rules,
             # The objective is recorded above, as Objective.to_dict() writes it.
+            # A gate-mode search's record as before the boost setting (boost: None) existed.
             "config": {
-                k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self.config).items() if k != "objective"
+                k: list(v) if isinstance(v, tuple) else v
+                for k, v in asdict(self.config).items()
+                if k != "objective" and not (k == "boost" and v is None)
             },
             "history": self.history,
         }
@@ -416,6 +415,34 @@ def search_scoring(
     )
 
 
+def scored_spec(function: ScoringFunction, runtime_model: str, backfill: bool) -> PolicySpec:
+    """The registry spec of ``function`` (``scored:features=…,weights=…``)."""
+    return resolve(
+        PolicySpec(
+            "scored",
+            {
+                "features": "/".join(function.features),
+                "weights": format_weights(function.weights),
+                "runtime_model": runtime_model,
+                "backfill": backfill,
+            },
+        )
+    )
+
+
+def _replay(
+    workload: Workload, function: ScoringFunction, config: SearchConfig, pool: int, overrun: Overrun
+) -> Schedule:
+    """``workload`` replayed under ``function`` in the search's mode (:attr:`SearchConfig.boost`)."""
+    runtime_model = config.runtime_model if function.reads_prediction else "requested"
+    if config.boost is None:
+        return simulate_scores(
+            workload, function, pool, backfill=config.backfill, overrun=overrun, runtime_model=runtime_model
+        )
+    spec = scored_spec(function, runtime_model, config.backfill)
+    return simulate_policy(workload, spec, pool, mode="boost", boost=config.boost, overrun=overrun).schedule
+
+
 def _function_of(config: SearchConfig, weights: FloatArray) -> ScoringFunction:
     """The scoring function of ``config``'s features with ``weights``."""
     return ScoringFunction(config.features, tuple(float(w) for w in weights))
@@ -438,12 +465,7 @@ def _generation(
     parts = _sequences(train, config, g)
     reference = None
     if config.fitness == "ratio":
-        reference = [
-            _search_score(
-                simulate_scores(p, RATIO_REFERENCE, pool, backfill=config.backfill, overrun=overrun), config.objective
-            )
-            for p in parts
-        ]
+        reference = [_search_score(_replay(p, RATIO_REFERENCE, config, pool, overrun), config.objective) for p in parts]
         evaluations += len(parts)
     population = config.clip(mean + std * rng.standard_normal((config.population, d)))
     population[0] = mean
@@ -476,14 +498,7 @@ def _family_on_train(train: Workload, config: SearchConfig, pool: int, overrun: 
     rules: dict[str, dict[str, Any]] = {}
     for name, weights in family_rules(config.features).items():
         w = _unit(np.asarray(weights, dtype=np.float64))
-        s = simulate_scores(
-            train,
-            ScoringFunction(config.features, tuple(float(v) for v in w)),
-            pool,
-            backfill=config.backfill,
-            overrun=overrun,
-            runtime_model=config.runtime_model,
-        )
+        s = _replay(train, _function_of(config, w), config, pool, overrun)
         rules[name] = {"weights": w.tolist(), score_key("train", config.objective): _search_score(s, config.objective)}
     return rules
 
@@ -493,17 +508,7 @@ def _mean_over(
 ) -> float:
     """The mean over ``replays`` of each one's score by ``config.objective`` under ``function``."""
     return float(
-        np.mean(
-            [
-                _search_score(
-                    simulate_scores(
-                        r, function, pool, backfill=config.backfill, overrun=overrun, runtime_model=config.runtime_model
-                    ),
-                    config.objective,
-                )
-                for r in replays
-            ]
-        )
+        np.mean([_search_score(_replay(r, function, config, pool, overrun), config.objective) for r in replays])
     )
 
 

@@ -13,6 +13,7 @@ from rlsched.core.objective import Objective
 from rlsched.core.policies import (
     BuildContext,
     PolicyError,
+    PolicySpec,
     build_agent,
     load_model,
     load_policy,
@@ -22,17 +23,20 @@ from rlsched.core.policies import (
 )
 from rlsched.core.scoring import LOG_FAMILY, ScoredRankAgent, ScoringFunction, parse_weights
 from rlsched.core.view import ClusterView, FinishedJobs, JobClass, PendingJobs, RunningJobs
+from rlsched.sim.boost import BoostSettings
 from rlsched.sim.engine import DEFAULT_OVERRUN, Schedule
 from rlsched.sim.policies import simulate_policy
 from rlsched.sim.search import (
     RATIO_REFERENCE,
     SearchConfig,
+    SearchResult,
     _fitness,
     jittered_replays,
     main,
     mean_bsld,
     report_markdown,
     score_key,
+    scored_spec,
     search_scoring,
     searched_for,
     simulate_scores,
@@ -353,3 +357,33 @@ def test_a_bsld_search_records_bsld_and_finds_what_it_found_before_objectives(
         "f4-size": 19.372417273930534,
         "fcfs": 231.88540461837596,
     }
+
+
+def test_a_boost_mode_search_replays_everything_in_boost_mode(windows: tuple[Workload, Workload]) -> None:
+    """With boost settings the start, the fitness and the selection replay as the daemon deploys (the top
+    ``max_boosted`` over FIFO), which scores otherwise than the gate-mode order of the same function."""
+    train, validation = windows
+    boost = BoostSettings(poll_interval_s=60.0, max_boosted=2)
+    config = SearchConfig(
+        population=4, generations=1, sequences=2, sequence_jobs=200, validation_replays=2, seed=1, boost=boost
+    )
+    found = search_scoring(train, validation, config, CORES)
+
+    def boosted(w: Workload, spec: PolicySpec) -> float:
+        return mean_bsld(simulate_policy(w, spec, CORES, mode="boost", boost=boost).schedule)
+
+    replays = jittered_replays(validation, 2, config.jitter_s)
+    assert found.validation_score == np.mean([boosted(r, found.spec) for r in replays])
+    gate = np.mean([mean_bsld(simulate_scores(r, found.function, CORES)) for r in replays])
+    assert gate != found.validation_score
+    sjf = result_rule_spec(found, "sjf")
+    assert found.rules["sjf"]["train_bsld"] == boosted(train, sjf)
+    assert found.summary()["config"]["boost"]["max_boosted"] == 2
+    # A gate-mode record says nothing of boost (as every record before the setting).
+    assert "boost" not in search_scoring(train, validation, replace(config, boost=None), CORES).summary()["config"]
+
+
+def result_rule_spec(found: SearchResult, rule: str) -> PolicySpec:
+    """The spec of the family's ``rule`` as ``found``'s search replayed it."""
+    function = ScoringFunction(found.config.features, tuple(found.rules[rule]["weights"]))
+    return scored_spec(function, "requested", found.config.backfill)

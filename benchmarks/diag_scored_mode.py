@@ -1,0 +1,120 @@
+"""Does the scored search do better when every replay of it runs in the mode its policy is deployed in?
+
+The committed ``rlsched learning`` tables search the ``scored`` policy in gate mode (the function's order as the
+engine's priority, EASY backfilling) and then judge what it found in boost mode (the top ``max_boosted`` of its
+ranking re-ranked every poll ahead of Slurm's base order), the mode it is deployed in.  For each trace of a
+table (its ``results.json``: the same jobs, cores, split, seeds, objective and search settings) this trains the
+search again through train's library with :attr:`rlsched.sim.search.SearchConfig.boost` set to the table's boost
+settings — its family's start, its fitness and its selection all replayed in boost mode — and replays every
+seed's policy on the test window.  Prints each seed's validation and test score, then the mean ± standard
+deviation over the seeds and the seed train would select (by validation), beside the table's own gate-mode
+search and its best rule on test.  docs/scoring.md quotes it ("The mode of the search").
+
+Run: ``RLSCHED_TRACE_DIR=… python -m benchmarks.diag_scored_mode [--table docs/results/learning-whole]
+[--traces KTH-SP2-1996-2.1-cln,…] [--workers 2]`` (default: every trace of the table; a boost replay costs about
+5× a gate one, so a seed takes 10–15 minutes on KTH-SP2).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from dataclasses import replace
+from pathlib import Path
+
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+if __package__ in (None, ""):  # run as a script: make the repository importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from typing import Any  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+from benchmarks.learning_table import (  # noqa: E402
+    CommittedTable,
+    add_table_options,
+    read_table,
+    replay_cores,
+    scores_on,
+    table_windows,
+)
+from rlsched.sim.search import SearchConfig  # noqa: E402
+from rlsched.workflow.train import run_tasks, select, train_plan  # noqa: E402
+from rlsched.workflow.train_scored import scored_search_config  # noqa: E402
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_table_options(parser)
+    parser.add_argument("--workers", type=int, default=1)
+    args = parser.parse_args()
+    table = read_table(args.table)
+    if table.deployment.mode != "boost":
+        sys.exit(f"{args.table}: the table ran in {table.deployment.mode} mode; its search already did")
+    for row in table.chosen(args.traces):
+        t0 = time.perf_counter()
+        validation, test = search_and_test(table, row, table_search(table), args.workers)
+        for seed, v, t in zip(table.settings["seeds"], validation, test, strict=True):
+            print(f"{row['trace']:<28} seed {seed}: validation {v:.4g}, test {t:.4g}", flush=True)
+        best = float(row["best_rule_test"]["test"])
+        gate = [float(s["test"]) for s in row["scored"]["searches"]]
+        chosen = int(np.argmin(table.sign * np.asarray(validation)))
+        ratio = table.over_best(float(np.mean(test)), best)
+        print(
+            f"{row['trace']:<28} boost-mode search: test {stats(test)} ({ratio:.3f} of the best rule), selected seed "
+            f"{table.settings['seeds'][chosen]} {test[chosen]:.4g}; the table's "
+            f"gate-mode search: {stats(gate)} ({table.over_best(float(np.mean(gate)), best):.3f}), its deployed "
+            f"choice {row['deployed_scored']['what']} {float(row['deployed_scored']['test']):.4g}; best rule "
+            f"{row['best_rule_test']['rule']} {best:.4g}; {time.perf_counter() - t0:.0f} s",
+            flush=True,
+        )
+
+
+def table_search(table: CommittedTable) -> SearchConfig:
+    """The table's search settings, every replay in its boost mode."""
+    s = table.settings["search"]
+    config = scored_search_config(
+        s["runtime_model"],
+        population=int(s["population"]),
+        generations=int(s["generations"]),
+        sequences=int(s["sequences"]),
+        sequence_jobs=int(s["sequence_jobs"]),
+        validation_replays=int(s["validation_replays"]),
+    )
+    return replace(config, boost=table.deployment.settings())
+
+
+def search_and_test(
+    table: CommittedTable, row: dict[str, Any], search: SearchConfig, workers: int
+) -> tuple[list[float], list[float]]:
+    """Each seed's validation score (train's, in the table's mode) and its policy's test score."""
+    windows = table_windows(row, table.settings)
+    with tempfile.TemporaryDirectory(prefix="rlsched-scored-mode-") as tmp:
+        tasks = train_plan(
+            windows["train"],
+            "scored",
+            Path(tmp) / "model.npz",
+            seeds=tuple(table.settings["seeds"]),
+            cores=replay_cores(row),
+            validation=windows["validation"],
+            deployment=table.deployment,
+            objective=table.objective,
+            search=search,
+        )
+        results = run_tasks(tasks, workers=workers)
+        select(results, table.objective)  # refuses a result without a validation score, as train does
+        test = scores_on(windows["test"], tasks, results, Path(tmp))
+    return [float(r.best_score) if r.best_score is not None else float("nan") for r in results], test
+
+
+def stats(values: list[float]) -> str:
+    return f"{np.mean(values):.4g} ± {np.std(values):.2g}"
+
+
+if __name__ == "__main__":
+    main()
