@@ -35,6 +35,7 @@ from typing import Any  # noqa: E402
 
 import numpy as np  # noqa: E402
 
+from benchmarks.diag_learned_reward import stats  # noqa: E402
 from benchmarks.learning_table import (  # noqa: E402
     CommittedTable,
     add_table_options,
@@ -58,16 +59,16 @@ def main() -> None:
         sys.exit(f"{args.table}: the table ran in {table.deployment.mode} mode; its search already did")
     for row in table.chosen(args.traces):
         t0 = time.perf_counter()
-        validation, test = search_and_test(table, row, table_search(table), args.workers)
+        validation, test, selected = search_and_test(table, row, table_search(table), args.workers)
         for seed, v, t in zip(table.settings["seeds"], validation, test, strict=True):
             print(f"{row['trace']:<28} seed {seed}: validation {v:.4g}, test {t:.4g}", flush=True)
         best = float(row["best_rule_test"]["test"])
         gate = [float(s["test"]) for s in row["scored"]["searches"]]
-        chosen = int(np.argmin(table.sign * np.asarray(validation)))
+        chosen = table.settings["seeds"].index(selected)
         ratio = table.over_best(float(np.mean(test)), best)
         print(
             f"{row['trace']:<28} boost-mode search: test {stats(test)} ({ratio:.3f} of the best rule), selected seed "
-            f"{table.settings['seeds'][chosen]} {test[chosen]:.4g}; the table's "
+            f"{selected} {test[chosen]:.4g}; the table's "
             f"gate-mode search: {stats(gate)} ({table.over_best(float(np.mean(gate)), best):.3f}), its deployed "
             f"choice {row['deployed_scored']['what']} {float(row['deployed_scored']['test']):.4g}; best rule "
             f"{row['best_rule_test']['rule']} {best:.4g}; {time.perf_counter() - t0:.0f} s",
@@ -91,8 +92,9 @@ def table_search(table: CommittedTable) -> SearchConfig:
 
 def search_and_test(
     table: CommittedTable, row: dict[str, Any], search: SearchConfig, workers: int
-) -> tuple[list[float], list[float]]:
-    """Each seed's validation score (train's, in the table's mode) and its policy's test score."""
+) -> tuple[list[float], list[float], int]:
+    """Each seed's validation score (train's, in the table's mode), its policy's test score, and the seed train
+    selects."""
     windows = table_windows(row, table.settings)
     with tempfile.TemporaryDirectory(prefix="rlsched-scored-mode-") as tmp:
         tasks = train_plan(
@@ -107,13 +109,9 @@ def search_and_test(
             search=search,
         )
         results = run_tasks(tasks, workers=workers)
-        select(results, table.objective)  # refuses a result without a validation score, as train does
+        selected = select(results, table.objective).seed
         test = scores_on(windows["test"], tasks, results, Path(tmp))
-    return [float(r.best_score) if r.best_score is not None else float("nan") for r in results], test
-
-
-def stats(values: list[float]) -> str:
-    return f"{np.mean(values):.4g} ± {np.std(values):.2g}"
+    return [float(r.best_score) if r.best_score is not None else float("nan") for r in results], test, selected
 
 
 if __name__ == "__main__":
