@@ -14,7 +14,7 @@ from rlsched.cli._common import load_workload
 from rlsched.core.objective import Objective
 from rlsched.core.policies.spec import format_policy, split_policy
 from rlsched.sim.workload import Workload, with_class_rule
-from rlsched.workflow.learning import LEARNED_POLICY, TRACES, table_jobs
+from rlsched.workflow.learning import LEARNED_POLICY, TRACES, label_runtime, learned_spec, table_jobs
 from rlsched.workflow.site import trace_class_rule
 from rlsched.workflow.split import Deployment, TimeSplit
 from rlsched.workflow.train import train_plan, validation_score
@@ -47,7 +47,8 @@ class CommittedTable:
     def learned_spec(self, extra: str = "") -> str:
         """The spec the table trained as sarsa-esn (its runtime input included), with ``extra``'s parameters
         (``k=v,…``) over it: a variant may set the runtime input again."""
-        name, params = split_policy(str(self.settings.get("learned_policy", LEARNED_POLICY)))
+        label = str(self.settings.get("learned_policy", LEARNED_POLICY))
+        name, params = split_policy(learned_spec(label_runtime(label)))
         return format_policy(name, {**params, **split_policy(f"{name}:{extra}")[1]})
 
     @property

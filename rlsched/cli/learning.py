@@ -72,9 +72,10 @@ ROWS_DIR = "rows"
 @click.option(
     "--learned-runtime",
     type=click.Choice(LEARNED_RUNTIMES),
-    default="estimated",
+    default="learned",
     show_default=True,
-    help="sarsa-esn's runtime input: the class median (estimated, its default) or each job's prediction.",
+    help="sarsa-esn's runtime input: each job's prediction (learned, its registry default; user-last2) or P-grid's "
+    "class median (estimated).",
 )
 @click.option(
     "--objective",

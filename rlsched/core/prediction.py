@@ -53,6 +53,7 @@ CORRECTION_STEPS_S: tuple[float, ...] = (
     180000.0,
     360000.0,
 )
+_STEPS_S = np.array(CORRECTION_STEPS_S)
 #: Jobs whose prediction is remembered until they finish (the oldest are forgotten beyond it: jobs cancelled
 #: while pending never finish, and a daemon runs for months).
 MAX_REMEMBERED_JOBS = 500_000
@@ -65,14 +66,20 @@ def raise_outlived(prediction: FloatArray, elapsed_s: FloatArray, request_s: Flo
     not reached yet; past the last step (or past the request) it gets the request.
     """
     pred = np.asarray(prediction, dtype=np.float64)
+    elapsed = np.asarray(elapsed_s, dtype=np.float64)
+    outlived = np.flatnonzero(elapsed >= pred)
+    if not len(outlived):
+        return pred.copy()
+    request = np.asarray(request_s, dtype=np.float64)
+    if elapsed.shape != pred.shape or request.shape != pred.shape:
+        elapsed, request = np.broadcast_to(elapsed, pred.shape), np.broadcast_to(request, pred.shape)
+    # Every step for the outlived jobs at once (a row each); the smallest beyond the elapsed time wins.
+    raised = pred[outlived, None] + _STEPS_S
+    later = raised > elapsed[outlived, None]
+    first = later.argmax(axis=1)
+    rows = np.arange(len(outlived))
     out = pred.copy()
-    outlived = elapsed_s >= pred
-    if outlived.any():
-        raised = np.full(pred.shape, np.inf)
-        for step in reversed(CORRECTION_STEPS_S):  # the smallest step beyond the elapsed time wins
-            later = pred + step > elapsed_s
-            raised = np.where(later, pred + step, raised)
-        out = np.where(outlived, np.minimum(raised, request_s), pred)
+    out[outlived] = np.minimum(np.where(later[rows, first], raised[rows, first], np.inf), request[outlived])
     return out
 
 

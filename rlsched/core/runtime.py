@@ -259,7 +259,7 @@ class PredictedRuntime:
     """
 
     def __init__(self, predictor: RuntimePredictor) -> None:
-        self.predictor = predictor
+        self._predictor = predictor
         self.name: RuntimeModelName = predictor.name
         self._now = -np.inf
         #: The jobs of the last view (pending, running): the only remembered ones that can still finish.
@@ -275,6 +275,21 @@ class PredictedRuntime:
         #: view's objects while no job came or went; a job's prediction is made once and kept, so the same object
         #: has the same predictions (forgotten when jobs finish: a finished job's prediction is no longer kept).
         self._memo: dict[str, tuple[PendingJobs | RunningJobs, FloatArray, FloatArray]] = {}
+        #: The predictions of the last view's jobs (pending and running), by job id in increasing order: a table
+        #: asks the predictor only for the jobs it has not seen (most of a view's jobs were in the one before),
+        #: which gives the same predictions, as the predictor keeps each job's until the job finishes.
+        self._seen_ids: IntArray = np.zeros(0, dtype=np.int64)
+        self._seen_pred: FloatArray = np.zeros(0)
+
+    @property
+    def predictor(self) -> RuntimePredictor:
+        return self._predictor
+
+    @predictor.setter
+    def predictor(self, predictor: RuntimePredictor) -> None:
+        """Another predictor (warmed on a window's past, restored) predicts anew: the kept predictions go."""
+        self._predictor = predictor
+        self._forget_seen()
 
     def state(self) -> dict[str, Any]:
         """The predictor's learned state (:meth:`rlsched.core.prediction.RuntimePredictor.state`), for the
@@ -296,7 +311,6 @@ class PredictedRuntime:
             raise ValueError("runtime predictor state: key 'vo_names': expected a list of distinct names")
         self.predictor = predictor
         self.key_vos(names)
-        self._memo.clear()
         self.fresh = False
 
     def key_vos(self, names: Sequence[str]) -> None:
@@ -304,7 +318,13 @@ class PredictedRuntime:
         self.vo_names = list(names)
         self._view_vos = ()
         self._vo_keys = np.zeros(0, dtype=np.int64)
+        self._forget_seen()
+
+    def _forget_seen(self) -> None:
+        """Forget the predictions of the jobs seen (another predictor, or VOs keyed anew, would predict others)."""
         self._memo.clear()
+        self._seen_ids = np.zeros(0, dtype=np.int64)
+        self._seen_pred = np.zeros(0)
 
     def _map_vos(self, view_vos: tuple[str, ...]) -> None:
         """The view's VO index → key, each name at its position in :attr:`vo_names` (appended when new)."""
@@ -337,8 +357,11 @@ class PredictedRuntime:
             self.predictor.finished(job_id, run)
         if len(done.job_id):
             self._memo.clear()  # a finished job is no longer remembered: its object would be predicted anew
-        self._predicted("pending", view.pending)
-        self._predicted("running", view.running)
+        pending = self._predicted("pending", view.pending)[0]
+        running = self._predicted("running", view.running)[0]
+        ids = np.concatenate([view.pending.job_id, view.running.job_id])
+        order = np.argsort(ids, kind="stable")
+        self._seen_ids, self._seen_pred = ids[order], np.concatenate([pending, running])[order]
 
     def _predict(
         self, job_id: IntArray, user: IntArray, vo: IntArray, cores: IntArray, request: FloatArray, submit_s: FloatArray
@@ -368,7 +391,19 @@ class PredictedRuntime:
         if memo is not None and memo[0] is jobs:
             return memo[1], memo[2]
         request = _usable_requested(jobs.req_time_s, jobs.job_class)
-        predicted = self._predict(jobs.job_id, users_of(jobs), jobs.vo, jobs.cores, request, jobs.submit_s)
+        ids = jobs.job_id
+        predicted = np.empty(len(ids))
+        seen = np.zeros(len(ids), dtype=bool)
+        if len(self._seen_ids):
+            at = np.minimum(np.searchsorted(self._seen_ids, ids), len(self._seen_ids) - 1)
+            seen = self._seen_ids[at] == ids
+            predicted[seen] = self._seen_pred[at[seen]]
+        new = np.flatnonzero(~seen)  # in the table's order, as the predictor would have met them
+        if len(new):
+            users = users_of(jobs)
+            predicted[new] = self._predict(
+                ids[new], users[new], jobs.vo[new], jobs.cores[new], request[new], jobs.submit_s[new]
+            )
         self._memo[table] = (jobs, predicted, request)
         return predicted, request
 

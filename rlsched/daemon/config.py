@@ -97,8 +97,8 @@ class AgentConfig:
       ``interactive-first-keepidle``, ``edf``) or learned policies (``sarsa-esn``, ``fqi-esn``,
       ``sarsa-ffnn``, …: P-grid §3.1–3.3 SARSA and P-fqi Alg. 1 fitted Q).
     - every other key is a parameter of that policy, checked by the registry (for the learned
-      ones ``runtime_model`` — ``estimated`` or ``requested`` live —, ``lam``,
-      ``pretrain_decisions``, ``seed``, ``keep_idle_cores``).
+      ones ``runtime_model`` — ``learned`` (the default), ``user-last2``, ``requested`` or ``estimated``
+      live —, ``lam``, ``pretrain_decisions``, ``seed``, ``keep_idle_cores``).
     - ``model``: the path of a saved model (``rlsched sim run --policy NAME --save-model PATH``);
       the model carries its policy and parameters, and must have been built for the
       ``[backend] vos`` of this config.  Relative paths are relative to the config file.

@@ -42,6 +42,7 @@ import numpy as np
 
 from rlsched.core.atomic import write_json_atomic
 from rlsched.core.objective import Objective
+from rlsched.core.policies.registry import LEARNED_RUNTIME_DEFAULT
 from rlsched.sim.prediction_errors import prediction_errors
 from rlsched.sim.search import SearchConfig
 from rlsched.sim.workload import Workload, with_class_rule
@@ -104,8 +105,9 @@ SATURATED_LOAD = 1.0
 #: The windows a row measures policies on (the train window only trains them).
 MEASURED_WINDOWS = ("validation", "test")
 LEARNED_POLICY = "sarsa-esn"
-#: The runtime inputs the table's sarsa-esn can be given (``--learned-runtime``): its registry default, the class
-#: median over a sliding window (``estimated``), or a prediction of each job (``user-last2``, ``learned``).
+#: The runtime inputs the table's sarsa-esn can be given (``--learned-runtime``): a prediction of each job
+#: (``learned``, the registry's default; ``user-last2``), or P-grid's class median over a sliding window
+#: (``estimated``, the registry's default until the learned prediction replaced it).
 LEARNED_RUNTIMES = ("estimated", "user-last2", "learned")
 #: A learned row within this factor of the best rule on test counts as a win of at least 10 %.
 WIN_RATIO = 0.90
@@ -137,8 +139,8 @@ class LearningSettings:
     workers: int = 1
     #: Windows train's verdict chooses the rule to deploy on (1: validation alone, train's default).
     rule_windows: int = RULE_WINDOWS
-    #: sarsa-esn's runtime input (:data:`LEARNED_RUNTIMES`; ``estimated``, its registry default).
-    learned_runtime: str = "estimated"
+    #: sarsa-esn's runtime input (:data:`LEARNED_RUNTIMES`; its registry default).
+    learned_runtime: str = LEARNED_RUNTIME_DEFAULT
 
     def __post_init__(self) -> None:
         if self.learned_runtime not in LEARNED_RUNTIMES:
@@ -148,7 +150,7 @@ class LearningSettings:
 
     @property
     def learned_spec(self) -> str:
-        """The spec the table trains as sarsa-esn: its registry defaults but for the runtime input."""
+        """The spec the table trains as sarsa-esn: its registry defaults but for the runtime input, named."""
         return learned_spec(self.learned_runtime)
 
     def to_dict(self) -> dict[str, Any]:
@@ -162,8 +164,7 @@ class LearningSettings:
             "objective": self.objective.to_dict(),
             "objective_label": self.objective.label(),
             "max_jobs": self.max_jobs,
-            # The registry default's rows (plain "sarsa-esn") keep the key they were recorded with, so they resume.
-            "learned_policy": self.learned_spec,
+            "learned_policy": learned_label(self.learned_runtime),
             # train rewards a learned policy for the objective (train.rewarded_for); a run recorded without this
             # key trained it on P-grid's λ-reward whatever the objective (render_report says which).
             "learned_reward": "objective",
@@ -187,8 +188,20 @@ class LearningSettings:
 
 
 def learned_spec(runtime: str) -> str:
-    """sarsa-esn's spec with ``runtime`` as its runtime input (plain ``sarsa-esn`` for its default)."""
-    return LEARNED_POLICY if runtime == "estimated" else f"{LEARNED_POLICY}:runtime_model={runtime}"
+    """sarsa-esn's spec with ``runtime`` as its runtime input, named whatever the registry's default is."""
+    return f"{LEARNED_POLICY}:runtime_model={runtime}"
+
+
+def learned_label(runtime: str) -> str:
+    """The key a run records its sarsa-esn by (``learned_policy``, part of what a row resumes on): its spec, but
+    plain ``sarsa-esn`` for ``estimated``, as every row recorded while the class median was the registry's
+    default, so that those rows still resume."""
+    return LEARNED_POLICY if runtime == "estimated" else learned_spec(runtime)
+
+
+def label_runtime(label: str) -> str:
+    """The runtime input a recorded ``learned_policy`` trained on (:func:`learned_label`'s inverse)."""
+    return label.partition("runtime_model=")[2].partition(",")[0] or "estimated"
 
 
 def quick_settings(seeds: Sequence[int] = (0, 1, 2), max_jobs: int = 600) -> LearningSettings:
@@ -1233,17 +1246,17 @@ def _information(s: Mapping[str, Any]) -> str:
     )
 
 
-def _learned_information(spec: str) -> str:
+def _learned_information(label: str) -> str:
     """What the table's sarsa-esn reads of each job's runtime, for the report's "Information" sentence."""
-    if spec == LEARNED_POLICY:
-        return (
-            f"{LEARNED_POLICY} its registry defaults: the request and `runtime_model=estimated` (the class median "
-            "over a sliding window)"
-        )
-    runtime = spec.partition("runtime_model=")[2]
+    runtime = label_runtime(label)
+    read = (
+        "P-grid's class median over a sliding window"
+        if runtime == "estimated"
+        else f"the {runtime} prediction of each job"
+    )
     return (
-        f"{LEARNED_POLICY} (`{spec}`, `--learned-runtime {runtime}`) the request and the {runtime} prediction of "
-        "each job as its runtime input"
+        f"{LEARNED_POLICY} (`{learned_spec(runtime)}`, `--learned-runtime {runtime}`) the request and {read} as "
+        "its runtime input"
     )
 
 

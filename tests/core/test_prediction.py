@@ -231,6 +231,40 @@ def test_the_runtime_model_learns_from_the_completion_feed_and_raises_outlived_r
     assert model.running(_view(850.0, [], running=[(3, 5, 1000.0, 600.0)]).running).tolist() == [260.0]
 
 
+class _Counting(UserLastTwo):
+    """user-last2 that counts the jobs it is asked about."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.asked: list[int] = []
+
+    def predict(self, job_id: int, user: int, vo: int, cores: int, request_s: float, submit_s: float) -> float:
+        self.asked.append(job_id)
+        return super().predict(job_id, user, vo, cores, request_s, submit_s)
+
+
+def test_the_runtime_model_asks_its_predictor_only_about_jobs_it_has_not_seen() -> None:
+    counting = _Counting()
+    model = PredictedRuntime(counting)
+    model.observe(_view(0.0, [(1, 5, 1000.0), (2, 5, 1000.0), (3, 5, 800.0)]))
+    assert counting.asked == [1, 2, 3]
+    # Jobs 1 and 2 end: job 3 keeps the prediction made when it was first seen (the request), job 4 is new and
+    # gets the mean of the user's last two runtimes; the running job 3 is not asked about again.
+    later = _view(500.0, [(4, 5, 1000.0)], running=[(3, 5, 800.0, 450.0)], finished=[(1, 0.0, 100.0), (2, 0.0, 300.0)])
+    model.observe(later)
+    assert counting.asked == [1, 2, 3, 4]
+    assert model.pending(later.pending).tolist() == [200.0]
+    assert model.running(later.running).tolist() == [800.0]
+    # A table of other objects with the same jobs (the next view's) is answered from the seen ones, in its order.
+    assert model.pending(_view(510.0, [(4, 5, 1000.0)]).pending).tolist() == [200.0]
+    assert counting.asked == [1, 2, 3, 4]
+    # Another predictor (warmed on a window's past, restored) predicts every job anew.
+    fresh = _Counting()
+    model.predictor = fresh
+    assert model.pending(_view(520.0, [(4, 5, 1000.0)]).pending).tolist() == [1000.0]
+    assert fresh.asked == [4]
+
+
 def test_a_view_without_users_predicts_the_request_for_everyone() -> None:
     model = make_runtime_model("user-last2")
     view = _view(0.0, [(1, 5, 700.0)])
@@ -447,7 +481,7 @@ def test_a_new_vo_name_gets_the_next_key_and_bad_vo_names_are_a_value_error() ->
             make_runtime_model("learned").restore({**state, "vo_names": bad})  # type: ignore[attr-defined]
 
 
-def test_a_table_already_predicted_is_answered_again_without_the_predictor_until_a_job_finishes() -> None:
+def test_a_table_already_predicted_is_answered_again_without_the_predictor() -> None:
     model = make_runtime_model("user-last2")
     assert isinstance(model, PredictedRuntime)
     calls: list[int] = []
@@ -467,7 +501,7 @@ def test_a_table_already_predicted_is_answered_again_without_the_predictor_until
     later = replace(view, time_s=600.0)  # a replay's next view: the same tables while no job came or went
     model.observe(later)
     assert model.running(later.running).tolist() == [1000.0] and calls == [1, 2, 3]
-    # A finished job: the tables are predicted anew (as the jobs of a new object would be).
+    # A finished job empties the memo of table objects; the jobs seen keep their predictions all the same.
     done = replace(view, time_s=700.0, finished=_view(0.0, [], finished=[(9, 0.0, 600.0)]).finished)
     model.observe(done)
-    assert calls == [1, 2, 3, 1, 2, 3]
+    assert model.pending(done.pending).tolist() == [1000.0, 1000.0] and calls == [1, 2, 3]

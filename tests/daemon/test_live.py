@@ -131,12 +131,15 @@ def test_shadow_mode_changes_nothing_in_slurm(
 def test_boost_mode_starts_the_top_ranked_job_first_and_undoes_on_sigterm(
     slurm: SlurmTestCluster, tmp_path: Path, daemons: list[DaemonProcess]
 ) -> None:
-    blocker = slurm.sbatch("-c", "16", "-t", "5", sleep_s=5)
+    blocker = slurm.sbatch("-c", "16", "-t", "5", sleep_s=300)
     wait_for(lambda: slurm.state(blocker) == "RUNNING", 20, "the blocker to run")
     # Submission order 10, 6, 2 minutes: Slurm alone would start `long` first.
     long, mid, short = (slurm.sbatch("-c", "16", "-t", t, sleep_s=30) for t in ("10", "6", "2"))
     d = start(daemons, write_config(tmp_path / "rlsched.toml", slurm, "boost"), slurm)
     wait_for(lambda: int(snapshot(slurm)[short][2]) < 0, 20, "rlsched's Nice offset on its first job")
+    # The machine frees once the offsets are in place, however long the daemon took to start (a blocker that
+    # ended by itself after a few seconds could free it first on a loaded machine, and Slurm would start `long`).
+    slurm.run("scancel", str(blocker))
     wait_for(lambda: started(slurm, short), 40, "the top-ranked job to start when the blocker ends")
     assert not started(slurm, long) and not started(slurm, mid)
     assert d.stop() == 0

@@ -14,6 +14,7 @@ import pytest
 
 from rlsched.cli._common import load_workload
 from rlsched.core.objective import Objective
+from rlsched.core.policies.registry import resolve
 from rlsched.sim.workload import Workload
 from rlsched.workflow.learning import (
     WITH_WINDOWS,
@@ -564,19 +565,26 @@ def test_the_report_ranks_each_windows_best_rule_on_the_next_window() -> None:
 def test_the_tables_sarsa_esn_takes_its_runtime_input_from_the_settings() -> None:
     committed = Path(__file__).resolve().parents[2] / "docs" / "results" / "learning-whole" / "results.json"
     data = json.loads(committed.read_text())
-    # The default records what the committed rows were recorded with, so they still resume.
-    assert LearningSettings().to_dict()["learned_policy"] == data["settings"]["learned_policy"] == "sarsa-esn"
-    learned = LearningSettings(learned_runtime="learned")
+    # A table run on the class median records plain "sarsa-esn", as the committed rows were recorded while it was
+    # the registry's default, so they still resume; it is trained with the runtime input named.
+    median = LearningSettings(learned_runtime="estimated")
+    assert median.to_dict()["learned_policy"] == data["settings"]["learned_policy"] == "sarsa-esn"
+    assert median.learned_spec == "sarsa-esn:runtime_model=estimated"
+    assert "--learned-runtime estimated" in data["command"]
+    # The default is the registry's: the learned prediction.
+    learned = LearningSettings()
+    assert learned.learned_runtime == resolve("sarsa-esn").params["runtime_model"] == "learned"
     assert learned.learned_spec == learned.to_dict()["learned_policy"] == "sarsa-esn:runtime_model=learned"
     with pytest.raises(ValueError, match="learned_runtime must be one of estimated, user-last2, learned"):
         LearningSettings(learned_runtime="oracle")  # the actual runtime: no live scheduler has it
-    assert "sarsa-esn its registry defaults: the request and `runtime_model=estimated`" in render_report(data)
-    data["settings"]["learned_policy"] = learned.learned_spec
-    report = render_report(data)
-    assert "registry defaults" not in report
+    assert (
+        "sarsa-esn (`sarsa-esn:runtime_model=estimated`, `--learned-runtime estimated`) the request and P-grid's "
+        "class median over a sliding window as its runtime input" in render_report(data)
+    )
+    data["settings"]["learned_policy"] = learned.to_dict()["learned_policy"]
     assert (
         "sarsa-esn (`sarsa-esn:runtime_model=learned`, `--learned-runtime learned`) the request and the learned "
-        "prediction of each job as its runtime input" in report
+        "prediction of each job as its runtime input" in render_report(data)
     )
 
 
@@ -599,14 +607,17 @@ def test_a_row_trains_sarsa_esn_with_the_settings_runtime_input(
 
     monkeypatch.setattr(learning, "_train_and_judge", spy)
     workload, settings = _quick(tmp_path)
-    for runtime, spec in (("user-last2", "sarsa-esn:runtime_model=user-last2"), ("estimated", "sarsa-esn")):
+    for runtime in ("user-last2", "estimated", "learned"):
         with pytest.raises(Trained):
             learning_trace(workload, replace(settings, learned_runtime=runtime, max_jobs=200))
-        assert trained[-1] == spec
+        assert trained[-1] == f"sarsa-esn:runtime_model={runtime}"
 
 
 def test_the_commands_runtime_choices_are_the_tables() -> None:
     from rlsched.cli.learning import LEARNED_RUNTIMES as CHOICES
+    from rlsched.cli.learning import learning as command
     from rlsched.workflow.learning import LEARNED_RUNTIMES
 
     assert CHOICES == LEARNED_RUNTIMES
+    # The CLI names its default without importing the registry: the same as the settings' (the registry's).
+    assert next(p.default for p in command.params if p.name == "learned_runtime") == LearningSettings().learned_runtime

@@ -652,11 +652,17 @@ def _learned_builder(learner_kind: str, q_kind: str) -> Callable[[PolicySpec, Bu
 #: is a daemon learning for months, whose re-fits (one pass over the memory) and model file would
 #: otherwise grow without end (all of LPC-EGEE, 220,695 jobs: 226 MB unbounded).
 DEFAULT_MEMORY_TRANSITIONS = 100_000
+#: A learned policy's runtime input by default: the online regression of :mod:`rlsched.core.prediction`
+#: (issue 23: the learned predictor is the ESN agents' per-job runtime input).  P-grid's own input, the class
+#: median over a sliding window, is ``runtime_model=estimated``; the papers' experiments name it.  Measured on
+#: the nine whole traces (sarsa-esn, boost mode, bounded slowdown, test window): better beyond the seeds' spread
+#: on six, worse on none (docs/workflow.md, after "What the learner is rewarded for").
+LEARNED_RUNTIME_DEFAULT = "learned"
 
 
 def _learned_params(keep_idle_default: int) -> tuple[Param, ...]:
     return (
-        Param("runtime_model", str, "estimated", _RUNTIME_PARAM_DOC, RUNTIME_MODELS),
+        Param("runtime_model", str, LEARNED_RUNTIME_DEFAULT, _RUNTIME_PARAM_DOC, RUNTIME_MODELS),
         Param("lam", float, 0.5, "λ of the reward λ·W + (1 − λ)·F (P-grid §3.2)", check=_unit_interval),
         Param(
             "reward",
