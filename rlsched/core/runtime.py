@@ -272,8 +272,8 @@ class PredictedRuntime:
         self._vo_keys: IntArray = np.zeros(0, dtype=np.int64)  # the last view's VO index → key
         #: Per table ("pending", "running"): the last jobs object predicted, its predictions and usable requests.
         #: A view's tables are predicted in observe and again by the policy, and a replay hands over the previous
-        #: view's objects while no job came or went; a job's prediction is made once and kept, so the same object
-        #: has the same predictions (forgotten when jobs finish: a finished job's prediction is no longer kept).
+        #: view's objects while no job came or went; a job's prediction is made once and kept until the job
+        #: finishes, and a finished job is in no table, so the same object has the same predictions.
         self._memo: dict[str, tuple[PendingJobs | RunningJobs, FloatArray, FloatArray]] = {}
         #: The predictions of the last view's jobs (pending and running), by job id in increasing order: a table
         #: asks the predictor only for the jobs it has not seen (most of a view's jobs were in the one before),
@@ -355,8 +355,6 @@ class PredictedRuntime:
         done = view.finished
         for job_id, run in zip(done.job_id.tolist(), done.run_s.tolist(), strict=True):
             self.predictor.finished(job_id, run)
-        if len(done.job_id):
-            self._memo.clear()  # a finished job is no longer remembered: its object would be predicted anew
         pending = self._predicted("pending", view.pending)[0]
         running = self._predicted("running", view.running)[0]
         ids = np.concatenate([view.pending.job_id, view.running.job_id])

@@ -501,7 +501,7 @@ def test_a_table_already_predicted_is_answered_again_without_the_predictor() -> 
     later = replace(view, time_s=600.0)  # a replay's next view: the same tables while no job came or went
     model.observe(later)
     assert model.running(later.running).tolist() == [1000.0] and calls == [1, 2, 3]
-    # A finished job empties the memo of table objects; the jobs seen keep their predictions all the same.
+    # Another job finished: the jobs still in the view keep their predictions without asking again.
     done = replace(view, time_s=700.0, finished=_view(0.0, [], finished=[(9, 0.0, 600.0)]).finished)
     model.observe(done)
     assert model.pending(done.pending).tolist() == [1000.0, 1000.0] and calls == [1, 2, 3]
