@@ -17,7 +17,9 @@ both numbers.
    :func:`rlsched.workflow.train.judge_and_write`); each step timed.
 
 Run: ``RLSCHED_TRACE_DIR=… python -m benchmarks.bench_workflow`` (``--skip-train`` for the fast part,
-``--profile`` to print the top of a cProfile of each step, ``--protocol`` for issue 23's protocol alone).
+``--profile`` to print the top of a cProfile of each step, ``--protocol`` for issue 23's protocol alone,
+``--policy SPEC`` for another learned spec than ``sarsa-esn``, e.g. to time today's code on an older commit's
+defaults).
 """
 
 from __future__ import annotations
@@ -71,6 +73,12 @@ def main() -> None:
     parser.add_argument("--skip-train", action="store_true")
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--protocol", action="store_true", help="issue 23's train protocol alone")
+    parser.add_argument(
+        "--policy",
+        default="sarsa-esn",
+        help="the learned policy spec ``train`` times (e.g. sarsa-esn:runtime_model=estimated, the default of older "
+        "commits, to compare with them)",
+    )
     args = parser.parse_args()
     workload = read_swf(resolve_trace(TRACE))
     base_s, _ = timed(lambda: simulate_policy(workload, "easy"))
@@ -94,13 +102,13 @@ def main() -> None:
     if args.skip_train:
         return
     with tempfile.TemporaryDirectory() as tmp:
-        (task,) = train_plan(workload, "sarsa-esn", Path(tmp) / "m.npz")
+        (task,) = train_plan(workload, args.policy, Path(tmp) / "m.npz")
         train_s, result = timed(lambda: train_one(task), args.profile)
-        row(f"train sarsa-esn ({result.decisions} decisions)", train_s, TRAIN_TARGET_S)
+        row(f"train {args.policy} ({result.decisions} decisions)", train_s, TRAIN_TARGET_S)
         print(f"{'':<4}model {len(result.model) / 2**20:.0f} MiB (weights and the replay memory)")
-        (chunked,) = train_plan(workload, "sarsa-esn", Path(tmp) / "c.npz", checkpoint_every=20000)
+        (chunked,) = train_plan(workload, args.policy, Path(tmp) / "c.npz", checkpoint_every=20000)
         chunk_s, _ = timed(lambda: train_one(chunked))
-        row("train sarsa-esn, checkpoint every 20000", chunk_s, None)
+        row(f"train {args.policy}, checkpoint every 20000", chunk_s, None)
 
 
 def protocol(workload: Any, row: Callable[[str, float, float | None], None]) -> None:

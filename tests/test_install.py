@@ -78,13 +78,20 @@ def test_the_units_name_exactly_the_paths_install_creates(tmp_path: Path) -> Non
 
 def test_wheel_carries_the_site_files_and_installs_from_them(tmp_path: Path) -> None:
     """Build the wheel, unpack it, and run `rlsched install` from it (not from this checkout)."""
+    # setuptools builds in the source tree (build/, *.egg-info): build from a copy so the checkout stays clean.
+    source = tmp_path / "source"
+    shutil.copytree(
+        REPO,
+        source,
+        ignore=shutil.ignore_patterns(".git", ".venv", "build", "dist", "*.egg-info", "__pycache__", ".*_cache"),
+    )
     subprocess.run(
         [
             sys.executable,
             "-m",
             "pip",
             "wheel",
-            str(REPO),
+            str(source),
             "--no-deps",
             "--no-build-isolation",
             "-q",
