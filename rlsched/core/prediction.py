@@ -235,7 +235,8 @@ class _Facts:
 #: Chosen on CTC-SP2 and KTH-SP2 (1, 2, 4, 6, 10 tried; 4 had the lowest mean absolute error on CTC-SP2);
 #: re-checked with the per-user choice on six traces (1, 2, 4, 8): 4 is the lowest on CTC-SP2 and SDSC-DS,
 #: 2 on LPC-EGEE, 8 on KTH-SP2, LANL-CM5 and LLNL-Thunder, and at most 1.22x the best (LLNL-Thunder's
-#: 335 s against 274 s at 8; KTH-SP2's 4,488 s against 4,172 s).
+#: 335 s against 274 s at 8; KTH-SP2's 4,488 s against 4,172 s).  Judged by the rules on it instead
+#: (benchmarks/diag_under_weight.py, docs/rules.md), 2 and 1 do no better than 4 against the rules on user-last2.
 UNDER_PREDICTION_WEIGHT = 4.0
 #: The ridge prior of the least squares (the initial inverse covariance is I / RIDGE).
 RIDGE = 0.01
