@@ -28,5 +28,5 @@ echo "== ruff";   .venv/bin/ruff check . "${scripts[@]}"
 # scripts above fixes what this refuses.
 echo "== format"; .venv/bin/ruff format --check . "${scripts[@]}"
 echo "== mypy";   .venv/bin/mypy
-# The slowest tests are listed at the end: CI has a time budget (README), and this says where it goes.
+# The slowest tests are listed at the end: CI has a time budget, and this says where it goes.
 echo "== pytest"; .venv/bin/pytest -q --durations=30 "$@"
