@@ -8,7 +8,8 @@ Here each weight of ``--weights`` builds the ``learned`` predictor of every repl
 trace's test window of a committed ``rlsched learning`` table and the table's jittered copies of it, in the
 table's mode, objective and cores.  Per trace and weight it prints, against the same rules on ``user-last2`` as
 the table recorded them over the same replays: how many of the six are better and worse beyond the spread (the
-larger standard deviation of the two over the replays, as the table's goal line counts its pairs) and the
+larger of the two population standard deviations over the replays: the table's own test,
+:func:`rlsched.workflow.learning.apart`) and the
 geometric mean over the six of the ratio of their means; at the end, the same over the traces.  The table's
 own weight reproduces its recorded scores: that is checked, and a mismatch stops the run.
 
@@ -21,7 +22,6 @@ from __future__ import annotations
 import argparse
 import math
 import os
-import statistics
 import sys
 from collections import OrderedDict
 from pathlib import Path
@@ -36,12 +36,12 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
 from unittest import mock  # noqa: E402
 
 import rlsched.sim.rules as sim_rules  # noqa: E402
-from benchmarks.learning_table import CommittedTable, add_table_options, read_table, replay_cores, table_windows  # noqa: E402
+from benchmarks.diag_prediction_noise import RULES, test_windows  # noqa: E402
+from benchmarks.learning_table import CommittedTable, add_table_options, read_table, replay_cores  # noqa: E402
 from rlsched.core.prediction import UNDER_PREDICTION_WEIGHT, OnlineRegression, RuntimePredictor, make_predictor  # noqa: E402
+from rlsched.workflow.learning import apart, replay_stats  # noqa: E402
 from rlsched.workflow.split import simulate_in  # noqa: E402
 from rlsched.workflow.verdict import schedule_score  # noqa: E402
-
-RULES = ("sjf", "saf", "f1", "f2", "f3", "f4")
 
 
 def predictor_with(under_weight: float) -> Any:
@@ -61,9 +61,7 @@ def recorded(row: dict[str, Any], label: str) -> list[float]:
 
 def replayed(table: CommittedTable, row: dict[str, Any], under_weight: float) -> dict[str, list[float]]:
     """Each rule on ``learned`` with ``under_weight`` over the test window and its jittered copies."""
-    test = table_windows(row, table.settings)["test"]
-    jittered = row["jittered"]
-    windows = [test] + [test.jittered(s, float(jittered["jitter_s"])) for s in jittered["jitter_seeds"]]
+    windows = [w for w, _best in test_windows(table, row, row["jittered"]["jitter_seeds"])]
     with predictor_with(under_weight):
         return {
             rule: [
@@ -82,13 +80,13 @@ def against_last2(table: CommittedTable, row: dict[str, Any], scores: dict[str, 
     better = worse = 0
     logs = []
     for rule in RULES:
-        mine, theirs = scores[rule], recorded(row, f"{rule}:runtime_model=user-last2")
-        spread = max(statistics.stdev(mine), statistics.stdev(theirs))
-        ahead = table.sign * (statistics.mean(theirs) - statistics.mean(mine))  # > 0: mine is better
-        better += ahead > spread
-        worse += ahead < -spread
-        logs.append(math.log(table.over_best(statistics.mean(mine), statistics.mean(theirs))))
-    return better, worse, math.exp(statistics.mean(logs))
+        mine, theirs = replay_stats(scores[rule]), replay_stats(recorded(row, f"{rule}:runtime_model=user-last2"))
+        if apart(mine, theirs):  # the table's own test: beyond the larger spread
+            ahead = table.sign * (theirs["mean"] - mine["mean"]) > 0
+            better += ahead
+            worse += not ahead
+        logs.append(math.log(table.over_best(mine["mean"], theirs["mean"])))
+    return better, worse, math.exp(sum(logs) / len(logs))
 
 
 def main() -> None:
@@ -112,7 +110,7 @@ def main() -> None:
             cells.append(f"{weight:g}: +{result[0]}/-{result[1]}, {result[2]:.3f}")
         print(f"{row['trace']:<28}" + " | ".join(cells), flush=True)
     for weight, results in totals.items():
-        geo = math.exp(statistics.mean(math.log(r[2]) for r in results))
+        geo = math.exp(sum(math.log(r[2]) for r in results) / len(results))
         better, worse = sum(r[0] for r in results), sum(r[1] for r in results)
         print(
             f"weight {weight:g}: better beyond the spread in {better}, worse in {worse} of {6 * len(results)} "

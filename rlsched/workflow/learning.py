@@ -242,7 +242,8 @@ def needs_fewer_cores(name: str, offered_load: float = 1.0) -> bool:
     return offered_load < LOW_LOAD and offered_load / TARGET_LOAD >= MIN_LOAD_FRACTION
 
 
-def _stats(values: Sequence[float]) -> dict[str, Any]:
+def replay_stats(values: Sequence[float]) -> dict[str, Any]:
+    """Mean, spread (the population standard deviation) and the values: how every table row states replays."""
     real = [float(v) for v in values]
     return {"mean": float(np.mean(real)), "spread": float(np.std(real)) if len(real) > 1 else 0.0, "seeds": real}
 
@@ -499,8 +500,8 @@ def _learned(tw: _TraceWindows, windows: Mapping[str, Any]) -> tuple[dict[str, A
     selected_test = model_test[judged.selected]
     row = {
         "policy": spec,
-        "test": _stats(model_test),
-        "validation": _stats([float(r.best_score or math.nan) for r in results]),
+        "test": replay_stats(model_test),
+        "validation": replay_stats([float(r.best_score or math.nan) for r in results]),
         "selected": {"seed": selected_seed, "epoch": int(verdict.extra["selected"]["epoch"]), "test": selected_test},
         "epoch_validation": {str(r.seed): r.validation_scores for r in results},
         "pass_pretraining": {str(r.seed): r.pass_pretraining for r in results if r.pass_pretraining},
@@ -532,8 +533,8 @@ def _scored(
         for r, test in zip(results, model_test, strict=True)
     ]
     row = {
-        "test": _stats(model_test),
-        "validation": _stats([float(r.best_score or math.nan) for r in results]),
+        "test": replay_stats(model_test),
+        "validation": replay_stats([float(r.best_score or math.nan) for r in results]),
         "selected": {"seed": selected_seed, "test": model_test[k], "spec": results[k].label},
         "searches": searches,
         "runtime_model": tw.settings.search.runtime_model,
@@ -646,8 +647,8 @@ def _jittered_replays(tw: _TraceWindows, on_test: RuleScores, learners: Mapping[
     return {
         "jitter_s": JITTER_S,
         "jitter_seeds": list(JITTER_SEEDS),
-        "rules": {label: _stats([float(scores[label]) for scores in per_seed]) for label in on_test.scores},
-        "models": {name: _stats(judged.jittered) for name, judged in learners.items()},
+        "rules": {label: replay_stats([float(scores[label]) for scores in per_seed]) for label in on_test.scores},
+        "models": {name: replay_stats(judged.jittered) for name, judged in learners.items()},
     }
 
 
@@ -899,10 +900,10 @@ def _model_replays(row: Mapping[str, Any], model: str) -> dict[str, Any]:
     """The seed the verdict of ``model`` (``learned`` or ``scored``) selected: its mean ± spread over the test
     window's replays, as recorded and jittered."""
     learner = {m: name for _key, name, m in DEPLOYED}[model]
-    return _stats([float(row[model]["selected"]["test"]), *row["jittered"]["models"][learner]["seeds"]])
+    return replay_stats([float(row[model]["selected"]["test"]), *row["jittered"]["models"][learner]["seeds"]])
 
 
-def _apart(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+def apart(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
     """Whether two means ± spreads differ beyond the larger spread (else a tie)."""
     return bool(abs(a["mean"] - b["mean"]) > max(a["spread"], b["spread"]))
 
@@ -910,7 +911,7 @@ def _apart(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
 def _rule_replays(row: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     """Every rule's mean ± spread over the test window's replays, as recorded and jittered."""
     jittered = row["jittered"]["rules"]
-    return {label: _stats([float(v["test"]), *jittered[label]["seeds"]]) for label, v in row["rules"].items()}
+    return {label: replay_stats([float(v["test"]), *jittered[label]["seeds"]]) for label, v in row["rules"].items()}
 
 
 def single_rule_misses(rows: Sequence[Mapping[str, Any]], higher: bool) -> tuple[str, float, int, int]:
@@ -928,7 +929,7 @@ def single_rule_misses(rows: Sequence[Mapping[str, Any]], higher: bool) -> tuple
         for rules, best in zip(every, bests, strict=True):
             mine = rules[label]
             ratios.append(_ratio(higher, mine["mean"], best["mean"]))
-            misses += _apart(mine, best) and sign * (mine["mean"] - best["mean"]) > 0
+            misses += apart(mine, best) and sign * (mine["mean"] - best["mean"]) > 0
         return _geomean(ratios), misses
 
     scored = {label: judged(label) for label in labels}
@@ -1035,7 +1036,7 @@ def _against_validation_pick(rows: Sequence[Mapping[str, Any]], higher: bool, mo
             continue
         pick, mine = replays["validation_pick"], _model_replays(r, model)
         ratio = ratios[r["trace"]] = _ratio(higher, mine["mean"], pick["mean"])
-        if _apart(mine, pick):
+        if apart(mine, pick):
             if ratio <= WIN_RATIO:
                 wins.append(r["trace"])
             elif ratio > 1.0:
@@ -1109,7 +1110,7 @@ def _rule_pairs_goal(rows: Sequence[Mapping[str, Any]], higher: bool) -> str:
             if replays is not None:
                 mine, other = replays[label], replays[twin]
                 gap = sign * (mine["mean"] - other["mean"])
-                beyond = _apart(mine, other)
+                beyond = apart(mine, other)
                 won += beyond and gap < 0
                 lost += beyond and gap > 0
     head = "**Rules on the learned prediction beat the same rules on user-last2** (test): "
