@@ -145,23 +145,22 @@ def judge_segment(replayer: Replayer, windows: dict[str, Workload], prior: RuleP
     }
 
 
-def pick_outcome(objective: Objective, segment: dict[str, Any], how: str) -> tuple[float, bool]:
+def pick_outcome(table: CommittedTable, segment: dict[str, Any], how: str) -> tuple[float, bool]:
     """A pick's ratio to the test window's best (means over the replays; above 1 worse) and whether it misses
     that rule beyond the spread."""
     stats = segment["test"]
     mine, best = stats[segment["picks"][how]], stats[segment["best"]]
-    ratio = best["mean"] / mine["mean"] if objective.higher_is_better else mine["mean"] / best["mean"]
+    ratio = table.over_best(mine["mean"], best["mean"])
     return ratio, ratio > 1 and apart(mine, best)
 
 
-def against_default(objective: Objective, segment: dict[str, Any], how: str) -> int:
+def against_default(table: CommittedTable, segment: dict[str, Any], how: str) -> int:
     """+1 where ``how``'s pick is better than the default's beyond the spread, -1 worse, 0 a tie."""
     stats = segment["test"]
     mine, theirs = stats[segment["picks"][how]], stats[segment["picks"]["validation"]]
     if not apart(mine, theirs):
         return 0
-    ahead = mine["mean"] > theirs["mean"] if objective.higher_is_better else mine["mean"] < theirs["mean"]
-    return 1 if ahead else -1
+    return 1 if table.sign * (theirs["mean"] - mine["mean"]) > 0 else -1
 
 
 def rules_differ(segment: dict[str, Any]) -> bool:
@@ -171,7 +170,7 @@ def rules_differ(segment: dict[str, Any]) -> bool:
     return bool(scores) and max(scores) > min(scores)
 
 
-def summary(objective: Objective, segments: list[dict[str, Any]]) -> list[str]:
+def summary(table: CommittedTable, segments: list[dict[str, Any]]) -> list[str]:
     """Per way of choosing, over the segments where the rules differ on test: the geometric mean of its ratio to
     the best, its misses, and how often it is better and worse than the default beyond the spread."""
     differ = [s for s in segments if rules_differ(s)]
@@ -180,9 +179,9 @@ def summary(objective: Objective, segments: list[dict[str, Any]]) -> list[str]:
         judged = [s for s in differ if how in s["picks"]]
         if not judged:
             continue
-        outcomes = [pick_outcome(objective, s, how) for s in judged]
+        outcomes = [pick_outcome(table, s, how) for s in judged]
         geo = math.exp(float(np.mean([math.log(r) for r, _ in outcomes])))
-        versus = [against_default(objective, s, how) for s in judged]
+        versus = [against_default(table, s, how) for s in judged]
         lines.append(
             f"{how:<14} ratio to the test window's best {geo:.3f} (geometric mean over {len(judged)}); "
             f"misses it beyond the spread in {sum(m for _, m in outcomes)}"
@@ -211,7 +210,7 @@ def main() -> None:
     args = parser.parse_args()
     table = read_table(Path(args.table))
     if args.summary_only is not None:
-        for line in summary(table.objective, json.loads(args.summary_only.read_text())["segments"]):
+        for line in summary(table, json.loads(args.summary_only.read_text())["segments"]):
             print(line)
         return
     run(table, args)
@@ -235,11 +234,11 @@ def run(table: CommittedTable, args: argparse.Namespace) -> None:
             )
             segment.update(trace=row["trace"], start=start, size=args.segment)
             segments.append(segment)
-            cells = [f"{how} {pick_outcome(table.objective, segment, how)[0]:.2f}" for how in segment["picks"]]
+            cells = [f"{how} {pick_outcome(table, segment, how)[0]:.2f}" for how in segment["picks"]]
             print(f"{row['trace']:<28}{start:>7}  best {segment['best']}; " + ", ".join(cells), flush=True)
             if args.out is not None:
                 args.out.write_text(json.dumps({"command": sys.argv[1:], "segments": segments}, indent=1))
-    for line in summary(table.objective, segments):
+    for line in summary(table, segments):
         print(line)
 
 

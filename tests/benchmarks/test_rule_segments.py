@@ -16,6 +16,7 @@ from benchmarks.diag_rule_segments import (
     segment_windows,
     summary,
 )
+from benchmarks.learning_table import CommittedTable
 from rlsched.core.objective import Objective
 from rlsched.core.policies.spec import PolicySpec
 from rlsched.sim.workload import Workload, make_workload
@@ -24,6 +25,7 @@ from rlsched.workflow.split import TimeSplit
 from rlsched.workflow.verdict import RulePrior, RuleScores
 
 BSLD = Objective.from_dict({"name": "bsld", "class_weights": {}})
+TABLE = CommittedTable(settings={"objective": BSLD.to_dict()}, rows=[])
 
 
 def test_segments_are_whole_evenly_spaced_and_stay_inside_the_range() -> None:
@@ -79,14 +81,14 @@ def _segment(best: list[float], default: list[float], other: list[float]) -> dic
 
 def test_a_pick_misses_only_beyond_the_larger_spread() -> None:
     segment = _segment([10.0, 10.0], [20.0, 20.0], [9.0, 13.0])  # the other: mean 11, spread 2
-    assert pick_outcome(BSLD, segment, "validation") == (2.0, True)
-    ratio, missed = pick_outcome(BSLD, segment, "3 windows")
+    assert pick_outcome(TABLE, segment, "validation") == (2.0, True)
+    ratio, missed = pick_outcome(TABLE, segment, "3 windows")
     assert math.isclose(ratio, 1.1) and not missed
-    assert against_default(BSLD, segment, "3 windows") == 1
-    assert against_default(BSLD, _segment([10.0, 10.0], [11.0, 11.0], [9.0, 13.0]), "3 windows") == 0
+    assert against_default(TABLE, segment, "3 windows") == 1
+    assert against_default(TABLE, _segment([10.0, 10.0], [11.0, 11.0], [9.0, 13.0]), "3 windows") == 0
     # Where every rule scores alike on test (no job waits), no choice can miss: such segments are not summed.
     alike = _segment([1.0, 1.0], [1.0, 1.0], [1.0, 1.0])
-    lines = summary(BSLD, [segment, alike, segment])
+    lines = summary(TABLE, [segment, alike, segment])
     assert lines[0].startswith("2 of 3 segments")
     assert lines[1].startswith("validation") and "2.000" in lines[1] and "spread in 2" in lines[1]
     assert "better in 2, worse in 0" in lines[2]
