@@ -76,9 +76,18 @@ def trace_path(trace_dir: Path) -> Callable[[str], Path]:
     return functools.partial(_trace_in, trace_dir)
 
 
+#: The session fixtures of the real local clusters (tests/slurm_cluster.py, tests/pbs_cluster.py).
+LIVE_FIXTURES = frozenset({"slurm_cluster", "pbs_server"})
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Run the OpenPBS tests last: on a first run their server is still building in the background
-    (scripts/test.sh), and every other test can go on meanwhile.  The order is otherwise kept."""
+    """Mark ``live`` every test that uses a real cluster, directly or through another fixture, so that
+    scripts/test.sh can run them in one process beside the others (they mostly wait on the daemons, the
+    others mostly compute).  Run the OpenPBS tests last: on a first run their server is still building in
+    the background (scripts/test.sh), and every other test can go on meanwhile.  The order is otherwise kept."""
+    for item in items:
+        if LIVE_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.live)
     items.sort(key=lambda item: item.get_closest_marker("pbs") is not None)
 
 
