@@ -32,13 +32,15 @@ echo "== mypy";   .venv/bin/mypy
 if [ $# -gt 0 ]; then
   echo "== pytest"; exec .venv/bin/pytest -q --durations=30 "$@"
 fi
-# The whole suite in two processes at once: the tests on the real clusters (marked `live` by tests/conftest.py)
-# mostly wait on Slurm's and PBS's daemons, the others mostly compute, so together they take about as long
-# as the longer of the two.  The computing half runs niced, so that the daemons and the live tests' timing
+# The whole suite in two halves at once: the tests on the real clusters (marked `live` by tests/conftest.py)
+# run one at a time in one process and mostly wait on Slurm's and PBS's daemons; the others mostly compute,
+# so they run on every core (pytest-xdist) in the time the live half leaves.  Together they take about as
+# long as the longer half.  The computing half runs niced, so that the daemons and the live tests' timing
 # come first; its output follows the live half's.  Each half has its own basetemp.
 runs=$(mktemp -d /tmp/rlsched-tests.XXXXXX)
 echo "== pytest: the tests on the real clusters, and beside them the others (log: $runs/offline.log)"
-nice -n 5 .venv/bin/pytest -q --durations=15 -m "not live" --basetemp "$runs/offline" >"$runs/offline.log" 2>&1 &
+nice -n 5 .venv/bin/pytest -q --durations=15 -n auto -m "not live" --basetemp "$runs/offline" \
+  >"$runs/offline.log" 2>&1 &
 offline=$!
 # A stopped run (Ctrl-C, CI's timeout) stops the computing half too.
 trap 'kill "$offline" 2>/dev/null || true' EXIT

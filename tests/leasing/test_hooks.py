@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -253,7 +254,9 @@ def test_a_stale_enforcing_permit_refuses_every_node(site: HookSite) -> None:
     site.permit(["cloud1", "cloud2"], age_s=300)
     done = site.run(RESUME, "cloud1", "cloud2")
     assert done.returncode == 1 and site.calls() == []
-    assert "lease permit is 300 s old" in site.hook_log()
+    # The hook computes the age when it runs: on a loaded machine a second or more after the permit was written.
+    age = re.search(r"lease permit is (\d+) s old \(limit 120 s", site.hook_log())
+    assert age and 300 <= int(age[1]) < 360, site.hook_log()
 
 
 @pytest.mark.parametrize(
