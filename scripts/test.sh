@@ -52,4 +52,9 @@ trap - EXIT
 echo "== pytest: the others"
 cat "$runs/offline.log"
 echo "== pytest: live rc=$live_rc, others rc=$offline_rc"
-[ "$live_rc" = 0 ] && [ "$offline_rc" = 0 ]
+if [ "$live_rc" = 0 ] && [ "$offline_rc" = 0 ]; then
+  rm -rf "$runs"
+  exit 0
+fi
+echo "== the tests' files are kept for a look: $runs"
+exit 1
