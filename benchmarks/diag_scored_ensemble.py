@@ -16,7 +16,8 @@ goal 1), and what the average's verdict on validation would deploy: the average 
 validation picks beyond the seeds' spread, that rule where it loses, as ``train`` judges a model.
 
 Run: ``RLSCHED_TRACE_DIR=… python -m benchmarks.diag_scored_ensemble [--table docs/results/learning-whole]
-[--traces KTH-SP2-1996-2.1-cln,…] [--workers 2] [--out FILE.json]``
+[--traces KTH-SP2-1996-2.1-cln,…] [--workers 2] [--out FILE.json]``; ``--summary-only FILE.json`` prints a saved
+run's summary again.
 """
 
 from __future__ import annotations
@@ -76,24 +77,45 @@ def _score(job: tuple[Any, ...]) -> float:
 
 
 def replayed(table: CommittedTable, row: dict[str, Any], specs: dict[str, str], workers: int) -> dict[str, Any]:
-    """Each spec's score on validation and on the test window's replays (as recorded, then jittered)."""
+    """Each spec's score on validation and on the test window's replays (as recorded, then jittered); a spec two
+    names share (seeds that found the same function) is replayed once."""
     places = [("validation", None), ("test", None), *(("test", seed) for seed in JITTER_SEEDS)]
     windows = table_windows(row, table.settings)
-    jobs = [(table, row, windows[w], s, spec) for spec in specs.values() for w, s in places]
+    unique = list(dict.fromkeys(specs.values()))
+    jobs = [(table, row, windows[w], s, spec) for spec in unique for w, s in places]
     if workers > 1:
         with ProcessPoolExecutor(workers) as pool:
             scores = list(pool.map(_score, jobs))
     else:
         scores = [_score(job) for job in jobs]
     out = {}
-    for i, name in enumerate(specs):
+    for name, spec in specs.items():
+        i = unique.index(spec)
         mine = scores[i * len(places) : (i + 1) * len(places)]
-        out[name] = {"spec": specs[name], "validation": mine[0], "test": replay_stats(mine[1:])}
+        out[name] = {"spec": spec, "validation": mine[0], "test": replay_stats(mine[1:])}
     return out
 
 
+#: The choices compared, in the summary's order: (key, column title).
+CHOICES = (
+    ("seed", "selected seed"),
+    ("average", "average"),
+    ("seed_if_beats", "seed if it beats"),
+    ("average_if_beats", "avg if it beats"),
+    ("seed_unless_loses", "seed unless loses"),
+    ("average_unless_loses", "avg unless loses"),
+)
+
+
+def verdict_outcome(table: CommittedTable, verdict: dict[str, Any], validation: float) -> str:
+    """``train``'s verdict on a model scoring ``validation`` against the table's verdict's rule and spread."""
+    gain = table.sign * (float(verdict["rule_score"]) - validation)
+    return "ties" if abs(gain) <= float(verdict["spread"]) else "beats" if gain > 0 else "loses"
+
+
 def trace_result(table: CommittedTable, row: dict[str, Any], workers: int) -> dict[str, Any]:
-    """One trace: the seeds' and the average's replays, checked against the table, and what each deploys."""
+    """One trace: the seeds' and the average's replays, checked against the table, and what each choice deploys:
+    the model where its verdict on validation allows, else the rule validation picks (the table's ``deploy``)."""
     searches = row["scored"]["searches"]
     specs = {f"seed {s['seed']}": str(s["spec"]) for s in searches}
     specs["average"] = averaged_spec([str(s["spec"]) for s in searches])
@@ -108,63 +130,45 @@ def trace_result(table: CommittedTable, row: dict[str, Any], workers: int) -> di
     if like is None:
         raise SystemExit(f"{row['trace']}: the table kept no jittered replays of its selected models")
     verdict = row["scored"]["verdict"]
-    average = runs["average"]
-    gain = table.sign * (float(verdict["rule_score"]) - average["validation"])
-    outcome = "ties" if abs(gain) <= float(verdict["spread"]) else "beats" if gain > 0 else "loses"
-    rule = row["validation_pick"]["rule"]
-    deployed = average["test"] if outcome == "beats" else like["validation_pick"]
-    return {
-        "trace": row["trace"],
-        "runs": runs,
-        "best": like["best"],
-        "selected": like["deployed_scored"] if row["deployed_scored"]["kind"] == "model" else _selected(runs, row),
-        "deployed_scored": like["deployed_scored"],
-        "average_verdict": outcome,
-        "average_deployed": {"what": "average" if outcome == "beats" else rule, **deployed},
-    }
-
-
-def _selected(runs: dict[str, Any], row: dict[str, Any]) -> dict[str, Any]:
-    """The seed the verdict selected, over the test window's replays (the table keeps them for a deployed one)."""
-    name = f"seed {row['scored']['selected']['seed']}"
-    return {"what": name, **runs[name]["test"]}
+    rule = like["validation_pick"]
+    seed = f"seed {row['scored']['selected']['seed']}"
+    models = {"seed": (seed, runs[seed]), "average": ("average", runs["average"])}
+    outcomes = {key: verdict_outcome(table, verdict, run["validation"]) for key, (_, run) in models.items()}
+    if outcomes["seed"] != verdict["outcome"]:
+        raise SystemExit(
+            f"{row['trace']}: the selected seed {outcomes['seed']} here, {verdict['outcome']} in the table"
+        )
+    picks = {key: {"what": name, **run["test"]} for key, (name, run) in models.items()}
+    for key in models:
+        picks[f"{key}_if_beats"] = picks[key] if outcomes[key] == "beats" else rule
+        picks[f"{key}_unless_loses"] = picks[key] if outcomes[key] != "loses" else rule
+    return {"trace": row["trace"], "runs": runs, "best": like["best"], "outcomes": outcomes, "picks": picks}
 
 
 def summary(table: CommittedTable, results: list[dict[str, Any]]) -> list[str]:
-    """Per trace and as geometric means: each choice over the best rule's mean, and misses beyond the spread."""
-    lines = [
-        f"{'trace':<28}{'best rule':>14}{'selected seed':>16}{'average':>12}{'deployed now':>16}{'average deploys':>18}"
-    ]
-    columns: dict[str, list[float]] = {"selected": [], "average": [], "deployed_scored": [], "average_deployed": []}
-    misses = dict.fromkeys(columns, 0)
+    """Per trace and as geometric means: each choice over the best rule's mean (``*``: worse beyond the larger
+    spread, a miss), and the seed's and the average's verdicts on validation."""
+    width = 19
+    lines = [f"{'trace':<28}{'best rule':>11}" + "".join(f"{title:>{width}}" for _, title in CHOICES) + "  verdicts"]
+    ratios: dict[str, list[float]] = {key: [] for key, _ in CHOICES}
+    misses = dict.fromkeys(ratios, 0)
     for r in results:
         best = r["best"]
-        picks = {
-            "selected": r["selected"],
-            "average": {"what": "average", **r["runs"]["average"]["test"]},
-            "deployed_scored": r["deployed_scored"],
-            "average_deployed": r["average_deployed"],
-        }
         cells = []
-        for key, pick in picks.items():
+        for key, _ in CHOICES:
+            pick = r["picks"][key]
             ratio = table.over_best(pick["mean"], best["mean"])
-            columns[key].append(ratio)
+            ratios[key].append(ratio)
             worse = table.sign * (pick["mean"] - best["mean"]) > 0 and apart(pick, best)
             misses[key] += worse
             cells.append(f"{ratio:.3f}{'*' if worse else ' '}")
+        verdicts = f"seed {r['outcomes']['seed']}, average {r['outcomes']['average']}"
         lines.append(
-            f"{r['trace']:<28}{best['mean']:>14.4g}{cells[0]:>16}{cells[1]:>12}{cells[2]:>16}{cells[3]:>18}"
-            f"  ({r['average_verdict']})"
+            f"{r['trace']:<28}{best['mean']:>11.4g}" + "".join(f"{c:>{width}}" for c in cells) + f"  {verdicts}"
         )
-    geo = {k: float(np.exp(np.mean(np.log(v)))) for k, v in columns.items()}
-    lines.append(
-        f"{'geometric mean':<28}{'':>14}{geo['selected']:>16.3f}{geo['average']:>12.3f}"
-        f"{geo['deployed_scored']:>16.3f}{geo['average_deployed']:>18.3f}"
-    )
-    lines.append(
-        f"{'misses (* beyond the spread)':<28}{'':>14}{misses['selected']:>16}{misses['average']:>12}"
-        f"{misses['deployed_scored']:>16}{misses['average_deployed']:>18}"
-    )
+    geo = [float(np.exp(np.mean(np.log(ratios[key])))) for key, _ in CHOICES]
+    lines.append(f"{'geometric mean':<39}" + "".join(f"{g:>{width - 1}.3f} " for g in geo))
+    lines.append(f"{'misses':<39}" + "".join(f"{misses[key]:>{width - 1}} " for key, _ in CHOICES))
     return lines
 
 
@@ -173,15 +177,19 @@ def main() -> None:
     add_table_options(parser)
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--out", type=Path, help="write every replay to this JSON file")
+    parser.add_argument("--summary-only", type=Path, metavar="FILE", help="print the summary of a saved --out file")
     args = parser.parse_args()
     table = read_table(args.table)
+    if args.summary_only is not None:
+        print("\n".join(summary(table, json.loads(args.summary_only.read_text()))))
+        return
     results = []
     for row in table.chosen(args.traces):
         results.append(trace_result(table, row, args.workers))
         r = results[-1]
         print(
             f"{row['trace']}: average {r['runs']['average']['validation']:.4g} on validation "
-            f"({r['average_verdict']} the rule's {row['scored']['verdict']['rule_score']:.4g}), "
+            f"({r['outcomes']['average']} the rule's {row['scored']['verdict']['rule_score']:.4g}), "
             f"test {r['runs']['average']['test']['mean']:.4g} ± {r['runs']['average']['test']['spread']:.2g}",
             flush=True,
         )

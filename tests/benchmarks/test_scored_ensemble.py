@@ -3,10 +3,12 @@ ratios and misses."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
-from benchmarks.diag_scored_ensemble import averaged_spec, summary
+from benchmarks.diag_scored_ensemble import averaged_spec, summary, verdict_outcome
 from benchmarks.learning_table import CommittedTable
 from rlsched.core.policies.spec import split_policy
 
@@ -42,18 +44,33 @@ def test_seeds_of_other_features_or_cancelling_weights_are_refused() -> None:
 def test_the_summary_counts_a_miss_only_beyond_the_larger_spread() -> None:
     table = CommittedTable(settings={"objective": {"name": "bsld", "class_weights": {}}}, rows=[])
 
-    def stats(mean: float, spread: float) -> dict[str, float]:
-        return {"mean": mean, "spread": spread}
+    def stats(what: str, mean: float, spread: float) -> dict[str, Any]:
+        return {"what": what, "mean": mean, "spread": spread}
 
+    rule = stats("f1", 12.0, 2.5)  # worse than the best, but within the larger spread: a tie
+    picks = {
+        "seed": stats("seed 1", 13.0, 1.0),  # worse beyond the spread: a miss
+        "average": stats("average", 9.0, 0.5),  # better
+        "seed_if_beats": rule,
+        "average_if_beats": stats("average", 9.0, 0.5),
+        "seed_unless_loses": rule,
+        "average_unless_loses": stats("average", 10.5, 1.0),  # worse within the spread: a tie
+    }
     result = {
         "trace": "t",
-        "best": stats(10.0, 1.0),
-        "selected": {"what": "seed 1", **stats(13.0, 1.0)},  # worse beyond the spread: a miss
-        "runs": {"average": {"test": stats(10.5, 1.0)}},  # worse within it: a tie
-        "deployed_scored": {"what": "f1", **stats(12.0, 2.5)},  # worse within the larger spread
-        "average_deployed": {"what": "average", **stats(9.0, 0.5)},  # better
-        "average_verdict": "beats",
+        "best": stats("f2", 10.0, 1.0),
+        "picks": picks,
+        "outcomes": {"seed": "loses", "average": "beats"},
     }
     lines = summary(table, [result])
-    assert lines[1].split()[2:6] == ["1.300*", "1.050", "1.200", "0.900"]
-    assert lines[-1].split()[-4:] == ["1", "0", "0", "0"]
+    assert lines[1].split()[2:8] == ["1.300*", "0.900", "1.200", "0.900", "1.200", "1.050"]
+    assert lines[-1].split()[-6:] == ["1", "0", "0", "0", "0", "0"]
+
+
+def test_the_verdict_is_trains_the_spread_makes_a_tie() -> None:
+    table = CommittedTable(settings={"objective": {"name": "bsld", "class_weights": {}}}, rows=[])
+    verdict = {"rule_score": 10.0, "spread": 0.5}
+    assert verdict_outcome(table, verdict, 9.0) == "beats"
+    assert verdict_outcome(table, verdict, 9.6) == "ties"
+    assert verdict_outcome(table, verdict, 10.4) == "ties"
+    assert verdict_outcome(table, verdict, 11.0) == "loses"
