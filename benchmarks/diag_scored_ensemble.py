@@ -10,10 +10,12 @@ brought back to unit length.  It reads no window the seeds did not read.
 For each trace of a table (its ``results.json``: the same jobs, cores, split, mode and objective), this replays
 every seed's function and the average on the validation window and on the test window as recorded and with its
 jittered submits (the tables' replays: ``rlsched.workflow.learning.JITTER_SEEDS``).  The seeds' replays must give
-the table's own scores (a check that the replays are the table's); then, per trace, the selected seed and the
-average over the test window's replays against the best rule over the same replays (the table's like-for-like
-goal 1), and what the average's verdict on validation would deploy: the average where it beats the rule
-validation picks beyond the seeds' spread, that rule where it loses, as ``train`` judges a model.
+the table's own scores (a check that the replays are the table's), and the selected seed's verdict the table's.
+Then, per trace, each choice's mean over the test window's replays against the best rule's over the same replays
+(the tables' like-for-like goal 1; ``*``: worse beyond the larger spread): the selected seed and the average
+themselves, and what each deploys by its verdict on validation (against the rule validation picks, with the
+seeds' spread): the model unless it loses, then that rule (what ``train`` and the tables deploy), and, stricter,
+the model only where it beats the rule.
 
 Run: ``RLSCHED_TRACE_DIR=… python -m benchmarks.diag_scored_ensemble [--table docs/results/learning-whole]
 [--traces KTH-SP2-1996-2.1-cln,…] [--workers 2] [--out FILE.json]``; ``--summary-only FILE.json`` prints a saved
@@ -45,8 +47,10 @@ from rlsched.workflow.learning import JITTER_S, JITTER_SEEDS, apart, replay_stat
 from rlsched.workflow.split import simulate_in  # noqa: E402
 from rlsched.workflow.verdict import schedule_score  # noqa: E402
 
-#: How close a seed's replay here must come to the table's own score for it (relative).
-SAME_SCORE = 1e-9
+#: How close a seed's replay here must come to the table's own score for it (relative).  Not exact: the committed
+#: rows were replayed by earlier commits, and on CTC-SP2 in docs/results/learning-whole seed 0's test score differs
+#: in its seventh digit (15.663493 here, 15.663484 there), the other rows' to 1e-9.
+SAME_SCORE = 1e-6
 
 
 def averaged_spec(specs: list[str]) -> str:
