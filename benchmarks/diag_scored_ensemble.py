@@ -45,7 +45,7 @@ from benchmarks.learning_table import CommittedTable, add_table_options, read_ta
 from rlsched.core.policies.spec import format_policy, split_policy  # noqa: E402
 from rlsched.workflow.learning import JITTER_S, JITTER_SEEDS, apart, replay_stats, replays_on_test  # noqa: E402
 from rlsched.workflow.split import simulate_in  # noqa: E402
-from rlsched.workflow.verdict import schedule_score  # noqa: E402
+from rlsched.workflow.verdict import outcome_of, schedule_score  # noqa: E402
 
 #: How close a seed's replay here must come to the table's own score for it (relative).  Not exact: the committed
 #: rows were replayed by earlier commits, and on CTC-SP2 in docs/results/learning-whole seed 0's test score differs
@@ -73,11 +73,10 @@ def averaged_spec(specs: list[str]) -> str:
 
 
 def _score(job: tuple[Any, ...]) -> float:
-    table, row, window, jitter_seed, spec = job
+    deployment, objective, cores, window, jitter_seed, spec = job
     if jitter_seed is not None:
         window = window.jittered(jitter_seed, JITTER_S)
-    ran = simulate_in(table.deployment, window, spec, replay_cores(row))
-    return float(schedule_score(table.objective, ran.schedule))
+    return float(schedule_score(objective, simulate_in(deployment, window, spec, cores).schedule))
 
 
 def replayed(table: CommittedTable, row: dict[str, Any], specs: dict[str, str], workers: int) -> dict[str, Any]:
@@ -86,7 +85,8 @@ def replayed(table: CommittedTable, row: dict[str, Any], specs: dict[str, str], 
     places = [("validation", None), ("test", None), *(("test", seed) for seed in JITTER_SEEDS)]
     windows = table_windows(row, table.settings)
     unique = list(dict.fromkeys(specs.values()))
-    jobs = [(table, row, windows[w], s, spec) for spec in unique for w, s in places]
+    how = (table.deployment, table.objective, replay_cores(row))
+    jobs = [(*how, windows[w], s, spec) for spec in unique for w, s in places]
     if workers > 1:
         with ProcessPoolExecutor(workers) as pool:
             scores = list(pool.map(_score, jobs))
@@ -113,8 +113,7 @@ CHOICES = (
 
 def verdict_outcome(table: CommittedTable, verdict: dict[str, Any], validation: float) -> str:
     """``train``'s verdict on a model scoring ``validation`` against the table's verdict's rule and spread."""
-    gain = table.sign * (float(verdict["rule_score"]) - validation)
-    return "ties" if abs(gain) <= float(verdict["spread"]) else "beats" if gain > 0 else "loses"
+    return outcome_of(table.objective, validation, float(verdict["rule_score"]), float(verdict["spread"]))
 
 
 def trace_result(table: CommittedTable, row: dict[str, Any], workers: int) -> dict[str, Any]:
@@ -163,7 +162,7 @@ def summary(table: CommittedTable, results: list[dict[str, Any]]) -> list[str]:
             pick = r["picks"][key]
             ratio = table.over_best(pick["mean"], best["mean"])
             ratios[key].append(ratio)
-            worse = table.sign * (pick["mean"] - best["mean"]) > 0 and apart(pick, best)
+            worse = ratio > 1 and apart(pick, best)
             misses[key] += worse
             cells.append(f"{ratio:.3f}{'*' if worse else ' '}")
         verdicts = f"seed {r['outcomes']['seed']}, average {r['outcomes']['average']}"

@@ -534,6 +534,13 @@ class RulePrior:
         return f"the validation windows of {len(self.windows)} other traces ({self.source})"
 
 
+def outcome_of(objective: Objective, model_score: float, rule_score: float, spread: float) -> str:
+    """One of :data:`OUTCOMES`: a model scoring ``model_score`` against a rule scoring ``rule_score``, where a
+    difference within ``spread`` (over the seeds; with one seed 0, so only an exact one) is a tie."""
+    diff = (model_score - rule_score) if objective.higher_is_better else (rule_score - model_score)
+    return "ties" if diff == 0 or abs(diff) <= spread else "beats" if diff > 0 else "loses"
+
+
 def judge(
     objective: Objective,
     deployment: Deployment,
@@ -556,8 +563,7 @@ def judge(
     spread = float(np.std(real)) if len(real) > 1 else 0.0
     diff = (model_score - rule_score) if objective.higher_is_better else (rule_score - model_score)
     gain = diff / abs(rule_score) if rule_score else (0.0 if diff == 0 else math.copysign(math.inf, diff))
-    # A difference within the spread over seeds is a tie (with one seed: only an exact one).
-    outcome = "ties" if diff == 0 or abs(diff) <= spread else "beats" if diff > 0 else "loses"
+    outcome = outcome_of(objective, model_score, rule_score, spread)
     deploy_rule, deploy_windows = deploy if deploy is not None else (best, 1)
     if prior is not None:
         deploy_rule, deploy_windows = prior.pick(objective, rules.specs), len(prior.windows)
