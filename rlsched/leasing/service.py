@@ -162,7 +162,12 @@ class LeasingService:
         exhausted = decision.budget_cap == 0
         allowed: list[str] = []
         if self.enforce:
-            allowed = self.nodes.enforce_lease_cap(decision.cap, list(self.config.nodes), excluded)
+            # A node outside the cap that is still leased (a stuck one powering down, one an admin drained
+            # while it runs jobs) is billed like the others: it holds a place under the cap until it is
+            # down, so the replacement of a stuck node never brings the leases above the cap meanwhile.
+            ours = self.nodes.drained_nodes()
+            held = sum(1 for n in nodes if n.leased and (n.name in excluded or (n.drained and n.name not in ours)))
+            allowed = self.nodes.enforce_lease_cap(max(0, decision.cap - held), list(self.config.nodes), excluded)
             self._resume_refused(nodes, allowed)
         self.write_permit(now, allowed, decision.cap, decision.reason)
         if exhausted and not was_exhausted:

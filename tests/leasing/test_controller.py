@@ -413,6 +413,49 @@ def test_stuck_nodes_are_powered_down_and_kept_out_of_the_cap(tmp_path: Path) ->
     assert daemon.leasing.snapshot()["reconcile"] == {"stuck_power_up": 1, "launch_backoff": 1}
 
 
+def test_a_stuck_node_holds_its_place_under_the_cap_until_it_is_powered_down(tmp_path: Path) -> None:
+    # Its replacement is leased only once it is down: never more leased nodes than the cap, even for the
+    # minute a forced power-down takes (found by the live leasing test under load: 3 nodes up on a cap of 2).
+    runner = SyntheticSlurm(synthetic_squeue_json(20), sinfo_with({"cloud1": ["POWERING_UP"]}))
+    config = LeasingConfig(
+        enabled=True,
+        nodes=CLOUD,
+        max_nodes=2,
+        policy="fixed",
+        budget_node_hours_per_day=24,
+        power_up_timeout_s=30.0,
+        reconcile_every_s=1.0,
+        launch_backoff_s=600.0,
+    )
+    daemon, clock = clocked_daemon(runner, tmp_path, config, mode="boost")
+    first = daemon.cycle()
+    assert first.lease is not None and first.lease.allowed == ["cloud1", "cloud2"]
+    clock[0] += 31.0
+    stuck = daemon.cycle()
+    assert stuck.lease is not None and stuck.lease.decision is not None and stuck.lease.decision.cap == 2
+    assert stuck.lease.allowed == ["cloud2"]  # cloud1, still leased while it powers down, takes the other place
+    runner.sinfo = sinfo_with({"cloud1": ["POWERING_DOWN"]})
+    clock[0] += 1.0
+    assert daemon.cycle().lease.allowed == ["cloud2"]  # type: ignore[union-attr]
+    runner.sinfo = sinfo_with({"cloud1": ["POWERED_DOWN"]})
+    clock[0] += 1.0
+    assert daemon.cycle().lease.allowed == ["cloud2", "cloud3"]  # type: ignore[union-attr]
+    permit = json.loads((tmp_path / "lease-permit.json").read_text())
+    assert permit["allowed"] == ["cloud2", "cloud3"] and permit["cap"] == 2
+
+
+def test_a_node_an_admin_drained_while_it_runs_jobs_counts_under_the_cap(tmp_path: Path) -> None:
+    runner = SyntheticSlurm(synthetic_squeue_json(20), sinfo_with({"cloud4": ["DRAIN"]}, alloc={"cloud4": 8}))
+    config = LeasingConfig(enabled=True, nodes=CLOUD, max_nodes=2, policy="fixed", budget_node_hours_per_day=24)
+    daemon = make_daemon(runner, str(tmp_path), mode="boost", leasing=config)
+    report = daemon.cycle()
+    assert report.lease is not None and report.lease.allowed == ["cloud1"]
+    # the admin's drain is left alone; ours go on the nodes above the cap
+    assert drains(runner) == [
+        ("scontrol", "update", "NodeName=cloud2,cloud3", "State=DRAIN", "Reason=rlsched_lease_cap")
+    ]
+
+
 def test_status_reports_the_leasing_books(tmp_path: Path) -> None:
     from rlsched.cli.daemon import status_report
 
