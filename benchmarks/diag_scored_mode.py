@@ -10,9 +10,15 @@ seed's policy on the test window.  Prints each seed's validation and test score,
 deviation over the seeds and the seed train would select (by validation), beside the table's own gate-mode
 search and its best rule on test.  docs/scoring.md quotes it ("The mode of the search").
 
+``--search-mode gate`` keeps the table's gate-mode search and ``--warmup-jobs N`` gives every fitness sequence a
+warm-up of N jobs (:attr:`rlsched.sim.search.SearchConfig.warmup_jobs`: the member schedules them, they are not
+scored, so the sequence starts from the queue its own order built): the same comparison for that one change
+(docs/scoring.md, "A warm-up before each sequence").
+
 Run: ``RLSCHED_TRACE_DIR=… python -m benchmarks.diag_scored_mode [--table docs/results/learning-whole]
-[--traces KTH-SP2-1996-2.1-cln,…] [--workers 2]`` (default: every trace of the table; a boost replay costs about
-5× a gate one, so a seed takes 10–15 minutes on KTH-SP2).
+[--traces KTH-SP2-1996-2.1-cln,…] [--workers 2] [--search-mode boost|gate] [--warmup-jobs 0]`` (default: every
+trace of the table, boost mode, no warm-up; a boost replay costs about 5× a gate one, so a seed takes 10–15
+minutes on KTH-SP2).
 """
 
 from __future__ import annotations
@@ -53,13 +59,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_table_options(parser)
     parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--search-mode", choices=("boost", "gate"), default="boost")
+    parser.add_argument("--warmup-jobs", type=int, default=0)
     args = parser.parse_args()
     table = read_table(args.table)
-    if table.deployment.mode != "boost":
+    if args.search_mode == "boost" and table.deployment.mode != "boost":
         sys.exit(f"{args.table}: the table ran in {table.deployment.mode} mode; its search already did")
+    if args.search_mode == "gate" and args.warmup_jobs == 0:
+        sys.exit("--search-mode gate without --warmup-jobs is the table's own search: nothing to compare")
+    search = table_search(table, boost=args.search_mode == "boost", warmup_jobs=args.warmup_jobs)
+    label = f"{args.search_mode}-mode search" + (f", warm-up {args.warmup_jobs}" if args.warmup_jobs else "")
     for row in table.chosen(args.traces):
         t0 = time.perf_counter()
-        validation, test, selected = search_and_test(table, row, table_search(table), args.workers)
+        validation, test, selected = search_and_test(table, row, search, args.workers)
         for seed, v, t in zip(table.settings["seeds"], validation, test, strict=True):
             print(f"{row['trace']:<28} seed {seed}: validation {v:.4g}, test {t:.4g}", flush=True)
         best = float(row["best_rule_test"]["test"])
@@ -67,7 +79,7 @@ def main() -> None:
         chosen = table.settings["seeds"].index(selected)
         ratio = table.over_best(float(np.mean(test)), best)
         print(
-            f"{row['trace']:<28} boost-mode search: test {stats(test)} ({ratio:.3f} of the best rule), selected seed "
+            f"{row['trace']:<28} {label}: test {stats(test)} ({ratio:.3f} of the best rule), selected seed "
             f"{selected} {test[chosen]:.4g}; the table's "
             f"gate-mode search: {stats(gate)} ({table.over_best(float(np.mean(gate)), best):.3f}), its deployed "
             f"choice {row['deployed_scored']['what']} {float(row['deployed_scored']['test']):.4g}; best rule "
@@ -76,8 +88,9 @@ def main() -> None:
         )
 
 
-def table_search(table: CommittedTable) -> SearchConfig:
-    """The table's search settings, every replay in its boost mode."""
+def table_search(table: CommittedTable, *, boost: bool = True, warmup_jobs: int = 0) -> SearchConfig:
+    """The table's search settings, every replay in its boost mode (``boost``) or in gate mode as the table's,
+    with ``warmup_jobs`` before each fitness sequence."""
     s = table.settings["search"]
     config = scored_search_config(
         s["runtime_model"],
@@ -86,8 +99,9 @@ def table_search(table: CommittedTable) -> SearchConfig:
         sequences=int(s["sequences"]),
         sequence_jobs=int(s["sequence_jobs"]),
         validation_replays=int(s["validation_replays"]),
+        warmup_jobs=warmup_jobs,
     )
-    return replace(config, boost=table.deployment.settings())
+    return replace(config, boost=table.deployment.settings()) if boost else config
 
 
 def search_and_test(

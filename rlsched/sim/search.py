@@ -17,7 +17,8 @@ The search (:func:`search_scoring`), NumPy only and deterministic for a seed (do
    direction counts.  The current mean is always member 0.
 2. Every member is replayed on the same ``sequences`` windows of ``sequence_jobs`` consecutive jobs of
    the training workload (drawn anew each generation from the seed: common random numbers within a
-   generation, no over-fit to fixed windows), each from an empty machine.  Fitness (``ratio``, the default):
+   generation, no over-fit to fixed windows), each from an empty machine, or (``warmup_jobs``) after the
+   member has scheduled the jobs before it, which are not scored.  Fitness (``ratio``, the default):
    the geometric mean over the windows of its score over easy-sjf's on the same window (easy-sjf's over its
    own when higher is better); (``pooled``): the score of all their jobs.
 3. The best ``elite_fraction`` set the next mean and standard deviations (smoothed; a floor keeps the
@@ -95,6 +96,10 @@ class SearchConfig:
     smoothing: float = 0.7
     sequences: int = 8
     sequence_jobs: int = 2000
+    #: Jobs replayed before each sequence and not scored: the member schedules them too, so its sequence starts
+    #: from the queue and the running jobs its own order built, as a window of a busy trace does, rather than
+    #: from an empty machine.  0: from an empty machine (every search written before this setting).
+    warmup_jobs: int = 0
     #: The runtime behind ``log_pred`` (user-last2, learned; oracle for an upper bound); requested without it.
     runtime_model: str = "requested"
     #: ``pooled``: mean bounded slowdown over all sampled jobs; ``ratio``: geometric mean over the sequences of
@@ -125,8 +130,8 @@ class SearchConfig:
             raise ValueError(f"generations must be >= 1, got {self.generations}")
         if not 0 < self.elite_fraction <= 1:
             raise ValueError(f"elite_fraction must lie in (0, 1], got {self.elite_fraction}")
-        if self.sequences < 1 or self.sequence_jobs < 0:
-            raise ValueError("sequences must be >= 1 and sequence_jobs >= 0")
+        if self.sequences < 1 or self.sequence_jobs < 0 or self.warmup_jobs < 0:
+            raise ValueError("sequences must be >= 1, sequence_jobs and warmup_jobs >= 0")
         if ("log_pred" in self.features) == (self.runtime_model == "requested"):
             raise ValueError("log_pred and runtime_model go together (a prediction with log_pred; requested without)")
         if self.validation_replays < 1 or self.jitter_s < 0:
@@ -242,7 +247,7 @@ RATIO_REFERENCE = ScoringFunction(("log_req",), (1.0,))
 
 
 def _fitness(
-    parts: Sequence[Workload],
+    parts: Sequence[_Part],
     function: ScoringFunction,
     config: SearchConfig,
     pool: int,
@@ -250,11 +255,11 @@ def _fitness(
     reference: Sequence[float] | None,
 ) -> float:
     """The (minimised) fitness of ``function`` for ``config.objective``.  ``pooled``: the objective's score of all
-    jobs of all ``parts`` (each replayed from an empty machine).  ``ratio`` (``reference`` given: each part's
-    score under easy-sjf): the geometric mean over the parts of :func:`_ratio`, so that each part counts alike
-    whatever its load."""
+    jobs of all ``parts`` (each replayed from an empty machine, its warm-up not scored).  ``ratio`` (``reference``
+    given: each part's score under easy-sjf): the geometric mean over the parts of :func:`_ratio`, so that each
+    part counts alike whatever its load."""
     objective = config.objective
-    schedules = [_replay(part, function, config, pool, overrun) for part in parts]
+    schedules = [_replay_part(part, function, config, pool, overrun) for part in parts]
     if reference is not None:
         logs = [
             np.log(_ratio(_search_score(s, objective), r, objective)) for s, r in zip(schedules, reference, strict=True)
@@ -280,13 +285,23 @@ def _pooled_score(schedules: Sequence[Schedule], objective: Objective) -> float:
     )
 
 
-def _sequences(workload: Workload, config: SearchConfig, generation: int) -> list[Workload]:
+@dataclass(frozen=True)
+class _Part:
+    """One part of the fitness: ``workload`` replayed whole, its first ``warmup`` jobs not scored."""
+
+    workload: Workload
+    warmup: int = 0
+
+
+def _sequences(workload: Workload, config: SearchConfig, generation: int) -> list[_Part]:
     n = len(workload)
-    if config.sequence_jobs == 0 or config.sequence_jobs >= n:
-        return [workload]
+    warmup = config.warmup_jobs
+    if config.sequence_jobs == 0 or config.sequence_jobs + warmup >= n:
+        return [_Part(workload)]
     rng = np.random.default_rng([config.seed, generation, 1])
-    starts = np.sort(rng.integers(0, n - config.sequence_jobs + 1, size=config.sequences))
-    return [workload.window(s, s + config.sequence_jobs) for s in starts.tolist()]
+    # Without a warm-up, the draws of every search written before it (the same starts, bit for bit).
+    starts = np.sort(rng.integers(warmup, n - config.sequence_jobs + 1, size=config.sequences))
+    return [_Part(workload.window(s - warmup, s + config.sequence_jobs), warmup) for s in starts.tolist()]
 
 
 @dataclass
@@ -324,11 +339,12 @@ class SearchResult:
             "seconds": round(self.seconds, 2),
             "rules": self.rules,
             # The objective is recorded above, as Objective.to_dict() writes it.
-            # A gate-mode search's record as before the boost setting (boost: None) existed.
+            # A gate-mode search's record as before the boost setting (boost: None) existed, and one without a
+            # warm-up as before that one.
             "config": {
                 k: list(v) if isinstance(v, tuple) else v
                 for k, v in asdict(self.config).items()
-                if k != "objective" and not (k == "boost" and v is None)
+                if k != "objective" and not (k == "boost" and v is None) and not (k == "warmup_jobs" and v == 0)
             },
             "history": self.history,
         }
@@ -443,6 +459,20 @@ def _replay(
     return simulate_policy(workload, spec, pool, mode="boost", boost=config.boost, overrun=overrun).schedule
 
 
+def _replay_part(part: _Part, function: ScoringFunction, config: SearchConfig, pool: int, overrun: Overrun) -> Schedule:
+    """``part`` replayed under ``function``; the schedule of its scored jobs (the warm-up's cut off)."""
+    schedule = _replay(part.workload, function, config, pool, overrun)
+    if part.warmup == 0:
+        return schedule
+    n = len(part.workload)
+    return replace(
+        schedule,
+        workload=part.workload.window(part.warmup, n),
+        start=schedule.start[part.warmup :],
+        end=schedule.end[part.warmup :],
+    )
+
+
 def _function_of(config: SearchConfig, weights: FloatArray) -> ScoringFunction:
     """The scoring function of ``config``'s features with ``weights``."""
     return ScoringFunction(config.features, tuple(float(w) for w in weights))
@@ -465,7 +495,9 @@ def _generation(
     parts = _sequences(train, config, g)
     reference = None
     if config.fitness == "ratio":
-        reference = [_search_score(_replay(p, RATIO_REFERENCE, config, pool, overrun), config.objective) for p in parts]
+        reference = [
+            _search_score(_replay_part(p, RATIO_REFERENCE, config, pool, overrun), config.objective) for p in parts
+        ]
         evaluations += len(parts)
     population = config.clip(mean + std * rng.standard_normal((config.population, d)))
     population[0] = mean
@@ -663,6 +695,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--population", type=int, default=SearchConfig.population)
     parser.add_argument("--sequences", type=int, default=SearchConfig.sequences)
     parser.add_argument("--sequence-jobs", type=int, default=SearchConfig.sequence_jobs)
+    parser.add_argument("--warmup-jobs", type=int, default=SearchConfig.warmup_jobs)
     parser.add_argument("--fitness", default=SearchConfig.fitness, choices=("pooled", "ratio"))
     parser.add_argument("--validation-replays", type=int, default=SearchConfig.validation_replays)
     parser.add_argument("--out", type=Path, default=None)
@@ -681,6 +714,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         population=args.population,
         sequences=args.sequences,
         sequence_jobs=args.sequence_jobs,
+        warmup_jobs=args.warmup_jobs,
         fitness=args.fitness,
         validation_replays=args.validation_replays,
     )

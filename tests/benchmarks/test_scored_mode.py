@@ -20,3 +20,11 @@ def test_the_diagnostic_searches_as_the_table_did_but_in_its_boost_mode() -> Non
     # Everything else is the table's search: its recorded settings, written again from this config, are the same.
     settings = LearningSettings(seeds=tuple(table.settings["seeds"]), search=replace(search, boost=None))
     assert settings.to_dict()["search"] == table.settings["search"]
+
+
+def test_in_gate_mode_with_a_warm_up_only_the_warm_up_differs_from_the_table() -> None:
+    table = read_table(TABLE)
+    search = table_search(table, boost=False, warmup_jobs=1000)
+    assert search.boost is None and search.warmup_jobs == 1000
+    settings = LearningSettings(seeds=tuple(table.settings["seeds"]), search=replace(search, warmup_jobs=0))
+    assert settings.to_dict()["search"] == table.settings["search"]

@@ -31,6 +31,9 @@ from rlsched.sim.search import (
     SearchConfig,
     SearchResult,
     _fitness,
+    _Part,
+    _replay_part,
+    _sequences,
     jittered_replays,
     main,
     mean_bsld,
@@ -256,21 +259,56 @@ def test_the_fitness_is_the_objective_s_score_of_the_replay(windows: tuple[Workl
     """With W (interactive ×3) the fitness is W's own score of the replayed schedule, class weights included
     (negated: the search minimises), not the mean bounded slowdown; ``ratio`` is easy-sjf's W over its own."""
     train = windows[0]
-    parts = [train.select(np.arange(0, 300)), train.select(np.arange(300, 600))]
+    windows_ = [train.select(np.arange(0, 300)), train.select(np.arange(300, 600))]
+    parts = [_Part(w) for w in windows_]
     function = ScoringFunction(LOG_FAMILY, (1.0, 0.3, 0.0, 0.2))
-    runs = [simulate_scores(p, function, CORES) for p in parts]
+    runs = [simulate_scores(p, function, CORES) for p in windows_]
     run, wait = np.concatenate([r.run for r in runs]), np.concatenate([r.wait for r in runs])
-    classes = np.concatenate([p.job_class for p in parts])
+    classes = np.concatenate([p.job_class for p in windows_])
     assert {JobClass.INTERACTIVE, JobClass.BATCH} <= set(classes.tolist())  # the weight has something to weigh
     pooled = _fitness(parts, function, SearchConfig(objective=W3, fitness="pooled"), CORES, DEFAULT_OVERRUN, None)
     assert pooled == -W3.score(run, wait, classes) != -Objective("W").score(run, wait, classes)
-    reference = [w3(simulate_scores(p, RATIO_REFERENCE, CORES)) for p in parts]
+    reference = [w3(simulate_scores(p, RATIO_REFERENCE, CORES)) for p in windows_]
     ratio = _fitness(parts, function, SearchConfig(objective=W3), CORES, DEFAULT_OVERRUN, reference)
     assert ratio == pytest.approx(np.sqrt(reference[0] / w3(runs[0]) * reference[1] / w3(runs[1])), rel=1e-12)
     # The default objective is the mean bounded slowdown over all jobs, as it always was.
     assert _fitness(parts, function, SearchConfig(fitness="pooled"), CORES, DEFAULT_OVERRUN, None) == pytest.approx(
         float(np.mean(np.maximum((wait + run) / np.maximum(run, 10.0), 1.0))), rel=1e-12
     )
+
+
+def test_a_warm_up_is_replayed_but_not_scored(windows: tuple[Workload, Workload]) -> None:
+    """Each sequence starts from the state the member's own order left after ``warmup_jobs`` jobs; the fitness
+    reads only the jobs after them.  Without a warm-up the draws are those of every earlier search."""
+    train = windows[0]
+    config = SearchConfig(sequences=3, sequence_jobs=200, warmup_jobs=150, seed=2, fitness="pooled")
+    function = ScoringFunction(LOG_FAMILY, (1.0, 0.3, 0.0, 0.2))
+    parts = _sequences(train, config, 0)
+    assert len(parts) == 3 and all(len(p.workload) == 350 and p.warmup == 150 for p in parts)
+    tails = []
+    for part in parts:
+        whole = simulate_scores(part.workload, function, CORES)
+        scored = _replay_part(part, function, config, CORES, DEFAULT_OVERRUN)
+        assert len(scored.workload) == 200 and np.array_equal(scored.wait, whole.wait[150:])
+        assert np.array_equal(scored.workload.submit, part.workload.submit[150:])
+        tails.append(scored)
+    # Not the replay of the same 200 jobs from an empty machine: the warm-up left a queue behind.
+    alone = simulate_scores(parts[0].workload.window(150, 350), function, CORES)
+    assert not np.array_equal(alone.wait, tails[0].wait)
+    run, wait = np.concatenate([t.run for t in tails]), np.concatenate([t.wait for t in tails])
+    fitness = _fitness(parts, function, config, CORES, DEFAULT_OVERRUN, None)
+    assert fitness == pytest.approx(float(np.mean(np.maximum((wait + run) / np.maximum(run, 10.0), 1.0))), rel=1e-12)
+    cold = _sequences(train, replace(config, warmup_jobs=0), 0)
+    starts = np.sort(np.random.default_rng([2, 0, 1]).integers(0, len(train) - 200 + 1, size=3))
+    assert [p.warmup for p in cold] == [0, 0, 0]
+    assert [float(p.workload.submit[0]) for p in cold] == [float(train.submit[s]) for s in starts]
+    with pytest.raises(ValueError, match="warmup_jobs"):
+        SearchConfig(warmup_jobs=-1)
+    # The record of a search without a warm-up is what it was before the setting.
+    found = search_scoring(train, windows[1], small_config(generations=1), CORES)
+    assert "warmup_jobs" not in found.summary()["config"]
+    warm = search_scoring(train, windows[1], small_config(generations=1, warmup_jobs=100), CORES)
+    assert warm.summary()["config"]["warmup_jobs"] == 100
 
 
 def blocks(n_blocks: int, seed: int) -> Workload:
