@@ -373,12 +373,13 @@ def test_budget_exhausted_means_no_new_lease_a_log_line_and_a_metric(
     assert again.leasing is not None and again.leasing.ledger.used_today_s >= 3600.0
 
 
-def test_stuck_nodes_are_powered_down_and_kept_out_of_the_cap(tmp_path: Path) -> None:
+def cloud1_stuck_powering_up(tmp_path: Path, max_nodes: int) -> tuple[SyntheticSlurm, Daemon, list[float]]:
+    """cloud1 powering up, stuck once the clock moves past its 30-s timeout; the other cloud nodes powered down."""
     runner = SyntheticSlurm(synthetic_squeue_json(20), sinfo_with({"cloud1": ["POWERING_UP"]}))
     config = LeasingConfig(
         enabled=True,
         nodes=CLOUD,
-        max_nodes=4,
+        max_nodes=max_nodes,
         policy="fixed",
         budget_node_hours_per_day=24,
         power_up_timeout_s=30.0,
@@ -386,6 +387,11 @@ def test_stuck_nodes_are_powered_down_and_kept_out_of_the_cap(tmp_path: Path) ->
         launch_backoff_s=600.0,
     )
     daemon, clock = clocked_daemon(runner, tmp_path, config, mode="boost")
+    return runner, daemon, clock
+
+
+def test_stuck_nodes_are_powered_down_and_kept_out_of_the_cap(tmp_path: Path) -> None:
+    runner, daemon, clock = cloud1_stuck_powering_up(tmp_path, max_nodes=4)
     daemon.cycle()
     clock[0] += 31.0
     report = daemon.cycle()
@@ -416,18 +422,7 @@ def test_stuck_nodes_are_powered_down_and_kept_out_of_the_cap(tmp_path: Path) ->
 def test_a_stuck_node_holds_its_place_under_the_cap_until_it_is_powered_down(tmp_path: Path) -> None:
     # Its replacement is leased only once it is down: never more leased nodes than the cap, even for the
     # minute a forced power-down takes (found by the live leasing test under load: 3 nodes up on a cap of 2).
-    runner = SyntheticSlurm(synthetic_squeue_json(20), sinfo_with({"cloud1": ["POWERING_UP"]}))
-    config = LeasingConfig(
-        enabled=True,
-        nodes=CLOUD,
-        max_nodes=2,
-        policy="fixed",
-        budget_node_hours_per_day=24,
-        power_up_timeout_s=30.0,
-        reconcile_every_s=1.0,
-        launch_backoff_s=600.0,
-    )
-    daemon, clock = clocked_daemon(runner, tmp_path, config, mode="boost")
+    runner, daemon, clock = cloud1_stuck_powering_up(tmp_path, max_nodes=2)
     first = daemon.cycle()
     assert first.lease is not None and first.lease.allowed == ["cloud1", "cloud2"]
     clock[0] += 31.0
