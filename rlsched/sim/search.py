@@ -465,9 +465,10 @@ def _replay_part(part: _Part, function: ScoringFunction, config: SearchConfig, p
     if part.warmup == 0:
         return schedule
     n = len(part.workload)
+    # Only the scored jobs' columns are read (no past: the replay is over).
     return replace(
         schedule,
-        workload=part.workload.window(part.warmup, n),
+        workload=part.workload.select(np.arange(part.warmup, n)),
         start=schedule.start[part.warmup :],
         end=schedule.end[part.warmup :],
     )
