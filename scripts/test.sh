@@ -36,8 +36,9 @@ fi
 # run one at a time in one process and mostly wait on Slurm's and PBS's daemons; the others mostly compute,
 # so they run on every core (pytest-xdist) in the time the live half leaves.  Together they take about as
 # long as the longer half.  The computing half runs at the lowest priority, so that the daemons and the live
-# tests' timing come first (at nice 5 a cloud node's power-up once took 51 s against a live test's limit of 50 s
-# and the leasing test failed); its output follows the live half's.  Each half has its own basetemp.
+# tests' timing come first (at nice 5 a cloud node's power-up once took 51 s against a live test's limit of 50 s;
+# the node was called stuck, and the test then found the leasing bug its replacement showed, since fixed in
+# rlsched/leasing/service.py); its output follows the live half's.  Each half has its own basetemp.
 runs=$(mktemp -d /tmp/rlsched-tests.XXXXXX)
 echo "== pytest: the tests on the real clusters, and beside them the others (log: $runs/offline.log)"
 nice -n 19 .venv/bin/pytest -q --durations=15 -n auto -m "not live" --basetemp "$runs/offline" \
