@@ -98,7 +98,8 @@ class SearchConfig:
     sequence_jobs: int = 2000
     #: Jobs replayed before each sequence and not scored: the member schedules them too, so its sequence starts
     #: from the queue and the running jobs its own order built, as a window of a busy trace does, rather than
-    #: from an empty machine.  0: from an empty machine (every search written before this setting).
+    #: from an empty machine.  0: from an empty machine (every search written before this setting).  A training
+    #: window too short for a warm-up and a sequence is replayed whole, as without either.
     warmup_jobs: int = 0
     #: The runtime behind ``log_pred`` (user-last2, learned; oracle for an upper bound); requested without it.
     runtime_model: str = "requested"
