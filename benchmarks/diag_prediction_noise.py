@@ -70,7 +70,14 @@ import numpy as np  # noqa: E402
 import rlsched.sim.policies as sim_policies  # noqa: E402
 import rlsched.sim.rules as sim_rules  # noqa: E402
 from benchmarks.diag_short_jobs import FlaggedPredictor, causal_short, hits  # noqa: E402
-from benchmarks.learning_table import CommittedTable, add_table_options, read_table, replay_cores, table_windows  # noqa: E402
+from benchmarks.learning_table import (  # noqa: E402
+    CommittedTable,
+    add_table_options,
+    read_table,
+    replay_cores,
+    table_whole,
+    table_windows,
+)
 from rlsched.core.prediction import MIN_PREDICTION_S, RuntimePredictor  # noqa: E402
 from rlsched.core.runtime import usable_requested  # noqa: E402
 from rlsched.sim.prediction_errors import SHORT_JOB_S, order_agreement, short_job_hits  # noqa: E402
@@ -260,6 +267,7 @@ def run_learned(table: CommittedTable, args: argparse.Namespace) -> None:
     jitters = [int(v) for v in args.jitter_seeds.split(",") if v]
     for row in table.chosen(args.traces):
         windows = test_windows(table, row, jitters)
+        past_executable = executables_before_test(table, row) if args.causal else None
         alone = math.nan
         for label, detector in settings:
             t0 = time.perf_counter()
@@ -273,6 +281,7 @@ def run_learned(table: CommittedTable, args: argparse.Namespace) -> None:
                 args.exact_below,
                 args.flag_s,
                 args.found_at,
+                past_executable,
             )
             ratio = _geo(out.ratios)
             alone = ratio if detector is None else alone
@@ -312,10 +321,12 @@ def one_setting(
     below_s: float,
     flag_s: float = FLAG_S,
     found_s: float | None = None,
+    past_executable: np.ndarray | None = None,
 ) -> SettingOutcome:
     """The rules on ``learned`` with ``detector`` on each of ``windows`` (a window, its best rule's score), once
     per seed (``flag_s``, ``found_s``: :func:`detector_flags`; a causally flagged job is predicted at most
-    ``flag_s``)."""
+    ``flag_s``; ``past_executable``: the executables of the windows' past, for the causal detectors that read
+    them, :func:`executables_before_test`)."""
     cores = replay_cores(row)
     ratios, rules, mine, said = [], [], [], []
     for (test, best), seed in itertools.product(windows, seeds):
@@ -324,7 +335,7 @@ def one_setting(
         ids = window_ids(test, table.deployment.mode)
         wrap: Callable[[RuntimePredictor, Workload], FlaggedPredictor]
         if isinstance(detector, str):
-            wrap = partial(causal_short, detector=detector, flag_s=flag_s)
+            wrap = partial(causal_short, detector=detector, flag_s=flag_s, ids=ids, past_executable=past_executable)
         else:
             flags: dict[int, tuple[float, bool]] = {}
             if detector is not None:
@@ -392,6 +403,13 @@ def test_windows(table: CommittedTable, row: dict[str, Any], jitters: list[int])
         k = jittered["jitter_seeds"].index(seed)
         out.append((test.jittered(seed, float(jittered["jitter_s"])), float(best[k])))
     return out
+
+
+def executables_before_test(table: CommittedTable, row: dict[str, Any]) -> np.ndarray:
+    """The executable of each job before the trace's test window: its past's, by row, as
+    :func:`rlsched.core.prediction.learn_history` numbers them (the jittered copies share the past)."""
+    whole, bounds = table_whole(row, table.settings)
+    return whole.executable[: bounds["test"][0]]
 
 
 def table_learned_ratios(table: CommittedTable, row: dict[str, Any], jitters: list[int]) -> list[float]:

@@ -15,6 +15,9 @@ cores and submit time.  The detectors (:func:`detectors`; "short" is under
   (whatever that job was);
 - ``last2`` / ``last3``: the user's last two / three finished jobs ran short;
 - ``script`` / ``script2``: the user's last one / two finished jobs *of the same request and cores* ran short;
+- ``exe`` / ``exe2``: the user's last one / two finished jobs *of the same executable* ran short (the SWF's
+  executable id, field 14: what a live scheduler knows as the job's name or script; recorded by CTC-SP2, SDSC-DS,
+  LANL-CM5 and LLNL-Thunder, unknown in the other logs, where these never flag);
 - ``req<=T``: the request is at most T seconds (T = 60, 300);
 - ``user-last2<60`` and ``learned<60``: :mod:`rlsched.core.prediction`'s predictors predicting under a minute
   (:func:`rlsched.sim.prediction_errors.short_job_hits`).
@@ -44,7 +47,7 @@ import math
 import os
 import sys
 import time
-from collections.abc import Collection
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -78,6 +81,8 @@ DETECTORS = (
     "last3",
     "script",
     "script2",
+    "exe",
+    "exe2",
     *(f"req<={t:g}" for t in REQUEST_THRESHOLDS_S),
 )
 
@@ -94,9 +99,11 @@ class CausalFacts:
     last_submit: np.ndarray  # … its submit time
     since_submit: np.ndarray  # seconds since the user's previous submit (finished or not)
     script_runs: np.ndarray  # (n, 2): the last two finished runtimes of the user's jobs of this request and cores
+    exe_runs: np.ndarray  # (n, 2): … of the user's jobs of this executable (NaN where it is unknown)
 
 
-#: :meth:`UserMemory.seen`'s facts, in order (the :class:`CausalFacts` fields after ``run`` and ``request``).
+#: :meth:`UserMemory.seen`'s facts, in order (the :class:`CausalFacts` fields after ``run`` and ``request``; then
+#: the two ``script_runs`` and the two ``exe_runs``).
 FACTS = ("last_run", "run_before", "run_before_that", "last_request", "last_cores", "last_submit", "since_submit")
 
 
@@ -105,20 +112,25 @@ class UserMemory:
     first seen (:meth:`seen`, which answers the job's facts), each end in completion order (:meth:`ended`)."""
 
     def __init__(self) -> None:
-        self._jobs: dict[int, tuple[int, float, int, float]] = {}  # job → user, request, cores, submit
+        self._jobs: dict[int, tuple[int, float, int, float, int]] = {}  # job → user, request, cores, submit, executable
         self._finished: dict[int, list[float]] = {}  # user → finished runtimes, newest first (at most 3)
         self._last: dict[int, tuple[float, int, float]] = {}  # user → request, cores, submit of the last finished
         self._script: dict[tuple[int, float, int], list[float]] = {}  # (user, request, cores) → last two runtimes
+        self._exe: dict[tuple[int, int], list[float]] = {}  # (user, executable) → last two runtimes
         self._submit: dict[int, float] = {}  # user → the last submit seen
 
-    def seen(self, job: int, user: int, request_s: float, cores: int, submit_s: float) -> list[float]:
-        """The facts of :data:`FACTS` and the two ``script_runs`` of a job first seen now (NaN: none yet)."""
-        self._jobs[job] = (user, request_s, cores, submit_s)
+    def seen(
+        self, job: int, user: int, request_s: float, cores: int, submit_s: float, executable: int = -1
+    ) -> list[float]:
+        """The facts of :data:`FACTS`, the two ``script_runs`` and the two ``exe_runs`` of a job first seen now
+        (NaN: none yet; ``executable`` -1: unknown)."""
+        self._jobs[job] = (user, request_s, cores, submit_s, executable)
         runs = self._finished.get(user, [])
         last = self._last.get(user, (math.nan, math.nan, math.nan))
         previous = self._submit.get(user, math.nan)
         self._submit[user] = submit_s if math.isnan(previous) else max(previous, submit_s)
         script = self._script.get((user, request_s, cores), [])
+        exe = self._exe.get((user, executable), []) if executable >= 0 else []
         return [
             *(runs + [math.nan] * 3)[:3],
             last[0],
@@ -126,6 +138,7 @@ class UserMemory:
             last[2],
             submit_s - previous,
             *(script + [math.nan] * 2)[:2],
+            *(exe + [math.nan] * 2)[:2],
         ]
 
     def ended(self, job: int, run_s: float) -> bool:
@@ -133,11 +146,14 @@ class UserMemory:
         facts = self._jobs.pop(job, None)
         if facts is None:
             return False
-        user, request, cores, submit = facts
+        user, request, cores, submit, executable = facts
         self._finished[user] = [run_s, *self._finished.get(user, [])][:3]
         self._last[user] = (request, cores, submit)
         key = (user, request, cores)
         self._script[key] = [run_s, *self._script.get(key, [])][:2]
+        if executable >= 0:
+            pair = (user, executable)
+            self._exe[pair] = [run_s, *self._exe.get(pair, [])][:2]
         return True
 
 
@@ -146,17 +162,17 @@ def causal_facts(workload: Workload) -> CausalFacts:
     then (recorded end = submit + recorded wait + runtime; an end at the submit's instant counts, as in the
     simulator; a job that ends the instant it is submitted ends right after it)."""
     run, request, events = recorded_events(workload)
-    users, cores = workload.user.tolist(), workload.procs.tolist()
+    users, cores, executables = workload.user.tolist(), workload.procs.tolist(), workload.executable.tolist()
     submit, req, runs = workload.submit.astype(np.float64).tolist(), request.tolist(), run.tolist()
     memory = UserMemory()
-    rows = np.full((len(workload), len(FACTS) + 2), np.nan)
+    rows = np.full((len(workload), len(FACTS) + 4), np.nan)
     early: set[int] = set()
     for e in events.tolist():
         if e < 0:
             if not memory.ended(~e, runs[~e]):
                 early.add(~e)
             continue
-        rows[e] = memory.seen(e, users[e], req[e], cores[e], submit[e])
+        rows[e] = memory.seen(e, users[e], req[e], cores[e], submit[e], executables[e])
         if e in early:
             memory.ended(e, runs[e])
     return facts_of(rows, run, request)
@@ -164,7 +180,9 @@ def causal_facts(workload: Workload) -> CausalFacts:
 
 def facts_of(rows: np.ndarray, run: np.ndarray, request: np.ndarray) -> CausalFacts:
     """:class:`CausalFacts` of :meth:`UserMemory.seen`'s rows."""
-    return CausalFacts(run, request, rows[:, :3], rows[:, 3], rows[:, 4], rows[:, 5], rows[:, 6], rows[:, 7:9])
+    return CausalFacts(
+        run, request, rows[:, :3], rows[:, 3], rows[:, 4], rows[:, 5], rows[:, 6], rows[:, 7:9], rows[:, 9:11]
+    )
 
 
 class FlaggedPredictor:
@@ -211,18 +229,21 @@ class FlaggedPredictor:
 class CausalShort(FlaggedPredictor):
     """A :class:`FlaggedPredictor` whose detector is causal: ``detector`` (a name of :func:`detectors`) reads
     what :class:`UserMemory` knows when a job is first predicted, and a flagged job is predicted
-    min(``inner``'s prediction, ``flag_s``)."""
+    min(``inner``'s prediction, ``flag_s``).  ``executable_of``: a job id's executable (-1: unknown)."""
 
-    def __init__(self, inner: RuntimePredictor, detector: str, flag_s: float) -> None:
+    def __init__(
+        self, inner: RuntimePredictor, detector: str, flag_s: float, executable_of: Callable[[int], int]
+    ) -> None:
         super().__init__(inner)
         self.detector = detector
         self.flag_s = flag_s
         self.memory = UserMemory()
+        self.executable_of = executable_of
 
     def flag(
         self, job_id: int, prediction: float, user: int, cores: int, request_s: float, submit_s: float
     ) -> float | None:
-        row = np.array([self.memory.seen(job_id, user, request_s, cores, submit_s)])
+        row = np.array([self.memory.seen(job_id, user, request_s, cores, submit_s, self.executable_of(job_id))])
         one = np.array([request_s])
         if detectors(facts_of(row, one, one), np.array([submit_s]), np.array([float(cores)]))[self.detector][0]:
             return min(prediction, self.flag_s)
@@ -239,11 +260,12 @@ class _MemoryFeed:
     name: PredictorName = "learned"
     unseen_finished = 0
 
-    def __init__(self, memory: UserMemory) -> None:
+    def __init__(self, memory: UserMemory, executable_of: Callable[[int], int]) -> None:
         self.memory = memory
+        self.executable_of = executable_of
 
     def predict(self, job_id: int, user: int, vo: int, cores: int, request_s: float, submit_s: float) -> float:
-        self.memory.seen(job_id, user, request_s, cores, submit_s)
+        self.memory.seen(job_id, user, request_s, cores, submit_s, self.executable_of(job_id))
         return request_s
 
     def finished(self, job_id: int, run_s: float) -> bool:
@@ -253,15 +275,32 @@ class _MemoryFeed:
         return {}
 
 
-def causal_short(inner: RuntimePredictor, window: Workload, detector: str, flag_s: float) -> CausalShort:
+def causal_short(
+    inner: RuntimePredictor,
+    window: Workload,
+    detector: str,
+    flag_s: float,
+    ids: Sequence[int] | None = None,
+    past_executable: np.ndarray | None = None,
+) -> CausalShort:
     """A :class:`CausalShort` on ``inner`` (already warmed) whose memory is taught ``window``'s past as
     :func:`rlsched.sim.rules.warmed_predictor` teaches the predictor (:func:`learn_history` until its first
-    submit)."""
+    submit).  ``ids``: the ids the replay predicts the window's rows by (default: the rows); ``past_executable``:
+    the executable of each row of the window's past, which :func:`learn_history` calls -1 - row (default:
+    unknown)."""
     if detector not in DETECTORS:
         raise ValueError(f"unknown detector {detector!r}; expected one of {', '.join(DETECTORS)}")
-    out = CausalShort(inner, detector, flag_s)
+    own = dict(zip(range(len(window)) if ids is None else ids, window.executable.tolist(), strict=True))
+    past = [] if past_executable is None else past_executable.tolist()
+
+    def executable_of(job: int) -> int:
+        if job >= 0:
+            return int(own.get(job, -1))
+        return int(past[-1 - job]) if -1 - job < len(past) else -1
+
+    out = CausalShort(inner, detector, flag_s, executable_of)
     if window.past is not None and len(window.past) and len(window):
-        learn_history(_MemoryFeed(out.memory), window.past, float(window.submit.min()))
+        learn_history(_MemoryFeed(out.memory, executable_of), window.past, float(window.submit.min()))
     return out
 
 
@@ -279,6 +318,8 @@ def detectors(facts: CausalFacts, submit: np.ndarray, cores: np.ndarray) -> dict
             "last3": np.all(facts.last_runs < short, axis=1),
             "script": facts.script_runs[:, 0] < short,
             "script2": np.all(facts.script_runs < short, axis=1),
+            "exe": facts.exe_runs[:, 0] < short,
+            "exe2": np.all(facts.exe_runs < short, axis=1),
         }
     for limit in REQUEST_THRESHOLDS_S:
         out[f"req<={limit:g}"] = facts.request <= limit

@@ -30,6 +30,7 @@ JOB_COLUMNS = (
     "group",
     "queue",
     "partition",
+    "executable",
     "recorded_wait",
     "vo",
     "job_class",
@@ -43,7 +44,8 @@ class Workload:
     Columns (one row per job):
       ``job_id`` SWF job number; ``submit`` submit time (s); ``run`` actual runtime (s);
       ``req_time`` requested runtime (s); ``procs`` cores; ``user``/``group``/``queue``/
-      ``partition`` SWF ids (-1 unknown); ``recorded_wait`` the wait the trace recorded
+      ``partition`` SWF ids (-1 unknown); ``executable`` the SWF executable (application) id, what a
+      live scheduler knows as the job's name or script (-1 unknown); ``recorded_wait`` the wait the trace recorded
       (NaN unknown: synthetic workloads); ``vo`` index into ``vo_names``; ``job_class``
       :class:`JobClass` value.
 
@@ -62,6 +64,7 @@ class Workload:
     group: IntArray
     queue: IntArray
     partition: IntArray
+    executable: IntArray
     recorded_wait: FloatArray
     vo: IntArray
     job_class: IntArray
@@ -251,6 +254,7 @@ def make_workload(
         group=minus_one.copy(),
         queue=minus_one.copy(),
         partition=minus_one.copy(),
+        executable=minus_one.copy(),
         recorded_wait=np.full(n, np.nan),
         vo=vo_a[order],
         job_class=cls[order],

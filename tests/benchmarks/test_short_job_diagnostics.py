@@ -92,3 +92,42 @@ def test_causal_short_flags_from_what_has_ended_and_learns_the_window_past() -> 
     assert detected.flagged == {3}
     with pytest.raises(ValueError, match="unknown detector"):
         causal_short(inner, window, "nonsense", flag_s=30.0)
+
+
+def test_executable_detectors_read_the_users_jobs_of_that_executable_only() -> None:
+    w = make_workload(
+        submit=[0, 10, 20, 100, 110, 120, 130],
+        run=[5, 8, 70, 10, 10, 10, 10],
+        req_time=[3600] * 7,
+        procs=[1] * 7,
+        max_procs=4,
+    )
+    user = np.array([0, 0, 0, 0, 1, 0, 0], dtype=np.int64)
+    # Executable 5 ran short twice, then 6 long (ending at 90); user 1's executable 5 is another user's script.
+    executable = np.array([5, 5, 6, 5, 5, 6, -1], dtype=np.int64)
+    w = replace(w, user=user, executable=executable, recorded_wait=np.zeros(7))
+    facts = causal_facts(w)
+    np.testing.assert_array_equal(facts.exe_runs[3], [8.0, 5.0])
+    assert np.isnan(facts.exe_runs[4]).all()  # user 1 has run nothing of it
+    assert facts.exe_runs[5][0] == 70.0 and np.isnan(facts.exe_runs[5][1])
+    assert np.isnan(facts.exe_runs[6]).all()  # unknown executable: nothing to read
+    flags = detectors(facts, w.submit, w.procs.astype(np.float64))
+    assert flags["exe"].tolist() == [False, True, False, True, False, False, False]
+    assert flags["exe2"].tolist() == [False, False, False, True, False, False, False]
+    # The user's last finished job was executable 6's long one: "last" does not flag what "exe" does.
+    assert not flags["last"][3]
+
+
+def test_causal_short_knows_the_executables_of_the_window_and_its_past_by_the_replays_ids() -> None:
+    w = make_workload(
+        submit=[0, 100, 200, 300], run=[20, 40, 5000, 30], req_time=[3600] * 4, procs=[1] * 4, max_procs=4
+    )
+    w = replace(w, user=np.zeros(4, dtype=np.int64), executable=np.array([5, 5, 5, 6]), recorded_wait=np.zeros(4))
+    window = w.window(2, 4)  # its past: jobs 0 and 1 (executable 5, both short)
+    # The replay knows the window's jobs by the trace's job ids (boost mode), here 3 and 4.
+    detected = causal_short(UserLastTwo(), window, "exe2", flag_s=30.0, ids=[3, 4], past_executable=w.executable[:2])
+    assert detected.predict(3, 0, 0, 1, 3600.0, 200.0) == 30.0  # executable 5: its last two were short
+    assert detected.predict(4, 0, 0, 1, 3600.0, 300.0) == 3600.0  # executable 6: never run
+    # Without the past's executables the past teaches nothing of executable 5.
+    blind = causal_short(UserLastTwo(), window, "exe2", flag_s=30.0, ids=[3, 4])
+    assert blind.predict(3, 0, 0, 1, 3600.0, 200.0) == 3600.0

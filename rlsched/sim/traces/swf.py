@@ -378,6 +378,7 @@ def _workload(
         group=group,
         queue=rows[order, _COL["queue"]].astype(np.int64),
         partition=rows[order, _COL["partition"]].astype(np.int64),
+        executable=rows[order, _COL["executable"]].astype(np.int64),
         recorded_wait=np.ascontiguousarray(recorded_wait[order]),
         vo=vo,
         job_class=classify_by_runtime(run_sorted, interactive_threshold_s),

@@ -698,6 +698,7 @@ def _lal_workload(
         group=(vo + 1).astype(np.int64),
         queue=(vo + 1).astype(np.int64),
         partition=np.full(n, -1, dtype=np.int64),
+        executable=np.full(n, -1, dtype=np.int64),
         recorded_wait=np.full(n, np.nan),
         vo=vo.astype(np.int64),
         job_class=job_class.astype(np.int64),

@@ -93,6 +93,7 @@ def _workload(groups, runs, submits):
         group=np.asarray(groups, dtype=np.int64),
         queue=ints,
         partition=ints,
+        executable=ints,
         recorded_wait=np.full(n, np.nan),
         vo=np.zeros(n, dtype=np.int64),
         job_class=np.zeros(n, dtype=np.int64),

@@ -155,6 +155,7 @@ def test_product_protocol_classes_by_requested_time_and_measures_on_runtime_clas
         np.zeros(4, dtype=np.int64),
         np.zeros(4, dtype=np.int64),
         np.zeros(4, dtype=np.int64),
+        np.full(4, -1, dtype=np.int64),
         np.full(4, np.nan),
         np.zeros(4, dtype=np.int64),
         classify_by_runtime(np.array([100.0, 100.0, 5000.0, 5000.0])),

@@ -152,12 +152,14 @@ def test_gzip_and_plain_read_identically(tmp_path: Path) -> None:
 
 
 def test_fields_land_in_the_right_columns(tmp_path: Path) -> None:
-    line = "7 30 12 400 3 1.5 -1 4 600 -1 1 21 33 -1 2 5 -1 -1"
-    w = read_swf(write(tmp_path, [line]))
+    line = "7 30 12 400 3 1.5 -1 4 600 -1 1 21 33 9 2 5 -1 -1"
+    w = read_swf(write(tmp_path, [line, job_line(job=8, submit=40)]))
     assert (w.job_id[0], w.submit[0], w.recorded_wait[0], w.run[0]) == (7, 30.0, 12.0, 400.0)
     assert (w.procs[0], w.req_time[0], w.user[0], w.group[0]) == (3, 600.0, 21, 33)
     assert (w.queue[0], w.partition[0]) == (2, 5)
-    assert w.vo_names == ("g33",)
+    # The executable (application) id, a job name's stand-in: -1 where the log records none.
+    assert w.executable.tolist() == [9, -1]
+    assert w.vo_names == ("g1", "g33")
     assert w.dropped == {} and w.fixed == {}
     assert w.vo_shares is None
 
