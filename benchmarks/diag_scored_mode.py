@@ -13,10 +13,14 @@ search and its best rule on test.  docs/scoring.md quotes it ("The mode of the s
 ``--search-mode gate`` keeps the table's gate-mode search and ``--warmup-jobs N`` gives every fitness sequence a
 warm-up of N jobs (:attr:`rlsched.sim.search.SearchConfig.warmup_jobs`: the member schedules them, they are not
 scored, so the sequence starts from the queue its own order built): the same comparison for that one change
-(docs/scoring.md, "A warm-up before each sequence").
+(docs/scoring.md, "A warm-up before each sequence").  ``--select-on train`` makes each search select its member on
+the whole training window instead of the validation window (:attr:`rlsched.sim.search.SearchConfig.select_on`),
+so that train's choice of the seed, made on validation, reads a window the search never saw (docs/scoring.md,
+"Selecting the member on the training window").
 
 Run: ``RLSCHED_TRACE_DIR=… python -m benchmarks.diag_scored_mode [--table docs/results/learning-whole]
-[--traces KTH-SP2-1996-2.1-cln,…] [--workers 2] [--search-mode boost|gate] [--warmup-jobs 0]`` (default: every
+[--traces KTH-SP2-1996-2.1-cln,…] [--workers 2] [--search-mode boost|gate] [--warmup-jobs 0]
+[--select-on validation|train]`` (default: every
 trace of the table, boost mode, no warm-up; a boost replay costs about 5× a gate one, so a seed takes 10–15
 minutes on KTH-SP2).
 """
@@ -61,14 +65,21 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--search-mode", choices=("boost", "gate"), default="boost")
     parser.add_argument("--warmup-jobs", type=int, default=0)
+    parser.add_argument("--select-on", choices=("validation", "train"), default="validation")
     args = parser.parse_args()
     table = read_table(args.table)
     if args.search_mode == "boost" and table.deployment.mode != "boost":
         sys.exit(f"{args.table}: the table ran in {table.deployment.mode} mode; its search already did")
-    if args.search_mode == "gate" and args.warmup_jobs == 0:
-        sys.exit("--search-mode gate without --warmup-jobs is the table's own search: nothing to compare")
-    search = table_search(table, boost=args.search_mode == "boost", warmup_jobs=args.warmup_jobs)
+    if args.search_mode == "gate" and args.warmup_jobs == 0 and args.select_on == "validation":
+        sys.exit(
+            "--search-mode gate without --warmup-jobs or --select-on train is the table's own search: "
+            "nothing to compare"
+        )
+    search = table_search(
+        table, boost=args.search_mode == "boost", warmup_jobs=args.warmup_jobs, select_on=args.select_on
+    )
     label = f"{args.search_mode}-mode search" + (f", warm-up {args.warmup_jobs}" if args.warmup_jobs else "")
+    label += ", selected on train" if args.select_on == "train" else ""
     for row in table.chosen(args.traces):
         t0 = time.perf_counter()
         validation, test, selected = search_and_test(table, row, search, args.workers)
@@ -88,9 +99,11 @@ def main() -> None:
         )
 
 
-def table_search(table: CommittedTable, *, boost: bool = True, warmup_jobs: int = 0) -> SearchConfig:
+def table_search(
+    table: CommittedTable, *, boost: bool = True, warmup_jobs: int = 0, select_on: str = "validation"
+) -> SearchConfig:
     """The table's search settings, every replay in its boost mode (``boost``) or in gate mode as the table's,
-    with ``warmup_jobs`` before each fitness sequence."""
+    with ``warmup_jobs`` before each fitness sequence, selecting on ``select_on``."""
     s = table.settings["search"]
     config = scored_search_config(
         s["runtime_model"],
@@ -100,6 +113,7 @@ def table_search(table: CommittedTable, *, boost: bool = True, warmup_jobs: int 
         sequence_jobs=int(s["sequence_jobs"]),
         validation_replays=int(s["validation_replays"]),
         warmup_jobs=warmup_jobs,
+        select_on=select_on,
     )
     return replace(config, boost=table.deployment.settings()) if boost else config
 

@@ -25,7 +25,9 @@ The search (:func:`search_scoring`), NumPy only and deterministic for a seed (do
    search exploring).
 4. Selection: the mean and the best member of every generation, and the family's rules, are replayed on the
    whole validation window as recorded and jittered (``validation_replays``); the best mean score over them
-   is the result.  The test window is never seen here.
+   is the result.  (``select_on = "train"``: on the whole training window instead, so that the validation
+   window stays unseen for the seed's selection and the verdict that follow.)  The test window is never seen
+   here.
 
 Without ``log_pred`` every policy runs on the simulator's static-key path (a priority per job): the features
 are known at submit and the wait enters linearly (as the submit time, see :mod:`rlsched.core.scoring`), so one
@@ -112,6 +114,13 @@ class SearchConfig:
     #: in the third digit; a choice that holds over the jittered replays is one that does not rest on it.
     validation_replays: int = 4
     jitter_s: float = 300.0
+    #: The window the selection replays: ``validation`` (every search written before this setting), or ``train``,
+    #: the whole training window, so that the search never sees the validation window.  train selects the seed
+    #: and judges the model against the rules on validation after the search; with the search's own selection
+    #: on it too, the seed validation ranks first is the one most fitted to that window.  Measured, it did no
+    #: better on test (docs/scoring.md, "Selecting the member on the training window"), so train keeps the
+    #: default.  The record then keeps the selection's scores as ``selection_<objective>``.
+    select_on: str = "validation"
     backfill: bool = True
     #: The mode of every replay of the search (the family's start, the fitness, the selection).  ``None``: gate
     #: mode, the function's order as the engine's priority with EASY backfilling (``backfill``) — every search
@@ -137,6 +146,8 @@ class SearchConfig:
             raise ValueError("log_pred and runtime_model go together (a prediction with log_pred; requested without)")
         if self.validation_replays < 1 or self.jitter_s < 0:
             raise ValueError("validation_replays must be >= 1 and jitter_s >= 0")
+        if self.select_on not in ("validation", "train"):
+            raise ValueError(f"select_on must be 'validation' or 'train', got {self.select_on!r}")
         if self.fitness not in ("pooled", "ratio"):
             raise ValueError(f"fitness must be 'pooled' or 'ratio', got {self.fitness!r}")
         if self.initial is not None and len(self.initial) != len(self.features):
@@ -236,6 +247,13 @@ def score_key(prefix: str, objective: Objective) -> str:
     return f"{prefix}_{objective.name}"
 
 
+def selection_prefix(config: SearchConfig) -> str:
+    """What a record calls the selection's scores: ``validation`` (``validation_bsld``, …), or ``selection`` when
+    the selection replays the training window (:attr:`SearchConfig.select_on`), whose ``train_…`` scores are
+    the family's start."""
+    return "validation" if config.select_on == "validation" else "selection"
+
+
 def searched_for(search: Mapping[str, Any]) -> Objective:
     """The objective a saved search record (a model file's ``search`` metadata) was searched for: bsld for a
     file written before the search had others."""
@@ -311,9 +329,10 @@ class SearchResult:
     for a higher-is-better objective the pooled one is the negative score — and the validation scores)."""
 
     function: ScoringFunction
-    #: Its score by :attr:`SearchConfig.objective` on the validation window (mean over
-    #: :attr:`SearchConfig.validation_replays`); recorded as ``validation_<objective name>`` (:func:`score_key`).
-    validation_score: float
+    #: Its score by :attr:`SearchConfig.objective` on the window the selection replays (the validation window, or
+    #: the training one: :attr:`SearchConfig.select_on`; mean over :attr:`SearchConfig.validation_replays`);
+    #: recorded as ``validation_<objective name>`` (``selection_…`` on the training window; :func:`score_key`).
+    selection_score: float
     #: Which candidate won the selection: ("mean" | "best", generation), or ("rule:NAME", -1).
     chosen: tuple[str, int]
     config: SearchConfig
@@ -334,18 +353,21 @@ class SearchResult:
         return {
             "spec": self.spec.label(),
             "objective": objective.to_dict(),
-            score_key("validation", objective): self.validation_score,
+            score_key(selection_prefix(self.config), objective): self.selection_score,
             "chosen": list(self.chosen),
             "evaluations": self.evaluations,
             "seconds": round(self.seconds, 2),
             "rules": self.rules,
             # The objective is recorded above, as Objective.to_dict() writes it.
             # A gate-mode search's record as before the boost setting (boost: None) existed, and one without a
-            # warm-up as before that one.
+            # warm-up, or selecting on validation, as before those.
             "config": {
                 k: list(v) if isinstance(v, tuple) else v
                 for k, v in asdict(self.config).items()
-                if k != "objective" and not (k == "boost" and v is None) and not (k == "warmup_jobs" and v == 0)
+                if k != "objective"
+                and not (k == "boost" and v is None)
+                and not (k == "warmup_jobs" and v == 0)
+                and not (k == "select_on" and v == "validation")
             },
             "history": self.history,
         }
@@ -411,8 +433,11 @@ def search_scoring(
         if progress is not None:
             progress(row)
 
-    # Selection on the validation window, whole, from an empty machine, as recorded and jittered.
-    replays = jittered_replays(validation, config.validation_replays, config.jitter_s)
+    # Selection on the validation (or training) window, whole, from an empty machine, as recorded and jittered.
+    replays = jittered_replays(
+        train if config.select_on == "train" else validation, config.validation_replays, config.jitter_s
+    )
+    prefix = selection_prefix(config)
     scored = [
         (_mean_over(replays, _function_of(config, w), config, pool, overrun), k)
         for k, (_, _, w) in enumerate(candidates)
@@ -421,9 +446,9 @@ def search_scoring(
     for value, k in scored:
         what, g, _ = candidates[k]
         if g < 0:
-            rules[what.removeprefix("rule:")][score_key("validation", config.objective)] = value
+            rules[what.removeprefix("rule:")][score_key(prefix, config.objective)] = value
         else:
-            history[g][f"validation_{what}"] = value
+            history[g][f"{prefix}_{what}"] = value
     # Ties: the earlier candidate (the rules come first).
     value, k = min(scored, key=lambda vk: (_loss(vk[0], config.objective), vk[1]))
     what, g, w = candidates[k]
@@ -656,7 +681,7 @@ def split_experiment(
         )
         if progress is not None:
             progress(
-                f"seed {seed}: validation {result.validation_score:.2f} test {test_bsld:.2f} ({result.seconds:.0f} s)"
+                f"seed {seed}: validation {result.selection_score:.2f} test {test_bsld:.2f} ({result.seconds:.0f} s)"
             )
     return out
 

@@ -113,8 +113,9 @@ def search_note(found: SearchResult, seed: int) -> str:
     # The title ("mean bounded slowdown (τ = 10 s)") unless class weights need the label ("W (interactive ×3)").
     measure = objective.title if objective.label() == objective.name else objective.label()
     return (
-        f"seed {seed}: the search chose {which}{where} ({measure} {found.validation_score:.4g} over its "
-        f"{found.config.validation_replays} validation replays; {found.evaluations} replays, {found.seconds:.1f} s)"
+        f"seed {seed}: the search chose {which}{where} ({measure} {found.selection_score:.4g} over its "
+        f"{found.config.validation_replays} {found.config.select_on} replays; {found.evaluations} replays, "
+        f"{found.seconds:.1f} s)"
     )
 
 

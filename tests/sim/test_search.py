@@ -88,7 +88,7 @@ def test_search_is_deterministic_for_a_seed(windows: tuple[Workload, Workload]) 
     train, validation = windows
     a = search_scoring(train, validation, small_config(), CORES)
     b = search_scoring(train, validation, small_config(), CORES)
-    assert a.function == b.function and a.validation_score == b.validation_score and a.history == b.history
+    assert a.function == b.function and a.selection_score == b.selection_score and a.history == b.history
     c = search_scoring(train, validation, small_config(seed=6), CORES)
     assert c.history != a.history
 
@@ -108,8 +108,8 @@ def test_search_improves_on_a_workload_with_a_known_good_order(windows: tuple[Wo
         simulate_scores(train, start, CORES)
     )
     # Selected on the validation window, it lands near the known good order, far from where it started.
-    assert result.validation_score < 0.1 * longest_first
-    assert result.validation_score < 2 * shortest_first < 0.4 * first_come
+    assert result.selection_score < 0.1 * longest_first
+    assert result.selection_score < 2 * shortest_first < 0.4 * first_come
     # Per generation: every member, easy-sjf on each sequence (the ratio's reference), two validation replays.
     assert result.evaluations == config.generations * (config.population + config.sequences + 2)
 
@@ -121,7 +121,7 @@ def test_scored_spec_runs_on_the_fast_path_with_the_search_s_order(windows: tupl
     assert ran.agent is None  # the static key, not an agent
     same = simulate_scores(validation, result.function, CORES)
     assert np.array_equal(ran.schedule.start, same.start)
-    assert mean_bsld(ran.schedule) == result.validation_score
+    assert mean_bsld(ran.schedule) == result.selection_score
 
 
 def test_saved_model_reloads_with_identical_ranking(windows: tuple[Workload, Workload], tmp_path: Path) -> None:
@@ -134,7 +134,7 @@ def test_saved_model_reloads_with_identical_ranking(windows: tuple[Workload, Wor
     fresh = build_agent(result.spec, BuildContext(mode="boost"))
     assert isinstance(fresh, ScoredRankAgent)
     _, meta = read_policy_spec(path)
-    assert meta["search"]["validation_bsld"] == result.validation_score
+    assert meta["search"]["validation_bsld"] == result.selection_score
     rng = np.random.default_rng(0)
     n = 40
     pend = PendingJobs(
@@ -214,12 +214,12 @@ def test_family_rules_start_the_search_and_stand_for_selection(windows: tuple[Wo
     # Selection reads the validation window as recorded and two jittered replays of it.
     replays = jittered_replays(validation, 3, config.jitter_s)
     assert not np.array_equal(replays[1].submit, validation.submit)
-    assert result.validation_score == np.mean([mean_bsld(simulate_scores(r, result.function, CORES)) for r in replays])
+    assert result.selection_score == np.mean([mean_bsld(simulate_scores(r, result.function, CORES)) for r in replays])
     assert set(result.rules) == {"sjf", "saf", "f4-size", "fcfs"}
     best_rule = min(result.rules, key=lambda name: result.rules[name]["train_bsld"])
     assert result.history[0]["mean_weights"] == result.rules[best_rule]["weights"]
     # What the search keeps is never worse on validation than any of the family's rules.
-    assert result.validation_score <= min(r["validation_bsld"] for r in result.rules.values())
+    assert result.selection_score <= min(r["validation_bsld"] for r in result.rules.values())
     # No member ever favours later submissions (submit_h's weight is clipped at 0).
     k = config.features.index("submit_h")
     assert all(h["best_weights"][k] >= 0 and h["mean_weights"][k] >= 0 for h in result.history)
@@ -311,6 +311,39 @@ def test_a_warm_up_is_replayed_but_not_scored(windows: tuple[Workload, Workload]
     assert warm.summary()["config"]["warmup_jobs"] == 100
 
 
+def test_a_search_that_selects_on_the_training_window_never_reads_the_validation_window(
+    windows: tuple[Workload, Workload],
+) -> None:
+    """``select_on = "train"``: the candidates are replayed on the whole training window, as recorded and jittered,
+    and the validation window is not read at all, so train's seed choice and verdict on it see new data."""
+    train, validation = windows
+    config = small_config(generations=2, select_on="train")
+    found = search_scoring(train, validation, config, CORES)
+    # Any other validation window (here an empty one) gives the same search.
+    other = search_scoring(train, validation.select(np.zeros(len(validation), dtype=bool)), config, CORES)
+    assert (other.function, other.selection_score, other.chosen) == (
+        found.function,
+        found.selection_score,
+        found.chosen,
+    )
+    assert other.history == found.history and other.rules == found.rules
+    replays = jittered_replays(train, config.validation_replays, config.jitter_s)
+    assert found.selection_score == np.mean([mean_bsld(simulate_scores(r, found.function, CORES)) for r in replays])
+    # The record names the selection's scores for what they are: the training window's "train_bsld" is the
+    # family's start (the window as recorded), the selection's "selection_bsld" (its replays).
+    summary = found.summary()
+    assert summary["selection_bsld"] == found.selection_score and "validation_bsld" not in summary
+    assert summary["config"]["select_on"] == "train"
+    assert all({"train_bsld", "selection_bsld"} <= set(rule) for rule in found.rules.values())
+    assert any(key.startswith("selection_") for key in found.history[0])
+    # On validation (the default) it is another search, and its record is what it was before the setting.
+    default = search_scoring(train, validation, small_config(generations=2), CORES)
+    assert default.selection_score != found.selection_score
+    assert "select_on" not in default.summary()["config"] and "validation_bsld" in default.summary()
+    with pytest.raises(ValueError, match="select_on"):
+        SearchConfig(select_on="test")
+
+
 def blocks(n_blocks: int, seed: int) -> Workload:
     """Every 2,000 s a job holds the whole machine for 1,000 s; behind it queue eight interactive jobs of about
     100 s on one core, then eight 1–3 s jobs on all eight.  Shortest first (the bounded slowdown's choice: the
@@ -337,7 +370,7 @@ def test_a_search_for_w_picks_by_w_where_bounded_slowdown_picks_otherwise() -> N
     found_w = simulate_scores(validation, by_w.function, CORES)
     found_bsld = simulate_scores(validation, by_bsld.function, CORES)
     # Each is better by its own objective, and the W search records its W on validation.
-    assert by_w.validation_score == w3(found_w) > w3(found_bsld)
+    assert by_w.selection_score == w3(found_w) > w3(found_bsld)
     assert mean_bsld(found_bsld) < mean_bsld(found_w)
     # Its start among the family's rules is W's best on the train window (first come, first served here).
     fcfs = ScoringFunction(LOG_FAMILY, tuple(by_w.rules["fcfs"]["weights"]))
@@ -353,7 +386,7 @@ def test_the_model_records_its_objective_and_an_older_one_reads_as_bsld(tmp_path
     _, meta = read_policy_spec(tmp_path / "w.npz")
     search = meta["search"]
     assert search["objective"] == {"name": "W", "class_weights": {"interactive": 3.0}} and searched_for(search) == W3
-    assert search["validation_W"] == found.validation_score and "validation_bsld" not in search
+    assert search["validation_W"] == found.selection_score and "validation_bsld" not in search
     assert {"train_W", "validation_W"} <= set(search["rules"]["sjf"]) and "objective" not in search["config"]
     # A file written before the search had objectives: it loads, and its record reads as bounded slowdown.
     old = tmp_path / "old.npz"
@@ -384,7 +417,7 @@ def test_a_bsld_search_records_bsld_and_finds_what_it_found_before_objectives(
     found = search_scoring(train, validation, config, CORES)
     summary = found.summary()
     assert summary["objective"] == {"name": "bsld", "class_weights": {}}
-    assert summary["validation_bsld"] == found.validation_score == 19.17757827945461
+    assert summary["validation_bsld"] == found.selection_score == 19.17757827945461
     assert found.chosen == ("rule:saf", -1)
     assert [h["train_mean"] for h in found.history] == train_mean
     assert [h["train_best"] for h in found.history] == train_best
@@ -411,9 +444,9 @@ def test_a_boost_mode_search_replays_everything_in_boost_mode(windows: tuple[Wor
         return mean_bsld(simulate_policy(w, spec, CORES, mode="boost", boost=boost).schedule)
 
     replays = jittered_replays(validation, 2, config.jitter_s)
-    assert found.validation_score == np.mean([boosted(r, found.spec) for r in replays])
+    assert found.selection_score == np.mean([boosted(r, found.spec) for r in replays])
     gate = np.mean([mean_bsld(simulate_scores(r, found.function, CORES)) for r in replays])
-    assert gate != found.validation_score
+    assert gate != found.selection_score
     sjf = result_rule_spec(found, "sjf")
     assert found.rules["sjf"]["train_bsld"] == boosted(train, sjf)
     assert found.summary()["config"]["boost"]["max_boosted"] == 2

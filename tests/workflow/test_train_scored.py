@@ -128,5 +128,5 @@ def test_a_scored_training_searches_for_the_task_s_objective(small_swf: Path, tm
     agent, _ = load_model(tmp_path / "w.npz")
     found = search_scoring(task.workload, task.validation, replace(TINY, objective=objective), task.cores)  # type: ignore[arg-type]
     assert isinstance(agent, ScoredRankAgent) and agent.function == found.function
-    assert meta["search"]["validation_W"] == found.validation_score
-    assert f"W (interactive ×3) {found.validation_score:.4g} over its 1 validation replays" in result.notes[0]
+    assert meta["search"]["validation_W"] == found.selection_score
+    assert f"W (interactive ×3) {found.selection_score:.4g} over its 1 validation replays" in result.notes[0]
