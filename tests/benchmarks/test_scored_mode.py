@@ -28,3 +28,11 @@ def test_in_gate_mode_with_a_warm_up_only_the_warm_up_differs_from_the_table() -
     assert search.boost is None and search.warmup_jobs == 1000
     settings = LearningSettings(seeds=tuple(table.settings["seeds"]), search=replace(search, warmup_jobs=0))
     assert settings.to_dict()["search"] == table.settings["search"]
+
+
+def test_in_gate_mode_selecting_on_train_only_the_selection_window_differs_from_the_table() -> None:
+    table = read_table(TABLE)
+    search = table_search(table, boost=False, select_on="train")
+    assert search.boost is None and search.warmup_jobs == 0 and search.select_on == "train"
+    settings = LearningSettings(seeds=tuple(table.settings["seeds"]), search=replace(search, select_on="validation"))
+    assert settings.to_dict()["search"] == table.settings["search"]
