@@ -326,7 +326,7 @@ def _sequences(workload: Workload, config: SearchConfig, generation: int) -> lis
 @dataclass
 class SearchResult:
     """What :func:`search_scoring` found and how (one row of ``history`` per generation: the fitness, minimised —
-    for a higher-is-better objective the pooled one is the negative score — and the validation scores)."""
+    for a higher-is-better objective the pooled one is the negative score — and the selection's scores)."""
 
     function: ScoringFunction
     #: Its score by :attr:`SearchConfig.objective` on the window the selection replays (the validation window, or
@@ -337,8 +337,9 @@ class SearchResult:
     chosen: tuple[str, int]
     config: SearchConfig
     history: list[dict[str, Any]] = field(default_factory=list)
-    #: The family's rules: name → {"weights", "train_bsld" (whole training window), "validation_bsld"}, the
-    #: scores named by the objective (:func:`score_key`: ``train_W``, … for another).
+    #: The family's rules: name → {"weights", "train_bsld" (whole training window), "validation_bsld"
+    #: ("selection_bsld" when the selection replays the training window)}, the scores named by the objective
+    #: (:func:`score_key`: ``train_W``, … for another).
     rules: dict[str, dict[str, Any]] = field(default_factory=dict)
     evaluations: int = 0
     seconds: float = 0.0
