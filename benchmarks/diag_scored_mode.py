@@ -41,7 +41,7 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from typing import Any  # noqa: E402
+from typing import Any, Literal  # noqa: E402
 
 import numpy as np  # noqa: E402
 
@@ -100,7 +100,11 @@ def main() -> None:
 
 
 def table_search(
-    table: CommittedTable, *, boost: bool = True, warmup_jobs: int = 0, select_on: str = "validation"
+    table: CommittedTable,
+    *,
+    boost: bool = True,
+    warmup_jobs: int = 0,
+    select_on: Literal["validation", "train"] = "validation",
 ) -> SearchConfig:
     """The table's search settings, every replay in its boost mode (``boost``) or in gate mode as the table's,
     with ``warmup_jobs`` before each fitness sequence, selecting on ``select_on``."""

@@ -51,7 +51,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -120,7 +120,7 @@ class SearchConfig:
     #: on it too, the seed validation ranks first is the one most fitted to that window.  Measured, it did no
     #: better on test (docs/scoring.md, "Selecting the member on the training window"), so train keeps the
     #: default.  The record then keeps the selection's scores as ``selection_<objective>``.
-    select_on: str = "validation"
+    select_on: Literal["validation", "train"] = "validation"
     backfill: bool = True
     #: The mode of every replay of the search (the family's start, the fitness, the selection).  ``None``: gate
     #: mode, the function's order as the engine's priority with EASY backfilling (``backfill``) — every search
@@ -640,6 +640,10 @@ def split_experiment(
     progress: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     """Train on the first 50 % of ``workload``, select on the next 25 %, report the last 25 % (see module)."""
+    if config.select_on != "validation":
+        # Its report sets each search's validation score beside the rules': a search that selects on the
+        # training window has none (benchmarks/diag_scored_mode.py --select-on train measures that setting).
+        raise ValueError("split_experiment selects on the validation window: select_on must be 'validation'")
     train, validation, test = split_by_jobs(workload)
     pool = int(cores if cores is not None else workload.max_procs)
     out: dict[str, Any] = {

@@ -341,7 +341,10 @@ def test_a_search_that_selects_on_the_training_window_never_reads_the_validation
     assert default.selection_score != found.selection_score
     assert "select_on" not in default.summary()["config"] and "validation_bsld" in default.summary()
     with pytest.raises(ValueError, match="select_on"):
-        SearchConfig(select_on="test")
+        SearchConfig(select_on="test")  # type: ignore[arg-type]
+    # The split experiment's report sets each search's validation score beside the rules': it refuses the setting.
+    with pytest.raises(ValueError, match="select_on must be 'validation'"):
+        split_experiment(train, config)
 
 
 def blocks(n_blocks: int, seed: int) -> Workload:
