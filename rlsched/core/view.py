@@ -171,7 +171,10 @@ class ClusterView:
     """Everything a policy may know at ``time_s`` (seconds; epoch or trace-relative).
 
     ``vos`` names the VO (account) indices used in the job tables; ``vo_shares``
-    gives their target shares when the site has configured them.
+    gives their target shares when the site has configured them.  ``polled_s`` is when a live backend
+    began reading the batch system for this view (``time_s`` is when it had read it all, later by the
+    reads' duration): a job pending in the view had not started at ``polled_s``, but may have started
+    before ``time_s``.  None where the view is a snapshot of one instant (the simulator).
     """
 
     time_s: float
@@ -183,8 +186,11 @@ class ClusterView:
     vos: tuple[str, ...] = ()
     vo_shares: tuple[float, ...] | None = None
     cloud: CloudState | None = None
+    polled_s: float | None = None
 
     def __post_init__(self) -> None:
+        if self.polled_s is not None and not self.polled_s <= self.time_s:
+            raise ValueError(f"polled_s {self.polled_s} after time_s {self.time_s}")
         if self.idle_cores < 0 or self.idle_cores > self.total_cores:
             raise ValueError(f"idle_cores {self.idle_cores} outside 0..{self.total_cores}")
         if self.vo_shares is not None and len(self.vo_shares) != len(self.vos):

@@ -3,12 +3,13 @@
 ``rlsched report shadow`` (:mod:`rlsched.report.shadow`) joins it with the start times Slurm recorded.
 
 - **Record** (:func:`decision_record`, version :data:`RECORD_VERSION`): ``time`` (the view's time, epoch
-  seconds), ``mode``, ``policy`` and ``model_sha256``, ``vos``, ``pending`` (how many jobs were pending),
-  ``idle_cores``/``total_cores``, ``state`` (the P-grid §3.2 state vector by name), ``ranked`` (best first,
-  at most ``max_jobs`` rows of ``[job_id, score, cores, vo index, class]``, score null when not finite) and
-  ``would`` (``top``: the first job of the boost order the agent chose this cycle — a learning agent may
-  explore another than its best-scored — else the first ranked job; ``release``/``hold``: what the agent
-  decided this cycle — what gate mode would do).
+  seconds), ``polled`` (when the backend began reading the batch system for the view: a job ranked pending
+  had not started then; absent where the view has no such time), ``mode``, ``policy`` and ``model_sha256``,
+  ``vos``, ``pending`` (how many jobs were pending), ``idle_cores``/``total_cores``, ``state`` (the P-grid
+  §3.2 state vector by name), ``ranked`` (best first, at most ``max_jobs`` rows of ``[job_id, score, cores,
+  vo index, class]``, score null when not finite) and ``would`` (``top``: the first job of the boost order
+  the agent chose this cycle — a learning agent may explore another than its best-scored — else the first
+  ranked job; ``release``/``hold``: what the agent decided this cycle — what gate mode would do).
 - **Crash-safe appends**: each record is one ``write`` of one line on an ``O_APPEND`` descriptor, then
   ``fsync``.  A kill in the middle of a write can leave a torn last line; before the next append a missing
   final newline is written first, so the torn line stays a line of its own, and the reader skips and
@@ -156,7 +157,7 @@ def decision_record(
         for i in top.tolist()
     ]
     d = decisions if decisions is not None else Decisions()
-    return {
+    record: dict[str, Any] = {
         "v": RECORD_VERSION,
         "time": float(view.time_s),
         "mode": mode,
@@ -176,6 +177,9 @@ def decision_record(
             "hold": [int(j) for j in d.hold],
         },
     }
+    if view.polled_s is not None:
+        record["polled"] = float(view.polled_s)
+    return record
 
 
 # ---------------------------------------------------------------------------------------------- reading

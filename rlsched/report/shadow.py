@@ -6,7 +6,8 @@ The metric (docs/workflow.md, ``## report shadow``, says the same for users):
   the jobs pending then.  Its *window* runs to the next logged cycle, at most ``max_window_s`` (by default
   three times the median gap between cycles, so a daemon that was down does not stretch a window over hours).
 - **Slurm's next start.**  Among the jobs of ``R_c`` that started in the window (start ``S_j`` in
-  ``[t_c − clock_slack_s, t_c + window)``), the earliest start and every job that started within
+  ``[p_c − clock_slack_s, t_c + window)``, where ``p_c ≤ t_c`` is when the daemon began reading the queue:
+  a job can start while ``squeue`` and ``sinfo`` run), the earliest start and every job that started within
   ``same_pass_s`` of it (one scheduling pass starts several jobs in the same second) form ``N_c``.  A cycle
   whose window saw none of its jobs start is *quiet*: nothing to agree with.  Using only the window keeps
   each Slurm start compared with the freshest ranking before it, and long waits without starts do not
@@ -64,6 +65,13 @@ class Cycle:
     pending: int
     vos: tuple[str, ...] = ()
     mode: str = "shadow"
+    #: When the daemon began reading the queue for this ranking (None: ``time_s``, as logs before it had).
+    polled_s: float | None = None
+
+    @property
+    def seen_s(self) -> float:
+        """The moment the ranked jobs were seen pending: none of them had started before it."""
+        return self.time_s if self.polled_s is None else min(self.polled_s, self.time_s)
 
     def __len__(self) -> int:
         return len(self.job_id)
@@ -83,6 +91,7 @@ def cycle_from_record(record: Mapping[str, Any], where: str = "record") -> Cycle
             pending=int(record.get("pending", len(rows))),
             vos=tuple(str(v) for v in record.get("vos", ())),
             mode=str(record.get("mode", "shadow")),
+            polled_s=None if record.get("polled") is None else float(record["polled"]),
         )
     except (KeyError, IndexError, TypeError, ValueError) as exc:
         raise ShadowLogError(f"{where}: malformed decision record: {exc}") from None
@@ -203,9 +212,11 @@ def analyse(
         start = np.array([starts.get(int(j), math.nan) for j in cycle.job_id.tolist()], dtype=np.float64)
         for i in range(n):
             last_seen[int(cycle.job_id[i])] = _names(cycle, i)
-        early = start < t - clock_slack_s
+        # A job may start while the daemon reads the queue: the window opens when the reads began.
+        opened = cycle.seen_s - clock_slack_s
+        early = start < opened
         inconsistent.update(int(j) for j in cycle.job_id[early].tolist())
-        in_window = (start >= t - clock_slack_s) & (start < end)
+        in_window = (start >= opened) & (start < end)
         if not in_window.any():
             out.quiet += 1
             continue

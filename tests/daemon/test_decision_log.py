@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -273,6 +274,7 @@ def test_a_model_in_shadow_mode_logs_its_q_values_and_the_heartbeat_names_the_mo
     assert report.logged and runner.actions() == []
     rec = read_decision_log(tmp_path / "state" / "decisions.jsonl").records[0]
     assert rec["policy"] == "sarsa-esn" and rec["model_sha256"] == file_sha256(model)
+    assert report.view is not None and rec["polled"] == report.view.polled_s and rec["polled"] <= rec["time"]
     assert report.view is not None and report.decisions is not None
     q = daemon.agent.q_values(report.view, daemon.agent.ranking(report.view)[0])
     assert [row[1] for row in rec["ranked"]] == pytest.approx(q.tolist(), abs=1e-5)  # scores are Q(s, a)
@@ -309,3 +311,7 @@ def test_the_logged_top_is_the_boost_order_the_agent_chose_not_its_best_score() 
     assert explored["would"]["top"] == 13 and explored["ranked"][0][0] == 11
     shadow_gate = decision_record(view, order, scores, [], [], Decisions(release=(12,)), "gate", {}, 10)
     assert shadow_gate["would"]["top"] == 11 and shadow_gate["would"]["release"] == [12]
+    # The time the backend began reading the queue is logged where the view has it (a live backend's).
+    assert "polled" not in explored
+    polled = decision_record(replace(view, polled_s=8.5), order, scores, [], [], None, "shadow", {}, 10)
+    assert polled["polled"] == 8.5 and polled["time"] == 10.0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -83,6 +84,21 @@ def test_unmatched_and_inconsistent_jobs_are_counted_not_compared() -> None:
     assert [o.job_id for o in a.outcomes] == [6]
 
 
+def test_a_job_that_started_while_the_daemon_read_the_queue_is_compared_not_left_out() -> None:
+    # The daemon began reading the queue at 100 and had read it at 104 (squeue, then sinfo, on a busy
+    # controller).  Job 5 started at 102 (Slurm's whole second: 102): pending when squeue ran, so it counts.
+    read_slowly = replace(cycle(104, [4, 5]), polled_s=100.0)
+    a = analyse([read_slowly, cycle(110, [4])], {5: 102.0, 4: 115.0})
+    assert (a.inconsistent, a.jobs_started, a.jobs_unmatched) == (0, 2, 0)
+    assert a.decisive == 2 and a.slurm_pick_ranks == [2]  # job 5 was rlsched's second at t=104
+    # Without the poll's start (a log written before it was recorded), the same start is before the cycle.
+    old = analyse([cycle(104, [4, 5]), cycle(110, [4])], {5: 102.0, 4: 115.0})
+    assert (old.inconsistent, old.jobs_started) == (1, 1)
+    # A start before the reads began is still inconsistent.
+    early = analyse([read_slowly], {5: 98.5})
+    assert (early.inconsistent, early.jobs_started) == (1, 0)
+
+
 def test_a_gap_in_the_log_does_not_stretch_a_window_over_it() -> None:
     cycles = [cycle(0, [1, 2]), cycle(10, [1, 2]), cycle(20, [1, 2]), cycle(2000, [2])]
     a = analyse(cycles, {1: 500.0, 2: 2005.0})
@@ -125,6 +141,8 @@ def test_records_become_cycles_and_bad_ones_say_which() -> None:
     }
     c = cycle_from_record(rec)
     assert c.job_id.tolist() == [3, 9] and c.cores.tolist() == [4, 1] and c.job_class.tolist() == [1, 0]
+    assert c.polled_s is None and c.seen_s == 5.0
+    assert cycle_from_record({**rec, "polled": 3.5}).seen_s == 3.5
     with pytest.raises(ShadowLogError, match="log:7: malformed"):
         cycle_from_record({**rec, "ranked": [[3]]}, "log:7")
     assert len(cycle_from_record({**rec, "ranked": []})) == 0

@@ -198,14 +198,23 @@ def test_from_history_to_shadow_and_boost(
     shadow_config = site_config(tmp_path / "rlsched.toml", slurm, "shadow", model)
     log = tmp_path / "state" / "decisions.jsonl"
     shadow_begin = time.time()
-    blocker = slurm.sbatch("-A", "atlas", "-c", "16", "-t", "5", sleep_s=10)
+    # The blocker holds the cores until the daemon has ranked every waiting job three times: on a busy machine
+    # the daemon's start can take longer than any fixed sleep, and a job that ran before the first cycle is in
+    # no ranking.
+    blocker = slurm.sbatch("-A", "atlas", "-c", "16", "-t", "5", sleep_s=240)
     wait_for(lambda: slurm.state(blocker) == "RUNNING", 30, "the blocker to run")
     waiting = [
         slurm.sbatch("-A", ACCOUNTS[k % 3], "-c", "16", "-t", limit, sleep_s=1)
         for k, limit in enumerate(("30", "5", "20", "5"))
     ]
     d = start(daemons, shadow_config, slurm)
-    wait_for(lambda: len(decision_lines(log)) >= 3, 30, "three decision log lines")
+
+    def ranked_everyone_three_times() -> bool:
+        ranked = [{row[0] for row in line["ranked"]} for line in decision_lines(log)]  # type: ignore[attr-defined]
+        return sum(set(waiting) <= ids for ids in ranked) >= 3
+
+    wait_for(ranked_everyone_three_times, 60, "three decision log lines that rank every waiting job")
+    slurm.run("scancel", str(blocker))
     touched: list[str] = []
 
     def untouched_and_done() -> bool:

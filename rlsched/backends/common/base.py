@@ -146,9 +146,12 @@ class CLIBackend(ABC, Generic[JobT, RecordT]):
         idle: int,
         jobs: tuple[PendingJobs, RunningJobs, FinishedJobs],
         cloud: CloudState | None = None,
+        polled: float | None = None,
     ) -> ClusterView:
         """The view of ``jobs`` (pending, running, finished) on ``total`` cores, ``idle`` of them free, with the
-        config's VOs: what every backend's :meth:`view` returns once it has its job tables."""
+        config's VOs: what every backend's :meth:`view` returns once it has its job tables.  ``polled``: when
+        the backend began reading the batch system for it (kept no later than ``now``: a wall clock can step
+        back)."""
         pending, running, finished = jobs
         return ClusterView(
             time_s=now,
@@ -160,6 +163,7 @@ class CLIBackend(ABC, Generic[JobT, RecordT]):
             vos=self.vo_mapping.names,
             vo_shares=self.vo_mapping.shares,
             cloud=cloud,
+            polled_s=None if polled is None else min(polled, now),
         )
 
     # ------------------------------------------------------------------------------------------ hooks

@@ -189,6 +189,8 @@ class PBSBackend(CLIBackend[PBSJob, PBSUndoRecord]):
         return self.config.class_rule.classify("", job.queue, job.walltime_s)
 
     def view(self) -> ClusterView:
+        # A job pending in the view had not started when the reads began; the view's time is when they ended.
+        polled = self.clock()
         jobs, nodes = self.poll()
         now = self.clock()
         completed = self._completion_feed().poll(jobs)
@@ -233,7 +235,7 @@ class PBSBackend(CLIBackend[PBSJob, PBSUndoRecord]):
         live = [n for n in nodes if n.live]
         total = sum(n.cpus for n in live)
         idle = sum(n.idle_cpus for n in live if n.accepting)
-        return self._cluster_view(now, total, idle, (pending_view, running_view, finished_view))
+        return self._cluster_view(now, total, idle, (pending_view, running_view, finished_view), polled=polled)
 
     # -------------------------------------------------------------------------------------- daemon's questions
     def queue_counts(self) -> dict[QueueKey, int]:

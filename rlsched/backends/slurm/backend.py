@@ -232,6 +232,8 @@ class SlurmBackend(CLIBackend[SlurmJob, SlurmUndoRecord]):
         return self._feed
 
     def view(self) -> ClusterView:
+        # A job pending in the view had not started when the reads began; the view's time is when they ended.
+        polled = self.clock()
         jobs, nodes = self.poll()
         now = self.clock()
         feed = self._completion_feed()
@@ -305,7 +307,7 @@ class SlurmBackend(CLIBackend[SlurmJob, SlurmUndoRecord]):
                 nodes_busy=sum(n.alloc_cpus > 0 for n in cloud_nodes),
                 cores_per_node=max(n.cpus for n in cloud_nodes),
             )
-        return self._cluster_view(now, total, idle, (pending_view, running_view, finished_view), cloud)
+        return self._cluster_view(now, total, idle, (pending_view, running_view, finished_view), cloud, polled)
 
     # -------------------------------------------------------------------------------------- daemon's questions
     def queue_counts(self) -> dict[QueueKey, int]:

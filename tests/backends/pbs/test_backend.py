@@ -95,6 +95,19 @@ def test_the_view_of_the_recorded_server() -> None:
     assert backend.job_labels()[3] == ("workq", "atlas")
 
 
+def test_the_views_time_is_when_the_reads_ended_and_polled_when_they_began() -> None:
+    now = [NOW]
+
+    class SlowRunner(ScriptedRunner):
+        def __call__(self, argv: Sequence[str], timeout_s: float) -> CommandResult:
+            now[0] += 2.0  # each command takes two seconds
+            return super().__call__(argv, timeout_s)
+
+    cfg = PBSBackendConfig(vo_from="account", retry=RetryPolicy(attempts=2, base_delay_s=0))
+    view = PBSBackend(cfg, runner=SlowRunner(), clock=lambda: now[0], sleep=lambda s: None).view()
+    assert view.polled_s == NOW and view.time_s == NOW + 4.0  # qstat, then pbsnodes
+
+
 def test_the_view_carries_each_jobs_user_for_the_runtime_predictors() -> None:
     backend = make(ScriptedRunner(), queues=frozenset({"workq"}))
     view = backend.view()

@@ -99,6 +99,24 @@ def test_it_answers_the_daemons_questions_from_its_last_poll() -> None:
     assert b.changes() == {"boosted": 0, "held": 0, "drained": 0} and b.boost_limit == 32
 
 
+def test_the_views_time_is_when_the_reads_ended_and_polled_when_they_began() -> None:
+    """A job can start while squeue and sinfo run: the view says when its reads began (the shadow report's
+    window opens there), and its time is when they ended (every job it shows was submitted by then)."""
+    now = [1795317000.0]
+
+    class SlowRunner(FakeRunner):
+        def __call__(self, argv: Sequence[str], timeout_s: float) -> CommandResult:
+            now[0] += 2.0  # each command takes two seconds on a busy controller
+            return super().__call__(argv, timeout_s)
+
+    view = make(SlowRunner(), clock=lambda: now[0]).view()
+    assert view.polled_s == 1795317000.0 and view.time_s == 1795317004.0  # squeue, then sinfo
+    # A wall clock stepped back during the reads: the view is still well formed.
+    steps = iter([1795317010.0, 1795317000.0])
+    stepped = make(FakeRunner(), clock=lambda: next(steps, 1795317000.0)).view()
+    assert stepped.polled_s == stepped.time_s == 1795317000.0
+
+
 def test_holding_an_ended_job_counts_it_as_vanished_without_a_command() -> None:
     runner = FakeRunner()
     b = make(runner)
