@@ -249,7 +249,8 @@ def test_from_history_to_shadow_and_boost(
 
     # Then boost mode: one cycle, and the model's top pick is the pending job Slurm now ranks first.
     boost_config = site_config(tmp_path / "rlsched.toml", slurm, "boost", model)
-    blocker = slurm.sbatch("-A", "atlas", "-c", "16", "-t", "5", sleep_s=30)
+    # Held until the test ends (the fixture cancels it): the priorities are read while every job still waits.
+    blocker = slurm.sbatch("-A", "atlas", "-c", "16", "-t", "5", sleep_s=240)
     wait_for(lambda: slurm.state(blocker) == "RUNNING", 30, "the second blocker to run")
     pending = [
         slurm.sbatch("-A", ACCOUNTS[k % 3], "-c", "16", "-t", limit, sleep_s=1)
