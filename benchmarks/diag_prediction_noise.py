@@ -80,6 +80,7 @@ from benchmarks.learning_table import (  # noqa: E402
 )
 from rlsched.core.prediction import MIN_PREDICTION_S, RuntimePredictor  # noqa: E402
 from rlsched.core.runtime import usable_requested  # noqa: E402
+from rlsched.core.view import UNKNOWN_EXECUTABLE  # noqa: E402
 from rlsched.sim.prediction_errors import SHORT_JOB_S, order_agreement, short_job_hits  # noqa: E402
 from rlsched.sim.workload import Workload  # noqa: E402
 from rlsched.workflow.split import simulate_in  # noqa: E402
@@ -104,7 +105,16 @@ class BlurredOracle:
     def unseen_finished(self) -> int:
         return 0
 
-    def predict(self, job_id: int, user: int, vo: int, cores: int, request_s: float, submit_s: float) -> float:
+    def predict(
+        self,
+        job_id: int,
+        user: int,
+        vo: int,
+        cores: int,
+        request_s: float,
+        submit_s: float,
+        executable: int = UNKNOWN_EXECUTABLE,
+    ) -> float:
         return self.prediction.get(job_id, request_s)
 
     def finished(self, job_id: int, run_s: float) -> bool:

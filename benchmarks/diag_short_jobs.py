@@ -62,6 +62,7 @@ import numpy as np  # noqa: E402
 
 from benchmarks.learning_table import CommittedTable, read_table, table_windows  # noqa: E402
 from rlsched.core.prediction import PredictorName, RuntimePredictor, learn_history  # noqa: E402
+from rlsched.core.view import UNKNOWN_EXECUTABLE  # noqa: E402
 from rlsched.sim.prediction_errors import SHORT_JOB_S, recorded_events, recorded_predictions  # noqa: E402
 from rlsched.sim.traces.sidecar import read_trace  # noqa: E402
 from rlsched.sim.traces.swf import resolve_trace  # noqa: E402
@@ -207,11 +208,20 @@ class FlaggedPredictor:
     def unseen_finished(self) -> int:
         return self.inner.unseen_finished
 
-    def predict(self, job_id: int, user: int, vo: int, cores: int, request_s: float, submit_s: float) -> float:
+    def predict(
+        self,
+        job_id: int,
+        user: int,
+        vo: int,
+        cores: int,
+        request_s: float,
+        submit_s: float,
+        executable: int = UNKNOWN_EXECUTABLE,
+    ) -> float:
         known = self.made.get(job_id)
         if known is not None:
             return known
-        prediction = self.inner.predict(job_id, user, vo, cores, request_s, submit_s)
+        prediction = self.inner.predict(job_id, user, vo, cores, request_s, submit_s, executable)
         flagged = self.flag(job_id, prediction, user, cores, request_s, submit_s)
         if flagged is not None:
             prediction = flagged
@@ -264,7 +274,16 @@ class _MemoryFeed:
         self.memory = memory
         self.executable_of = executable_of
 
-    def predict(self, job_id: int, user: int, vo: int, cores: int, request_s: float, submit_s: float) -> float:
+    def predict(
+        self,
+        job_id: int,
+        user: int,
+        vo: int,
+        cores: int,
+        request_s: float,
+        submit_s: float,
+        executable: int = UNKNOWN_EXECUTABLE,
+    ) -> float:
         self.memory.seen(job_id, user, request_s, cores, submit_s, self.executable_of(job_id))
         return request_s
 

@@ -78,6 +78,12 @@ ROWS_DIR = "rows"
     "class median (estimated).",
 )
 @click.option(
+    "--job-names",
+    is_flag=True,
+    help="Let the policies read each job's program (the SWF executable id, field 14, as the daemon reads job "
+    "names live): the learned predictor then keeps each user's runtimes per program.  Off: the tables' default.",
+)
+@click.option(
     "--objective",
     type=click.Choice(["bsld", "wait", "W"]),
     default="bsld",
@@ -124,6 +130,7 @@ def learning(
     population: int | None,
     scored_runtime: str,
     learned_runtime: str,
+    job_names: bool,
     objective: str,
     class_weights: tuple[str, ...],
     rule_windows: int,
@@ -171,6 +178,7 @@ def learning(
         objective=chosen,
         rule_windows=rule_windows,
         learned_runtime=learned_runtime,
+        job_names=job_names,
         epochs=epochs if epochs is not None else settings.epochs,
         max_jobs=max_jobs if max_jobs is not None else settings.max_jobs,
     )

@@ -13,6 +13,8 @@ reaches it through :class:`rlsched.core.runtime.PredictedRuntime`, as ``Estimate
   ``log(runtime / request)`` and the learner is weighted recursive least squares (exact online least squares,
   a few 19×19 products a job), so the untrained model predicts the request itself and needs no step size.
   Per user it hands over to EASY++'s guess while that has been the closer one on the user's recent jobs.
+  Where the jobs' program is known (the executable id: SWF field 14 in a trace, the job name live), it also
+  keeps each user's last runtimes of each program: the same user running the same program again.
 
 A prediction is made once per job, the first time the job is seen (at submit in the simulator, at the first
 poll after submit live), and kept: EASY++ predicts at submit.  A running job that outlives its prediction gets
@@ -25,12 +27,12 @@ from __future__ import annotations
 import math
 from collections import OrderedDict
 from collections.abc import Callable, Collection, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 import numpy as np
 
-from rlsched.core.view import FloatArray, IntArray
+from rlsched.core.view import UNKNOWN_EXECUTABLE, FloatArray, IntArray
 
 PredictorName = Literal["user-last2", "learned"]
 PREDICTORS: tuple[PredictorName, ...] = ("user-last2", "learned")
@@ -93,10 +95,21 @@ class RuntimePredictor(Protocol):
         """Finished jobs it was told of but never predicted (live: submitted, run and ended between two polls)."""
         ...
 
-    def predict(self, job_id: int, user: int, vo: int, cores: int, request_s: float, submit_s: float) -> float:
+    def predict(
+        self,
+        job_id: int,
+        user: int,
+        vo: int,
+        cores: int,
+        request_s: float,
+        submit_s: float,
+        executable: int = UNKNOWN_EXECUTABLE,
+    ) -> float:
         """The job's predicted runtime (seconds, in [1, request]); made once, the same on every later call.
 
         ``request_s`` must be usable (finite, > 0: :func:`rlsched.core.runtime.usable_requested`).
+        ``executable``: the job's program id (:func:`rlsched.core.view.executable_id`), -1 where unknown; a
+        predictor may ignore it (``user-last2`` does: EASY++ is per user).
         """
         ...
 
@@ -162,7 +175,16 @@ class UserLastTwo:
     def unseen_finished(self) -> int:
         return self._remembered.unseen_finished
 
-    def predict(self, job_id: int, user: int, vo: int, cores: int, request_s: float, submit_s: float) -> float:
+    def predict(
+        self,
+        job_id: int,
+        user: int,
+        vo: int,
+        cores: int,
+        request_s: float,
+        submit_s: float,
+        executable: int = UNKNOWN_EXECUTABLE,
+    ) -> float:
         known = self._remembered.get(job_id)
         if known is not None:
             return known
@@ -225,9 +247,10 @@ class _Facts:
     vo: int
     cores: int
     request_s: float
-    x: FloatArray
+    x: FloatArray  # without the program features while the model had none (read as zeros)
     model_s: float  # the regression's prediction
-    last2_s: float  # EASY++'s
+    last2_s: float  # EASY++'s (of the user's runs of this program where there are two)
+    executable: int = UNKNOWN_EXECUTABLE
 
 
 #: How much more an under-prediction (the job runs longer than predicted) costs than an over-prediction of the
@@ -247,6 +270,13 @@ RATIO_EWMA = 0.3
 #: Weight of the newest job in a user's running absolute errors of the two predictions (the per-user choice).
 ERROR_EWMA = 0.3
 N_FEATURES = 19
+#: The program features (the user's last runtimes of the job's executable: :meth:`OnlineRegression.features`),
+#: appended to the :data:`N_FEATURES` the first time the predictor meets a job whose executable is known.  Until
+#: then the model is the 19-feature one, bit for bit: a trace or a site without program ids loses nothing.
+N_PROGRAM_FEATURES = 4
+#: (user, program) pairs whose runtimes are kept, the least recently finished forgotten beyond it: job names
+#: that embed a date or a run number make a new pair per job, and a daemon runs for months.
+MAX_PROGRAMS = 200_000
 _LOG_SCALE = 10.0  # log-seconds divided by this are about 1
 _DAY_S = 86400.0
 
@@ -261,6 +291,11 @@ class OnlineRegression:
     last job's own ratio; the time of day (the submit clock: epoch seconds live, the trace's clock in a replay).
     The loss weighs under-predictions :data:`UNDER_PREDICTION_WEIGHT` times more: each update weighs the job by
     the sign of its residual (an online expectile regression).
+
+    Where a job's executable (program) is known, four more features (:data:`N_PROGRAM_FEATURES`, added the
+    first time one is): the user's last runtime of this program and the mean of the last two relative to this
+    request, and whether there are one and two; EASY++'s guess is then the mean of the user's last two runs of
+    the program where there are two (Tsafrir et al.'s per-user history, narrowed to the program).
 
     Per user, the prediction is the regression's or EASY++'s (the mean of the last two), whichever has had the
     lower absolute error on that user's recent jobs (exponentially weighted, :data:`ERROR_EWMA`): an online
@@ -282,7 +317,25 @@ class OnlineRegression:
         self._remembered = _Remembered()
         self._users: dict[int, _UserHistory] = {}
         self._vo_ratio: dict[int, float] = {}
+        #: (user, executable) → the log runtimes of the user's last two runs of that program, newest first.
+        self._programs: OrderedDict[tuple[int, int], list[float]] = OrderedDict()
         self.updates = 0
+
+    @property
+    def reads_programs(self) -> bool:
+        """Whether the model has the program features (it met a job whose executable is known)."""
+        return len(self.theta) > N_FEATURES
+
+    def _add_program_features(self) -> None:
+        """Widen the model by the program features, with the prior the others started from (their weights 0)."""
+        prior = self._cov_trace_max / len(self.theta)  # 1 / ridge
+        k = N_PROGRAM_FEATURES
+        self.theta = np.concatenate([self.theta, np.zeros(k)])
+        cov = np.zeros((len(self.theta), len(self.theta)))
+        cov[:-k, :-k] = self.cov
+        cov[-k:, -k:] = np.eye(k) * prior
+        self.cov = cov
+        self._cov_trace_max += k * prior
 
     @property
     def unseen_finished(self) -> int:
@@ -314,6 +367,7 @@ class OnlineRegression:
                 for user, h in self._users.items()
             ],
             "vo_ratio": [[vo, ratio] for vo, ratio in self._vo_ratio.items()],
+            "programs": [[user, executable, list(runs)] for (user, executable), runs in self._programs.items()],
             # Each row: job, prediction, then the job's _Facts (see _FACTS_FIELDS).
             "remembered": [
                 [job, prediction, *_facts_row(facts)] for job, prediction, facts in self._remembered.items(keep)
@@ -335,11 +389,13 @@ class OnlineRegression:
         out = cls(under_weight=under_weight, forgetting=forgetting)
         out._cov_trace_max = trace_max
         out.updates = _count(_get(data, "updates"), "updates")
-        out.theta = _vector(_get(data, "theta"), "theta", N_FEATURES)
+        theta = _get(data, "theta")
+        n = N_FEATURES + N_PROGRAM_FEATURES if isinstance(theta, list) and len(theta) > N_FEATURES else N_FEATURES
+        out.theta = _vector(theta, "theta", n)
         cov = _get(data, "cov")
-        if not isinstance(cov, list) or len(cov) != N_FEATURES:
-            raise _bad("cov", f"expected {N_FEATURES} rows of {N_FEATURES} numbers")
-        out.cov = np.array([_vector(row, f"cov[{i}]", N_FEATURES) for i, row in enumerate(cov)])
+        if not isinstance(cov, list) or len(cov) != n:
+            raise _bad("cov", f"expected {n} rows of {n} numbers")
+        out.cov = np.array([_vector(row, f"cov[{i}]", n) for i, row in enumerate(cov)])
         users = _get(data, "users")
         if not isinstance(users, list):
             raise _bad("users", "expected a list")
@@ -348,11 +404,34 @@ class OnlineRegression:
             out._users[user] = history
         for i, row in enumerate(_rows(data, "vo_ratio", 2)):
             out._vo_ratio[_int(row[0], f"vo_ratio[{i}]")] = _num(row[1], f"vo_ratio[{i}]")
-        _load_remembered(out._remembered, data, 2 + len(_FACTS_FIELDS), _facts_of_row)
+        version = data.get("version")
+        if version != 1:  # a version 1 state knows no programs
+            for i, row in enumerate(_rows(data, "programs", 3)):
+                where = f"programs[{i}]"
+                runs = _vector(row[2], where).tolist()
+                if not 1 <= len(runs) <= 2:
+                    raise _bad(where, "expected one or two runtimes")
+                out._programs[(_int(row[0], where), _int(row[1], where))] = runs
+        fields = len(_FACTS_FIELDS) - (1 if version == 1 else 0)
+        _load_remembered(out._remembered, data, 2 + fields, lambda row, where: _facts_of_row(row, where, n))
         return out
 
-    def features(self, user: int, vo: int, cores: int, request_s: float, submit_s: float) -> FloatArray:
-        """The job's feature vector from the current history (see the class docstring)."""
+    def features(
+        self, user: int, vo: int, cores: int, request_s: float, submit_s: float, executable: int = UNKNOWN_EXECUTABLE
+    ) -> FloatArray:
+        """The job's feature vector from the current history (see the class docstring); the program features
+        only once the model has them (:attr:`reads_programs`)."""
+        base = self._base_features(user, vo, cores, request_s, submit_s)
+        if not self.reads_programs:
+            return base
+        log_req = math.log(max(request_s, MIN_PREDICTION_S))
+        runs = self._programs.get((user, executable), []) if executable != UNKNOWN_EXECUTABLE else []
+        last = min(runs[0] - log_req, 0.0) if runs else 0.0
+        mean_two = min(_log_mean_two(runs) - log_req, 0.0) if len(runs) >= 2 else 0.0
+        program = [last / _LOG_SCALE, mean_two / _LOG_SCALE, 1.0 if runs else 0.0, 1.0 if len(runs) >= 2 else 0.0]
+        return np.concatenate([base, program])
+
+    def _base_features(self, user: int, vo: int, cores: int, request_s: float, submit_s: float) -> FloatArray:
         log_req = math.log(max(request_s, MIN_PREDICTION_S))
         h = self._users.get(user)
         rel = [0.0, 0.0, 0.0]  # the user's last runtimes relative to this request (0: the request)
@@ -367,7 +446,7 @@ class OnlineRegression:
             for k, run_log in enumerate(h.runs):
                 rel[k] = min(run_log - log_req, 0.0)
             if len(h.runs) >= 2:
-                mean_two = min(math.log((math.exp(h.runs[0]) + math.exp(h.runs[1])) / 2.0) - log_req, 0.0)
+                mean_two = min(_log_mean_two(h.runs) - log_req, 0.0)
             last_ratio = h.ratios[0] if h.ratios else 0.0
             same_request = 1.0 if h.last_request_s == request_s else 0.0
             same_cores = 1.0 if h.last_cores == cores else 0.0
@@ -398,21 +477,35 @@ class OnlineRegression:
             ]
         )
 
-    def predict(self, job_id: int, user: int, vo: int, cores: int, request_s: float, submit_s: float) -> float:
+    def predict(
+        self,
+        job_id: int,
+        user: int,
+        vo: int,
+        cores: int,
+        request_s: float,
+        submit_s: float,
+        executable: int = UNKNOWN_EXECUTABLE,
+    ) -> float:
         known = self._remembered.get(job_id)
         if known is not None:
             return known
-        x = self.features(user, vo, cores, request_s, submit_s)
+        if executable != UNKNOWN_EXECUTABLE and not self.reads_programs:
+            self._add_program_features()
+        x = self.features(user, vo, cores, request_s, submit_s, executable)
         log_ratio = min(float(self.theta @ x) * _LOG_SCALE, 0.0)
         model = _clamp(request_s * math.exp(log_ratio), request_s)
         h = self._users.get(user)
         last2 = request_s
-        if h is not None and len(h.runs) >= 2:
-            last2 = (math.exp(h.runs[0]) + math.exp(h.runs[1])) / 2.0
+        program = self._programs.get((user, executable)) if executable != UNKNOWN_EXECUTABLE else None
+        if program is not None and len(program) >= 2:
+            last2 = _mean_two(program)
+        elif h is not None and len(h.runs) >= 2:
+            last2 = _mean_two(h.runs)
         last2 = _clamp(last2, request_s)
         # Per user, whichever of the two has been closer on the user's recent jobs.
         prediction = last2 if h is not None and h.error_last2 < h.error_model else model
-        self._remembered.put(job_id, prediction, _Facts(user, vo, cores, request_s, x, model, last2))
+        self._remembered.put(job_id, prediction, _Facts(user, vo, cores, request_s, x, model, last2, executable))
         return prediction
 
     def finished(self, job_id: int, run_s: float) -> bool:
@@ -422,7 +515,10 @@ class OnlineRegression:
         assert isinstance(facts, _Facts)
         run = min(max(run_s, MIN_PREDICTION_S), max(facts.request_s, MIN_PREDICTION_S))
         ratio = math.log(run / max(facts.request_s, MIN_PREDICTION_S))
-        self._update(facts.x, ratio / _LOG_SCALE)
+        x = facts.x
+        if len(x) < len(self.theta):  # predicted before the model had the program features: they were none
+            x = np.concatenate([x, np.zeros(len(self.theta) - len(x))])
+        self._update(x, ratio / _LOG_SCALE)
         h = self._users.get(facts.user)
         if h is None:
             h = self._users[facts.user] = _UserHistory([], [])
@@ -439,6 +535,12 @@ class OnlineRegression:
         h.count += 1
         vo_ratio = self._vo_ratio.get(facts.vo)
         self._vo_ratio[facts.vo] = ratio if vo_ratio is None else vo_ratio + RATIO_EWMA * (ratio - vo_ratio)
+        if facts.executable != UNKNOWN_EXECUTABLE:
+            key = (facts.user, facts.executable)
+            runs = self._programs.pop(key, [])
+            self._programs[key] = [math.log(run), *runs[:1]]  # newest first; the pair is now the most recent
+            if len(self._programs) > MAX_PROGRAMS:
+                self._programs.popitem(last=False)
         return True
 
     def _update(self, x: FloatArray, target: float) -> None:
@@ -454,6 +556,15 @@ class OnlineRegression:
         if self.forgetting < 1.0 and float(np.trace(self.cov)) < self._cov_trace_max:
             self.cov /= self.forgetting
         self.updates += 1
+
+
+def _mean_two(log_runs: list[float]) -> float:
+    """The mean of the two newest runtimes of ``log_runs`` (log seconds, newest first): EASY++'s guess."""
+    return (math.exp(log_runs[0]) + math.exp(log_runs[1])) / 2.0
+
+
+def _log_mean_two(log_runs: list[float]) -> float:
+    return math.log(_mean_two(log_runs))
 
 
 def make_predictor(name: str) -> RuntimePredictor:
@@ -477,15 +588,27 @@ class JobHistory:
     submit_s: FloatArray
     run_s: FloatArray
     end_s: FloatArray
+    #: Each job's program id (-1 unknown); empty: unknown for every job.
+    executable: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
     def __len__(self) -> int:
         return len(self.user)
 
+    @property
+    def executables(self) -> IntArray:
+        """One program id per job, -1 where unknown."""
+        if len(self.executable) == len(self.user):
+            return self.executable
+        return np.full(len(self.user), UNKNOWN_EXECUTABLE, dtype=np.int64)
+
     def __add__(self, later: JobHistory) -> JobHistory:
         """These jobs and ``later``'s, in one history."""
-        return JobHistory(
-            *(np.concatenate([getattr(self, f), getattr(later, f)]) for f in JobHistory.__dataclass_fields__)
-        )
+        columns = {
+            f: np.concatenate([getattr(self, f), getattr(later, f)])
+            for f in JobHistory.__dataclass_fields__
+            if f != "executable"
+        }
+        return JobHistory(**columns, executable=np.concatenate([self.executables, later.executables]))
 
 
 def learn_history(predictor: RuntimePredictor, jobs: JobHistory, until_s: float = math.inf) -> int:
@@ -510,11 +633,12 @@ def learn_history(predictor: RuntimePredictor, jobs: JobHistory, until_s: float 
     order = np.lexsort((kind, times))
     user, vo, cores = jobs.user.tolist(), jobs.vo.tolist(), jobs.cores.tolist()
     request, submit, run = jobs.request_s.tolist(), jobs.submit_s.tolist(), jobs.run_s.tolist()
+    executable = jobs.executables.tolist()
     learned = 0
     for k in order.tolist():
         row = int(rows[k])
         if is_submit[k]:
-            predictor.predict(-1 - row, user[row], vo[row], cores[row], request[row], submit[row])
+            predictor.predict(-1 - row, user[row], vo[row], cores[row], request[row], submit[row], executable[row])
         elif predictor.finished(-1 - row, run[row]):
             learned += 1
     return learned
@@ -522,9 +646,12 @@ def learn_history(predictor: RuntimePredictor, jobs: JobHistory, until_s: float 
 
 # ------------------------------------------------------------------------------------------ learned state
 #: The version of :meth:`RuntimePredictor.state`'s format (a daemon keeps it across restarts: docs/daemon.md).
-STATE_VERSION = 1
+STATE_VERSION = 2
+#: Versions a predictor still loads: 1, written before the program features (no ``programs``, no executable in
+#: a remembered job), loads as a model that has not met a program yet.
+_READABLE_VERSIONS = (1, 2)
 #: The fields of a remembered job of the ``learned`` predictor, after its id and prediction.
-_FACTS_FIELDS = ("user", "vo", "cores", "request_s", "model_s", "last2_s", "x")
+_FACTS_FIELDS = ("user", "vo", "cores", "request_s", "model_s", "last2_s", "x", "executable")
 _STATE_LOADERS: dict[str, Callable[[Mapping[str, Any]], RuntimePredictor]] = {
     "user-last2": UserLastTwo.from_state,
     "learned": OnlineRegression.from_state,
@@ -542,8 +669,8 @@ def predictor_from_state(data: object) -> RuntimePredictor:
     if loader is None:
         raise _bad("predictor", f"expected one of {', '.join(PREDICTORS)}, got {_short(name)}")
     version = _get(data, "version")
-    if version != STATE_VERSION or isinstance(version, bool):
-        raise _bad("version", f"expected {STATE_VERSION}, got {_short(version)}")
+    if version not in _READABLE_VERSIONS or isinstance(version, bool):
+        raise _bad("version", f"expected one of {', '.join(map(str, _READABLE_VERSIONS))}, got {_short(version)}")
     return loader(data)
 
 
@@ -553,19 +680,34 @@ def _state_header(name: PredictorName, remembered: _Remembered) -> dict[str, Any
 
 def _facts_row(facts: object) -> list[Any]:
     assert isinstance(facts, _Facts)
-    return [facts.user, facts.vo, facts.cores, facts.request_s, facts.model_s, facts.last2_s, facts.x.tolist()]
+    return [
+        facts.user,
+        facts.vo,
+        facts.cores,
+        facts.request_s,
+        facts.model_s,
+        facts.last2_s,
+        facts.x.tolist(),
+        facts.executable,
+    ]
 
 
-def _facts_of_row(row: list[Any], where: str) -> _Facts:
-    user, vo, cores, request_s, model_s, last2_s, x = row[2:]
+def _facts_of_row(row: list[Any], where: str, dimension: int) -> _Facts:
+    """A remembered job's facts (a version 1 row has no executable); its features were the model's then, so
+    there are at most ``dimension`` of them."""
+    user, vo, cores, request_s, model_s, last2_s, x, *rest = row[2:]
+    x_values = _vector(x, where)
+    if len(x_values) not in (N_FEATURES, dimension):
+        raise _bad(where, f"expected {N_FEATURES} or {dimension} features")
     return _Facts(
         user=_int(user, where),
         vo=_int(vo, where),
         cores=_int(cores, where),
         request_s=_num(request_s, where),
-        x=_vector(x, where, N_FEATURES),
+        x=x_values,
         model_s=_num(model_s, where),
         last2_s=_num(last2_s, where),
+        executable=_int(rest[0], where) if rest else UNKNOWN_EXECUTABLE,
     )
 
 

@@ -37,6 +37,7 @@ from rlsched.core.view import (
     JobClass,
     PendingJobs,
     RunningJobs,
+    executables_of,
     users_of,
 )
 
@@ -362,20 +363,28 @@ class PredictedRuntime:
         self._seen_ids, self._seen_pred = ids[order], np.concatenate([pending, running])[order]
 
     def _predict(
-        self, job_id: IntArray, user: IntArray, vo: IntArray, cores: IntArray, request: FloatArray, submit_s: FloatArray
+        self,
+        job_id: IntArray,
+        user: IntArray,
+        vo: IntArray,
+        cores: IntArray,
+        request: FloatArray,
+        submit_s: FloatArray,
+        executable: IntArray,
     ) -> FloatArray:
         predict = self.predictor.predict
         vo = self._keys_of(vo)
         return np.array(
             [
-                predict(j, u, v, c, r, s)
-                for j, u, v, c, r, s in zip(
+                predict(j, u, v, c, r, s, e)
+                for j, u, v, c, r, s, e in zip(
                     job_id.tolist(),
                     user.tolist(),
                     vo.tolist(),
                     cores.tolist(),
                     request.tolist(),
                     submit_s.tolist(),
+                    executable.tolist(),
                     strict=True,
                 )
             ],
@@ -398,9 +407,9 @@ class PredictedRuntime:
             predicted[seen] = self._seen_pred[at[seen]]
         new = np.flatnonzero(~seen)  # in the table's order, as the predictor would have met them
         if len(new):
-            users = users_of(jobs)
+            users, executables = users_of(jobs), executables_of(jobs)
             predicted[new] = self._predict(
-                ids[new], users[new], jobs.vo[new], jobs.cores[new], request[new], jobs.submit_s[new]
+                ids[new], users[new], jobs.vo[new], jobs.cores[new], request[new], jobs.submit_s[new], executables[new]
             )
         self._memo[table] = (jobs, predicted, request)
         return predicted, request

@@ -61,17 +61,38 @@ def _check_optional(obj: PendingJobs | RunningJobs, name: str) -> None:
 UNKNOWN_USER = -1
 
 
+def _known_or(column: IntArray, n: int, unknown: int) -> IntArray:
+    """An optional column of ``n`` jobs: itself where it has one value per job, else ``unknown`` for each."""
+    return column if len(column) == n else np.full(n, unknown, dtype=np.int64)
+
+
 def users_of(jobs: PendingJobs | RunningJobs) -> IntArray:
     """The jobs' user ids, :data:`UNKNOWN_USER` for each when the view has no user column."""
-    if len(jobs.user) == len(jobs.job_id):
-        return jobs.user
-    return np.full(len(jobs.job_id), UNKNOWN_USER, dtype=np.int64)
+    return _known_or(jobs.user, len(jobs.job_id), UNKNOWN_USER)
 
 
 def user_id(name: str) -> int:
     """A live user's id from the name: CRC-32 of it, the same in every process and across restarts (a learned
     runtime predictor keeps its per-user history by this id)."""
     return zlib.crc32(name.encode("utf-8"))
+
+
+#: The executable id of a job whose program (job name) the view does not know (SWF field 14's -1).
+UNKNOWN_EXECUTABLE = -1
+
+
+def executables_of(jobs: PendingJobs | RunningJobs) -> IntArray:
+    """The jobs' executable ids, :data:`UNKNOWN_EXECUTABLE` for each when the view has no executable column."""
+    return _known_or(jobs.executable, len(jobs.job_id), UNKNOWN_EXECUTABLE)
+
+
+def executable_id(job_name: str) -> int:
+    """A live job's executable id from its job name (Slurm ``JobName``, PBS ``Job_Name``): CRC-32 of the name,
+    the same in every process and across restarts, as :func:`user_id`; :data:`UNKNOWN_EXECUTABLE` for an empty
+    name.  A learned runtime predictor keeps a per-(user, executable) history by it: the same user running the
+    same program again (SWF field 14, "executable (application) number", in a trace)."""
+    name = job_name.strip()
+    return zlib.crc32(name.encode("utf-8")) if name else UNKNOWN_EXECUTABLE
 
 
 @dataclass(frozen=True)
@@ -81,7 +102,9 @@ class PendingJobs:
     ``oracle_run_s`` is the actual runtime; only a simulator knows it (it is NaN
     on a live backend).  ``held`` marks jobs that wait for an explicit release.
     ``user`` is the submitting user's id (:func:`user_id` of the name live, the SWF user in a replay); an
-    empty column means unknown (:func:`users_of` reads it).
+    empty column means unknown (:func:`users_of` reads it).  ``executable`` is the job's program id
+    (:func:`executable_id` of the job name live, SWF field 14 in a replay, -1 where unknown); an empty column
+    means unknown for every job (:func:`executables_of` reads it).
     """
 
     job_id: IntArray = field(default_factory=_empty_int)
@@ -93,10 +116,12 @@ class PendingJobs:
     oracle_run_s: FloatArray = field(default_factory=_empty_float)
     held: BoolArray = field(default_factory=lambda: np.zeros(0, dtype=np.bool_))
     user: IntArray = field(default_factory=_empty_int)
+    executable: IntArray = field(default_factory=_empty_int)
 
     def __post_init__(self) -> None:
         _check_lengths(self, ("job_id", "vo", "job_class", "cores", "req_time_s", "submit_s", "oracle_run_s", "held"))
         _check_optional(self, "user")
+        _check_optional(self, "executable")
 
     def __len__(self) -> int:
         return len(self.job_id)
@@ -117,12 +142,15 @@ class RunningJobs:
     oracle_run_s: FloatArray = field(default_factory=_empty_float)
     #: The submitting user's id, as in :class:`PendingJobs` (empty: unknown).
     user: IntArray = field(default_factory=_empty_int)
+    #: The job's executable id, as in :class:`PendingJobs` (empty: unknown).
+    executable: IntArray = field(default_factory=_empty_int)
 
     def __post_init__(self) -> None:
         _check_lengths(self, ("job_id", "vo", "job_class", "cores", "req_time_s", "submit_s", "start_s"))
         if len(self.oracle_run_s) not in (0, len(self.job_id)):
             raise ValueError("RunningJobs: oracle_run_s must be empty or one per job")
         _check_optional(self, "user")
+        _check_optional(self, "executable")
 
     def __len__(self) -> int:
         return len(self.job_id)

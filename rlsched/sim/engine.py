@@ -329,6 +329,7 @@ class Simulator:
         # Python lists: scalar access in the event loop is several times faster than NumPy indexing.
         self._submit: list[float] = workload.submit.tolist()
         self._run_arr = run_eff
+        self._executable = workload.known_executables  # what the views' policies may read
         self._run: list[float] = run_eff.tolist()
         self._req: list[float] = workload.req_time.tolist()
         self._procs: list[int] = workload.procs.tolist()
@@ -783,6 +784,7 @@ class Simulator:
             oracle_run_s=run_eff[pending_rows],
             held=held_flags,
             user=w.user[pending_rows],
+            executable=self._executable[pending_rows],
         )
         running = RunningJobs(
             job_id=w.job_id[running_rows],
@@ -794,6 +796,7 @@ class Simulator:
             start_s=np.array([start[j] for j in rjob], dtype=np.float64),
             oracle_run_s=run_eff[running_rows],
             user=w.user[running_rows],
+            executable=self._executable[running_rows],
         )
         for jobs in (pending, running):
             for value in vars(jobs).values():

@@ -128,11 +128,12 @@ def recorded_predictions(
         return request.copy()
     users, vos, cores = workload.user.tolist(), workload.vo.tolist(), workload.procs.tolist()
     submit, req, runs = workload.submit.tolist(), request.tolist(), run.tolist()
+    executable = workload.known_executables.tolist()
     predictor = make_predictor(model)
     out = [0.0] * len(workload)
     for e in events.tolist():
         if e >= 0:
-            out[e] = predictor.predict(e, users[e], vos[e], cores[e], req[e], submit[e])
+            out[e] = predictor.predict(e, users[e], vos[e], cores[e], req[e], submit[e], executable[e])
         else:
             predictor.finished(~e, runs[~e])
     return np.array(out)

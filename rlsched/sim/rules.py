@@ -77,12 +77,19 @@ class ReplayedRuntimes:
         self._cores: list[int] = workload.procs.tolist()
         self._request: list[float] = request.tolist()
         self._submit: list[float] = workload.submit.astype(np.float64).tolist()
+        self._executable: list[int] = workload.known_executables.tolist()
         self._started: dict[int, float] = {}
 
     def predict_at_submit(self, row: int) -> None:
         if self.predictor is not None:
             self.runtime[row] = self.predictor.predict(
-                row, self._user[row], self._vo[row], self._cores[row], self._request[row], self._submit[row]
+                row,
+                self._user[row],
+                self._vo[row],
+                self._cores[row],
+                self._request[row],
+                self._submit[row],
+                self._executable[row],
             )
 
     def started(self, row: int, now: float) -> None:

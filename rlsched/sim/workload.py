@@ -85,6 +85,11 @@ class Workload:
     #: :meth:`jittered` and ``replace``; :meth:`select` and :meth:`cut` drop it (the rows before a selection
     #: are not known to have run before it).
     past: JobHistory | None = None
+    #: Whether the replayed policies may read ``executable`` (the learned runtime predictor keeps each user's
+    #: runtimes per program): True for a ``rlsched history import`` trace, whose ids are the job names' as the
+    #: daemon reads them live; False for a public trace unless asked (``rlsched learning --job-names``), so
+    #: that a table says what its policies knew.  :attr:`known_executables` applies it.
+    programs_known: bool = False
 
     def __post_init__(self) -> None:
         n = len(self.job_id)
@@ -125,6 +130,13 @@ class Workload:
         columns = {c: getattr(self, c)[mask_or_index] for c in JOB_COLUMNS}
         return replace(self, name=name or self.name, past=None, **columns)
 
+    @property
+    def known_executables(self) -> IntArray:
+        """``executable`` where the policies may read it (:attr:`programs_known`), else -1 (unknown) for every job."""
+        if self.programs_known:
+            return self.executable
+        return np.full(len(self.executable), -1, dtype=np.int64)
+
     def window(self, lo: int, hi: int, name: str | None = None) -> Workload:
         """Jobs ``lo`` … ``hi - 1`` (in submit order) as a window of this workload: its :attr:`past` is every job
         before it, this workload's past included, so the window's replay starts from what they taught."""
@@ -146,6 +158,7 @@ class Workload:
             submit_s=submit,
             run_s=run,
             end_s=submit + np.maximum(wait, 0.0) + run,
+            executable=self.known_executables[head],
         )
         return own if self.past is None else self.past + own
 

@@ -141,6 +141,10 @@ class LearningSettings:
     rule_windows: int = RULE_WINDOWS
     #: sarsa-esn's runtime input (:data:`LEARNED_RUNTIMES`; its registry default).
     learned_runtime: str = LEARNED_RUNTIME_DEFAULT
+    #: Whether the policies read each job's program (SWF field 14, a job name's stand-in: the learned runtime
+    #: predictor keeps each user's runtimes per program), as the daemon reads job names live.  Off by default: a
+    #: public trace's executable ids are not every log's, and the tables recorded before it read none.
+    job_names: bool = False
 
     def __post_init__(self) -> None:
         if self.learned_runtime not in LEARNED_RUNTIMES:
@@ -169,6 +173,8 @@ class LearningSettings:
             # key trained it on P-grid's λ-reward whatever the objective (render_report says which).
             "learned_reward": "objective",
             "rule_windows": self.rule_windows,
+            # Recorded only when on: the rows of a run without it (every run before it existed) still resume.
+            **({"job_names": True} if self.job_names else {}),
             # What a row holds: 2 since every rule and the selected models are replayed jittered on test, so that
             # a run resumed from older rows (saved_row) runs them again.
             "row_format": ROW_FORMAT,
@@ -734,14 +740,19 @@ def run_learning(
     stops resumes where it stopped; inside a row, too, from its pieces kept beside (:func:`pieces_path`).
     """
     rows = []
+
+    def load(name: str, max_procs: int | None) -> Workload:
+        workload = loader(name, max_procs)
+        return replace(workload, programs_known=True) if settings.job_names else workload
+
     for name in traces:
-        whole = loader(name, None)
+        whole = load(name, None)
         cores, fraction, recorded = None, 1.0, int(whole.max_procs)
         head = first_jobs(whole, settings.max_jobs)
         if needs_fewer_cores(whole.name, float(head.summary()["offered_load"])):
             reduced, fraction = replay_cores(head, split=settings.split)
             if reduced < whole.max_procs:
-                whole, cores = loader(name, reduced), reduced
+                whole, cores = load(name, reduced), reduced
         kept = saved_row(rows_dir, name, settings) if rows_dir is not None else None
         if kept is not None and rows_dir is not None and int(kept["cores"]) == (cores or recorded):
             if say is not None:
@@ -1243,7 +1254,14 @@ def _information(s: Mapping[str, Any]) -> str:
             if s["search"]["runtime_model"] == "requested"
             else f" and the {s['search']['runtime_model']} prediction (feature `log_pred`)"
         )
-        + "."
+        + ". Job names: "
+        + (
+            "read (`--job-names`: each job's SWF executable id, field 14, as its program; the learned predictor "
+            "keeps each user's runtimes per program, as the daemon does by job name; user-last2 stays per user)."
+            if s.get("job_names")
+            else "not read (the learned predictor keeps each user's runtimes, not per program; `--job-names` reads "
+            "the traces' executable ids)."
+        )
     )
 
 

@@ -76,7 +76,7 @@ def test_report_only_without_results_is_one_line(tmp_path: Path) -> None:
     assert run.exit_code == 1 and "results.json" in run.output
 
 
-@pytest.mark.parametrize("name", ["learning", "learning-w", "learning-12k", "learning-whole"])
+@pytest.mark.parametrize("name", ["learning", "learning-w", "learning-12k", "learning-whole", "learning-job-names"])
 def test_the_committed_learning_report_is_what_its_results_render_to(tmp_path: Path, name: str) -> None:
     source = Path(__file__).resolve().parents[2] / "docs" / "results" / name
     (tmp_path / "results.json").write_text((source / "results.json").read_text())

@@ -23,7 +23,7 @@ from rlsched.core.prediction import (
     raise_outlived,
 )
 from rlsched.core.runtime import PredictedRuntime, make_runtime_model
-from rlsched.core.view import ClusterView, FinishedJobs, PendingJobs, RunningJobs
+from rlsched.core.view import UNKNOWN_EXECUTABLE, ClusterView, FinishedJobs, PendingJobs, RunningJobs
 
 
 def test_user_last2_is_the_request_until_the_user_has_two_finished_jobs() -> None:
@@ -169,6 +169,89 @@ def test_weighing_under_predictions_more_predicts_fewer_too_short() -> None:
     assert np.mean(cautious < run) < np.mean(plain < run) - 0.1
 
 
+def _programs_stream(seed: int, n: int = 3000) -> list[tuple[int, int, int, float, float]]:
+    """(job, user, program, request, runtime): each user alternates at random between two programs of one request,
+    a short one (2 % of it) and a long one (60 %): the user's own history mixes them, the program's does not."""
+    rng = np.random.default_rng(seed)
+    jobs = []
+    for j in range(n):
+        u = int(rng.integers(20))
+        program = 2 * u + int(rng.integers(2))
+        run = 3600.0 * (0.02 if program % 2 == 0 else 0.6) * float(rng.lognormal(0.0, 0.1))
+        jobs.append((j, u, program, 3600.0, min(run, 3600.0)))
+    return jobs
+
+
+def _replay_programs(p: OnlineRegression, jobs: list[tuple[int, int, int, float, float]], known: bool) -> np.ndarray:
+    out = []
+    for j, u, program, req, run in jobs:
+        out.append(p.predict(j, u, 0, 1, req, float(j), program if known else UNKNOWN_EXECUTABLE))
+        p.finished(j, run)
+    return np.array(out)
+
+
+def test_a_users_runs_of_each_program_predict_that_program_where_the_users_history_mixes_them() -> None:
+    jobs = _programs_stream(4)
+    run = np.array([r for *_, r in jobs])
+    tail = slice(1000, None)
+    by_program = OnlineRegression()
+    with_programs = _replay_programs(by_program, jobs, known=True)
+    by_user = OnlineRegression()
+    without = _replay_programs(by_user, jobs, known=False)
+    assert by_program.reads_programs and not by_user.reads_programs
+    error_with, error_without = (np.mean(np.abs(p[tail] - run[tail])) for p in (with_programs, without))
+    assert error_with < 0.25 * error_without
+    short = np.array([program % 2 == 0 for _, _, program, _, _ in jobs])
+    # The short program's jobs come out short: an order a rule on the predictions can use.
+    assert np.median(with_programs[tail][short[tail]]) < 0.1 * np.median(with_programs[tail][~short[tail]])
+
+
+def test_without_programs_the_model_keeps_its_19_features_and_widens_at_the_first_known_one() -> None:
+    unknown = OnlineRegression()
+    _replay(unknown, _stream(5, 400))  # jobs of no known program: the model is the 19-feature one
+    assert len(unknown.theta) == 19 and not unknown.reads_programs and unknown.state()["programs"] == []
+    # A job predicted before the first known program finishes after it: learned with its features as they were.
+    unknown.predict(10_000, 1, 0, 1, 1000.0, 0.0)
+    unknown.predict(10_001, 1, 0, 1, 1000.0, 0.0, 42)
+    assert unknown.reads_programs and len(unknown.theta) == 23 and len(unknown.cov) == 23
+    assert unknown.finished(10_000, 50.0) and unknown.finished(10_001, 60.0)
+    assert unknown.state()["programs"] == [[1, 42, [pytest.approx(np.log(60.0))]]]
+
+
+def test_the_program_histories_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    import rlsched.core.prediction as prediction
+
+    monkeypatch.setattr(prediction, "MAX_PROGRAMS", 3)
+    p = OnlineRegression()
+    for program in range(5):  # job names with a run number: a new pair per job
+        p.predict(program, 1, 0, 1, 1000.0, 0.0, program)
+        p.finished(program, 10.0)
+    assert [row[1] for row in p.state()["programs"]] == [2, 3, 4]  # the least recently finished forgotten
+
+
+def test_user_last2_stays_per_user_whatever_the_program() -> None:
+    p = UserLastTwo()
+    for job, program, run in ((1, 7, 100.0), (2, 8, 300.0)):
+        p.predict(job, 5, 0, 1, 1000.0, 0.0, program)
+        p.finished(job, run)
+    assert p.predict(3, 5, 0, 1, 1000.0, 0.0, 7) == 200.0  # Tsafrir et al.'s mean of the user's last two
+
+
+def test_a_version_1_state_loads_as_a_model_that_has_met_no_program() -> None:
+    p = OnlineRegression()
+    for job, u, req, run in _stream(6, 200):
+        p.predict(job, u, 0, 1, req, float(job))
+        if job % 5:
+            p.finished(job, run)
+    state = p.state()
+    old = {**state, "version": 1, "remembered": [row[:-1] for row in state["remembered"]]}
+    del old["programs"]  # what a daemon wrote before the program features
+    restored = predictor_from_state(json.loads(json.dumps(old)))
+    assert isinstance(restored, OnlineRegression) and not restored.reads_programs
+    assert restored.state() == state
+    assert restored.predict(10_000, 3, 0, 1, 3600.0, 0.0) == p.predict(10_000, 3, 0, 1, 3600.0, 0.0)
+
+
 def test_predictions_are_deterministic() -> None:
     jobs = _stream(3, 500)
     assert np.array_equal(_replay(OnlineRegression(), jobs), _replay(OnlineRegression(), jobs))
@@ -238,9 +321,18 @@ class _Counting(UserLastTwo):
         super().__init__()
         self.asked: list[int] = []
 
-    def predict(self, job_id: int, user: int, vo: int, cores: int, request_s: float, submit_s: float) -> float:
+    def predict(
+        self,
+        job_id: int,
+        user: int,
+        vo: int,
+        cores: int,
+        request_s: float,
+        submit_s: float,
+        executable: int = UNKNOWN_EXECUTABLE,
+    ) -> float:
         self.asked.append(job_id)
-        return super().predict(job_id, user, vo, cores, request_s, submit_s)
+        return super().predict(job_id, user, vo, cores, request_s, submit_s, executable)
 
 
 def test_the_runtime_model_asks_its_predictor_only_about_jobs_it_has_not_seen() -> None:
@@ -281,10 +373,39 @@ def test_a_view_without_users_predicts_the_request_for_everyone() -> None:
     assert model.pending(bare).tolist() == [700.0]
 
 
+def test_the_runtime_model_hands_the_views_programs_to_its_predictor() -> None:
+    """Live, a job's program is its job name's id (the backends' executable column): user 5 runs a 100 s program
+    and a 900 s one; the model learns each from the completion feed and predicts the next run of each apart."""
+    model = make_runtime_model("learned")
+    assert isinstance(model, PredictedRuntime)
+    predictor = model.predictor
+    assert isinstance(predictor, OnlineRegression)
+    t = 0.0
+    for k in range(12):  # two runs of each program at a time, predicted when first seen, finished in the next view
+        jobs = [(100 + 2 * k, 5, 1000.0), (101 + 2 * k, 5, 1000.0)]
+        view = _view(t, jobs, finished=[(98 + 2 * k, t - 100.0, t), (99 + 2 * k, t - 900.0, t)] if k else [])
+        model.observe(replace(view, pending=replace(view.pending, executable=np.array([11, 22]))))
+        t += 1000.0
+    assert predictor.reads_programs
+    last = _view(t, [(500, 5, 1000.0), (501, 5, 1000.0)])
+    predicted = model.pending(replace(last.pending, executable=np.array([11, 22])))
+    assert predicted[0] == pytest.approx(100.0, rel=0.05) and predicted[1] == pytest.approx(900.0, rel=0.05)
+    # The same view without programs: the user's own history, which mixes the two.
+    mixed = make_runtime_model("learned")
+    for k in range(12):
+        jobs = [(100 + 2 * k, 5, 1000.0), (101 + 2 * k, 5, 1000.0)]
+        mixed.observe(
+            _view(1000.0 * k, jobs, finished=[(98 + 2 * k, 0.0, 100.0), (99 + 2 * k, 0.0, 900.0)] if k else [])
+        )
+    both = mixed.pending(_view(12000.0, [(500, 5, 1000.0), (501, 5, 1000.0)]).pending)
+    assert abs(both[0] - both[1]) < 1e-9
+
+
 # ------------------------------------------------------------------------------------------ learned state
-def _events(seed: int, n: int = 1500) -> list[tuple[str, int, tuple[Any, ...]]]:
+def _events(seed: int, n: int = 1500, programs: bool = False) -> list[tuple[str, int, tuple[Any, ...]]]:
     """A live-like stream: jobs predicted at submit, finished later and out of order (some never: cancelled
-    while pending; some finish unseen), so that at any moment many predicted jobs have not finished."""
+    while pending; some finish unseen), so that at any moment many predicted jobs have not finished.
+    ``programs``: each job runs one of four programs (known from the 100th job on), each with its runtime."""
     rng = np.random.default_rng(seed)
     fraction = rng.uniform(0.02, 0.9, 15)
     events: list[tuple[str, int, tuple[Any, ...]]] = []
@@ -293,9 +414,12 @@ def _events(seed: int, n: int = 1500) -> list[tuple[str, int, tuple[Any, ...]]]:
         u = int(rng.integers(15))
         req = float(rng.choice([600.0, 3600.0, 14400.0, 86400.0]))
         cores = int(rng.choice([1, 2, 8, 64]))
-        events.append(("predict", j, (u, u % 3, cores, req, 1.7e9 + 37.0 * j)))
+        program = int(rng.integers(4))
+        known = (program if j >= 100 else UNKNOWN_EXECUTABLE,) if programs else ()
+        events.append(("predict", j, (u, u % 3, cores, req, 1.7e9 + 37.0 * j, *known)))
+        share = float(fraction[u]) * (0.1 + 0.3 * program if programs else 1.0)
         if rng.random() < 0.9:  # the rest are cancelled while pending: remembered, never finished
-            outstanding.append((j, min(req, req * float(fraction[u]) * float(rng.lognormal(0.0, 0.4)))))
+            outstanding.append((j, min(req, req * share * float(rng.lognormal(0.0, 0.4)))))
         while outstanding and rng.random() < 0.4:
             job, run = outstanding.pop(int(rng.integers(len(outstanding))))
             events.append(("finished", job, (run,)))
@@ -312,24 +436,28 @@ def _apply(p: RuntimePredictor, event: tuple[str, int, tuple[Any, ...]]) -> floa
 
 
 @pytest.mark.parametrize(
-    "make",
+    ("make", "programs"),
     [
-        UserLastTwo,
-        OnlineRegression,
+        (UserLastTwo, False),
+        (OnlineRegression, False),
         # Not the defaults: the state carries them (a prior 10x smaller: forgetting stops at another size).
-        lambda: OnlineRegression(under_weight=2.0, ridge=0.1, forgetting=0.99),
+        (lambda: OnlineRegression(under_weight=2.0, ridge=0.1, forgetting=0.99), False),
+        # Jobs with programs: saved with the program features, and jobs predicted before the model had them.
+        (OnlineRegression, True),
     ],
-    ids=["user-last2", "learned", "learned-tuned"],
+    ids=["user-last2", "learned", "learned-tuned", "learned-programs"],
 )
-def test_a_restored_predictor_predicts_and_learns_bit_identically(make: Callable[[], RuntimePredictor]) -> None:
-    events = _events(7)
+def test_a_restored_predictor_predicts_and_learns_bit_identically(
+    make: Callable[[], RuntimePredictor], programs: bool
+) -> None:
+    events = _events(7, programs=programs)
     half = len(events) // 2
     original = make()
     name = original.name
     for event in events[:half]:
         _apply(original, event)
     saved = original.state()
-    assert saved["predictor"] == name and saved["version"] == 1 and len(saved["remembered"]) > 50
+    assert saved["predictor"] == name and saved["version"] == 2 and len(saved["remembered"]) > 50
     assert saved["unseen_finished"] > 0
     restored = predictor_from_state(json.loads(json.dumps(saved)))  # through JSON, as the daemon writes it
     assert type(restored) is type(original) and restored.state() == saved
@@ -345,6 +473,8 @@ def test_a_restored_predictor_predicts_and_learns_bit_identically(make: Callable
     if isinstance(original, OnlineRegression):
         assert isinstance(restored, OnlineRegression) and restored.updates == original.updates > 500
         assert restored.theta.tobytes() == original.theta.tobytes()
+        assert restored.reads_programs == original.reads_programs == programs
+        assert (len(saved["programs"]) > 0) == programs
 
 
 def test_a_state_can_keep_only_the_jobs_that_may_still_finish() -> None:
@@ -357,6 +487,10 @@ def test_a_state_can_keep_only_the_jobs_that_may_still_finish() -> None:
     restored = predictor_from_state(state)
     assert restored.predict(4, 1, 0, 1, 1000.0, 0.0) == p.predict(4, 1, 0, 1, 1000.0, 0.0)
     assert restored.finished(4, 200.0) and not restored.finished(3, 200.0)
+
+
+#: (user, program) pairs the bad-state test's learned predictor has learned.
+PROGRAM_ROWS = 3
 
 
 def _drop(key: str) -> Callable[[dict[str, Any]], None]:
@@ -379,9 +513,13 @@ def _set(key: str, value: Any) -> Callable[[dict[str, Any]], None]:
         ("learned", lambda s: s["users"][0].__setitem__("runs", "x"), "users[0].runs"),
         ("learned", lambda s: s["users"][0].pop("count"), "users[0].count"),
         ("learned", lambda s: s["remembered"][0].pop(), "remembered[0]"),
-        ("learned", lambda s: s["remembered"][1][-1].__setitem__(0, "1"), "remembered[1]"),
+        ("learned", lambda s: s["remembered"][1][-2].__setitem__(0, "1"), "remembered[1]"),
+        ("learned", lambda s: s["remembered"][1].__setitem__(-1, 1.5), "remembered[1]"),
+        ("learned", lambda s: s["programs"].append([1, 2, [3.0, 4.0, 5.0]]), f"programs[{PROGRAM_ROWS}]"),
+        ("learned", lambda s: s.__setitem__("theta", s["theta"][:19]), "cov"),  # without the program features
+        ("learned", lambda s: s["theta"].extend([0.0] * 4), "theta"),
         ("learned", lambda s: s["vo_ratio"][0].__setitem__(0, 1.5), "vo_ratio[0]"),
-        ("learned", _set("version", 2), "version"),
+        ("learned", _set("version", 3), "version"),
         ("learned", _set("predictor", "psychic"), "predictor"),
         ("user-last2", _drop("predictor"), "predictor"),
         ("user-last2", _set("unseen_finished", -1), "unseen_finished"),
@@ -395,6 +533,10 @@ def test_a_bad_state_is_a_value_error_naming_the_key(
     p = make_predictor(name)
     for event in _events(3, 60):
         _apply(p, event)
+    if isinstance(p, OnlineRegression):  # a few jobs with programs: the state has some
+        for job in range(PROGRAM_ROWS):
+            p.predict(1000 + job, job, 0, 1, 1000.0, 0.0, 7)
+            p.finished(1000 + job, 10.0)
     state = copy.deepcopy(p.state())
     predictor_from_state(copy.deepcopy(state))  # sound before it is spoiled
     spoil(state)

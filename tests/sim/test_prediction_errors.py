@@ -50,3 +50,25 @@ def test_the_short_jobs_are_scored_as_a_detector_recall_and_precision() -> None:
     assert short_job_hits(predicted, run) == (2 / 3, 2 / 3)
     assert np.isnan(short_job_hits(np.array([100.0]), np.array([100.0]))[0])
     assert np.isnan(short_job_hits(np.array([100.0]), np.array([10.0]))[1])
+
+
+def test_the_learned_predictor_reads_the_programs_only_where_the_workload_lets_it() -> None:
+    from dataclasses import replace
+
+    from rlsched.sim.workload import make_workload
+
+    # Ten users, each alternating at random between a 60 s program and a 3,000 s one of the same request.
+    rng = np.random.default_rng(3)
+    n = 2000
+    user = rng.integers(10, size=n)
+    program = 2 * user + rng.integers(2, size=n)
+    run = np.where(program % 2 == 0, 60.0, 3000.0) * rng.lognormal(0.0, 0.1, n)
+    jobs = make_workload(np.arange(n) * 600.0, run=run, procs=[1] * n, max_procs=4, req_time=np.full(n, 3600.0))
+    jobs = replace(jobs, user=user.astype(np.int64), executable=program.astype(np.int64))
+    plain = {s.model: s for s in prediction_errors(jobs)}
+    named = {s.model: s for s in prediction_errors(replace(jobs, programs_known=True))}
+    # A public trace's ids are not read unless the workload says so: the predictions without any ids.
+    without = {s.model: s for s in prediction_errors(replace(jobs, executable=np.full(n, -1)))}
+    assert plain["learned"] == replace(without["learned"], seconds=plain["learned"].seconds)
+    assert named["learned"].mean_abs_error_s < 0.3 * plain["learned"].mean_abs_error_s
+    assert named["user-last2"] == replace(plain["user-last2"], seconds=named["user-last2"].seconds)  # per user

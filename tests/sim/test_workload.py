@@ -44,3 +44,21 @@ def test_a_window_carries_the_jobs_before_it_and_a_selection_does_not() -> None:
     np.testing.assert_array_equal(inner.past.submit_s, [0.0, 10.0, 20.0])
     assert later.select(np.arange(1, 3)).past is None
     assert later.cut(25.0, 50.0).past is None
+
+
+def test_the_programs_are_the_policies_to_read_only_where_the_workload_says_so() -> None:
+    w = make_workload([0.0, 10.0, 20.0, 30.0], run=[5.0] * 4, procs=[1] * 4, max_procs=2)
+    w = replace(w, executable=np.array([7, -1, 7, 9]))
+    # A public trace's executable ids are data, not what the replayed policies know, unless asked.
+    assert not w.programs_known
+    np.testing.assert_array_equal(w.known_executables, [-1, -1, -1, -1])
+    later = w.window(2, 4)
+    assert later.past is not None
+    np.testing.assert_array_equal(later.past.executables, [-1, -1])
+    known = replace(w, programs_known=True)
+    np.testing.assert_array_equal(known.known_executables, [7, -1, 7, 9])
+    # Kept by a window, a jittered replay and a selection; the past carries them.
+    window = known.window(2, 4)
+    assert window.programs_known and window.jittered(1, 5.0).programs_known and known.select([0, 1]).programs_known
+    assert window.past is not None
+    np.testing.assert_array_equal(window.past.executables, [7, -1])

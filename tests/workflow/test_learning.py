@@ -385,6 +385,12 @@ def test_a_trace_whose_replayed_jobs_barely_load_the_machine_is_replayed_on_fewe
     assert not needs_fewer_cores("KTH-SP2-1996-2.1-cln", 0.67) and not needs_fewer_cores("x", LOW_LOAD)
 
 
+def _stub_row(whole: Workload) -> dict[str, Any]:
+    """A row as learning_trace returns one, for a test that replaces it: the trace on its recorded cores."""
+    cores = int(whole.max_procs)
+    return {"trace": whole.name, "jobs": len(whole), "cores": cores, "recorded_cores": cores, "prediction": {}}
+
+
 def test_each_finished_row_is_kept_and_a_run_started_again_resumes_from_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -394,8 +400,7 @@ def test_each_finished_row_is_kept_and_a_run_started_again_resumes_from_it(
 
     def fake_row(whole: Any, settings: Any, **_: Any) -> dict[str, Any]:
         ran.append(whole.name)
-        cores = int(whole.max_procs)
-        return {"trace": whole.name, "jobs": len(whole), "cores": cores, "recorded_cores": cores, "prediction": {}}
+        return _stub_row(whole)
 
     monkeypatch.setattr(learning, "learning_trace", fake_row)
     swf = write_swf(tmp_path / "small.swf", n=120, interarrival_s=60.0)
@@ -621,3 +626,30 @@ def test_the_commands_runtime_choices_are_the_tables() -> None:
     assert CHOICES == LEARNED_RUNTIMES
     # The CLI names its default without importing the registry: the same as the settings' (the registry's).
     assert next(p.default for p in command.params if p.name == "learned_runtime") == LearningSettings().learned_runtime
+
+
+def test_a_table_reads_the_traces_programs_only_with_job_names_and_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import rlsched.workflow.learning as learning
+
+    known: list[bool] = []
+
+    def fake_row(whole: Any, settings: Any, **_: Any) -> dict[str, Any]:
+        known.append(whole.programs_known)
+        return _stub_row(whole)
+
+    monkeypatch.setattr(learning, "learning_trace", fake_row)
+    swf = write_swf(tmp_path / "small.swf", n=120, interarrival_s=60.0)
+    plain = learning.quick_settings((0,), max_jobs=100)
+    named = replace(plain, job_names=True)
+    for settings in (plain, named):
+        learning.run_learning(lambda name, procs: load_workload(name), [str(swf)], settings, rows_dir=tmp_path / "r")
+    assert known == [False, True]  # the run with job names is not the resumed run without them
+    # Recorded only when on: every run recorded before the setting resumes as it was.
+    assert "job_names" not in plain.to_dict() and named.to_dict()["job_names"] is True
+    committed = Path(__file__).resolve().parents[2] / "docs" / "results" / "learning" / "results.json"
+    data = json.loads(committed.read_text())
+    assert "Job names: not read" in render_report(data)
+    data["settings"]["job_names"] = True
+    assert "Job names: read (`--job-names`" in render_report(data)

@@ -127,8 +127,9 @@ def read_trace(
 
     With a sidecar: ``vo_names`` is the meta file's ``vos`` (the daemon config's list, in its order) or the
     sidecar's VOs in order of appearance; ``vo`` and ``job_class`` come from the sidecar rows;
-    ``vo_shares`` from the meta file when it has one per VO; ``header`` gains the meta file's ``source``.
-    Every job the SWF keeps must have its row (a sidecar of another trace is refused in one line).
+    ``vo_shares`` from the meta file when it has one per VO; ``header`` gains the meta file's ``source``;
+    the executable ids (job names) are the policies' to read (:attr:`Workload.programs_known`).  Every job
+    the SWF keeps must have its row (a sidecar of another trace is refused in one line).
     Without one: :func:`~rlsched.sim.traces.swf.read_swf` (class by runtime, VO by SWF group).
     """
     workload = read_swf(path, name=name, max_procs=max_procs, interactive_threshold_s=interactive_threshold_s)
@@ -177,6 +178,9 @@ def read_trace(
         header=header,
         id_names=_id_names(meta),
         class_rule=rule if isinstance(rule, dict) else None,
+        # The import writes each job name's id as the daemon computes it live (rlsched.core.view.executable_id),
+        # so the replayed policies know what the deployed one will (-1 where the source had no name).
+        programs_known=True,
     )
 
 
