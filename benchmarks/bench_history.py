@@ -1,9 +1,10 @@
 """History import speed: one million ``sacct --parsable2`` records into SWF + sidecar (target: < 30 s, 2 cores).
 
-Generates a file shaped like ``sacct -a -X -P --format=<SACCT_FIELDS>`` output with ``SLURM_TIME_FORMAT=%s``
-(what ``history import --from sacct`` reads): 1,000,000 job records from 40 accounts, 400 users, 4 partitions,
-3 QOS, with 3 % cancelled while pending, 1 % still pending, 1 % still running, 2 % array elements and 0.5 %
-array placeholders.  Then times, in this process:
+Generates a file shaped like ``sacct -a -X -P --format=<SACCT_LIVE_FIELDS>`` output with
+``SLURM_TIME_FORMAT=%s`` (a saved file, what ``history import --from sacct-file`` reads; the live import reads
+the same fields through its own delimiter): 1,000,000 job records from 40 accounts, 400 users, 4 partitions,
+3 QOS, 200 job names, with 3 % cancelled while pending, 1 % still pending, 1 % still running, 2 % array
+elements and 0.5 % array placeholders.  Then times, in this process:
 
 1. the baseline: one ``csv.reader`` pass over the same file (``|`` delimiter), rows counted — the least any
    reader of this file does;
@@ -31,7 +32,7 @@ from typing import TypeVar
 import numpy as np
 
 from rlsched.history import ImportRequest, SiteSettings, import_history, write_trace
-from rlsched.history.sacct import SACCT_FIELDS
+from rlsched.history.sacct import SACCT_LIVE_FIELDS
 from rlsched.sim.traces.sidecar import read_trace
 
 T = TypeVar("T")
@@ -59,9 +60,11 @@ def generate(path: Path, n: int, iso: bool, seed: int = 0) -> None:
     partition = rng.integers(0, 4, n)
     qos = rng.integers(0, 3, n)
     kind = rng.random(n)
+    program = rng.integers(0, 200, n)  # job names: a few hundred programs, as a site's scripts repeat
+    names = [f"run_{k}.sh" for k in range(200)]
     fmt = (lambda t: datetime.fromtimestamp(int(t)).strftime("%Y-%m-%dT%H:%M:%S")) if iso else str
     with path.open("w") as out:
-        out.write("|".join(SACCT_FIELDS) + "\n")
+        out.write("|".join(SACCT_LIVE_FIELDS) + "\n")
         for i in range(n):
             job = 1000 + i
             s = int(submit[i])
@@ -81,10 +84,11 @@ def generate(path: Path, n: int, iso: bool, seed: int = 0) -> None:
                 job_id = f"{job - 1}_{i % 50}"
             elif 0.07 <= kind[i] < 0.075:
                 job_id, state, start_t, end_t, alloc = f"{job}_[1-20]", "PENDING", "Unknown", "Unknown", 0
+            nodelist = "None assigned" if alloc == 0 else f"node{i % 64}"
             out.write(
                 f"{job}|{job_id}|u{user[i]}|g{account[i] % 7}|acct{account[i]}|part{partition[i]}|"
                 f"q{qos[i]}|{state}|{fmt(s)}|{fmt(s)}|{start_t}|{end_t}|{limit_min[i]}|{alloc}|"
-                f"{int(cpus[i])}|{int(nodes[i])}\n"
+                f"{int(cpus[i])}|{int(nodes[i])}|{nodelist}|{names[program[i]]}\n"
             )
 
 

@@ -430,5 +430,7 @@ def _subset(pend: PendingJobs, rows: IntArray) -> PendingJobs:
         submit_s=pend.submit_s[rows],
         oracle_run_s=pend.oracle_run_s[rows],
         held=pend.held[rows],
+        # Optional columns: empty (unknown for every job) stays empty, else one per kept job.
         user=pend.user[rows] if len(pend.user) else pend.user,
+        executable=pend.executable[rows] if len(pend.executable) else pend.executable,
     )

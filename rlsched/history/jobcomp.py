@@ -54,4 +54,5 @@ def read_jobcomp(lines: Iterable[str], source: str, log: DropLog) -> Iterator[Hi
             time_limit_s=record.time_limit_s,
             cpus=record.procs,
             nodes=record.nodes,
+            name=record.name,
         )

@@ -57,4 +57,5 @@ def read_pbs_accounting(
             cpus=job.cpus,
             nodes=int(nodect) if nodect.isdecimal() else 1,
             req_cpus=job.cpus,
+            name=job.name,
         )

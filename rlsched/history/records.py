@@ -45,7 +45,9 @@ class HistoryJob:
 
     ``job_id`` is the id as the source prints it (``123``, ``123_4`` for an array element, ``123+1`` for
     a heterogeneous component); ``raw_id`` the unique numeric id (sacct's JobIDRaw).
-    ``req_cpus`` is -1 when the source does not give the request.
+    ``req_cpus`` is -1 when the source does not give the request.  ``name`` is the job name (sacct's
+    ``JobName``, jobcomp's ``Name``, PBS's ``jobname``; "" when the source has none): the trace keeps only its
+    executable id (:func:`rlsched.core.view.executable_id`, SWF field 14), never the name itself.
     """
 
     job_id: str
@@ -64,6 +66,7 @@ class HistoryJob:
     cpus: int
     nodes: int
     req_cpus: int = -1
+    name: str = ""
 
 
 class HistoryFormatError(RlschedError, ValueError):

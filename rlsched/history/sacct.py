@@ -8,8 +8,14 @@ epoch seconds (``SLURM_TIME_FORMAT=%s``, what the live import sets) or Slurm's d
 
 Free-text columns (``JobName``, ``Comment``, ``WorkDir``…) may hold ``|`` or a newline: with exactly one
 such column a line with too many fields has the surplus joined into it, and a line with too few is joined
-with the next lines until the count is right (up to :data:`MAX_CONTINUATION` lines).  The live import asks
-for no free-text column (:data:`SACCT_FIELDS`), so its output is never ambiguous.
+with the next lines until the count is right (up to :data:`MAX_CONTINUATION` lines).  A name holding both a
+newline and ``|`` can still imitate fields there, so the live import does not read ``|`` text: it asks for
+the fixed-format fields of :data:`SACCT_FIELDS` and ``JobName`` (:data:`SACCT_LIVE_FIELDS`) with a delimiter
+drawn at random for the run, which ``--parsable`` puts after every field (:func:`read_sacct_delimited`): no
+job name recorded before the run can hold it, so none can end a field or a record early.
+
+``JobName`` is optional everywhere (a file without it imports, every job's name ""): the trace keeps only
+its executable id (:func:`rlsched.core.view.executable_id`, SWF field 14), never the name.
 
 JSON: the ``jobs`` list of ``sacct --json`` as Slurm 22.05 prints it (openapi ``dbv0.0.38``: ``job_id``,
 ``array.{job_id,task_id,task}``, ``time.{submission,eligible,start,end,limit}`` with the limit in minutes,
@@ -23,6 +29,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import secrets
 import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
@@ -33,8 +40,8 @@ from rlsched.backends.slurm.errors import SlurmParseError
 from rlsched.backends.slurm.parsers import parse_duration_s
 from rlsched.history.records import DropLog, HistoryFormatError, HistoryJob
 
-#: The ``--format`` the live import asks for (``sacct -a -X -P --format=…``): no free-text field, so no
-#: value can hold ``|`` or a newline.  A saved file may have these in any order, and others beside them.
+#: The fixed-format fields of a sacct record (no free text: no value holds ``|`` or a newline).  A saved file
+#: may have these in any order, and others beside them.
 SACCT_FIELDS = (
     "JobIDRaw",
     "JobID",
@@ -54,6 +61,9 @@ SACCT_FIELDS = (
     "NNodes",
     "NodeList",
 )
+#: The ``--format`` the live import asks for: :data:`SACCT_FIELDS` and the job name (free text, read safely
+#: through the run's own delimiter: :func:`sacct_argv`), whose CRC-32 becomes SWF field 14.
+SACCT_LIVE_FIELDS = (*SACCT_FIELDS, "JobName")
 #: The NodeList of a job that never ran.  Slurm 22.05 gives a job cancelled while pending a Start (= End, the
 #: cancel time) and its requested CPUs as AllocCPUS: only the node list tells it never started.
 NONE_ASSIGNED = "None assigned"
@@ -156,6 +166,7 @@ class _Columns:
         self.req_cpus = first("reqcpus", required=False)
         self.nodes = first("nnodes", "allocnodes", required=False)
         self.nodelist = first("nodelist", required=False)
+        self.name = first("jobname", required=False)
         free = [i for i, name in enumerate(lowered) if name in FREE_TEXT]
         self.free = free[0] if len(free) == 1 else -1
         self.n_free = len(free)
@@ -250,13 +261,13 @@ def _parse_records(records: Iterator[tuple[str, list[str]]], cols: _Columns, log
     # The hot loop of a million-record import (benchmarks/bench_history.py): column positions in locals, the
     # common cases (epoch digits, small counts) inline, the rare ones through the checking helpers.  A
     # missing optional column reads the "" appended to every record.
-    intern = sys.intern  # users, accounts, states repeat: keep one string of each
+    intern = sys.intern  # users, accounts, states, job names repeat: keep one string of each
     i_id = cols.jobid if cols.jobid >= 0 else cols.raw
     i_raw, has_raw = (cols.raw, True) if cols.raw >= 0 else (i_id, False)
     i_user, i_group, i_account, i_partition, i_qos = cols.user, cols.group, cols.account, cols.partition, cols.qos
     i_state, i_submit, i_eligible, i_start, i_end = cols.state, cols.submit, cols.eligible, cols.start, cols.end
     i_cpus, i_nodes, i_req = cols.cpus, cols.nodes, cols.req_cpus
-    i_limit_raw, i_limit, i_nodelist = cols.limit_raw, cols.limit, cols.nodelist
+    i_limit_raw, i_limit, i_nodelist, i_name = cols.limit_raw, cols.limit, cols.nodelist, cols.name
     placeholder = _ARRAY_PLACEHOLDER.match
     leading_int = _LEADING_INT.match
     nan = math.nan
@@ -316,6 +327,7 @@ def _parse_records(records: Iterator[tuple[str, list[str]]], cols: _Columns, log
                 count(f[i_cpus], "AllocCPUS"),
                 count(nodes, "NNodes") if nodes else 0,
                 count(req, "ReqCPUS") if req else -1,
+                intern(f[i_name]),
             )
         except _Bad as exc:
             log.bad(where, str(exc))
@@ -425,6 +437,7 @@ def _json_job(raw: Any) -> HistoryJob | str:
         req_n = _number(required.get("CPUs"), "required.CPUs") if isinstance(required, Mapping) else None
         req = int(req_n) if req_n is not None and 0 <= req_n <= _MAX_COUNT else -1
     association = _object(raw, "association")
+    name = raw.get("name")
     return HistoryJob(
         job_id=shown,
         raw_id=job_id,
@@ -442,6 +455,8 @@ def _json_job(raw: Any) -> HistoryJob | str:
         cpus=cpus or 0,
         nodes=nodes,
         req_cpus=req,
+        # A name only identifies the job's program: one of another type costs the job its history, not the job.
+        name=name if isinstance(name, str) else "",
     )
 
 
@@ -474,17 +489,25 @@ def read_sacct_json(text: str, source: str, log: DropLog) -> Iterator[HistoryJob
 # ------------------------------------------------------------------------------------------- live
 
 
-def sacct_argv(start: str, end: str, *, sacct: str = "sacct", clusters: str | None = None) -> list[str]:
+def record_delimiter() -> str:
+    """A field delimiter for one live ``sacct`` run: random (64 bits), so no job name recorded before the run
+    holds it (a name is free text: it may hold ``|`` and newlines, never a string drawn after it was written)."""
+    return f"|rlsched-{secrets.token_hex(8)}|"
+
+
+def sacct_argv(start: str, end: str, *, delimiter: str, sacct: str = "sacct", clusters: str | None = None) -> list[str]:
     """The ``sacct`` command of ``rlsched history import --from sacct``: every user's jobs (``-a``), the
-    allocations only (``-X``: no steps), machine-readable with a header (``-P``), the fields of
-    :data:`SACCT_FIELDS`, in every state, eligible or running in ``[start, end]``.  Run it with
-    ``SLURM_TIME_FORMAT=%s`` (epoch seconds)."""
+    allocations only (``-X``: no steps), machine-readable with a header, every field followed by
+    ``delimiter`` (``-p``, so each record ends with it: :func:`read_sacct_delimited`), the fields of
+    :data:`SACCT_LIVE_FIELDS`, in every state, eligible or running in ``[start, end]``.  Run it with
+    ``SLURM_TIME_FORMAT=%s`` (epoch seconds); draw ``delimiter`` with :func:`record_delimiter`."""
     argv = [
         sacct,
         "--allusers",
         "--allocations",
-        "--parsable2",
-        f"--format={','.join(SACCT_FIELDS)}",
+        "--parsable",
+        f"--delimiter={delimiter}",
+        f"--format={','.join(SACCT_LIVE_FIELDS)}",
         "--starttime",
         start,
         "--endtime",
@@ -508,3 +531,57 @@ def run_sacct(executor: CommandExecutor, argv: Sequence[str]) -> str:
         return result.stdout
 
     return executor.run(argv, parse)
+
+
+def read_sacct_delimited(text: str, delimiter: str, source: str, log: DropLog) -> Iterator[HistoryJob]:
+    """Jobs of live ``sacct --parsable --delimiter=DELIMITER`` output (:func:`sacct_argv`): a header line, then
+    one record per job, every field followed by ``delimiter`` and each record by a newline.
+
+    No value holds ``delimiter``, so fields are cut there only, and a record is exactly as many of them as the
+    header has: the output is cut where ``delimiter`` meets a newline, and a piece with too few fields (a job
+    name that starts with a newline put one there) is joined with the next.  A job name holding ``|``,
+    newlines or whole imitated records thus stays one field of its own record.  A record cut off at the end,
+    or output out of step (more fields than the header: not sacct's layout, which no name can cause), is
+    ``log.bad`` (``SOURCE:LINE``) and nothing after it is read; output without a header line that ends with
+    ``delimiter`` is a :class:`HistoryFormatError`.
+    """
+    body = text.lstrip("\n")
+    line = 1 + len(text) - len(body)
+    head, newline, rest = body.partition("\n")
+    names = head.split(delimiter)
+    if not newline or len(names) < 2 or names.pop() != "" or not {"jobid", "jobidraw"} & {n.lower() for n in names}:
+        raise HistoryFormatError(
+            f"{source}:{line}: not sacct output with the delimiter {delimiter!r} (no header line): {head[:80]!r}"
+        )
+    cols = _Columns(names, f"{source}:{line}")
+    n = cols.n
+    end = delimiter + "\n"
+    # One piece per record (a record's own lines, like the lines of a file, not every field: the memory of a
+    # million-record import stays what a file's costs).
+    pieces = rest.split(end)
+    tail = pieces.pop()  # after the last record: nothing, unless the output was cut off
+
+    def records() -> Iterator[tuple[str, list[str]]]:
+        at = line  # the line the last piece ended on
+        record, first = "", 0
+        for piece in pieces:
+            if record:
+                record = f"{record}{end}{piece}"  # the newline after the delimiter began a value
+            else:
+                record, first = piece, at + 1
+            at += piece.count("\n") + 1
+            fields = record.split(delimiter)
+            if len(fields) < n:
+                continue
+            if len(fields) > n:
+                log.bad(f"{source}:{first}", f"output out of step, not read on: {record[:80]!r}")
+                return
+            record = ""
+            yield f"{source}:{first}", fields
+        cut = (f"{record}{end}{tail}" if record else tail).strip()
+        if cut:
+            log.bad(
+                f"{source}:{first if record else at + 1}", f"record cut short at the end of the output: {cut[:80]!r}"
+            )
+
+    yield from _parse_records(records(), cols, log)

@@ -166,11 +166,13 @@ def _read_sacct_live(
     request: ImportRequest, settings: SiteSettings, log: DropLog, meta: dict[str, Any]
 ) -> Iterable[HistoryJob]:
     from rlsched.backends.slurm.errors import SlurmCommandError
-    from rlsched.history.sacct import read_sacct_text, run_sacct, sacct_argv
+    from rlsched.history.sacct import read_sacct_delimited, record_delimiter, run_sacct, sacct_argv
 
     assert request.start is not None
     sacct = str(Path(settings.bin_dir) / "sacct") if settings.bin_dir else "sacct"
-    argv = sacct_argv(request.start, request.end or "now", sacct=sacct, clusters=request.clusters)
+    # The job name is free text: records are read at a delimiter of this run, which no name can hold.
+    delimiter = record_delimiter()
+    argv = sacct_argv(request.start, request.end or "now", delimiter=delimiter, sacct=sacct, clusters=request.clusters)
     env = {"SLURM_TIME_FORMAT": "%s"}  # epoch seconds: no time zone to guess
     if settings.slurm_conf:
         env["SLURM_CONF"] = settings.slurm_conf
@@ -178,7 +180,7 @@ def _read_sacct_live(
     meta["command"] = argv
     meta["environment"] = env
     text = run_sacct(executor, argv)
-    return read_sacct_text(text.split("\n"), "sacct output", log)
+    return read_sacct_delimited(text, delimiter, "sacct output", log)
 
 
 def _read_pbs_accounting(

@@ -2,7 +2,9 @@
 
 ``NAME.swf`` has the 18 standard fields (times relative to the earliest submit, whose epoch is the
 ``UnixStartTime`` header; wait = start − submit; run = end − start; requested time = the time limit;
-processors = allocated CPUs).  SWF has no field for a Slurm account, QOS or class, so beside it:
+processors = allocated CPUs; executable (field 14) = :func:`rlsched.core.view.executable_id` of the job name, the
+id the daemon computes live, -1 where the source has no name — the name itself is written nowhere).  SWF has no
+field for a Slurm account, QOS or class, so beside it:
 
 - ``NAME.jobs.csv``: one row per SWF job (:data:`SIDECAR_COLUMNS`): the Slurm job id, user, group, account,
   VO, partition, QOS, class, CPUs, nodes, time limit, state and the epoch times;
@@ -33,7 +35,7 @@ import numpy as np
 from rlsched import __version__
 from rlsched.core.atomic import atomic_write
 from rlsched.core.classify import ClassRule, VOMapping
-from rlsched.core.view import JobClass
+from rlsched.core.view import JobClass, executable_id
 from rlsched.history.records import DropLog, HistoryJob, drop_reason
 from rlsched.sim.traces.sidecar import META_FORMAT, SIDECAR_COLUMNS, sidecar_paths
 
@@ -193,6 +195,9 @@ def write_trace(
     users = _ids(j.user for j in jobs)
     queues = _ids(j.qos for j in jobs)
     partitions = _ids(j.partition for j in jobs)
+    # SWF field 14: the learned runtime predictor keeps each user's runtimes per program, keyed live by this id
+    # of the job name; the name stays out of the trace (it may say more than the program, and needs no keeping).
+    executables = {name: executable_id(name) for name in {j.name for j in jobs}}
 
     def sidecar(handle: IO[str]) -> None:
         writer = csv.writer(handle, lineterminator="\n")
@@ -224,7 +229,7 @@ def write_trace(
 
     def swf(handle: IO[str]) -> None:
         handle.write(_swf_header(trace, meta, len(users), len(queues), len(partitions)))
-        line = "%d %d %d %d %d -1 -1 %d %d -1 %d %d %d -1 %d %d -1 -1\n"
+        line = "%d %d %d %d %d -1 -1 %d %d -1 %d %d %d %d %d %d -1 -1\n"
         handle.writelines(
             line
             % (
@@ -238,6 +243,7 @@ def write_trace(
                 _SWF_STATUS.get(j.state, -1),
                 users[j.user],
                 vo + 1,
+                executables[j.name],
                 queues[j.qos],
                 partitions[j.partition],
             )
@@ -320,6 +326,7 @@ def _swf_header(trace: HistoryTrace, meta: Mapping[str, Any], n_users: int, n_qu
         f"MaxQueues: {n_queues}",
         f"MaxPartitions: {n_partitions}",
         "Note: group = VO (account -> VO mapping of the daemon config), queue = QOS; names in the .meta.json",
+        "Note: executable = CRC-32 of the job name as the daemon keys it live (-1: no name); names not kept",
         f"Note: MaxProcs from the {trace.max_procs_from}",
     ]
     return "".join(f"; {line}\n" for line in lines)

@@ -438,3 +438,30 @@ def test_a_corrupt_predictor_state_is_one_line_naming_the_file(tmp_path: Path, c
     assert "Traceback" not in result.output
     checked = CliRunner().invoke(main, ["config", "check", str(config)])
     assert checked.exit_code == 1 and str(path) in checked.output and problem in checked.output
+
+
+def test_a_subset_of_the_pending_jobs_keeps_their_users_and_executables() -> None:
+    from dataclasses import replace
+
+    from rlsched.daemon.agents import _subset
+
+    n = 4
+    pend = PendingJobs(
+        job_id=np.arange(1, n + 1, dtype=np.int64),
+        vo=np.zeros(n, dtype=np.int64),
+        job_class=np.zeros(n, dtype=np.int64),
+        cores=np.ones(n, dtype=np.int64),
+        req_time_s=np.full(n, 60.0),
+        submit_s=np.zeros(n),
+        oracle_run_s=np.full(n, np.nan),
+        held=np.zeros(n, dtype=np.bool_),
+        user=np.array([11, 12, 13, 14], dtype=np.int64),
+        executable=np.array([21, -1, 23, 24], dtype=np.int64),
+    )
+    rows = np.array([3, 1], dtype=np.int64)
+    subset = _subset(pend, rows)
+    assert subset.job_id.tolist() == [4, 2] and subset.user.tolist() == [14, 12]
+    assert subset.executable.tolist() == [24, -1]
+    # Unknown for every job (an empty column) stays unknown, not a column of the wrong length.
+    unknown = _subset(replace(pend, user=np.zeros(0, np.int64), executable=np.zeros(0, np.int64)), rows)
+    assert len(unknown.executable) == 0 and len(unknown.user) == 0 and len(unknown) == 2

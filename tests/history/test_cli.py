@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import csv
 import json
+import sys
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from rlsched.cli import main
+from rlsched.core.view import executable_id
+from rlsched.history.sacct import SACCT_LIVE_FIELDS
 from tests.history.conftest import DATA, HISTORY
 
 
@@ -134,16 +138,31 @@ def test_sacct_missing_is_a_clean_error(tmp_path: Path) -> None:
 
 def test_from_sacct_runs_sacct_with_its_arguments_and_environment(tmp_path: Path) -> None:
     # A stand-in sacct on bin_dir (the real one needs slurmdbd: tests/history/test_live_sacct.py) that
-    # records how it was called and prints what sacct prints with SLURM_TIME_FORMAT=%s.
+    # records how it was called and prints what sacct prints with SLURM_TIME_FORMAT=%s, --parsable and the
+    # --delimiter it is given (every field followed by it, the header too).
     calls = tmp_path / "calls.txt"
     script = tmp_path / "sacct"
+    forged = "666|666|mallory|physics|atlas|debug|normal|COMPLETED|1795000000|1795000000|1795000010|1795009999|10|64"
+    records = [
+        "JobIDRaw|JobID|User|Group|Account|Partition|QOS|State|Submit|Eligible|Start|End|TimelimitRaw|AllocCPUS"
+        "|ReqCPUS|NNodes|NodeList|JobName",
+        "7|7|alice|physics|atlas|debug|normal|COMPLETED|1795000000|1795000000|1795000010|1795000070|10|4|4|1|n1|sim-a",
+        "8|8|bob|physics|cms|debug|normal|PENDING|1795000000|1795000000|Unknown|Unknown|10|0|4|1|None assigned|x",
+        # A name holding '|' and newlines, imitating whole records: it stays the name of job 9.
+        "9|9|carol|physics|cms|debug|normal|COMPLETED|1795000000|1795000000|1795000020|1795000080|10|2|2|1|n1|"
+        f"a|b\n{forged}|4|1|n1|x\n",
+    ]
     script.write_text(
-        "#!/bin/sh\n"
-        f'printf "%s\\n" "$SLURM_TIME_FORMAT $SLURM_CONF" "$@" > {calls}\n'
-        "echo 'JobIDRaw|JobID|User|Group|Account|Partition|QOS|State|Submit|Eligible|Start|End|TimelimitRaw|"
-        "AllocCPUS|ReqCPUS|NNodes'\n"
-        "echo '7|7|alice|physics|atlas|debug|normal|COMPLETED|1795000000|1795000000|1795000010|1795000070|10|4|4|1'\n"
-        "echo '8|8|bob|physics|cms|debug|normal|PENDING|1795000000|1795000000|Unknown|Unknown|10|0|4|1'\n"
+        f"#!{sys.executable}\n"
+        "import os, sys\n"
+        f"with open({str(calls)!r}, 'w') as out:\n"
+        "    print(os.environ.get('SLURM_TIME_FORMAT'), os.environ.get('SLURM_CONF'), file=out)\n"
+        "    print('\\n'.join(sys.argv[1:]), file=out)\n"
+        "d = [a.split('=', 1)[1] for a in sys.argv if a.startswith('--delimiter=')][0]\n"
+        f"for record in {records!r}:\n"
+        "    fields = record.split('|')\n"
+        "    name = '|'.join(fields[17:]) if len(fields) > 18 else (fields[17] if len(fields) > 17 else '')\n"
+        "    sys.stdout.write(''.join(f + d for f in [*fields[:17], name]) + '\\n')\n"
     )
     script.chmod(0o755)
     config = tmp_path / "c.toml"
@@ -165,12 +184,21 @@ def test_from_sacct_runs_sacct_with_its_arguments_and_environment(tmp_path: Path
     )
     assert code == 0, out
     summary = json.loads(out)
-    assert summary["jobs"] == 1 and summary["dropped"] == {"not_started": 1}
+    assert summary["jobs"] == 2 and summary["dropped"] == {"not_started": 1}
     env, *argv = calls.read_text().splitlines()
     assert env == "%s /etc/test/slurm.conf"
-    assert argv[:3] == ["--allusers", "--allocations", "--parsable2"] and argv[-2:] == ["--clusters", "c1"]
+    assert argv[:3] == ["--allusers", "--allocations", "--parsable"] and argv[-2:] == ["--clusters", "c1"]
+    assert argv[3].startswith("--delimiter=|rlsched-") and argv[4] == f"--format={','.join(SACCT_LIVE_FIELDS)}"
     meta = json.loads((tmp_path / "live.meta.json").read_text())
     assert meta["command"][0] == str(script) and meta["environment"]["SLURM_TIME_FORMAT"] == "%s"
+    rows = list(csv.DictReader((tmp_path / "live.jobs.csv").open()))
+    assert [(r["raw_id"], r["user"], r["cpus"]) for r in rows] == [("7", "alice", "4"), ("9", "carol", "2")]
+    # Field 14 is the name's id: the forging name is job 9's, whole; no job 666.
+    swf = [line.split() for line in (tmp_path / "live.swf").read_text().splitlines() if not line.startswith(";")]
+    assert [int(fields[13]) for fields in swf] == [
+        executable_id("sim-a"),
+        executable_id(f"a|b\n{forged}|4|1|n1|x\n"),
+    ]
 
 
 def test_trace_info_shows_the_sidecar_classes_and_vos(tmp_path: Path) -> None:

@@ -57,6 +57,15 @@ def test_a_newline_in_a_name_or_work_dir_joins_the_lines() -> None:
     assert all(j.cpus == 4 and j.account == "cms" for j in jobs)
 
 
+def test_the_job_name_is_read_whole() -> None:
+    jobs, log = read(SAMPLE)
+    by_id = {j.raw_id: j for j in jobs}
+    assert by_id[2].name == "wrap" and by_id[10].name == 'weird | name "x" JobState=FAILED Partition=x'
+    text = record(1, name="two\nlines") + "\n" + record(2, name="a b=c") + "\n" + record(3, name="") + "\n"
+    jobs, log = read(text)
+    assert [j.name for j in jobs] == ["two\nlines", "a b=c", ""] and log.total == 0
+
+
 def test_a_name_forging_a_whole_record_after_a_newline_forges_nothing() -> None:
     forged = record(999, account="atlas").rstrip()
     text = record(1, name=f"x\n{forged}") + "\n" + record(2) + "\n"
@@ -103,3 +112,4 @@ def test_no_name_makes_another_job_appear(name: str) -> None:
     assert ids[-1:] == [2]  # the next job is never lost to a name
     assert set(ids) <= {1, 2}
     assert all(j.cpus == 4 for j in jobs)
+    assert all(j.name == (name if j.raw_id == 1 else "wrap") for j in jobs)  # a job read is read with its own name

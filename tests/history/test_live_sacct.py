@@ -21,6 +21,7 @@ from click.testing import CliRunner
 pytest.register_assert_rewrite("tests.slurm_cluster")
 
 from rlsched.cli import main  # noqa: E402
+from rlsched.core.view import executable_id  # noqa: E402
 from rlsched.sim.traces.sidecar import read_trace  # noqa: E402
 from tests.slurm_cluster import SlurmTestCluster, wait_for  # noqa: E402
 
@@ -57,11 +58,15 @@ def test_import_from_sacct_gets_every_job_with_sacct_times(slurm: SlurmTestClust
     try:
         start = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(time.time() - 5))
         jobs: dict[int, tuple[str, str]] = {}
+        # Job names, one with the delimiter of sacct's default parsable output in it: each is its job's own.
+        names = ("lammps", "run|7 |x", "wrap")
+        named: dict[int, str] = {}
         for i in range(9):
             account = ACCOUNTS[i % 3]
             limit = "5" if i % 2 == 0 else "60"
-            job = slurm.sbatch("-A", account, "-t", limit, "-c", str(1 + i % 4), sleep_s=1 + i % 3)
+            job = slurm.sbatch("-A", account, "-t", limit, "-c", str(1 + i % 4), "-J", names[i % 3], sleep_s=1 + i % 3)
             jobs[job] = (account, limit)
+            named[job] = names[i % 3]
         # A job cancelled while pending (eligible, behind a whole-node job).  sacct gives it a Start (= End)
         # and AllocCPUS; only NodeList "None assigned" says it never ran.  (A job cancelled from submission and
         # cancelled is never eligible, and sacct's time window does not list it at all.)
@@ -127,6 +132,8 @@ def test_import_from_sacct_gets_every_job_with_sacct_times(slurm: SlurmTestClust
             assert workload.recorded_wait[k] == int(truth["Start"]) - int(truth["Submit"])
             assert workload.run[k] == int(truth["End"]) - int(truth["Start"])
             assert workload.req_time[k] == 60 * int(limit)
-        assert len(index) == summary["jobs"] == len(workload)
+            # The job name's id, as the daemon computes it from squeue's (the name itself is written nowhere).
+            assert workload.executable[k] == executable_id(named.get(job_id, "wrap"))
+        assert workload.programs_known and len(index) == summary["jobs"] == len(workload)
     finally:
         os.environ.pop("SLURM_TIME_FORMAT", None)

@@ -33,6 +33,9 @@ def test_end_records_become_jobs_and_the_array_record_is_dropped() -> None:
     assert blocker.cpus == 6 and blocker.time_limit_s == 600 and blocker.partition == "workq"
     assert blocker.end_s - blocker.start_s == 26 and blocker.account == "_pbs_project_default"
     assert blocker.state == "COMPLETED" and blocker.nodes == 1
+    # jobname= is the job's name (the trace keeps its executable id); every subjob has its array's.
+    assert (jobs["0"].name, blocker.name, jobs["6"].name) == ("STDIN", "blocker", "nowall")
+    assert {jobs[f"2[{i}]"].name for i in range(4)} == {"arr"}
 
 
 def test_the_cli_imports_a_folder_with_the_vo_from_the_config(tmp_path: Path) -> None:

@@ -14,7 +14,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rlsched.history.records import DropLog, HistoryFormatError, HistoryJob, drop_reason
-from rlsched.history.sacct import MAX_CONTINUATION, SACCT_FIELDS, read_sacct_json, read_sacct_text, sacct_argv
+from rlsched.history.sacct import (
+    MAX_CONTINUATION,
+    SACCT_FIELDS,
+    SACCT_LIVE_FIELDS,
+    read_sacct_delimited,
+    read_sacct_json,
+    read_sacct_text,
+    record_delimiter,
+    sacct_argv,
+)
 from rlsched.history.trace import build_trace
 from tests.history.conftest import HISTORY
 
@@ -207,13 +216,134 @@ def test_json_documents_that_cannot_be_read(text: str, message: str) -> None:
 
 
 def test_live_command_line() -> None:
-    argv = sacct_argv("2026-11-01", "now", sacct="/opt/slurm/bin/sacct", clusters="c1")
+    delimiter = record_delimiter()
+    argv = sacct_argv("2026-11-01", "now", delimiter=delimiter, sacct="/opt/slurm/bin/sacct", clusters="c1")
     assert argv[0] == "/opt/slurm/bin/sacct"
-    assert {"--allusers", "--allocations", "--parsable2"} <= set(argv) and "--noheader" not in argv
-    assert f"--format={','.join(SACCT_FIELDS)}" in argv
+    # --parsable (not -P): every field, the last too, is followed by the delimiter, so each record ends with it.
+    assert {"--allusers", "--allocations", "--parsable"} <= set(argv) and "--noheader" not in argv
+    assert "--parsable2" not in argv and f"--delimiter={delimiter}" in argv
+    assert f"--format={','.join(SACCT_LIVE_FIELDS)}" in argv
     assert argv[argv.index("--starttime") + 1] == "2026-11-01" and argv[argv.index("--endtime") + 1] == "now"
     assert argv[-2:] == ["--clusters", "c1"]
-    assert "JobName" not in SACCT_FIELDS  # no free text: no value can hold '|' or a newline
+    # The fixed fields hold no free text; the job name is the one free-text field asked for.
+    assert "JobName" not in SACCT_FIELDS and (*SACCT_FIELDS, "JobName") == SACCT_LIVE_FIELDS
+
+
+def test_each_run_draws_its_own_delimiter() -> None:
+    drawn = {record_delimiter() for _ in range(50)}
+    assert len(drawn) == 50 and all(d.startswith("|rlsched-") and d.endswith("|") and len(d) == 26 for d in drawn)
+
+
+def live_output(delimiter: str, records: list[list[str]], cut: str = "") -> str:
+    """What ``sacct --parsable --delimiter=D`` prints: every field followed by D, a newline after each record."""
+    return "".join("".join(f + delimiter for f in record) + "\n" for record in records) + cut
+
+
+_LIVE_HEADER = list(SACCT_LIVE_FIELDS)
+
+
+def live_record(raw_id: int, user: str, cpus: int, name: str) -> list[str]:
+    values = {
+        "JobIDRaw": str(raw_id),
+        "JobID": str(raw_id),
+        "User": user,
+        "Group": "physics",
+        "Account": "atlas",
+        "Partition": "debug",
+        "QOS": "normal",
+        "State": "COMPLETED",
+        "Submit": "1795000000",
+        "Eligible": "1795000000",
+        "Start": "1795000010",
+        "End": "1795000070",
+        "TimelimitRaw": "10",
+        "AllocCPUS": str(cpus),
+        "ReqCPUS": str(cpus),
+        "NNodes": "1",
+        "NodeList": "node1",
+        "JobName": name,
+    }
+    return [values[field] for field in _LIVE_HEADER]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.text(alphabet=st.sampled_from("ab |\n=\r\x0céé"), max_size=30)
+    | st.text(alphabet=st.characters(exclude_categories=["Cs"]), max_size=40)
+)
+def test_live_output_keeps_any_job_name_whole_and_the_other_fields_alone(name: str) -> None:
+    delimiter = record_delimiter()
+    text = live_output(delimiter, [_LIVE_HEADER, live_record(5, "alice", 4, name), live_record(6, "bob", 2, "x")])
+    log = DropLog()
+    jobs = list(read_sacct_delimited(text, delimiter, "sacct output", log))
+    assert [(j.raw_id, j.user, j.cpus, j.name) for j in jobs] == [(5, "alice", 4, name), (6, "bob", 2, "x")]
+    assert log.total == 0
+
+
+def test_a_job_name_imitating_records_in_live_output_forges_nothing() -> None:
+    delimiter = record_delimiter()
+    # A whole record as the '|' text of `sacct -P` would print it, after a newline, in the name.
+    forged = "|".join(live_record(666, "mallory", 64, "forged"))
+    name = f"run|{forged}\n{forged}\n"
+    text = live_output(delimiter, [_LIVE_HEADER, live_record(5, "alice", 4, name), live_record(6, "bob", 2, "x")])
+    log = DropLog()
+    jobs = list(read_sacct_delimited(text, delimiter, "sacct output", log))
+    assert [(j.raw_id, j.user, j.cpus) for j in jobs] == [(5, "alice", 4), (6, "bob", 2)] and log.total == 0
+    assert jobs[0].name == name
+    # The '|' reader of a saved file cannot tell such a name from records (why the live import does not use it).
+    saved = "|".join(_LIVE_HEADER) + "\n" + "|".join(live_record(5, "alice", 4, name)) + "\n"
+    assert 666 in {j.raw_id for j in read_sacct_text(io.StringIO(saved, newline="\n"), "saved.txt", DropLog())}
+
+
+def test_live_output_cut_off_is_counted_with_its_line() -> None:
+    delimiter = record_delimiter()
+    records = [_LIVE_HEADER, live_record(5, "alice", 4, "two\nlines"), live_record(6, "bob", 2, "x")]
+    log = DropLog()
+    text = live_output(delimiter, records, cut=f"8{delimiter}8{delimiter}dave")
+    jobs = list(read_sacct_delimited(text, delimiter, "sacct output", log))
+    assert [j.raw_id for j in jobs] == [5, 6] and jobs[0].name == "two\nlines"
+    # Lines: the header 1, job 5 on 2-3 (its name spans two), job 6 on 4, the cut record on 5.
+    cut = f"8{delimiter}8{delimiter}dave"
+    assert log.examples == [f"sacct output:5: record cut short at the end of the output: {cut!r}"]
+
+
+def test_live_output_out_of_step_is_reported_and_not_read_on() -> None:
+    delimiter = record_delimiter()
+    # Not sacct's layout: a record missing a field, which would put the next record's job id in its last one.
+    short = live_record(7, "carol", 1, "a")
+    del short[3]
+    records = [_LIVE_HEADER, live_record(5, "alice", 4, "a"), short, live_record(6, "bob", 2, "x")]
+    log = DropLog()
+    jobs = list(read_sacct_delimited(live_output(delimiter, records), delimiter, "sacct output", log))
+    assert [j.raw_id for j in jobs] == [5] and len(log.examples) == 1  # nothing read after the misstep
+    assert log.examples[0].startswith(f"sacct output:3: output out of step, not read on: '7{delimiter}7{delimiter}")
+
+
+def test_live_output_without_the_runs_delimiter_is_one_line_error() -> None:
+    text = "|".join(_LIVE_HEADER) + "\n" + "|".join(live_record(5, "alice", 4, "a")) + "\n"
+    with pytest.raises(HistoryFormatError, match=r"^sacct output:1: not sacct output with the delimiter"):
+        list(read_sacct_delimited(text, record_delimiter(), "sacct output", DropLog()))
+
+
+def test_job_names_are_read_and_a_file_without_them_still_imports() -> None:
+    jobs, _ = read_text("sacct-parsable2.txt")
+    names = {j.job_id: j.name for j in jobs}
+    assert names["100"] == "sim-a" and names["101"] == "short run"
+    assert names["102"] == "pipe|name" and names["103"] == "line one\nline two"  # the free-text column, whole
+    columns = (*SACCT_FIELDS[:-1],)  # the headerless sample: no NodeList, no JobName
+    jobs, log = read_text("sacct-noheader-epoch.txt", columns=columns)
+    assert [j.raw_id for j in jobs] == [200, 201] and log.total == 0 and {j.name for j in jobs} == {""}
+
+
+def test_json_job_names_and_an_odd_one() -> None:
+    text = (HISTORY / "sacct-22.05.json").read_text()
+    jobs = {j.job_id: j for j in read_sacct_json(text, "sacct-22.05.json", DropLog())}
+    assert jobs["300"].name == "wrap" and jobs["308"].name == ""  # 308 has no name
+    doc = json.loads(text)
+    doc["jobs"][0]["name"] = 42  # not a string: the job is read, without a name
+    log = DropLog()
+    jobs = {j.job_id: j for j in read_sacct_json(json.dumps(doc), "odd.json", log)}
+    assert jobs["300"].name == "" and jobs["300"].cpus == 16 and log.malformed == 1  # jobs[9], as before
 
 
 _HEADER = "JobID|JobIDRaw|JobName|User|Account|Partition|QOS|State|Submit|Start|End|TimelimitRaw|AllocCPUS|NNodes\n"

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from rlsched.core.classify import ClassRule, VOMapping
-from rlsched.core.view import JobClass
+from rlsched.core.view import UNKNOWN_EXECUTABLE, JobClass, executable_id
 from rlsched.history import ImportRequest, SiteSettings, import_history, site_settings, write_trace
 from rlsched.history.records import DropLog, HistoryFormatError, HistoryJob
 from rlsched.history.trace import build_trace, peak_allocation
@@ -94,6 +94,45 @@ def test_swf_fields_times_and_ids(tmp_path: Path) -> None:
         assert ids["partition"][row["partition"]] == line[15]
         assert meta["vos"][int(line[12]) - 1] == row["vo"]  # group = VO index + 1
         assert float(row["start_epoch"]) - float(row["submit_epoch"]) == line[2]
+
+
+def test_field_14_is_the_job_names_executable_id_and_reads_back(tmp_path: Path) -> None:
+    out, _ = import_sample(tmp_path)
+    names = ["sim-a", "short run", "pipe|name", "line one\nline two", "arr", "arr", "unlimited", "stopped", "late"]
+    table = np.loadtxt(out, comments=";", ndmin=2)
+    assert table[:, 13].astype(np.int64).tolist() == [executable_id(name) for name in names]
+    assert table[4, 13] == table[5, 13] != table[0, 13]  # the two "arr" elements: one program
+    text = out.read_text()
+    assert "sim-a" not in text and "short run" not in text  # ids only: no name is written to the SWF
+    for workload in (read_swf(out), read_trace(out)):  # what the simulator and the warm-up read
+        assert workload.executable.tolist() == [executable_id(name) for name in names]
+
+
+def test_field_14_is_minus_one_for_a_file_without_job_names(tmp_path: Path) -> None:
+    columns = "JobIDRaw,JobID,User,Group,Account,Partition,QOS,State,Submit,Eligible,Start,End,TimelimitRaw,AllocCPUS"
+    columns += ",ReqCPUS,NNodes"
+    out, _ = import_sample(tmp_path, name="sacct-noheader-epoch.txt", columns=tuple(columns.split(",")))
+    table = np.loadtxt(out, comments=";", ndmin=2)
+    assert table.shape == (2, 18) and table[:, 13].tolist() == [UNKNOWN_EXECUTABLE] * 2
+    assert read_swf(out).executable.tolist() == [UNKNOWN_EXECUTABLE] * 2
+    # The other fields stay where they were: group (13th) and queue (15th) around it.
+    assert table[:, 12].tolist() == [1, 2] and table[:, 14].tolist() == [1, 2]
+
+
+def test_field_14_from_the_jobcomp_name_and_the_pbs_jobname(tmp_path: Path) -> None:
+    jobcomp = tmp_path / "jobcomp"
+    jobcomp.mkdir()
+    out, _ = import_sample(jobcomp, source="jobcomp", name="../slurm/jobcomp.txt")
+    rows = list(csv.DictReader(sidecar_paths(out)[0].open()))
+    names = {"10": 'weird | name "x" JobState=FAILED Partition=x'}
+    expected = [executable_id(names.get(r["slurm_job_id"], "wrap")) for r in rows]
+    assert read_swf(out).executable.tolist() == expected and len(set(expected)) == 2
+    pbs = tmp_path / "pbs"
+    pbs.mkdir()
+    out, _ = import_sample(pbs, source="pbs-accounting", name="../pbs/accounting-20261123")
+    rows = list(csv.DictReader(sidecar_paths(out)[0].open()))
+    names = {"0": "STDIN", "1": "blocker", "6": "nowall"}
+    assert read_swf(out).executable.tolist() == [executable_id(names.get(r["slurm_job_id"], "arr")) for r in rows]
 
 
 def test_meta_records_source_drops_rule_and_version(tmp_path: Path) -> None:

@@ -16,7 +16,16 @@ from click.testing import CliRunner
 from rlsched.cli import main
 from rlsched.cli._common import load_workload
 from rlsched.core.runtime import PredictedRuntime
-from rlsched.core.view import ClusterView, FinishedJobs, JobClass, PendingJobs, RunningJobs, user_id
+from rlsched.core.view import (
+    UNKNOWN_EXECUTABLE,
+    ClusterView,
+    FinishedJobs,
+    JobClass,
+    PendingJobs,
+    RunningJobs,
+    executable_id,
+    user_id,
+)
 from rlsched.daemon.agents import start_agent
 from rlsched.daemon.config import load_config
 from rlsched.daemon.state import restore_predictor
@@ -37,12 +46,13 @@ JOBS = (
 REQUEST_S = 7200.0
 
 
-def imported(tmp_path: Path) -> Path:
-    """The history of :data:`JOBS` through `rlsched history import` (SWF, sidecar and meta file)."""
+def imported(tmp_path: Path, names: tuple[str, ...] = ("job",) * len(JOBS)) -> Path:
+    """The history of :data:`JOBS` through `rlsched history import` (SWF, sidecar and meta file), the jobs named
+    ``names``."""
     rows = [
-        f"{n}|{n}|job|{user}|grp|{account}|debug|normal|COMPLETED|{submit}|{submit}|{submit}|{end}|00:00:00|"
+        f"{n}|{n}|{name}|{user}|grp|{account}|debug|normal|COMPLETED|{submit}|{submit}|{submit}|{end}|00:00:00|"
         f"02:00:00|4|4|1|0:0"
-        for n, (user, account, submit, end) in enumerate(JOBS, 1)
+        for n, ((user, account, submit, end), name) in enumerate(zip(JOBS, names, strict=True), 1)
     ]
     records = tmp_path / "sacct.txt"
     records.write_text("\n".join([HEADER, *rows]) + "\n")
@@ -134,6 +144,15 @@ def test_users_vos_and_times_are_the_live_views(tmp_path: Path) -> None:
     ends = [calendar.timegm(time.strptime(e, "%Y-%m-%dT%H:%M:%S")) for *_, e in JOBS]
     assert live.submit_s.tolist() == epoch and live.end_s.tolist() == ends  # the live clock: epoch seconds
     assert unnamed_user(-1) == -1 and unnamed_user(0) == -2  # users without a name: keys no live user has
+
+
+def test_executable_ids_are_the_live_views_as_they_are(tmp_path: Path) -> None:
+    # Unlike users (SWF ids re-keyed by name), field 14 already holds the live key: CRC-32 of the job name.
+    names = ("sim-a", "", "sim-a", "post")
+    history = imported(tmp_path, names)
+    live = live_history(load_workload(str(history)), load_config(config(tmp_path)).vo_mapping()).jobs
+    assert live.executable.tolist() == [executable_id(name) for name in names]
+    assert live.executable.tolist()[1] == UNKNOWN_EXECUTABLE and len(set(live.executable.tolist())) == 3
 
 
 def test_the_learned_predictor_keeps_users_and_vos_by_their_live_keys(tmp_path: Path) -> None:

@@ -49,7 +49,15 @@ from rlsched.backends.pbs.parsers import (
     sched_sort_keys,
 )
 from rlsched.core.live import CHANGE_KINDS, QueueKey
-from rlsched.core.view import ClusterView, FinishedJobs, JobClass, PendingJobs, RunningJobs, user_id
+from rlsched.core.view import (
+    ClusterView,
+    FinishedJobs,
+    JobClass,
+    PendingJobs,
+    RunningJobs,
+    executable_id,
+    user_id,
+)
 
 log = logging.getLogger(__name__)
 
@@ -220,12 +228,14 @@ class PBSBackend(CLIBackend[PBSJob, PBSUndoRecord]):
             oracle_run_s=np.full(len(pending), np.nan),
             held=np.array([j.held for j in pending], dtype=np.bool_),
             user=np.array([user_id(j.user) for j in pending], dtype=np.int64),
+            executable=np.array([executable_id(j.name) for j in pending], dtype=np.int64),
         )
         running_view = RunningJobs(
             **common(running),
             req_time_s=np.array([req(j.walltime_s) for j in running], dtype=np.float64),
             start_s=np.array([j.start_s for j in running], dtype=np.float64),
             user=np.array([user_id(j.user) for j in running], dtype=np.int64),
+            executable=np.array([executable_id(j.name) for j in running], dtype=np.int64),
         )
         finished_view = FinishedJobs(
             **common(finished),

@@ -91,6 +91,10 @@ class PBSJob:
     subjob: bool = False
     queued_subjobs: int = 0
     exit_status: int | None = None
+    #: The job name (``Job_Name`` of qstat, ``jobname`` of an accounting record; "" when absent): the view's
+    #: executable id is its CRC-32 (:func:`rlsched.core.view.executable_id`), what a learned runtime
+    #: predictor keys a program's history by.
+    name: str = ""
 
     @property
     def pending(self) -> bool:
@@ -252,6 +256,17 @@ def _time(f: JsonFields, key: str) -> float:
     return parse_pbs_time(value, f.command, f"{f.where}.{key}")
 
 
+def _job_name(value: object) -> str:
+    """``Job_Name`` as the view keys it: qstat -F json prints a name that looks like a number as one (taken as
+    its text); anything else that is not a string is "" — a name only identifies the job's program, so an odd
+    one costs the job its history, never its place in the view."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return str(value)
+    return ""
+
+
 def _queued_subjobs(counts: str) -> int:
     """``array_state_count`` ``"Queued:3 Running:1 Exiting:0 Expired:0 "`` → 3."""
     match = re.search(r"Queued:(\d+)", counts)
@@ -301,6 +316,7 @@ def _qstat_job(pbs_id: str, f: JsonFields) -> PBSJob:
         subjob=subjob,
         queued_subjobs=_queued_subjobs(f.text("array_state_count", "")) if array else 0,
         exit_status=f.opt_int("Exit_status"),
+        name=_job_name(f.obj.get("Job_Name")),
     )
 
 
@@ -478,6 +494,7 @@ def accounting_job(record: AccountingRecord, where: str = "") -> PBSJob:
         array=array,
         subjob=subjob,
         exit_status=int(exit_text) if re.fullmatch(r"-?\d{1,9}", exit_text) else None,
+        name=f.get("jobname", ""),
     )
 
 

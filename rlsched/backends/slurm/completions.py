@@ -40,7 +40,6 @@ from rlsched.backends.slurm.parsers import (
     split_jobcomp_records,
 )
 from rlsched.history.records import DropLog
-from rlsched.history.sacct import read_sacct_text
 
 log = logging.getLogger(__name__)
 
@@ -81,6 +80,9 @@ def read_sacct_completions(text: str, log: DropLog) -> list[CompletedJob]:
     """``sacct -X -n -P --format=SACCT_FORMAT`` (``SLURM_TIME_FORMAT=%s``): the finished jobs that ran.
 
     Read by the history import's reader; a record it cannot read is ``log.bad`` and skipped."""
+    # Imported here: rlsched.history.sacct reads Slurm's parsers, whose package imports this module.
+    from rlsched.history.sacct import read_sacct_text
+
     jobs = []
     for job in read_sacct_text(text.split("\n"), SACCT, log, columns=SACCT_FORMAT.split(",")):
         if job.state not in FINISHED_STATES or job.cpus <= 0 or math.isnan(job.start_s) or math.isnan(job.end_s):

@@ -108,6 +108,9 @@ class SlurmJob(msgspec.Struct, frozen=True, gc=False):
     submit_s: float
     start_s: float
     end_s: float
+    #: The job name (``name``; "" when absent or not a string): the view's executable id is its CRC-32
+    #: (:func:`rlsched.core.view.executable_id`), what a learned runtime predictor keys a program's history by.
+    name: str = ""
 
     @property
     def pending(self) -> bool:
@@ -285,6 +288,8 @@ class _SqueueJob(msgspec.Struct, gc=False):
     submit_time: int | msgspec.UnsetType | None = msgspec.UNSET
     start_time: int | msgspec.UnsetType | None = msgspec.UNSET
     end_time: int | msgspec.UnsetType | None = msgspec.UNSET
+    # Any, not str: a name of another type must not send the whole document to the slow reader (it reads "").
+    name: Any = ""
 
 
 class _SqueueDoc(msgspec.Struct, gc=False):
@@ -381,7 +386,14 @@ def _typed_squeue_job(raw: _SqueueJob) -> SlurmJob | None:
         float(submit) if submit else math.nan,
         start_s,
         end_s,
+        raw.name if raw.name.__class__ is str else "",
     )
+
+
+def _job_name(value: object) -> str:
+    """A job name as the view keys it: a string, "" for anything else (absent, null, another type) — a job's
+    name only identifies its program, so an odd one costs the job its history, never its place in the view."""
+    return value if isinstance(value, str) else ""
 
 
 def _squeue_job(f: JsonFields) -> SlurmJob:
@@ -422,6 +434,7 @@ def _squeue_job(f: JsonFields) -> SlurmJob:
         submit_s=_epoch(f.req_int("submit_time")),
         start_s=_epoch(start),
         end_s=_epoch(end),
+        name=_job_name(f.obj.get("name")),
     )
 
 
@@ -594,6 +607,12 @@ class JobcompRecord:
     account: str
     qos: str
     submit_s: float
+    #: The free-text ``Name`` (the job name; "" when the record has none): what the history import turns
+    #: into SWF field 14, the executable id (:func:`rlsched.core.view.executable_id`).
+    name: str = ""
+
+
+_JOBCOMP_NAME = " Name="
 
 
 def parse_jobcomp_record(text: str, where: str = "") -> JobcompRecord:
@@ -624,6 +643,10 @@ def parse_jobcomp_record(text: str, where: str = "") -> JobcompRecord:
             f"ambiguous record: its Account…SubmitTime fields occur {len(tails)} times (a work dir imitating them)",
         )
     tail = tails[0]
+    # The name is everything between the head and the fixed run (which occurs once), so spaces, '=' and a
+    # joined newline in it are kept as the job had them.
+    between = text[head.end() : middle.start()]
+    name = between[len(_JOBCOMP_NAME) :] if between.startswith(_JOBCOMP_NAME) else ""
     return JobcompRecord(
         job_id=int(head["job_id"]),
         user=head["user"],
@@ -638,6 +661,7 @@ def parse_jobcomp_record(text: str, where: str = "") -> JobcompRecord:
         account=tail["account"],
         qos=tail["qos"],
         submit_s=_local_time(tail["submit"], where),
+        name=name,
     )
 
 

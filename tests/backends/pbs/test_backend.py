@@ -17,7 +17,7 @@ from rlsched.backends.pbs import PBSBackend, PBSBackendConfig, PBSError
 from rlsched.backends.pbs.completions import CompletionFeed
 from rlsched.backends.pbs.parsers import SUBJOB_ID_BASE, parse_qstat_json
 from rlsched.core.live import LiveBackend, NodeControl
-from rlsched.core.view import JobClass, user_id
+from rlsched.core.view import UNKNOWN_EXECUTABLE, JobClass, executable_id, user_id
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "pbs"
 LIVE = (DATA / "qstat-live.json").read_text()
@@ -115,6 +115,24 @@ def test_the_view_carries_each_jobs_user_for_the_runtime_predictors() -> None:
     assert all(names[j] for j in view.pending.job_id.tolist())
     assert view.pending.user.tolist() == [user_id(names[j]) for j in view.pending.job_id.tolist()]
     assert view.running.user.tolist() == [user_id(names[j]) for j in view.running.job_id.tolist()]
+
+
+def test_the_view_carries_each_jobs_executable_id_from_its_name() -> None:
+    doc = json.loads(LIVE)
+    del doc["Jobs"]["4.pbshost"]["Job_Name"]  # a job without a name
+    backend = make(ScriptedRunner({"qstat": [CommandResult(("qstat",), 0, json.dumps(doc), "")]}))
+    view = backend.view()
+    pending = dict(zip(view.pending.job_id.tolist(), view.pending.executable.tolist(), strict=True))
+    assert pending == {
+        2: executable_id("arr"),
+        3: executable_id("plain"),
+        4: UNKNOWN_EXECUTABLE,
+        5: executable_id("multichunk"),
+        6: executable_id("nowall"),
+    }
+    running = dict(zip(view.running.job_id.tolist(), view.running.executable.tolist(), strict=True))
+    arr = executable_id("arr")
+    assert running == {1: executable_id("blocker"), SUBJOB_ID_BASE + 2: arr, 2 * SUBJOB_ID_BASE + 2: arr}
 
 
 def test_out_of_scope_queues_are_left_out_and_no_job_table_is_an_empty_queue() -> None:

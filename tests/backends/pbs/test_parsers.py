@@ -50,6 +50,23 @@ def test_the_live_view_queued_running_held_arrays_and_multi_chunk_select() -> No
     assert math.isinf(jobs["6.pbshost"].walltime_s)
 
 
+def test_job_names_of_qstat_and_of_the_accounting_log() -> None:
+    doc = json.loads(LIVE)
+    doc["Jobs"]["3.pbshost"]["Job_Name"] = 7  # qstat -F json prints a name that looks like a number as one
+    del doc["Jobs"]["4.pbshost"]["Job_Name"]
+    doc["Jobs"]["5.pbshost"]["Job_Name"] = ["not", "a", "name"]
+    jobs = {job.pbs_id: job for job in parse_qstat_json(json.dumps(doc))}
+    assert jobs["1.pbshost"].name == "blocker" and jobs["2[].pbshost"].name == jobs["2[0].pbshost"].name == "arr"
+    assert (jobs["3.pbshost"].name, jobs["4.pbshost"].name, jobs["5.pbshost"].name) == ("7", "", "")
+    assert jobs["5.pbshost"].cpus == 7  # an odd name costs the job nothing else
+    ended = {job.pbs_id: job for _, job in read_accounting(ACCOUNTING, "acct", lambda w, r: None)}
+    assert (ended["0.pbshost"].name, ended["1.pbshost"].name, ended["6.pbshost"].name) == ("STDIN", "blocker", "nowall")
+    # A quoted name with spaces, as PBS writes one.
+    line = next(x for x in ACCOUNTING if ";E;1.pbshost;" in x)
+    ((_, job),) = read_accounting([line.replace("jobname=blocker", 'jobname="my run"')], "acct", lambda w, r: None)
+    assert job.name == "my run"
+
+
 def test_the_history_only_jobs_that_ran_are_completions() -> None:
     jobs = {job.pbs_id: job for job in parse_qstat_json(HISTORY)}
     ran = sorted(job.pbs_id for job in jobs.values() if job.ran)

@@ -17,7 +17,7 @@ from rlsched.backends.slurm import SlurmBackend, SlurmBackendConfig, SlurmComman
 from rlsched.backends.slurm.completions import SACCT_PARTITION_WAIT_S, CompletionFeed, detect_source
 from rlsched.core.classify import ClassRule, VOMapping
 from rlsched.core.live import LiveBackend, NodeControl
-from rlsched.core.view import Backend, JobClass, user_id
+from rlsched.core.view import UNKNOWN_EXECUTABLE, Backend, JobClass, executable_id, user_id
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "slurm"
 SQUEUE = (DATA / "squeue-mixed.json").read_text()
@@ -165,6 +165,25 @@ def test_the_view_carries_each_jobs_user_for_the_runtime_predictors() -> None:
     assert all(names[j] for j in view.pending.job_id.tolist())  # the sample names every user
     assert view.pending.user.tolist() == [user_id(names[j]) for j in view.pending.job_id.tolist()]
     assert view.running.user.tolist() == [user_id(names[j]) for j in view.running.job_id.tolist()]
+
+
+def test_the_view_carries_each_jobs_executable_id_from_its_name() -> None:
+    # The recorded sample with job 8 renamed, job 9's name taken away and running job 7's name blank.
+    doc = json.loads(SQUEUE)
+    jobs = {job["job_id"]: job for job in doc["jobs"]}
+    jobs[8]["name"] = "sim-a"
+    del jobs[9]["name"]
+    jobs[7]["name"] = "  "
+    view = make(FakeRunner({"squeue": [ok(("squeue",), json.dumps(doc))]})).view()
+    assert view.pending.job_id.tolist() == [8, 9, 10] and view.running.job_id.tolist() == [7]
+    weird = 'weird | name "x" JobState=FAILED Partition=x'
+    assert view.pending.executable.tolist() == [executable_id("sim-a"), UNKNOWN_EXECUTABLE, executable_id(weird)]
+    assert view.running.executable.tolist() == [UNKNOWN_EXECUTABLE]
+    assert executable_id("sim-a") != executable_id("wrap")  # each name its own id: the column is no constant
+    # The recorded names as they are: every job ran `sbatch --wrap` ("wrap").
+    view = make(FakeRunner()).view()
+    assert view.pending.executable.tolist()[:2] == [executable_id("wrap")] * 2
+    assert view.running.executable.tolist() == [executable_id("wrap")]
 
 
 def test_partition_scope_filters_jobs_and_nodes() -> None:

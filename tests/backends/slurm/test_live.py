@@ -18,7 +18,7 @@ pytest.register_assert_rewrite("tests.slurm_cluster")
 from rlsched.backends.slurm import SlurmBackend, SlurmBackendConfig  # noqa: E402
 from rlsched.core.classify import ClassRule  # noqa: E402
 from rlsched.core.policies import BuildContext, build_agent, parse_policy  # noqa: E402
-from rlsched.core.view import JobClass, user_id  # noqa: E402
+from rlsched.core.view import JobClass, executable_id, user_id  # noqa: E402
 from tests.slurm_cluster import SlurmTestCluster, wait_for  # noqa: E402
 
 # The fixtures (the lead also lists this plugin in conftest.py; pytest registers a plugin once).
@@ -39,7 +39,7 @@ def test_startup_time_is_reported(slurm_cluster: SlurmTestCluster) -> None:
 
 def test_view_reports_jobs_nodes_classes_and_vos(slurm: SlurmTestCluster) -> None:
     blocker = slurm.sbatch("-c", "12", "-A", "atlas")
-    short = slurm.sbatch("-c", "8", "-A", "cms", "-p", "short", "-t", "5")
+    short = slurm.sbatch("-c", "8", "-A", "cms", "-p", "short", "-t", "5", "-J", "md|run 3")
     held = slurm.sbatch("-c", "2", "-A", "lhcb", "--hold")
     wait_for(lambda: slurm.state(blocker) == "RUNNING", 20, "the blocker to run")
     rule = ClassRule(interactive_partitions=frozenset({"short"}), interactive_max_time_s=None)
@@ -60,6 +60,11 @@ def test_view_reports_jobs_nodes_classes_and_vos(slurm: SlurmTestCluster) -> Non
     assert view.pending.req_time_s[i] == 300.0
     assert view.pending.req_time_s[h] == b.config.unlimited_time_s
     assert view.pending.held.tolist()[h] and not view.pending.held.tolist()[i]
+    # Each job's program: its job name's id (sbatch --wrap names a job "wrap").
+    assert view.pending.executable[i] == executable_id("md|run 3") and view.pending.executable[h] == executable_id(
+        "wrap"
+    )
+    assert view.running.executable.tolist() == [executable_id("wrap")]
     assert view.cloud is not None and view.cloud.nodes_total == 4 and view.cloud.nodes_powered == 0
     assert b.errors.total() == 0
 

@@ -19,6 +19,7 @@ from rlsched.backends.slurm.errors import SlurmParseError
 from rlsched.backends.slurm.parsers import (
     parse_duration_s,
     parse_jobcomp_line,
+    parse_jobcomp_record,
     parse_scontrol_config,
     parse_sinfo_json,
     parse_sinfo_json_reference,
@@ -51,6 +52,18 @@ def test_squeue_sample_quirks() -> None:
     assert all(math.isnan(j.start_s) for j in jobs.values() if j.pending)
 
 
+def test_squeue_job_names_and_a_job_without_one() -> None:
+    doc = json.loads(SQUEUE)
+    del doc["jobs"][7]["name"]  # job 8
+    doc["jobs"][8]["name"] = None  # job 9
+    doc["jobs"][6]["name"] = 42  # job 7: not a string
+    for parse in (parse_squeue_json, parse_squeue_json_reference):
+        jobs = {job.job_id: job for job in parse(json.dumps(doc))}
+        assert jobs[1].name == "wrap" and jobs[10].name == 'weird | name "x" JobState=FAILED Partition=x'
+        assert (jobs[7].name, jobs[8].name, jobs[9].name) == ("", "", "")
+        assert jobs[7].active and jobs[7].cpus > 0  # the odd name costs the job nothing else
+
+
 def test_sinfo_sample_lists_each_node_once() -> None:
     nodes = {node.name: node for node in parse_sinfo_json(SINFO)}
     assert sorted(nodes) == ["cloud1", "cloud2", "cloud3", "cloud4", "node1"]
@@ -79,6 +92,10 @@ def test_jobcomp_sample() -> None:
     # The job name "weird | name "x" JobState=FAILED Partition=x" does not fool the parser.
     assert by_id[10].state == "COMPLETED" and by_id[10].partition == "debug" and by_id[10].account == "atlas"
     assert by_id[10].time_limit_s == 525600 * 60
+    # The free-text Name, whole: everything between the user/group and the fixed run of fields.
+    assert parse_jobcomp_record(lines[0]).name == "wrap"
+    assert parse_jobcomp_record(lines[-1]).name == 'weird | name "x" JobState=FAILED Partition=x'
+    assert parse_jobcomp_record(lines[0].replace(" Name=wrap ", " Name= ")).name == ""
 
 
 def test_jobcomp_bad_line_names_the_place() -> None:
@@ -251,6 +268,10 @@ def test_typed_decoding_reads_exactly_what_the_reference_reader_does(
         ("time_limit", None),
         ("start_time", None),
         ("state_reason", None),
+        ("name", None),
+        ("name", 42),
+        ("name", ["a"]),
+        ("name", {"a": 1}),
     ],
 )
 def test_typed_decoding_of_odd_fields_matches_the_reference(field: str, value: Any) -> None:
