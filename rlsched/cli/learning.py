@@ -121,6 +121,12 @@ ROWS_DIR = "rows"
     help="Directory for report.md, results.json and ratios.png.",
 )
 @click.option("--report-only", is_flag=True, help="Regenerate report.md and the figure from OUT/results.json.")
+@click.option(
+    "--other-code",
+    is_flag=True,
+    help="Resume from rows and pieces in OUT that another rlsched code computed (by default only this code's are "
+    "read back); the report names the rows so made.",
+)
 def learning(
     traces_text: str | None,
     seeds: int,
@@ -139,12 +145,14 @@ def learning(
     workers: int,
     out: Path,
     report_only: bool,
+    other_code: bool,
 ) -> None:
     """Regenerate issue 23's table into OUT: every rule, sarsa-esn (train's epochs, selection and verdict), the
     scored search and the runtime predictors, per trace, on the test window in boost mode, bounded slowdown.
 
     A run stopped and started again resumes: the rows finished from OUT/rows/, the row it was in from the
-    replays and trainings kept in OUT/pieces/ (keyed by their arguments: remove it after changing the code)."""
+    replays and trainings kept in OUT/pieces/ (keyed by their arguments, and read back only by the code that
+    computed them: after a change to rlsched's core, sim or workflow they are computed again)."""
     from dataclasses import replace
 
     from rlsched.core.objective import Objective, parse_class_weights
@@ -190,7 +198,12 @@ def learning(
     t0 = time.perf_counter()
     try:
         data = run_learning(
-            loader, traces, settings, say=lambda text: click.echo(text, err=True), rows_dir=out / ROWS_DIR
+            loader,
+            traces,
+            settings,
+            say=lambda text: click.echo(text, err=True),
+            rows_dir=out / ROWS_DIR,
+            other_code=other_code,
         )
     except (ValueError, FileNotFoundError) as exc:
         raise click.ClickException(" ".join(str(exc).split())) from exc

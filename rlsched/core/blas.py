@@ -98,6 +98,14 @@ def single_blas_thread(method: Callable[P, R]) -> Callable[P, R]:
     return guarded
 
 
+def blas_libraries() -> list[str]:
+    """Each loaded BLAS library as ``openblas 0.3.31 Haswell`` (its API, version and kernel set), in a fixed order."""
+    return sorted(
+        f"{lib.get('internal_api')} {lib.get('version')} {lib.get('architecture') or ''}".strip()
+        for lib in _blas_controller().info()
+    )
+
+
 def blas_threads() -> list[int]:
     """The current thread count of each loaded BLAS library (tests and diagnostics)."""
     return [int(lib["num_threads"]) for lib in _blas_controller().info()]

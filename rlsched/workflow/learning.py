@@ -46,7 +46,7 @@ from rlsched.core.policies.registry import LEARNED_RUNTIME_DEFAULT
 from rlsched.sim.prediction_errors import prediction_errors
 from rlsched.sim.search import SearchConfig
 from rlsched.sim.workload import Workload, with_class_rule
-from rlsched.workflow.pieces import PieceStore, fingerprint
+from rlsched.workflow.pieces import UNRECORDED_CODE, PieceStore, computing_code, fingerprint, numerical_platform
 from rlsched.workflow.site import trace_class_rule
 from rlsched.workflow.split import Deployment, TimeSplit, describe_window
 from rlsched.workflow.train import (
@@ -725,21 +725,32 @@ def saved_row(rows_dir: Path, name: str, settings: LearningSettings) -> dict[str
     return row if isinstance(row, dict) else None
 
 
+def row_codes(row: Mapping[str, Any]) -> list[str]:
+    """The :func:`~rlsched.workflow.pieces.computing_code` of each code that computed ``row`` (one for a row
+    computed in one go or resumed by the same code; ``unrecorded`` for a row from before rows recorded it)."""
+    codes = row.get("codes")
+    return [str(c) for c in codes] if isinstance(codes, list) and codes else [UNRECORDED_CODE]
+
+
 def run_learning(
     loader: Callable[[str, int | None], Workload],
     traces: Sequence[str],
     settings: LearningSettings,
     say: Callable[[str], None] | None = None,
     rows_dir: Path | None = None,
+    other_code: bool = False,
 ) -> dict[str, Any]:
     """Every trace's row (``loader(name, max_procs)`` loads a trace; traces :func:`needs_fewer_cores` names are
     replayed on :func:`replay_cores`'s fraction) and what was run.
 
     ``rows_dir``: each finished row is written there at once (atomically), and a trace whose row a run with the
-    same settings left there, on the cores this run would replay it on, is not run again — a run of hours that
-    stops resumes where it stopped; inside a row, too, from its pieces kept beside (:func:`pieces_path`).
+    same settings and the same code left there, on the cores this run would replay it on, is not run again — a
+    run of hours that stops resumes where it stopped; inside a row, too, from its pieces kept beside
+    (:func:`pieces_path`).  ``other_code``: rows and pieces another code computed are read back too (each row
+    records its codes, :func:`row_codes`, and the report names the rows made by more than one or by another).
     """
     rows = []
+    code = computing_code()
 
     def load(name: str, max_procs: int | None) -> Workload:
         workload = loader(name, max_procs)
@@ -754,20 +765,33 @@ def run_learning(
             if reduced < whole.max_procs:
                 whole, cores = load(name, reduced), reduced
         kept = saved_row(rows_dir, name, settings) if rows_dir is not None else None
-        if kept is not None and rows_dir is not None and int(kept["cores"]) == (cores or recorded):
+        same_code = kept is not None and (other_code or row_codes(kept) == [code])
+        if kept is not None and rows_dir is not None and int(kept["cores"]) == (cores or recorded) and same_code:
             if say is not None:
                 say(f"{name}: the row finished earlier with these settings ({row_path(rows_dir, name)})")
             # The predictors are measured again: seconds, and a measure added since reaches the table.
             rows.append({**kept, "prediction": predictor_scores(first_jobs(whole, settings.max_jobs))})
             continue
         if kept is not None and say is not None:
-            say(f"{name}: the row kept was replayed on {kept['cores']} cores, this run on {cores or recorded}: again")
-        pieces = PieceStore(pieces_path(rows_dir, name)) if rows_dir is not None else None
+            say(
+                f"{name}: the row kept was computed by code {', '.join(row_codes(kept))}, this run's is {code}: again"
+                if not same_code
+                else f"{name}: the row kept was replayed on {kept['cores']} cores, this run on {cores or recorded}: "
+                "again"
+            )
+        pieces = PieceStore(pieces_path(rows_dir, name), code, other_code) if rows_dir is not None else None
         if pieces is not None and pieces.directory.is_dir() and say is not None:
-            say(f"{name}: resumed from the finished pieces in {pieces.directory}")
+            say(f"{name}: resumed from the finished pieces in {pieces.directory} (those of code {code})")
         row = learning_trace(
             whole, settings, cores=cores, core_fraction=fraction, recorded_cores=recorded, say=say, pieces=pieces
         )
+        row["codes"] = sorted(pieces.codes | {code}) if pieces is not None else [code]
+        row["platform"] = numerical_platform()
+        if pieces is not None and pieces.stale and say is not None:
+            say(
+                f"{name}: {pieces.stale} piece(s) another code computed were "
+                + ("read back (--other-code)" if other_code else "computed again")
+            )
         if pieces is not None and pieces.reused:
             # Its "seconds" are this run's only: the report says the row was finished from earlier runs' pieces.
             row["pieces_reused"] = pieces.reused
@@ -1196,6 +1220,8 @@ def render_report(data: Mapping[str, Any]) -> str:
         "",
         _information(s),
         "",
+        _provenance(rows),
+        "",
         "## The table (test window)",
         "",
         "| trace | jobs (cores) | best rule on test (hindsight) | rule validation picks | rule the windows "
@@ -1263,6 +1289,35 @@ def _information(s: Mapping[str, Any]) -> str:
             "the traces' executable ids)."
         )
     )
+
+
+def _provenance(rows: Sequence[Mapping[str, Any]]) -> str:
+    """The report's sentence on the code that computed each row (:func:`row_codes`)."""
+    by_codes: dict[tuple[str, ...], list[str]] = {}
+    for r in rows:
+        by_codes.setdefault(tuple(row_codes(r)), []).append(str(r["trace"]))
+    platforms = sorted({str(r["platform"]) for r in rows if "platform" in r})
+    what = (
+        "(`rlsched.workflow.pieces.computing_code`: the sources of rlsched's core, sim and workflow, and the "
+        "numerical platform, "
+        + (" or ".join(platforms) if platforms else "not recorded")
+        + ": another CPU's BLAS kernels give other learned models); `rlsched learning` reads back a row or a "
+        "piece only from the same code, so a rerun by other code computes them again"
+    )
+    if len(by_codes) == 1 and UNRECORDED_CODE not in next(iter(by_codes)) and len(next(iter(by_codes))) == 1:
+        return f"Code: every row computed by rlsched code `{next(iter(by_codes))[0]}` {what}."
+    parts = []
+    for codes, traces in by_codes.items():
+        if codes == (UNRECORDED_CODE,):
+            parts.append(f"{', '.join(traces)}: code not recorded (computed before rows recorded it)")
+        elif len(codes) == 1:
+            parts.append(f"{', '.join(traces)}: code `{codes[0]}`")
+        else:
+            parts.append(
+                f"{', '.join(traces)}: **resumed across code changes** (`--other-code`), from pieces of codes "
+                + ", ".join(f"`{c}`" for c in codes)
+            )
+    return f"Code: the rows were computed by different codes {what}. " + "; ".join(parts) + "."
 
 
 def _learned_information(label: str) -> str:

@@ -16,7 +16,14 @@ def _env(**extra: str) -> dict[str, str]:
     env = {
         k: v
         for k, v in os.environ.items()
-        if k not in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "RLSCHED_BLAS_THREADS")
+        if k
+        not in (
+            "OPENBLAS_NUM_THREADS",
+            "OMP_NUM_THREADS",
+            "MKL_NUM_THREADS",
+            "RLSCHED_BLAS_THREADS",
+            "OPENBLAS_CORETYPE",
+        )
     }
     env.update(extra)
     return env
@@ -68,3 +75,30 @@ def test_a_learned_run_is_the_same_for_a_seed_across_thread_settings(tmp_path: P
     many = _learned_run(tmp_path, "many", OPENBLAS_NUM_THREADS="2", OMP_NUM_THREADS="2")
     assert one["jobs"] == 475 and one["scheduler"] == "sarsa-esn"
     assert one == many
+
+
+def _kernels(env: dict[str, str]) -> tuple[str, list[str]]:
+    """The OPENBLAS_CORETYPE the CLI leaves, and the kernel set each loaded OpenBLAS runs."""
+    code = (
+        "import rlsched.cli, os; from rlsched.core.blas import blas_libraries; "
+        "print(os.environ.get('OPENBLAS_CORETYPE', '-'), *(lib.split()[-1] for lib in blas_libraries()))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    first, *rest = out.stdout.split()
+    return first, rest
+
+
+def test_the_cli_pins_one_blas_kernel_set_where_the_cpu_runs_it_and_keeps_an_explicit_one() -> None:
+    from rlsched.cli import runs_haswell_kernels
+
+    assert runs_haswell_kernels("processor : 0\nflags : fpu sse2 avx fma avx2 bmi2\n")
+    assert not runs_haswell_kernels("processor : 0\nflags : fpu sse2 avx\n")  # an older x86-64
+    assert not runs_haswell_kernels("processor : 0\nFeatures : fp asimd\n")  # an ARM machine: no flags line
+    with open("/proc/cpuinfo", encoding="utf-8") as f:
+        here = runs_haswell_kernels(f.read())
+    pinned, kernels = _kernels(_env())
+    if here:
+        assert pinned == "Haswell" and kernels and set(kernels) == {"Haswell"}
+    else:
+        assert pinned == "-"
+    assert _kernels(_env(OPENBLAS_CORETYPE="Sandybridge")) == ("Sandybridge", ["Sandybridge"] * len(kernels))

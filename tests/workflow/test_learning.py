@@ -426,6 +426,50 @@ def test_each_finished_row_is_kept_and_a_run_started_again_resumes_from_it(
     assert ran == ["small", "small", "small"]
 
 
+def test_a_row_another_code_computed_is_computed_again_unless_asked_and_the_report_says_which_code(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import rlsched.workflow.learning as learning
+
+    ran: list[str] = []
+
+    def fake_row(whole: Any, settings: Any, **_: Any) -> dict[str, Any]:
+        ran.append(whole.name)
+        return _stub_row(whole)
+
+    monkeypatch.setattr(learning, "learning_trace", fake_row)
+    swf = write_swf(tmp_path / "small.swf", n=120, interarrival_s=60.0)
+    settings = learning.quick_settings((0,), max_jobs=100)
+    rows = tmp_path / "rows"
+
+    def run(**kwargs: Any) -> dict[str, Any]:
+        return learning.run_learning(
+            lambda name, procs: load_workload(name), [str(swf)], settings, rows_dir=rows, **kwargs
+        )
+
+    code = learning.computing_code()
+    assert run()["traces"][0]["codes"] == [code] and ran == ["small"]
+    report = learning._provenance(run()["traces"])
+    assert f"Code: every row computed by rlsched code `{code}`" in report
+    assert learning.numerical_platform() in report and "openblas" in learning.numerical_platform()
+    assert ran == ["small"]  # the same code: read back
+    path = rows / (str(swf).replace("/", "_") + ".json")
+    saved = json.loads(path.read_text())
+    saved["row"]["codes"] = ["0123456789abcdef"]  # as if the code changed since
+    path.write_text(json.dumps(saved))
+    said: list[str] = []
+    assert run(say=said.append)["traces"][0]["codes"] == [code] and ran == ["small", "small"]
+    assert any("computed by code 0123456789abcdef" in line for line in said)
+    del saved["row"]["codes"]  # a row from before rows recorded their code
+    path.write_text(json.dumps(saved))
+    kept = run(other_code=True)["traces"]
+    assert ran == ["small", "small"] and learning.row_codes(kept[0]) == ["unrecorded"]  # asked: read back
+    assert "small: code not recorded" in learning._provenance(kept)
+    mixed = learning._provenance([{**kept[0], "codes": ["a", "b"]}, {**kept[0], "trace": "x", "codes": [code]}])
+    assert "small: **resumed across code changes** (`--other-code`), from pieces of codes `a`, `b`" in mixed
+    assert f"x: code `{code}`" in mixed
+
+
 def test_a_row_finished_from_an_earlier_runs_pieces_says_its_wall_time_is_the_last_runs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

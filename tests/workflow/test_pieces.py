@@ -44,3 +44,57 @@ def test_a_piece_kept_is_read_back_and_a_damaged_one_is_computed_again(tmp_path:
     assert again.computed("k", compute) == (2.5, None) and calls == [1, 1]
     assert again.reused == 0 and again.kept == 1
     assert [p.name for p in (tmp_path / "pieces").iterdir()] == ["k.pickle"]  # no temporary file left behind
+
+
+def _sources(root: Path) -> Path:
+    """A stand-in for the rlsched package: a file in each of code_digest's sources and one outside them."""
+    for name in ("core/a.py", "sim/b.py", "workflow/c.py", "workflow/prior.json", "errors.py", "daemon/d.py"):
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(f"# {name}\n")
+    return root
+
+
+def test_the_code_digest_changes_with_what_computes_a_row_and_only_with_it(tmp_path: Path) -> None:
+    from rlsched.workflow.pieces import code_digest
+
+    root = _sources(tmp_path / "one")
+    before = code_digest(root)
+    assert code_digest(_sources(tmp_path / "two")) == before  # the same sources anywhere
+    (root / "daemon" / "d.py").write_text("changed = True\n")  # the daemon never runs in a replay
+    (root / "sim" / "__pycache__").mkdir()
+    (root / "sim" / "__pycache__" / "b.cpython-311.pyc").write_bytes(b"\x00")
+    assert code_digest(_sources(tmp_path / "three")) == before and code_digest(tmp_path / "one") == before
+    for changed in ("core/a.py", "workflow/prior.json", "errors.py"):
+        other = _sources(tmp_path / changed.replace("/", "_"))
+        (other / changed).write_text("x = 1\n")
+        assert code_digest(other) != before, changed
+    moved = _sources(tmp_path / "moved")
+    (moved / "sim" / "b.py").rename(moved / "sim" / "b2.py")  # the same bytes under another name
+    assert code_digest(moved) != before
+    assert len(code_digest()) == 16  # the installed package's
+
+
+def test_a_piece_another_code_computed_is_computed_again_unless_asked(tmp_path: Path) -> None:
+    import pickle
+
+    old = PieceStore(tmp_path / "pieces", code="old")
+    old.put("k", 1.0)
+    calls: list[int] = []
+
+    def compute() -> float:
+        calls.append(1)
+        return 2.0
+
+    new = PieceStore(tmp_path / "pieces", code="new")
+    assert new.computed("k", compute) == 2.0 and calls == [1]  # not the old code's 1.0
+    assert (new.reused, new.stale, new.kept, new.codes) == (0, 1, 1, {"new"})
+    assert PieceStore(tmp_path / "pieces", code="new").get("k") == 2.0  # kept over the old one
+    # Asked to (a row of hours resumed across a change): read back, and its code listed.
+    old.put("k", 1.0)
+    across = PieceStore(tmp_path / "pieces", code="new", other_code=True)
+    assert across.get("k") == 1.0 and (across.reused, across.stale, across.codes) == (1, 1, {"old"})
+    # A piece from before pieces recorded their code holds the bare value: its code is unrecorded.
+    (tmp_path / "pieces" / "bare.pickle").write_bytes(pickle.dumps(3.0))
+    assert PieceStore(tmp_path / "pieces", code="new").get("bare") is None
+    bare = PieceStore(tmp_path / "pieces", code="new", other_code=True)
+    assert bare.get("bare") == 3.0 and bare.codes == {"unrecorded"}
