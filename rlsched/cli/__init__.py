@@ -35,43 +35,8 @@ def pin_blas_threads() -> None:
         os.environ[name] = threads
 
 
-#: The OpenBLAS kernel set the CLI asks for where the CPU can run it (AVX2 and FMA: any x86-64 CPU since 2015).
-PINNED_BLAS_KERNELS = "Haswell"
-
-
-def runs_haswell_kernels(cpuinfo: str) -> bool:
-    """Whether a CPU, by its ``/proc/cpuinfo``, runs OpenBLAS's Haswell kernels (its flags name AVX2 and FMA)."""
-    for line in cpuinfo.splitlines():
-        key, _, value = line.partition(":")
-        if key.strip() == "flags":
-            flags = set(value.split())
-            return {"avx2", "fma"} <= flags
-    return False
-
-
-def pin_blas_kernels() -> None:
-    """``OPENBLAS_CORETYPE=Haswell`` before NumPy loads, where the CPU runs it and the environment names no set.
-
-    OpenBLAS picks its kernels by CPU (Haswell, Zen, SkylakeX, …), and two sets may round a product otherwise
-    even on one thread, and a learner's greedy choices amplify the last bits: sarsa-esn trained for seed 0 on
-    KTH-SP2's first 4,000 jobs scores 61.4 on validation with Haswell's kernels, 60.0 with Sandybridge's, and
-    77.4 in the committed table made where OpenBLAS chose others (this project's earlier machines: SkylakeX).
-    One set for every machine that can run it makes a learned result the same on them.  An explicit
-    ``OPENBLAS_CORETYPE`` is kept (an empty one lets OpenBLAS choose by CPU)."""
-    if "OPENBLAS_CORETYPE" in os.environ:
-        return
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
-            cpuinfo = f.read()
-    except OSError:
-        return  # not Linux: OpenBLAS chooses
-    if runs_haswell_kernels(cpuinfo):
-        os.environ["OPENBLAS_CORETYPE"] = PINNED_BLAS_KERNELS
-
-
 # Before anything below can import NumPy (OpenBLAS reads the variables once, when it loads).
-pin_blas_threads()
-pin_blas_kernels()
+pin_blas_threads()  # the kernel set is pinned by the package itself (rlsched/_blas_kernels.py), imported first
 
 import click  # noqa: E402  (after pin_blas_threads on purpose)
 

@@ -77,10 +77,11 @@ def test_a_learned_run_is_the_same_for_a_seed_across_thread_settings(tmp_path: P
     assert one == many
 
 
-def _kernels(env: dict[str, str]) -> tuple[str, list[str]]:
-    """The OPENBLAS_CORETYPE the CLI leaves, and the kernel set each loaded OpenBLAS runs."""
+def _kernels(env: dict[str, str], first: str = "rlsched.cli") -> tuple[str, list[str]]:
+    """The OPENBLAS_CORETYPE left by importing ``first`` and then rlsched, and the kernel set each loaded OpenBLAS
+    runs."""
     code = (
-        "import rlsched.cli, os; from rlsched.core.blas import blas_libraries; "
+        f"import {first}, rlsched, os; from rlsched.core.blas import blas_libraries; "
         "print(os.environ.get('OPENBLAS_CORETYPE', '-'), *(lib.split()[-1] for lib in blas_libraries()))"
     )
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
@@ -88,8 +89,8 @@ def _kernels(env: dict[str, str]) -> tuple[str, list[str]]:
     return first, rest
 
 
-def test_the_cli_pins_one_blas_kernel_set_where_the_cpu_runs_it_and_keeps_an_explicit_one() -> None:
-    from rlsched.cli import runs_haswell_kernels
+def test_rlsched_pins_one_blas_kernel_set_where_the_cpu_runs_it_and_keeps_an_explicit_one() -> None:
+    from rlsched._blas_kernels import runs_haswell_kernels
 
     assert runs_haswell_kernels("processor : 0\nflags : fpu sse2 avx fma avx2 bmi2\n")
     assert not runs_haswell_kernels("processor : 0\nflags : fpu sse2 avx\n")  # an older x86-64
@@ -102,3 +103,7 @@ def test_the_cli_pins_one_blas_kernel_set_where_the_cpu_runs_it_and_keeps_an_exp
     else:
         assert pinned == "-"
     assert _kernels(_env(OPENBLAS_CORETYPE="Sandybridge")) == ("Sandybridge", ["Sandybridge"] * len(kernels))
+    # A library caller that imports rlsched before NumPy is pinned as the command is; one that loaded NumPy
+    # first keeps what OpenBLAS chose (too late to change), and rlsched does not pretend otherwise.
+    assert _kernels(_env(), first="rlsched.workflow") == (pinned, kernels)
+    assert _kernels(_env(), first="numpy")[0] == "-"
