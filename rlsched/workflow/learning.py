@@ -1292,20 +1292,26 @@ def _information(s: Mapping[str, Any]) -> str:
 
 
 def _provenance(rows: Sequence[Mapping[str, Any]]) -> str:
-    """The report's sentence on the code that computed each row (:func:`row_codes`)."""
+    """The report's sentence on what computed each row (:func:`row_codes`)."""
     by_codes: dict[tuple[str, ...], list[str]] = {}
     for r in rows:
         by_codes.setdefault(tuple(row_codes(r)), []).append(str(r["trace"]))
     platforms = sorted({str(r["platform"]) for r in rows if "platform" in r})
     what = (
-        "(`rlsched.workflow.pieces.computing_code`: the sources of rlsched's core, sim and workflow, and the "
+        "(`rlsched.workflow.pieces.computing_code`: the sources of rlsched's core, sim and workflow and the "
         "numerical platform, "
         + (" or ".join(platforms) if platforms else "not recorded")
-        + ": another CPU's BLAS kernels give other learned models); `rlsched learning` reads back a row or a "
-        "piece only from the same code, so a rerun by other code computes them again"
+        + ", as another BLAS kernel set can round a learned model otherwise); `rlsched learning` reads back a row "
+        "or a piece only from the same code, so a rerun by other code computes them again"
     )
-    if len(by_codes) == 1 and UNRECORDED_CODE not in next(iter(by_codes)) and len(next(iter(by_codes))) == 1:
-        return f"Code: every row computed by rlsched code `{next(iter(by_codes))[0]}` {what}."
+    (codes, _), *others = by_codes.items()
+    if not others and codes == (UNRECORDED_CODE,):
+        return (
+            f"Code: not recorded: the rows were computed before rows recorded their code {what} (`--other-code` "
+            "reads back the rows kept)."
+        )
+    if not others and len(codes) == 1:
+        return f"Code: every row computed by rlsched code `{codes[0]}` {what}."
     parts = []
     for codes, traces in by_codes.items():
         if codes == (UNRECORDED_CODE,):

@@ -391,9 +391,9 @@ def _stub_row(whole: Workload) -> dict[str, Any]:
     return {"trace": whole.name, "jobs": len(whole), "cores": cores, "recorded_cores": cores, "prediction": {}}
 
 
-def test_each_finished_row_is_kept_and_a_run_started_again_resumes_from_it(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _stubbed_rows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[list[str], Path, LearningSettings]:
+    """learning_trace replaced by :func:`_stub_row`: the names of the traces it ran (growing as it runs), a
+    small trace, and quick settings for its first 100 jobs."""
     import rlsched.workflow.learning as learning
 
     ran: list[str] = []
@@ -404,7 +404,15 @@ def test_each_finished_row_is_kept_and_a_run_started_again_resumes_from_it(
 
     monkeypatch.setattr(learning, "learning_trace", fake_row)
     swf = write_swf(tmp_path / "small.swf", n=120, interarrival_s=60.0)
-    settings = learning.quick_settings((0,), max_jobs=100)
+    return ran, swf, learning.quick_settings((0,), max_jobs=100)
+
+
+def test_each_finished_row_is_kept_and_a_run_started_again_resumes_from_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import rlsched.workflow.learning as learning
+
+    ran, swf, settings = _stubbed_rows(tmp_path, monkeypatch)
     rows = tmp_path / "rows"
     first = learning.run_learning(lambda name, procs: load_workload(name), [str(swf)], settings, rows_dir=rows)
     assert ran == ["small"] and (rows / (str(swf).replace("/", "_") + ".json")).is_file()
@@ -431,15 +439,7 @@ def test_a_row_another_code_computed_is_computed_again_unless_asked_and_the_repo
 ) -> None:
     import rlsched.workflow.learning as learning
 
-    ran: list[str] = []
-
-    def fake_row(whole: Any, settings: Any, **_: Any) -> dict[str, Any]:
-        ran.append(whole.name)
-        return _stub_row(whole)
-
-    monkeypatch.setattr(learning, "learning_trace", fake_row)
-    swf = write_swf(tmp_path / "small.swf", n=120, interarrival_s=60.0)
-    settings = learning.quick_settings((0,), max_jobs=100)
+    ran, swf, settings = _stubbed_rows(tmp_path, monkeypatch)
     rows = tmp_path / "rows"
 
     def run(**kwargs: Any) -> dict[str, Any]:
@@ -464,7 +464,8 @@ def test_a_row_another_code_computed_is_computed_again_unless_asked_and_the_repo
     path.write_text(json.dumps(saved))
     kept = run(other_code=True)["traces"]
     assert ran == ["small", "small"] and learning.row_codes(kept[0]) == ["unrecorded"]  # asked: read back
-    assert "small: code not recorded" in learning._provenance(kept)
+    assert learning._provenance(kept).startswith("Code: not recorded: the rows were computed before rows recorded")
+    assert "small: code not recorded" in learning._provenance([*kept, {**kept[0], "trace": "x", "codes": [code]}])
     mixed = learning._provenance([{**kept[0], "codes": ["a", "b"]}, {**kept[0], "trace": "x", "codes": [code]}])
     assert "small: **resumed across code changes** (`--other-code`), from pieces of codes `a`, `b`" in mixed
     assert f"x: code `{code}`" in mixed
