@@ -23,6 +23,11 @@ LEARNED_RUNTIMES = ("estimated", "user-last2", "learned")
 ROWS_DIR = "rows"
 
 
+def _say(text: str) -> None:
+    """A run's progress, on stderr (stdout names the files written)."""
+    click.echo(text, err=True)
+
+
 @click.command("learning")
 @click.option(
     "--traces",
@@ -170,11 +175,13 @@ def learning(
         return
     seed_list = tuple(range(seeds))
     settings = quick_settings(seed_list) if quick else LearningSettings(seeds=seed_list)
-    search = replace(settings.search, runtime_model=scored_runtime, features=scored_features(scored_runtime))
-    if generations is not None:
-        search = replace(search, generations=generations)
-    if population is not None:
-        search = replace(search, population=population)
+    search = replace(
+        settings.search,
+        runtime_model=scored_runtime,
+        features=scored_features(scored_runtime),
+        generations=generations if generations is not None else settings.search.generations,
+        population=population if population is not None else settings.search.population,
+    )
     try:
         chosen = Objective(objective, parse_class_weights(class_weights))
     except ValueError as exc:
@@ -197,14 +204,7 @@ def learning(
 
     t0 = time.perf_counter()
     try:
-        data = run_learning(
-            loader,
-            traces,
-            settings,
-            say=lambda text: click.echo(text, err=True),
-            rows_dir=out / ROWS_DIR,
-            other_code=other_code,
-        )
+        data = run_learning(loader, traces, settings, say=_say, rows_dir=out / ROWS_DIR, other_code=other_code)
     except (ValueError, FileNotFoundError) as exc:
         raise click.ClickException(" ".join(str(exc).split())) from exc
     argv = list(sys.argv[1:]) if sys.argv and "learning" in sys.argv else ["learning"]
