@@ -32,7 +32,8 @@ def pin_blas_kernels() -> None:
     OpenBLAS picks its kernels by CPU (Haswell, Zen, SkylakeX, …), and two sets may round a product otherwise
     even on one thread, and a learner's greedy choices amplify the last bits: sarsa-esn trained for seed 0 on
     KTH-SP2's first 4,000 jobs scores 61.4 on validation with Haswell's kernels, 60.0 with Sandybridge's, and
-    77.4 in the committed table made where OpenBLAS chose others (this project's earlier machines: SkylakeX).
+    77.4 in the table as first committed, made where OpenBLAS chose others (this project's earlier machines:
+    SkylakeX; the table was made again on the pinned kernels).
     One set for every machine that can run it makes a learned result the same on them.  An explicit
     ``OPENBLAS_CORETYPE`` is kept (an empty one lets OpenBLAS choose by CPU)."""
     if "OPENBLAS_CORETYPE" in os.environ or "numpy" in sys.modules:
