@@ -52,7 +52,8 @@ from benchmarks.learning_table import CommittedTable, add_table_options, read_ta
 from rlsched.cli._common import load_workload  # noqa: E402
 from rlsched.core.objective import Objective  # noqa: E402
 from rlsched.sim.workload import Workload, with_class_rule  # noqa: E402
-from rlsched.workflow.learning import JITTER_S, JITTER_SEEDS, apart, replay_stats  # noqa: E402
+from rlsched.workflow.learning import JITTER_S, JITTER_SEEDS, replay_stats  # noqa: E402
+from rlsched.workflow.learning_report import apart  # noqa: E402
 from rlsched.workflow.pieces import PieceStore  # noqa: E402
 from rlsched.workflow.site import trace_class_rule  # noqa: E402
 from rlsched.workflow.split import Deployment, TimeSplit, simulate_in  # noqa: E402

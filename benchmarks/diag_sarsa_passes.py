@@ -51,7 +51,8 @@ from benchmarks.learning_table import (  # noqa: E402
 )
 from rlsched.core.atomic import write_json_atomic  # noqa: E402
 from rlsched.core.view import JobClass  # noqa: E402
-from rlsched.workflow.learning import read_results, row_path, write_outputs  # noqa: E402
+from rlsched.workflow.learning import row_path  # noqa: E402
+from rlsched.workflow.learning_report import read_results, write_outputs  # noqa: E402
 from rlsched.workflow.train import _load, run_tasks  # noqa: E402
 from rlsched.workflow.train_task import TrainResult, TrainTask  # noqa: E402
 

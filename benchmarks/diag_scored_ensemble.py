@@ -43,7 +43,8 @@ import numpy as np  # noqa: E402
 
 from benchmarks.learning_table import CommittedTable, add_table_options, read_table, replay_cores, table_windows  # noqa: E402
 from rlsched.core.policies.spec import format_policy, split_policy  # noqa: E402
-from rlsched.workflow.learning import JITTER_S, JITTER_SEEDS, apart, replay_stats, replays_on_test  # noqa: E402
+from rlsched.workflow.learning import JITTER_S, JITTER_SEEDS, replay_stats  # noqa: E402
+from rlsched.workflow.learning_report import apart, replays_on_test  # noqa: E402
 from rlsched.workflow.split import simulate_in  # noqa: E402
 from rlsched.workflow.verdict import outcome_of, schedule_score  # noqa: E402
 

@@ -39,7 +39,8 @@ import rlsched.sim.rules as sim_rules  # noqa: E402
 from benchmarks.diag_prediction_noise import RULES, test_windows  # noqa: E402
 from benchmarks.learning_table import CommittedTable, add_table_options, read_table, replay_cores  # noqa: E402
 from rlsched.core.prediction import UNDER_PREDICTION_WEIGHT, OnlineRegression, RuntimePredictor, make_predictor  # noqa: E402
-from rlsched.workflow.learning import apart, replay_stats  # noqa: E402
+from rlsched.workflow.learning import replay_stats  # noqa: E402
+from rlsched.workflow.learning_report import apart  # noqa: E402
 from rlsched.workflow.split import simulate_in  # noqa: E402
 from rlsched.workflow.verdict import schedule_score  # noqa: E402
 

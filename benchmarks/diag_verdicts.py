@@ -36,7 +36,7 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.learning_table import CommittedTable, read_table
-from rlsched.workflow.learning import DEPLOYED, _model_replays, _rule_replays
+from rlsched.workflow.learning_report import DEPLOYED, _model_replays, _rule_replays
 from rlsched.workflow.verdict import outcome_of
 
 TABLES = ("learning", "learning-w", "learning-12k", "learning-whole")

@@ -161,14 +161,8 @@ def learning(
     from dataclasses import replace
 
     from rlsched.core.objective import Objective, parse_class_weights
-    from rlsched.workflow.learning import (
-        TRACES,
-        LearningSettings,
-        quick_settings,
-        run_learning,
-        scored_features,
-        write_outputs,
-    )
+    from rlsched.workflow.learning import TRACES, LearningSettings, quick_settings, run_learning, scored_features
+    from rlsched.workflow.learning_report import write_outputs
 
     if report_only:
         _report_only(out)
@@ -216,7 +210,7 @@ def learning(
 
 def _report_only(out: Path) -> None:
     """``--report-only``: report.md and the figure from OUT/results.json alone."""
-    from rlsched.workflow.learning import read_results, write_outputs
+    from rlsched.workflow.learning_report import read_results, write_outputs
 
     try:
         data = read_results(out)

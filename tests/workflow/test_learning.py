@@ -16,15 +16,12 @@ from rlsched.cli._common import load_workload
 from rlsched.core.objective import Objective
 from rlsched.core.policies.registry import resolve
 from rlsched.sim.workload import Workload
-from rlsched.workflow.learning import (
+from rlsched.workflow.learning import LearningSettings, learning_trace, quick_settings, replay_cores
+from rlsched.workflow.learning_report import (
     WITH_WINDOWS,
-    LearningSettings,
     carryover_section,
     goals,
-    learning_trace,
-    quick_settings,
     render_report,
-    replay_cores,
     replays_on_test,
     rule_windows_of,
     still_pretraining,
@@ -438,6 +435,7 @@ def test_a_row_another_code_computed_is_computed_again_unless_asked_and_the_repo
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import rlsched.workflow.learning as learning
+    from rlsched.workflow.learning_report import _provenance
 
     ran, swf, settings = _stubbed_rows(tmp_path, monkeypatch)
     rows = tmp_path / "rows"
@@ -449,7 +447,7 @@ def test_a_row_another_code_computed_is_computed_again_unless_asked_and_the_repo
 
     code = learning.computing_code()
     assert run()["traces"][0]["codes"] == [code] and ran == ["small"]
-    report = learning._provenance(run()["traces"])
+    report = _provenance(run()["traces"])
     assert f"Code: every row computed by rlsched code `{code}`" in report
     assert learning.numerical_platform() in report and "openblas" in learning.numerical_platform()
     assert ran == ["small"]  # the same code: read back
@@ -464,9 +462,9 @@ def test_a_row_another_code_computed_is_computed_again_unless_asked_and_the_repo
     path.write_text(json.dumps(saved))
     kept = run(other_code=True)["traces"]
     assert ran == ["small", "small"] and learning.row_codes(kept[0]) == ["unrecorded"]  # asked: read back
-    assert learning._provenance(kept).startswith("Code: not recorded: the rows were computed before rows recorded")
-    assert "small: code not recorded" in learning._provenance([*kept, {**kept[0], "trace": "x", "codes": [code]}])
-    mixed = learning._provenance([{**kept[0], "codes": ["a", "b"]}, {**kept[0], "trace": "x", "codes": [code]}])
+    assert _provenance(kept).startswith("Code: not recorded: the rows were computed before rows recorded")
+    assert "small: code not recorded" in _provenance([*kept, {**kept[0], "trace": "x", "codes": [code]}])
+    mixed = _provenance([{**kept[0], "codes": ["a", "b"]}, {**kept[0], "trace": "x", "codes": [code]}])
     assert "small: **resumed across code changes** (`--other-code`), from pieces of codes `a`, `b`" in mixed
     assert f"x: code `{code}`" in mixed
 
@@ -475,6 +473,7 @@ def test_a_row_finished_from_an_earlier_runs_pieces_says_its_wall_time_is_the_la
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import rlsched.workflow.learning as learning
+    from rlsched.workflow.learning_report import _resumed
 
     class Stopped(Exception):
         pass
@@ -493,8 +492,8 @@ def test_a_row_finished_from_an_earlier_runs_pieces_says_its_wall_time_is_the_la
         learning.run_learning(lambda name, procs: load_workload(name), [str(swf)], settings, rows_dir=tmp_path)
     row = learning.run_learning(lambda name, procs: load_workload(name), [str(swf)], settings, rows_dir=tmp_path)
     assert row["traces"][0]["pieces_reused"] == 1
-    assert learning._resumed(row["traces"][0]) == " (its last run; 1 of its pieces from earlier runs)"
-    assert learning._resumed({"seconds": 5.0}) == ""
+    assert _resumed(row["traces"][0]) == " (its last run; 1 of its pieces from earlier runs)"
+    assert _resumed({"seconds": 5.0}) == ""
 
 
 def test_the_report_says_the_search_was_by_bounded_slowdown_only_for_a_run_that_searched_so() -> None:
@@ -521,7 +520,7 @@ def test_the_report_says_what_the_learner_was_rewarded_for() -> None:
 
 
 def test_the_rule_the_other_traces_pick_never_rests_on_the_traces_own_window(quick_row: dict[str, Any]) -> None:
-    from rlsched.workflow.learning import OTHER_TRACES, WITH_PRIOR, other_traces_picks
+    from rlsched.workflow.learning_report import OTHER_TRACES, WITH_PRIOR, other_traces_picks
 
     row = quick_row["traces"][0]
     labels = sorted(row["rules"])
@@ -553,7 +552,7 @@ def test_the_rule_the_other_traces_pick_never_rests_on_the_traces_own_window(qui
 
 
 def test_the_single_rule_yardstick_is_the_best_geometric_mean_on_the_test_windows() -> None:
-    from rlsched.workflow.learning import single_rule_misses
+    from rlsched.workflow.learning_report import single_rule_misses
 
     def row(a: float, b: float, jitter: float = 0.0) -> dict[str, Any]:
         return {

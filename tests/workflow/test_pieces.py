@@ -48,7 +48,8 @@ def test_a_piece_kept_is_read_back_and_a_damaged_one_is_computed_again(tmp_path:
 
 def _sources(root: Path) -> Path:
     """A stand-in for the rlsched package: a file in each of code_digest's sources and one outside them."""
-    for name in ("core/a.py", "sim/b.py", "workflow/c.py", "workflow/prior.json", "errors.py", "daemon/d.py"):
+    names = ("core/a.py", "sim/b.py", "workflow/c.py", "workflow/prior.json", "errors.py", "daemon/d.py")
+    for name in (*names, "workflow/learning_report.py"):
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_text(f"# {name}\n")
     return root
@@ -61,6 +62,7 @@ def test_the_code_digest_changes_with_what_computes_a_row_and_only_with_it(tmp_p
     before = code_digest(root)
     assert code_digest(_sources(tmp_path / "two")) == before  # the same sources anywhere
     (root / "daemon" / "d.py").write_text("changed = True\n")  # the daemon never runs in a replay
+    (root / "workflow" / "learning_report.py").write_text("worded = 'otherwise'\n")  # writes reports, no row
     (root / "sim" / "__pycache__").mkdir()
     (root / "sim" / "__pycache__" / "b.cpython-311.pyc").write_bytes(b"\x00")
     assert code_digest(_sources(tmp_path / "three")) == before and code_digest(tmp_path / "one") == before

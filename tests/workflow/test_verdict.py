@@ -351,7 +351,7 @@ def test_the_shipped_rule_prior_is_the_committed_12k_tables_validation_windows()
     assert len(prior.windows) == 9 and prior.objective == Objective()
     # What `train --rule-prior public` deploys on a trace of the table is the 12k report's column "rule the other
     # traces pick" for it.
-    from rlsched.workflow.learning import other_traces_picks
+    from rlsched.workflow.learning_report import other_traces_picks
 
     column = other_traces_picks(committed["traces"], Objective())
     assert len(column) == 9
