@@ -50,7 +50,8 @@ UNRECORDED_CODE = "unrecorded"
 
 def code_digest(root: Path | None = None) -> str:
     """A digest of the files of :data:`COMPUTING_SOURCES` under ``root`` (the installed ``rlsched`` package by
-    default): their paths and bytes, compiled caches and :data:`REPORT_SOURCES` left out.  Equal for the same sources on any machine."""
+    default): their paths and bytes, compiled caches and :data:`REPORT_SOURCES` left out.  Equal for the same
+    sources on any machine."""
     return _code_digest(root if root is not None else Path(__file__).resolve().parent.parent)
 
 
