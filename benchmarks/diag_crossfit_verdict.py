@@ -51,6 +51,7 @@ from benchmarks.learning_table import (  # noqa: E402
 )
 from rlsched.sim.workload import Workload  # noqa: E402
 from rlsched.workflow.split import simulate_in  # noqa: E402
+from rlsched.workflow.verdict import schedule_score  # noqa: E402
 
 #: Scores that agree to this (relative) are the table's: a replay is deterministic.
 SAME = 1e-9
@@ -122,7 +123,7 @@ def _one(job: tuple[CommittedTable, Workload, str, int | None]) -> tuple[float, 
     table, window, spec, cores = job
     ran = simulate_in(table.deployment, window, spec, cores)
     schedule = ran.schedule
-    whole = float(table.objective.score(schedule.run, schedule.wait, window.job_class))
+    whole = schedule_score(table.objective, schedule)
     return whole, half_scores(table, window, schedule)
 
 

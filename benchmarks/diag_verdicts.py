@@ -24,7 +24,6 @@ Run: ``python -m benchmarks.diag_verdicts --table docs/results/learning --table 
 from __future__ import annotations
 
 import argparse
-import math
 import statistics
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -36,8 +35,9 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.learning_table import CommittedTable, read_table
-from rlsched.workflow.learning_report import DEPLOYED, _model_replays, _rule_replays
-from rlsched.workflow.verdict import outcome_of
+from rlsched.workflow.learning_report import DEPLOYED, _model_replays, _rule_replays, apart, rule_windows_of
+from rlsched.workflow.learning_report import _geomean as geomean
+from rlsched.workflow.verdict import RuleScores, outcome_of, rule_over_windows
 
 TABLES = ("learning", "learning-w", "learning-12k", "learning-whole")
 OUTCOMES = ("beats", "ties", "loses")
@@ -68,29 +68,22 @@ class Compared:
     outcome_vs_train_pick: str = ""
 
 
-def _stats(replays: Mapping[str, Any]) -> tuple[float, float]:
-    return float(replays["mean"]), float(replays["spread"])
-
-
-def _worse(table: CommittedTable, a: tuple[float, float], b: tuple[float, float]) -> bool:
-    """``a`` worse than ``b`` beyond the larger of their spreads."""
-    gap = table.sign * (a[0] - b[0])
-    return gap > max(a[1], b[1])
+def _worse(table: CommittedTable, a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    """``a`` worse than ``b`` (means ± spreads) beyond the larger of their spreads."""
+    return apart(a, b) and table.sign * (a["mean"] - b["mean"]) > 0
 
 
 def train_halves_pick(table: CommittedTable, row: Mapping[str, Any]) -> str | None:
-    """The rule with the best geometric mean, over the train window's parts, of its score over each part's best
-    rule (as ``--rule-windows`` weighs windows, without validation); None without train-window scores."""
-    scored = {label: v.get("train") or {} for label, v in row["rules"].items()}
-    parts = sorted({part for by_part in scored.values() for part in by_part})
-    every = [label for label, by_part in scored.items() if parts and all(p in by_part for p in parts)]
-    if not every:
+    """The rule ``--rule-windows`` would pick on the train window's parts alone, without validation
+    (:func:`rlsched.workflow.verdict.rule_over_windows`); None without train-window scores."""
+    parts = {
+        window: RuleScores(scores=scores)
+        for window, scores in rule_windows_of(row)
+        if window.startswith("train") and scores
+    }
+    if not parts:
         return None
-    best = {p: min((float(scored[label][p]) for label in every), key=lambda x: table.sign * x) for p in parts}
-    return min(
-        every,
-        key=lambda label: (geomean([table.over_best(float(scored[label][p]), best[p]) for p in parts]), label),
-    )
+    return rule_over_windows(table.objective, parts)[0]
 
 
 def compare_row(name: str, table: CommittedTable, row: Mapping[str, Any]) -> Iterator[Compared]:
@@ -99,8 +92,7 @@ def compare_row(name: str, table: CommittedTable, row: Mapping[str, Any]) -> Ite
     if "models" not in row.get("jittered", {}):
         return
     rules = _rule_replays(row)
-    best = min(rules, key=lambda label: (table.sign * rules[label]["mean"], label))
-    best_stats = _stats(rules[best])
+    best = rules[min(rules, key=lambda label: (table.sign * rules[label]["mean"], label))]
     train_pick = train_halves_pick(table, row)
     for _key, learner, model in DEPLOYED:
         verdict = row[model]["verdict"]
@@ -115,7 +107,7 @@ def compare_row(name: str, table: CommittedTable, row: Mapping[str, Any]) -> Ite
             else str(verdict["outcome"])
         )
         rule = str(verdict.get("deploy_rule") or verdict["rule"])
-        mine, theirs = _stats(_model_replays(row, model)), _stats(rules[rule])
+        mine, theirs = _model_replays(row, model), rules[rule]
         on_test = "worse" if _worse(table, mine, theirs) else "better" if _worse(table, theirs, mine) else "tie"
         yield Compared(
             table=name,
@@ -123,18 +115,14 @@ def compare_row(name: str, table: CommittedTable, row: Mapping[str, Any]) -> Ite
             learner=learner,
             outcome=str(verdict["outcome"]),
             rule=rule,
-            ratio=table.over_best(mine[0], theirs[0]),
+            ratio=table.over_best(mine["mean"], theirs["mean"]),
             on_test=on_test,
-            model_over_best=table.over_best(mine[0], best_stats[0]),
-            rule_over_best=table.over_best(theirs[0], best_stats[0]),
-            model_misses=_worse(table, mine, best_stats),
-            rule_misses=_worse(table, theirs, best_stats),
+            model_over_best=table.over_best(mine["mean"], best["mean"]),
+            rule_over_best=table.over_best(theirs["mean"], best["mean"]),
+            model_misses=_worse(table, mine, best),
+            rule_misses=_worse(table, theirs, best),
             outcome_vs_train_pick=against_train_pick,
         )
-
-
-def geomean(values: Sequence[float]) -> float:
-    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else math.nan
 
 
 def outcome_lines(rows: Sequence[Compared]) -> list[str]:
